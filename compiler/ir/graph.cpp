@@ -1,0 +1,127 @@
+// Graph construction helpers and small queries.
+#include "compiler/ir/graph.h"
+
+#include <cassert>
+
+#include <fmt/format.h>
+
+#include "compiler/support/checked_math.h"
+
+namespace zoc::ir {
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::I64: return "i64";
+  }
+  return "?";
+}
+
+int64_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return 4;
+    case DType::F16: return 2;
+    case DType::BF16: return 2;
+    case DType::I64: return 8;
+  }
+  return 0;
+}
+
+std::string_view layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::NCHW: return "NCHW";
+    case Layout::NHWC: return "NHWC";
+    case Layout::NC: return "NC";
+  }
+  return "?";
+}
+
+std::string TensorType::str() const {
+  std::string s = "N";
+  for (int64_t d : dims) s += fmt::format("x{}", d);
+  return fmt::format("{} {}", s, dtype_name(dtype));
+}
+
+int64_t TensorType::sample_numel() const {
+  auto n = checked_product_of(dims);
+  assert(n.has_value());
+  return n.value_or(0);
+}
+
+void Attrs::set(std::string_view name, AttrValue value) {
+  for (auto& [k, v] : items_) {
+    if (k == name) {
+      v = value;
+      return;
+    }
+  }
+  items_.emplace_back(std::string(name), value);
+}
+
+bool Attrs::has(std::string_view name) const { return find(name) != nullptr; }
+
+const AttrValue* Attrs::find(std::string_view name) const {
+  for (const auto& [k, v] : items_) {
+    if (k == name) return &v;
+  }
+  return nullptr;
+}
+
+int64_t Attrs::i(std::string_view name) const {
+  const AttrValue* v = find(name);
+  assert(v && (v->kind == AttrKind::Int || v->kind == AttrKind::Bool));
+  return v ? v->i : 0;
+}
+
+Pair Attrs::pair(std::string_view name) const {
+  const AttrValue* v = find(name);
+  assert(v && v->kind == AttrKind::Pair);
+  return v ? v->pair : Pair{};
+}
+
+double Attrs::f(std::string_view name) const {
+  const AttrValue* v = find(name);
+  assert(v && v->kind == AttrKind::Float);
+  return v ? v->f : 0.0;
+}
+
+int32_t Graph::add_node(OpKind op, std::string node_name, std::vector<ValueId> inputs,
+                        Attrs attrs, SourceLoc loc) {
+  const auto index = static_cast<int32_t>(nodes.size());
+  const auto out = static_cast<ValueId>(values.size());
+  values.push_back(Value{std::nullopt, index});
+  nodes.push_back(Node{op, std::move(node_name), std::move(inputs), out, std::move(attrs), {},
+                       std::move(loc)});
+  return index;
+}
+
+const Node* Graph::find_node(std::string_view node_name) const {
+  for (const Node& n : nodes) {
+    if (n.name == node_name) return &n;
+  }
+  return nullptr;
+}
+
+int64_t Graph::trainable_param_count() const {
+  int64_t total = 0;
+  for (const Node& n : nodes) {
+    for (const ParamSpec& p : n.params) {
+      if (p.trainable) total += checked_product_of(p.shape).value_or(0);
+    }
+  }
+  return total;
+}
+
+int64_t Graph::buffer_count() const {
+  int64_t total = 0;
+  for (const Node& n : nodes) {
+    for (const ParamSpec& p : n.params) {
+      if (!p.trainable) total += checked_product_of(p.shape).value_or(0);
+    }
+  }
+  return total;
+}
+
+}  // namespace zoc::ir

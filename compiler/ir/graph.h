@@ -1,0 +1,118 @@
+// The graph IR: nodes in topological order, each producing one typed value.
+//
+// A node is an op from the op table, its attributes (checked against the table's schema), its
+// input values, its parameters (weights named as in PyTorch's state_dict: "<layer>.weight"),
+// and the source location it came from. Values carry a TensorType whose leading batch
+// dimension is dynamic: batch size is chosen at run time, everything else is fixed at compile
+// time. Weight data lives outside the graph (weights/), so the graph stays cheap to copy and
+// print.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/ops.h"
+#include "compiler/support/diagnostics.h"
+
+namespace zoc::ir {
+
+enum class DType { F32, F16, BF16, I64 };
+enum class Layout { NCHW, NHWC, NC };
+
+std::string_view dtype_name(DType dtype);
+int64_t dtype_size(DType dtype);
+std::string_view layout_name(Layout layout);
+
+// The type of a per-batch tensor. `dims` excludes the dynamic batch dimension N:
+// {C, H, W} for images, {F} for feature vectors.
+struct TensorType {
+  DType dtype = DType::F32;
+  Layout layout = Layout::NCHW;
+  std::vector<int64_t> dims;
+
+  bool operator==(const TensorType&) const = default;
+  std::string str() const;  // "N×64×56×56 f32"
+  int64_t sample_numel() const;  // product of dims (already overflow-checked by shape inference)
+};
+
+struct Pair {
+  int64_t h = 0, w = 0;
+  bool operator==(const Pair&) const = default;
+};
+
+struct AttrValue {
+  AttrKind kind = AttrKind::Int;
+  int64_t i = 0;  // Int, Bool
+  Pair pair;      // Pair
+  double f = 0;   // Float
+  bool operator==(const AttrValue&) const = default;
+};
+
+// Attributes by name, ordered as in the op table so printing is stable.
+class Attrs {
+ public:
+  void set(std::string_view name, AttrValue value);
+  bool has(std::string_view name) const;
+  const AttrValue* find(std::string_view name) const;
+  int64_t i(std::string_view name) const;  // Int or Bool; asserts presence
+  Pair pair(std::string_view name) const;
+  double f(std::string_view name) const;
+  bool b(std::string_view name) const { return i(name) != 0; }
+  const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
+  bool operator==(const Attrs&) const = default;
+
+ private:
+  std::vector<std::pair<std::string, AttrValue>> items_;
+};
+
+// A tensor a node needs from the weights file.
+struct ParamSpec {
+  std::string name;  // full state_dict name, e.g. "layer1.0.bn1.running_var"
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  bool trainable = true;  // counted as a parameter (weights, biases), not a buffer
+  bool optional = false;  // may be absent from the file (e.g. num_batches_tracked)
+  bool operator==(const ParamSpec&) const = default;
+};
+
+using ValueId = int32_t;
+inline constexpr ValueId kNoValue = -1;
+
+struct Node {
+  OpKind op;
+  std::string name;  // dotted layer path, unique in the graph ("layer1.0.conv1")
+  std::vector<ValueId> inputs;
+  ValueId output = kNoValue;
+  Attrs attrs;
+  std::vector<ParamSpec> params;  // filled by shape inference
+  SourceLoc loc;
+};
+
+struct Value {
+  std::optional<TensorType> type;  // set by shape inference
+  int32_t producer = -1;           // node index
+};
+
+class Graph {
+ public:
+  std::string name;  // model name
+  std::vector<Node> nodes;
+  std::vector<Value> values;
+  std::vector<ValueId> outputs;
+
+  // Appends a node with a fresh output value and returns the node index.
+  int32_t add_node(OpKind op, std::string node_name, std::vector<ValueId> inputs, Attrs attrs,
+                   SourceLoc loc);
+  const Node& producer(ValueId v) const { return nodes[values[v].producer]; }
+  const TensorType& type(ValueId v) const { return *values[v].type; }
+  const Node* find_node(std::string_view node_name) const;
+
+  // Trainable parameters and buffers, as PyTorch counts them.
+  int64_t trainable_param_count() const;
+  int64_t buffer_count() const;  // elements of non-trainable tensors
+};
+
+}  // namespace zoc::ir

@@ -1,0 +1,80 @@
+// The op table expanded into arrays (see ops.def).
+#include "compiler/ir/ops.h"
+
+#include <array>
+#include <vector>
+
+namespace zoc::ir {
+namespace {
+
+struct AttrRow {
+  OpKind op;
+  AttrSpec spec;
+};
+
+constexpr AttrRow kAttrRows[] = {
+#define ZOC_ATTR(op, name, kind, required, dflt, min, max, summary) \
+  {OpKind::op, {name, AttrKind::kind, required, static_cast<double>(dflt), min, max, summary}},
+#include "compiler/ir/ops.def"
+};
+
+struct Tables {
+  std::vector<std::vector<AttrSpec>> attrs;
+  std::vector<OpInfo> ops;
+
+  Tables() {
+    struct Row {
+      OpKind kind;
+      std::string_view name;
+      int min_in, max_in;
+      std::string_view summary;
+    };
+    const Row rows[] = {
+#define ZOC_OP(id, spelling, min_in, max_in, summary) {OpKind::id, spelling, min_in, max_in, summary},
+#include "compiler/ir/ops.def"
+    };
+    attrs.resize(std::size(rows));
+    for (const AttrRow& a : kAttrRows) attrs[static_cast<size_t>(a.op)].push_back(a.spec);
+    for (const Row& r : rows) {
+      ops.push_back({r.kind, r.name, r.min_in, r.max_in, r.summary,
+                     std::span<const AttrSpec>(attrs[static_cast<size_t>(r.kind)])});
+    }
+  }
+};
+
+const Tables& tables() {
+  static const Tables t;
+  return t;
+}
+
+}  // namespace
+
+const OpInfo& op_info(OpKind kind) { return tables().ops[static_cast<size_t>(kind)]; }
+
+std::span<const OpInfo> all_ops() { return tables().ops; }
+
+std::optional<OpKind> op_from_name(std::string_view name) {
+  for (const OpInfo& info : tables().ops) {
+    if (info.name == name) return info.kind;
+  }
+  return std::nullopt;
+}
+
+const AttrSpec* find_attr(OpKind kind, std::string_view name) {
+  for (const AttrSpec& spec : op_info(kind).attrs) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+std::string_view attr_kind_name(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::Int: return "an integer";
+    case AttrKind::Pair: return "an integer or a pair [h, w]";
+    case AttrKind::Bool: return "a boolean";
+    case AttrKind::Float: return "a number";
+  }
+  return "?";
+}
+
+}  // namespace zoc::ir

@@ -1,0 +1,49 @@
+// Op kinds and their attribute schemas, expanded from ops.def.
+//
+// This is what frontends consult to accept an op name and check its attributes, and what the
+// printer and verifier use, so that no op name or attribute range is written twice.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace zoc::ir {
+
+enum class OpKind {
+#define ZOC_OP(id, spelling, min_in, max_in, summary) id,
+#include "compiler/ir/ops.def"
+};
+
+enum class AttrKind { Int, Pair, Bool, Float };
+
+// A default that means "absent unless given"; the op's shape rule resolves it.
+inline constexpr double kUnset = -1e300;
+
+struct AttrSpec {
+  std::string_view name;
+  AttrKind kind;
+  bool required;
+  double default_value;  // kUnset: no default
+  double min;
+  double max;
+  std::string_view summary;
+};
+
+struct OpInfo {
+  OpKind kind;
+  std::string_view name;
+  int min_inputs;
+  int max_inputs;
+  std::string_view summary;
+  std::span<const AttrSpec> attrs;
+};
+
+const OpInfo& op_info(OpKind kind);
+std::span<const OpInfo> all_ops();
+std::optional<OpKind> op_from_name(std::string_view name);
+const AttrSpec* find_attr(OpKind kind, std::string_view name);
+std::string_view attr_kind_name(AttrKind kind);
+
+}  // namespace zoc::ir

@@ -1,0 +1,256 @@
+// Per-op shape rules (see shapes.h). One function per op, dispatched by the op table's switch.
+#include "compiler/ir/shapes.h"
+
+#include <fmt/format.h>
+
+#include "compiler/support/checked_math.h"
+
+namespace zoc::ir {
+namespace {
+
+std::string dims_str(const std::vector<int64_t>& dims) {
+  std::string s = "N";
+  for (int64_t d : dims) s += fmt::format("x{}", d);
+  return s;
+}
+
+class Rule {
+ public:
+  Rule(Graph& g, Node& n, Diagnostics& d) : g_(g), n_(n), d_(d) {}
+
+  bool fail(const std::string& msg) {
+    d_.error(n_.loc, fmt::format("layer '{}' ({}): {}", n_.name, op_info(n_.op).name, msg));
+    return false;
+  }
+  const TensorType& in(size_t i) const { return g_.type(n_.inputs[i]); }
+  bool expect_rank(size_t i, size_t rank, const char* what) {
+    if (in(i).dims.size() == rank) return true;
+    return fail(fmt::format("expects {} input, got {}", what, dims_str(in(i).dims)));
+  }
+  void param(const std::string& suffix, std::vector<int64_t> shape, bool trainable = true,
+             DType dtype = DType::F32, bool optional = false) {
+    n_.params.push_back({n_.name + "." + suffix, dtype, std::move(shape), trainable, optional});
+  }
+  bool set_output(std::vector<int64_t> dims, Layout layout) {
+    for (int64_t d : dims) {
+      if (d < 1) return fail(fmt::format("output shape {} has an empty dimension", dims_str(dims)));
+      if (d > kMaxDim) {
+        return fail(fmt::format("output dimension {} exceeds the limit {}", d, kMaxDim));
+      }
+    }
+    auto numel = checked_product_of(dims);
+    if (!numel || !checked_mul(*numel, 8) || *numel * 8 > kMaxSampleBytes) {
+      return fail(fmt::format("output shape {} is too large (over {} bytes per sample)",
+                              dims_str(dims), kMaxSampleBytes));
+    }
+    g_.values[n_.output].type = TensorType{DType::F32, layout, std::move(dims)};
+    return true;
+  }
+
+  bool input();
+  bool conv2d();
+  bool batchnorm2d();
+  bool same_as_input();
+  bool add();
+  bool pool(bool is_max);
+  bool global_avgpool();
+  bool flatten();
+  bool linear();
+  bool softmax();
+  bool concat();
+
+ private:
+  Graph& g_;
+  Node& n_;
+  Diagnostics& d_;
+};
+
+bool Rule::input() {
+  const Attrs& a = n_.attrs;
+  return set_output({a.i("channels"), a.i("height"), a.i("width")}, Layout::NCHW);
+}
+
+bool Rule::conv2d() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  const Attrs& a = n_.attrs;
+  const int64_t c = in(0).dims[0], h = in(0).dims[1], w = in(0).dims[2];
+  const int64_t out_c = a.i("out_channels"), groups = a.i("groups");
+  const Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding"),
+             dl = a.pair("dilation");
+  bool ok = true;
+  if (c % groups != 0) {
+    ok = fail(fmt::format("groups {} does not divide the {} input channels", groups, c));
+  }
+  if (out_c % groups != 0) {
+    ok = fail(fmt::format("groups {} does not divide out_channels {}", groups, out_c));
+  }
+  if (!ok) return false;
+  auto oh = conv_output_size(h, k.h, s.h, p.h, dl.h);
+  auto ow = conv_output_size(w, k.w, s.w, p.w, dl.w);
+  if (!oh || !ow) {
+    return fail(fmt::format(
+        "output size would be < 1: input {}x{}, kernel {}x{}, padding {}x{}, dilation {}x{}", h,
+        w, k.h, k.w, p.h, p.w, dl.h, dl.w));
+  }
+  auto wnumel = checked_product({out_c, c / groups, k.h, k.w});
+  if (!wnumel) return fail("weight tensor size overflows");
+  param("weight", {out_c, c / groups, k.h, k.w});
+  if (a.b("bias")) param("bias", {out_c});
+  return set_output({out_c, *oh, *ow}, Layout::NCHW);
+}
+
+bool Rule::batchnorm2d() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  const int64_t c = in(0).dims[0];
+  param("weight", {c});
+  param("bias", {c});
+  param("running_mean", {c}, false);
+  param("running_var", {c}, false);
+  param("num_batches_tracked", {}, false, DType::I64, true);
+  return set_output(in(0).dims, in(0).layout);
+}
+
+bool Rule::same_as_input() { return set_output(in(0).dims, in(0).layout); }
+
+bool Rule::add() {
+  if (in(0).dims != in(1).dims) {
+    return fail(fmt::format("operand shapes differ: {} vs {}", dims_str(in(0).dims),
+                            dims_str(in(1).dims)));
+  }
+  return set_output(in(0).dims, in(0).layout);
+}
+
+bool Rule::pool(bool is_max) {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  Attrs& a = n_.attrs;
+  const Pair k = a.pair("kernel");
+  if (!a.has("stride")) a.set("stride", AttrValue{AttrKind::Pair, 0, k, 0});
+  const Pair s = a.pair("stride"), p = a.pair("padding");
+  const Pair dl = is_max ? a.pair("dilation") : Pair{1, 1};
+  if (p.h > k.h / 2 || p.w > k.w / 2) {
+    return fail(fmt::format("padding {}x{} exceeds half the kernel {}x{}", p.h, p.w, k.h, k.w));
+  }
+  const int64_t c = in(0).dims[0], h = in(0).dims[1], w = in(0).dims[2];
+  auto oh = pool_output_size(h, k.h, s.h, p.h, dl.h, a.b("ceil_mode"));
+  auto ow = pool_output_size(w, k.w, s.w, p.w, dl.w, a.b("ceil_mode"));
+  if (!oh || !ow) {
+    return fail(fmt::format("output size would be < 1: input {}x{}, window {}x{}, padding {}x{}",
+                            h, w, k.h, k.w, p.h, p.w));
+  }
+  return set_output({c, *oh, *ow}, Layout::NCHW);
+}
+
+bool Rule::global_avgpool() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  return set_output({in(0).dims[0], 1, 1}, Layout::NCHW);
+}
+
+bool Rule::flatten() {
+  auto numel = checked_product_of(in(0).dims);
+  if (!numel) return fail("flattened size overflows");
+  return set_output({*numel}, Layout::NC);
+}
+
+bool Rule::linear() {
+  if (in(0).dims.size() != 1) {
+    return fail(fmt::format("expects features [N, F], got {}; add a flatten before it",
+                            dims_str(in(0).dims)));
+  }
+  const int64_t f = in(0).dims[0], out = n_.attrs.i("out_features");
+  if (!checked_mul(f, out)) return fail("weight tensor size overflows");
+  param("weight", {out, f});
+  if (n_.attrs.b("bias")) param("bias", {out});
+  return set_output({out}, Layout::NC);
+}
+
+bool Rule::softmax() {
+  if (!expect_rank(0, 1, "features [N, F]")) return false;
+  return set_output(in(0).dims, Layout::NC);
+}
+
+bool Rule::concat() {
+  if (!expect_rank(0, 3, "images [N, C, H, W]")) return false;
+  int64_t channels = 0;
+  for (size_t i = 0; i < n_.inputs.size(); ++i) {
+    const auto& d = in(i).dims;
+    if (d.size() != 3 || d[1] != in(0).dims[1] || d[2] != in(0).dims[2]) {
+      return fail(fmt::format("input {} has shape {}, but concatenation along channels needs "
+                              "N x C x {} x {}",
+                              i, dims_str(d), in(0).dims[1], in(0).dims[2]));
+    }
+    auto sum = checked_add(channels, d[0]);
+    if (!sum) return fail("channel count overflows");
+    channels = *sum;
+  }
+  return set_output({channels, in(0).dims[1], in(0).dims[2]}, Layout::NCHW);
+}
+
+// How far a window of `kernel` taps spaced `dilation` apart can slide over the padded input:
+// in + 2*pad - (dilation*(kernel-1) + 1), or nullopt if it does not fit or overflows.
+std::optional<int64_t> window_room(int64_t in, int64_t kernel, int64_t pad, int64_t dilation) {
+  auto two_pad = checked_mul(2, pad);
+  auto reach = checked_mul(dilation, kernel - 1);
+  if (!two_pad || !reach) return std::nullopt;
+  auto padded = checked_add(in, *two_pad);
+  auto span = checked_add(*reach, 1);
+  if (!padded || !span || *padded < *span) return std::nullopt;
+  return *padded - *span;
+}
+
+}  // namespace
+
+std::optional<int64_t> conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                                        int64_t dilation) {
+  // out = floor((in + 2p - d(k-1) - 1) / s) + 1
+  auto room = window_room(in, kernel, pad, dilation);
+  if (!room || stride < 1) return std::nullopt;
+  return *room / stride + 1;
+}
+
+std::optional<int64_t> pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                                        int64_t dilation, bool ceil_mode) {
+  auto maybe_room = window_room(in, kernel, pad, dilation);
+  if (!maybe_room || stride < 1) return std::nullopt;
+  const int64_t room = *maybe_room;
+  int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  // PyTorch: with ceil_mode the last window must start inside the input or the left padding.
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+bool infer_shapes(Graph& graph, Diagnostics& diags) {
+  bool all_ok = true;
+  for (Node& node : graph.nodes) {
+    node.params.clear();
+    graph.values[node.output].type.reset();
+    bool inputs_ok = true;
+    for (ValueId v : node.inputs) inputs_ok = inputs_ok && graph.values[v].type.has_value();
+    if (!inputs_ok) {
+      all_ok = false;  // an earlier error already explains it
+      continue;
+    }
+    Rule rule(graph, node, diags);
+    bool ok = false;
+    switch (node.op) {
+      case OpKind::Input: ok = rule.input(); break;
+      case OpKind::Conv2d: ok = rule.conv2d(); break;
+      case OpKind::BatchNorm2d: ok = rule.batchnorm2d(); break;
+      case OpKind::Relu:
+      case OpKind::Tanh:
+      case OpKind::Sigmoid:
+      case OpKind::Dropout: ok = rule.same_as_input(); break;
+      case OpKind::Add: ok = rule.add(); break;
+      case OpKind::MaxPool2d: ok = rule.pool(true); break;
+      case OpKind::AvgPool2d: ok = rule.pool(false); break;
+      case OpKind::GlobalAvgPool: ok = rule.global_avgpool(); break;
+      case OpKind::Flatten: ok = rule.flatten(); break;
+      case OpKind::Linear: ok = rule.linear(); break;
+      case OpKind::Softmax: ok = rule.softmax(); break;
+      case OpKind::Concat: ok = rule.concat(); break;
+    }
+    all_ok = all_ok && ok;
+  }
+  return all_ok;
+}
+
+}  // namespace zoc::ir

@@ -1,0 +1,29 @@
+// Shape inference: gives every value its TensorType and every node its parameter list.
+//
+// Each op's rule lives here, next to the checks that make it well defined (groups divide the
+// channels, windows fit the padded input, sizes do not overflow), so that a bad model fails
+// here with a located message and never reaches a kernel with a nonsensical shape.
+#pragma once
+
+#include "compiler/ir/graph.h"
+#include "compiler/support/diagnostics.h"
+
+namespace zoc::ir {
+
+// Largest extent of one dimension. cuDNN and the generated code index with 32-bit ints.
+inline constexpr int64_t kMaxDim = (int64_t{1} << 31) - 1;
+// Largest per-sample tensor, in bytes of the widest dtype (8), so byte sizes of a whole batch
+// of up to 2^16 samples still fit in 64 bits.
+inline constexpr int64_t kMaxSampleBytes = int64_t{1} << 40;
+
+// Infers types for all nodes in order. Reports every error found (a node whose inputs failed
+// is skipped silently, so one mistake gives one message). Returns false on any error.
+bool infer_shapes(Graph& graph, Diagnostics& diags);
+
+// PyTorch's output-size rules, overflow-checked. nullopt when the result would be < 1.
+std::optional<int64_t> conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                                        int64_t dilation);
+std::optional<int64_t> pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                                        int64_t dilation, bool ceil_mode);
+
+}  // namespace zoc::ir

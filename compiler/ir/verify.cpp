@@ -1,0 +1,89 @@
+// Structural checks of the graph IR (see verify.h).
+#include "compiler/ir/verify.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+namespace zoc::ir {
+namespace {
+
+bool attr_in_range(const AttrSpec& spec, const AttrValue& v) {
+  switch (spec.kind) {
+    case AttrKind::Int: return v.i >= spec.min && v.i <= spec.max;
+    case AttrKind::Bool: return v.i == 0 || v.i == 1;
+    case AttrKind::Pair:
+      return v.pair.h >= spec.min && v.pair.h <= spec.max && v.pair.w >= spec.min &&
+             v.pair.w <= spec.max;
+    case AttrKind::Float: return v.f >= spec.min && v.f <= spec.max;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
+  const size_t before = diags.error_count();
+  auto fail = [&](const Node* n, const std::string& msg) {
+    if (n) {
+      diags.error(n->loc, fmt::format("IR verifier: layer '{}' ({}): {}", n->name,
+                                      op_info(n->op).name, msg));
+    } else {
+      diags.error(SourceLoc{g.name, 0, 0}, "IR verifier: " + msg);
+    }
+  };
+
+  if (g.nodes.empty()) fail(nullptr, "the graph has no nodes");
+  size_t input_count = 0;
+  std::set<std::string> names;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const OpInfo& info = op_info(n.op);
+    if (n.op == OpKind::Input) ++input_count;
+    if (n.name.empty()) fail(&n, "node has an empty name");
+    if (!names.insert(n.name).second) fail(&n, "duplicate layer name");
+    const auto nin = static_cast<int>(n.inputs.size());
+    if (nin < info.min_inputs || nin > info.max_inputs) {
+      fail(&n, fmt::format("has {} inputs, expects {}..{}", nin, info.min_inputs,
+                           info.max_inputs));
+    }
+    for (ValueId v : n.inputs) {
+      if (v < 0 || static_cast<size_t>(v) >= g.values.size()) {
+        fail(&n, fmt::format("input %{} does not exist", v));
+      } else if (g.values[v].producer < 0 || static_cast<size_t>(g.values[v].producer) >= i) {
+        fail(&n, fmt::format("input %{} is not produced by an earlier node", v));
+      }
+    }
+    if (n.output < 0 || static_cast<size_t>(n.output) >= g.values.size() ||
+        g.values[n.output].producer != static_cast<int32_t>(i)) {
+      fail(&n, "output value is not linked back to this node");
+    } else if (options.require_types && !g.values[n.output].type) {
+      fail(&n, "output has no type (shape inference did not run or failed)");
+    }
+    for (const auto& [key, value] : n.attrs.items()) {
+      const AttrSpec* spec = find_attr(n.op, key);
+      if (!spec) {
+        fail(&n, fmt::format("unknown attribute '{}'", key));
+      } else if (spec->kind != value.kind) {
+        fail(&n, fmt::format("attribute '{}' must be {}", key, attr_kind_name(spec->kind)));
+      } else if (!attr_in_range(*spec, value)) {
+        fail(&n, fmt::format("attribute '{}' out of range", key));
+      }
+    }
+    for (const AttrSpec& spec : info.attrs) {
+      if (spec.required && !n.attrs.has(spec.name)) {
+        fail(&n, fmt::format("missing required attribute '{}'", spec.name));
+      }
+    }
+  }
+  if (input_count != 1) fail(nullptr, fmt::format("expects one input node, found {}", input_count));
+  if (g.outputs.empty()) fail(nullptr, "the graph has no outputs");
+  for (ValueId v : g.outputs) {
+    if (v < 0 || static_cast<size_t>(v) >= g.values.size()) {
+      fail(nullptr, fmt::format("output %{} does not exist", v));
+    }
+  }
+  return diags.error_count() == before;
+}
+
+}  // namespace zoc::ir

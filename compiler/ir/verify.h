@@ -1,0 +1,19 @@
+// The IR verifier: structural invariants every stage must preserve.
+//
+// Run after the frontend and (with --verify-each) after every pass, it catches a broken graph
+// where it was broken instead of as a wrong number three stages later.
+#pragma once
+
+#include "compiler/ir/graph.h"
+#include "compiler/support/diagnostics.h"
+
+namespace zoc::ir {
+
+struct VerifyOptions {
+  bool require_types = true;  // every value has a TensorType (after shape inference)
+};
+
+// Reports every violation found; returns false if there was any.
+bool verify(const Graph& graph, Diagnostics& diags, const VerifyOptions& options = {});
+
+}  // namespace zoc::ir

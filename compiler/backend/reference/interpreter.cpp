@@ -1,0 +1,205 @@
+// Execution of the graph IR on the CPU, one kernel call per node (see interpreter.h).
+// Intermediate tensors are freed after their last use, so ResNet-152 runs in little memory.
+#include "compiler/backend/reference/interpreter.h"
+
+#include <fmt/format.h>
+
+#include "compiler/backend/reference/kernels.h"
+#include "compiler/support/checked_math.h"
+
+namespace zoc::ref {
+namespace {
+
+constexpr int64_t kMaxTensorBytes = int64_t{16} << 30;
+
+class Runner {
+ public:
+  Runner(const ir::Graph& g, const Weights& w, int64_t batch) : g_(g), w_(w), n_(batch) {}
+
+  Expected<std::vector<Tensor>> run(const Tensor& input);
+
+ private:
+  const float* param(const ir::Node& node, std::string_view suffix, bool required = true) {
+    const std::string name = node.name + "." + std::string(suffix);
+    const std::vector<float>* v = w_.find(name);
+    if (!v) {
+      if (required) missing_ = name;
+      return nullptr;
+    }
+    for (const ir::ParamSpec& p : node.params) {
+      if (p.name == name && static_cast<int64_t>(v->size()) != checked_numel(p.shape)) {
+        missing_ = name + " (wrong size)";
+        return nullptr;
+      }
+    }
+    return v->data();
+  }
+  static int64_t checked_numel(const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  Status exec(const ir::Node& node);
+
+  const ir::Graph& g_;
+  const Weights& w_;
+  int64_t n_;
+  std::vector<Tensor> values_;
+  std::string missing_;
+};
+
+Status Runner::exec(const ir::Node& node) {
+  const ir::TensorType& out_t = g_.type(node.output);
+  Tensor& out = values_[node.output];
+  out.shape = {n_};
+  out.shape.insert(out.shape.end(), out_t.dims.begin(), out_t.dims.end());
+  out.data.assign(static_cast<size_t>(n_ * out_t.sample_numel()), 0.0f);
+  auto in = [&](size_t i) -> const Tensor& { return values_[node.inputs[i]]; };
+  auto dims = [&](size_t i) -> const std::vector<int64_t>& { return g_.type(node.inputs[i]).dims; };
+  const ir::Attrs& a = node.attrs;
+  const int64_t count = static_cast<int64_t>(out.data.size());
+
+  switch (node.op) {
+    case ir::OpKind::Input: break;  // filled by run()
+    case ir::OpKind::Conv2d: {
+      const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding"),
+                     d = a.pair("dilation");
+      const Conv2dShape cs{n_,    dims(0)[0], dims(0)[1], dims(0)[2], out_t.dims[0], k.h,
+                           k.w,   s.h,        s.w,        p.h,        p.w,           d.h,
+                           d.w,   a.i("groups"), out_t.dims[1], out_t.dims[2]};
+      const float* w = param(node, "weight");
+      const float* b = a.b("bias") ? param(node, "bias") : nullptr;
+      if (!missing_.empty()) break;
+      conv2d(in(0).data.data(), w, b, out.data.data(), cs);
+      break;
+    }
+    case ir::OpKind::BatchNorm2d: {
+      const float* gamma = param(node, "weight");
+      const float* beta = param(node, "bias");
+      const float* mean = param(node, "running_mean");
+      const float* var = param(node, "running_var");
+      if (!missing_.empty()) break;
+      batchnorm2d(in(0).data.data(), out.data.data(), n_, dims(0)[0], dims(0)[1] * dims(0)[2],
+                  gamma, beta, mean, var, a.f("eps"));
+      break;
+    }
+    case ir::OpKind::Relu: relu(in(0).data.data(), out.data.data(), count); break;
+    case ir::OpKind::Tanh: tanh(in(0).data.data(), out.data.data(), count); break;
+    case ir::OpKind::Sigmoid: sigmoid(in(0).data.data(), out.data.data(), count); break;
+    case ir::OpKind::Dropout:  // identity at inference
+    case ir::OpKind::Flatten:  // NCHW order is already the flattened order
+      out.data = in(0).data;
+      break;
+    case ir::OpKind::Add:
+      add(in(0).data.data(), in(1).data.data(), out.data.data(), count);
+      break;
+    case ir::OpKind::MaxPool2d:
+    case ir::OpKind::AvgPool2d: {
+      const bool is_max = node.op == ir::OpKind::MaxPool2d;
+      const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding");
+      const ir::Pair d = is_max ? a.pair("dilation") : ir::Pair{1, 1};
+      const Pool2dShape ps{n_,   dims(0)[0], dims(0)[1], dims(0)[2], k.h, k.w, s.h,
+                           s.w,  p.h,        p.w,        d.h,        d.w, out_t.dims[1],
+                           out_t.dims[2], !is_max && a.b("count_include_pad")};
+      if (is_max) {
+        maxpool2d(in(0).data.data(), out.data.data(), ps);
+      } else {
+        avgpool2d(in(0).data.data(), out.data.data(), ps);
+      }
+      break;
+    }
+    case ir::OpKind::GlobalAvgPool:
+      global_avgpool(in(0).data.data(), out.data.data(), n_, dims(0)[0], dims(0)[1] * dims(0)[2]);
+      break;
+    case ir::OpKind::Linear: {
+      const float* w = param(node, "weight");
+      const float* b = a.b("bias") ? param(node, "bias") : nullptr;
+      if (!missing_.empty()) break;
+      linear(in(0).data.data(), w, b, out.data.data(), n_, dims(0)[0], out_t.dims[0]);
+      break;
+    }
+    case ir::OpKind::Softmax:
+      softmax(in(0).data.data(), out.data.data(), n_, out_t.dims[0]);
+      break;
+    case ir::OpKind::Concat: {
+      std::vector<const float*> ptrs;
+      std::vector<int64_t> channels;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        ptrs.push_back(in(i).data.data());
+        channels.push_back(dims(i)[0]);
+      }
+      concat_channels(ptrs, channels, out.data.data(), n_, out_t.dims[1] * out_t.dims[2]);
+      break;
+    }
+  }
+  if (!missing_.empty()) {
+    return Error{fmt::format("reference interpreter: layer '{}' ({}): no weights for '{}'",
+                             node.name, ir::op_info(node.op).name, missing_)};
+  }
+  return Status::success();
+}
+
+Expected<std::vector<Tensor>> Runner::run(const Tensor& input) {
+  values_.assign(g_.values.size(), Tensor{});
+  // Last use of each value, so intermediates can be freed early.
+  std::vector<size_t> last_use(g_.values.size(), 0);
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    for (ir::ValueId v : g_.nodes[i].inputs) last_use[v] = i;
+  }
+  for (ir::ValueId v : g_.outputs) last_use[v] = g_.nodes.size();
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const ir::Node& node = g_.nodes[i];
+    if (node.op == ir::OpKind::Input) {
+      values_[node.output] = input;
+      continue;
+    }
+    if (Status s = exec(node); !s) return s.error();
+    for (ir::ValueId v : node.inputs) {
+      if (last_use[v] == i) values_[v] = Tensor{};
+    }
+  }
+  std::vector<Tensor> outs;
+  for (ir::ValueId v : g_.outputs) outs.push_back(values_[v]);
+  return outs;
+}
+
+}  // namespace
+
+Expected<std::vector<Tensor>> run(const ir::Graph& graph, const Weights& weights,
+                                  const Tensor& input) {
+  const ir::Node* in_node = nullptr;
+  for (const ir::Node& n : graph.nodes) {
+    if (n.op == ir::OpKind::Input) in_node = &n;
+  }
+  if (!in_node) return Error{"reference interpreter: the graph has no input"};
+  const std::vector<int64_t>& want = graph.type(in_node->output).dims;
+  auto shape_str = [](const std::vector<int64_t>& s) {
+    std::string out;
+    for (int64_t d : s) out += (out.empty() ? "" : "x") + std::to_string(d);
+    return out;
+  };
+  if (input.shape.size() != want.size() + 1 || input.shape[0] < 1 ||
+      !std::equal(want.begin(), want.end(), input.shape.begin() + 1)) {
+    return Error{fmt::format("input has shape {}, but model '{}' expects Nx{}",
+                             shape_str(input.shape), graph.name, shape_str(want))};
+  }
+  int64_t numel = 1;
+  for (int64_t d : input.shape) numel *= d;
+  if (static_cast<int64_t>(input.data.size()) != numel) {
+    return Error{"input data size does not match its shape"};
+  }
+  // Every intermediate must fit: the batch comes from the user's input file.
+  for (const ir::Value& v : graph.values) {
+    if (!v.type) return Error{"reference interpreter: the graph has untyped values"};
+    auto bytes = checked_product({input.shape[0], v.type->sample_numel(), 4});
+    if (!bytes || *bytes > kMaxTensorBytes) {
+      return Error{fmt::format("batch {} is too large for the reference interpreter (a tensor "
+                               "would exceed {} bytes)",
+                               input.shape[0], kMaxTensorBytes)};
+    }
+  }
+  Runner runner(graph, weights, input.shape[0]);
+  return runner.run(input);
+}
+
+}  // namespace zoc::ref

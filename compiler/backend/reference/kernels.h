@@ -1,0 +1,94 @@
+// The numerical kernels of the reference interpreter. The interpreter is the oracle that proves
+// frontends and passes preserve meaning, so these functions must reproduce PyTorch fp32 eval-mode
+// semantics (padding, ceil_mode, count_include_pad, NaN propagation) and be at least as accurate:
+// convolution and linear accumulate in double and round once. They know nothing of the IR: the
+// interpreter computes shapes (with the two helpers below, which shape inference shares) and
+// passes contiguous float32 NCHW or [rows, features] buffers. Preconditions (positive sizes,
+// groups dividing channels, output buffers of the right size) are the caller's, checked by shape
+// inference; kernels only assert them. Elementwise kernels accept y == x (in place); conv, pool,
+// linear and concat need distinct output buffers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace zoc::ref {
+
+namespace detail {
+// PyTorch's div_rtn: shape formulas must floor, not truncate, so that a kernel that does not fit
+// yields a size <= 0 (which the caller rejects) rather than a plausible 1.
+constexpr int64_t floor_div(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+}  // namespace detail
+
+// Output extent of a convolution along one axis (PyTorch's conv formula). Returns <= 0 when the
+// dilated kernel does not fit in the padded input. Arguments must be validated dims (k, stride,
+// dil >= 1, pad >= 0, all below 2^31) so that no intermediate overflows.
+constexpr int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
+  return detail::floor_div(in + 2 * pad - dil * (k - 1) - 1, stride) + 1;
+}
+
+// Output extent of max/avg pooling along one axis (PyTorch's pooling_output_shape). With
+// ceil_mode a partial last window is kept only if it starts inside the input or the left padding;
+// PyTorch additionally requires pad <= k / 2, which the caller checks. Same preconditions and
+// <= 0 convention as conv_out_size.
+constexpr int64_t pool_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil,
+                                bool ceil_mode) {
+  int64_t out =
+      detail::floor_div(in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) +
+      1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+struct Conv2dShape {
+  int64_t n, c_in, h, w, c_out, kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups,
+      out_h, out_w;
+};
+
+// y[n, c_out, out_h, out_w] = conv(x[n, c_in, h, w], w) + bias, zero padding, cross-correlation
+// as in PyTorch. w is [c_out, c_in / groups, kh, kw]; bias is [c_out] or null.
+void conv2d(const float* x, const float* w, const float* bias, float* y, const Conv2dShape& s);
+
+// PyTorch eval-mode batch_norm: y = (x - mean) / sqrt(var + eps) * gamma + beta per channel of
+// x[n, c, hw]. gamma or beta may be null (affine=False: 1 and 0).
+void batchnorm2d(const float* x, float* y, int64_t n, int64_t c, int64_t hw, const float* gamma,
+                 const float* beta, const float* mean, const float* var, double eps);
+
+struct Pool2dShape {
+  int64_t n, c, h, w, kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, out_h, out_w;
+  bool count_include_pad;  // avgpool only
+};
+
+// Padding acts as -inf and NaN propagates (PyTorch). out_h/out_w come from pool_out_size, so the
+// caller decides ceil_mode.
+void maxpool2d(const float* x, float* y, const Pool2dShape& s);
+
+// PyTorch avg_pool2d: windows are clipped to the padded input for the count_include_pad divisor
+// and to the real input for the sum and the other divisor; a window with no input element gives
+// 0. PyTorch has no dilated avg pool; dil != 1 generalizes by counting the window's taps.
+void avgpool2d(const float* x, float* y, const Pool2dShape& s);
+
+// x[n, c, hw] -> y[n, c], the mean over hw.
+void global_avgpool(const float* x, float* y, int64_t n, int64_t c, int64_t hw);
+
+// y[n, out] = x[n, in] * w[out, in]^T + bias[out]; bias may be null.
+void linear(const float* x, const float* w, const float* bias, float* y, int64_t n, int64_t in,
+            int64_t out);
+
+// Row-wise softmax over the last dim of x[rows, cols], stable for any finite logits.
+void softmax(const float* x, float* y, int64_t rows, int64_t cols);
+
+// Elementwise; NaN propagates as in PyTorch.
+void relu(const float* x, float* y, int64_t count);
+void tanh(const float* x, float* y, int64_t count);
+void sigmoid(const float* x, float* y, int64_t count);
+void add(const float* a, const float* b, float* y, int64_t count);
+
+// y[n, sum(channels), hw] from inputs[i] of shape [n, channels[i], hw].
+void concat_channels(const std::vector<const float*>& inputs, const std::vector<int64_t>& channels,
+                     float* y, int64_t n, int64_t hw);
+
+}  // namespace zoc::ref

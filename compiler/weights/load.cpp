@@ -1,0 +1,119 @@
+// Loading and validating a safetensors weights file against a graph (see weights.h).
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "compiler/weights/weights.h"
+#include "zoc/safetensors.h"
+
+namespace zoc {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// The reader's messages start with the file's path; the diagnostic's location already says it.
+std::string without_path(std::string message, const std::string& path) {
+  const std::string prefix = path + ": ";
+  if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+  return message;
+}
+
+// The dtypes st::to_float32 converts. (F8 counts as floating point to the reader, but zoc does
+// not convert it.)
+bool converts_to_float32(st::DType t) {
+  return t == st::DType::F32 || t == st::DType::F16 || t == st::DType::BF16 ||
+         t == st::DType::F64;
+}
+
+}  // namespace
+
+std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& path,
+                                    Diagnostics& diags, const LoadWeightsOptions& options) {
+  const SourceLoc file_loc{path, 0, 0};
+  auto file = st::File::open(path);
+  if (!file) {
+    diags.error(file_loc, without_path(file.error().message, path));
+    return std::nullopt;
+  }
+  Weights out;
+  std::set<std::string, std::less<>> expected;
+  const size_t errors_before = diags.error_count();
+  for (const ir::Node& node : graph.nodes) {
+    for (const ir::ParamSpec& p : node.params) {
+      expected.insert(p.name);
+      const std::string layer =
+          fmt::format("layer '{}' ({})", node.name, ir::op_info(node.op).name);
+      const st::TensorView* t = file->find(p.name);
+      if (!t) {
+        if (!p.optional) {
+          diags.error(file_loc, fmt::format("missing tensor '{}' needed by {} with shape {}",
+                                            p.name, layer, shape_str(p.shape)));
+        }
+        continue;
+      }
+      if (t->shape != p.shape) {
+        diags.error(file_loc, fmt::format("tensor '{}' has shape {}, but {} expects {}", p.name,
+                                          shape_str(t->shape), layer, shape_str(p.shape)));
+        continue;
+      }
+      if (p.dtype == ir::DType::I64) {
+        if (t->dtype != st::DType::I64) {
+          diags.error(file_loc, fmt::format("tensor '{}' has dtype {}, but {} expects I64",
+                                            p.name, st::dtype_name(t->dtype), layer));
+        }
+        continue;
+      }
+      if (!converts_to_float32(t->dtype)) {
+        diags.error(file_loc,
+                    fmt::format("tensor '{}' has dtype {}, but {} expects floating point "
+                                "(F32, F16, BF16 or F64)",
+                                p.name, st::dtype_name(t->dtype), layer));
+        continue;
+      }
+      std::vector<float> values(t->numel());
+      if (Status s = st::to_float32(*t, values.data(), values.size()); !s) {
+        diags.error(file_loc, without_path(s.error().message, path));
+        continue;
+      }
+      // NaN and Inf in the file, and F64 values that become Inf in float32.
+      const size_t bad = st::count_non_finite(*t);
+      const size_t non_finite = static_cast<size_t>(
+          std::count_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); }));
+      std::vector<std::string> problems;
+      if (bad > 0) {
+        problems.push_back(fmt::format("{} NaN or infinite value{}", bad, bad == 1 ? "" : "s"));
+      }
+      if (non_finite > bad) {
+        const size_t n = non_finite - bad;
+        problems.push_back(fmt::format("{} value{} too large for float32", n, n == 1 ? "" : "s"));
+      }
+      if (!problems.empty()) {
+        const std::string msg =
+            fmt::format("tensor '{}' holds {}", p.name, fmt::join(problems, " and "));
+        if (options.strict) {
+          diags.error(file_loc, msg);
+          continue;
+        }
+        diags.warning(file_loc, msg + " (an error with --strict)");
+      }
+      out.tensors.emplace(p.name, std::move(values));
+    }
+  }
+  for (const st::TensorView& t : file->tensors()) {
+    if (!expected.count(t.name)) {
+      diags.error(file_loc, fmt::format("unexpected tensor '{}': no layer of model '{}' uses it",
+                                        t.name, graph.name));
+    }
+  }
+  if (diags.error_count() != errors_before) return std::nullopt;
+  return out;
+}
+
+}  // namespace zoc

@@ -1,0 +1,47 @@
+// Model weights as the compiler sees them: one float32 array per parameter, keyed by its
+// PyTorch state_dict name.
+//
+// Weights come from a safetensors file (validated tensor by tensor against what each layer
+// declares it needs) or from seeded initialization that follows PyTorch's documented defaults,
+// so that "no weights given" still means a well-defined, reproducible model.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/support/diagnostics.h"
+
+namespace zoc {
+
+struct Weights {
+  // Floating parameters, converted to float32. Integer buffers (num_batches_tracked) are
+  // validated on load but not kept: inference does not read them.
+  std::map<std::string, std::vector<float>, std::less<>> tensors;
+
+  const std::vector<float>* find(std::string_view name) const {
+    auto it = tensors.find(name);
+    return it == tensors.end() ? nullptr : &it->second;
+  }
+};
+
+struct LoadWeightsOptions {
+  bool strict = false;  // NaN/Inf values are errors instead of warnings
+};
+
+// Reads `path` and checks it against every parameter the graph declares: missing, extra,
+// wrong dtype, wrong shape, non-finite values. Reports all problems; nullopt on any error.
+std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& path,
+                                    Diagnostics& diags, const LoadWeightsOptions& options = {});
+
+// PyTorch's default initialization, drawn from a seeded generator (see init.cpp for the exact
+// rules). The same seed gives the same bytes on every platform.
+Weights init_weights(const ir::Graph& graph, uint64_t seed);
+
+// Writes the weights as safetensors with state_dict names (float32, plus num_batches_tracked
+// as int64 zeros where the graph declares it), loadable by PyTorch's load_state_dict.
+Status save_weights(const ir::Graph& graph, const Weights& weights, const std::string& path);
+
+}  // namespace zoc

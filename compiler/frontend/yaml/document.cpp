@@ -2,13 +2,18 @@
 //
 // yaml-cpp reports errors by exception and positions 0-based; this file turns both into zoc
 // diagnostics (1-based `file:line:col`), so the rest of the frontend never sees an exception.
+// It also rejects what yaml-cpp would otherwise read silently or explain badly: NUL bytes,
+// invalid UTF-8, a second document after `---`, tabs in indentation.
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 
 #include "compiler/frontend/yaml/internal.h"
 
@@ -21,33 +26,131 @@ SourceLoc loc_of(const std::string& file, const YAML::Node& node) {
   return SourceLoc{file, m.line + 1, m.column + 1};
 }
 
+namespace {
+
+// The 1-based line and column of byte `offset` of `text`.
+SourceLoc loc_at(const std::string& path, const std::string& text, size_t offset) {
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return SourceLoc{path, line, static_cast<int>(offset - line_start) + 1};
+}
+
+// The offset of the first byte that is not part of well-formed UTF-8 (YAML's encoding), or npos.
+size_t invalid_utf8_offset(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return i;
+    }
+    if (i + len > text.size()) return i;
+    for (size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(text[i + k]);
+      if ((cc & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    const uint32_t min_cp = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += len;
+  }
+  return std::string::npos;
+}
+
+// Whether 0-based line `line` of `text` is indented with a tab, which YAML forbids; yaml-cpp
+// then reports only a structural error ("end of map not found") that does not say why.
+bool indented_with_tab(const std::string& text, int line) {
+  size_t pos = 0;
+  for (int l = 0; l < line; ++l) {
+    pos = text.find('\n', pos);
+    if (pos == std::string::npos) return false;
+    ++pos;
+  }
+  while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t')) {
+    if (text[pos] == '\t') return true;
+    ++pos;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::optional<Document> load_document(const std::string& path, const SourceLoc& included_from,
                                       Diagnostics& diags) {
   std::ifstream in(path, std::ios::binary);
   const SourceLoc where = included_from.known() ? included_from : SourceLoc{path, 0, 0};
-  if (!in) {
-    diags.error(where, fmt::format("cannot open model file '{}'", path));
+  std::error_code ec;
+  if (!in || std::filesystem::is_directory(path, ec)) {
+    diags.error(where, fmt::format("cannot open {} '{}'{}",
+                                   included_from.known() ? "included file" : "model file", path,
+                                   in ? ": it is a directory" : ""));
     return std::nullopt;
   }
   std::ostringstream buf;
   buf << in.rdbuf();
   const std::string text = buf.str();
-  if (text.find('\0') != std::string::npos) {
-    diags.error(SourceLoc{path, 0, 0}, "not a YAML model file (it contains NUL bytes)");
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    diags.error(loc_at(path, text, nul), "not a YAML model file (it contains NUL bytes)");
+    return std::nullopt;
+  }
+  if (const size_t bad = invalid_utf8_offset(text); bad != std::string::npos) {
+    diags.error(loc_at(path, text, bad),
+                fmt::format("not a YAML model file (byte 0x{:02X} is not valid UTF-8 text)",
+                            static_cast<unsigned char>(text[bad])));
     return std::nullopt;
   }
   try {
-    YAML::Node root = YAML::Load(text);
+    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      diags.error(loc_of(path, docs[1]),
+                  fmt::format("the file holds {} YAML documents; a model file holds one",
+                              docs.size()));
+      return std::nullopt;
+    }
+    const YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
     if (!root.IsMap()) {
-      diags.error(loc_of(path, root), root.IsNull() || !root.IsDefined()
-                                          ? std::string("the model file is empty")
-                                          : std::string("a model file must be a YAML mapping"));
+      diags.error(loc_of(path, root),
+                  root.IsNull() || !root.IsDefined()
+                      ? std::string("the model file is empty")
+                      : fmt::format("a model file must be a YAML mapping (zoc: 1, input: ..., "
+                                    "layers: ...), not a {}",
+                                    root.IsSequence() ? "list" : "single value"));
       return std::nullopt;
     }
     return Document{path, root};
-  } catch (const YAML::ParserException& e) {
+  } catch (const YAML::DeepRecursion& e) {
     diags.error(SourceLoc{path, e.mark.line + 1, e.mark.column + 1},
-                fmt::format("YAML syntax error: {}", e.msg));
+                "YAML syntax error: the document is nested too deeply");
+  } catch (const YAML::ParserException& e) {
+    std::string hint;
+    for (int line : {e.mark.line, e.mark.line - 1}) {
+      if (line >= 0 && indented_with_tab(text, line)) {
+        hint = fmt::format(" (line {} is indented with a tab; YAML indents with spaces only)",
+                           line + 1);
+        break;
+      }
+    }
+    diags.error(SourceLoc{path, e.mark.line + 1, e.mark.column + 1},
+                fmt::format("YAML syntax error: {}{}", e.msg, hint));
   } catch (const YAML::Exception& e) {
     diags.error(SourceLoc{path, e.mark.line + 1, e.mark.column + 1},
                 fmt::format("cannot read YAML: {}", e.msg));
@@ -93,7 +196,7 @@ bool is_identifier(std::string_view s) {
 
 std::optional<ExprValue> eval_scalar(const std::string& file, const YAML::Node& node,
                                      const ExprEnv& env, const std::string& what,
-                                     Diagnostics& diags) {
+                                     Diagnostics& diags, const char* expected) {
   const SourceLoc loc = loc_of(file, node);
   if (!node.IsScalar()) {
     diags.error(loc, fmt::format("{} must be a single value", what));
@@ -137,7 +240,7 @@ std::optional<ExprValue> eval_scalar(const std::string& file, const YAML::Node& 
     return std::nullopt;
   }
   if (ec != std::errc() || ptr != end || text.empty()) {
-    diags.error(loc, fmt::format("{} must be an integer or a boolean, got '{}'", what, text));
+    diags.error(loc, fmt::format("{} must be {}, got '{}'", what, expected, text));
     return std::nullopt;
   }
   return ExprValue{n};
@@ -145,7 +248,7 @@ std::optional<ExprValue> eval_scalar(const std::string& file, const YAML::Node& 
 
 std::optional<int64_t> eval_int(const std::string& file, const YAML::Node& node,
                                 const ExprEnv& env, const std::string& what, Diagnostics& diags) {
-  auto v = eval_scalar(file, node, env, what, diags);
+  auto v = eval_scalar(file, node, env, what, diags, "an integer");
   if (!v) return std::nullopt;
   if (!v->is_int()) {
     diags.error(loc_of(file, node), fmt::format("{} must be an integer, got {}", what, v->str()));
@@ -156,7 +259,7 @@ std::optional<int64_t> eval_int(const std::string& file, const YAML::Node& node,
 
 std::optional<bool> eval_bool(const std::string& file, const YAML::Node& node,
                               const ExprEnv& env, const std::string& what, Diagnostics& diags) {
-  auto v = eval_scalar(file, node, env, what, diags);
+  auto v = eval_scalar(file, node, env, what, diags, "true or false");
   if (!v) return std::nullopt;
   if (!v->is_bool()) {
     diags.error(loc_of(file, node), fmt::format("{} must be true or false, got {}", what, v->str()));

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -343,10 +344,10 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
                                            [](const MapEntry& m) { return m.key == "op"; });
   const std::string op_name = op_entry.value.IsScalar() ? op_entry.value.Scalar() : "";
   const auto kind = ir::op_from_name(op_name);
-  if (!kind || *kind == ir::OpKind::Input) {
+  if (!kind || !ir::op_info(*kind).user) {
     std::vector<std::string> names;
     for (const ir::OpInfo& info : ir::all_ops()) {
-      if (info.kind != ir::OpKind::Input) names.emplace_back(info.name);
+      if (info.user) names.emplace_back(info.name);
     }
     const std::string hint = closest_match(op_name, names);
     c_.diags.error(loc_of(c_.file, op_entry.value),
@@ -356,6 +357,7 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
   }
   const ir::OpInfo& info = ir::op_info(*kind);
   ir::Attrs attrs;
+  std::set<std::string, std::less<>> invalid;  // given but rejected: already reported, so not "missing"
   bool ok = true;
   for (const MapEntry& m : keys) {
     if (std::find(kReservedKeys.begin(), kReservedKeys.end(), m.key) != kReservedKeys.end()) {
@@ -377,13 +379,14 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
     auto v = parse_attr(c_, m.value, env_, *spec,
                         fmt::format("layer '{}': attribute '{}'", full, m.key));
     if (!v) {
+      invalid.insert(m.key);
       ok = false;
       continue;
     }
     attrs.set(spec->name, *v);
   }
   for (const ir::AttrSpec& spec : info.attrs) {
-    if (attrs.has(spec.name)) continue;
+    if (attrs.has(spec.name) || invalid.count(spec.name)) continue;
     if (spec.required) {
       c_.diags.error(loc_of(c_.file, e.key),
                      fmt::format("layer '{}': {} needs attribute '{}' ({})", full, info.name,

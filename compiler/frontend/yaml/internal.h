@@ -32,10 +32,12 @@ std::optional<Document> load_document(const std::string& path, const SourceLoc& 
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
 // A located view of a scalar: evaluates `$name`, `${expr}` or a literal integer/boolean.
-// `what` names the thing being read for the error message ("attribute 'stride'").
+// `what` names the thing being read for the error message ("attribute 'stride'"), `expected`
+// what a literal must be ("an integer").
 std::optional<ExprValue> eval_scalar(const std::string& file, const YAML::Node& node,
                                      const ExprEnv& env, const std::string& what,
-                                     Diagnostics& diags);
+                                     Diagnostics& diags,
+                                     const char* expected = "an integer or a boolean");
 std::optional<int64_t> eval_int(const std::string& file, const YAML::Node& node,
                                 const ExprEnv& env, const std::string& what, Diagnostics& diags);
 std::optional<bool> eval_bool(const std::string& file, const YAML::Node& node,

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/frontend/yaml/internal.h"
 
@@ -47,8 +48,10 @@ std::optional<std::vector<MapEntry>> Loader::top_level(const Document& doc,
     if (std::find(allowed.begin(), allowed.end(), m.key) == allowed.end()) {
       const std::string hint = closest_match(m.key, allowed);
       diags_.error(loc_of(doc.path, m.key_node),
-                   fmt::format("unknown top-level key '{}'{}", m.key,
-                               hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+                   fmt::format("unknown top-level key '{}' {}", m.key,
+                               hint.empty()
+                                   ? fmt::format("(expected {})", fmt::join(allowed, ", "))
+                                   : fmt::format("(did you mean '{}'?)", hint)));
     }
     if (m.key == "zoc") {
       has_version = true;
@@ -87,9 +90,14 @@ void Loader::load_blocks(const Document& doc, const std::vector<MapEntry>& keys,
         const fs::path target = fs::path(doc.path).parent_path() / f.Scalar();
         std::error_code ec;
         const std::string canon = fs::weakly_canonical(target, ec).string();
-        if (std::find(include_stack_.begin(), include_stack_.end(), canon) !=
-            include_stack_.end()) {
-          diags_.error(at, fmt::format("'{}' includes itself", f.Scalar()));
+        if (auto first = std::find(include_stack_.begin(), include_stack_.end(), canon);
+            first != include_stack_.end()) {
+          std::string chain;
+          for (auto it = first; it != include_stack_.end(); ++it) {
+            chain += fs::path(*it).filename().string() + " -> ";
+          }
+          diags_.error(at, fmt::format("include cycle: {}{}", chain,
+                                       fs::path(canon).filename().string()));
           continue;
         }
         if (depth + 1 > kMaxIncludeDepth) {
@@ -252,8 +260,12 @@ std::optional<ir::Graph> Loader::run(const std::string& path) {
   for (const auto& [key, text] : options_.overrides) {
     auto it = ex_.globals.find(key);
     if (it == ex_.globals.end()) {
+      std::vector<std::string> known;
+      for (const auto& [k, v] : ex_.globals) known.push_back(k);
+      const std::string hint = closest_match(key, known);
       diags_.error(SourceLoc{"--set", 0, 0},
-                   fmt::format("'{}' is not a param of model '{}'", key, name));
+                   fmt::format("'{}' is not a param of model '{}'{}", key, name,
+                               hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
       continue;
     }
     auto v = eval_expr(text, {});
@@ -278,7 +290,15 @@ std::optional<ir::Graph> Loader::run(const std::string& path) {
   if (YAML::Node o = get("output"); o.IsDefined() && out >= 0) {
     auto it = o.IsScalar() ? scope.find(o.Scalar()) : scope.end();
     if (it == scope.end()) {
-      diags_.error(loc_of(path, o), fmt::format("'output' names no top-level layer"));
+      std::vector<std::string> known;
+      for (const auto& [k, v] : scope) known.push_back(k);
+      const std::string hint = o.IsScalar() ? closest_match(o.Scalar(), known) : "";
+      diags_.error(loc_of(path, o),
+                   o.IsScalar()
+                       ? fmt::format("'output' names '{}', which is not a top-level layer{}",
+                                     o.Scalar(),
+                                     hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint))
+                       : std::string("'output' must be the name of a top-level layer"));
       return std::nullopt;
     }
     out = it->second;

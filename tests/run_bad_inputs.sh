@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Runs the real `zoc ir` on every bad-input case of tests/bad_inputs/ (README.md there describes
+# the case files): the command-line half of tests/unit/bad_inputs_test.cpp, which runs the same
+# cases in-process. Per case it checks that zoc
+#   - exits with the expected code (1, or the case's `exit:`), not by a signal or a timeout,
+#   - writes nothing to stdout when it fails (no partial output),
+#   - prints no sanitizer report,
+#   - prints every `expect:` line on stderr.
+#
+# Usage: tests/run_bad_inputs.sh path/to/zoc SOURCE_DIR
+set -u
+
+zoc=$(realpath "$1")
+cd "$2" || exit 2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+total=0
+failed=0
+
+fail() {
+  echo "FAIL $case_file: $1"
+  echo "  command: zoc ir $model $args"
+  sed 's/^/  stderr: /' "$tmp/err" | head -40
+  failed=$((failed + 1))
+}
+
+for folder in yaml shapes weights; do
+  found=0
+  for case_file in tests/bad_inputs/$folder/*.yaml tests/bad_inputs/$folder/*.expect; do
+    [ -f "$case_file" ] || continue
+    # Directives: the leading comment block of NAME.yaml, or the lines of NAME.expect.
+    if [[ $case_file == *.yaml ]]; then
+      [ -e "${case_file%.yaml}.expect" ] && continue  # the input of a NAME.expect case
+      model=$case_file
+      directives=$(sed -n '/^#/!q; s/^# \(expect\|args\|exit\|model\): /\1: /p' "$case_file")
+    else
+      model=${case_file%.expect}.yaml
+      directives=$(grep -v '^#' "$case_file")
+    fi
+    expects=()
+    args=""
+    want=1
+    while IFS= read -r line; do
+      case $line in
+        "expect: "*) expects+=("${line#expect: }") ;;
+        "args: "*) args=${line#args: } ;;
+        "exit: "*) want=${line#exit: } ;;
+        "model: "*) model=${line#model: } ;;
+      esac
+    done <<<"$directives"
+    found=$((found + 1))
+    total=$((total + 1))
+
+    # shellcheck disable=SC2086  # args is a list of words
+    timeout 300 "$zoc" ir "$model" $args >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -eq 124 ]; then
+      fail "timed out"
+    elif [ "$rc" -gt 128 ]; then
+      fail "killed by signal $((rc - 128))"
+    elif grep -q 'Sanitizer\|runtime error:' "$tmp/err"; then
+      fail "sanitizer report"
+    elif [ "$rc" -ne "$want" ]; then
+      fail "exit code $rc, expected $want"
+    elif [ "$rc" -ne 0 ] && [ -s "$tmp/out" ]; then
+      fail "wrote to stdout although it failed"
+    else
+      for e in "${expects[@]}"; do
+        if ! grep -qF -- "$e" "$tmp/err"; then
+          fail "missing from stderr: $e"
+          break
+        fi
+      done
+    fi
+  done
+  if [ "$found" -eq 0 ]; then
+    echo "FAIL: no cases in tests/bad_inputs/$folder"
+    failed=$((failed + 1))
+  fi
+done
+
+echo "$total bad-input cases through $zoc, $failed failed"
+[ "$failed" -eq 0 ]

@@ -93,7 +93,7 @@ int32_t Graph::add_node(OpKind op, std::string node_name, std::vector<ValueId> i
   const auto out = static_cast<ValueId>(values.size());
   values.push_back(Value{std::nullopt, index});
   nodes.push_back(Node{op, std::move(node_name), std::move(inputs), out, std::move(attrs), {},
-                       std::move(loc)});
+                       std::move(loc), {}});
   return index;
 }
 

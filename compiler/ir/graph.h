@@ -68,6 +68,9 @@ class Attrs {
   std::vector<std::pair<std::string, AttrValue>> items_;
 };
 
+// What a parameter tensor is to its op, so passes and backends need not parse names.
+enum class ParamRole { kWeight, kBias, kBnWeight, kBnBias, kBnMean, kBnVar, kBnCount };
+
 // A tensor a node needs from the weights file.
 struct ParamSpec {
   std::string name;  // full state_dict name, e.g. "layer1.0.bn1.running_var"
@@ -75,6 +78,7 @@ struct ParamSpec {
   std::vector<int64_t> shape;
   bool trainable = true;  // counted as a parameter (weights, biases), not a buffer
   bool optional = false;  // may be absent from the file (e.g. num_batches_tracked)
+  ParamRole role = ParamRole::kWeight;
   bool operator==(const ParamSpec&) const = default;
 };
 
@@ -89,6 +93,9 @@ struct Node {
   Attrs attrs;
   std::vector<ParamSpec> params;  // filled by shape inference
   SourceLoc loc;
+  // For nodes made by fusion passes: the original layers merged into this one, in order
+  // (e.g. "layer1.0.conv3", "layer1.0.bn3", "layer1.0.add", "layer1.0.relu3").
+  std::vector<std::string> fused_from;
 };
 
 struct Value {

@@ -27,16 +27,18 @@ struct Tables {
       OpKind kind;
       std::string_view name;
       int min_in, max_in;
+      bool user;
       std::string_view summary;
     };
     const Row rows[] = {
-#define ZOC_OP(id, spelling, min_in, max_in, summary) {OpKind::id, spelling, min_in, max_in, summary},
+#define ZOC_OP(id, spelling, min_in, max_in, user, summary) \
+  {OpKind::id, spelling, min_in, max_in, user, summary},
 #include "compiler/ir/ops.def"
     };
     attrs.resize(std::size(rows));
     for (const AttrRow& a : kAttrRows) attrs[static_cast<size_t>(a.op)].push_back(a.spec);
     for (const Row& r : rows) {
-      ops.push_back({r.kind, r.name, r.min_in, r.max_in, r.summary,
+      ops.push_back({r.kind, r.name, r.min_in, r.max_in, r.user, r.summary,
                      std::span<const AttrSpec>(attrs[static_cast<size_t>(r.kind)])});
     }
   }

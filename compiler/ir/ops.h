@@ -12,7 +12,7 @@
 namespace zoc::ir {
 
 enum class OpKind {
-#define ZOC_OP(id, spelling, min_in, max_in, summary) id,
+#define ZOC_OP(id, spelling, min_in, max_in, user, summary) id,
 #include "compiler/ir/ops.def"
 };
 
@@ -36,6 +36,7 @@ struct OpInfo {
   std::string_view name;
   int min_inputs;
   int max_inputs;
+  bool user;  // accepted in model files (false: created by passes, or the input)
   std::string_view summary;
   std::span<const AttrSpec> attrs;
 };

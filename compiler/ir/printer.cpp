@@ -55,6 +55,11 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
     if (!attrs.empty()) line += " " + attrs;
     const auto& type = g.values[n.output].type;
     line += " : " + (type ? type->str() : std::string("<untyped>"));
+    if (n.fused_from.size() > 1) {
+      std::string from;
+      for (const std::string& f : n.fused_from) from += (from.empty() ? "" : " + ") + f;
+      line += "  [" + from + "]";
+    }
     if (options.locations && n.loc.known()) {
       if (line.size() < 100) line.append(100 - line.size(), ' ');
       line += "  # " + n.loc.str();

@@ -14,6 +14,12 @@ std::string dims_str(const std::vector<int64_t>& dims) {
   return s;
 }
 
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
 class Rule {
  public:
   Rule(Graph& g, Node& n, Diagnostics& d) : g_(g), n_(n), d_(d) {}
@@ -27,9 +33,19 @@ class Rule {
     if (in(i).dims.size() == rank) return true;
     return fail(fmt::format("expects {} input, got {}", what, dims_str(in(i).dims)));
   }
-  void param(const std::string& suffix, std::vector<int64_t> shape, bool trainable = true,
-             DType dtype = DType::F32, bool optional = false) {
-    n_.params.push_back({n_.name + "." + suffix, dtype, std::move(shape), trainable, optional});
+  // Declares a tensor the layer needs from the weights file. Its size is bounded like an
+  // activation's, so that loading or initializing it never sizes an absurd buffer.
+  bool param(const std::string& suffix, std::vector<int64_t> shape, ParamRole role,
+             bool trainable = true, DType dtype = DType::F32, bool optional = false,
+             const std::string* owner = nullptr) {
+    auto numel = checked_product_of(shape);
+    if (!numel || !checked_mul(*numel, 8) || *numel * 8 > kMaxSampleBytes) {
+      return fail(fmt::format("parameter '{}' of shape {} is too large (over {} bytes)", suffix,
+                              shape_str(shape), kMaxSampleBytes));
+    }
+    n_.params.push_back({(owner ? *owner : n_.name) + "." + suffix, dtype, std::move(shape),
+                         trainable, optional, role});
+    return true;
   }
   bool set_output(std::vector<int64_t> dims, Layout layout) {
     for (int64_t d : dims) {
@@ -45,6 +61,14 @@ class Rule {
     }
     g_.values[n_.output].type = TensorType{DType::F32, layout, std::move(dims)};
     return true;
+  }
+
+  void bn_params(int64_t c, const std::string* owner) {
+    param("weight", {c}, ParamRole::kBnWeight, true, DType::F32, false, owner);
+    param("bias", {c}, ParamRole::kBnBias, true, DType::F32, false, owner);
+    param("running_mean", {c}, ParamRole::kBnMean, false, DType::F32, false, owner);
+    param("running_var", {c}, ParamRole::kBnVar, false, DType::F32, false, owner);
+    param("num_batches_tracked", {}, ParamRole::kBnCount, false, DType::I64, true, owner);
   }
 
   bool input();
@@ -92,21 +116,26 @@ bool Rule::conv2d() {
         "output size would be < 1: input {}x{}, kernel {}x{}, padding {}x{}, dilation {}x{}", h,
         w, k.h, k.w, p.h, p.w, dl.h, dl.w));
   }
-  auto wnumel = checked_product({out_c, c / groups, k.h, k.w});
-  if (!wnumel) return fail("weight tensor size overflows");
-  param("weight", {out_c, c / groups, k.h, k.w});
-  if (a.b("bias")) param("bias", {out_c});
+  if (!param("weight", {out_c, c / groups, k.h, k.w}, ParamRole::kWeight)) return false;
+  if (a.b("bias")) param("bias", {out_c}, ParamRole::kBias);
+  if (n_.op == OpKind::FusedConv2d) {
+    // A folded BatchNorm's tensors keep the BN layer's names (fused_from[1], see
+    // passes/fold_batchnorm.cpp); a residual input must match the output.
+    if (a.has("bn_eps")) {
+      if (n_.fused_from.size() < 2) return fail("folded BatchNorm without its layer name");
+      bn_params(out_c, &n_.fused_from[1]);
+    }
+    if (n_.inputs.size() == 2 && in(1).dims != std::vector<int64_t>{out_c, *oh, *ow}) {
+      return fail(fmt::format("residual input {} does not match the output {}",
+                              dims_str(in(1).dims), dims_str({out_c, *oh, *ow})));
+    }
+  }
   return set_output({out_c, *oh, *ow}, Layout::NCHW);
 }
 
 bool Rule::batchnorm2d() {
   if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
-  const int64_t c = in(0).dims[0];
-  param("weight", {c});
-  param("bias", {c});
-  param("running_mean", {c}, false);
-  param("running_var", {c}, false);
-  param("num_batches_tracked", {}, false, DType::I64, true);
+  bn_params(in(0).dims[0], nullptr);
   return set_output(in(0).dims, in(0).layout);
 }
 
@@ -157,9 +186,8 @@ bool Rule::linear() {
                             dims_str(in(0).dims)));
   }
   const int64_t f = in(0).dims[0], out = n_.attrs.i("out_features");
-  if (!checked_mul(f, out)) return fail("weight tensor size overflows");
-  param("weight", {out, f});
-  if (n_.attrs.b("bias")) param("bias", {out});
+  if (!param("weight", {out, f}, ParamRole::kWeight)) return false;
+  if (n_.attrs.b("bias")) param("bias", {out}, ParamRole::kBias);
   return set_output({out}, Layout::NC);
 }
 
@@ -233,7 +261,8 @@ bool infer_shapes(Graph& graph, Diagnostics& diags) {
     bool ok = false;
     switch (node.op) {
       case OpKind::Input: ok = rule.input(); break;
-      case OpKind::Conv2d: ok = rule.conv2d(); break;
+      case OpKind::Conv2d:
+      case OpKind::FusedConv2d: ok = rule.conv2d(); break;
       case OpKind::BatchNorm2d: ok = rule.batchnorm2d(); break;
       case OpKind::Relu:
       case OpKind::Tanh:

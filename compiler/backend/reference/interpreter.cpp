@@ -6,6 +6,7 @@
 
 #include "compiler/backend/reference/kernels.h"
 #include "compiler/support/checked_math.h"
+#include "zoc/fold.h"
 
 namespace zoc::ref {
 namespace {
@@ -34,6 +35,20 @@ class Runner {
     }
     return v->data();
   }
+  // The tensor of `role` among the node's parameters (null if the node has none).
+  const float* param_by_role(const ir::Node& node, ir::ParamRole role) {
+    for (const ir::ParamSpec& p : node.params) {
+      if (p.role != role) continue;
+      const std::vector<float>* v = w_.find(p.name);
+      if (!v || static_cast<int64_t>(v->size()) != checked_numel(p.shape)) {
+        missing_ = p.name;
+        return nullptr;
+      }
+      return v->data();
+    }
+    return nullptr;
+  }
+  Status fused_conv(const ir::Node& node, Tensor& out);
   static int64_t checked_numel(const std::vector<int64_t>& shape) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -73,6 +88,9 @@ Status Runner::exec(const ir::Node& node) {
       conv2d(in(0).data.data(), w, b, out.data.data(), cs);
       break;
     }
+    case ir::OpKind::FusedConv2d:
+      if (Status st = fused_conv(node, out); !st) return st;
+      break;
     case ir::OpKind::BatchNorm2d: {
       const float* gamma = param(node, "weight");
       const float* beta = param(node, "bias");
@@ -136,6 +154,41 @@ Status Runner::exec(const ir::Node& node) {
     return Error{fmt::format("reference interpreter: layer '{}' ({}): no weights for '{}'",
                              node.name, ir::op_info(node.op).name, missing_)};
   }
+  return Status::success();
+}
+
+// conv + bias (+ folded BN) (+ residual) (+ ReLU), computed as the unfused layers would be,
+// with the BN folded by the same arithmetic the generated code uses (zoc/fold.h).
+Status Runner::fused_conv(const ir::Node& node, Tensor& out) {
+  const ir::Attrs& a = node.attrs;
+  const std::vector<int64_t>& in_dims = g_.type(node.inputs[0]).dims;
+  const ir::TensorType& out_t = g_.type(node.output);
+  const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding"),
+                 d = a.pair("dilation");
+  const Conv2dShape cs{n_,   in_dims[0], in_dims[1],    in_dims[2],   out_t.dims[0], k.h,
+                       k.w,  s.h,        s.w,           p.h,          p.w,           d.h,
+                       d.w,  a.i("groups"), out_t.dims[1], out_t.dims[2]};
+  const float* w = param_by_role(node, ir::ParamRole::kWeight);
+  const float* b = param_by_role(node, ir::ParamRole::kBias);
+  const bool bn = a.has("bn_eps");
+  const float* gamma = bn ? param_by_role(node, ir::ParamRole::kBnWeight) : nullptr;
+  const float* beta = bn ? param_by_role(node, ir::ParamRole::kBnBias) : nullptr;
+  const float* mean = bn ? param_by_role(node, ir::ParamRole::kBnMean) : nullptr;
+  const float* var = bn ? param_by_role(node, ir::ParamRole::kBnVar) : nullptr;
+  if (!missing_.empty() || !w) {
+    return Error{fmt::format("reference interpreter: layer '{}' ({}): no weights for '{}'",
+                             node.name, ir::op_info(node.op).name, missing_)};
+  }
+  const int64_t per_k = cs.c_in / cs.groups * cs.kh * cs.kw;
+  std::vector<float> w_eff(static_cast<size_t>(cs.c_out * per_k)), b_eff(cs.c_out);
+  fold_conv_bias_bn(w, b, gamma, beta, mean, var, bn ? a.f("bn_eps") : 0.0, cs.c_out, per_k,
+                    w_eff.data(), b_eff.data());
+  conv2d(values_[node.inputs[0]].data.data(), w_eff.data(), b_eff.data(), out.data.data(), cs);
+  const auto count = static_cast<int64_t>(out.data.size());
+  if (node.inputs.size() == 2) {
+    add(out.data.data(), values_[node.inputs[1]].data.data(), out.data.data(), count);
+  }
+  if (a.i("activation") == 1) relu(out.data.data(), out.data.data(), count);
   return Status::success();
 }
 

@@ -1,0 +1,83 @@
+// Graph surgery helpers (see rewrite.h).
+#include "compiler/ir/rewrite.h"
+
+#include <functional>
+#include <queue>
+
+namespace zoc::ir {
+
+void replace_uses(Graph& g, ValueId from, ValueId to) {
+  for (Node& n : g.nodes) {
+    for (ValueId& v : n.inputs) {
+      if (v == from) v = to;
+    }
+  }
+  for (ValueId& v : g.outputs) {
+    if (v == from) v = to;
+  }
+}
+
+int use_count(const Graph& g, ValueId v) {
+  int count = 0;
+  for (const Node& n : g.nodes) {
+    for (ValueId in : n.inputs) count += in == v;
+  }
+  for (ValueId out : g.outputs) count += out == v;
+  return count;
+}
+
+bool compact_and_sort(Graph& g, const std::vector<bool>& remove) {
+  const size_t n = g.nodes.size();
+  // Kahn's algorithm over the kept nodes, lowest old index first.
+  std::vector<int> producer_of(g.values.size(), -1);
+  for (size_t i = 0; i < n; ++i) {
+    if (!remove[i]) producer_of[g.nodes[i].output] = static_cast<int>(i);
+  }
+  std::vector<std::vector<int>> users(n);
+  std::vector<size_t> pending(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (remove[i]) continue;
+    for (ValueId v : g.nodes[i].inputs) {
+      const int p = producer_of[v];
+      if (p < 0) return false;  // reads a removed or unknown value
+      users[p].push_back(static_cast<int>(i));
+      ++pending[i];
+    }
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (remove[i]) continue;
+    ++kept;
+    if (pending[i] == 0) ready.push(static_cast<int>(i));
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int u : users[i]) {
+      if (--pending[u] == 0) ready.push(u);
+    }
+  }
+  if (order.size() != kept) return false;
+
+  Graph out;
+  out.name = g.name;
+  std::vector<ValueId> new_value(g.values.size(), kNoValue);
+  for (int i : order) {
+    Node node = std::move(g.nodes[i]);
+    const ValueId old_out = node.output;
+    for (ValueId& v : node.inputs) v = new_value[v];
+    const auto index = static_cast<int32_t>(out.nodes.size());
+    node.output = static_cast<ValueId>(out.values.size());
+    out.values.push_back(Value{g.values[old_out].type, index});
+    new_value[old_out] = node.output;
+    out.nodes.push_back(std::move(node));
+  }
+  for (ValueId v : g.outputs) out.outputs.push_back(new_value[v]);
+  g = std::move(out);
+  return true;
+}
+
+}  // namespace zoc::ir

@@ -1,0 +1,29 @@
+// Pass dce: removes nodes whose results reach no graph output (the input node always stays).
+#include "compiler/ir/rewrite.h"
+#include "compiler/passes/pipeline.h"
+
+namespace zoc::passes {
+
+bool eliminate_dead_code(ir::Graph& g, Diagnostics& diags) {
+  std::vector<bool> live(g.nodes.size(), false);
+  std::vector<int32_t> stack;
+  for (ir::ValueId v : g.outputs) stack.push_back(g.values[v].producer);
+  while (!stack.empty()) {
+    const int32_t i = stack.back();
+    stack.pop_back();
+    if (live[i]) continue;
+    live[i] = true;
+    for (ir::ValueId v : g.nodes[i].inputs) stack.push_back(g.values[v].producer);
+  }
+  std::vector<bool> remove(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    remove[i] = !live[i] && g.nodes[i].op != ir::OpKind::Input;
+  }
+  if (!ir::compact_and_sort(g, remove)) {
+    diags.error(SourceLoc{g.name, 0, 0}, "internal error: dce broke the graph");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace zoc::passes

@@ -1,0 +1,60 @@
+// The inference pass pipeline as a commented list (see pipeline.h).
+#include "compiler/passes/pipeline.h"
+
+#include <fmt/format.h>
+
+#include "compiler/ir/printer.h"
+#include "compiler/ir/shapes.h"
+#include "compiler/ir/verify.h"
+
+namespace zoc::passes {
+namespace {
+
+constexpr Pass kInference[] = {
+    {"remove-dropout", remove_dropout,
+     "dropout is the identity at inference; removing it first lets later patterns see through"},
+    {"lower-conv", lower_conv,
+     "every conv becomes a fused_conv2d (bias, BN, residual and ReLU slots empty), so the "
+     "backends have one convolution form and the fusions below have one pattern to grow"},
+    {"fold-batchnorm", fold_batchnorm,
+     "BN after a conv is an affine map per output channel; folded into the conv's weights at "
+     "load time it costs nothing at run time. Before the add/ReLU fusions, which need the BN gone"},
+    {"fuse-residual-add", fuse_residual_add,
+     "conv + bias + residual in one call (cuDNN's z input); before ReLU fusion because the ReLU "
+     "of a residual block follows the add"},
+    {"fuse-activation", fuse_activation,
+     "ReLU applied in the conv's epilogue instead of a separate pass over memory"},
+    {"dce", eliminate_dead_code, "last: drops whatever the rewrites left unused"},
+};
+
+}  // namespace
+
+std::span<const Pass> inference_pipeline() { return kInference; }
+
+bool run_pipeline(ir::Graph& graph, Diagnostics& diags, const PassOptions& options) {
+  bool known = options.print_after.empty() || options.print_after == "all";
+  for (const Pass& p : kInference) known = known || options.print_after == p.name;
+  if (!known) {
+    std::string names;
+    for (const Pass& p : kInference) names += fmt::format(" {}", p.name);
+    diags.error(SourceLoc{"--print-ir-after", 0, 0},
+                fmt::format("no pass named '{}'; passes:{}", options.print_after, names));
+    return false;
+  }
+  for (const Pass& p : kInference) {
+    if (!p.run(graph, diags)) return false;
+    // Passes keep types consistent; re-inferring proves it and refreshes derived params.
+    if (!ir::infer_shapes(graph, diags)) return false;
+    if (options.verify_each && !ir::verify(graph, diags)) {
+      diags.note(SourceLoc{graph.name, 0, 0}, fmt::format("after pass '{}'", p.name));
+      return false;
+    }
+    if (options.print_to && (options.print_after == "all" || options.print_after == p.name)) {
+      *options.print_to << fmt::format("// ----- IR after {} -----\n", p.name)
+                        << ir::print_graph(graph);
+    }
+  }
+  return ir::verify(graph, diags);
+}
+
+}  // namespace zoc::passes

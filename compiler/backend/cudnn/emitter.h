@@ -1,0 +1,47 @@
+// The cuDNN backend: a verified, optimized graph to a standalone C++/CUDA folder.
+//
+// The folder holds a concrete model class (header + host .cpp) whose constructor creates every
+// descriptor, packs the weights and allocates one activation arena, and whose forward() is a
+// straight line of cuDNN/cuBLAS calls and a few custom kernels; a .cu file with those kernels;
+// main.cpp; CMakeLists.txt; and a copy of the runtime headers. Output is deterministic: the
+// same graph and options give the same bytes.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/backend/cudnn/target.h"
+#include "compiler/ir/graph.h"
+#include "compiler/support/diagnostics.h"
+
+namespace zoc::cudnn {
+
+struct EmitOptions {
+  Precision precision = Precision::kFP32;
+  std::string command;      // the zoc command line, stamped into every file
+  std::string zoc_version;  // e.g. "0.1.0"
+};
+
+struct GeneratedFile {
+  std::string path;  // relative to the output folder
+  std::string text;
+};
+
+struct Generated {
+  std::vector<GeneratedFile> files;
+  std::string class_name;
+  int64_t arena_bytes_per_sample = 0;
+  int64_t unshared_bytes_per_sample = 0;
+  int64_t weight_bytes = 0;
+};
+
+// The graph must have gone through the inference pass pipeline. Unsupported constructs
+// (e.g. ceil_mode pooling) are reported against their layers; nullopt on any error.
+std::optional<Generated> emit(const ir::Graph& graph, const EmitOptions& options,
+                              Diagnostics& diags);
+
+// The runtime headers the generated folder carries (embedded in zoc at build time).
+const std::vector<GeneratedFile>& runtime_files();
+
+}  // namespace zoc::cudnn

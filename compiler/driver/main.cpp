@@ -1,0 +1,291 @@
+// `zoc`: the command-line driver. The only place in zoc that prints diagnostics and chooses an
+// exit code; everything below it returns errors as values.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <numeric>
+#include <random>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "compiler/backend/cudnn/emitter.h"
+#include "compiler/backend/reference/interpreter.h"
+#include "compiler/driver/model_loader.h"
+#include "compiler/driver/write_folder.h"
+#include "compiler/ir/printer.h"
+#include "compiler/passes/pipeline.h"
+#include "compiler/weights/weights.h"
+#include "zoc/npy.h"
+
+namespace {
+
+struct Args {
+  std::string model;
+  std::vector<std::string> sets;
+  bool no_locations = false;
+  std::string weights;
+  bool strict = false;
+  uint64_t seed = 0;
+  std::string input;
+  std::string output;
+  int64_t batch = 1;
+  int top_k = 5;
+  std::string precision = "fp32";
+  std::string input_dims;     // --input CxHxW for compile
+  std::string print_after;    // --print-ir-after=PASS|all
+  bool verify_each = false;
+  bool optimize = false;      // zoc ir --optimize: print after the whole pipeline
+  std::string command_line;
+};
+
+// Parses `--set name=value` items.
+bool parse_overrides(const std::vector<std::string>& items, zoc::LoadOptions& opts,
+                     zoc::Diagnostics& diags) {
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      diags.error(zoc::SourceLoc{"--set", 0, 0},
+                  fmt::format("'{}' is not of the form name=value", item));
+      return false;
+    }
+    opts.yaml.overrides.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+  }
+  return true;
+}
+
+int finish(const zoc::Diagnostics& diags) {
+  std::cerr << diags.render();
+  if (diags.has_errors()) {
+    std::cerr << fmt::format("{} error{} generated.\n", diags.error_count(),
+                             diags.error_count() == 1 ? "" : "s");
+    return 1;
+  }
+  return 0;
+}
+
+// Weights from --weights, or seeded PyTorch-default initialization.
+std::optional<zoc::Weights> get_weights(const zoc::ir::Graph& g, const Args& args,
+                                        zoc::Diagnostics& diags) {
+  if (args.weights.empty()) return zoc::init_weights(g, args.seed);
+  zoc::LoadWeightsOptions opts;
+  opts.strict = args.strict;
+  return zoc::load_weights(g, args.weights, diags, opts);
+}
+
+// The input from --input (.npy), or a seeded standard-normal batch.
+std::optional<zoc::ref::Tensor> get_input(const zoc::ir::Graph& g, const Args& args,
+                                          zoc::Diagnostics& diags) {
+  zoc::ref::Tensor t;
+  if (!args.input.empty()) {
+    auto data = zoc::npy::read_float32(args.input, &t.shape);
+    if (!data) {
+      diags.error(zoc::SourceLoc{args.input, 0, 0}, data.error().message);
+      return std::nullopt;
+    }
+    t.data = std::move(*data);
+    return t;
+  }
+  if (args.batch < 1 || args.batch > 65536) {
+    diags.error(zoc::SourceLoc{"--batch", 0, 0}, "batch must be between 1 and 65536");
+    return std::nullopt;
+  }
+  const auto& dims = g.type(g.nodes.front().output).dims;
+  t.shape = {args.batch};
+  t.shape.insert(t.shape.end(), dims.begin(), dims.end());
+  std::mt19937_64 gen(args.seed + 1);
+  std::normal_distribution<float> normal;
+  t.data.resize(static_cast<size_t>(args.batch * g.type(g.nodes.front().output).sample_numel()));
+  for (float& v : t.data) v = normal(gen);
+  return t;
+}
+
+int cmd_run(const zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
+  auto weights = get_weights(g, args, diags);
+  if (!weights) return finish(diags);
+  auto input = get_input(g, args, diags);
+  if (!input) return finish(diags);
+  auto outs = zoc::ref::run(g, *weights, *input);
+  if (!outs) {
+    diags.error(zoc::SourceLoc{args.model, 0, 0}, outs.error().message);
+    return finish(diags);
+  }
+  const zoc::ref::Tensor& out = outs->front();
+  if (!args.output.empty()) {
+    if (zoc::Status s = zoc::npy::write_float32(args.output, out.data.data(), out.shape); !s) {
+      diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+      return finish(diags);
+    }
+  }
+  const int64_t rows = out.shape[0];
+  const int64_t cols = static_cast<int64_t>(out.data.size()) / std::max<int64_t>(rows, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int64_t> idx(static_cast<size_t>(cols));
+    std::iota(idx.begin(), idx.end(), 0);
+    const float* row = out.data.data() + r * cols;
+    const auto k = std::min<int64_t>(args.top_k, cols);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                      [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+    std::string line = fmt::format("sample {}: top-{}", r, k);
+    for (int64_t j = 0; j < k; ++j) line += fmt::format("  {}:{:.5g}", idx[j], row[idx[j]]);
+    std::cout << line << "\n";
+  }
+  return finish(diags);
+}
+
+// Runs the inference pipeline with the --print-ir-after / --verify-each options.
+bool optimize(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
+  zoc::passes::PassOptions popts;
+  popts.verify_each = args.verify_each;
+  popts.print_after = args.print_after;
+  popts.print_to = &std::cout;
+  return zoc::passes::run_pipeline(g, diags, popts);
+}
+
+bool parse_input_dims(const std::string& text, zoc::LoadOptions& opts, zoc::Diagnostics& diags) {
+  if (text.empty()) return true;
+  std::array<int64_t, 3> d{};
+  char x1 = 0, x2 = 0;
+  int used = 0;
+  if (std::sscanf(text.c_str(), "%ld%c%ld%c%ld%n", &d[0], &x1, &d[1], &x2, &d[2], &used) != 5 ||
+      x1 != 'x' || x2 != 'x' || used != static_cast<int>(text.size())) {
+    diags.error(zoc::SourceLoc{"--input", 0, 0},
+                fmt::format("'{}' is not of the form CxHxW (e.g. 3x224x224)", text));
+    return false;
+  }
+  opts.input_dims = d;
+  return true;
+}
+
+int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
+  auto precision = zoc::cudnn::parse_precision(args.precision);
+  if (!precision) {
+    diags.error(zoc::SourceLoc{"--precision", 0, 0},
+                fmt::format("unknown precision '{}': expected fp32, tf32, fp16 or bf16",
+                            args.precision));
+    return finish(diags);
+  }
+  if (!optimize(g, args, diags)) return finish(diags);
+  zoc::cudnn::EmitOptions eopts;
+  eopts.precision = *precision;
+  eopts.command = args.command_line;
+  eopts.zoc_version = ZOC_VERSION;
+  auto gen = zoc::cudnn::emit(g, eopts, diags);
+  if (!gen) return finish(diags);
+  if (zoc::Status s = zoc::write_folder_atomically(args.output, gen->files); !s) {
+    diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+    return finish(diags);
+  }
+  auto mib = [](int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+  std::cout << fmt::format(
+      "wrote {}: class zoc_model::{} ({}, {} files)\n"
+      "  weights {:.1f} MiB; activation arena {:.3f} MiB per sample (unshared {:.3f}), "
+      "{:.1f} MiB at batch 256\n",
+      args.output, gen->class_name, args.precision, gen->files.size(), mib(gen->weight_bytes),
+      mib(gen->arena_bytes_per_sample), mib(gen->unshared_bytes_per_sample),
+      mib(gen->arena_bytes_per_sample * 256));
+  return finish(diags);
+}
+
+int run(int argc, char** argv);
+
+}  // namespace
+
+// Library code reports errors as values; the one thing it cannot turn into a value is running
+// out of memory (a model whose weights alone exceed the machine), so main catches that.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "zoc: error: out of memory (the model's tensors do not fit on this machine)\n";
+    return 1;
+  }
+}
+
+namespace {
+
+int run(int argc, char** argv) {
+  CLI::App app{"zoc: the zero-overhead compiler for convolutional networks"};
+  app.require_subcommand(1);
+  Args args;
+
+  auto add_model = [&](CLI::App* cmd) {
+    cmd->add_option("model", args.model, "model file (.yaml)")->required();
+    cmd->add_option("--set", args.sets, "override a model param: name=value (repeatable)");
+  };
+  CLI::App* ir_cmd = app.add_subcommand("ir", "print the verified IR of a model");
+  add_model(ir_cmd);
+  ir_cmd->add_flag("--no-locations", args.no_locations, "omit source locations");
+  ir_cmd->add_option("--weights", args.weights, "also validate this safetensors file");
+  ir_cmd->add_flag("--strict", args.strict, "reject weights holding NaN or Inf");
+  ir_cmd->add_flag("--optimize", args.optimize, "print the IR after the inference passes");
+  auto add_pass_options = [&](CLI::App* cmd) {
+    cmd->add_option("--print-ir-after", args.print_after, "print the IR after PASS (or 'all')");
+    cmd->add_flag("--verify-each", args.verify_each, "run the IR verifier after every pass");
+  };
+  add_pass_options(ir_cmd);
+
+  CLI::App* compile_cmd =
+      app.add_subcommand("compile", "generate standalone C++/cuDNN code for a model");
+  add_model(compile_cmd);
+  compile_cmd->add_option("-o,--output", args.output, "output folder (written atomically)")
+      ->required();
+  compile_cmd->add_option("--precision", args.precision, "fp32 (TF32 off), tf32, fp16 or bf16")
+      ->capture_default_str();
+  compile_cmd->add_option("--input", args.input_dims, "input size CxHxW (default: the model's)");
+  add_pass_options(compile_cmd);
+
+  CLI::App* run_cmd = app.add_subcommand("run", "run a model with the reference CPU interpreter");
+  add_model(run_cmd);
+  run_cmd->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
+  run_cmd->add_flag("--strict", args.strict, "reject weights holding NaN or Inf");
+  run_cmd->add_option("--seed", args.seed, "seed of the default weights and random input");
+  run_cmd->add_option("--input", args.input, "input .npy [N, C, H, W] (default: seeded random)");
+  run_cmd->add_option("--batch", args.batch, "batch of the random input")->capture_default_str();
+  run_cmd->add_option("--output", args.output, "write the output to this .npy file");
+  run_cmd->add_option("--top", args.top_k, "classes to print per sample")->capture_default_str();
+  run_cmd->add_flag("--optimize", args.optimize, "run the graph after the inference passes");
+
+  CLI::App* init_cmd =
+      app.add_subcommand("init-weights", "write PyTorch-default seeded weights (safetensors)");
+  add_model(init_cmd);
+  init_cmd->add_option("--seed", args.seed, "random seed")->capture_default_str();
+  init_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  args.command_line = "zoc";
+  for (int i = 1; i < argc; ++i) args.command_line += std::string(" ") + argv[i];
+
+  zoc::Diagnostics diags;
+  zoc::LoadOptions opts;
+  if (!parse_overrides(args.sets, opts, diags)) return finish(diags);
+  if (!parse_input_dims(args.input_dims, opts, diags)) return finish(diags);
+  auto graph = zoc::load_verified_model(args.model, diags, opts);
+  if (!graph) return finish(diags);
+
+  if (compile_cmd->parsed()) return cmd_compile(*graph, args, diags);
+  if (ir_cmd->parsed()) {
+    if (!args.weights.empty() && !get_weights(*graph, args, diags)) return finish(diags);
+    if (args.optimize || !args.print_after.empty() || args.verify_each) {
+      if (!optimize(*graph, args, diags)) return finish(diags);
+      if (!args.print_after.empty()) return finish(diags);
+    }
+    zoc::ir::PrintOptions popts;
+    popts.locations = !args.no_locations;
+    std::cout << zoc::ir::print_graph(*graph, popts);
+  } else if (run_cmd->parsed()) {
+    if (args.optimize && !optimize(*graph, args, diags)) return finish(diags);
+    return cmd_run(*graph, args, diags);
+  } else if (init_cmd->parsed()) {
+    const zoc::Weights w = zoc::init_weights(*graph, args.seed);
+    if (zoc::Status s = zoc::save_weights(*graph, w, args.output); !s) {
+      diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+    } else {
+      std::cout << fmt::format("wrote {} ({} tensors, seed {})\n", args.output, w.tensors.size(),
+                               args.seed);
+    }
+  }
+  return finish(diags);
+}
+
+}  // namespace

@@ -1,0 +1,227 @@
+// cuDNN descriptor bundles for the generated code: created once in the constructor, re-described
+// (host-side only, no allocation) when the batch size changes, destroyed in the destructor.
+//
+// The generated forward() makes the library calls itself, one per layer, reading these
+// descriptors; this header keeps the repetitive descriptor plumbing out of the generated
+// source. Algorithm choice uses cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7),
+// restricted to the workspace the model allocated and, in fp32 mode, to non-tensor-core (FMA)
+// kernels so that TF32 is really off. Needs cudnn.h and cublas_v2.h only.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#include <string>
+
+#include "zoc/cuda_check.h"
+#include "zoc/expected.h"
+
+namespace zoc {
+
+// How a model's tensors are stored and computed.
+struct Precision {
+  cudnnDataType_t data;        // element type of activations and weights
+  cudnnTensorFormat_t format;  // NCHW (fp32/tf32) or NHWC (fp16/bf16)
+  cudnnMathType_t math;        // CUDNN_FMA_MATH: no tensor cores (fp32, TF32 off)
+  cudaDataType_t blas_type;
+  cublasComputeType_t blas_compute;
+};
+
+inline Status set_tensor(cudnnTensorDescriptor_t d, const Precision& p, int n, int c, int h,
+                         int w, const char* layer) {
+  ZOC_CUDNN(cudnnSetTensor4dDescriptor(d, p.format, p.data, n, c, h, w), layer);
+  return Status::success();
+}
+
+struct ConvShape {
+  int c, h, w;  // input channels (as stored, including padding), height, width
+  int k, r, s;  // output channels, kernel height and width
+  int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups;
+  int out_h, out_w;
+  bool relu;  // ReLU in the epilogue, else identity
+};
+
+class ConvLayer {
+ public:
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t act = nullptr;
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  size_t workspace = 0;
+
+  Status create(const ConvShape& s, const Precision& p, const char* layer) {
+    s_ = s;
+    p_ = p;
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&x), layer);
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&y), layer);
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&bias), layer);
+    ZOC_CUDNN(cudnnCreateFilterDescriptor(&w), layer);
+    ZOC_CUDNN(cudnnCreateConvolutionDescriptor(&conv), layer);
+    ZOC_CUDNN(cudnnCreateActivationDescriptor(&act), layer);
+    ZOC_CUDNN(cudnnSetFilter4dDescriptor(w, p.data, p.format, s.k, s.c / s.groups, s.r, s.s),
+              layer);
+    ZOC_CUDNN(cudnnSetConvolution2dDescriptor(conv, s.pad_h, s.pad_w, s.stride_h, s.stride_w,
+                                              s.dil_h, s.dil_w, CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT),
+              layer);
+    ZOC_CUDNN(cudnnSetConvolutionGroupCount(conv, s.groups), layer);
+    ZOC_CUDNN(cudnnSetConvolutionMathType(conv, p.math), layer);
+    ZOC_CUDNN(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, p.data, 1, s.k, 1, 1), layer);
+    ZOC_CUDNN(cudnnSetActivationDescriptor(
+                  act, s.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                  CUDNN_PROPAGATE_NAN, 0.0),
+              layer);
+    return Status::success();
+  }
+
+  // Sets the batch-dependent dims and picks the fastest heuristic algorithm whose workspace
+  // fits `workspace_limit`.
+  Status describe(cudnnHandle_t handle, int n, size_t workspace_limit, const char* layer) {
+    ZOC_TRY(set_tensor(x, p_, n, s_.c, s_.h, s_.w, layer));
+    ZOC_TRY(set_tensor(y, p_, n, s_.k, s_.out_h, s_.out_w, layer));
+    int got = 0;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    ZOC_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
+              layer);
+    for (int i = 0; i < got; ++i) {
+      const cudnnConvolutionFwdAlgoPerf_t& c = perf[i];
+      if (c.status != CUDNN_STATUS_SUCCESS || c.memory > workspace_limit) continue;
+      if (p_.math == CUDNN_FMA_MATH && c.mathType != CUDNN_FMA_MATH) continue;
+      // cuDNN documents the identity epilogue for the implicit precomputed GEMM only.
+      if (!s_.relu && c.algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) continue;
+      algo = c.algo;
+      workspace = c.memory;
+      ZOC_CUDNN(cudnnSetConvolutionMathType(conv, c.mathType), layer);
+      return Status::success();
+    }
+    return Error{std::string("layer '") + layer + "': no cuDNN convolution algorithm for batch " +
+                 std::to_string(n) + " fits a workspace of " + std::to_string(workspace_limit) +
+                 " bytes"};
+  }
+
+  void destroy() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (bias) cudnnDestroyTensorDescriptor(bias);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (act) cudnnDestroyActivationDescriptor(act);
+    x = y = bias = nullptr;
+    w = nullptr;
+    conv = nullptr;
+    act = nullptr;
+  }
+
+ private:
+  ConvShape s_{};
+  Precision p_{};
+};
+
+struct PoolShape {
+  cudnnPoolingMode_t mode;
+  int c, h, w, kh, kw, pad_h, pad_w, stride_h, stride_w, out_h, out_w;
+};
+
+class PoolLayer {
+ public:
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnPoolingDescriptor_t pool = nullptr;
+
+  Status create(const PoolShape& s, const Precision& p, const char* layer) {
+    s_ = s;
+    p_ = p;
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&x), layer);
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&y), layer);
+    ZOC_CUDNN(cudnnCreatePoolingDescriptor(&pool), layer);
+    ZOC_CUDNN(cudnnSetPooling2dDescriptor(pool, s.mode, CUDNN_PROPAGATE_NAN, s.kh, s.kw, s.pad_h,
+                                          s.pad_w, s.stride_h, s.stride_w),
+              layer);
+    return Status::success();
+  }
+  Status describe(int n, const char* layer) {
+    ZOC_TRY(set_tensor(x, p_, n, s_.c, s_.h, s_.w, layer));
+    ZOC_TRY(set_tensor(y, p_, n, s_.c, s_.out_h, s_.out_w, layer));
+    return Status::success();
+  }
+  void destroy() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (pool) cudnnDestroyPoolingDescriptor(pool);
+    x = y = nullptr;
+    pool = nullptr;
+  }
+
+ private:
+  PoolShape s_{};
+  Precision p_{};
+};
+
+// One tensor descriptor of a fixed per-sample shape (activations, softmax, batch norm).
+class TensorLayer {
+ public:
+  cudnnTensorDescriptor_t t = nullptr;
+
+  Status create(int c, int h, int w, const Precision& p, const char* layer) {
+    c_ = c;
+    h_ = h;
+    w_ = w;
+    p_ = p;
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&t), layer);
+    return Status::success();
+  }
+  Status describe(int n, const char* layer) { return set_tensor(t, p_, n, c_, h_, w_, layer); }
+  void destroy() {
+    if (t) cudnnDestroyTensorDescriptor(t);
+    t = nullptr;
+  }
+
+ private:
+  int c_ = 0, h_ = 0, w_ = 0;
+  Precision p_{};
+};
+
+class ActivationLayer {
+ public:
+  TensorLayer tensor;
+  cudnnActivationDescriptor_t act = nullptr;
+
+  Status create(cudnnActivationMode_t mode, int c, int h, int w, const Precision& p,
+                const char* layer) {
+    ZOC_TRY(tensor.create(c, h, w, p, layer));
+    ZOC_CUDNN(cudnnCreateActivationDescriptor(&act), layer);
+    ZOC_CUDNN(cudnnSetActivationDescriptor(act, mode, CUDNN_PROPAGATE_NAN, 0.0), layer);
+    return Status::success();
+  }
+  Status describe(int n, const char* layer) { return tensor.describe(n, layer); }
+  void destroy() {
+    tensor.destroy();
+    if (act) cudnnDestroyActivationDescriptor(act);
+    act = nullptr;
+  }
+};
+
+class BatchNormLayer {
+ public:
+  TensorLayer tensor;
+  cudnnTensorDescriptor_t params = nullptr;  // 1 x C x 1 x 1, float
+
+  Status create(int c, int h, int w, const Precision& p, const char* layer) {
+    ZOC_TRY(tensor.create(c, h, w, p, layer));
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&params), layer);
+    return Status::success();
+  }
+  Status describe(int n, const char* layer) {
+    ZOC_TRY(tensor.describe(n, layer));
+    ZOC_CUDNN(cudnnDeriveBNTensorDescriptor(params, tensor.t, CUDNN_BATCHNORM_SPATIAL), layer);
+    return Status::success();
+  }
+  void destroy() {
+    tensor.destroy();
+    if (params) cudnnDestroyTensorDescriptor(params);
+    params = nullptr;
+  }
+};
+
+}  // namespace zoc

@@ -1,0 +1,309 @@
+// GPU test of runtime/zoc/kernels.cuh against CPU computations.
+//
+// The custom kernels sit between cuDNN calls in every generated model, where a wrong index or a
+// missed tail element corrupts results silently; this program checks each launcher for float,
+// __half and __nv_bfloat16 on seeded random data with odd sizes (tails of grid-stride loops, every
+// vector width of the pooling kernel, a misaligned pointer) and one case past 2^31 elements for the
+// 64-bit indexing. Outputs are poisoned before each launch so unwritten elements show. Conversions
+// and elementwise results must match the CPU bit for bit (the CPU uses the same float arithmetic
+// and rounding); pooling, whose sums the CPU repeats in the same order, may differ by one unit in
+// the last place. No test framework: the last line is "N passed, M failed", the exit status
+// non-zero on any failure. Runs on the GPU machine only (see tools/gpu_check.sh).
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "zoc/kernels.cuh"
+
+namespace {
+
+using zoc::kernels::from_float;
+using zoc::kernels::to_float;
+
+int g_passed = 0, g_failed = 0;
+
+void report(bool ok, const std::string& name, const std::string& detail = "") {
+  (ok ? g_passed : g_failed) += 1;
+  std::printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", name.c_str(), detail.empty() ? "" : ": ",
+              detail.c_str());
+}
+
+template <class T>
+const char* type_name();
+template <>
+const char* type_name<float>() {
+  return "float";
+}
+template <>
+const char* type_name<__half>() {
+  return "half";
+}
+template <>
+const char* type_name<__nv_bfloat16>() {
+  return "bf16";
+}
+
+// Relative precision of T, for the one comparison that allows rounding differences.
+template <class T>
+double epsilon() {
+  return sizeof(T) == 4 ? 0x1.0p-23 : std::is_same_v<T, __half> ? 0x1.0p-10 : 0x1.0p-7;
+}
+
+// Values exactly representable in T, so host and device start from the same numbers.
+template <class T>
+std::vector<T> random_values(size_t count, uint64_t seed, float lo = -2.0f, float hi = 2.0f) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> out(count);
+  for (auto& v : out) {
+    const float u = static_cast<float>(static_cast<double>(rng() >> 11) * 0x1.0p-53);
+    v = from_float<T>(lo + (hi - lo) * u);
+  }
+  return out;
+}
+
+// A device copy of a host vector, freed on destruction; the poison fills every byte with 0xFF
+// (NaN for float, half and bf16).
+template <class T>
+struct Device {
+  T* ptr = nullptr;
+  size_t count = 0;
+  explicit Device(size_t n) : count(n) {
+    if (cudaMalloc(&ptr, n * sizeof(T) + 64) != cudaSuccess) ptr = nullptr;
+  }
+  explicit Device(const std::vector<T>& host) : Device(host.size()) {
+    if (ptr) cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  ~Device() { cudaFree(ptr); }
+  Device(const Device&) = delete;
+  void poison() { cudaMemset(ptr, 0xFF, count * sizeof(T) + 64); }
+  std::vector<T> read(size_t n, size_t offset = 0) const {
+    std::vector<T> host(n);
+    cudaMemcpy(host.data(), ptr + offset, n * sizeof(T), cudaMemcpyDeviceToHost);
+    return host;
+  }
+};
+
+// Bitwise equality of storage values; describes the first mismatch.
+template <class T>
+std::string compare_exact(const std::vector<T>& got, const std::vector<T>& want) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
+      return "index " + std::to_string(i) + ": got " + std::to_string(to_float(got[i])) +
+             ", want " + std::to_string(to_float(want[i]));
+    }
+  }
+  return "";
+}
+
+// The launch and the whole stream must succeed; returns the error text otherwise.
+std::string run_status(cudaError_t launch) {
+  if (launch != cudaSuccess) return std::string("launch: ") + cudaGetErrorName(launch);
+  cudaError_t sync = cudaStreamSynchronize(nullptr);
+  return sync == cudaSuccess ? "" : std::string("sync: ") + cudaGetErrorName(sync);
+}
+
+template <class T>
+void test_nchw_to_nhwc(int n, int c, int h, int w, int c_padded) {
+  const std::string name = std::string("nchw_to_nhwc<") + type_name<T>() + "> n" +
+                           std::to_string(n) + " c" + std::to_string(c) + "->" +
+                           std::to_string(c_padded) + " " + std::to_string(h) + "x" +
+                           std::to_string(w);
+  const size_t hw = static_cast<size_t>(h) * w;
+  std::vector<float> in = random_values<float>(n * c * hw, 11);
+  std::vector<T> want(n * hw * c_padded);
+  for (int b = 0; b < n; ++b)
+    for (size_t p = 0; p < hw; ++p)
+      for (int k = 0; k < c_padded; ++k)
+        want[(b * hw + p) * c_padded + k] = from_float<T>(k < c ? in[(b * c + k) * hw + p] : 0.0f);
+  Device<float> d_in(in);
+  Device<T> d_out(want.size());
+  d_out.poison();
+  std::string err = run_status(
+      zoc::kernels::launch_nchw_to_nhwc<T>(d_in.ptr, d_out.ptr, n, c, h, w, c_padded, nullptr));
+  if (err.empty()) err = compare_exact(d_out.read(want.size()), want);
+  report(err.empty(), name, err);
+}
+
+template <class T>
+void test_conversions(int64_t count) {
+  const std::string suffix = std::string("<") + type_name<T>() + "> " + std::to_string(count);
+  std::vector<float> f = random_values<float>(count, 12, -70000.0f, 70000.0f);  // half overflows
+  std::vector<T> want(count);
+  for (int64_t i = 0; i < count; ++i) want[i] = from_float<T>(f[i]);
+  Device<float> d_f(f);
+  Device<T> d_t(count);
+  d_t.poison();
+  std::string err =
+      run_status(zoc::kernels::launch_from_float<T>(d_f.ptr, d_t.ptr, count, nullptr));
+  if (err.empty()) err = compare_exact(d_t.read(count), want);
+  report(err.empty(), "from_float" + suffix, err);
+
+  std::vector<T> t = random_values<T>(count, 13);
+  std::vector<float> want_f(count);
+  for (int64_t i = 0; i < count; ++i) want_f[i] = to_float(t[i]);
+  Device<T> d_t2(t);
+  d_f.poison();
+  err = run_status(zoc::kernels::launch_to_float<T>(d_t2.ptr, d_f.ptr, count, nullptr));
+  if (err.empty()) err = compare_exact(d_f.read(count), want_f);
+  report(err.empty(), "to_float" + suffix, err);
+}
+
+template <class T>
+void test_bias_rows(int rows, int cols) {
+  std::vector<T> bias = random_values<T>(cols, 14);
+  std::vector<T> want(static_cast<size_t>(rows) * cols);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = bias[i % cols];
+  Device<T> d_bias(bias), d_y(want.size());
+  d_y.poison();
+  std::string err =
+      run_status(zoc::kernels::launch_bias_rows<T>(d_y.ptr, d_bias.ptr, rows, cols, nullptr));
+  if (err.empty()) err = compare_exact(d_y.read(want.size()), want);
+  report(err.empty(),
+         std::string("bias_rows<") + type_name<T>() + "> " + std::to_string(rows) + "x" +
+             std::to_string(cols),
+         err);
+}
+
+template <class T>
+void test_add(int64_t count, bool relu, bool in_place) {
+  std::vector<T> a = random_values<T>(count, 15), b = random_values<T>(count, 16);
+  std::vector<T> want(count);
+  for (int64_t i = 0; i < count; ++i) {
+    float v = to_float(a[i]) + to_float(b[i]);
+    want[i] = from_float<T>(relu && v < 0.0f ? 0.0f : v);
+  }
+  Device<T> d_a(a), d_b(b), d_y(count);
+  d_y.poison();
+  T* y = in_place ? d_a.ptr : d_y.ptr;
+  std::string err =
+      run_status(zoc::kernels::launch_add<T>(d_a.ptr, d_b.ptr, y, count, relu, nullptr));
+  if (err.empty()) err = compare_exact(in_place ? d_a.read(count) : d_y.read(count), want);
+  report(err.empty(),
+         std::string("add<") + type_name<T>() + "> " + std::to_string(count) +
+             (relu ? " relu" : "") + (in_place ? " in-place" : ""),
+         err);
+}
+
+// `offset` elements past an aligned allocation for x and y: forces narrower vectors.
+template <class T>
+void test_avgpool(int n, int hw, int c, int offset) {
+  const std::string name = std::string("global_avgpool_nhwc<") + type_name<T>() + "> n" +
+                           std::to_string(n) + " hw" + std::to_string(hw) + " c" +
+                           std::to_string(c) + (offset ? " misaligned" : "");
+  std::vector<T> x = random_values<T>(static_cast<size_t>(n) * hw * c + offset, 17);
+  std::vector<T> want(static_cast<size_t>(n) * c);
+  for (int b = 0; b < n; ++b)
+    for (int k = 0; k < c; ++k) {
+      float sum = 0.0f;  // the kernel's order: sequential over pixels, in float
+      for (int p = 0; p < hw; ++p)
+        sum += to_float(x[offset + (static_cast<size_t>(b) * hw + p) * c + k]);
+      want[static_cast<size_t>(b) * c + k] = from_float<T>(sum * (1.0f / static_cast<float>(hw)));
+    }
+  Device<T> d_x(x), d_y(want.size() + offset);
+  d_y.poison();
+  std::string err = run_status(zoc::kernels::launch_global_avgpool_nhwc<T>(
+      d_x.ptr + offset, d_y.ptr + offset, n, hw, c, nullptr));
+  if (err.empty()) {
+    std::vector<T> got = d_y.read(want.size(), offset);
+    for (size_t i = 0; i < want.size() && err.empty(); ++i) {
+      const double g = to_float(got[i]), w = to_float(want[i]);
+      if (!(std::fabs(g - w) <= 1e-7 + 2 * epsilon<T>() * std::fabs(w))) {
+        err = "index " + std::to_string(i) + ": got " + std::to_string(g) + ", want " +
+              std::to_string(w);
+      }
+    }
+  }
+  report(err.empty(), name, err);
+}
+
+// Past 2^31 elements: bias_rows fills [rows, 1024] with rows*1024 > 2^31, then the same memory
+// read as [n, hw, c] NHWC must pool back to the bias (sums of 2048 equal halves are exact).
+void test_large() {
+  const int cols = 1024, rows = (1 << 21) + 2048;
+  const size_t total = static_cast<size_t>(rows) * cols;
+  Device<__half> d_x(total);
+  if (!d_x.ptr) {
+    (void)cudaGetLastError();
+    std::printf("skip large (64-bit indexing): cannot allocate %zu bytes\n", total * 2);
+    return;
+  }
+  std::vector<__half> bias = random_values<__half>(cols, 18);
+  Device<__half> d_bias(bias);
+  std::string err =
+      run_status(zoc::kernels::launch_bias_rows<__half>(d_x.ptr, d_bias.ptr, rows, cols, nullptr));
+  if (err.empty()) {
+    std::vector<__half> tail = d_x.read(2 * cols, total - 2 * cols);
+    std::vector<__half> want(2 * cols);
+    for (int i = 0; i < 2 * cols; ++i) want[i] = bias[i % cols];
+    err = compare_exact(tail, want);
+  }
+  report(err.empty(), "bias_rows<half> past 2^31 elements", err);
+
+  const int hw = 2048, n = rows / hw;  // 1025 images of 2^21 elements: 2^31 + 2^21 in all
+  Device<__half> d_y(static_cast<size_t>(n) * cols);
+  d_y.poison();
+  err = run_status(
+      zoc::kernels::launch_global_avgpool_nhwc<__half>(d_x.ptr, d_y.ptr, n, hw, cols, nullptr));
+  if (err.empty()) {
+    std::vector<__half> last = d_y.read(cols, static_cast<size_t>(n - 1) * cols);
+    err = compare_exact(last, bias);
+  }
+  report(err.empty(), "global_avgpool_nhwc<half> past 2^31 elements", err);
+}
+
+template <class T>
+void test_type() {
+  test_nchw_to_nhwc<T>(3, 3, 7, 5, 4);
+  test_nchw_to_nhwc<T>(2, 3, 224, 224, 8);
+  test_nchw_to_nhwc<T>(5, 1, 28, 28, 1);
+  test_conversions<T>(1);
+  test_conversions<T>(1000003);
+  test_bias_rows<T>(37, 1001);
+  test_bias_rows<T>(1, 10);
+  test_add<T>(100003, false, false);
+  test_add<T>(100003, true, false);
+  test_add<T>(7, true, true);
+  test_avgpool<T>(64, 49, 2048, 0);  // widest vectors
+  test_avgpool<T>(64, 49, 2052, 0);  // c % 8 != 0
+  test_avgpool<T>(64, 49, 2050, 0);  // c % 4 != 0
+  test_avgpool<T>(64, 49, 2048, 1);  // misaligned pointers
+  test_avgpool<T>(1, 49, 2048, 0);   // batch 1: few threads
+  test_avgpool<T>(3, 13, 1001, 0);   // odd everything
+  test_avgpool<T>(2, 1, 5, 0);       // hw 1
+}
+
+// Invalid arguments are refused without a launch, empty work launches nothing.
+void test_arguments() {
+  bool ok = zoc::kernels::launch_add<float>(nullptr, nullptr, nullptr, 0, false, nullptr) ==
+                cudaSuccess &&
+            zoc::kernels::launch_add<float>(nullptr, nullptr, nullptr, -1, false, nullptr) ==
+                cudaErrorInvalidValue &&
+            zoc::kernels::launch_nchw_to_nhwc<float>(nullptr, nullptr, 1, 4, 2, 2, 3, nullptr) ==
+                cudaErrorInvalidValue &&
+            zoc::kernels::launch_global_avgpool_nhwc<float>(nullptr, nullptr, 1, 0, 8, nullptr) ==
+                cudaErrorInvalidValue &&
+            zoc::kernels::launch_bias_rows<float>(nullptr, nullptr, 0, 5, nullptr) == cudaSuccess;
+  report(ok, "argument checks and empty launches");
+}
+
+}  // namespace
+
+int main() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device\n0 passed, 1 failed\n");
+    return 1;
+  }
+  test_arguments();
+  test_type<float>();
+  test_type<__half>();
+  test_type<__nv_bfloat16>();
+  test_large();
+  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}

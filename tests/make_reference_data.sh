@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Writes the PyTorch reference data the numerical tests compare against (CTest fixture
+# `reference_data`). Usage: tests/make_reference_data.sh OUT_DIR [PYTHON]
+set -euo pipefail
+out=$1
+py=${2:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")/.." && pwd)
+export_model() {
+  local dir=$1; shift
+  if [ -f "$out/$dir/output.npy" ] && [ "$out/$dir/output.npy" -nt "$here/models/export.py" ]; then
+    return 0
+  fi
+  "$py" "$here/models/export.py" --out "$out/$dir" --torchscript none --seed 0 --batch 2 "$@"
+}
+export_model lenet --model lenet
+export_model resnet18_64 --model resnet18 --resolution 64
+export_model resnet50_64 --model resnet50 --resolution 64
+export_model resnet50_1ch_10cls_32 --model resnet50 --resolution 32 --in-channels 1 --num-classes 10

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what building and testing zoc needs on a fresh Debian 12 machine (the developers'
+# and CI's machines): the compiler's libraries, GoogleTest, and Debian's PyTorch for the
+# reference data. Idempotent: apt-get runs only when a package is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libyaml-cpp-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
+  python3 python3-numpy python3-torch python3-torchvision llvm-14-tools
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The test command of the README: set-up, a warnings-as-errors build with the whole test suite,
+# then the same suite under AddressSanitizer + UBSan. Usage: tools/test.sh [--no-sanitize]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh
+
+jobs=$(nproc)
+run_suite() {
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DZOC_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  (cd "$dir" && ctest --output-on-failure -j "$jobs")
+}
+
+echo "== release build (-Werror) and tests"
+run_suite build
+if [ "${1:-}" != "--no-sanitize" ]; then
+  echo "== ASan + UBSan build and tests"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_suite build-asan -DZOC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1
+fi

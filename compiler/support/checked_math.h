@@ -30,16 +30,6 @@ inline std::optional<int64_t> checked_sub(int64_t a, int64_t b) {
 }
 
 // Product of all factors, or nullopt on overflow.
-inline std::optional<int64_t> checked_product(std::initializer_list<int64_t> factors) {
-  int64_t r = 1;
-  for (int64_t f : factors) {
-    auto next = checked_mul(r, f);
-    if (!next) return std::nullopt;
-    r = *next;
-  }
-  return r;
-}
-
 template <class Range>
 std::optional<int64_t> checked_product_of(const Range& factors) {
   int64_t r = 1;
@@ -49,6 +39,10 @@ std::optional<int64_t> checked_product_of(const Range& factors) {
     r = *next;
   }
   return r;
+}
+
+inline std::optional<int64_t> checked_product(std::initializer_list<int64_t> factors) {
+  return checked_product_of(factors);
 }
 
 }  // namespace zoc

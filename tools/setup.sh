@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what building and testing zoc needs on a fresh Debian 12 machine (the developers'
 # and CI's machines): the compiler's libraries, GoogleTest, and Debian's PyTorch for the
-# reference data. Idempotent: apt-get runs only when a package is missing.
+# reference data (and its LibTorch, for the TorchScript frontend). Idempotent: apt-get runs
+# only when a package is missing.
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
   python3 python3-numpy python3-torch python3-torchvision llvm-14-tools
+  libtorch-dev
+  llvm-14-dev libclang-cpp14-dev libclang-14-dev
 )
 
 missing=()

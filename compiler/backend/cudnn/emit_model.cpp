@@ -391,19 +391,22 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       c.line("if (!options_.cuda_graph) return run_layers(input, output, stream);");
       c.line("if (!graph_ || graph_batch_ != batch || graph_input_ != input || graph_output_ != "
              "output) {{");
-      c.line("  // Run once outside the capture (first launches load kernels), then capture.");
+      c.line("  // Run once outside the capture (first launches load kernels), then capture. This");
+      c.line("  // one-time path (per batch size and buffer pair) is the only one that creates objects.");
       c.line("  ZOC_TRY(run_layers(input, output, stream));");
-      c.line("  if (graph_) cudaGraphExecDestroy(graph_);");
+      c.line("  if (graph_) cudaGraphExecDestroy(graph_);  // zoc-verify: one-time");
       c.line("  graph_ = nullptr;");
       c.line("  cudaGraph_t graph = nullptr;");
       c.line("  ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "
              "\"forward: capture\");");
       c.line("  const zoc::Status captured = run_layers(input, output, stream);");
-      c.line("  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);");
+      c.line("  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);  "
+             "// zoc-verify: one-time");
       c.line("  if (!captured.ok()) return captured;");
       c.line("  ZOC_CUDA(ended, \"forward: capture\");");
-      c.line("  const cudaError_t made = cudaGraphInstantiate(&graph_, graph, 0);");
-      c.line("  cudaGraphDestroy(graph);");
+      c.line("  const cudaError_t made = cudaGraphInstantiate(&graph_, graph, 0);  "
+             "// zoc-verify: one-time");
+      c.line("  cudaGraphDestroy(graph);  // zoc-verify: one-time");
       c.line("  ZOC_CUDA(made, \"forward: graph instantiation\");");
       c.line("  graph_batch_ = batch;");
       c.line("  graph_input_ = input;");

@@ -153,18 +153,19 @@ zoc::Status Lenet::forward(const float* input, float* output, int batch, cudaStr
   }
   if (!options_.cuda_graph) return run_layers(input, output, stream);
   if (!graph_ || graph_batch_ != batch || graph_input_ != input || graph_output_ != output) {
-    // Run once outside the capture (first launches load kernels), then capture.
+    // Run once outside the capture (first launches load kernels), then capture. This
+    // one-time path (per batch size and buffer pair) is the only one that creates objects.
     ZOC_TRY(run_layers(input, output, stream));
-    if (graph_) cudaGraphExecDestroy(graph_);
+    if (graph_) cudaGraphExecDestroy(graph_);  // zoc-verify: one-time
     graph_ = nullptr;
     cudaGraph_t graph = nullptr;
     ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "forward: capture");
     const zoc::Status captured = run_layers(input, output, stream);
-    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);  // zoc-verify: one-time
     if (!captured.ok()) return captured;
     ZOC_CUDA(ended, "forward: capture");
-    const cudaError_t made = cudaGraphInstantiate(&graph_, graph, 0);
-    cudaGraphDestroy(graph);
+    const cudaError_t made = cudaGraphInstantiate(&graph_, graph, 0);  // zoc-verify: one-time
+    cudaGraphDestroy(graph);  // zoc-verify: one-time
     ZOC_CUDA(made, "forward: graph instantiation");
     graph_batch_ = batch;
     graph_input_ = input;

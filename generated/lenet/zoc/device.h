@@ -105,17 +105,17 @@ class DeviceBuffer {
 // std::vector) and pinned host memory (cudaMallocHost), which would either fault or make every
 // access cross PCIe. `what` names the argument ("input of Resnet50::forward").
 inline Status check_device_pointer(const void* p, const char* what) {
-  const std::string name = what ? what : "pointer";
-  if (p == nullptr) return Error{name + ": null pointer"};
+  const char* const name = what ? what : "pointer";  // a std::string only on the error path
+  if (p == nullptr) return Error{std::string(name) + ": null pointer"};
   cudaPointerAttributes attributes{};
   cudaError_t status = cudaPointerGetAttributes(&attributes, p);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();  // older drivers flag unregistered host memory this way
     if (status == cudaErrorInvalidValue) {
-      return Error{name + " is a host pointer, a device pointer is required"};
+      return Error{std::string(name) + " is a host pointer, a device pointer is required"};
     }
-    return Error{name + ": cudaPointerGetAttributes failed: " + cudaGetErrorName(status) + " (" +
-                 cudaGetErrorString(status) + ")"};
+    return Error{std::string(name) + ": cudaPointerGetAttributes failed: " +
+                 cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")"};
   }
   switch (attributes.type) {
     case cudaMemoryTypeManaged:
@@ -127,16 +127,18 @@ inline Status check_device_pointer(const void* p, const char* what) {
         return Status();  // cannot tell; the library calls will report a real problem
       }
       if (attributes.device != current) {
-        return Error{name + " is memory of device " + std::to_string(attributes.device) +
-                     ", but the model runs on device " + std::to_string(current)};
+        return Error{std::string(name) + " is memory of device " +
+                     std::to_string(attributes.device) + ", but the model runs on device " +
+                     std::to_string(current)};
       }
       return Status();
     }
     case cudaMemoryTypeHost:
-      return Error{name + " is a host pointer (page-locked), a device pointer is required"};
+      return Error{std::string(name) +
+                   " is a host pointer (page-locked), a device pointer is required"};
     case cudaMemoryTypeUnregistered:
     default:
-      return Error{name + " is a host pointer, a device pointer is required"};
+      return Error{std::string(name) + " is a host pointer, a device pointer is required"};
   }
 }
 

@@ -10,11 +10,23 @@
 // is not a wrong answer by itself). Then it times `iters` forwards after `warmup`, each with its
 // own CUDA events, and prints the median and tails. Hand-written argument parsing keeps the
 // folder free of dependencies. The model class is a template parameter; see run_main.
+//
+// The benchmark harness (tools/harness) needs more than latency, measured where only this
+// process can measure it, so the JSON also holds: every iteration's time, the host CPU time
+// spent inside forward() (the enqueue, not the wait: CLOCK_THREAD_CPUTIME_ID around the call),
+// device memory in use from cudaMemGetInfo, the wall-clock window of the timed loop (so that an
+// outside NVML sampler can attribute its samples), and with --h2d-reps the time of copying the
+// input batch to the device from pageable and from pinned memory. --batches sweeps several
+// batch sizes in one process, creating the model afresh for each (max batch = that batch, so
+// its memory is what that batch needs) and rewriting the JSON after every point, so a sweep cut
+// short keeps what it measured; --tile repeats the --input samples to fill larger batches;
+// --max-time-ms bounds the timed loop (and the warm-up) for large batches.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -51,6 +63,10 @@ struct Args {
   int top = 5, warmup = 10, iters = 50;
   long long workspace_mb = -1;  // -1: the model's default
   bool graph = false, strict = false, help = false;
+  std::vector<int> batches;  // --batches: sweep mode, one created model per batch size
+  bool tile = false;         // --tile: repeat the --input samples up to the batch
+  int max_time_ms = 0;       // --max-time-ms: stop timing (and warm-up) early; 0: off
+  int h2d_reps = 0;          // --h2d-reps: timed input copies, pageable and pinned; 0: none
 };
 
 inline void print_usage(const char* name, const char* precision, int c, int h, int w, int outputs) {
@@ -71,6 +87,14 @@ inline void print_usage(const char* name, const char* precision, int c, int h, i
       "  --workspace-mb N    cap the cuDNN workspace at N MiB\n"
       "  --strict            reject weights holding NaN or Inf instead of warning\n"
       "  --json PATH         write model, batch, latency and memory figures as JSON\n"
+      "  --batches N,N,...   sweep: one model created per batch size (max batch = batch),\n"
+      "                      JSON with one entry per batch under \"points\", rewritten after\n"
+      "                      each; --output P writes P_b<N>.npy (first input-file rows)\n"
+      "  --tile              repeat the --input samples when the batch is larger\n"
+      "  --max-time-ms T     stop timing once T ms are measured (at least 5 forwards), and\n"
+      "                      warm-up once it took T/2 ms (default 0: --iters/--warmup only)\n"
+      "  --h2d-reps N        time N copies of the input batch to the device, from pageable\n"
+      "                      and from pinned host memory (default 0: none)\n"
       "  --help              this text\n"
       "Exit status: 0 ok, 1 model or GPU failure or non-finite output, 2 bad command line.\n",
       name, name, precision, c, h, w, outputs, c, h, w, outputs);
@@ -107,16 +131,19 @@ inline std::string parse_args(int argc, char** argv, int outputs, Args* a) {
       flag.resize(eq);
       has_inline_value = true;
     }
-    if (flag == "--graph" || flag == "--strict" || flag == "--help" || flag == "-h") {
+    if (flag == "--graph" || flag == "--strict" || flag == "--help" || flag == "-h" ||
+        flag == "--tile") {
       if (has_inline_value) return "option " + flag + " takes no value";
       if (flag == "--graph") a->graph = true;
       if (flag == "--strict") a->strict = true;
+      if (flag == "--tile") a->tile = true;
       if (flag == "--help" || flag == "-h") a->help = true;
       continue;
     }
-    static const char* const kValued[] = {"--weights",   "--seed",         "--input", "--batch",
-                                          "--max-batch", "--output",       "--top",   "--warmup",
-                                          "--iters",     "--workspace-mb", "--json"};
+    static const char* const kValued[] = {
+        "--weights", "--seed",  "--input",        "--batch", "--max-batch",   "--output",
+        "--top",     "--warmup", "--iters",       "--workspace-mb", "--json", "--batches",
+        "--max-time-ms", "--h2d-reps"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char* k) { return flag == k; }) == std::end(kValued)) {
       return "unknown option '" + flag + "'";
@@ -156,7 +183,28 @@ inline std::string parse_args(int argc, char** argv, int outputs, Args* a) {
       if (!integer(0, 1000000, &a->iters)) return bad_number("0..1000000");
     } else if (flag == "--workspace-mb") {
       if (!parse_integer(value, 0, 1 << 24, &a->workspace_mb)) return bad_number("0..16777216");
+    } else if (flag == "--max-time-ms") {
+      if (!integer(0, 3600000, &a->max_time_ms)) return bad_number("0..3600000");
+    } else if (flag == "--h2d-reps") {
+      if (!integer(0, 1000, &a->h2d_reps)) return bad_number("0..1000");
+    } else if (flag == "--batches") {
+      a->batches.clear();
+      size_t start = 0;
+      while (start <= value.size()) {
+        size_t comma = value.find(',', start);
+        if (comma == std::string::npos) comma = value.size();
+        const std::string item = value.substr(start, comma - start);
+        if (!parse_integer(item, 1, kMaxBatch, &n) || a->batches.size() >= 64) {
+          return "bad value '" + value + "' for --batches (expected up to 64 comma-separated " +
+                 "integers in " + batch_range + ")";
+        }
+        a->batches.push_back(static_cast<int>(n));
+        start = comma + 1;
+      }
     }
+  }
+  if (!a->batches.empty() && (a->batch_given || a->max_batch > 0)) {
+    return "--batches replaces --batch and --max-batch; give one or the other";
   }
   return "";
 }
@@ -297,6 +345,12 @@ class JsonWriter {
   JsonWriter& field(const char* key, int v) { return raw(key, std::to_string(v)); }
   JsonWriter& field(const char* key, uint64_t v) { return raw(key, std::to_string(v)); }
   JsonWriter& field(const char* key, double v) { return raw(key, number(v)); }
+  // Epoch seconds with microseconds ("%.7g" would round them to 100 s).
+  JsonWriter& seconds(const char* key, double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof(buf), "%.6f", v);
+    return raw(key, std::isfinite(v) ? buf : "null");
+  }
   JsonWriter& latency(const char* key, const LatencyStats& s) {
     if (s.count == 0) return raw(key, "null");
     return raw(key, "{\"median\": " + number(s.median) + ", \"p90\": " + number(s.p90) +
@@ -312,6 +366,19 @@ class JsonWriter {
     }
     return raw(key, list + "]");
   }
+  JsonWriter& floats(const char* key, const std::vector<float>& values) {
+    std::string list = "[";
+    for (size_t i = 0; i < values.size(); ++i) list += (i ? ", " : "") + number(values[i]);
+    return raw(key, list + "]");
+  }
+  JsonWriter& object(const char* key, const JsonWriter& inner) { return raw(key, inner.text()); }
+  JsonWriter& objects(const char* key, const std::vector<JsonWriter>& items) {
+    std::string list = "[";
+    for (size_t i = 0; i < items.size(); ++i) list += (i ? ",\n    " : "\n    ") + items[i].text();
+    return raw(key, list + (items.empty() ? "]" : "\n  ]"));
+  }
+  // The object on one line: {"a": 1, "b": 2}.
+  std::string text() const { return "{" + flat_ + "}"; }
   Status write(const std::string& path) const {
     const std::string text = "{\n" + body_ + "\n}\n";
     return st::detail::write_file_atomic(path, {{text.data(), text.size()}});
@@ -320,6 +387,7 @@ class JsonWriter {
  private:
   JsonWriter& raw(const char* key, const std::string& value) {
     body_ += (body_.empty() ? "  " : ",\n  ") + quote(key) + ": " + value;
+    flat_ += (flat_.empty() ? "" : ", ") + quote(key) + ": " + value;
     return *this;
   }
   static std::string number(double v) {
@@ -345,6 +413,7 @@ class JsonWriter {
     return out + "\"";
   }
   std::string body_;
+  std::string flat_;  // the same fields on one line, for nesting
 };
 
 // The Options type is whatever Model::create takes third, so this header names no namespace of
@@ -356,9 +425,22 @@ struct CreateTraits<R (*)(A, B, O)> {
   using Options = std::decay_t<O>;
 };
 
-// The input batch on the host: read from --input, or seeded random.
+// The first `batch` samples of `samples` (`count` samples of `chw` floats), repeated in order
+// when the batch is larger than `count`.
+inline std::vector<float> tile_samples(const std::vector<float>& samples, size_t count, int batch,
+                                       size_t chw) {
+  std::vector<float> out(static_cast<size_t>(batch) * chw);
+  for (size_t s = 0; s < static_cast<size_t>(batch) && count > 0; ++s) {
+    std::memcpy(out.data() + s * chw, samples.data() + (s % count) * chw, chw * sizeof(float));
+  }
+  return out;
+}
+
+// The input batch on the host: read from --input (tiled with --tile), or seeded random.
+// *distinct receives how many of its samples are distinct (the file's, or the batch).
 template <class Model>
-Status load_input(const Args& args, int* batch, std::vector<float>* input, std::string* source) {
+Status load_input(const Args& args, int* batch, std::vector<float>* input, std::string* source,
+                  int* distinct = nullptr) {
   const int64_t chw = int64_t{Model::kInputC} * Model::kInputH * Model::kInputW;
   if (args.batch_given && args.batch * chw > (int64_t{1} << 32)) {  // 16 GiB of fp32
     return Error{"--batch " + std::to_string(args.batch) + " would need " +
@@ -368,6 +450,7 @@ Status load_input(const Args& args, int* batch, std::vector<float>* input, std::
     *batch = args.batch;
     *input = standard_normal(args.seed, static_cast<size_t>(*batch) * static_cast<size_t>(chw));
     *source = "seeded N(0,1), seed " + std::to_string(args.seed);
+    if (distinct) *distinct = *batch;
     return Status();
   }
   std::vector<int64_t> shape;
@@ -381,11 +464,19 @@ Status load_input(const Args& args, int* batch, std::vector<float>* input, std::
                  std::to_string(Model::kInputH) + ", " + std::to_string(Model::kInputW) +
                  "] with N >= 1"};
   }
-  if (args.batch_given && args.batch > shape[0]) {
+  if (args.batch_given && args.batch > shape[0] && !args.tile) {
     return Error{"--batch " + std::to_string(args.batch) + " but " + args.input + " holds only " +
-                 std::to_string(shape[0]) + " samples"};
+                 std::to_string(shape[0]) + " samples (--tile repeats them)"};
   }
   *batch = args.batch_given ? args.batch : static_cast<int>(std::min<int64_t>(shape[0], kMaxBatch));
+  const int file_samples = static_cast<int>(std::min<int64_t>(shape[0], kMaxBatch));
+  if (distinct) *distinct = std::min(*batch, file_samples);
+  if (*batch > file_samples) {
+    *input = tile_samples(*data, static_cast<size_t>(file_samples), *batch,
+                          static_cast<size_t>(chw));
+    *source = args.input + " (" + std::to_string(file_samples) + " samples tiled)";
+    return Status();
+  }
   *input = std::move(*data);
   input->resize(static_cast<size_t>(*batch) * static_cast<size_t>(chw));  // first `batch` samples
   *source = args.input;
@@ -418,38 +509,360 @@ Status checked_forward(Model& model, const float* input, DeviceBuffer& output, i
   return copy(host->data(), output.get(), output.size(), stream, "copying the output back");
 }
 
-// Times `iters` forwards after `warmup`, one event pair each.
+// Seconds since the Unix epoch: the clock an outside sampler (NVML in tools/harness) also reads.
+inline double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// CPU time this thread has used, microseconds (0 if the clock is unavailable).
+inline double thread_cpu_us() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0.0;
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
+inline double micros_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Device memory in use on this GPU by every process (total - free), or 0 if unknown.
+inline size_t device_used_bytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return total_bytes - free_bytes;
+}
+
+// Per-forward measurements of the timed loop.
+struct TimedRun {
+  std::vector<float> ms;            // CUDA events around each forward
+  std::vector<float> host_cpu_us;   // thread CPU time inside forward() (the enqueue)
+  std::vector<float> host_wall_us;  // wall time inside forward()
+  double t_start = 0, t_end = 0;    // epoch seconds around the loop
+};
+
+// Times up to `iters` forwards after up to `warmup`, one event pair each. With max_time_ms > 0
+// the loop stops once that much GPU time is measured (after at least 5 forwards, or `iters` if
+// fewer), and warm-up once it has taken half of it.
 template <class Model>
-Expected<std::vector<float>> time_forward(Model& model, const float* input, float* output,
-                                          int batch, int warmup, int iters, cudaStream_t stream) {
+Expected<TimedRun> time_forward(Model& model, const float* input, float* output, int batch,
+                                int warmup, int iters, int max_time_ms, cudaStream_t stream) {
+  const auto warm0 = std::chrono::steady_clock::now();
   for (int i = 0; i < warmup; ++i) {
     Status s = model.forward(input, output, batch, stream);
     if (!s.ok()) return Error{"forward (warm-up " + std::to_string(i) + "): " + s.error().message};
+    if (max_time_ms > 0) {
+      if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
+        return cuda_error("cudaStreamSynchronize in warm-up", e);
+      }
+      if (micros_since(warm0) >= 500.0 * max_time_ms) break;
+    }
   }
   if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
     return cuda_error("cudaStreamSynchronize after warm-up", e);
   }
-  std::vector<float> ms;
-  ms.reserve(static_cast<size_t>(iters));
+  TimedRun run;
+  run.ms.reserve(static_cast<size_t>(iters));
+  const int floor_iters = std::min(iters, 5);
+  double measured_ms = 0;
   EventTimer timer;
+  run.t_start = epoch_seconds();
   for (int i = 0; i < iters; ++i) {
+    if (max_time_ms > 0 && i >= floor_iters && measured_ms >= max_time_ms) break;
     if (Status s = timer.start(stream); !s.ok()) return s.error();
+    const double cpu0 = thread_cpu_us();
+    const auto wall0 = std::chrono::steady_clock::now();
     Status s = model.forward(input, output, batch, stream);
+    const double wall_us = micros_since(wall0);
+    const double cpu_us = thread_cpu_us() - cpu0;
     if (!s.ok()) return Error{"forward (timed " + std::to_string(i) + "): " + s.error().message};
     auto t = timer.stop_ms(stream);
     if (!t.ok()) return t.error();
-    ms.push_back(*t);
+    run.ms.push_back(*t);
+    run.host_cpu_us.push_back(static_cast<float>(cpu_us));
+    run.host_wall_us.push_back(static_cast<float>(wall_us));
+    measured_ms += *t;
   }
-  return ms;
+  run.t_end = epoch_seconds();
+  return run;
+}
+
+// Median times of copying `bytes` of input to the device from pageable memory (`host`) and
+// from a pinned copy of it, each after one untimed copy.
+struct CopyTimes {
+  size_t bytes = 0;
+  int reps = 0;
+  float pageable_ms = 0, pinned_ms = 0;
+};
+
+inline Expected<CopyTimes> time_h2d(const float* host, size_t bytes, void* device, int reps,
+                                    cudaStream_t stream) {
+  CopyTimes times;
+  times.bytes = bytes;
+  times.reps = reps;
+  if (reps <= 0 || bytes == 0) return times;
+  void* pinned = nullptr;
+  if (cudaError_t e = cudaMallocHost(&pinned, bytes); e != cudaSuccess) {
+    return cuda_error("cudaMallocHost (pinned input for the copy timing)", e);
+  }
+  std::memcpy(pinned, host, bytes);
+  std::vector<float> pageable_ms, pinned_ms;
+  EventTimer timer;
+  auto copy_once = [&](const void* src, std::vector<float>* out) -> Status {
+    if (Status s = timer.start(stream); !s.ok()) return s;
+    if (cudaError_t e = cudaMemcpyAsync(device, src, bytes, cudaMemcpyHostToDevice, stream);
+        e != cudaSuccess) {
+      return cuda_error("cudaMemcpyAsync (input copy timing)", e);
+    }
+    auto ms = timer.stop_ms(stream);
+    if (!ms.ok()) return ms.error();
+    if (out) out->push_back(*ms);
+    return Status();
+  };
+  auto all_copies = [&]() -> Status {
+    for (int i = 0; i <= reps; ++i) {  // the first of each is untimed
+      if (Status s = copy_once(host, i > 0 ? &pageable_ms : nullptr); !s.ok()) return s;
+      if (Status s = copy_once(pinned, i > 0 ? &pinned_ms : nullptr); !s.ok()) return s;
+    }
+    return Status();
+  };
+  Status status = all_copies();
+  (void)cudaFreeHost(pinned);
+  if (!status.ok()) return status.error();
+  times.pageable_ms = summarize(pageable_ms).median;
+  times.pinned_ms = summarize(pinned_ms).median;
+  return times;
+}
+
+// Everything one created model measured at one batch size.
+struct PointData {
+  int batch = 0, max_batch = 0;
+  double create_ms = 0;
+  bool deterministic = true;
+  std::vector<float> first;  // the first forward's output, [batch, kOutputs]
+  TimedRun timed;
+  LatencyStats stats;
+  CopyTimes h2d;
+  size_t used_before = 0, used_after = 0;  // device memory in use before create, after timing
+  size_t arena = 0, workspace = 0, weights = 0;
+  double t_point_start = 0;
+};
+
+// Creates the model for max_batch, runs the two poisoned correctness forwards on `input`
+// ([batch, C, H, W] on the host), times it, optionally times the input copy, and destroys it.
+template <class Model>
+Status measure_point(const Args& args, int batch, int max_batch, const std::vector<float>& input,
+                     cudaStream_t stream, PointData* p) {
+  using Options = typename CreateTraits<decltype(&Model::create)>::Options;
+  p->batch = batch;
+  p->max_batch = max_batch;
+  p->t_point_start = epoch_seconds();
+  p->used_before = device_used_bytes();
+  Options options;
+  options.cuda_graph = args.graph;
+  if (args.workspace_mb >= 0)
+    options.workspace_limit = static_cast<size_t>(args.workspace_mb) << 20;
+  options.seed = args.seed;
+  options.strict = args.strict;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto created = Model::create(args.weights, max_batch, options);
+  if (!created.ok()) return created.error();
+  std::unique_ptr<Model> model = std::move(created).value();
+  if (!model || model->max_batch() != max_batch) {
+    return Error{"create returned no model, or one for another maximum batch"};
+  }
+  p->create_ms = micros_since(t0) / 1000.0;
+
+  const size_t input_bytes = input.size() * sizeof(float);
+  const size_t output_count = static_cast<size_t>(batch) * static_cast<size_t>(Model::kOutputs);
+  auto d_input = DeviceBuffer::allocate(input_bytes, "the harness's input");
+  if (!d_input.ok()) return d_input.error();
+  auto d_output = DeviceBuffer::allocate(output_count * sizeof(float), "the harness's output");
+  if (!d_output.ok()) return d_output.error();
+  if (Status r = copy(d_input->get(), input.data(), input_bytes, stream, "copying the input");
+      !r.ok()) {
+    return r;
+  }
+  const float* in = d_input->as<float>();
+
+  // Correctness: two poisoned runs, all finite, identical.
+  std::vector<float> again;
+  if (Status r = checked_forward(*model, in, *d_output, batch, stream, &p->first); !r.ok()) {
+    return r;
+  }
+  if (std::string bad = non_finite_report(p->first, Model::kOutputs); !bad.empty()) {
+    return Error{bad};
+  }
+  if (Status r = checked_forward(*model, in, *d_output, batch, stream, &again); !r.ok()) return r;
+  p->deterministic = warn_if_different(p->first, again, "the second forward");
+
+  if (args.iters > 0) {
+    auto timed = time_forward(*model, in, d_output->as<float>(), batch, args.warmup, args.iters,
+                              args.max_time_ms, stream);
+    if (!timed.ok()) return timed.error();
+    p->timed = std::move(*timed);
+    p->stats = summarize(p->timed.ms);
+    // The timed runs wrote the same output buffer: it must still hold the first run's values.
+    std::vector<float> last(output_count);
+    if (Status r = copy(last.data(), d_output->get(), output_count * sizeof(float), stream,
+                        "copying the output after timing");
+        !r.ok()) {
+      return r;
+    }
+    p->deterministic = warn_if_different(p->first, last, "the last timed forward") &&
+                       p->deterministic;
+  }
+  if (args.h2d_reps > 0) {
+    auto h2d = time_h2d(input.data(), input_bytes, d_input->get(), args.h2d_reps, stream);
+    if (!h2d.ok()) return h2d.error();
+    p->h2d = *h2d;
+  }
+  p->used_after = device_used_bytes();
+  p->arena = model->arena_bytes();
+  p->workspace = model->workspace_bytes();
+  p->weights = model->weight_bytes();
+  return Status();
+}
+
+// The per-batch fields of the JSON (the same in single and sweep mode).
+template <class Model>
+void point_json(const PointData& p, JsonWriter* j) {
+  j->field("batch", p.batch).field("max_batch", p.max_batch);
+  j->latency("latency_ms", p.stats);
+  j->field("throughput_img_s", p.stats.median > 0 ? 1000.0 * p.batch / p.stats.median : 0.0);
+  j->field("create_ms", p.create_ms).field("deterministic", p.deterministic);
+  j->field("arena_bytes", p.arena).field("workspace_bytes", p.workspace);
+  j->field("weight_bytes", p.weights);
+  j->field("device_used_before_bytes", p.used_before).field("device_used_bytes", p.used_after);
+  j->latency("host_cpu_us", summarize(p.timed.host_cpu_us));
+  j->latency("host_wall_us", summarize(p.timed.host_wall_us));
+  if (p.h2d.reps > 0) {
+    JsonWriter h;
+    h.field("bytes", p.h2d.bytes).field("reps", p.h2d.reps);
+    h.field("pageable_ms", static_cast<double>(p.h2d.pageable_ms));
+    h.field("pinned_ms", static_cast<double>(p.h2d.pinned_ms));
+    j->object("h2d", h);
+  }
+  j->seconds("t_point_start", p.t_point_start);
+  j->seconds("t_start", p.timed.t_start).seconds("t_end", p.timed.t_end);
+  j->floats("iter_ms", p.timed.ms);
+  j->floats("iter_host_cpu_us", p.timed.host_cpu_us);
+  j->argmax("top1", p.first, p.batch, Model::kOutputs);
+}
+
+// Fields that describe the run rather than a batch size.
+template <class Model>
+void run_json(const Args& args, const std::string& gpu, const std::string& input_source,
+              JsonWriter* j) {
+  j->field("model", Model::kName).field("precision", Model::kPrecision).field("gpu", gpu);
+  j->field("cuda_graph", args.graph);
+  j->field("weights", args.weights.empty() ? "seeded init" : args.weights);
+  j->field("input", input_source).field("seed", args.seed);
+  j->field("warmup", args.warmup).field("iters", args.iters);
+  j->field("max_time_ms", args.max_time_ms).field("h2d_reps", args.h2d_reps);
+  j->field("cudnn_version", static_cast<uint64_t>(cudnnGetVersion()));
+  int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
+  (void)cublasGetProperty(MAJOR_VERSION, &cublas_major);
+  (void)cublasGetProperty(MINOR_VERSION, &cublas_minor);
+  (void)cublasGetProperty(PATCH_LEVEL, &cublas_patch);
+  j->field("cublas_version", std::to_string(cublas_major) + "." + std::to_string(cublas_minor) +
+                                 "." + std::to_string(cublas_patch));
+}
+
+inline void print_latency(const PointData& p, int warmup) {
+  const LatencyStats& s = p.stats;
+  std::printf(
+      "latency batch=%d: median %.4f ms, p90 %.4f ms, p99 %.4f ms, min %.4f ms, max %.4f ms, "
+      "mean %.4f ms (%zu iters after %d warm-up)\n",
+      p.batch, s.median, s.p90, s.p99, s.min, s.max, s.mean, s.count, warmup);
+  std::printf("throughput batch=%d: %.1f img/s (batch / median)\n", p.batch,
+              s.median > 0 ? 1000.0 * p.batch / s.median : 0.0);
+}
+
+// --batches: one created model per batch size, the JSON rewritten after every point.
+template <class Model>
+int run_sweep(const Args& args, const std::string& gpu, cudaStream_t stream) {
+  const char* name = Model::kName;
+  const int largest = *std::max_element(args.batches.begin(), args.batches.end());
+  const size_t chw = size_t{Model::kInputC} * Model::kInputH * Model::kInputW;
+  if (static_cast<double>(largest) * static_cast<double>(chw) > 4294967296.0) {
+    return fail(name, "--batches up to " + std::to_string(largest) + " would need " +
+                          detail::bytes_text(static_cast<size_t>(largest) * chw * 4) +
+                          " of input");
+  }
+  Args source_args = args;  // the file's samples, or seeded ones for the largest batch
+  source_args.batch = largest;
+  source_args.batch_given = args.input.empty();
+  int samples = 0, distinct = 0;
+  std::vector<float> source;
+  std::string input_source;
+  if (Status s = load_input<Model>(source_args, &samples, &source, &input_source, &distinct);
+      !s.ok()) {
+    return fail(name, s.error().message);
+  }
+  std::string stem = args.output;
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".npy") == 0) stem.resize(stem.size() - 4);
+
+  JsonWriter head;
+  run_json<Model>(args, gpu, input_source, &head);
+  std::vector<JsonWriter> points;
+  auto save = [&]() -> Status {
+    if (args.json.empty()) return Status();
+    JsonWriter doc = head;
+    doc.objects("points", points);
+    return doc.write(args.json);
+  };
+  for (int batch : args.batches) {
+    const std::vector<float> input =
+        tile_samples(source, static_cast<size_t>(samples), batch, chw);
+    PointData p;
+    Status s = measure_point<Model>(args, batch, batch, input, stream, &p);
+    if (!s.ok()) {
+      JsonWriter failed;
+      failed.field("batch", batch).field("error", s.error().message);
+      points.push_back(failed);
+      (void)save();
+      return fail(name, "batch " + std::to_string(batch) + ": " + s.error().message);
+    }
+    if (!stem.empty()) {
+      const int rows = std::min(batch, distinct);
+      const std::string path = stem + "_b" + std::to_string(batch) + ".npy";
+      Status w = npy::write_float32(path, p.first.data(), {rows, Model::kOutputs});
+      if (!w.ok()) return fail(name, w.error().message);
+    }
+    if (p.stats.count > 0) print_latency(p, args.warmup);
+    std::printf("memory batch=%d: device in use %s (before create %s), created in %.0f ms\n",
+                batch, detail::bytes_text(p.used_after).c_str(),
+                detail::bytes_text(p.used_before).c_str(), p.create_ms);
+    std::fflush(stdout);
+    JsonWriter point;
+    point_json<Model>(p, &point);
+    points.push_back(point);
+    if (Status w = save(); !w.ok()) return fail(name, w.error().message);
+  }
+  if (!args.json.empty()) std::printf("wrote %s\n", args.json.c_str());
+  std::fflush(stdout);
+  return 0;
 }
 
 template <class Model>
 int run(const Args& args) {
-  using Options = typename CreateTraits<decltype(&Model::create)>::Options;
   const char* name = Model::kName;
 
   std::string gpu;
   if (Status s = describe_gpu(&gpu); !s.ok()) return fail(name, s.error().message);
+  Stream stream;
+  if (Status s = stream.create(); !s.ok()) return fail(name, s.error().message);
+  if (!args.batches.empty()) {
+    std::printf("%s (%s) on %s: batches", name, Model::kPrecision, gpu.c_str());
+    for (int b : args.batches) std::printf(" %d", b);
+    std::printf(", cuda graph %s\n", args.graph ? "on" : "off");
+    std::fflush(stdout);
+    return run_sweep<Model>(args, gpu, stream.get());
+  }
 
   int batch = 0;
   std::vector<float> input;
@@ -471,106 +884,32 @@ int run(const Args& args) {
               input_source.c_str());
   std::fflush(stdout);
 
-  Stream stream;
-  if (Status s = stream.create(); !s.ok()) return fail(name, s.error().message);
-
-  Options options;
-  options.cuda_graph = args.graph;
-  if (args.workspace_mb >= 0)
-    options.workspace_limit = static_cast<size_t>(args.workspace_mb) << 20;
-  options.seed = args.seed;
-  options.strict = args.strict;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto created = Model::create(args.weights, max_batch, options);
-  if (!created.ok()) return fail(name, created.error().message);
-  std::unique_ptr<Model> model = std::move(created).value();
-  if (!model || model->max_batch() != max_batch) {
-    return fail(name, "create returned no model, or one for another maximum batch");
-  }
-  const double create_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-
-  const size_t input_bytes = input.size() * sizeof(float);
-  const size_t output_count = static_cast<size_t>(batch) * static_cast<size_t>(Model::kOutputs);
-  auto d_input = DeviceBuffer::allocate(input_bytes, "the harness's input");
-  if (!d_input.ok()) return fail(name, d_input.error().message);
-  auto d_output = DeviceBuffer::allocate(output_count * sizeof(float), "the harness's output");
-  if (!d_output.ok()) return fail(name, d_output.error().message);
-  if (Status s = copy(d_input->get(), input.data(), input_bytes, stream.get(), "copying the input");
-      !s.ok()) {
+  PointData p;
+  if (Status s = measure_point<Model>(args, batch, max_batch, input, stream.get(), &p); !s.ok()) {
     return fail(name, s.error().message);
   }
-  const float* in = d_input->as<float>();
-
-  // Correctness: two poisoned runs, all finite, identical.
-  std::vector<float> first, again;
-  if (Status s = checked_forward(*model, in, *d_output, batch, stream.get(), &first); !s.ok()) {
-    return fail(name, s.error().message);
-  }
-  if (std::string bad = non_finite_report(first, Model::kOutputs); !bad.empty()) {
-    return fail(name, bad);
-  }
-  if (Status s = checked_forward(*model, in, *d_output, batch, stream.get(), &again); !s.ok()) {
-    return fail(name, s.error().message);
-  }
-  bool deterministic = warn_if_different(first, again, "the second forward");
   std::printf("output [%d, %d] all finite (created in %.0f ms)\n", batch, Model::kOutputs,
-              create_ms);
-
+              p.create_ms);
   if (!args.output.empty()) {
-    Status s = npy::write_float32(args.output, first.data(), {batch, Model::kOutputs});
+    Status s = npy::write_float32(args.output, p.first.data(), {batch, Model::kOutputs});
     if (!s.ok()) return fail(name, s.error().message);
     std::printf("wrote %s\n", args.output.c_str());
   }
-  print_top_k(first, batch, Model::kOutputs, args.top);
-
-  LatencyStats stats;
-  if (args.iters > 0) {
-    auto ms = time_forward(*model, in, d_output->as<float>(), batch, args.warmup, args.iters,
-                           stream.get());
-    if (!ms.ok()) return fail(name, ms.error().message);
-    stats = summarize(*ms);
-    // The timed runs wrote the same output buffer: it must still hold the first run's values.
-    std::vector<float> last(output_count);
-    if (Status s = copy(last.data(), d_output->get(), output_count * sizeof(float), stream.get(),
-                        "copying the output after timing");
-        !s.ok()) {
-      return fail(name, s.error().message);
-    }
-    deterministic = warn_if_different(first, last, "the last timed forward") && deterministic;
-    std::printf(
-        "latency batch=%d: median %.4f ms, p90 %.4f ms, p99 %.4f ms, min %.4f ms, max %.4f ms, "
-        "mean %.4f ms (%zu iters after %d warm-up)\n",
-        batch, stats.median, stats.p90, stats.p99, stats.min, stats.max, stats.mean, stats.count,
-        args.warmup);
-    std::printf("throughput batch=%d: %.1f img/s (batch / median)\n", batch,
-                stats.median > 0 ? 1000.0 * batch / stats.median : 0.0);
+  print_top_k(p.first, batch, Model::kOutputs, args.top);
+  if (args.iters > 0) print_latency(p, args.warmup);
+  if (p.h2d.reps > 0) {
+    std::printf("input copy batch=%d: %s, pageable %.4f ms, pinned %.4f ms (median of %d)\n",
+                batch, detail::bytes_text(p.h2d.bytes).c_str(), p.h2d.pageable_ms,
+                p.h2d.pinned_ms, p.h2d.reps);
   }
   std::printf("memory: arena %s, workspace %s, weights %s\n",
-              detail::bytes_text(model->arena_bytes()).c_str(),
-              detail::bytes_text(model->workspace_bytes()).c_str(),
-              detail::bytes_text(model->weight_bytes()).c_str());
+              detail::bytes_text(p.arena).c_str(), detail::bytes_text(p.workspace).c_str(),
+              detail::bytes_text(p.weights).c_str());
 
   if (!args.json.empty()) {
     JsonWriter j;
-    j.field("model", name).field("precision", Model::kPrecision).field("gpu", gpu);
-    j.field("batch", batch).field("max_batch", max_batch).field("cuda_graph", args.graph);
-    j.field("weights", args.weights.empty() ? "seeded init" : args.weights);
-    j.field("input", input_source).field("seed", args.seed);
-    j.field("warmup", args.warmup).field("iters", args.iters);
-    j.latency("latency_ms", stats);
-    j.field("throughput_img_s", stats.median > 0 ? 1000.0 * batch / stats.median : 0.0);
-    j.field("create_ms", create_ms).field("deterministic", deterministic);
-    j.field("arena_bytes", model->arena_bytes()).field("workspace_bytes", model->workspace_bytes());
-    j.field("weight_bytes", model->weight_bytes());
-    j.field("cudnn_version", static_cast<uint64_t>(cudnnGetVersion()));
-    int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
-    (void)cublasGetProperty(MAJOR_VERSION, &cublas_major);
-    (void)cublasGetProperty(MINOR_VERSION, &cublas_minor);
-    (void)cublasGetProperty(PATCH_LEVEL, &cublas_patch);
-    j.field("cublas_version", std::to_string(cublas_major) + "." + std::to_string(cublas_minor) +
-                                  "." + std::to_string(cublas_patch));
-    j.argmax("top1", first, batch, Model::kOutputs);
+    run_json<Model>(args, gpu, input_source, &j);
+    point_json<Model>(p, &j);
     if (Status s = j.write(args.json); !s.ok()) return fail(name, s.error().message);
     std::printf("wrote %s\n", args.json.c_str());
   }

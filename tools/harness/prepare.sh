@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Generates the zoc folders a benchmark-harness sweep needs (tools/harness/plan.py lists them),
+# on this CPU machine: zoc builds only here, and the input resolution is fixed at compile time,
+# so the resolution sweep needs one folder per resolution and precision. The result is a small
+# git-ignored folder (about 300 KB per model folder) that travels to the GPU machine with the
+# device tool's `carry`, where tools/harness/run.sh builds and measures it.
+#
+# zoc is built (or brought up to date) in its own folder, build-harness/, so that the runtime
+# headers it embeds into every generated folder (runtime/zoc/main_harness.h among them) are the
+# current ones; ZOC=/path/to/zoc uses another binary instead. GEN_DIR is emptied first; zoc
+# writes each folder atomically, and any failure stops this script with a non-zero status.
+#
+# Usage: tools/harness/prepare.sh [quick|full|batch|resolution|lenet|compile] [GEN_DIR]
+#        (default: quick, harness_gen)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+mode=${1:-quick}
+out=${2:-harness_gen}
+cd "$repo"
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+folders=$("$py" tools/harness/plan.py folders "$mode")  # fails on an unknown mode
+
+if [ -z "${ZOC:-}" ]; then
+  build=build-harness
+  if [ ! -f "$build/build.ninja" ]; then
+    cmake -S . -B "$build" -G Ninja -DZOC_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
+  fi
+  nice ninja -C "$build" zoc
+  ZOC=$build/compiler/zoc
+fi
+
+rm -rf "$out"
+mkdir -p "$out"
+count=0
+while read -r name model res prec; do  # each folder is written atomically by zoc
+  [ -n "$name" ] || continue
+  log=$("$ZOC" compile "models/$model.yaml" -o "$out/$name" --precision "$prec" \
+        --set resolution="$res" 2>&1) || { echo "$log" >&2; exit 1; }
+  echo "${log%%$'\n'*}"
+  count=$((count + 1))
+done <<<"$folders"
+echo "prepare: $count folders for '$mode' in $out ($(du -sh "$out" | cut -f1)); pass it to the" \
+     "device tool with carry [\"$out\"] and run: tools/harness/run.sh $mode $out"

@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""Turns the benchmark harness's point records into results.csv, plots and summary.md.
+
+bench.py leaves OUT/raw/<step>.json (point records with per-iteration times, see common.py) and
+OUT/env.json. This script reads one or more such folders (the parts of a full sweep are run as
+separate commands and merged here), and writes into --out: results.csv (one row per point, the
+issue's columns first), results.json (every record's figures, with the environment), PNG plots in
+the study's style (log scales, one line per implementation, only points whose output passed the
+accuracy check), summary.md (tables, speed-ups of zoc against the fastest framework row that
+passed, per batch) and readme_snippet.md (the short table for the README); per-iteration times
+stay in OUT/raw/. A row whose output is
+outside its precision's band is FAIL: it is listed, drawn nowhere and never "fastest".
+
+Usage: report.py --raw OUT [OUT2 ...] --out DIR    (needs numpy; matplotlib for the plots)
+Exit status 1 if any zoc row failed its accuracy check, else 0.
+"""
+
+import argparse
+import csv
+import glob
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import common  # noqa: E402
+
+CSV_COLUMNS = [
+    "impl", "precision", "batch", "resolution", "median_ms", "p99_ms", "img_per_s", "peak_mem_mb",
+    "rel_l2_err", "status", "label", "family", "model", "sweep", "tf32", "layout", "graph",
+    "p90_ms", "min_ms", "max_ms", "mean_ms", "iters", "nvml_peak_mb", "torch_alloc_peak_mb",
+    "torch_reserved_peak_mb", "device_used_mb", "model_mem_mb", "gpu_util_pct", "sm_clock_mhz",
+    "power_w", "host_cpu_us", "host_wall_us", "h2d_bytes", "h2d_pageable_ms", "h2d_pinned_ms",
+    "setup_s", "compile_s", "max_abs_err", "top1_agree", "centered_rel_l2", "band", "error"]
+STATUS_RANK = {"PASS": 5, "FAIL": 4, "oom": 3, "error": 2, "skipped": 1, "pending": 0}
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+
+
+def load(raw_dirs):
+    """Records of all folders; for the same point, the best status, the later folder on ties."""
+    best, envs = {}, []
+    for d in raw_dirs:
+        env = common.load_json(os.path.join(d, "env.json"))
+        if env:
+            envs.append(env)
+        for path in sorted(glob.glob(os.path.join(d, "raw", "*.json"))):
+            for rec in (common.load_json(path) or {}).get("records", []):
+                key = (rec["variant"], rec["model"], rec["resolution"], rec["batch"])
+                old = best.get(key)
+                if old is None or STATUS_RANK.get(rec["status"], 0) >= STATUS_RANK.get(
+                        old["status"], 0):
+                    best[key] = rec
+    for rec in best.values():
+        rec["peak_mem_mb"] = next((rec.get(k) for k in ("nvml_peak_mb", "torch_reserved_peak_mb",
+                                                        "device_used_mb") if rec.get(k)), None)
+    return list(best.values()), envs
+
+
+def write_csv(records, path):
+    rows = sorted(records, key=lambda r: (r["model"], r["sweep"], r["family"] != "zoc",
+                                          r["label"], r["resolution"], r["batch"]))
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_COLUMNS)
+        for r in rows:
+            cells = []
+            for c in CSV_COLUMNS:
+                v = r.get(c)
+                if c == "error" and v:
+                    v = " ".join(str(v).split())[:300]
+                cells.append("" if v is None else ("%.6g" % v if isinstance(v, float) else v))
+            w.writerow(cells)
+
+
+def fmt_ms(v):
+    if v is None:
+        return "–"
+    return "%.3f" % v if v < 10 else "%.1f" % v
+
+
+def cell(r):
+    if r is None:
+        return ""
+    if r["status"] == "PASS":
+        return fmt_ms(r.get("median_ms"))
+    return {"FAIL": "FAIL", "oom": "oom", "error": "error", "skipped": "skip"}.get(r["status"], "?")
+
+
+def series(records, model, x_key, fixed):
+    """{label: {x: record}} for one model, with `fixed` (dict) holding the other coordinates."""
+    out = {}
+    for r in records:
+        if r["model"] != model or any(r.get(k) != v for k, v in fixed.items()):
+            continue
+        out.setdefault(r["label"], {})[r[x_key]] = r
+    return out
+
+
+def order(labels, by_label):
+    """zoc rows first, then frameworks; fp32-like before fp16-like."""
+    def key(lab):
+        any_rec = next(iter(by_label[lab].values()))
+        return (any_rec["family"] != "zoc", PRECISIONS.index(any_rec["precision"]), lab)
+    return sorted(labels, key=key)
+
+
+def md_table(header, rows):
+    out = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def grid(records, model, x_key, fixed, value=cell):
+    by_label = series(records, model, x_key, fixed)
+    xs = sorted({x for s in by_label.values() for x in s})
+    rows = [[lab] + [value(by_label[lab].get(x)) for x in xs] for lab in order(by_label, by_label)]
+    return xs, rows
+
+
+def fastest(recs, pred):
+    passing = [r for r in recs if r["status"] == "PASS" and r.get("median_ms") and pred(r)]
+    return min(passing, key=lambda r: r["median_ms"]) if passing else None
+
+
+def speedups(records, model, resolution):
+    """Per batch: the fastest framework row and the fastest zoc row, overall and per precision."""
+    pts = [r for r in records if r["model"] == model and r["resolution"] == resolution]
+    rows = []
+    for b in sorted({r["batch"] for r in pts}):
+        at = [r for r in pts if r["batch"] == b]
+        fw = fastest(at, lambda r: r["family"] != "zoc")
+        zc = fastest(at, lambda r: r["family"] == "zoc")
+        line = [b, fw["label"] if fw else "–", fmt_ms(fw and fw["median_ms"]),
+                zc["label"] if zc else "–", fmt_ms(zc and zc["median_ms"]),
+                "%.2f×" % (fw["median_ms"] / zc["median_ms"]) if fw and zc else "–"]
+        for p in ("fp32", "fp16"):
+            fwp = fastest(at, lambda r, p=p: r["family"] != "zoc" and r["precision"] == p)
+            zcp = fastest(at, lambda r, p=p: r["family"] == "zoc" and r["precision"] == p)
+            line.append("%.2f× (%s vs %s)" % (fwp["median_ms"] / zcp["median_ms"],
+                                             fmt_ms(zcp["median_ms"]), fmt_ms(fwp["median_ms"]))
+                        if fwp and zcp else "–")
+        rows.append(line)
+    return rows
+
+
+# One colour per implementation, one marker per precision; zoc drawn solid and thick.
+IMPL_COLORS = {"zoc-graph": "#d62728", "zoc": "#ff7f0e", "eager": "#1f77b4",
+               "torchscript-py-frozen-graph": "#2ca02c", "torchscript-py-frozen": "#8fbc3f",
+               "torchscript-cpp": "#9467bd", "torchscript-cpp-frozen": "#c5a0e0",
+               "libtorch-nn": "#8c564b", "compile-default": "#7f7f7f",
+               "compile-max-autotune": "#17becf"}
+PREC_STYLE = {"fp32": ("o", "-"), "tf32": ("^", ":"), "fp16": ("s", "-"), "bf16": ("D", ":")}
+
+
+def plot_lines(ax, by_label, x_key, y_key, labels):
+    """Draws the labels' passing points; returns how many lines were drawn."""
+    drawn, xs = 0, set()
+    for lab in labels:
+        pts = sorted((x, r) for x, r in by_label[lab].items()
+                     if r["status"] == "PASS" and r.get(y_key))
+        if not pts:
+            continue
+        first = next(iter(by_label[lab].values()))
+        zoc = first["family"] == "zoc"
+        marker, style = PREC_STYLE.get(first["precision"], ("o", "-"))
+        failed = any(r["status"] == "FAIL" for r in by_label[lab].values())
+        ax.plot([x for x, _ in pts], [r[y_key] for _, r in pts], marker=marker,
+                linestyle=style if zoc else "--" if style == "-" else ":",
+                linewidth=2.4 if zoc else 1.3, markersize=5 if zoc else 4,
+                color=IMPL_COLORS.get(first["impl"], "black"),
+                label=lab + (" (FAIL points omitted)" if failed else ""))
+        xs.update(x for x, _ in pts)
+        drawn += 1
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    if xs:
+        ax.set_xticks(sorted(xs))
+        ax.set_xticklabels([str(x) for x in sorted(xs)])
+    ax.grid(True, which="both", alpha=0.3)
+    return drawn
+
+
+def plots(records, out, env):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        return ["plots skipped: matplotlib unavailable (%s)" % e]
+    gpu = env.get("gpu") or "CPU (dry run)"
+    made = []
+    figs = [("latency_vs_batch.png", "resnet50", "batch", {"resolution": 224}, "median_ms",
+             "median latency (ms)", "ResNet-50 224×224: latency vs batch size"),
+            ("throughput_vs_batch.png", "resnet50", "batch", {"resolution": 224}, "img_per_s",
+             "images / s (batch / median)", "ResNet-50 224×224: throughput vs batch size"),
+            ("memory_vs_batch.png", "resnet50", "batch", {"resolution": 224}, "peak_mem_mb",
+             "peak GPU memory in use (MB, NVML)", "ResNet-50 224×224: memory vs batch size"),
+            ("latency_vs_resolution.png", "resnet50", "resolution", {"batch": 8}, "median_ms",
+             "median latency (ms)", "ResNet-50, batch 8: latency vs resolution"),
+            ("memory_vs_resolution.png", "resnet50", "resolution", {"batch": 8}, "peak_mem_mb",
+             "peak GPU memory in use (MB, NVML)", "ResNet-50, batch 8: memory vs resolution"),
+            ("lenet_latency_vs_batch.png", "lenet", "batch", {"resolution": 28}, "median_ms",
+             "median latency (ms)", "LeNet 28×28: latency vs batch size")]
+    for name, model, x_key, fixed, y_key, ylabel, title in figs:
+        by_label = series(records, model, x_key, fixed)
+        labels = [lab for lab in order(by_label, by_label)
+                  if any(r["status"] == "PASS" and r.get(y_key) for r in by_label[lab].values())]
+        if not labels:
+            continue
+        split = x_key == "batch" and model == "resnet50"
+        fig, axes = plt.subplots(1, 2 if split else 1, figsize=(15 if split else 9, 6.5),
+                                 squeeze=False)
+        groups = [("fp32 / tf32", ("fp32", "tf32")), ("fp16 / bf16", ("fp16", "bf16"))]
+        for ax, (what, precs) in zip(axes[0], groups if split else [("", PRECISIONS)]):
+            subset = [lab for lab in labels
+                      if next(iter(by_label[lab].values()))["precision"] in precs]
+            if not plot_lines(ax, by_label, x_key, y_key, subset):
+                ax.text(0.5, 0.5, "no passing rows", ha="center", transform=ax.transAxes)
+            ax.set_xlabel("batch size" if x_key == "batch" else "input resolution (pixels)")
+            ax.set_ylabel(ylabel)
+            ax.set_title(what)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7, loc="best")
+        fig.suptitle("%s — %s, %s" % (title, gpu, env.get("date", "")))
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, name), dpi=110)
+        plt.close(fig)
+        made.append(name)
+    return made
+
+
+def env_lines(env):
+    smi = env.get("nvidia_smi") if isinstance(env.get("nvidia_smi"), dict) else {}
+    return ["- GPU: %s (%s MiB), driver %s, %s" % (
+                env.get("gpu", "none"), env.get("gpu_memory_mb", "?"), smi.get("driver_version", "?"),
+                smi.get("pci.bus_id", "")),
+            "- clocks at start: SM %s (max %s), memory %s (max %s); power limit %s; persistence %s" % (
+                smi.get("clocks.sm", "?"), smi.get("clocks.max.sm", "?"), smi.get("clocks.mem", "?"),
+                smi.get("clocks.max.mem", "?"), smi.get("power.limit", "?"),
+                smi.get("persistence_mode", "?")),
+            "- torch %s (CUDA %s, cuDNN %s), torchvision %s, numpy %s, python %s; nvcc: %s" % (
+                env.get("torch"), env.get("torch_cuda"), env.get("torch_cudnn"),
+                env.get("torchvision"), env.get("numpy"), env.get("python"),
+                " ".join(env.get("nvcc") or [])),
+            "- zoc links %s; NVML sampler: %s; CPU: %s (%s cores)" % (
+                env.get("cudnn_linked") if env.get("gpu") else "–", env.get("sampler"),
+                env.get("cpu"), env.get("nproc")),
+            "- versions the runners report: %s" % ", ".join(
+                "%s %s" % kv for kv in sorted((env.get("runtime_versions") or {}).items())),
+            "- timing: %s; date %s; mode %s; wall %.0f s (builds and exports %.0f s)" % (
+                env.get("timing"), env.get("date"), env.get("mode"), env.get("wall_s") or 0,
+                env.get("prepare_s") or 0)]
+
+
+def summary(records, envs, made, notes):
+    env = envs[-1] if envs else {}
+    counts = {}
+    for r in records:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    md = ["# zoc benchmark harness — %s, %s" % (env.get("gpu", "no GPU"), env.get("date", "")), ""]
+    md += env_lines(env) + [""]
+    md += ["Every row: the same weights.safetensors and seeded input; latency is the median of "
+           "CUDA-event times per forward after warm-up (≥ %s forwards or ≥ %s ms); cuDNN "
+           "autotuning on for PyTorch rows; fp32 means TF32 off. Accuracy: relative L2 error of "
+           "the first output rows against PyTorch fp32 (TF32 off); bands fp32 1e-4, tf32 1e-2, "
+           "fp16/bf16 2e-2; a FAIL row is excluded from every comparison." % (
+               (env.get("timing") or {}).get("iters", "?"),
+               (env.get("timing") or {}).get("max_time_ms", "?")), ""]
+    md += ["**Points:** " + ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items())), ""]
+    bad = [r for r in records if r["status"] in ("FAIL", "error", "oom")]
+    if bad:
+        md += ["### Rows that failed, ran out of memory or errored", ""]
+        md += [md_table(["status", "row", "model", "res", "batch", "rel L2", "band", "why"],
+                        [[r["status"], r["label"], r["model"], r["resolution"], r["batch"],
+                          "%.3g" % r["rel_l2_err"] if r.get("rel_l2_err") is not None else "–",
+                          r.get("band") or "–", " ".join(str(r.get("error", "")).split())[:160]]
+                         for r in sorted(bad, key=lambda r: (r["label"], r["batch"]))]), ""]
+    sections = [("ResNet-50, 224×224: median latency (ms) by batch size", "resnet50", "batch",
+                 {"resolution": 224}),
+                ("ResNet-50, batch 8: median latency (ms) by resolution", "resnet50", "resolution",
+                 {"batch": 8}),
+                ("LeNet, 28×28: median latency (ms) by batch size", "lenet", "batch",
+                 {"resolution": 28})]
+    for title, model, x_key, fixed in sections:
+        xs, rows = grid(records, model, x_key, fixed)
+        if rows:
+            md += ["## " + title, "", md_table(["implementation"] + xs, rows), ""]
+            if x_key == "batch":
+                md += ["### %s %s: speed-up of zoc against the fastest framework row" % (
+                    "ResNet-50" if model == "resnet50" else "LeNet", fixed["resolution"]), ""]
+                md += [md_table(["batch", "fastest framework row", "ms", "fastest zoc row", "ms",
+                                 "speed-up", "fp32: zoc vs framework", "fp16: zoc vs framework"],
+                                speedups(records, model, fixed["resolution"])), ""]
+    xs, rows = grid(records, "resnet50", "batch", {"resolution": 224},
+                    lambda r: "%.0f" % r["peak_mem_mb"] if r and r.get("peak_mem_mb") else "")
+    rows = [r for r in rows if any(r[1:])]
+    if rows:
+        md += ["## ResNet-50, 224×224: peak GPU memory in use (MB; NVML, whole device)", "",
+               md_table(["implementation"] + xs, rows), ""]
+    host = [r for r in records if r["status"] == "PASS" and r["model"] == "resnet50"
+            and r["resolution"] == 224 and r["batch"] in (1, 256)]
+    if host:
+        md += ["## Host side, ResNet-50 224×224 (batch 1 and 256)", "",
+               md_table(["implementation", "batch", "host CPU µs / forward", "GPU util %",
+                         "H2D MB", "pageable ms", "pinned ms"],
+                        [[r["label"], r["batch"], "%.0f" % r["host_cpu_us"] if r.get("host_cpu_us")
+                          else "–", "%.0f" % r["gpu_util_pct"] if r.get("gpu_util_pct") is not None
+                          else "–", "%.1f" % (r["h2d_bytes"] / 1e6) if r.get("h2d_bytes") else "–",
+                          fmt_ms(r.get("h2d_pageable_ms")), fmt_ms(r.get("h2d_pinned_ms"))]
+                         for r in sorted(host, key=lambda r: (r["batch"], r["label"]))]), ""]
+    compiled = [r for r in records if r["family"] == "compile" and r.get("compile_s")]
+    if compiled:
+        md += ["## torch.compile: compile time (first call, per batch size)", "",
+               md_table(["implementation", "model", "batch", "compile s", "median ms", "status"],
+                        [[r["label"], r["model"], r["batch"], "%.1f" % r["compile_s"],
+                          fmt_ms(r.get("median_ms")), r["status"]]
+                         for r in sorted(compiled, key=lambda r: (r["label"], r["batch"]))]), ""]
+    md += ["## Plots", ""] + ["![%s](%s)" % (m, m) for m in made if m.endswith(".png")] + [""]
+    md += ["## Notes", ""] + ["- " + n for n in notes + [m for m in made if not m.endswith(".png")]]
+    for e in envs:
+        md += ["- " + n for n in e.get("notes", [])]
+    return "\n".join(md) + "\n"
+
+
+def readme_snippet(records):
+    xs, rows = grid(records, "resnet50", "batch", {"resolution": 224})
+    keep = [i for i, x in enumerate(xs) if x in (1, 8, 32, 64, 256, 1024)]
+    return md_table(["ResNet-50 224×224, median ms"] + ["batch %d" % xs[i] for i in keep],
+                    [[r[0]] + [r[i + 1] for i in keep] for r in rows]) + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--raw", nargs="+", required=True, help="OUT folders of bench.py runs")
+    p.add_argument("--out", required=True)
+    a = p.parse_args(argv)
+    os.makedirs(a.out, exist_ok=True)
+    records, envs = load(a.raw)
+    if not records:
+        print("report.py: no records under %s" % ", ".join(a.raw))
+        return 1
+    write_csv(records, os.path.join(a.out, "results.csv"))
+    lean = [{k: v for k, v in r.items() if not k.startswith("iter_")} for r in records]
+    common.write_json(os.path.join(a.out, "results.json"), {"env": envs, "records": lean})
+    made = plots(records, a.out, envs[-1] if envs else {})
+    text = summary(records, envs, made, [])
+    with open(os.path.join(a.out, "summary.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(a.out, "readme_snippet.md"), "w") as f:
+        f.write(readme_snippet(records))
+    # The short version last, for the device tool's output tail.
+    xs, rows = grid(records, "resnet50", "batch", {"resolution": 224})
+    print("\n".join(text.split("\n")[:9]))
+    if rows:
+        width = max(len(r[0]) for r in rows)
+        print("%-*s %s" % (width, "ResNet-50 224 median ms", " ".join("%8s" % x for x in xs)))
+        for r in rows:
+            print("%-*s %s" % (width, r[0], " ".join("%8s" % c for c in r[1:])))
+    zoc_fail = [r for r in records if r["family"] == "zoc" and r["status"] == "FAIL"]
+    print("plots: %s" % ", ".join(made))
+    print("RESULT: %s — %d zoc rows outside their band; summary in %s/summary.md" % (
+        "FAIL" if zoc_fail else "PASS", len(zoc_fail), a.out))
+    return 1 if zoc_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The benchmark harness in one command on the GPU machine: every implementation of ResNet-50
+# (and LeNet) on the same weights and input, timed, checked and plotted (README: "Benchmark
+# harness"). GPU time is scarce and a device command may run 10 minutes, so this script only
+# sets up the environment and hands over to bench.py, which builds, exports and measures against
+# a deadline, then to report.py, which always runs and writes results.csv, the plots and
+# summary.md, whatever happened before.
+#
+# The zoc folders come from tools/harness/prepare.sh on the CPU machine (GEN_DIR, shipped with
+# the device tool's carry). zoc and the frameworks run the same cuDNN: the PyTorch wheel's,
+# linked and put first on LD_LIBRARY_PATH as tools/gpu_check.sh does.
+#
+# Usage: tools/harness/run.sh [quick|full|batch|resolution|lenet|compile] [GEN_DIR]
+#   quick (default): one device command, builds included, under 9 minutes; the parts of the
+#   full sweep (batch, resolution, lenet, compile) are meant for one command each, into separate
+#   OUT folders merged by `report.py --raw OUT1 OUT2 ... --out DIR`; full runs every part (raise
+#   HARNESS_BUDGET_S where no 10-minute limit applies).
+# Environment: OUT (results; default ./harness_out), HARNESS_WORK (scratch, /tmp/zoc_harness),
+#   HARNESS_BUDGET_S (540: everything, report included, ends by then), HARNESS_PYTHON,
+#   HARNESS_DEVICE (cuda; cpu for a dry run of the plumbing without a GPU: PyTorch rows on the
+#   CPU, LibTorch runners built against the local LibTorch, zoc rows skipped),
+#   HARNESS_TORCH_PREFIX (CMake prefix of LibTorch; default: the python's torch), HARNESS_DRY=1
+#   (a miniature of the sweep with short timing: with HARNESS_DEVICE=cpu, the dry run).
+set -uo pipefail
+START=$(date +%s.%N)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+MODE=${1:-quick}
+GEN=${2:-$ROOT/harness_gen}
+OUT=${OUT:-$ROOT/harness_out}
+WORK=${HARNESS_WORK:-/tmp/zoc_harness}
+BUDGET=${HARNESS_BUDGET_S:-540}
+DEVICE=${HARNESS_DEVICE:-cuda}
+
+VENV=/opt/torch/.venv
+PY=${HARNESS_PYTHON:-$VENV/bin/python3}
+[ -x "$PY" ] || PY=$(command -v python3)
+export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
+CUDNN_DIR=$("$PY" -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])' 2>/dev/null ||
+            echo "$VENV/lib/python3.12/site-packages/nvidia/cudnn")
+export HARNESS_CUDNN_DIR=$CUDNN_DIR
+export HARNESS_CUDNN_INC=${ZOC_CUDNN_INCLUDE_DIR:-$CUDNN_DIR/include}
+export HARNESS_CUDNN_LIB=${ZOC_CUDNN_LIBRARY:-$CUDNN_DIR/lib/libcudnn.so.9}
+export HARNESS_NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+mkdir -p "$WORK/cudnn_link" "$OUT"
+ln -sf "$HARNESS_CUDNN_LIB" "$WORK/cudnn_link/libcudnn.so"
+export LD_LIBRARY_PATH="$(dirname "$HARNESS_CUDNN_LIB"):$WORK/cudnn_link:${LD_LIBRARY_PATH:-}"
+rm -rf "$OUT/raw" "$OUT/logs" "$WORK/out"
+
+elapsed() { "$PY" -c "import time; print(int(time.time() - $START))"; }
+echo "[   0s] harness $MODE: GEN_DIR $GEN, OUT $OUT, python $PY, budget ${BUDGET}s"
+# bench.py keeps its own deadline; this outer limit only guards against a hang, so that the
+# report below still runs in time.
+timeout -k 5 $((${BUDGET%.*} - 20)) "$PY" "$ROOT/tools/harness/bench.py" --mode "$MODE" \
+  --gen "$GEN" --work "$WORK" --out "$OUT" --start "$START" --budget-s "$BUDGET" \
+  --device "$DEVICE" --python "$PY" ${HARNESS_DRY:+--dry}
+bench_rc=$?
+[ $bench_rc -eq 0 ] || echo "[$(printf '%4d' "$(elapsed)")s] bench.py ended with status $bench_rc"
+"$PY" "$ROOT/tools/harness/report.py" --raw "$OUT" --out "$OUT"
+report_rc=$?
+# The device tool brings back only a handful of files: keep the headline ones loose and put
+# everything (raw per-iteration JSON, logs, all plots) into one archive. HARNESS_KEEP_FILES=1
+# leaves the folder as it is.
+if [ "${HARNESS_KEEP_FILES:-0}" != 1 ]; then
+  tar -czf "$WORK/bundle.tar.gz" -C "$OUT" . && mv "$WORK/bundle.tar.gz" "$OUT/bundle.tar.gz" &&
+    find "$OUT" -mindepth 1 -maxdepth 1 ! -name bundle.tar.gz ! -name summary.md \
+      ! -name results.csv ! -name readme_snippet.md ! -name env.json \
+      ! -name latency_vs_batch.png -exec rm -rf {} +
+fi
+echo "[$(printf '%4d' "$(elapsed)")s] done: $OUT/{summary.md,results.csv,readme_snippet.md,env.json,latency_vs_batch.png,bundle.tar.gz}"
+[ $bench_rc -eq 0 ] && exit $report_rc
+exit 1

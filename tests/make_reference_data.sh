@@ -16,3 +16,13 @@ export_model lenet --model lenet
 export_model resnet18_64 --model resnet18 --resolution 64
 export_model resnet50_64 --model resnet50 --resolution 64
 export_model resnet50_1ch_10cls_32 --model resnet50 --resolution 32 --in-channels 1 --num-classes 10
+# TorchScript archives, scripted and traced, for the TorchScript frontend's tests
+# (tests/numeric/torchscript_test.cpp), and the small models of tests/torchscript/.
+export_model resnet18_64_ts --model resnet18 --resolution 64 --torchscript both
+export_model resnet50_64_ts --model resnet50 --resolution 64 --torchscript both
+export_model lenet_ts --model lenet --torchscript both
+ts_models="$here/tests/torchscript/make_models.py"
+if [ ! -f "$out/torchscript/unsupported/output.npy" ] ||
+   [ "$ts_models" -nt "$out/torchscript/unsupported/output.npy" ]; then
+  "$py" "$ts_models" --out "$out/torchscript"
+fi

@@ -2,6 +2,7 @@
 // exit code; everything below it returns errors as values.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <numeric>
 #include <random>
@@ -13,6 +14,7 @@
 #include "compiler/backend/reference/interpreter.h"
 #include "compiler/driver/model_loader.h"
 #include "compiler/driver/write_folder.h"
+#include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
 #include "compiler/weights/weights.h"
@@ -100,7 +102,32 @@ std::optional<zoc::ref::Tensor> get_input(const zoc::ir::Graph& g, const Args& a
   return t;
 }
 
+bool is_torchscript(const std::string& model) {
+  const std::string ext = std::filesystem::path(model).extension().string();
+  return ext == ".pt" || ext == ".pth";
+}
+
+// `zoc extract-weights model.pt -o W.safetensors`: the module's state_dict, for --weights.
+int cmd_extract_weights(const Args& args, zoc::Diagnostics& diags) {
+  auto tensors = zoc::torchscript::read_state_dict(args.model, diags);
+  if (!tensors) return finish(diags);
+  if (zoc::Status s = zoc::torchscript::write_state_dict(*tensors, args.output); !s) {
+    diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+    return finish(diags);
+  }
+  size_t bytes = 0;
+  for (const auto& t : *tensors) bytes += t.data.size();
+  std::cout << fmt::format("wrote {} ({} tensors, {:.1f} MiB, state_dict names)\n", args.output,
+                           tensors->size(), static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return finish(diags);
+}
+
 int cmd_run(const zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
+  if (args.weights.empty() && is_torchscript(args.model)) {
+    diags.warning(zoc::SourceLoc{args.model, 0, 0},
+                  "running on seeded PyTorch-default weights, not the module's own; for those, "
+                  "`zoc extract-weights` them and pass --weights");
+  }
   auto weights = get_weights(g, args, diags);
   if (!weights) return finish(diags);
   auto input = get_input(g, args, diags);
@@ -210,7 +237,7 @@ int run(int argc, char** argv) {
   Args args;
 
   auto add_model = [&](CLI::App* cmd) {
-    cmd->add_option("model", args.model, "model file (.yaml)")->required();
+    cmd->add_option("model", args.model, "model file (.yaml, or TorchScript .pt)")->required();
     cmd->add_option("--set", args.sets, "override a model param: name=value (repeatable)");
   };
   CLI::App* ir_cmd = app.add_subcommand("ir", "print the verified IR of a model");
@@ -219,6 +246,7 @@ int run(int argc, char** argv) {
   ir_cmd->add_option("--weights", args.weights, "also validate this safetensors file");
   ir_cmd->add_flag("--strict", args.strict, "reject weights holding NaN or Inf");
   ir_cmd->add_flag("--optimize", args.optimize, "print the IR after the inference passes");
+  ir_cmd->add_option("--input", args.input_dims, "input size CxHxW (required for .pt models)");
   auto add_pass_options = [&](CLI::App* cmd) {
     cmd->add_option("--print-ir-after", args.print_after, "print the IR after PASS (or 'all')");
     cmd->add_flag("--verify-each", args.verify_each, "run the IR verifier after every pass");
@@ -232,7 +260,8 @@ int run(int argc, char** argv) {
       ->required();
   compile_cmd->add_option("--precision", args.precision, "fp32 (TF32 off), tf32, fp16 or bf16")
       ->capture_default_str();
-  compile_cmd->add_option("--input", args.input_dims, "input size CxHxW (default: the model's)");
+  compile_cmd->add_option("--input", args.input_dims,
+                          "input size CxHxW (default: the model's; required for .pt models)");
   add_pass_options(compile_cmd);
 
   CLI::App* run_cmd = app.add_subcommand("run", "run a model with the reference CPU interpreter");
@@ -240,7 +269,8 @@ int run(int argc, char** argv) {
   run_cmd->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
   run_cmd->add_flag("--strict", args.strict, "reject weights holding NaN or Inf");
   run_cmd->add_option("--seed", args.seed, "seed of the default weights and random input");
-  run_cmd->add_option("--input", args.input, "input .npy [N, C, H, W] (default: seeded random)");
+  run_cmd->add_option("--input", args.input,
+                      "input .npy [N, C, H, W] (default: seeded random; required for .pt models)");
   run_cmd->add_option("--batch", args.batch, "batch of the random input")->capture_default_str();
   run_cmd->add_option("--output", args.output, "write the output to this .npy file");
   run_cmd->add_option("--top", args.top_k, "classes to print per sample")->capture_default_str();
@@ -252,14 +282,27 @@ int run(int argc, char** argv) {
   init_cmd->add_option("--seed", args.seed, "random seed")->capture_default_str();
   init_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();
 
+  CLI::App* extract_cmd = app.add_subcommand(
+      "extract-weights", "write a TorchScript model's state_dict as safetensors (for --weights)");
+  extract_cmd->add_option("model", args.model, "TorchScript file (.pt)")->required();
+  extract_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();
+
   CLI11_PARSE(app, argc, argv);
   args.command_line = "zoc";
   for (int i = 1; i < argc; ++i) args.command_line += std::string(" ") + argv[i];
 
   zoc::Diagnostics diags;
+  if (extract_cmd->parsed()) return cmd_extract_weights(args, diags);
   zoc::LoadOptions opts;
   if (!parse_overrides(args.sets, opts, diags)) return finish(diags);
   if (!parse_input_dims(args.input_dims, opts, diags)) return finish(diags);
+  if (run_cmd->parsed() && is_torchscript(args.model) && !args.input.empty()) {
+    // A TorchScript model has no static input shape: `zoc run` takes it from the .npy.
+    std::vector<int64_t> shape;
+    if (auto x = zoc::npy::read_float32(args.input, &shape); x.ok() && shape.size() == 4) {
+      opts.input_dims = std::array<int64_t, 3>{shape[1], shape[2], shape[3]};
+    }
+  }
   auto graph = zoc::load_verified_model(args.model, diags, opts);
   if (!graph) return finish(diags);
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "compiler/ir/shapes.h"
 #include "compiler/ir/verify.h"
 
@@ -13,13 +14,30 @@ namespace zoc {
 std::optional<ir::Graph> load_verified_model(const std::string& path, Diagnostics& diags,
                                              const LoadOptions& options) {
   const std::string ext = std::filesystem::path(path).extension().string();
+  const char* keys[] = {"channels", "height", "width"};
+  if (options.input_dims) {
+    for (int i = 0; i < 3; ++i) {
+      const int64_t v = (*options.input_dims)[i];
+      if (v < 1 || v > (1 << 20)) {
+        diags.error(SourceLoc{"--input", 0, 0},
+                    fmt::format("input {} must be between 1 and {}, got {}", keys[i], 1 << 20, v));
+        return std::nullopt;
+      }
+    }
+  }
   std::optional<ir::Graph> graph;
   if (ext == ".yaml" || ext == ".yml") {
     graph = yaml::load_model(path, diags, options.yaml);
   } else if (ext == ".pt" || ext == ".pth") {
-    diags.error(SourceLoc{path, 0, 0},
-                "TorchScript input is not supported by this build of zoc yet (issue 4)");
-    return std::nullopt;
+    // TorchScript (a build without LibTorch says so; see torchscript_frontend.h).
+    if (!options.yaml.overrides.empty()) {
+      diags.error(SourceLoc{"--set", 0, 0},
+                  "--set applies to YAML models; a .pt file has no params");
+      return std::nullopt;
+    }
+    torchscript::Options ts;
+    ts.input_dims = options.input_dims;
+    graph = torchscript::load_model(path, ts, diags);
   } else {
     diags.error(SourceLoc{path, 0, 0},
                 fmt::format("unknown model file type '{}': expected .yaml or .pt", ext));
@@ -27,17 +45,10 @@ std::optional<ir::Graph> load_verified_model(const std::string& path, Diagnostic
   }
   if (!graph) return std::nullopt;
   if (options.input_dims) {
-    const char* keys[] = {"channels", "height", "width"};
     for (ir::Node& n : graph->nodes) {
       if (n.op != ir::OpKind::Input) continue;
       for (int i = 0; i < 3; ++i) {
-        const int64_t v = (*options.input_dims)[i];
-        if (v < 1 || v > (1 << 20)) {
-          diags.error(SourceLoc{"--input", 0, 0},
-                      fmt::format("input {} must be between 1 and {}, got {}", keys[i], 1 << 20, v));
-          return std::nullopt;
-        }
-        n.attrs.set(keys[i], ir::AttrValue{ir::AttrKind::Int, v, {}, 0});
+        n.attrs.set(keys[i], ir::AttrValue{ir::AttrKind::Int, (*options.input_dims)[i], {}, 0});
       }
     }
   }

@@ -1,0 +1,35 @@
+// A first look at a `.pt` file without LibTorch: is it a complete zip archive laid out the way
+// torch.jit.save writes one, and which file format version does it declare?
+//
+// LibTorch's own errors for a text file, a truncated download or a state_dict saved with
+// torch.save are long and name its internals ("PytorchStreamReader failed locating file
+// constants.pkl"); this check runs first, says what the file is in the user's terms, and finds
+// the version record that every later error names.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "zoc/expected.h"
+
+namespace zoc::torchscript {
+
+struct ArchiveInfo {
+  std::string root;                       // the folder all records are in ("archive", "model")
+  std::optional<int64_t> format_version;  // <root>/.data/version, or <root>/version
+  int64_t records = 0;
+  int64_t file_size = 0;
+
+  // "TorchScript file format version 3" (inline: the plugin uses it too).
+  std::string describe() const {
+    return format_version ? "TorchScript file format version " + std::to_string(*format_version)
+                          : "TorchScript archive without a readable version record";
+  }
+};
+
+// Reads the zip directory of `path`. Errors say what the file is instead ("not a zip archive",
+// "truncated", "a torch.save file, not TorchScript"); they do not start with the path.
+Expected<ArchiveInfo> inspect_archive(const std::string& path);
+
+}  // namespace zoc::torchscript

@@ -1,0 +1,609 @@
+// ATen ops to IR ops: one handler per op family, each reading the arguments TorchScript passes
+// (after constant folding) through OpContext's typed readers and checking what the IR cannot
+// express before emitting a node.
+//
+// Argument positions are the ATen schemas' (native_functions.yaml), which scripting and
+// tracing both use: scripted torchvision code calls aten::conv2d, traced code the lower
+// aten::_convolution. A layer with parameters is named after the owner of its weight
+// ("<layer>.weight"), and its other tensors must be that layer's (`<layer>.bias`, ...), because
+// the IR derives every parameter name from the node name.
+#include <fmt/format.h>
+
+#include "compiler/frontend/torchscript/internal.h"
+
+namespace zoc::torchscript::detail {
+
+using Kind = Val::Kind;
+
+ir::AttrValue int_attr(int64_t v) { return ir::AttrValue{ir::AttrKind::Int, v, {}, 0}; }
+ir::AttrValue bool_attr(bool v) { return ir::AttrValue{ir::AttrKind::Bool, v ? 1 : 0, {}, 0}; }
+ir::AttrValue float_attr(double v) { return ir::AttrValue{ir::AttrKind::Float, 0, {}, v}; }
+ir::AttrValue pair_attr(ir::Pair p) { return ir::AttrValue{ir::AttrKind::Pair, 0, p, 0}; }
+
+// --- OpContext: what a handler sees of its node --------------------------------------------
+
+const Val& OpContext::in(size_t i) const { return t_.get(n_->input(i)); }
+
+bool OpContext::none(size_t i) const {
+  const Val& v = in(i);
+  return v.is(Kind::kConst) && v.value.isNone();
+}
+
+bool OpContext::fail(const std::string& why) {
+  if (!failed_) t_.unsupported(n_, why);
+  failed_ = true;
+  return false;
+}
+
+std::optional<ir::ValueId> OpContext::tensor(size_t i) {
+  const Val& v = in(i);
+  if (v.is(Kind::kTensor)) return v.id;
+  fail(v.is(Kind::kParam) ? fmt::format("'{}' used as an activation", v.name)
+                          : fmt::format("operand {} is not an activation", i + 1));
+  return std::nullopt;
+}
+
+const Val* OpContext::param(size_t i) {
+  const Val& v = in(i);
+  if (v.is(Kind::kParam) && v.in_state_dict) return &v;
+  fail(v.is(Kind::kParam)
+           ? fmt::format("tensor attribute '{}' is not a parameter or buffer, so it is not in the "
+                         "state_dict that zoc's weights come from",
+                         v.name)
+           : fmt::format("operand {} is not a parameter of the module", i + 1));
+  return nullptr;
+}
+
+std::optional<std::string> OpContext::layer_of(const Val& p, const char* suffix) {
+  const std::string tail = std::string(".") + suffix;
+  if (p.name.size() > tail.size() &&
+      p.name.compare(p.name.size() - tail.size(), tail.size(), tail) == 0) {
+    return p.name.substr(0, p.name.size() - tail.size());
+  }
+  fail(fmt::format("its {} is '{}'; zoc names a layer's tensors <layer>.weight, <layer>.bias, ...",
+                   suffix, p.name));
+  return std::nullopt;
+}
+
+std::optional<bool> OpContext::optional_param(size_t i, const std::string& layer,
+                                              const char* suffix) {
+  if (none(i)) return false;
+  const Val* p = param(i);
+  if (!p) return std::nullopt;
+  if (p->name != layer + "." + suffix || p->transposed) {
+    fail(fmt::format("'{}' is used where '{}.{}' was expected", p->name, layer, suffix));
+    return std::nullopt;
+  }
+  return true;
+}
+
+std::optional<int64_t> OpContext::i(size_t i) {
+  const Val& v = in(i);
+  if (v.is(Kind::kConst) && v.value.isInt()) return v.value.toInt();
+  fail(v.is(Kind::kBatch) ? "it uses the batch size, which zoc keeps dynamic"
+                          : fmt::format("argument {} is not a constant integer", i + 1));
+  return std::nullopt;
+}
+
+std::optional<double> OpContext::f(size_t i) {
+  const Val& v = in(i);
+  if (v.is(Kind::kConst) && v.value.isDouble()) return v.value.toDouble();
+  if (v.is(Kind::kConst) && v.value.isInt()) return static_cast<double>(v.value.toInt());
+  fail(fmt::format("argument {} is not a constant number", i + 1));
+  return std::nullopt;
+}
+
+std::optional<bool> OpContext::b(size_t i) {
+  const Val& v = in(i);
+  if (v.is(Kind::kConst) && v.value.isBool()) return v.value.toBool();
+  fail(fmt::format("argument {} is not a constant boolean", i + 1));
+  return std::nullopt;
+}
+
+std::optional<std::string> OpContext::str(size_t i) {
+  const Val& v = in(i);
+  if (v.is(Kind::kConst) && v.value.isString()) return v.value.toStringRef();
+  fail(fmt::format("argument {} is not a constant string", i + 1));
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> OpContext::ints(size_t i, bool allow_batch) {
+  const Val& v = in(i);
+  if (v.is(Kind::kConst) && v.value.isIntList()) return v.value.toIntVector();
+  if (v.is(Kind::kConst) && v.value.isInt()) return std::vector<int64_t>{v.value.toInt()};
+  if (v.is(Kind::kList)) {
+    std::vector<int64_t> out;
+    for (const Val& item : v.items) {
+      if (item.is(Kind::kConst) && item.value.isInt()) {
+        out.push_back(item.value.toInt());
+      } else if (allow_batch && item.is(Kind::kBatch)) {
+        out.push_back(kBatchDim);
+      } else {
+        fail(item.is(Kind::kBatch) ? "it uses the batch size, which zoc keeps dynamic"
+                                   : fmt::format("argument {} is not a list of constants", i + 1));
+        return std::nullopt;
+      }
+    }
+    return out;
+  }
+  fail(fmt::format("argument {} is not a constant integer list", i + 1));
+  return std::nullopt;
+}
+
+std::optional<ir::Pair> OpContext::pair(size_t i, const char* what) {
+  auto v = ints(i);
+  if (!v) return std::nullopt;
+  if (v->size() == 1) return ir::Pair{(*v)[0], (*v)[0]};
+  if (v->size() == 2) return ir::Pair{(*v)[0], (*v)[1]};
+  fail(fmt::format("{} has {} values; zoc supports 2-D layers", what, v->size()));
+  return std::nullopt;
+}
+
+const std::vector<int64_t>* OpContext::dims(ir::ValueId v) { return t_.dims(v); }
+
+ir::Node& OpContext::producer(ir::ValueId v) {
+  return t_.graph_.nodes[static_cast<size_t>(t_.graph_.values[v].producer)];
+}
+
+std::optional<ir::ValueId> OpContext::emit(ir::OpKind op, std::vector<ir::ValueId> inputs,
+                                           ir::Attrs given, const std::string* layer) {
+  const Origin o = t_.origin(n_);
+  std::string name;
+  if (layer) {
+    if (layer->empty()) {
+      fail("its parameters have no layer name (a model that is one bare layer)");
+      return std::nullopt;
+    }
+    if (t_.used_names_.count(*layer)) {
+      fail(
+          fmt::format("layer '{}' runs a second time; zoc gives each layer its own weights, so "
+                      "shared layers are not supported",
+                      *layer));
+      return std::nullopt;
+    }
+    name = *layer;
+  } else {
+    name = t_.fresh_name(o, op);
+  }
+  // Attributes in op-table order, defaults written out, as the YAML frontend does.
+  ir::Attrs attrs;
+  for (const ir::AttrSpec& spec : ir::op_info(op).attrs) {
+    if (const ir::AttrValue* value = given.find(spec.name)) {
+      attrs.set(spec.name, *value);
+    } else if (spec.default_value != ir::kUnset) {
+      ir::AttrValue v;
+      v.kind = spec.kind;
+      v.i = static_cast<int64_t>(spec.default_value);
+      v.pair = {v.i, v.i};
+      v.f = spec.default_value;
+      attrs.set(spec.name, v);
+    }
+  }
+  const int32_t index = t_.graph_.add_node(op, name, std::move(inputs), std::move(attrs), o.loc);
+  t_.used_names_.insert(name);
+  return t_.graph_.nodes[static_cast<size_t>(index)].output;
+}
+
+void OpContext::result(Val v, size_t output) { t_.set(n_->output(output), std::move(v)); }
+
+namespace {
+
+constexpr size_t kNone = static_cast<size_t>(-1);
+
+// Where the arguments of a convolution are; the three spellings differ after `dilation`.
+struct ConvArgs {
+  size_t transposed = kNone, groups = 6;
+};
+
+bool convolution(OpContext& c, ConvArgs args) {
+  auto x = c.tensor(0);
+  const Val* w = x ? c.param(1) : nullptr;
+  if (!w) return false;
+  if (w->tensor.dim() != 4 || w->transposed) {
+    return c.fail(
+        fmt::format("a {}-D convolution; zoc supports 2-D convolutions", w->tensor.dim() - 2));
+  }
+  auto layer = c.layer_of(*w, "weight");
+  if (!layer) return false;
+  auto bias = c.optional_param(2, *layer, "bias");
+  auto stride = c.pair(3, "stride");
+  auto dilation = c.pair(5, "dilation");
+  auto groups = c.i(args.groups);
+  if (!bias || !stride || !dilation || !groups) return false;
+  if (args.transposed != kNone) {
+    auto transposed = c.b(args.transposed);
+    if (!transposed) return false;
+    if (*transposed) return c.fail("transposed convolution");
+  }
+  const int64_t kh = w->tensor.size(2), kw = w->tensor.size(3);
+  ir::Pair padding;
+  if (c.in(4).is(Kind::kConst) && c.in(4).value.isString()) {  // conv2d(padding='same'|'valid')
+    const std::string mode = c.in(4).value.toStringRef();
+    const int64_t th = dilation->h * (kh - 1), tw = dilation->w * (kw - 1);
+    if (mode == "valid") {
+      padding = {0, 0};
+    } else if (mode == "same" && th % 2 == 0 && tw % 2 == 0) {
+      padding = {th / 2, tw / 2};
+    } else {
+      return c.fail(fmt::format("padding='{}' that pads unevenly", mode));
+    }
+  } else {
+    auto p = c.pair(4, "padding");
+    if (!p) return false;
+    padding = *p;
+  }
+  ir::Attrs a;
+  a.set("out_channels", int_attr(w->tensor.size(0)));
+  a.set("kernel", pair_attr({kh, kw}));
+  a.set("stride", pair_attr(*stride));
+  a.set("padding", pair_attr(padding));
+  a.set("dilation", pair_attr(*dilation));
+  a.set("groups", int_attr(*groups));
+  a.set("bias", bool_attr(*bias));
+  auto y = c.emit(ir::OpKind::Conv2d, {*x}, a, &*layer);
+  return y && c.result_tensor(*y);
+}
+
+bool conv2d(OpContext& c) { return convolution(c, {kNone, 6}); }
+// aten::_convolution and aten::convolution: (..., dilation, transposed, output_padding, groups)
+bool convolution_general(OpContext& c) { return convolution(c, {6, 8}); }
+
+// aten::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, ...)
+bool batch_norm(OpContext& c) {
+  auto x = c.tensor(0);
+  if (!x) return false;
+  if (c.none(1) || c.none(3)) {
+    return c.fail("BatchNorm without affine parameters or running statistics");
+  }
+  const Val* w = c.param(1);
+  auto layer = w ? c.layer_of(*w, "weight") : std::nullopt;
+  if (!layer) return false;
+  for (auto [i, suffix] :
+       {std::pair<size_t, const char*>{2, "bias"}, {3, "running_mean"}, {4, "running_var"}}) {
+    auto has = c.optional_param(i, *layer, suffix);
+    if (!has) return false;
+    if (!*has) return c.fail("BatchNorm without a bias");
+  }
+  auto training = c.b(5);
+  auto eps = c.f(7);
+  if (!training || !eps) return false;
+  if (*training) return c.fail("batch statistics (training mode): call model.eval() before saving");
+  ir::Attrs a;
+  a.set("eps", float_attr(*eps));
+  if (c.in(6).is(Kind::kConst) && c.in(6).value.isDouble()) {
+    a.set("momentum", float_attr(c.in(6).value.toDouble()));
+  }
+  auto y = c.emit(ir::OpKind::BatchNorm2d, {*x}, a, &*layer);
+  return y && c.result_tensor(*y);
+}
+
+template <ir::OpKind Op>
+bool unary(OpContext& c) {
+  auto x = c.tensor(0);
+  auto y = x ? c.emit(Op, {*x}, {}) : std::nullopt;
+  return y && c.result_tensor(*y);
+}
+
+bool identity(OpContext& c) {
+  auto x = c.tensor(0);
+  return x && c.result_tensor(*x);
+}
+
+// y = x W^T with the bias added next (x.matmul(w.t()) + b): the bias joins the linear layer if
+// nothing else reads the product.
+bool add_bias(OpContext& c, size_t activation, const Val& bias) {
+  const ir::ValueId x = c.in(activation).id;
+  ir::Node& lin = c.producer(x);
+  if (lin.op != ir::OpKind::Linear || lin.attrs.b("bias") || bias.name != lin.name + ".bias" ||
+      c.uses_of_input(activation) != 1) {
+    return c.fail(fmt::format("adding parameter '{}' to an activation", bias.name));
+  }
+  lin.attrs.set("bias", bool_attr(true));
+  return c.result_tensor(x);
+}
+
+// aten::add(self, other, alpha)
+bool add(OpContext& c) {
+  if (c.num_inputs() > 2) {
+    auto alpha = c.f(2);
+    if (!alpha) return false;
+    if (*alpha != 1.0) return c.fail(fmt::format("alpha={:g}", *alpha));
+  }
+  const Val &a = c.in(0), &b = c.in(1);
+  if (a.is(Kind::kTensor) && b.is(Kind::kParam)) return add_bias(c, 0, b);
+  if (b.is(Kind::kTensor) && a.is(Kind::kParam)) return add_bias(c, 1, a);
+  if (!a.is(Kind::kTensor) || !b.is(Kind::kTensor)) {
+    return c.fail("adding a constant; zoc adds two activations of the same shape");
+  }
+  auto y = c.emit(ir::OpKind::Add, {a.id, b.id}, {});
+  return y && c.result_tensor(*y);
+}
+
+// aten::max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode)
+bool max_pool2d(OpContext& c) {
+  auto x = c.tensor(0);
+  auto kernel = c.pair(1, "kernel_size");
+  auto stride = c.ints(2);
+  auto padding = c.pair(3, "padding");
+  auto dilation = c.pair(4, "dilation");
+  auto ceil = c.b(5);
+  if (!x || !kernel || !stride || !padding || !dilation || !ceil) return false;
+  ir::Attrs a;
+  a.set("kernel", pair_attr(*kernel));
+  if (!stride->empty()) {  // [] means "the kernel size"
+    auto s = c.pair(2, "stride");
+    if (!s) return false;
+    a.set("stride", pair_attr(*s));
+  }
+  a.set("padding", pair_attr(*padding));
+  a.set("dilation", pair_attr(*dilation));
+  a.set("ceil_mode", bool_attr(*ceil));
+  auto y = c.emit(ir::OpKind::MaxPool2d, {*x}, a);
+  return y && c.result_tensor(*y);
+}
+
+// aten::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+//                  divisor_override)
+bool avg_pool2d(OpContext& c) {
+  auto x = c.tensor(0);
+  auto kernel = c.pair(1, "kernel_size");
+  auto stride = c.ints(2);
+  auto padding = c.pair(3, "padding");
+  auto ceil = c.b(4);
+  auto include_pad = c.b(5);
+  if (!x || !kernel || !stride || !padding || !ceil || !include_pad) return false;
+  if (c.num_inputs() > 6 && !c.none(6)) return c.fail("divisor_override");
+  ir::Attrs a;
+  a.set("kernel", pair_attr(*kernel));
+  if (!stride->empty()) {
+    auto s = c.pair(2, "stride");
+    if (!s) return false;
+    a.set("stride", pair_attr(*s));
+  }
+  a.set("padding", pair_attr(*padding));
+  a.set("ceil_mode", bool_attr(*ceil));
+  a.set("count_include_pad", bool_attr(*include_pad));
+  auto y = c.emit(ir::OpKind::AvgPool2d, {*x}, a);
+  return y && c.result_tensor(*y);
+}
+
+// aten::adaptive_avg_pool2d(self, output_size): global pooling for 1x1, else an ordinary
+// average pool where the output size divides the input.
+bool adaptive_avg_pool2d(OpContext& c) {
+  auto x = c.tensor(0);
+  auto out = x ? c.pair(1, "output_size") : std::nullopt;
+  const std::vector<int64_t>* d = out ? c.dims(*x) : nullptr;
+  if (!d) return false;
+  if (d->size() != 3) return c.fail("input is not an image [N, C, H, W]");
+  const int64_t h = (*d)[1], w = (*d)[2];
+  if (out->h == 1 && out->w == 1) {
+    auto y = c.emit(ir::OpKind::GlobalAvgPool, {*x}, {});
+    return y && c.result_tensor(*y);
+  }
+  if (out->h == h && out->w == w) return c.result_tensor(*x);
+  if (out->h < 1 || out->w < 1 || h % out->h != 0 || w % out->w != 0) {
+    return c.fail(
+        fmt::format("output size {}x{} does not divide the input {}x{}", out->h, out->w, h, w));
+  }
+  ir::Attrs a;
+  a.set("kernel", pair_attr({h / out->h, w / out->w}));
+  a.set("stride", pair_attr({h / out->h, w / out->w}));
+  auto y = c.emit(ir::OpKind::AvgPool2d, {*x}, a);
+  return y && c.result_tensor(*y);
+}
+
+// [N, ...] -> [N, features], the only reshape the IR has.
+bool to_features(OpContext& c, ir::ValueId x, const std::vector<int64_t>& d) {
+  if (d.size() == 1) return c.result_tensor(x);
+  auto y = c.emit(ir::OpKind::Flatten, {x}, {});
+  return y && c.result_tensor(*y);
+}
+
+// aten::flatten(self, start_dim, end_dim)
+bool flatten(OpContext& c) {
+  auto x = c.tensor(0);
+  auto start = c.i(1);
+  auto end = c.i(2);
+  const std::vector<int64_t>* d = x && start && end ? c.dims(*x) : nullptr;
+  if (!d) return false;
+  const int64_t rank = static_cast<int64_t>(d->size()) + 1;
+  const int64_t s = *start < 0 ? *start + rank : *start, e = *end < 0 ? *end + rank : *end;
+  if (s == e) return c.result_tensor(*x);
+  if (s != 1 || e != rank - 1) {
+    return c.fail(
+        fmt::format("flatten({}, {}) of a rank-{} tensor; zoc flattens [N, ...] to "
+                    "[N, features]",
+                    *start, *end, rank));
+  }
+  return to_features(c, *x, *d);
+}
+
+// aten::view / aten::reshape(self, shape): x.view(x.size(0), -1) and its spellings.
+bool view(OpContext& c) {
+  auto x = c.tensor(0);
+  auto shape = x ? c.ints(1, /*allow_batch=*/true) : std::nullopt;
+  const std::vector<int64_t>* d = shape ? c.dims(*x) : nullptr;
+  if (!d) return false;
+  int64_t features = 1;
+  for (int64_t v : *d) features *= v;
+  const bool flat =
+      shape->size() == 2 &&
+      (((*shape)[0] == OpContext::kBatchDim && ((*shape)[1] == -1 || (*shape)[1] == features)) ||
+       ((*shape)[0] == -1 && (*shape)[1] == features));
+  if (!flat) return c.fail("a reshape that is not a flatten to [N, features]");
+  return to_features(c, *x, *d);
+}
+
+bool linear_layer(OpContext& c, ir::ValueId x, const Val& w, size_t bias_at, bool transposed) {
+  if (w.tensor.dim() != 2 || w.transposed != transposed) {
+    return c.fail(fmt::format("'{}' is not used as a linear layer's [out, in] weight", w.name));
+  }
+  auto layer = c.layer_of(w, "weight");
+  if (!layer) return false;
+  std::optional<bool> bias = false;
+  if (bias_at != kNone) bias = c.optional_param(bias_at, *layer, "bias");
+  if (!bias) return false;
+  ir::Attrs a;
+  a.set("out_features", int_attr(w.tensor.size(0)));
+  a.set("bias", bool_attr(*bias));
+  auto y = c.emit(ir::OpKind::Linear, {x}, a, &*layer);
+  return y && c.result_tensor(*y);
+}
+
+// aten::linear(input, weight, bias)
+bool linear(OpContext& c) {
+  auto x = c.tensor(0);
+  const Val* w = x ? c.param(1) : nullptr;
+  return w && linear_layer(c, *x, *w, 2, false);
+}
+
+// aten::addmm(bias, input, weight.t(), beta, alpha): what older tracers recorded for nn.Linear.
+bool addmm(OpContext& c) {
+  auto beta = c.f(3);
+  auto alpha = c.f(4);
+  auto x = c.tensor(1);
+  const Val* w = x && beta && alpha ? c.param(2) : nullptr;
+  if (!w) return false;
+  if (*beta != 1.0 || *alpha != 1.0) return c.fail("beta or alpha other than 1");
+  if (c.none(0)) return c.fail("no bias");
+  return linear_layer(c, *x, *w, 0, true);
+}
+
+// aten::matmul / aten::mm(input, weight.t()); a following add of `<layer>.bias` joins it.
+bool matmul(OpContext& c) {
+  auto x = c.tensor(0);
+  const Val* w = x ? c.param(1) : nullptr;
+  return w && linear_layer(c, *x, *w, kNone, true);
+}
+
+// aten::t, aten::transpose(self, 0, 1), aten::permute(self, [1, 0]) of a 2-D parameter.
+bool transpose(OpContext& c) {
+  const Val* p = c.param(0);
+  if (!p) return false;
+  if (p->tensor.dim() != 2) return c.fail("transposing a parameter that is not 2-D");
+  if (c.node()->kind() == c10::aten::transpose || c.node()->kind() == c10::aten::permute) {
+    auto dims = c.ints(1);
+    if (c.node()->kind() == c10::aten::transpose) {
+      auto d1 = c.i(2);
+      if (!dims || !d1) return false;
+      dims->push_back(*d1);
+    }
+    if (!dims || dims->size() != 2 || (*dims)[0] == (*dims)[1] ||
+        ((*dims)[0] % 2 + 2) % 2 == ((*dims)[1] % 2 + 2) % 2) {
+      return c.fail("a permutation of a 2-D parameter other than swapping its dimensions");
+    }
+    if (c.node()->kind() == c10::aten::permute && ((*dims)[0] == 0 || (*dims)[0] == -2)) {
+      c.result(*p);  // the identity permutation
+      return true;
+    }
+  }
+  Val t = *p;
+  t.transposed = !t.transposed;
+  c.result(std::move(t));
+  return true;
+}
+
+// aten::dropout(input, p, train) and its variants: the identity at inference.
+bool dropout(OpContext& c) {
+  auto x = c.tensor(0);
+  auto p = c.f(1);
+  auto train = c.b(2);
+  if (!x || !p || !train) return false;
+  if (*train) return c.fail("dropout in training mode: call model.eval() before saving");
+  ir::Attrs a;
+  a.set("p", float_attr(*p));
+  auto y = c.emit(ir::OpKind::Dropout, {*x}, a);
+  return y && c.result_tensor(*y);
+}
+
+// aten::softmax(self, dim, dtype) over the features of [N, F].
+bool softmax(OpContext& c) {
+  auto x = c.tensor(0);
+  auto dim = c.i(1);
+  const std::vector<int64_t>* d = x && dim ? c.dims(*x) : nullptr;
+  if (!d) return false;
+  if (c.num_inputs() > 2 && !c.none(2)) return c.fail("a dtype argument");
+  if (d->size() != 1 || (*dim != 1 && *dim != -1)) {
+    return c.fail("softmax other than over the features of [N, F]");
+  }
+  auto y = c.emit(ir::OpKind::Softmax, {*x}, {});
+  return y && c.result_tensor(*y);
+}
+
+// aten::cat(tensors, dim) along the channels of images.
+bool cat(OpContext& c) {
+  const Val& list = c.in(0);
+  auto dim = c.i(1);
+  if (!dim) return false;
+  if (!list.is(Kind::kList) || list.items.empty()) return c.fail("not a list of activations");
+  std::vector<ir::ValueId> inputs;
+  for (const Val& item : list.items) {
+    if (!item.is(Kind::kTensor)) return c.fail("a list that holds more than activations");
+    inputs.push_back(item.id);
+  }
+  const std::vector<int64_t>* d = c.dims(inputs[0]);
+  if (!d) return false;
+  if (d->size() != 3 || (*dim != 1 && *dim != -3)) {
+    return c.fail("concatenation other than along the channels of [N, C, H, W]");
+  }
+  auto y = c.emit(ir::OpKind::Concat, std::move(inputs), {});
+  return y && c.result_tensor(*y);
+}
+
+const std::map<std::string, Handler>& handlers() {
+  static const std::map<std::string, Handler> table = {
+      {"aten::conv2d", conv2d},
+      {"aten::_convolution_mode", conv2d},  // traced conv2d(padding='same'|'valid')
+      {"aten::_convolution", convolution_general},
+      {"aten::convolution", convolution_general},
+      {"aten::batch_norm", batch_norm},
+      {"aten::relu", unary<ir::OpKind::Relu>},
+      {"aten::relu_", unary<ir::OpKind::Relu>},
+      {"aten::tanh", unary<ir::OpKind::Tanh>},
+      {"aten::tanh_", unary<ir::OpKind::Tanh>},
+      {"aten::sigmoid", unary<ir::OpKind::Sigmoid>},
+      {"aten::sigmoid_", unary<ir::OpKind::Sigmoid>},
+      {"aten::add", add},
+      {"aten::add_", add},
+      {"aten::max_pool2d", max_pool2d},
+      {"aten::avg_pool2d", avg_pool2d},
+      {"aten::adaptive_avg_pool2d", adaptive_avg_pool2d},
+      {"aten::flatten", flatten},
+      {"aten::view", view},
+      {"aten::reshape", view},
+      {"aten::linear", linear},
+      {"aten::addmm", addmm},
+      {"aten::matmul", matmul},
+      {"aten::mm", matmul},
+      {"aten::t", transpose},
+      {"aten::transpose", transpose},
+      {"aten::permute", transpose},
+      {"aten::dropout", dropout},
+      {"aten::dropout_", dropout},
+      {"aten::feature_dropout", dropout},
+      {"aten::feature_dropout_", dropout},
+      {"aten::alpha_dropout", dropout},
+      {"aten::feature_alpha_dropout", dropout},
+      {"aten::softmax", softmax},
+      {"aten::cat", cat},
+      {"aten::contiguous", identity},
+      {"aten::detach", identity},
+      {"aten::clone", identity},
+  };
+  return table;
+}
+
+}  // namespace
+
+Handler find_handler(c10::Symbol kind) {
+  auto it = handlers().find(kind.toQualString());
+  return it == handlers().end() ? nullptr : it->second;
+}
+
+const char* mapped_ops_summary() {
+  return "convolution, batch_norm, relu, add, max/avg and adaptive average pooling, flatten "
+         "and view/reshape to [N, features], linear/addmm/matmul, dropout, softmax, cat, tanh "
+         "and sigmoid";
+}
+
+}  // namespace zoc::torchscript::detail

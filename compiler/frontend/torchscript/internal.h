@@ -1,0 +1,191 @@
+// Shared declarations of the LibTorch plugin's files: module.cpp (loading, state_dict, the
+// plugin entry point), translate.cpp (the symbolic interpreter) and aten_ops.cpp (ATen ops to
+// IR ops). The only header of zoc that includes LibTorch; the plugin's three files are the only
+// translation units that include it, because each one costs many seconds to compile.
+#pragma once
+
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/script.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/frontend/torchscript/torchscript_frontend.h"
+
+namespace zoc::torchscript::detail {
+
+namespace jit = torch::jit;
+
+// What a TorchScript value stands for while `forward` is run symbolically.
+struct Val {
+  enum class Kind {
+    kPoison,  // the result of something already reported as an error
+    kConst,   // a value known now: int, float, bool, string, None, list, constant tensor
+    kModule,  // a module object; `name` is its path ("layer1.0", "" for the root)
+    kParam,   // a tensor attribute; `name` is its state_dict name ("layer1.0.conv1.weight")
+    kTensor,  // an activation: the IR value `id`
+    kBatch,   // the batch size, which zoc keeps dynamic
+    kList,    // a list or tuple holding some non-constant items
+  };
+  Kind kind = Kind::kPoison;
+  c10::IValue value;              // kConst, kModule
+  std::string name;               // kModule, kParam
+  at::Tensor tensor;              // kParam
+  bool transposed = false;        // kParam seen through aten::t
+  bool in_state_dict = true;      // kParam: a parameter or buffer, not a plain attribute
+  ir::ValueId id = ir::kNoValue;  // kTensor
+  std::vector<Val> items;         // kList
+
+  static Val constant(c10::IValue v) {
+    Val r;
+    r.kind = Kind::kConst;
+    r.value = std::move(v);
+    return r;
+  }
+  static Val activation(ir::ValueId v) {
+    Val r;
+    r.kind = Kind::kTensor;
+    r.id = v;
+    return r;
+  }
+  bool is(Kind k) const { return kind == k; }
+};
+
+// Where a TorchScript node comes from: the innermost module whose code it is, and the most
+// useful source position (the innermost one outside PyTorch's own Python files).
+struct Origin {
+  std::string module_path;  // "layer3.4.conv2"; "" for the top-level module
+  bool leaf = false;        // that module has no submodules (ReLU, Conv2d, ...)
+  SourceLoc loc;
+};
+
+class Translator;
+
+// What an op handler (aten_ops.cpp) sees of one node: typed readers of its inputs that record
+// an "unsupported use" and return nullopt when an input is not what zoc can map, and emitters.
+class OpContext {
+ public:
+  OpContext(Translator& t, jit::Node* n) : t_(t), n_(n) {}
+
+  jit::Node* node() const { return n_; }
+  size_t num_inputs() const { return n_->inputs().size(); }
+  const Val& in(size_t i) const;
+  bool none(size_t i) const;
+
+  std::optional<ir::ValueId> tensor(size_t i);
+  const Val* param(size_t i);  // a parameter or buffer of the module
+  // The layer a parameter belongs to: "conv1" for "conv1.weight" when `suffix` is "weight".
+  std::optional<std::string> layer_of(const Val& p, const char* suffix);
+  // Input i is None (if allowed) or the parameter `layer.suffix`; true if it is the parameter.
+  std::optional<bool> optional_param(size_t i, const std::string& layer, const char* suffix);
+  std::optional<int64_t> i(size_t i);
+  std::optional<double> f(size_t i);
+  std::optional<bool> b(size_t i);
+  std::optional<std::string> str(size_t i);
+  // An int list; a single int counts as a one-element list. kBatch items become kBatchDim.
+  std::optional<std::vector<int64_t>> ints(size_t i, bool allow_batch = false);
+  static constexpr int64_t kBatchDim = INT64_MIN;
+  // A [h, w] pair from a list of one or two ints.
+  std::optional<ir::Pair> pair(size_t i, const char* what);
+  // Per-sample dims of an activation (no batch); nullptr after a shape error was reported.
+  const std::vector<int64_t>* dims(ir::ValueId v);
+  // TorchScript uses of input i (for fusing a bias add into a preceding matmul).
+  size_t uses_of_input(size_t i) const { return n_->input(i)->uses().size(); }
+  ir::Node& producer(ir::ValueId v);
+
+  // Records why this use of the op is unsupported; always returns false.
+  bool fail(const std::string& why);
+  // Appends an IR node. `layer` names a layer with parameters (it must be unused so far);
+  // without it the node gets a name from its module path.
+  std::optional<ir::ValueId> emit(ir::OpKind op, std::vector<ir::ValueId> inputs, ir::Attrs attrs,
+                                  const std::string* layer = nullptr);
+  void result(Val v, size_t output = 0);
+  bool result_tensor(ir::ValueId v) {
+    result(Val::activation(v));
+    return true;
+  }
+
+ private:
+  Translator& t_;
+  jit::Node* n_;
+  bool failed_ = false;  // one reason per node is enough
+};
+
+// An op handler: maps one ATen node to IR nodes and sets its results; false after fail().
+using Handler = bool (*)(OpContext&);
+// The handler for an op kind ("aten::conv2d"), or nullptr if zoc does not map it.
+Handler find_handler(c10::Symbol kind);
+// The ops with handlers, for messages.
+const char* mapped_ops_summary();
+
+ir::AttrValue int_attr(int64_t v);
+ir::AttrValue bool_attr(bool v);
+ir::AttrValue float_attr(double v);
+ir::AttrValue pair_attr(ir::Pair p);
+
+// Runs a module's `forward` symbolically on an input of known shape and builds the IR graph.
+class Translator {
+ public:
+  Translator(const jit::Module& root, const std::string& path, const Options& options,
+             Diagnostics& diags);
+  // The graph, or false after reporting errors.
+  bool run(ir::Graph& out);
+
+ private:
+  friend class OpContext;
+  struct Frame {
+    std::string module_path;
+    bool leaf = false;
+    jit::SourceRange call_site;  // empty for the root
+  };
+  struct Problem {
+    std::string what;
+    Origin origin;
+  };
+
+  void run_graph(jit::Graph& graph, std::vector<Val> args, const Frame& frame,
+                 std::vector<Val>& results);
+  void run_block(jit::Block* block);
+  void step(jit::Node* n);
+  bool structural(jit::Node* n);  // lists, sizes, None checks, casts with non-constant parts
+  bool fold_container(jit::Node* n, const std::vector<Val>& in);
+  bool fold(jit::Node* n);  // runs a node on constant inputs with LibTorch's own kernel
+  void get_attr(jit::Node* n);
+  void call(jit::Node* n, bool method);
+  void run_if(jit::Node* n);
+  void run_loop(jit::Node* n);
+  void run_op(jit::Node* n);
+
+  const Val& get(jit::Value* v);
+  void set(jit::Value* v, Val val) { env_[v] = std::move(val); }
+  void poison_outputs(jit::Node* n);
+  Origin origin(jit::Node* n) const;
+  std::optional<SourceLoc> to_loc(const jit::SourceRange& r) const;
+  void unsupported(jit::Node* n, const std::string& why);
+  void error(jit::Node* n, const std::string& message);  // a fatal, located error
+  bool is_leaf(const c10::IValue& module) const;
+  std::string fresh_name(const Origin& o, ir::OpKind op) const;
+  const std::vector<int64_t>* dims(ir::ValueId v);
+  void check_parameters();
+
+  jit::Module root_;
+  std::string path_;
+  const Options& options_;
+  Diagnostics& diags_;
+  ir::Graph graph_;
+  std::unordered_map<const jit::Value*, Val> env_;
+  std::vector<Frame> frames_;
+  std::vector<Problem> problems_;
+  std::set<std::string> used_names_;
+  std::set<std::string> reserved_names_;     // layers that own state_dict tensors, and "input"
+  std::map<std::string, at::Tensor> state_;  // state_dict name -> tensor
+  int64_t steps_ = 0;
+  bool fatal_ = false;
+};
+
+}  // namespace zoc::torchscript::detail

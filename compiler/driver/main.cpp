@@ -34,6 +34,7 @@ struct Args {
   int64_t batch = 1;
   int top_k = 5;
   std::string precision = "fp32";
+  std::string conv_api = "legacy";  // --conv-api legacy|graph
   std::string input_dims;     // --input CxHxW for compile
   std::string print_after;    // --print-ir-after=PASS|all
   bool verify_each = false;
@@ -195,6 +196,8 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   if (!optimize(g, args, diags)) return finish(diags);
   zoc::cudnn::EmitOptions eopts;
   eopts.precision = *precision;
+  eopts.conv_api =
+      args.conv_api == "graph" ? zoc::cudnn::ConvApi::kGraph : zoc::cudnn::ConvApi::kLegacy;
   eopts.command = args.command_line;
   eopts.zoc_version = ZOC_VERSION;
   auto gen = zoc::cudnn::emit(g, eopts, diags);
@@ -262,6 +265,10 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   compile_cmd->add_option("--input", args.input_dims,
                           "input size CxHxW (default: the model's; required for .pt models)");
+  compile_cmd->add_option("--conv-api", args.conv_api,
+                          "fused convolutions via cuDNN's 'legacy' call or 'graph' API plans")
+      ->check(CLI::IsMember({"legacy", "graph"}))
+      ->capture_default_str();
   add_pass_options(compile_cmd);
 
   CLI::App* run_cmd = app.add_subcommand("run", "run a model with the reference CPU interpreter");

@@ -28,6 +28,7 @@ struct Sections {
   CodeWriter create;     // descriptor creation (init)
   CodeWriter pack;       // weight packing (init)
   CodeWriter describe;   // batch-dependent descriptor setup (set_batch)
+  CodeWriter bind;       // binding device pointers into graph-API plans (bind_layers)
   CodeWriter forward;    // the library calls (run_layers)
   CodeWriter destroy;    // descriptor destruction (destructor)
   CodeWriter kernels;    // custom-kernel wrappers (.cu)
@@ -41,6 +42,7 @@ struct EmitContext {
   std::vector<std::string> ids;          // per node: a unique C++ identifier
   std::vector<WeightSlot> weights;       // per node
   int64_t weight_bytes = 0;
+  bool graph_api = false;                // fused convs through cuDNN's graph API
   Diagnostics& diags;
   Sections s;
 

@@ -64,8 +64,16 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
       "{}, {}, {}}};",
       id, in.c, in.h, in.w, out.c, k.h, k.w, p.h, p.w, s.h, s.w, d.h, d.w, groups, out.h, out.w,
       relu ? "true" : "false");
-  ctx.s.members.line("zoc::ConvLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
-  ctx.s.create.line("ZOC_TRY({}_.create(kConv_{}, kTypes, {}));", id, id, ctx.name_literal(n));
+  const bool residual = n.inputs.size() == 2;
+  const bool graph = ctx.graph_api && groups == 1;
+  if (graph) {
+    ctx.s.members.line("zoc::GraphConvLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
+    ctx.s.create.line("ZOC_TRY({}_.create(kConv_{}, kTypes, {}, {}));", id, id,
+                      residual ? "true" : "false", ctx.name_literal(n));
+  } else {
+    ctx.s.members.line("zoc::ConvLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
+    ctx.s.create.line("ZOC_TRY({}_.create(kConv_{}, kTypes, {}));", id, id, ctx.name_literal(n));
+  }
   ctx.s.describe.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, {}));", id,
                       ctx.name_literal(n));
   ctx.s.describe.line("need = std::max(need, {}_.workspace);", id);
@@ -83,7 +91,15 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
       out.c, in.c / groups, k.h, k.w, ctx.t.nhwc ? "true" : "false", in.c / groups, id, id);
 
   comment(ctx, n, conv_summary(ctx, n));
-  const bool residual = n.inputs.size() == 2;
+  if (graph) {
+    ctx.s.bind.line("ZOC_TRY({}_.bind({}, w + kW_{}, w + kB_{}, {}, {}, workspace_, {}));", id,
+                    ctx.ptr(n.inputs[0]), id, id, residual ? ctx.ptr(n.inputs[1]) : "nullptr",
+                    ctx.ptr(n.output), ctx.name_literal(n));
+    ctx.s.forward.line("ZOC_TRY({}_.run(cudnn_, {}));  // x {}, y {}{}", id, ctx.name_literal(n),
+                       ctx.ptr(n.inputs[0]), ctx.ptr(n.output),
+                       residual ? ", z " + ctx.ptr(n.inputs[1]) : "");
+    return true;
+  }
   ctx.s.forward.line(
       "ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, {id}_.x, {in}, {id}_.w, "
       "w + kW_{id}, {id}_.conv, {id}_.algo, workspace_, {id}_.workspace, {alpha2}, {id}_.y, {z}, "
@@ -307,6 +323,12 @@ bool emit_layer(EmitContext& ctx, const ir::Node& n) {
         ctx.s.forward.line("ZOC_CUDA(kernels::input_to_nhwc(input, {}, n, {}, {}, {}, stream), "
                            "\"input\");",
                            ctx.ptr(n.output), d.c, d.h, d.w);
+      } else if (ctx.plan.slots[n.output].offset >= 0) {
+        const Dims d = dims_of(ctx.g.type(n.output));
+        comment(ctx, n, "fp32 NCHW from the caller, copied into the arena (plans bind fixed pointers)");
+        ctx.s.forward.line("ZOC_CUDA(cudaMemcpyAsync({}, input, size_t(n) * {} * sizeof(float), "
+                           "cudaMemcpyDeviceToDevice, stream), \"input\");",
+                           ctx.ptr(n.output), d.c * d.h * d.w);
       } else {
         comment(ctx, n, "read in place from the caller's fp32 NCHW buffer");
       }

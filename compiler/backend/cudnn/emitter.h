@@ -17,8 +17,14 @@
 
 namespace zoc::cudnn {
 
+// How fused convolutions are called: cuDNN's legacy cudnnConvolutionBiasActivationForward, or a
+// graph-API execution plan per layer built ahead and run with cudnnBackendExecute (far less host
+// time per call; see runtime/zoc/cudnn_graph_layer.h).
+enum class ConvApi { kLegacy, kGraph };
+
 struct EmitOptions {
   Precision precision = Precision::kFP32;
+  ConvApi conv_api = ConvApi::kLegacy;
   std::string command;      // the zoc command line, stamped into every file
   std::string zoc_version;  // e.g. "0.1.0"
 };

@@ -50,6 +50,16 @@ int64_t TensorType::sample_numel() const {
   return n.value_or(0);
 }
 
+std::optional<AttrValue> default_attr(const AttrSpec& spec) {
+  if (spec.required || spec.default_value == kUnset) return std::nullopt;
+  AttrValue v;
+  v.kind = spec.kind;
+  v.i = static_cast<int64_t>(spec.default_value);
+  v.pair = {v.i, v.i};
+  v.f = spec.default_value;
+  return v;
+}
+
 void Attrs::set(std::string_view name, AttrValue value) {
   for (auto& [k, v] : items_) {
     if (k == name) {

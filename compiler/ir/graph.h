@@ -51,6 +51,9 @@ struct AttrValue {
   bool operator==(const AttrValue&) const = default;
 };
 
+// The op table's default for an optional attribute (nullopt: required, or no default).
+std::optional<AttrValue> default_attr(const AttrSpec& spec);
+
 // Attributes by name, ordered as in the op table so printing is stable.
 class Attrs {
  public:

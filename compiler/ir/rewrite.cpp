@@ -1,6 +1,7 @@
 // Graph surgery helpers (see rewrite.h).
 #include "compiler/ir/rewrite.h"
 
+#include <algorithm>
 #include <functional>
 #include <queue>
 
@@ -26,29 +27,16 @@ int use_count(const Graph& g, ValueId v) {
   return count;
 }
 
-bool compact_and_sort(Graph& g, const std::vector<bool>& remove) {
-  const size_t n = g.nodes.size();
-  // Kahn's algorithm over the kept nodes, lowest old index first.
-  std::vector<int> producer_of(g.values.size(), -1);
-  for (size_t i = 0; i < n; ++i) {
-    if (!remove[i]) producer_of[g.nodes[i].output] = static_cast<int>(i);
-  }
+std::vector<int> stable_topological_order(const std::vector<std::vector<int>>& deps) {
+  const size_t n = deps.size();
   std::vector<std::vector<int>> users(n);
   std::vector<size_t> pending(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    if (remove[i]) continue;
-    for (ValueId v : g.nodes[i].inputs) {
-      const int p = producer_of[v];
-      if (p < 0) return false;  // reads a removed or unknown value
-      users[p].push_back(static_cast<int>(i));
-      ++pending[i];
-    }
+    for (int d : deps[i]) users[d].push_back(static_cast<int>(i));
+    pending[i] = deps[i].size();
   }
   std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-  size_t kept = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (remove[i]) continue;
-    ++kept;
     if (pending[i] == 0) ready.push(static_cast<int>(i));
   }
   std::vector<int> order;
@@ -60,6 +48,29 @@ bool compact_and_sort(Graph& g, const std::vector<bool>& remove) {
       if (--pending[u] == 0) ready.push(u);
     }
   }
+  return order;
+}
+
+bool compact_and_sort(Graph& g, const std::vector<bool>& remove) {
+  const size_t n = g.nodes.size();
+  std::vector<int> producer_of(g.values.size(), -1);
+  for (size_t i = 0; i < n; ++i) {
+    if (!remove[i]) producer_of[g.nodes[i].output] = static_cast<int>(i);
+  }
+  std::vector<std::vector<int>> deps(n);  // removed nodes keep none and are dropped below
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (remove[i]) continue;
+    ++kept;
+    for (ValueId v : g.nodes[i].inputs) {
+      const int p = producer_of[v];
+      if (p < 0) return false;  // reads a removed or unknown value
+      deps[i].push_back(p);
+    }
+  }
+  std::vector<int> order = stable_topological_order(deps);
+  order.erase(std::remove_if(order.begin(), order.end(), [&](int i) { return remove[i]; }),
+              order.end());
   if (order.size() != kept) return false;
 
   Graph out;

@@ -17,6 +17,11 @@ void replace_uses(Graph& g, ValueId from, ValueId to);
 // Number of node inputs reading `v`, plus one if it is a graph output.
 int use_count(const Graph& g, ValueId v);
 
+// Kahn's algorithm over nodes 0..n-1, where deps[i] lists the nodes node i reads. Ready nodes
+// are taken lowest index first, so the order follows the given one wherever the dependencies
+// allow. Nodes on or behind a cycle are missing from the result.
+std::vector<int> stable_topological_order(const std::vector<std::vector<int>>& deps);
+
 // Removes the nodes with remove[i] set (their outputs must be unused), renumbers values, and
 // re-sorts nodes topologically, keeping the existing order wherever dependencies allow.
 // Returns false (leaving the graph unchanged) if the remaining graph has a cycle.

@@ -170,13 +170,8 @@ std::optional<ir::ValueId> OpContext::emit(ir::OpKind op, std::vector<ir::ValueI
   for (const ir::AttrSpec& spec : ir::op_info(op).attrs) {
     if (const ir::AttrValue* value = given.find(spec.name)) {
       attrs.set(spec.name, *value);
-    } else if (spec.default_value != ir::kUnset) {
-      ir::AttrValue v;
-      v.kind = spec.kind;
-      v.i = static_cast<int64_t>(spec.default_value);
-      v.pair = {v.i, v.i};
-      v.f = spec.default_value;
-      attrs.set(spec.name, v);
+    } else if (auto v = ir::default_attr(spec)) {
+      attrs.set(spec.name, *v);
     }
   }
   const int32_t index = t_.graph_.add_node(op, name, std::move(inputs), std::move(attrs), o.loc);

@@ -392,13 +392,8 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
                      fmt::format("layer '{}': {} needs attribute '{}' ({})", full, info.name,
                                  spec.name, spec.summary));
       ok = false;
-    } else if (spec.default_value != ir::kUnset) {
-      ir::AttrValue v;
-      v.kind = spec.kind;
-      v.i = static_cast<int64_t>(spec.default_value);
-      v.pair = {v.i, v.i};
-      v.f = spec.default_value;
-      attrs.set(spec.name, v);
+    } else if (auto v = ir::default_attr(spec)) {
+      attrs.set(spec.name, *v);
     }
   }
   const auto n = static_cast<int>(inputs.size());

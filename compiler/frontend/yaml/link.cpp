@@ -5,12 +5,12 @@
 // result never reaches the output is almost always a wiring mistake (a forgotten `inputs:`),
 // so both are errors that name the layers involved rather than silently dropped.
 #include <algorithm>
-#include <queue>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "compiler/frontend/yaml/internal.h"
+#include "compiler/ir/rewrite.h"
 
 namespace zoc::yaml {
 namespace {
@@ -64,7 +64,7 @@ void report_cycle(const Expansion& ex, const std::vector<std::vector<int>>& deps
 std::optional<ir::Graph> link_graph(Expansion& ex, const std::string& model_name,
                                     int output_slot, Diagnostics& diags) {
   const size_t n = ex.layers.size();
-  std::vector<std::vector<int>> deps(n), users(n);
+  std::vector<std::vector<int>> deps(n);
   bool ok = true;
   for (size_t i = 0; i < n; ++i) {
     for (int s : ex.layers[i].input_slots) {
@@ -74,7 +74,6 @@ std::optional<ir::Graph> link_graph(Expansion& ex, const std::string& model_name
         continue;
       }
       deps[i].push_back(d);
-      users[d].push_back(static_cast<int>(i));
     }
   }
   const int out_layer = resolve_slot(ex, output_slot, diags);
@@ -87,27 +86,15 @@ std::optional<ir::Graph> link_graph(Expansion& ex, const std::string& model_name
     return std::nullopt;
   }
 
-  // Kahn's algorithm, taking the earliest-defined ready layer first so the order follows the
-  // file wherever the dependencies allow.
-  std::vector<size_t> pending(n);
-  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-  for (size_t i = 0; i < n; ++i) {
-    pending[i] = deps[i].size();
-    if (pending[i] == 0) ready.push(static_cast<int>(i));
-  }
-  std::vector<int> order;
-  while (!ready.empty()) {
-    const int i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (int u : users[i]) {
-      if (--pending[u] == 0) ready.push(u);
-    }
-  }
+  // The earliest-defined ready layer first, so the order follows the file wherever the
+  // dependencies allow.
+  const std::vector<int> order = ir::stable_topological_order(deps);
   if (order.size() != n) {
+    std::vector<bool> placed(n, false);
+    for (int i : order) placed[i] = true;
     std::vector<int> remaining;
     for (size_t i = 0; i < n; ++i) {
-      if (pending[i] > 0) remaining.push_back(static_cast<int>(i));
+      if (!placed[i]) remaining.push_back(static_cast<int>(i));
     }
     report_cycle(ex, deps, remaining, diags);
     return std::nullopt;

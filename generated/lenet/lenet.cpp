@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "lenet_kernels.h"
+#include "lenet_weights.h"
 #include "zoc/cuda_check.h"
 #include "zoc/device.h"
-#include "zoc/pack.h"
 #include "zoc/weight_source.h"
 
 namespace zoc_model {
@@ -21,7 +21,7 @@ namespace {
 
 constexpr float kOne = 1.0f, kZero = 0.0f;
 constexpr zoc::Precision kTypes = {CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_FMA_MATH, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-constexpr zoc::DeviceDType kDType = zoc::DeviceDType::kF32;
+using namespace lenet_weights;  // kW_/kB_ weight offsets
 constexpr cudaDataType_t kBlasType = CUDA_R_32F;
 constexpr cublasComputeType_t kBlasCompute = CUBLAS_COMPUTE_32F;
 constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;
@@ -37,18 +37,10 @@ constexpr size_t kA_relu3 = 4096;  // %relu3: Nx1024 fp32
 constexpr size_t kA_fc2 = 0;  // %fc2: Nx10 fp32
 
 // Layer shapes and weight offsets (bytes into the packed weight buffer).
-constexpr size_t kW_conv1 = 0;
-constexpr size_t kB_conv1 = 3328;
 constexpr zoc::ConvShape kConv_conv1 = {1, 28, 28, 32, 5, 5, 2, 2, 1, 1, 1, 1, 1, 28, 28, true};
 constexpr zoc::PoolShape kPool_pool1 = {CUDNN_POOLING_MAX, 32, 28, 28, 2, 2, 0, 0, 2, 2, 14, 14};
-constexpr size_t kW_conv2 = 3584;
-constexpr size_t kB_conv2 = 208384;
 constexpr zoc::ConvShape kConv_conv2 = {32, 14, 14, 64, 5, 5, 2, 2, 1, 1, 1, 1, 1, 14, 14, true};
 constexpr zoc::PoolShape kPool_pool2 = {CUDNN_POOLING_MAX, 64, 14, 14, 2, 2, 0, 0, 2, 2, 7, 7};
-constexpr size_t kW_fc1 = 208640;
-constexpr size_t kB_fc1 = 13053696;
-constexpr size_t kW_fc2 = 13057792;
-constexpr size_t kB_fc2 = 13098752;
 }  // namespace
 
 zoc::Expected<std::unique_ptr<Lenet>> Lenet::create(const std::string& weights_path, int max_batch,
@@ -81,16 +73,9 @@ zoc::Status Lenet::init(const std::string& weights_path, int max_batch, const Op
                                      : zoc::WeightSource::open(weights_path, options.strict);
   if (!opened) return opened.error();
   zoc::WeightSource& source = *opened;
+  static_assert(Lenet::kWeightBytes == lenet_weights::kWeightBytes);
   std::vector<uint8_t> staging(kWeightBytes);
-  // conv1 + relu1
-  ZOC_TRY(zoc::pack_conv(source, {"conv1.weight", "conv1.bias", nullptr, 0, 32, 1, 5, 5, false, 1, kDType}, staging.data() + kW_conv1, staging.data() + kB_conv1));
-  // conv2 + relu2
-  ZOC_TRY(zoc::pack_conv(source, {"conv2.weight", "conv2.bias", nullptr, 0, 64, 32, 5, 5, false, 32, kDType}, staging.data() + kW_conv2, staging.data() + kB_conv2));
-  // fc1
-  ZOC_TRY(zoc::pack_linear(source, {"fc1.weight", "fc1.bias", 1024, 3136, 0, 0, 0, kDType}, staging.data() + kW_fc1, staging.data() + kB_fc1));
-  // fc2
-  ZOC_TRY(zoc::pack_linear(source, {"fc2.weight", "fc2.bias", 10, 1024, 0, 0, 0, kDType}, staging.data() + kW_fc2, staging.data() + kB_fc2));
-  ZOC_TRY(source.finish());
+  ZOC_TRY(lenet_weights::pack(source, staging.data()));
   for (const std::string& warning : source.warnings()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
   ZOC_CUDA(cudaMalloc(&weights_, kWeightBytes), "weights");
   ZOC_CUDA(cudaMemcpy(weights_, staging.data(), kWeightBytes, cudaMemcpyHostToDevice), "weights");
@@ -110,6 +95,8 @@ zoc::Status Lenet::init(const std::string& weights_path, int max_batch, const Op
 
 Lenet::~Lenet() {
   if (graph_) cudaGraphExecDestroy(graph_);
+  if (profile_graph_) cudaGraphExecDestroy(profile_graph_);
+  for (cudaEvent_t e : marks_) if (e) cudaEventDestroy(e);
   conv1_.destroy();
   pool1_.destroy();
   conv2_.destroy();
@@ -138,7 +125,15 @@ zoc::Status Lenet::set_batch(int n, size_t workspace_limit, size_t* workspace_ne
   return zoc::Status::success();
 }
 
-zoc::Status Lenet::forward(const float* input, float* output, int batch, cudaStream_t stream) {
+zoc::Status Lenet::prepare(int batch) {
+  ZOC_TRY(zoc::check_batch(batch, max_batch_));
+  size_t need = 0;
+  ZOC_TRY(set_batch(batch, workspace_bytes_, &need));
+  batch_ = batch;
+  return zoc::Status::success();
+}
+
+zoc::Status Lenet::begin(const float* input, float* output, int batch) {
   ZOC_TRY(zoc::check_batch(batch, max_batch_));
   if (input != checked_input_ || output != checked_output_) {
     ZOC_TRY(zoc::check_device_pointer(input, "forward: input"));
@@ -146,27 +141,16 @@ zoc::Status Lenet::forward(const float* input, float* output, int batch, cudaStr
     checked_input_ = input;
     checked_output_ = output;
   }
-  if (batch != batch_) {
-    size_t need = 0;
-    ZOC_TRY(set_batch(batch, workspace_bytes_, &need));
-    batch_ = batch;
-  }
-  if (!options_.cuda_graph) return run_layers(input, output, stream);
+  if (batch != batch_) ZOC_TRY(prepare(batch));  // zoc-verify: one-time
+  return zoc::Status::success();
+}
+
+zoc::Status Lenet::forward(const float* input, float* output, int batch, cudaStream_t stream) {
+  ZOC_TRY(begin(input, output, batch));
+  if (!options_.cuda_graph) return run_layers<false>(input, output, stream);
   if (!graph_ || graph_batch_ != batch || graph_input_ != input || graph_output_ != output) {
-    // Run once outside the capture (first launches load kernels), then capture. This
-    // one-time path (per batch size and buffer pair) is the only one that creates objects.
-    ZOC_TRY(run_layers(input, output, stream));
-    if (graph_) cudaGraphExecDestroy(graph_);  // zoc-verify: one-time
-    graph_ = nullptr;
-    cudaGraph_t graph = nullptr;
-    ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "forward: capture");
-    const zoc::Status captured = run_layers(input, output, stream);
-    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);  // zoc-verify: one-time
-    if (!captured.ok()) return captured;
-    ZOC_CUDA(ended, "forward: capture");
-    const cudaError_t made = cudaGraphInstantiate(&graph_, graph, 0);  // zoc-verify: one-time
-    cudaGraphDestroy(graph);  // zoc-verify: one-time
-    ZOC_CUDA(made, "forward: graph instantiation");
+    // The one-time path (per batch size and buffer pair), the only one that creates objects.
+    ZOC_TRY(capture<false>(&graph_, input, output, stream));  // zoc-verify: one-time
     graph_batch_ = batch;
     graph_input_ = input;
     graph_output_ = output;
@@ -175,7 +159,64 @@ zoc::Status Lenet::forward(const float* input, float* output, int batch, cudaStr
   return zoc::Status::success();
 }
 
+template <bool kProfile>
+zoc::Status Lenet::capture(cudaGraphExec_t* exec, const float* input, float* output, cudaStream_t stream) {
+  ZOC_TRY(run_layers<kProfile>(input, output, stream));
+  if (*exec) cudaGraphExecDestroy(*exec);
+  *exec = nullptr;
+  cudaGraph_t graph = nullptr;
+  ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "forward: capture");
+  const zoc::Status captured = run_layers<kProfile>(input, output, stream);
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  if (!captured.ok()) return captured;
+  ZOC_CUDA(ended, "forward: capture");
+  const cudaError_t made = cudaGraphInstantiate(exec, graph, 0);
+  cudaGraphDestroy(graph);
+  ZOC_CUDA(made, "forward: graph instantiation");
+  return zoc::Status::success();
+}
+
+const char* Lenet::layer_name(int k) {
+  static const char* const kNames[kLayers] = {
+      "conv1 + relu1",
+      "pool1",
+      "conv2 + relu2",
+      "pool2",
+      "fc1",
+      "relu3",
+      "fc2",
+      "output (to fp32 for the caller)",
+  };
+  return k >= 0 && k < kLayers ? kNames[k] : "?";
+}
+
+zoc::Status Lenet::profile(const float* input, float* output, int batch, cudaStream_t stream, float* layer_ms, float* total_ms) {
+  ZOC_TRY(begin(input, output, batch));
+  if (!marks_[0]) {
+    for (cudaEvent_t& e : marks_) ZOC_CUDA(cudaEventCreate(&e), "profile");
+  }
+  if (!options_.cuda_graph) {
+    ZOC_TRY(run_layers<true>(input, output, stream));
+  } else {
+    if (!profile_graph_ || profile_batch_ != batch || profile_input_ != input ||
+        profile_output_ != output) {
+      ZOC_TRY(capture<true>(&profile_graph_, input, output, stream));
+      profile_batch_ = batch;
+      profile_input_ = input;
+      profile_output_ = output;
+    }
+    ZOC_CUDA(cudaGraphLaunch(profile_graph_, stream), "profile: graph launch");
+  }
+  ZOC_CUDA(cudaEventSynchronize(marks_[kLayers]), "profile");
+  for (int k = 0; k < kLayers; ++k) {
+    ZOC_CUDA(cudaEventElapsedTime(&layer_ms[k], marks_[k], marks_[k + 1]), "profile");
+  }
+  ZOC_CUDA(cudaEventElapsedTime(total_ms, marks_[0], marks_[kLayers]), "profile");
+  return zoc::Status::success();
+}
+
 // The forward pass: one library call or kernel per layer, in order.
+template <bool kProfile>
 zoc::Status Lenet::run_layers(const float* input, float* output, cudaStream_t stream) {
   ZOC_CUDNN(cudnnSetStream(cudnn_, stream), "forward");
   ZOC_CUBLAS(cublasSetStream(cublas_, stream), "forward");
@@ -184,28 +225,37 @@ zoc::Status Lenet::run_layers(const float* input, float* output, cudaStream_t st
   char* const a = static_cast<char*>(arena_);
   const char* const w = static_cast<const char*>(weights_);
   (void)input;
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[0], stream), "profile");
   // input: read in place from the caller's fp32 NCHW buffer  (models/lenet.yaml:10:8)
   // conv1 + relu1: conv 5x5/1, 1->32, 28x28 -> 28x28, relu  (models/lenet.yaml:12:5)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, conv1_.x, input, conv1_.w, w + kW_conv1, conv1_.conv, conv1_.algo, workspace_, conv1_.workspace, &kZero, conv1_.y, a + kA_conv1 * B, conv1_.bias, w + kB_conv1, conv1_.act, conv1_.y, a + kA_conv1 * B),
             "conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[1], stream), "profile");
   // pool1: max pool 2x2/2 pad 0, 28x28 -> 14x14  (models/lenet.yaml:14:5)
   ZOC_CUDNN(cudnnPoolingForward(cudnn_, pool1_.pool, &kOne, pool1_.x, a + kA_conv1 * B, &kZero, pool1_.y, a + kA_pool1 * B), "pool1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[2], stream), "profile");
   // conv2 + relu2: conv 5x5/1, 32->64, 14x14 -> 14x14, relu  (models/lenet.yaml:15:5)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, conv2_.x, a + kA_pool1 * B, conv2_.w, w + kW_conv2, conv2_.conv, conv2_.algo, workspace_, conv2_.workspace, &kZero, conv2_.y, a + kA_conv2 * B, conv2_.bias, w + kB_conv2, conv2_.act, conv2_.y, a + kA_conv2 * B),
             "conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[3], stream), "profile");
   // pool2: max pool 2x2/2 pad 0, 14x14 -> 7x7  (models/lenet.yaml:17:5)
   ZOC_CUDNN(cudnnPoolingForward(cudnn_, pool2_.pool, &kOne, pool2_.x, a + kA_conv2 * B, &kZero, pool2_.y, a + kA_pool2 * B), "pool2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[4], stream), "profile");
   // flatten: a view of its input (no data movement)  (models/lenet.yaml:18:5)
   // fc1: linear 3136 -> 1024  (models/lenet.yaml:19:5)
   ZOC_CUDA(kernels::bias_rows(a + kA_fc1 * B, w + kB_fc1, n, 1024, stream), "fc1");
   ZOC_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 1024, n, 3136, &kOne, w + kW_fc1, kBlasType, 3136, a + kA_pool2 * B, kBlasType, 3136, &kOne, a + kA_fc1 * B, kBlasType, 1024, kBlasCompute, CUBLAS_GEMM_DEFAULT), "fc1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[5], stream), "profile");
   // relu3: relu  (models/lenet.yaml:20:5)
   ZOC_CUDNN(cudnnActivationForward(cudnn_, relu3_.act, &kOne, relu3_.tensor.t, a + kA_fc1 * B, &kZero, relu3_.tensor.t, a + kA_relu3 * B), "relu3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[6], stream), "profile");
   // fc2: linear 1024 -> 10  (models/lenet.yaml:22:5)
   ZOC_CUDA(kernels::bias_rows(a + kA_fc2 * B, w + kB_fc2, n, 10, stream), "fc2");
   ZOC_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, w + kW_fc2, kBlasType, 1024, a + kA_relu3 * B, kBlasType, 1024, &kOne, a + kA_fc2 * B, kBlasType, 10, kBlasCompute, CUBLAS_GEMM_DEFAULT), "fc2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[7], stream), "profile");
   // output: fp32 [n, 10] for the caller
   ZOC_CUDA(cudaMemcpyAsync(output, a + kA_fc2 * B, size_t(n) * kOutputs * sizeof(float), cudaMemcpyDeviceToDevice, stream), "output");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[8], stream), "profile");
   return zoc::Status::success();
 }
 }  // namespace zoc_model

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "resnet50_kernels.h"
+#include "resnet50_weights.h"
 #include "zoc/cuda_check.h"
 #include "zoc/device.h"
-#include "zoc/pack.h"
 #include "zoc/weight_source.h"
 
 namespace zoc_model {
@@ -21,7 +21,7 @@ namespace {
 
 constexpr float kOne = 1.0f, kZero = 0.0f;
 constexpr zoc::Precision kTypes = {CUDNN_DATA_HALF, CUDNN_TENSOR_NHWC, CUDNN_TENSOR_OP_MATH, CUDA_R_16F, CUBLAS_COMPUTE_32F};
-constexpr zoc::DeviceDType kDType = zoc::DeviceDType::kF16;
+using namespace resnet50_weights;  // kW_/kB_ weight offsets
 constexpr cudaDataType_t kBlasType = CUDA_R_16F;
 constexpr cublasComputeType_t kBlasCompute = CUBLAS_COMPUTE_32F;
 constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;
@@ -87,169 +87,61 @@ constexpr size_t kA_avgpool = 0;  // %avgpool: Nx2048x1x1 fp16
 constexpr size_t kA_fc = 4096;  // %fc: Nx1000 fp16
 
 // Layer shapes and weight offsets (bytes into the packed weight buffer).
-constexpr size_t kW_conv1 = 0;
-constexpr size_t kB_conv1 = 18944;
 constexpr zoc::ConvShape kConv_conv1 = {3, 224, 224, 64, 7, 7, 3, 3, 2, 2, 1, 1, 1, 112, 112, true};
 constexpr zoc::PoolShape kPool_maxpool = {CUDNN_POOLING_MAX, 64, 112, 112, 3, 3, 1, 1, 2, 2, 56, 56};
-constexpr size_t kW_layer1_0_conv1 = 19200;
-constexpr size_t kB_layer1_0_conv1 = 27392;
 constexpr zoc::ConvShape kConv_layer1_0_conv1 = {64, 56, 56, 64, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr size_t kW_layer1_0_conv2 = 27648;
-constexpr size_t kB_layer1_0_conv2 = 101376;
 constexpr zoc::ConvShape kConv_layer1_0_conv2 = {64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr size_t kW_layer1_0_downsample_0 = 101632;
-constexpr size_t kB_layer1_0_downsample_0 = 134400;
 constexpr zoc::ConvShape kConv_layer1_0_downsample_0 = {64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, false};
-constexpr size_t kW_layer1_0_conv3 = 134912;
-constexpr size_t kB_layer1_0_conv3 = 167680;
 constexpr zoc::ConvShape kConv_layer1_0_conv3 = {64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr size_t kW_layer1_1_conv1 = 168192;
-constexpr size_t kB_layer1_1_conv1 = 200960;
 constexpr zoc::ConvShape kConv_layer1_1_conv1 = {256, 56, 56, 64, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr size_t kW_layer1_1_conv2 = 201216;
-constexpr size_t kB_layer1_1_conv2 = 274944;
 constexpr zoc::ConvShape kConv_layer1_1_conv2 = {64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr size_t kW_layer1_1_conv3 = 275200;
-constexpr size_t kB_layer1_1_conv3 = 307968;
 constexpr zoc::ConvShape kConv_layer1_1_conv3 = {64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr size_t kW_layer1_2_conv1 = 308480;
-constexpr size_t kB_layer1_2_conv1 = 341248;
 constexpr zoc::ConvShape kConv_layer1_2_conv1 = {256, 56, 56, 64, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr size_t kW_layer1_2_conv2 = 341504;
-constexpr size_t kB_layer1_2_conv2 = 415232;
 constexpr zoc::ConvShape kConv_layer1_2_conv2 = {64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr size_t kW_layer1_2_conv3 = 415488;
-constexpr size_t kB_layer1_2_conv3 = 448256;
 constexpr zoc::ConvShape kConv_layer1_2_conv3 = {64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr size_t kW_layer2_0_conv1 = 448768;
-constexpr size_t kB_layer2_0_conv1 = 514304;
 constexpr zoc::ConvShape kConv_layer2_0_conv1 = {256, 56, 56, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr size_t kW_layer2_0_conv2 = 514560;
-constexpr size_t kB_layer2_0_conv2 = 809472;
 constexpr zoc::ConvShape kConv_layer2_0_conv2 = {128, 56, 56, 128, 3, 3, 1, 1, 2, 2, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer2_0_downsample_0 = 809728;
-constexpr size_t kB_layer2_0_downsample_0 = 1071872;
 constexpr zoc::ConvShape kConv_layer2_0_downsample_0 = {256, 56, 56, 512, 1, 1, 0, 0, 2, 2, 1, 1, 1, 28, 28, false};
-constexpr size_t kW_layer2_0_conv3 = 1072896;
-constexpr size_t kB_layer2_0_conv3 = 1203968;
 constexpr zoc::ConvShape kConv_layer2_0_conv3 = {128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer2_1_conv1 = 1204992;
-constexpr size_t kB_layer2_1_conv1 = 1336064;
 constexpr zoc::ConvShape kConv_layer2_1_conv1 = {512, 28, 28, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer2_1_conv2 = 1336320;
-constexpr size_t kB_layer2_1_conv2 = 1631232;
 constexpr zoc::ConvShape kConv_layer2_1_conv2 = {128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer2_1_conv3 = 1631488;
-constexpr size_t kB_layer2_1_conv3 = 1762560;
 constexpr zoc::ConvShape kConv_layer2_1_conv3 = {128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer2_2_conv1 = 1763584;
-constexpr size_t kB_layer2_2_conv1 = 1894656;
 constexpr zoc::ConvShape kConv_layer2_2_conv1 = {512, 28, 28, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer2_2_conv2 = 1894912;
-constexpr size_t kB_layer2_2_conv2 = 2189824;
 constexpr zoc::ConvShape kConv_layer2_2_conv2 = {128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer2_2_conv3 = 2190080;
-constexpr size_t kB_layer2_2_conv3 = 2321152;
 constexpr zoc::ConvShape kConv_layer2_2_conv3 = {128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer2_3_conv1 = 2322176;
-constexpr size_t kB_layer2_3_conv1 = 2453248;
 constexpr zoc::ConvShape kConv_layer2_3_conv1 = {512, 28, 28, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer2_3_conv2 = 2453504;
-constexpr size_t kB_layer2_3_conv2 = 2748416;
 constexpr zoc::ConvShape kConv_layer2_3_conv2 = {128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer2_3_conv3 = 2748672;
-constexpr size_t kB_layer2_3_conv3 = 2879744;
 constexpr zoc::ConvShape kConv_layer2_3_conv3 = {128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer3_0_conv1 = 2880768;
-constexpr size_t kB_layer3_0_conv1 = 3142912;
 constexpr zoc::ConvShape kConv_layer3_0_conv1 = {512, 28, 28, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr size_t kW_layer3_0_conv2 = 3143424;
-constexpr size_t kB_layer3_0_conv2 = 4323072;
 constexpr zoc::ConvShape kConv_layer3_0_conv2 = {256, 28, 28, 256, 3, 3, 1, 1, 2, 2, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_0_downsample_0 = 4323584;
-constexpr size_t kB_layer3_0_downsample_0 = 5372160;
 constexpr zoc::ConvShape kConv_layer3_0_downsample_0 = {512, 28, 28, 1024, 1, 1, 0, 0, 2, 2, 1, 1, 1, 14, 14, false};
-constexpr size_t kW_layer3_0_conv3 = 5374208;
-constexpr size_t kB_layer3_0_conv3 = 5898496;
 constexpr zoc::ConvShape kConv_layer3_0_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_1_conv1 = 5900544;
-constexpr size_t kB_layer3_1_conv1 = 6424832;
 constexpr zoc::ConvShape kConv_layer3_1_conv1 = {1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_1_conv2 = 6425344;
-constexpr size_t kB_layer3_1_conv2 = 7604992;
 constexpr zoc::ConvShape kConv_layer3_1_conv2 = {256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_1_conv3 = 7605504;
-constexpr size_t kB_layer3_1_conv3 = 8129792;
 constexpr zoc::ConvShape kConv_layer3_1_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_2_conv1 = 8131840;
-constexpr size_t kB_layer3_2_conv1 = 8656128;
 constexpr zoc::ConvShape kConv_layer3_2_conv1 = {1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_2_conv2 = 8656640;
-constexpr size_t kB_layer3_2_conv2 = 9836288;
 constexpr zoc::ConvShape kConv_layer3_2_conv2 = {256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_2_conv3 = 9836800;
-constexpr size_t kB_layer3_2_conv3 = 10361088;
 constexpr zoc::ConvShape kConv_layer3_2_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_3_conv1 = 10363136;
-constexpr size_t kB_layer3_3_conv1 = 10887424;
 constexpr zoc::ConvShape kConv_layer3_3_conv1 = {1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_3_conv2 = 10887936;
-constexpr size_t kB_layer3_3_conv2 = 12067584;
 constexpr zoc::ConvShape kConv_layer3_3_conv2 = {256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_3_conv3 = 12068096;
-constexpr size_t kB_layer3_3_conv3 = 12592384;
 constexpr zoc::ConvShape kConv_layer3_3_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_4_conv1 = 12594432;
-constexpr size_t kB_layer3_4_conv1 = 13118720;
 constexpr zoc::ConvShape kConv_layer3_4_conv1 = {1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_4_conv2 = 13119232;
-constexpr size_t kB_layer3_4_conv2 = 14298880;
 constexpr zoc::ConvShape kConv_layer3_4_conv2 = {256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_4_conv3 = 14299392;
-constexpr size_t kB_layer3_4_conv3 = 14823680;
 constexpr zoc::ConvShape kConv_layer3_4_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_5_conv1 = 14825728;
-constexpr size_t kB_layer3_5_conv1 = 15350016;
 constexpr zoc::ConvShape kConv_layer3_5_conv1 = {1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_5_conv2 = 15350528;
-constexpr size_t kB_layer3_5_conv2 = 16530176;
 constexpr zoc::ConvShape kConv_layer3_5_conv2 = {256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer3_5_conv3 = 16530688;
-constexpr size_t kB_layer3_5_conv3 = 17054976;
 constexpr zoc::ConvShape kConv_layer3_5_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer4_0_conv1 = 17057024;
-constexpr size_t kB_layer4_0_conv1 = 18105600;
 constexpr zoc::ConvShape kConv_layer4_0_conv1 = {1024, 14, 14, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr size_t kW_layer4_0_conv2 = 18106624;
-constexpr size_t kB_layer4_0_conv2 = 22825216;
 constexpr zoc::ConvShape kConv_layer4_0_conv2 = {512, 14, 14, 512, 3, 3, 1, 1, 2, 2, 1, 1, 1, 7, 7, true};
-constexpr size_t kW_layer4_0_downsample_0 = 22826240;
-constexpr size_t kB_layer4_0_downsample_0 = 27020544;
 constexpr zoc::ConvShape kConv_layer4_0_downsample_0 = {1024, 14, 14, 2048, 1, 1, 0, 0, 2, 2, 1, 1, 1, 7, 7, false};
-constexpr size_t kW_layer4_0_conv3 = 27024640;
-constexpr size_t kB_layer4_0_conv3 = 29121792;
 constexpr zoc::ConvShape kConv_layer4_0_conv3 = {512, 7, 7, 2048, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr size_t kW_layer4_1_conv1 = 29125888;
-constexpr size_t kB_layer4_1_conv1 = 31223040;
 constexpr zoc::ConvShape kConv_layer4_1_conv1 = {2048, 7, 7, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr size_t kW_layer4_1_conv2 = 31224064;
-constexpr size_t kB_layer4_1_conv2 = 35942656;
 constexpr zoc::ConvShape kConv_layer4_1_conv2 = {512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr size_t kW_layer4_1_conv3 = 35943680;
-constexpr size_t kB_layer4_1_conv3 = 38040832;
 constexpr zoc::ConvShape kConv_layer4_1_conv3 = {512, 7, 7, 2048, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr size_t kW_layer4_2_conv1 = 38044928;
-constexpr size_t kB_layer4_2_conv1 = 40142080;
 constexpr zoc::ConvShape kConv_layer4_2_conv1 = {2048, 7, 7, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr size_t kW_layer4_2_conv2 = 40143104;
-constexpr size_t kB_layer4_2_conv2 = 44861696;
 constexpr zoc::ConvShape kConv_layer4_2_conv2 = {512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr size_t kW_layer4_2_conv3 = 44862720;
-constexpr size_t kB_layer4_2_conv3 = 46959872;
 constexpr zoc::ConvShape kConv_layer4_2_conv3 = {512, 7, 7, 2048, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true};
 constexpr zoc::PoolShape kPool_avgpool = {CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, 2048, 7, 7, 7, 7, 0, 0, 7, 7, 1, 1};
-constexpr size_t kW_fc = 46963968;
-constexpr size_t kB_fc = 51059968;
 }  // namespace
 
 zoc::Expected<std::unique_ptr<Resnet50>> Resnet50::create(const std::string& weights_path, int max_batch,
@@ -332,116 +224,9 @@ zoc::Status Resnet50::init(const std::string& weights_path, int max_batch, const
                                      : zoc::WeightSource::open(weights_path, options.strict);
   if (!opened) return opened.error();
   zoc::WeightSource& source = *opened;
+  static_assert(Resnet50::kWeightBytes == resnet50_weights::kWeightBytes);
   std::vector<uint8_t> staging(kWeightBytes);
-  // conv1 + bn1 + relu
-  ZOC_TRY(zoc::pack_conv(source, {"conv1.weight", nullptr, "bn1", 1e-05, 64, 3, 7, 7, true, 3, kDType}, staging.data() + kW_conv1, staging.data() + kB_conv1));
-  // layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.0.conv1.weight", nullptr, "layer1.0.bn1", 1e-05, 64, 64, 1, 1, true, 64, kDType}, staging.data() + kW_layer1_0_conv1, staging.data() + kB_layer1_0_conv1));
-  // layer1.0.conv2 + layer1.0.bn2 + layer1.0.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.0.conv2.weight", nullptr, "layer1.0.bn2", 1e-05, 64, 64, 3, 3, true, 64, kDType}, staging.data() + kW_layer1_0_conv2, staging.data() + kB_layer1_0_conv2));
-  // layer1.0.downsample.0 + layer1.0.downsample.1
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.0.downsample.0.weight", nullptr, "layer1.0.downsample.1", 1e-05, 256, 64, 1, 1, true, 64, kDType}, staging.data() + kW_layer1_0_downsample_0, staging.data() + kB_layer1_0_downsample_0));
-  // layer1.0.conv3 + layer1.0.bn3 + layer1.0.add + layer1.0.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.0.conv3.weight", nullptr, "layer1.0.bn3", 1e-05, 256, 64, 1, 1, true, 64, kDType}, staging.data() + kW_layer1_0_conv3, staging.data() + kB_layer1_0_conv3));
-  // layer1.1.conv1 + layer1.1.bn1 + layer1.1.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.1.conv1.weight", nullptr, "layer1.1.bn1", 1e-05, 64, 256, 1, 1, true, 256, kDType}, staging.data() + kW_layer1_1_conv1, staging.data() + kB_layer1_1_conv1));
-  // layer1.1.conv2 + layer1.1.bn2 + layer1.1.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.1.conv2.weight", nullptr, "layer1.1.bn2", 1e-05, 64, 64, 3, 3, true, 64, kDType}, staging.data() + kW_layer1_1_conv2, staging.data() + kB_layer1_1_conv2));
-  // layer1.1.conv3 + layer1.1.bn3 + layer1.1.add + layer1.1.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.1.conv3.weight", nullptr, "layer1.1.bn3", 1e-05, 256, 64, 1, 1, true, 64, kDType}, staging.data() + kW_layer1_1_conv3, staging.data() + kB_layer1_1_conv3));
-  // layer1.2.conv1 + layer1.2.bn1 + layer1.2.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.2.conv1.weight", nullptr, "layer1.2.bn1", 1e-05, 64, 256, 1, 1, true, 256, kDType}, staging.data() + kW_layer1_2_conv1, staging.data() + kB_layer1_2_conv1));
-  // layer1.2.conv2 + layer1.2.bn2 + layer1.2.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.2.conv2.weight", nullptr, "layer1.2.bn2", 1e-05, 64, 64, 3, 3, true, 64, kDType}, staging.data() + kW_layer1_2_conv2, staging.data() + kB_layer1_2_conv2));
-  // layer1.2.conv3 + layer1.2.bn3 + layer1.2.add + layer1.2.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.2.conv3.weight", nullptr, "layer1.2.bn3", 1e-05, 256, 64, 1, 1, true, 64, kDType}, staging.data() + kW_layer1_2_conv3, staging.data() + kB_layer1_2_conv3));
-  // layer2.0.conv1 + layer2.0.bn1 + layer2.0.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.0.conv1.weight", nullptr, "layer2.0.bn1", 1e-05, 128, 256, 1, 1, true, 256, kDType}, staging.data() + kW_layer2_0_conv1, staging.data() + kB_layer2_0_conv1));
-  // layer2.0.conv2 + layer2.0.bn2 + layer2.0.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.0.conv2.weight", nullptr, "layer2.0.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType}, staging.data() + kW_layer2_0_conv2, staging.data() + kB_layer2_0_conv2));
-  // layer2.0.downsample.0 + layer2.0.downsample.1
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.0.downsample.0.weight", nullptr, "layer2.0.downsample.1", 1e-05, 512, 256, 1, 1, true, 256, kDType}, staging.data() + kW_layer2_0_downsample_0, staging.data() + kB_layer2_0_downsample_0));
-  // layer2.0.conv3 + layer2.0.bn3 + layer2.0.add + layer2.0.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.0.conv3.weight", nullptr, "layer2.0.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType}, staging.data() + kW_layer2_0_conv3, staging.data() + kB_layer2_0_conv3));
-  // layer2.1.conv1 + layer2.1.bn1 + layer2.1.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.1.conv1.weight", nullptr, "layer2.1.bn1", 1e-05, 128, 512, 1, 1, true, 512, kDType}, staging.data() + kW_layer2_1_conv1, staging.data() + kB_layer2_1_conv1));
-  // layer2.1.conv2 + layer2.1.bn2 + layer2.1.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.1.conv2.weight", nullptr, "layer2.1.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType}, staging.data() + kW_layer2_1_conv2, staging.data() + kB_layer2_1_conv2));
-  // layer2.1.conv3 + layer2.1.bn3 + layer2.1.add + layer2.1.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.1.conv3.weight", nullptr, "layer2.1.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType}, staging.data() + kW_layer2_1_conv3, staging.data() + kB_layer2_1_conv3));
-  // layer2.2.conv1 + layer2.2.bn1 + layer2.2.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.2.conv1.weight", nullptr, "layer2.2.bn1", 1e-05, 128, 512, 1, 1, true, 512, kDType}, staging.data() + kW_layer2_2_conv1, staging.data() + kB_layer2_2_conv1));
-  // layer2.2.conv2 + layer2.2.bn2 + layer2.2.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.2.conv2.weight", nullptr, "layer2.2.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType}, staging.data() + kW_layer2_2_conv2, staging.data() + kB_layer2_2_conv2));
-  // layer2.2.conv3 + layer2.2.bn3 + layer2.2.add + layer2.2.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.2.conv3.weight", nullptr, "layer2.2.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType}, staging.data() + kW_layer2_2_conv3, staging.data() + kB_layer2_2_conv3));
-  // layer2.3.conv1 + layer2.3.bn1 + layer2.3.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.3.conv1.weight", nullptr, "layer2.3.bn1", 1e-05, 128, 512, 1, 1, true, 512, kDType}, staging.data() + kW_layer2_3_conv1, staging.data() + kB_layer2_3_conv1));
-  // layer2.3.conv2 + layer2.3.bn2 + layer2.3.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.3.conv2.weight", nullptr, "layer2.3.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType}, staging.data() + kW_layer2_3_conv2, staging.data() + kB_layer2_3_conv2));
-  // layer2.3.conv3 + layer2.3.bn3 + layer2.3.add + layer2.3.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.3.conv3.weight", nullptr, "layer2.3.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType}, staging.data() + kW_layer2_3_conv3, staging.data() + kB_layer2_3_conv3));
-  // layer3.0.conv1 + layer3.0.bn1 + layer3.0.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.0.conv1.weight", nullptr, "layer3.0.bn1", 1e-05, 256, 512, 1, 1, true, 512, kDType}, staging.data() + kW_layer3_0_conv1, staging.data() + kB_layer3_0_conv1));
-  // layer3.0.conv2 + layer3.0.bn2 + layer3.0.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.0.conv2.weight", nullptr, "layer3.0.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging.data() + kW_layer3_0_conv2, staging.data() + kB_layer3_0_conv2));
-  // layer3.0.downsample.0 + layer3.0.downsample.1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.0.downsample.0.weight", nullptr, "layer3.0.downsample.1", 1e-05, 1024, 512, 1, 1, true, 512, kDType}, staging.data() + kW_layer3_0_downsample_0, staging.data() + kB_layer3_0_downsample_0));
-  // layer3.0.conv3 + layer3.0.bn3 + layer3.0.add + layer3.0.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.0.conv3.weight", nullptr, "layer3.0.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging.data() + kW_layer3_0_conv3, staging.data() + kB_layer3_0_conv3));
-  // layer3.1.conv1 + layer3.1.bn1 + layer3.1.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.1.conv1.weight", nullptr, "layer3.1.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType}, staging.data() + kW_layer3_1_conv1, staging.data() + kB_layer3_1_conv1));
-  // layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.1.conv2.weight", nullptr, "layer3.1.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging.data() + kW_layer3_1_conv2, staging.data() + kB_layer3_1_conv2));
-  // layer3.1.conv3 + layer3.1.bn3 + layer3.1.add + layer3.1.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.1.conv3.weight", nullptr, "layer3.1.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging.data() + kW_layer3_1_conv3, staging.data() + kB_layer3_1_conv3));
-  // layer3.2.conv1 + layer3.2.bn1 + layer3.2.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.2.conv1.weight", nullptr, "layer3.2.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType}, staging.data() + kW_layer3_2_conv1, staging.data() + kB_layer3_2_conv1));
-  // layer3.2.conv2 + layer3.2.bn2 + layer3.2.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.2.conv2.weight", nullptr, "layer3.2.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging.data() + kW_layer3_2_conv2, staging.data() + kB_layer3_2_conv2));
-  // layer3.2.conv3 + layer3.2.bn3 + layer3.2.add + layer3.2.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.2.conv3.weight", nullptr, "layer3.2.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging.data() + kW_layer3_2_conv3, staging.data() + kB_layer3_2_conv3));
-  // layer3.3.conv1 + layer3.3.bn1 + layer3.3.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.3.conv1.weight", nullptr, "layer3.3.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType}, staging.data() + kW_layer3_3_conv1, staging.data() + kB_layer3_3_conv1));
-  // layer3.3.conv2 + layer3.3.bn2 + layer3.3.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.3.conv2.weight", nullptr, "layer3.3.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging.data() + kW_layer3_3_conv2, staging.data() + kB_layer3_3_conv2));
-  // layer3.3.conv3 + layer3.3.bn3 + layer3.3.add + layer3.3.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.3.conv3.weight", nullptr, "layer3.3.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging.data() + kW_layer3_3_conv3, staging.data() + kB_layer3_3_conv3));
-  // layer3.4.conv1 + layer3.4.bn1 + layer3.4.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.4.conv1.weight", nullptr, "layer3.4.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType}, staging.data() + kW_layer3_4_conv1, staging.data() + kB_layer3_4_conv1));
-  // layer3.4.conv2 + layer3.4.bn2 + layer3.4.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.4.conv2.weight", nullptr, "layer3.4.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging.data() + kW_layer3_4_conv2, staging.data() + kB_layer3_4_conv2));
-  // layer3.4.conv3 + layer3.4.bn3 + layer3.4.add + layer3.4.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.4.conv3.weight", nullptr, "layer3.4.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging.data() + kW_layer3_4_conv3, staging.data() + kB_layer3_4_conv3));
-  // layer3.5.conv1 + layer3.5.bn1 + layer3.5.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.5.conv1.weight", nullptr, "layer3.5.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType}, staging.data() + kW_layer3_5_conv1, staging.data() + kB_layer3_5_conv1));
-  // layer3.5.conv2 + layer3.5.bn2 + layer3.5.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.5.conv2.weight", nullptr, "layer3.5.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging.data() + kW_layer3_5_conv2, staging.data() + kB_layer3_5_conv2));
-  // layer3.5.conv3 + layer3.5.bn3 + layer3.5.add + layer3.5.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.5.conv3.weight", nullptr, "layer3.5.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging.data() + kW_layer3_5_conv3, staging.data() + kB_layer3_5_conv3));
-  // layer4.0.conv1 + layer4.0.bn1 + layer4.0.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.0.conv1.weight", nullptr, "layer4.0.bn1", 1e-05, 512, 1024, 1, 1, true, 1024, kDType}, staging.data() + kW_layer4_0_conv1, staging.data() + kB_layer4_0_conv1));
-  // layer4.0.conv2 + layer4.0.bn2 + layer4.0.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.0.conv2.weight", nullptr, "layer4.0.bn2", 1e-05, 512, 512, 3, 3, true, 512, kDType}, staging.data() + kW_layer4_0_conv2, staging.data() + kB_layer4_0_conv2));
-  // layer4.0.downsample.0 + layer4.0.downsample.1
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.0.downsample.0.weight", nullptr, "layer4.0.downsample.1", 1e-05, 2048, 1024, 1, 1, true, 1024, kDType}, staging.data() + kW_layer4_0_downsample_0, staging.data() + kB_layer4_0_downsample_0));
-  // layer4.0.conv3 + layer4.0.bn3 + layer4.0.add + layer4.0.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.0.conv3.weight", nullptr, "layer4.0.bn3", 1e-05, 2048, 512, 1, 1, true, 512, kDType}, staging.data() + kW_layer4_0_conv3, staging.data() + kB_layer4_0_conv3));
-  // layer4.1.conv1 + layer4.1.bn1 + layer4.1.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.1.conv1.weight", nullptr, "layer4.1.bn1", 1e-05, 512, 2048, 1, 1, true, 2048, kDType}, staging.data() + kW_layer4_1_conv1, staging.data() + kB_layer4_1_conv1));
-  // layer4.1.conv2 + layer4.1.bn2 + layer4.1.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.1.conv2.weight", nullptr, "layer4.1.bn2", 1e-05, 512, 512, 3, 3, true, 512, kDType}, staging.data() + kW_layer4_1_conv2, staging.data() + kB_layer4_1_conv2));
-  // layer4.1.conv3 + layer4.1.bn3 + layer4.1.add + layer4.1.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.1.conv3.weight", nullptr, "layer4.1.bn3", 1e-05, 2048, 512, 1, 1, true, 512, kDType}, staging.data() + kW_layer4_1_conv3, staging.data() + kB_layer4_1_conv3));
-  // layer4.2.conv1 + layer4.2.bn1 + layer4.2.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.2.conv1.weight", nullptr, "layer4.2.bn1", 1e-05, 512, 2048, 1, 1, true, 2048, kDType}, staging.data() + kW_layer4_2_conv1, staging.data() + kB_layer4_2_conv1));
-  // layer4.2.conv2 + layer4.2.bn2 + layer4.2.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.2.conv2.weight", nullptr, "layer4.2.bn2", 1e-05, 512, 512, 3, 3, true, 512, kDType}, staging.data() + kW_layer4_2_conv2, staging.data() + kB_layer4_2_conv2));
-  // layer4.2.conv3 + layer4.2.bn3 + layer4.2.add + layer4.2.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.2.conv3.weight", nullptr, "layer4.2.bn3", 1e-05, 2048, 512, 1, 1, true, 512, kDType}, staging.data() + kW_layer4_2_conv3, staging.data() + kB_layer4_2_conv3));
-  // fc
-  ZOC_TRY(zoc::pack_linear(source, {"fc.weight", "fc.bias", 1000, 2048, 0, 0, 0, kDType}, staging.data() + kW_fc, staging.data() + kB_fc));
-  ZOC_TRY(source.finish());
+  ZOC_TRY(resnet50_weights::pack(source, staging.data()));
   for (const std::string& warning : source.warnings()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
   ZOC_CUDA(cudaMalloc(&weights_, kWeightBytes), "weights");
   ZOC_CUDA(cudaMemcpy(weights_, staging.data(), kWeightBytes, cudaMemcpyHostToDevice), "weights");
@@ -461,6 +246,8 @@ zoc::Status Resnet50::init(const std::string& weights_path, int max_batch, const
 
 Resnet50::~Resnet50() {
   if (graph_) cudaGraphExecDestroy(graph_);
+  if (profile_graph_) cudaGraphExecDestroy(profile_graph_);
+  for (cudaEvent_t e : marks_) if (e) cudaEventDestroy(e);
   conv1_.destroy();
   maxpool_.destroy();
   layer1_0_conv1_.destroy();
@@ -640,7 +427,15 @@ zoc::Status Resnet50::set_batch(int n, size_t workspace_limit, size_t* workspace
   return zoc::Status::success();
 }
 
-zoc::Status Resnet50::forward(const float* input, float* output, int batch, cudaStream_t stream) {
+zoc::Status Resnet50::prepare(int batch) {
+  ZOC_TRY(zoc::check_batch(batch, max_batch_));
+  size_t need = 0;
+  ZOC_TRY(set_batch(batch, workspace_bytes_, &need));
+  batch_ = batch;
+  return zoc::Status::success();
+}
+
+zoc::Status Resnet50::begin(const float* input, float* output, int batch) {
   ZOC_TRY(zoc::check_batch(batch, max_batch_));
   if (input != checked_input_ || output != checked_output_) {
     ZOC_TRY(zoc::check_device_pointer(input, "forward: input"));
@@ -648,27 +443,16 @@ zoc::Status Resnet50::forward(const float* input, float* output, int batch, cuda
     checked_input_ = input;
     checked_output_ = output;
   }
-  if (batch != batch_) {
-    size_t need = 0;
-    ZOC_TRY(set_batch(batch, workspace_bytes_, &need));
-    batch_ = batch;
-  }
-  if (!options_.cuda_graph) return run_layers(input, output, stream);
+  if (batch != batch_) ZOC_TRY(prepare(batch));  // zoc-verify: one-time
+  return zoc::Status::success();
+}
+
+zoc::Status Resnet50::forward(const float* input, float* output, int batch, cudaStream_t stream) {
+  ZOC_TRY(begin(input, output, batch));
+  if (!options_.cuda_graph) return run_layers<false>(input, output, stream);
   if (!graph_ || graph_batch_ != batch || graph_input_ != input || graph_output_ != output) {
-    // Run once outside the capture (first launches load kernels), then capture. This
-    // one-time path (per batch size and buffer pair) is the only one that creates objects.
-    ZOC_TRY(run_layers(input, output, stream));
-    if (graph_) cudaGraphExecDestroy(graph_);  // zoc-verify: one-time
-    graph_ = nullptr;
-    cudaGraph_t graph = nullptr;
-    ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "forward: capture");
-    const zoc::Status captured = run_layers(input, output, stream);
-    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);  // zoc-verify: one-time
-    if (!captured.ok()) return captured;
-    ZOC_CUDA(ended, "forward: capture");
-    const cudaError_t made = cudaGraphInstantiate(&graph_, graph, 0);  // zoc-verify: one-time
-    cudaGraphDestroy(graph);  // zoc-verify: one-time
-    ZOC_CUDA(made, "forward: graph instantiation");
+    // The one-time path (per batch size and buffer pair), the only one that creates objects.
+    ZOC_TRY(capture<false>(&graph_, input, output, stream));  // zoc-verify: one-time
     graph_batch_ = batch;
     graph_input_ = input;
     graph_output_ = output;
@@ -677,7 +461,114 @@ zoc::Status Resnet50::forward(const float* input, float* output, int batch, cuda
   return zoc::Status::success();
 }
 
+template <bool kProfile>
+zoc::Status Resnet50::capture(cudaGraphExec_t* exec, const float* input, float* output, cudaStream_t stream) {
+  ZOC_TRY(run_layers<kProfile>(input, output, stream));
+  if (*exec) cudaGraphExecDestroy(*exec);
+  *exec = nullptr;
+  cudaGraph_t graph = nullptr;
+  ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "forward: capture");
+  const zoc::Status captured = run_layers<kProfile>(input, output, stream);
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  if (!captured.ok()) return captured;
+  ZOC_CUDA(ended, "forward: capture");
+  const cudaError_t made = cudaGraphInstantiate(exec, graph, 0);
+  cudaGraphDestroy(graph);
+  ZOC_CUDA(made, "forward: graph instantiation");
+  return zoc::Status::success();
+}
+
+const char* Resnet50::layer_name(int k) {
+  static const char* const kNames[kLayers] = {
+      "input",
+      "conv1 + bn1 + relu",
+      "maxpool",
+      "layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1",
+      "layer1.0.conv2 + layer1.0.bn2 + layer1.0.relu2",
+      "layer1.0.downsample.0 + layer1.0.downsample.1",
+      "layer1.0.conv3 + layer1.0.bn3 + layer1.0.add + layer1.0.relu3",
+      "layer1.1.conv1 + layer1.1.bn1 + layer1.1.relu1",
+      "layer1.1.conv2 + layer1.1.bn2 + layer1.1.relu2",
+      "layer1.1.conv3 + layer1.1.bn3 + layer1.1.add + layer1.1.relu3",
+      "layer1.2.conv1 + layer1.2.bn1 + layer1.2.relu1",
+      "layer1.2.conv2 + layer1.2.bn2 + layer1.2.relu2",
+      "layer1.2.conv3 + layer1.2.bn3 + layer1.2.add + layer1.2.relu3",
+      "layer2.0.conv1 + layer2.0.bn1 + layer2.0.relu1",
+      "layer2.0.conv2 + layer2.0.bn2 + layer2.0.relu2",
+      "layer2.0.downsample.0 + layer2.0.downsample.1",
+      "layer2.0.conv3 + layer2.0.bn3 + layer2.0.add + layer2.0.relu3",
+      "layer2.1.conv1 + layer2.1.bn1 + layer2.1.relu1",
+      "layer2.1.conv2 + layer2.1.bn2 + layer2.1.relu2",
+      "layer2.1.conv3 + layer2.1.bn3 + layer2.1.add + layer2.1.relu3",
+      "layer2.2.conv1 + layer2.2.bn1 + layer2.2.relu1",
+      "layer2.2.conv2 + layer2.2.bn2 + layer2.2.relu2",
+      "layer2.2.conv3 + layer2.2.bn3 + layer2.2.add + layer2.2.relu3",
+      "layer2.3.conv1 + layer2.3.bn1 + layer2.3.relu1",
+      "layer2.3.conv2 + layer2.3.bn2 + layer2.3.relu2",
+      "layer2.3.conv3 + layer2.3.bn3 + layer2.3.add + layer2.3.relu3",
+      "layer3.0.conv1 + layer3.0.bn1 + layer3.0.relu1",
+      "layer3.0.conv2 + layer3.0.bn2 + layer3.0.relu2",
+      "layer3.0.downsample.0 + layer3.0.downsample.1",
+      "layer3.0.conv3 + layer3.0.bn3 + layer3.0.add + layer3.0.relu3",
+      "layer3.1.conv1 + layer3.1.bn1 + layer3.1.relu1",
+      "layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2",
+      "layer3.1.conv3 + layer3.1.bn3 + layer3.1.add + layer3.1.relu3",
+      "layer3.2.conv1 + layer3.2.bn1 + layer3.2.relu1",
+      "layer3.2.conv2 + layer3.2.bn2 + layer3.2.relu2",
+      "layer3.2.conv3 + layer3.2.bn3 + layer3.2.add + layer3.2.relu3",
+      "layer3.3.conv1 + layer3.3.bn1 + layer3.3.relu1",
+      "layer3.3.conv2 + layer3.3.bn2 + layer3.3.relu2",
+      "layer3.3.conv3 + layer3.3.bn3 + layer3.3.add + layer3.3.relu3",
+      "layer3.4.conv1 + layer3.4.bn1 + layer3.4.relu1",
+      "layer3.4.conv2 + layer3.4.bn2 + layer3.4.relu2",
+      "layer3.4.conv3 + layer3.4.bn3 + layer3.4.add + layer3.4.relu3",
+      "layer3.5.conv1 + layer3.5.bn1 + layer3.5.relu1",
+      "layer3.5.conv2 + layer3.5.bn2 + layer3.5.relu2",
+      "layer3.5.conv3 + layer3.5.bn3 + layer3.5.add + layer3.5.relu3",
+      "layer4.0.conv1 + layer4.0.bn1 + layer4.0.relu1",
+      "layer4.0.conv2 + layer4.0.bn2 + layer4.0.relu2",
+      "layer4.0.downsample.0 + layer4.0.downsample.1",
+      "layer4.0.conv3 + layer4.0.bn3 + layer4.0.add + layer4.0.relu3",
+      "layer4.1.conv1 + layer4.1.bn1 + layer4.1.relu1",
+      "layer4.1.conv2 + layer4.1.bn2 + layer4.1.relu2",
+      "layer4.1.conv3 + layer4.1.bn3 + layer4.1.add + layer4.1.relu3",
+      "layer4.2.conv1 + layer4.2.bn1 + layer4.2.relu1",
+      "layer4.2.conv2 + layer4.2.bn2 + layer4.2.relu2",
+      "layer4.2.conv3 + layer4.2.bn3 + layer4.2.add + layer4.2.relu3",
+      "avgpool",
+      "fc",
+      "output (to fp32 for the caller)",
+  };
+  return k >= 0 && k < kLayers ? kNames[k] : "?";
+}
+
+zoc::Status Resnet50::profile(const float* input, float* output, int batch, cudaStream_t stream, float* layer_ms, float* total_ms) {
+  ZOC_TRY(begin(input, output, batch));
+  if (!marks_[0]) {
+    for (cudaEvent_t& e : marks_) ZOC_CUDA(cudaEventCreate(&e), "profile");
+  }
+  if (!options_.cuda_graph) {
+    ZOC_TRY(run_layers<true>(input, output, stream));
+  } else {
+    if (!profile_graph_ || profile_batch_ != batch || profile_input_ != input ||
+        profile_output_ != output) {
+      ZOC_TRY(capture<true>(&profile_graph_, input, output, stream));
+      profile_batch_ = batch;
+      profile_input_ = input;
+      profile_output_ = output;
+    }
+    ZOC_CUDA(cudaGraphLaunch(profile_graph_, stream), "profile: graph launch");
+  }
+  ZOC_CUDA(cudaEventSynchronize(marks_[kLayers]), "profile");
+  for (int k = 0; k < kLayers; ++k) {
+    ZOC_CUDA(cudaEventElapsedTime(&layer_ms[k], marks_[k], marks_[k + 1]), "profile");
+  }
+  ZOC_CUDA(cudaEventElapsedTime(total_ms, marks_[0], marks_[kLayers]), "profile");
+  return zoc::Status::success();
+}
+
 // The forward pass: one library call or kernel per layer, in order.
+template <bool kProfile>
 zoc::Status Resnet50::run_layers(const float* input, float* output, cudaStream_t stream) {
   ZOC_CUDNN(cudnnSetStream(cudnn_, stream), "forward");
   ZOC_CUBLAS(cublasSetStream(cublas_, stream), "forward");
@@ -686,177 +577,236 @@ zoc::Status Resnet50::run_layers(const float* input, float* output, cudaStream_t
   char* const a = static_cast<char*>(arena_);
   const char* const w = static_cast<const char*>(weights_);
   (void)input;
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[0], stream), "profile");
   // input: fp32 NCHW from the caller -> NHWC in the model's precision  (models/resnet50.yaml:11:8)
   ZOC_CUDA(kernels::input_to_nhwc(input, a + kA_input * B, n, 3, 224, 224, stream), "input");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[1], stream), "profile");
   // conv1 + bn1 + relu: conv 7x7/2, 3->64, 224x224 -> 112x112, relu  (models/resnet50.yaml:14:5)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, conv1_.x, a + kA_input * B, conv1_.w, w + kW_conv1, conv1_.conv, conv1_.algo, workspace_, conv1_.workspace, &kZero, conv1_.y, a + kA_conv1 * B, conv1_.bias, w + kB_conv1, conv1_.act, conv1_.y, a + kA_conv1 * B),
             "conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[2], stream), "profile");
   // maxpool: max pool 3x3/2 pad 1, 112x112 -> 56x56  (models/resnet50.yaml:17:5)
   ZOC_CUDNN(cudnnPoolingForward(cudnn_, maxpool_.pool, &kOne, maxpool_.x, a + kA_conv1 * B, &kZero, maxpool_.y, a + kA_maxpool * B), "maxpool");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[3], stream), "profile");
   // layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1: conv 1x1/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_conv1_.x, a + kA_maxpool * B, layer1_0_conv1_.w, w + kW_layer1_0_conv1, layer1_0_conv1_.conv, layer1_0_conv1_.algo, workspace_, layer1_0_conv1_.workspace, &kZero, layer1_0_conv1_.y, a + kA_layer1_0_conv1 * B, layer1_0_conv1_.bias, w + kB_layer1_0_conv1, layer1_0_conv1_.act, layer1_0_conv1_.y, a + kA_layer1_0_conv1 * B),
             "layer1.0.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[4], stream), "profile");
   // layer1.0.conv2 + layer1.0.bn2 + layer1.0.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_conv2_.x, a + kA_layer1_0_conv1 * B, layer1_0_conv2_.w, w + kW_layer1_0_conv2, layer1_0_conv2_.conv, layer1_0_conv2_.algo, workspace_, layer1_0_conv2_.workspace, &kZero, layer1_0_conv2_.y, a + kA_layer1_0_conv2 * B, layer1_0_conv2_.bias, w + kB_layer1_0_conv2, layer1_0_conv2_.act, layer1_0_conv2_.y, a + kA_layer1_0_conv2 * B),
             "layer1.0.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[5], stream), "profile");
   // layer1.0.downsample.0 + layer1.0.downsample.1: conv 1x1/1, 64->256, 56x56 -> 56x56  (models/resnet_blocks.yaml:43:15)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_downsample_0_.x, a + kA_maxpool * B, layer1_0_downsample_0_.w, w + kW_layer1_0_downsample_0, layer1_0_downsample_0_.conv, layer1_0_downsample_0_.algo, workspace_, layer1_0_downsample_0_.workspace, &kZero, layer1_0_downsample_0_.y, a + kA_layer1_0_downsample_0 * B, layer1_0_downsample_0_.bias, w + kB_layer1_0_downsample_0, layer1_0_downsample_0_.act, layer1_0_downsample_0_.y, a + kA_layer1_0_downsample_0 * B),
             "layer1.0.downsample.0");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[6], stream), "profile");
   // layer1.0.conv3 + layer1.0.bn3 + layer1.0.add + layer1.0.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_conv3_.x, a + kA_layer1_0_conv2 * B, layer1_0_conv3_.w, w + kW_layer1_0_conv3, layer1_0_conv3_.conv, layer1_0_conv3_.algo, workspace_, layer1_0_conv3_.workspace, &kOne, layer1_0_conv3_.y, a + kA_layer1_0_downsample_0 * B, layer1_0_conv3_.bias, w + kB_layer1_0_conv3, layer1_0_conv3_.act, layer1_0_conv3_.y, a + kA_layer1_0_conv3 * B),
             "layer1.0.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[7], stream), "profile");
   // layer1.1.conv1 + layer1.1.bn1 + layer1.1.relu1: conv 1x1/1, 256->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_1_conv1_.x, a + kA_layer1_0_conv3 * B, layer1_1_conv1_.w, w + kW_layer1_1_conv1, layer1_1_conv1_.conv, layer1_1_conv1_.algo, workspace_, layer1_1_conv1_.workspace, &kZero, layer1_1_conv1_.y, a + kA_layer1_1_conv1 * B, layer1_1_conv1_.bias, w + kB_layer1_1_conv1, layer1_1_conv1_.act, layer1_1_conv1_.y, a + kA_layer1_1_conv1 * B),
             "layer1.1.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[8], stream), "profile");
   // layer1.1.conv2 + layer1.1.bn2 + layer1.1.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_1_conv2_.x, a + kA_layer1_1_conv1 * B, layer1_1_conv2_.w, w + kW_layer1_1_conv2, layer1_1_conv2_.conv, layer1_1_conv2_.algo, workspace_, layer1_1_conv2_.workspace, &kZero, layer1_1_conv2_.y, a + kA_layer1_1_conv2 * B, layer1_1_conv2_.bias, w + kB_layer1_1_conv2, layer1_1_conv2_.act, layer1_1_conv2_.y, a + kA_layer1_1_conv2 * B),
             "layer1.1.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[9], stream), "profile");
   // layer1.1.conv3 + layer1.1.bn3 + layer1.1.add + layer1.1.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_1_conv3_.x, a + kA_layer1_1_conv2 * B, layer1_1_conv3_.w, w + kW_layer1_1_conv3, layer1_1_conv3_.conv, layer1_1_conv3_.algo, workspace_, layer1_1_conv3_.workspace, &kOne, layer1_1_conv3_.y, a + kA_layer1_0_conv3 * B, layer1_1_conv3_.bias, w + kB_layer1_1_conv3, layer1_1_conv3_.act, layer1_1_conv3_.y, a + kA_layer1_1_conv3 * B),
             "layer1.1.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[10], stream), "profile");
   // layer1.2.conv1 + layer1.2.bn1 + layer1.2.relu1: conv 1x1/1, 256->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_2_conv1_.x, a + kA_layer1_1_conv3 * B, layer1_2_conv1_.w, w + kW_layer1_2_conv1, layer1_2_conv1_.conv, layer1_2_conv1_.algo, workspace_, layer1_2_conv1_.workspace, &kZero, layer1_2_conv1_.y, a + kA_layer1_2_conv1 * B, layer1_2_conv1_.bias, w + kB_layer1_2_conv1, layer1_2_conv1_.act, layer1_2_conv1_.y, a + kA_layer1_2_conv1 * B),
             "layer1.2.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[11], stream), "profile");
   // layer1.2.conv2 + layer1.2.bn2 + layer1.2.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_2_conv2_.x, a + kA_layer1_2_conv1 * B, layer1_2_conv2_.w, w + kW_layer1_2_conv2, layer1_2_conv2_.conv, layer1_2_conv2_.algo, workspace_, layer1_2_conv2_.workspace, &kZero, layer1_2_conv2_.y, a + kA_layer1_2_conv2 * B, layer1_2_conv2_.bias, w + kB_layer1_2_conv2, layer1_2_conv2_.act, layer1_2_conv2_.y, a + kA_layer1_2_conv2 * B),
             "layer1.2.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[12], stream), "profile");
   // layer1.2.conv3 + layer1.2.bn3 + layer1.2.add + layer1.2.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_2_conv3_.x, a + kA_layer1_2_conv2 * B, layer1_2_conv3_.w, w + kW_layer1_2_conv3, layer1_2_conv3_.conv, layer1_2_conv3_.algo, workspace_, layer1_2_conv3_.workspace, &kOne, layer1_2_conv3_.y, a + kA_layer1_1_conv3 * B, layer1_2_conv3_.bias, w + kB_layer1_2_conv3, layer1_2_conv3_.act, layer1_2_conv3_.y, a + kA_layer1_2_conv3 * B),
             "layer1.2.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[13], stream), "profile");
   // layer2.0.conv1 + layer2.0.bn1 + layer2.0.relu1: conv 1x1/1, 256->128, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_conv1_.x, a + kA_layer1_2_conv3 * B, layer2_0_conv1_.w, w + kW_layer2_0_conv1, layer2_0_conv1_.conv, layer2_0_conv1_.algo, workspace_, layer2_0_conv1_.workspace, &kZero, layer2_0_conv1_.y, a + kA_layer2_0_conv1 * B, layer2_0_conv1_.bias, w + kB_layer2_0_conv1, layer2_0_conv1_.act, layer2_0_conv1_.y, a + kA_layer2_0_conv1 * B),
             "layer2.0.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[14], stream), "profile");
   // layer2.0.conv2 + layer2.0.bn2 + layer2.0.relu2: conv 3x3/2, 128->128, 56x56 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_conv2_.x, a + kA_layer2_0_conv1 * B, layer2_0_conv2_.w, w + kW_layer2_0_conv2, layer2_0_conv2_.conv, layer2_0_conv2_.algo, workspace_, layer2_0_conv2_.workspace, &kZero, layer2_0_conv2_.y, a + kA_layer2_0_conv2 * B, layer2_0_conv2_.bias, w + kB_layer2_0_conv2, layer2_0_conv2_.act, layer2_0_conv2_.y, a + kA_layer2_0_conv2 * B),
             "layer2.0.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[15], stream), "profile");
   // layer2.0.downsample.0 + layer2.0.downsample.1: conv 1x1/2, 256->512, 56x56 -> 28x28  (models/resnet_blocks.yaml:43:15)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_downsample_0_.x, a + kA_layer1_2_conv3 * B, layer2_0_downsample_0_.w, w + kW_layer2_0_downsample_0, layer2_0_downsample_0_.conv, layer2_0_downsample_0_.algo, workspace_, layer2_0_downsample_0_.workspace, &kZero, layer2_0_downsample_0_.y, a + kA_layer2_0_downsample_0 * B, layer2_0_downsample_0_.bias, w + kB_layer2_0_downsample_0, layer2_0_downsample_0_.act, layer2_0_downsample_0_.y, a + kA_layer2_0_downsample_0 * B),
             "layer2.0.downsample.0");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[16], stream), "profile");
   // layer2.0.conv3 + layer2.0.bn3 + layer2.0.add + layer2.0.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_conv3_.x, a + kA_layer2_0_conv2 * B, layer2_0_conv3_.w, w + kW_layer2_0_conv3, layer2_0_conv3_.conv, layer2_0_conv3_.algo, workspace_, layer2_0_conv3_.workspace, &kOne, layer2_0_conv3_.y, a + kA_layer2_0_downsample_0 * B, layer2_0_conv3_.bias, w + kB_layer2_0_conv3, layer2_0_conv3_.act, layer2_0_conv3_.y, a + kA_layer2_0_conv3 * B),
             "layer2.0.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[17], stream), "profile");
   // layer2.1.conv1 + layer2.1.bn1 + layer2.1.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_1_conv1_.x, a + kA_layer2_0_conv3 * B, layer2_1_conv1_.w, w + kW_layer2_1_conv1, layer2_1_conv1_.conv, layer2_1_conv1_.algo, workspace_, layer2_1_conv1_.workspace, &kZero, layer2_1_conv1_.y, a + kA_layer2_1_conv1 * B, layer2_1_conv1_.bias, w + kB_layer2_1_conv1, layer2_1_conv1_.act, layer2_1_conv1_.y, a + kA_layer2_1_conv1 * B),
             "layer2.1.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[18], stream), "profile");
   // layer2.1.conv2 + layer2.1.bn2 + layer2.1.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_1_conv2_.x, a + kA_layer2_1_conv1 * B, layer2_1_conv2_.w, w + kW_layer2_1_conv2, layer2_1_conv2_.conv, layer2_1_conv2_.algo, workspace_, layer2_1_conv2_.workspace, &kZero, layer2_1_conv2_.y, a + kA_layer2_1_conv2 * B, layer2_1_conv2_.bias, w + kB_layer2_1_conv2, layer2_1_conv2_.act, layer2_1_conv2_.y, a + kA_layer2_1_conv2 * B),
             "layer2.1.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[19], stream), "profile");
   // layer2.1.conv3 + layer2.1.bn3 + layer2.1.add + layer2.1.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_1_conv3_.x, a + kA_layer2_1_conv2 * B, layer2_1_conv3_.w, w + kW_layer2_1_conv3, layer2_1_conv3_.conv, layer2_1_conv3_.algo, workspace_, layer2_1_conv3_.workspace, &kOne, layer2_1_conv3_.y, a + kA_layer2_0_conv3 * B, layer2_1_conv3_.bias, w + kB_layer2_1_conv3, layer2_1_conv3_.act, layer2_1_conv3_.y, a + kA_layer2_1_conv3 * B),
             "layer2.1.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[20], stream), "profile");
   // layer2.2.conv1 + layer2.2.bn1 + layer2.2.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_2_conv1_.x, a + kA_layer2_1_conv3 * B, layer2_2_conv1_.w, w + kW_layer2_2_conv1, layer2_2_conv1_.conv, layer2_2_conv1_.algo, workspace_, layer2_2_conv1_.workspace, &kZero, layer2_2_conv1_.y, a + kA_layer2_2_conv1 * B, layer2_2_conv1_.bias, w + kB_layer2_2_conv1, layer2_2_conv1_.act, layer2_2_conv1_.y, a + kA_layer2_2_conv1 * B),
             "layer2.2.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[21], stream), "profile");
   // layer2.2.conv2 + layer2.2.bn2 + layer2.2.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_2_conv2_.x, a + kA_layer2_2_conv1 * B, layer2_2_conv2_.w, w + kW_layer2_2_conv2, layer2_2_conv2_.conv, layer2_2_conv2_.algo, workspace_, layer2_2_conv2_.workspace, &kZero, layer2_2_conv2_.y, a + kA_layer2_2_conv2 * B, layer2_2_conv2_.bias, w + kB_layer2_2_conv2, layer2_2_conv2_.act, layer2_2_conv2_.y, a + kA_layer2_2_conv2 * B),
             "layer2.2.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[22], stream), "profile");
   // layer2.2.conv3 + layer2.2.bn3 + layer2.2.add + layer2.2.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_2_conv3_.x, a + kA_layer2_2_conv2 * B, layer2_2_conv3_.w, w + kW_layer2_2_conv3, layer2_2_conv3_.conv, layer2_2_conv3_.algo, workspace_, layer2_2_conv3_.workspace, &kOne, layer2_2_conv3_.y, a + kA_layer2_1_conv3 * B, layer2_2_conv3_.bias, w + kB_layer2_2_conv3, layer2_2_conv3_.act, layer2_2_conv3_.y, a + kA_layer2_2_conv3 * B),
             "layer2.2.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[23], stream), "profile");
   // layer2.3.conv1 + layer2.3.bn1 + layer2.3.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_3_conv1_.x, a + kA_layer2_2_conv3 * B, layer2_3_conv1_.w, w + kW_layer2_3_conv1, layer2_3_conv1_.conv, layer2_3_conv1_.algo, workspace_, layer2_3_conv1_.workspace, &kZero, layer2_3_conv1_.y, a + kA_layer2_3_conv1 * B, layer2_3_conv1_.bias, w + kB_layer2_3_conv1, layer2_3_conv1_.act, layer2_3_conv1_.y, a + kA_layer2_3_conv1 * B),
             "layer2.3.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[24], stream), "profile");
   // layer2.3.conv2 + layer2.3.bn2 + layer2.3.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_3_conv2_.x, a + kA_layer2_3_conv1 * B, layer2_3_conv2_.w, w + kW_layer2_3_conv2, layer2_3_conv2_.conv, layer2_3_conv2_.algo, workspace_, layer2_3_conv2_.workspace, &kZero, layer2_3_conv2_.y, a + kA_layer2_3_conv2 * B, layer2_3_conv2_.bias, w + kB_layer2_3_conv2, layer2_3_conv2_.act, layer2_3_conv2_.y, a + kA_layer2_3_conv2 * B),
             "layer2.3.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[25], stream), "profile");
   // layer2.3.conv3 + layer2.3.bn3 + layer2.3.add + layer2.3.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_3_conv3_.x, a + kA_layer2_3_conv2 * B, layer2_3_conv3_.w, w + kW_layer2_3_conv3, layer2_3_conv3_.conv, layer2_3_conv3_.algo, workspace_, layer2_3_conv3_.workspace, &kOne, layer2_3_conv3_.y, a + kA_layer2_2_conv3 * B, layer2_3_conv3_.bias, w + kB_layer2_3_conv3, layer2_3_conv3_.act, layer2_3_conv3_.y, a + kA_layer2_3_conv3 * B),
             "layer2.3.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[26], stream), "profile");
   // layer3.0.conv1 + layer3.0.bn1 + layer3.0.relu1: conv 1x1/1, 512->256, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_conv1_.x, a + kA_layer2_3_conv3 * B, layer3_0_conv1_.w, w + kW_layer3_0_conv1, layer3_0_conv1_.conv, layer3_0_conv1_.algo, workspace_, layer3_0_conv1_.workspace, &kZero, layer3_0_conv1_.y, a + kA_layer3_0_conv1 * B, layer3_0_conv1_.bias, w + kB_layer3_0_conv1, layer3_0_conv1_.act, layer3_0_conv1_.y, a + kA_layer3_0_conv1 * B),
             "layer3.0.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[27], stream), "profile");
   // layer3.0.conv2 + layer3.0.bn2 + layer3.0.relu2: conv 3x3/2, 256->256, 28x28 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_conv2_.x, a + kA_layer3_0_conv1 * B, layer3_0_conv2_.w, w + kW_layer3_0_conv2, layer3_0_conv2_.conv, layer3_0_conv2_.algo, workspace_, layer3_0_conv2_.workspace, &kZero, layer3_0_conv2_.y, a + kA_layer3_0_conv2 * B, layer3_0_conv2_.bias, w + kB_layer3_0_conv2, layer3_0_conv2_.act, layer3_0_conv2_.y, a + kA_layer3_0_conv2 * B),
             "layer3.0.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[28], stream), "profile");
   // layer3.0.downsample.0 + layer3.0.downsample.1: conv 1x1/2, 512->1024, 28x28 -> 14x14  (models/resnet_blocks.yaml:43:15)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_downsample_0_.x, a + kA_layer2_3_conv3 * B, layer3_0_downsample_0_.w, w + kW_layer3_0_downsample_0, layer3_0_downsample_0_.conv, layer3_0_downsample_0_.algo, workspace_, layer3_0_downsample_0_.workspace, &kZero, layer3_0_downsample_0_.y, a + kA_layer3_0_downsample_0 * B, layer3_0_downsample_0_.bias, w + kB_layer3_0_downsample_0, layer3_0_downsample_0_.act, layer3_0_downsample_0_.y, a + kA_layer3_0_downsample_0 * B),
             "layer3.0.downsample.0");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[29], stream), "profile");
   // layer3.0.conv3 + layer3.0.bn3 + layer3.0.add + layer3.0.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_conv3_.x, a + kA_layer3_0_conv2 * B, layer3_0_conv3_.w, w + kW_layer3_0_conv3, layer3_0_conv3_.conv, layer3_0_conv3_.algo, workspace_, layer3_0_conv3_.workspace, &kOne, layer3_0_conv3_.y, a + kA_layer3_0_downsample_0 * B, layer3_0_conv3_.bias, w + kB_layer3_0_conv3, layer3_0_conv3_.act, layer3_0_conv3_.y, a + kA_layer3_0_conv3 * B),
             "layer3.0.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[30], stream), "profile");
   // layer3.1.conv1 + layer3.1.bn1 + layer3.1.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_1_conv1_.x, a + kA_layer3_0_conv3 * B, layer3_1_conv1_.w, w + kW_layer3_1_conv1, layer3_1_conv1_.conv, layer3_1_conv1_.algo, workspace_, layer3_1_conv1_.workspace, &kZero, layer3_1_conv1_.y, a + kA_layer3_1_conv1 * B, layer3_1_conv1_.bias, w + kB_layer3_1_conv1, layer3_1_conv1_.act, layer3_1_conv1_.y, a + kA_layer3_1_conv1 * B),
             "layer3.1.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[31], stream), "profile");
   // layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_1_conv2_.x, a + kA_layer3_1_conv1 * B, layer3_1_conv2_.w, w + kW_layer3_1_conv2, layer3_1_conv2_.conv, layer3_1_conv2_.algo, workspace_, layer3_1_conv2_.workspace, &kZero, layer3_1_conv2_.y, a + kA_layer3_1_conv2 * B, layer3_1_conv2_.bias, w + kB_layer3_1_conv2, layer3_1_conv2_.act, layer3_1_conv2_.y, a + kA_layer3_1_conv2 * B),
             "layer3.1.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[32], stream), "profile");
   // layer3.1.conv3 + layer3.1.bn3 + layer3.1.add + layer3.1.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_1_conv3_.x, a + kA_layer3_1_conv2 * B, layer3_1_conv3_.w, w + kW_layer3_1_conv3, layer3_1_conv3_.conv, layer3_1_conv3_.algo, workspace_, layer3_1_conv3_.workspace, &kOne, layer3_1_conv3_.y, a + kA_layer3_0_conv3 * B, layer3_1_conv3_.bias, w + kB_layer3_1_conv3, layer3_1_conv3_.act, layer3_1_conv3_.y, a + kA_layer3_1_conv3 * B),
             "layer3.1.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[33], stream), "profile");
   // layer3.2.conv1 + layer3.2.bn1 + layer3.2.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_2_conv1_.x, a + kA_layer3_1_conv3 * B, layer3_2_conv1_.w, w + kW_layer3_2_conv1, layer3_2_conv1_.conv, layer3_2_conv1_.algo, workspace_, layer3_2_conv1_.workspace, &kZero, layer3_2_conv1_.y, a + kA_layer3_2_conv1 * B, layer3_2_conv1_.bias, w + kB_layer3_2_conv1, layer3_2_conv1_.act, layer3_2_conv1_.y, a + kA_layer3_2_conv1 * B),
             "layer3.2.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[34], stream), "profile");
   // layer3.2.conv2 + layer3.2.bn2 + layer3.2.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_2_conv2_.x, a + kA_layer3_2_conv1 * B, layer3_2_conv2_.w, w + kW_layer3_2_conv2, layer3_2_conv2_.conv, layer3_2_conv2_.algo, workspace_, layer3_2_conv2_.workspace, &kZero, layer3_2_conv2_.y, a + kA_layer3_2_conv2 * B, layer3_2_conv2_.bias, w + kB_layer3_2_conv2, layer3_2_conv2_.act, layer3_2_conv2_.y, a + kA_layer3_2_conv2 * B),
             "layer3.2.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[35], stream), "profile");
   // layer3.2.conv3 + layer3.2.bn3 + layer3.2.add + layer3.2.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_2_conv3_.x, a + kA_layer3_2_conv2 * B, layer3_2_conv3_.w, w + kW_layer3_2_conv3, layer3_2_conv3_.conv, layer3_2_conv3_.algo, workspace_, layer3_2_conv3_.workspace, &kOne, layer3_2_conv3_.y, a + kA_layer3_1_conv3 * B, layer3_2_conv3_.bias, w + kB_layer3_2_conv3, layer3_2_conv3_.act, layer3_2_conv3_.y, a + kA_layer3_2_conv3 * B),
             "layer3.2.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[36], stream), "profile");
   // layer3.3.conv1 + layer3.3.bn1 + layer3.3.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_3_conv1_.x, a + kA_layer3_2_conv3 * B, layer3_3_conv1_.w, w + kW_layer3_3_conv1, layer3_3_conv1_.conv, layer3_3_conv1_.algo, workspace_, layer3_3_conv1_.workspace, &kZero, layer3_3_conv1_.y, a + kA_layer3_3_conv1 * B, layer3_3_conv1_.bias, w + kB_layer3_3_conv1, layer3_3_conv1_.act, layer3_3_conv1_.y, a + kA_layer3_3_conv1 * B),
             "layer3.3.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[37], stream), "profile");
   // layer3.3.conv2 + layer3.3.bn2 + layer3.3.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_3_conv2_.x, a + kA_layer3_3_conv1 * B, layer3_3_conv2_.w, w + kW_layer3_3_conv2, layer3_3_conv2_.conv, layer3_3_conv2_.algo, workspace_, layer3_3_conv2_.workspace, &kZero, layer3_3_conv2_.y, a + kA_layer3_3_conv2 * B, layer3_3_conv2_.bias, w + kB_layer3_3_conv2, layer3_3_conv2_.act, layer3_3_conv2_.y, a + kA_layer3_3_conv2 * B),
             "layer3.3.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[38], stream), "profile");
   // layer3.3.conv3 + layer3.3.bn3 + layer3.3.add + layer3.3.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_3_conv3_.x, a + kA_layer3_3_conv2 * B, layer3_3_conv3_.w, w + kW_layer3_3_conv3, layer3_3_conv3_.conv, layer3_3_conv3_.algo, workspace_, layer3_3_conv3_.workspace, &kOne, layer3_3_conv3_.y, a + kA_layer3_2_conv3 * B, layer3_3_conv3_.bias, w + kB_layer3_3_conv3, layer3_3_conv3_.act, layer3_3_conv3_.y, a + kA_layer3_3_conv3 * B),
             "layer3.3.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[39], stream), "profile");
   // layer3.4.conv1 + layer3.4.bn1 + layer3.4.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_4_conv1_.x, a + kA_layer3_3_conv3 * B, layer3_4_conv1_.w, w + kW_layer3_4_conv1, layer3_4_conv1_.conv, layer3_4_conv1_.algo, workspace_, layer3_4_conv1_.workspace, &kZero, layer3_4_conv1_.y, a + kA_layer3_4_conv1 * B, layer3_4_conv1_.bias, w + kB_layer3_4_conv1, layer3_4_conv1_.act, layer3_4_conv1_.y, a + kA_layer3_4_conv1 * B),
             "layer3.4.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[40], stream), "profile");
   // layer3.4.conv2 + layer3.4.bn2 + layer3.4.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_4_conv2_.x, a + kA_layer3_4_conv1 * B, layer3_4_conv2_.w, w + kW_layer3_4_conv2, layer3_4_conv2_.conv, layer3_4_conv2_.algo, workspace_, layer3_4_conv2_.workspace, &kZero, layer3_4_conv2_.y, a + kA_layer3_4_conv2 * B, layer3_4_conv2_.bias, w + kB_layer3_4_conv2, layer3_4_conv2_.act, layer3_4_conv2_.y, a + kA_layer3_4_conv2 * B),
             "layer3.4.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[41], stream), "profile");
   // layer3.4.conv3 + layer3.4.bn3 + layer3.4.add + layer3.4.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_4_conv3_.x, a + kA_layer3_4_conv2 * B, layer3_4_conv3_.w, w + kW_layer3_4_conv3, layer3_4_conv3_.conv, layer3_4_conv3_.algo, workspace_, layer3_4_conv3_.workspace, &kOne, layer3_4_conv3_.y, a + kA_layer3_3_conv3 * B, layer3_4_conv3_.bias, w + kB_layer3_4_conv3, layer3_4_conv3_.act, layer3_4_conv3_.y, a + kA_layer3_4_conv3 * B),
             "layer3.4.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[42], stream), "profile");
   // layer3.5.conv1 + layer3.5.bn1 + layer3.5.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_5_conv1_.x, a + kA_layer3_4_conv3 * B, layer3_5_conv1_.w, w + kW_layer3_5_conv1, layer3_5_conv1_.conv, layer3_5_conv1_.algo, workspace_, layer3_5_conv1_.workspace, &kZero, layer3_5_conv1_.y, a + kA_layer3_5_conv1 * B, layer3_5_conv1_.bias, w + kB_layer3_5_conv1, layer3_5_conv1_.act, layer3_5_conv1_.y, a + kA_layer3_5_conv1 * B),
             "layer3.5.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[43], stream), "profile");
   // layer3.5.conv2 + layer3.5.bn2 + layer3.5.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_5_conv2_.x, a + kA_layer3_5_conv1 * B, layer3_5_conv2_.w, w + kW_layer3_5_conv2, layer3_5_conv2_.conv, layer3_5_conv2_.algo, workspace_, layer3_5_conv2_.workspace, &kZero, layer3_5_conv2_.y, a + kA_layer3_5_conv2 * B, layer3_5_conv2_.bias, w + kB_layer3_5_conv2, layer3_5_conv2_.act, layer3_5_conv2_.y, a + kA_layer3_5_conv2 * B),
             "layer3.5.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[44], stream), "profile");
   // layer3.5.conv3 + layer3.5.bn3 + layer3.5.add + layer3.5.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_5_conv3_.x, a + kA_layer3_5_conv2 * B, layer3_5_conv3_.w, w + kW_layer3_5_conv3, layer3_5_conv3_.conv, layer3_5_conv3_.algo, workspace_, layer3_5_conv3_.workspace, &kOne, layer3_5_conv3_.y, a + kA_layer3_4_conv3 * B, layer3_5_conv3_.bias, w + kB_layer3_5_conv3, layer3_5_conv3_.act, layer3_5_conv3_.y, a + kA_layer3_5_conv3 * B),
             "layer3.5.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[45], stream), "profile");
   // layer4.0.conv1 + layer4.0.bn1 + layer4.0.relu1: conv 1x1/1, 1024->512, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_conv1_.x, a + kA_layer3_5_conv3 * B, layer4_0_conv1_.w, w + kW_layer4_0_conv1, layer4_0_conv1_.conv, layer4_0_conv1_.algo, workspace_, layer4_0_conv1_.workspace, &kZero, layer4_0_conv1_.y, a + kA_layer4_0_conv1 * B, layer4_0_conv1_.bias, w + kB_layer4_0_conv1, layer4_0_conv1_.act, layer4_0_conv1_.y, a + kA_layer4_0_conv1 * B),
             "layer4.0.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[46], stream), "profile");
   // layer4.0.conv2 + layer4.0.bn2 + layer4.0.relu2: conv 3x3/2, 512->512, 14x14 -> 7x7, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_conv2_.x, a + kA_layer4_0_conv1 * B, layer4_0_conv2_.w, w + kW_layer4_0_conv2, layer4_0_conv2_.conv, layer4_0_conv2_.algo, workspace_, layer4_0_conv2_.workspace, &kZero, layer4_0_conv2_.y, a + kA_layer4_0_conv2 * B, layer4_0_conv2_.bias, w + kB_layer4_0_conv2, layer4_0_conv2_.act, layer4_0_conv2_.y, a + kA_layer4_0_conv2 * B),
             "layer4.0.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[47], stream), "profile");
   // layer4.0.downsample.0 + layer4.0.downsample.1: conv 1x1/2, 1024->2048, 14x14 -> 7x7  (models/resnet_blocks.yaml:43:15)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_downsample_0_.x, a + kA_layer3_5_conv3 * B, layer4_0_downsample_0_.w, w + kW_layer4_0_downsample_0, layer4_0_downsample_0_.conv, layer4_0_downsample_0_.algo, workspace_, layer4_0_downsample_0_.workspace, &kZero, layer4_0_downsample_0_.y, a + kA_layer4_0_downsample_0 * B, layer4_0_downsample_0_.bias, w + kB_layer4_0_downsample_0, layer4_0_downsample_0_.act, layer4_0_downsample_0_.y, a + kA_layer4_0_downsample_0 * B),
             "layer4.0.downsample.0");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[48], stream), "profile");
   // layer4.0.conv3 + layer4.0.bn3 + layer4.0.add + layer4.0.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_conv3_.x, a + kA_layer4_0_conv2 * B, layer4_0_conv3_.w, w + kW_layer4_0_conv3, layer4_0_conv3_.conv, layer4_0_conv3_.algo, workspace_, layer4_0_conv3_.workspace, &kOne, layer4_0_conv3_.y, a + kA_layer4_0_downsample_0 * B, layer4_0_conv3_.bias, w + kB_layer4_0_conv3, layer4_0_conv3_.act, layer4_0_conv3_.y, a + kA_layer4_0_conv3 * B),
             "layer4.0.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[49], stream), "profile");
   // layer4.1.conv1 + layer4.1.bn1 + layer4.1.relu1: conv 1x1/1, 2048->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_1_conv1_.x, a + kA_layer4_0_conv3 * B, layer4_1_conv1_.w, w + kW_layer4_1_conv1, layer4_1_conv1_.conv, layer4_1_conv1_.algo, workspace_, layer4_1_conv1_.workspace, &kZero, layer4_1_conv1_.y, a + kA_layer4_1_conv1 * B, layer4_1_conv1_.bias, w + kB_layer4_1_conv1, layer4_1_conv1_.act, layer4_1_conv1_.y, a + kA_layer4_1_conv1 * B),
             "layer4.1.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[50], stream), "profile");
   // layer4.1.conv2 + layer4.1.bn2 + layer4.1.relu2: conv 3x3/1, 512->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_1_conv2_.x, a + kA_layer4_1_conv1 * B, layer4_1_conv2_.w, w + kW_layer4_1_conv2, layer4_1_conv2_.conv, layer4_1_conv2_.algo, workspace_, layer4_1_conv2_.workspace, &kZero, layer4_1_conv2_.y, a + kA_layer4_1_conv2 * B, layer4_1_conv2_.bias, w + kB_layer4_1_conv2, layer4_1_conv2_.act, layer4_1_conv2_.y, a + kA_layer4_1_conv2 * B),
             "layer4.1.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[51], stream), "profile");
   // layer4.1.conv3 + layer4.1.bn3 + layer4.1.add + layer4.1.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_1_conv3_.x, a + kA_layer4_1_conv2 * B, layer4_1_conv3_.w, w + kW_layer4_1_conv3, layer4_1_conv3_.conv, layer4_1_conv3_.algo, workspace_, layer4_1_conv3_.workspace, &kOne, layer4_1_conv3_.y, a + kA_layer4_0_conv3 * B, layer4_1_conv3_.bias, w + kB_layer4_1_conv3, layer4_1_conv3_.act, layer4_1_conv3_.y, a + kA_layer4_1_conv3 * B),
             "layer4.1.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[52], stream), "profile");
   // layer4.2.conv1 + layer4.2.bn1 + layer4.2.relu1: conv 1x1/1, 2048->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_2_conv1_.x, a + kA_layer4_1_conv3 * B, layer4_2_conv1_.w, w + kW_layer4_2_conv1, layer4_2_conv1_.conv, layer4_2_conv1_.algo, workspace_, layer4_2_conv1_.workspace, &kZero, layer4_2_conv1_.y, a + kA_layer4_2_conv1 * B, layer4_2_conv1_.bias, w + kB_layer4_2_conv1, layer4_2_conv1_.act, layer4_2_conv1_.y, a + kA_layer4_2_conv1 * B),
             "layer4.2.conv1");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[53], stream), "profile");
   // layer4.2.conv2 + layer4.2.bn2 + layer4.2.relu2: conv 3x3/1, 512->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_2_conv2_.x, a + kA_layer4_2_conv1 * B, layer4_2_conv2_.w, w + kW_layer4_2_conv2, layer4_2_conv2_.conv, layer4_2_conv2_.algo, workspace_, layer4_2_conv2_.workspace, &kZero, layer4_2_conv2_.y, a + kA_layer4_2_conv2 * B, layer4_2_conv2_.bias, w + kB_layer4_2_conv2, layer4_2_conv2_.act, layer4_2_conv2_.y, a + kA_layer4_2_conv2 * B),
             "layer4.2.conv2");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[54], stream), "profile");
   // layer4.2.conv3 + layer4.2.bn3 + layer4.2.add + layer4.2.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_2_conv3_.x, a + kA_layer4_2_conv2 * B, layer4_2_conv3_.w, w + kW_layer4_2_conv3, layer4_2_conv3_.conv, layer4_2_conv3_.algo, workspace_, layer4_2_conv3_.workspace, &kOne, layer4_2_conv3_.y, a + kA_layer4_1_conv3 * B, layer4_2_conv3_.bias, w + kB_layer4_2_conv3, layer4_2_conv3_.act, layer4_2_conv3_.y, a + kA_layer4_2_conv3 * B),
             "layer4.2.conv3");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[55], stream), "profile");
   // avgpool: global average pool 7x7  (models/resnet50.yaml:25:5)
   ZOC_CUDNN(cudnnPoolingForward(cudnn_, avgpool_.pool, &kOne, avgpool_.x, a + kA_layer4_2_conv3 * B, &kZero, avgpool_.y, a + kA_avgpool * B), "avgpool");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[56], stream), "profile");
   // flatten: a view of its input (no data movement)  (models/resnet50.yaml:26:5)
   // fc: linear 2048 -> 1000  (models/resnet50.yaml:27:5)
   ZOC_CUDA(kernels::bias_rows(a + kA_fc * B, w + kB_fc, n, 1000, stream), "fc");
   ZOC_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 1000, n, 2048, &kOne, w + kW_fc, kBlasType, 2048, a + kA_avgpool * B, kBlasType, 2048, &kOne, a + kA_fc * B, kBlasType, 1000, kBlasCompute, CUBLAS_GEMM_DEFAULT), "fc");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[57], stream), "profile");
   // output: fp32 [n, 1000] for the caller
   ZOC_CUDA(kernels::to_float(a + kA_fc * B, output, int64_t(n) * kOutputs, stream), "output");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[58], stream), "profile");
   return zoc::Status::success();
 }
 }  // namespace zoc_model

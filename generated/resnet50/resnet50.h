@@ -48,6 +48,20 @@ class Resnet50 {
   // Allocates nothing; a new batch size re-describes tensors (host-side) first.
   zoc::Status forward(const float* input, float* output, int batch, cudaStream_t stream);
 
+  // Re-describes every tensor and re-plans every layer for a new batch size (host-side,
+  // no allocation). forward() does this itself on a batch change; calling it ahead keeps
+  // that one-time work out of the timed path.
+  zoc::Status prepare(int batch);
+
+  // Layers that issue GPU work, in forward order, and the source layers each stands for.
+  static constexpr int kLayers = 58;
+  static const char* layer_name(int k);  // 0 <= k < kLayers
+  // One forward pass with a CUDA event between layers (inside a CUDA graph when
+  // options.cuda_graph, like forward()); layer_ms[kLayers] receives each layer's GPU time,
+  // *total_ms the first to last event. Creates its events and graph on first use.
+  zoc::Status profile(const float* input, float* output, int batch, cudaStream_t stream,
+                      float* layer_ms, float* total_ms);
+
   int max_batch() const { return max_batch_; }
   size_t arena_bytes() const { return kArenaBytesPerSample * size_t(max_batch_); }
   size_t workspace_bytes() const { return workspace_bytes_; }
@@ -57,7 +71,14 @@ class Resnet50 {
   Resnet50() = default;
   zoc::Status init(const std::string& weights_path, int max_batch, const Options& options);
   zoc::Status set_batch(int n, size_t workspace_limit, size_t* workspace_need);
+  // Checks a call's batch and pointers and prepares a new batch size.
+  zoc::Status begin(const float* input, float* output, int batch);
+  // The straight line of layers; the kProfile instantiation also records marks_.
+  template <bool kProfile>
   zoc::Status run_layers(const float* input, float* output, cudaStream_t stream);
+  // Runs run_layers once (first launches load kernels), then captures it into *exec.
+  template <bool kProfile>
+  zoc::Status capture(cudaGraphExec_t* exec, const float* input, float* output, cudaStream_t stream);
 
   Options options_;
   int max_batch_ = 0;
@@ -75,6 +96,11 @@ class Resnet50 {
   int graph_batch_ = 0;
   const float* graph_input_ = nullptr;
   float* graph_output_ = nullptr;
+  cudaEvent_t marks_[kLayers + 1] = {};  // profile(): before, then after each layer
+  cudaGraphExec_t profile_graph_ = nullptr;
+  int profile_batch_ = 0;
+  const float* profile_input_ = nullptr;
+  float* profile_output_ = nullptr;
 
   // One descriptor bundle per layer.
   zoc::ConvLayer conv1_;  // conv1 + bn1 + relu

@@ -48,6 +48,7 @@ struct Args {
   bool tile = false;         // --tile: repeat the --input samples up to the batch
   int max_time_ms = 0;       // --max-time-ms: stop timing (and warm-up) early; 0: off
   int h2d_reps = 0;          // --h2d-reps: timed input copies, pageable and pinned; 0: none
+  int profile = 0;           // --profile: profiled forwards (per-layer times); 0: none
 };
 
 inline void print_usage(const char* name, const char* precision, int c, int h, int w, int outputs) {
@@ -76,6 +77,9 @@ inline void print_usage(const char* name, const char* precision, int c, int h, i
       "                      warm-up once it took T/2 ms (default 0: --iters/--warmup only)\n"
       "  --h2d-reps N        time N copies of the input batch to the device, from pageable\n"
       "                      and from pinned host memory (default 0: none)\n"
+      "  --profile N         after timing, N forwards with a CUDA event between layers (in\n"
+      "                      the CUDA graph with --graph): per-layer median times, printed and\n"
+      "                      in the JSON under \"profile\" (default 0: none)\n"
       "  --help              this text\n"
       "Exit status: 0 ok, 1 model or GPU failure or non-finite output, 2 bad command line.\n",
       name, name, precision, c, h, w, outputs, c, h, w, outputs);
@@ -124,7 +128,7 @@ inline std::string parse_args(int argc, char** argv, int outputs, Args* a) {
     static const char* const kValued[] = {
         "--weights", "--seed",  "--input",        "--batch", "--max-batch",   "--output",
         "--top",     "--warmup", "--iters",       "--workspace-mb", "--json", "--batches",
-        "--max-time-ms", "--h2d-reps"};
+        "--max-time-ms", "--h2d-reps", "--profile"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char* k) { return flag == k; }) == std::end(kValued)) {
       return "unknown option '" + flag + "'";
@@ -168,6 +172,8 @@ inline std::string parse_args(int argc, char** argv, int outputs, Args* a) {
       if (!integer(0, 3600000, &a->max_time_ms)) return bad_number("0..3600000");
     } else if (flag == "--h2d-reps") {
       if (!integer(0, 1000, &a->h2d_reps)) return bad_number("0..1000");
+    } else if (flag == "--profile") {
+      if (!integer(0, 100000, &a->profile)) return bad_number("0..100000");
     } else if (flag == "--batches") {
       a->batches.clear();
       size_t start = 0;

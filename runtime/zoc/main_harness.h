@@ -248,6 +248,35 @@ inline Expected<CopyTimes> time_h2d(const float* host, size_t bytes, void* devic
   return times;
 }
 
+// Per-layer GPU times from Model::profile(): the median over `runs` profiled forwards.
+struct LayerProfile {
+  int runs = 0;
+  std::vector<float> layer_ms;  // Model::kLayers medians
+  float total_ms = 0;           // median first-to-last event time
+};
+
+template <class Model>
+Expected<LayerProfile> profile_layers(Model& model, const float* input, float* output, int batch,
+                                      int runs, cudaStream_t stream) {
+  LayerProfile prof;
+  prof.runs = runs;
+  std::vector<std::vector<float>> per_layer(Model::kLayers);
+  std::vector<float> totals, one(Model::kLayers);
+  for (int r = 0; r <= runs; ++r) {  // the first profiled forward is untimed (captures, warms)
+    float total = 0;
+    Status s = model.profile(input, output, batch, stream, one.data(), &total);
+    if (!s.ok()) return Error{"profile (run " + std::to_string(r) + "): " + s.error().message};
+    if (r == 0) continue;
+    for (int k = 0; k < Model::kLayers; ++k) per_layer[static_cast<size_t>(k)].push_back(one[k]);
+    totals.push_back(total);
+  }
+  for (const std::vector<float>& times : per_layer) {
+    prof.layer_ms.push_back(static_cast<float>(summarize(times).median));
+  }
+  prof.total_ms = static_cast<float>(summarize(totals).median);
+  return prof;
+}
+
 // Everything one created model measured at one batch size.
 struct PointData {
   int batch = 0, max_batch = 0;
@@ -257,6 +286,7 @@ struct PointData {
   TimedRun timed;
   LatencyStats stats;
   CopyTimes h2d;
+  LayerProfile profile;
   size_t used_before = 0, used_after = 0;  // device memory in use before create, after timing
   size_t arena = 0, workspace = 0, weights = 0;
   double t_point_start = 0;
@@ -326,6 +356,11 @@ Status measure_point(const Args& args, int batch, int max_batch, const std::vect
     p->deterministic = warn_if_different(p->first, last, "the last timed forward") &&
                        p->deterministic;
   }
+  if (args.profile > 0) {
+    auto prof = profile_layers(*model, in, d_output->as<float>(), batch, args.profile, stream);
+    if (!prof.ok()) return prof.error();
+    p->profile = std::move(*prof);
+  }
   if (args.h2d_reps > 0) {
     auto h2d = time_h2d(input.data(), input_bytes, d_input->get(), args.h2d_reps, stream);
     if (!h2d.ok()) return h2d.error();
@@ -357,6 +392,23 @@ void point_json(const PointData& p, JsonWriter* j) {
     h.field("pinned_ms", static_cast<double>(p.h2d.pinned_ms));
     j->object("h2d", h);
   }
+  if (p.profile.runs > 0) {
+    JsonWriter prof;
+    prof.field("runs", p.profile.runs);
+    prof.field("total_ms", static_cast<double>(p.profile.total_ms));
+    double sum = 0;
+    std::vector<JsonWriter> layers;
+    for (int k = 0; k < Model::kLayers; ++k) {
+      const float ms = p.profile.layer_ms[static_cast<size_t>(k)];
+      sum += ms;
+      JsonWriter layer;
+      layer.field("layer", Model::layer_name(k)).field("ms", static_cast<double>(ms));
+      layers.push_back(layer);
+    }
+    prof.field("sum_ms", sum);
+    prof.objects("layers", layers);
+    j->object("profile", prof);
+  }
   j->seconds("t_point_start", p.t_point_start);
   j->seconds("t_start", p.timed.t_start).seconds("t_end", p.timed.t_end);
   j->floats("iter_ms", p.timed.ms);
@@ -381,6 +433,30 @@ void run_json(const Args& args, const std::string& gpu, const std::string& input
   (void)cublasGetProperty(PATCH_LEVEL, &cublas_patch);
   j->field("cublas_version", std::to_string(cublas_major) + "." + std::to_string(cublas_minor) +
                                  "." + std::to_string(cublas_patch));
+}
+
+// The profile's sum against the timed forward's median, and the slowest layers.
+template <class Model>
+void print_profile(const PointData& p) {
+  if (p.profile.runs == 0) return;
+  double sum = 0;
+  std::vector<int> order(Model::kLayers);
+  for (int k = 0; k < Model::kLayers; ++k) {
+    order[static_cast<size_t>(k)] = k;
+    sum += p.profile.layer_ms[static_cast<size_t>(k)];
+  }
+  std::printf("profile batch=%d: %d layers sum to %.4f ms (first to last event %.4f ms); "
+              "forward median %.4f ms (median of %d profiled runs)\n",
+              p.batch, Model::kLayers, sum, p.profile.total_ms, p.stats.median, p.profile.runs);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return p.profile.layer_ms[static_cast<size_t>(a)] > p.profile.layer_ms[static_cast<size_t>(b)];
+  });
+  for (int i = 0; i < std::min(Model::kLayers, 10); ++i) {
+    const int k = order[static_cast<size_t>(i)];
+    const double ms = p.profile.layer_ms[static_cast<size_t>(k)];
+    std::printf("  %8.4f ms %5.1f%%  %s\n", ms, sum > 0 ? 100.0 * ms / sum : 0.0,
+                Model::layer_name(k));
+  }
 }
 
 inline void print_latency(const PointData& p, int warmup) {
@@ -445,6 +521,7 @@ int run_sweep(const Args& args, const std::string& gpu, cudaStream_t stream) {
       if (!w.ok()) return fail(name, w.error().message);
     }
     if (p.stats.count > 0) print_latency(p, args.warmup);
+    print_profile<Model>(p);
     std::printf("memory batch=%d: device in use %s (before create %s), created in %.0f ms\n",
                 batch, detail::bytes_text(p.used_after).c_str(),
                 detail::bytes_text(p.used_before).c_str(), p.create_ms);
@@ -508,6 +585,7 @@ int run(const Args& args) {
   }
   print_top_k(p.first, batch, Model::kOutputs, args.top);
   if (args.iters > 0) print_latency(p, args.warmup);
+  print_profile<Model>(p);
   if (p.h2d.reps > 0) {
     std::printf("input copy batch=%d: %s, pageable %.4f ms, pinned %.4f ms (median of %d)\n",
                 batch, detail::bytes_text(p.h2d.bytes).c_str(), p.h2d.pageable_ms,

@@ -139,6 +139,11 @@ class ForwardWalk {
       return;
     }
     if (mode == Mode::kError) return;  // building the returned error's message
+    if (mode == Mode::kOneTime &&
+        (site.target == Target::kExternal || site.target == Target::kUndefined)) {
+      inventory_->one_time_external.insert(site.name);  // listed, not an error
+      return;
+    }
     if (site.target == Target::kExternal) {
       add(site, rule::kExternalCall,
           "call to '" + site.name +

@@ -114,6 +114,19 @@ std::string format_report(const Report& report, const std::string& target) {
       out << (i ? ", " : "") << inv.one_time[i].what << " at " << inv.one_time[i].where;
     }
     out << "\n";
+    if (!inv.one_time_external.empty()) {
+      out << "  one-time calls outside generated code and the C APIs: "
+          << inv.one_time_external.size() << " functions (";
+      size_t i = 0;
+      for (const std::string& name : inv.one_time_external) {
+        if (i == 4) {
+          out << ", ...";
+          break;
+        }
+        out << (i++ ? ", " : "") << name;
+      }
+      out << ")\n";
+    }
   }
   out << "zoc-verify: " << target << ": ";
   if (report.findings.empty()) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,9 @@ struct Inventory {
   Counts bundles;  // the model's zoc::*Layer members, by type
   Counts created;  // cudnnCreate*/cublasCreate*/cudaMalloc* at construction
   std::vector<OneTime> one_time;
+  // Functions outside generated code and the C APIs (std::vector, std::string, ...) reached
+  // only through one-time lines, e.g. building graph-API plans for a new batch size.
+  std::set<std::string> one_time_external;
 };
 
 struct Report {

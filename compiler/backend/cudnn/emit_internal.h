@@ -24,9 +24,10 @@ struct WeightSlot {
 // that fills the sections it needs.
 struct Sections {
   CodeWriter constants;  // anonymous-namespace constexpr shapes and offsets (.cpp)
+  CodeWriter weight_offsets;  // inline constexpr packed-weight offsets (<model>_weights.h)
   CodeWriter members;    // descriptor members (header)
   CodeWriter create;     // descriptor creation (init)
-  CodeWriter pack;       // weight packing (init)
+  CodeWriter pack;       // weight packing (<model>_weights.h, host-only)
   CodeWriter describe;   // batch-dependent descriptor setup (set_batch)
   CodeWriter bind;       // binding device pointers into graph-API plans (bind_layers)
   CodeWriter forward;    // the library calls (run_layers)

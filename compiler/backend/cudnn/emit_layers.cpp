@@ -86,7 +86,7 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
   ctx.s.pack.line(
       "ZOC_TRY(zoc::pack_conv(source, {{{}, {}, {}, {:.9g}, {}, {}, {}, {}, {}, {}, kDType}}, "
-      "staging.data() + kW_{}, staging.data() + kB_{}));",
+      "staging + kW_{}, staging + kB_{}));",
       cstr(param(n, ir::ParamRole::kWeight)), cstr(param(n, ir::ParamRole::kBias)), bn, eps,
       out.c, in.c / groups, k.h, k.w, ctx.t.nhwc ? "true" : "false", in.c / groups, id, id);
 
@@ -195,7 +195,7 @@ bool emit_batchnorm(EmitContext& ctx, const ir::Node& n, size_t i) {
                     ctx.name_literal(n));
   ctx.s.describe.line("ZOC_TRY({}_.describe(n, {}));", id, ctx.name_literal(n));
   ctx.s.destroy.line("{}_.destroy();", id);
-  ctx.s.pack.line("ZOC_TRY(zoc::pack_batchnorm(source, \"{}\", {}, staging.data() + kW_{}));",
+  ctx.s.pack.line("ZOC_TRY(zoc::pack_batchnorm(source, \"{}\", {}, staging + kW_{}));",
                   sanitize_comment(n.name), d.c, id);
   comment(ctx, n, "batch norm (not folded: no conv before it)");
   ctx.s.forward.line(
@@ -231,10 +231,10 @@ bool emit_linear(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::ParamSpec* bias = param(n, ir::ParamRole::kBias);
   ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
   ctx.s.pack.line(
-      "ZOC_TRY(zoc::pack_linear(source, {{{}, {}, {}, {}, {}, {}, {}, kDType}}, staging.data() + "
+      "ZOC_TRY(zoc::pack_linear(source, {{{}, {}, {}, {}, {}, {}, {}, kDType}}, staging + "
       "kW_{}, {}));",
       cstr(param(n, ir::ParamRole::kWeight)), cstr(bias), out, in, hwc.c, hwc.h, hwc.w, id,
-      bias ? fmt::format("staging.data() + kB_{}", id) : "nullptr");
+      bias ? fmt::format("staging + kB_{}", id) : "nullptr");
   comment(ctx, n, fmt::format("linear {} -> {}{}", in, out,
                               hwc.c ? " (columns permuted to the NHWC flatten order)" : ""));
   if (bias) {
@@ -310,10 +310,10 @@ void plan_weights(EmitContext& ctx) {
 bool emit_layer(EmitContext& ctx, const ir::Node& n) {
   const size_t i = static_cast<size_t>(&n - ctx.g.nodes.data());
   if (ctx.weights[i].weight >= 0) {
-    ctx.s.constants.line("constexpr size_t kW_{} = {};", ctx.ids[i], ctx.weights[i].weight);
+    ctx.s.weight_offsets.line("inline constexpr size_t kW_{} = {};", ctx.ids[i], ctx.weights[i].weight);
   }
   if (ctx.weights[i].bias >= 0) {
-    ctx.s.constants.line("constexpr size_t kB_{} = {};", ctx.ids[i], ctx.weights[i].bias);
+    ctx.s.weight_offsets.line("inline constexpr size_t kB_{} = {};", ctx.ids[i], ctx.weights[i].bias);
   }
   switch (n.op) {
     case ir::OpKind::Input:

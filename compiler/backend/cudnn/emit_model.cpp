@@ -62,6 +62,21 @@ std::string EmitContext::name_literal(const ir::Node& n) const {
   return fmt::format("\"{}\"", sanitize_comment(n.name));
 }
 
+namespace {
+// True when emitted forward text holds a statement, not only comments (a view layer emits none).
+bool issues_work(const std::string& text) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const size_t first = text.find_first_not_of(' ', start);
+    if (first < end && text.compare(first, 2, "//") != 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+}  // namespace
+
 std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
                               Diagnostics& diags) {
   const Target& t = target(options.precision);
@@ -88,8 +103,21 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
   }
   plan_weights(ctx);
   bool ok = true;
-  for (const ir::Node& n : g.nodes) ok = emit_layer(ctx, n) && ok;
+  // Profile marks: after every layer that issues GPU work, an event (recorded only in the
+  // profiling instantiation of run_layers) closes that layer's time interval.
+  std::vector<std::string> layer_titles;
+  for (const ir::Node& n : g.nodes) {
+    const size_t before = ctx.s.forward.str().size();
+    ok = emit_layer(ctx, n) && ok;
+    if (issues_work(ctx.s.forward.str().substr(before))) {
+      layer_titles.push_back(ctx.title(n));
+      ctx.s.forward.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[{}], stream), \"profile\");",
+                         layer_titles.size());
+    }
+  }
   if (!ok) return std::nullopt;
+  layer_titles.push_back("output (to fp32 for the caller)");
+  const size_t n_layers = layer_titles.size();
 
   ir::PrintOptions popts;
   popts.locations = false;
@@ -161,6 +189,20 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     h.line("// Allocates nothing; a new batch size re-describes tensors (host-side) first.");
     h.line("zoc::Status forward(const float* input, float* output, int batch, cudaStream_t stream);");
     h.blank();
+    h.line("// Re-describes every tensor and re-plans every layer for a new batch size (host-side,");
+    h.line("// no allocation). forward() does this itself on a batch change; calling it ahead keeps");
+    h.line("// that one-time work out of the timed path.");
+    h.line("zoc::Status prepare(int batch);");
+    h.blank();
+    h.line("// Layers that issue GPU work, in forward order, and the source layers each stands for.");
+    h.line("static constexpr int kLayers = {};", n_layers);
+    h.line("static const char* layer_name(int k);  // 0 <= k < kLayers");
+    h.line("// One forward pass with a CUDA event between layers (inside a CUDA graph when");
+    h.line("// options.cuda_graph, like forward()); layer_ms[kLayers] receives each layer's GPU time,");
+    h.line("// *total_ms the first to last event. Creates its events and graph on first use.");
+    h.line("zoc::Status profile(const float* input, float* output, int batch, cudaStream_t stream,");
+    h.line("                    float* layer_ms, float* total_ms);");
+    h.blank();
     h.line("int max_batch() const {{ return max_batch_; }}");
     h.line("size_t arena_bytes() const {{ return kArenaBytesPerSample * size_t(max_batch_); }}");
     h.line("size_t workspace_bytes() const {{ return workspace_bytes_; }}");
@@ -170,7 +212,15 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     h.line("{}() = default;", cls);
     h.line("zoc::Status init(const std::string& weights_path, int max_batch, const Options& options);");
     h.line("zoc::Status set_batch(int n, size_t workspace_limit, size_t* workspace_need);");
+    h.line("// Checks a call's batch and pointers and prepares a new batch size.");
+    h.line("zoc::Status begin(const float* input, float* output, int batch);");
+    h.line("// The straight line of layers; the kProfile instantiation also records marks_.");
+    h.line("template <bool kProfile>");
     h.line("zoc::Status run_layers(const float* input, float* output, cudaStream_t stream);");
+    h.line("// Runs run_layers once (first launches load kernels), then captures it into *exec.");
+    h.line("template <bool kProfile>");
+    h.line("zoc::Status capture(cudaGraphExec_t* exec, const float* input, float* output, "
+           "cudaStream_t stream);");
     if (graph_api) {
       h.line("zoc::Status bind_layers();  // fixes the device pointers of every execution plan");
     }
@@ -191,6 +241,11 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     h.line("int graph_batch_ = 0;");
     h.line("const float* graph_input_ = nullptr;");
     h.line("float* graph_output_ = nullptr;");
+    h.line("cudaEvent_t marks_[kLayers + 1] = {{}};  // profile(): before, then after each layer");
+    h.line("cudaGraphExec_t profile_graph_ = nullptr;");
+    h.line("int profile_batch_ = 0;");
+    h.line("const float* profile_input_ = nullptr;");
+    h.line("float* profile_output_ = nullptr;");
     h.blank();
     h.line("// One descriptor bundle per layer.");
     h.append(ctx.s.members);
@@ -256,6 +311,39 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     }
   }
 
+  // ---------------------------------------------------------------- weights header
+  // The packed weight layout and the host-side loader, free of CUDA so that the loader can be
+  // tested and fuzzed on its own (tests/fuzz).
+  CodeWriter wh;
+  wh.raw_line(head);
+  wh.line("// {}: the packed weight layout and the host-side packing of a weights file (no CUDA).",
+          base);
+  wh.line("#pragma once");
+  wh.blank();
+  wh.line("#include <cstddef>");
+  wh.line("#include <cstdint>");
+  wh.blank();
+  wh.line("#include \"zoc/expected.h\"");
+  wh.line("#include \"zoc/pack.h\"");
+  wh.line("#include \"zoc/weight_source.h\"");
+  wh.blank();
+  {
+    auto ns = wh.ns(fmt::format("namespace zoc_model::{}_weights", base),
+                    fmt::format("}}  // namespace zoc_model::{}_weights", base));
+    wh.line("inline constexpr zoc::DeviceDType kDType = {};  // {} {}", t.device_dtype, t.name,
+            t.nhwc ? "NHWC" : "NCHW");
+    wh.line("inline constexpr size_t kWeightBytes = {};", ctx.weight_bytes);
+    wh.line("// Byte offsets of each layer's weight (kW_) and bias (kB_) in the packed buffer.");
+    wh.append(ctx.s.weight_offsets);
+    wh.blank();
+    wh.line("// Validates every tensor the model needs (name, shape, dtype, finite values), folds");
+    wh.line("// batch norms in double, converts and packs them into staging (kWeightBytes bytes),");
+    wh.line("// then reports tensors nobody asked for. Errors name the tensor and the file.");
+    auto f = wh.block("inline zoc::Status pack(zoc::WeightSource& source, uint8_t* staging)");
+    wh.append(ctx.s.pack);
+    wh.line("return source.finish();");
+  }
+
   // ---------------------------------------------------------------- source
   CodeWriter c;
   c.raw_line(head);
@@ -267,9 +355,9 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
   c.line("#include <vector>");
   c.blank();
   c.line("#include \"{}_kernels.h\"", base);
+  c.line("#include \"{}_weights.h\"", base);
   c.line("#include \"zoc/cuda_check.h\"");
   c.line("#include \"zoc/device.h\"");
-  c.line("#include \"zoc/pack.h\"");
   c.line("#include \"zoc/weight_source.h\"");
   c.blank();
   {
@@ -279,7 +367,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       c.line("constexpr float kOne = 1.0f, kZero = 0.0f;");
       c.line("constexpr zoc::Precision kTypes = {{{}, {}, {}, {}, {}}};", t.cudnn_data,
              t.cudnn_format, t.cudnn_math, t.blas_type, t.blas_compute);
-      c.line("constexpr zoc::DeviceDType kDType = {};", t.device_dtype);
+      c.line("using namespace {}_weights;  // kW_/kB_ weight offsets", base);
       c.line("constexpr cudaDataType_t kBlasType = {};", t.blas_type);
       c.line("constexpr cublasComputeType_t kBlasCompute = {};", t.blas_compute);
       c.line("constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;");
@@ -334,9 +422,9 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
              "options.strict);");
       c.line("if (!opened) return opened.error();");
       c.line("zoc::WeightSource& source = *opened;");
+      c.line("static_assert({}::kWeightBytes == {}_weights::kWeightBytes);", cls, base);
       c.line("std::vector<uint8_t> staging(kWeightBytes);");
-      c.append(ctx.s.pack);
-      c.line("ZOC_TRY(source.finish());");
+      c.line("ZOC_TRY({}_weights::pack(source, staging.data()));", base);
       c.line("for (const std::string& warning : source.warnings()) std::fprintf(stderr, "
              "\"warning: %s\\n\", warning.c_str());");
       c.line("ZOC_CUDA(cudaMalloc(&weights_, kWeightBytes), \"weights\");");
@@ -360,6 +448,8 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     {
       auto f = c.block(fmt::format("{0}::~{0}()", cls));
       c.line("if (graph_) cudaGraphExecDestroy(graph_);");
+      c.line("if (profile_graph_) cudaGraphExecDestroy(profile_graph_);");
+      c.line("for (cudaEvent_t e : marks_) if (e) cudaEventDestroy(e);");
       c.append(ctx.s.destroy);
       c.line("if (arena_) cudaFree(arena_);");
       c.line("if (workspace_) cudaFree(workspace_);");
@@ -382,8 +472,18 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     }
     c.blank();
     {
-      auto f = c.block(fmt::format("zoc::Status {}::forward(const float* input, float* output, "
-                                   "int batch, cudaStream_t stream)",
+      auto f = c.block(fmt::format("zoc::Status {}::prepare(int batch)", cls));
+      c.line("ZOC_TRY(zoc::check_batch(batch, max_batch_));");
+      c.line("size_t need = 0;");
+      c.line("ZOC_TRY(set_batch(batch, workspace_bytes_, &need));");
+      if (graph_api) c.line("ZOC_TRY(bind_layers());");
+      c.line("batch_ = batch;");
+      c.line("return zoc::Status::success();");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Status {}::begin(const float* input, float* output, "
+                                   "int batch)",
                                    cls));
       c.line("ZOC_TRY(zoc::check_batch(batch, max_batch_));");
       c.line("if (input != checked_input_ || output != checked_output_) {{");
@@ -392,42 +492,81 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       c.line("  checked_input_ = input;");
       c.line("  checked_output_ = output;");
       c.raw_line("}");
-      c.line("if (batch != batch_) {{");
-      c.line("  size_t need = 0;");
-      if (graph_api) {
-        c.line("  // A new batch size gets new execution plans: the one-time path of a batch change.");
-        c.line("  ZOC_TRY(set_batch(batch, workspace_bytes_, &need));  // zoc-verify: one-time");
-        c.line("  ZOC_TRY(bind_layers());  // zoc-verify: one-time");
-      } else {
-        c.line("  ZOC_TRY(set_batch(batch, workspace_bytes_, &need));");
-      }
-      c.line("  batch_ = batch;");
-      c.raw_line("}");
-      c.line("if (!options_.cuda_graph) return run_layers(input, output, stream);");
+      c.line("if (batch != batch_) ZOC_TRY(prepare(batch));  // zoc-verify: one-time");
+      c.line("return zoc::Status::success();");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Status {}::forward(const float* input, float* output, "
+                                   "int batch, cudaStream_t stream)",
+                                   cls));
+      c.line("ZOC_TRY(begin(input, output, batch));");
+      c.line("if (!options_.cuda_graph) return run_layers<false>(input, output, stream);");
       c.line("if (!graph_ || graph_batch_ != batch || graph_input_ != input || graph_output_ != "
              "output) {{");
-      c.line("  // Run once outside the capture (first launches load kernels), then capture. This");
-      c.line("  // one-time path (per batch size and buffer pair) is the only one that creates objects.");
-      c.line("  ZOC_TRY(run_layers(input, output, stream));");
-      c.line("  if (graph_) cudaGraphExecDestroy(graph_);  // zoc-verify: one-time");
-      c.line("  graph_ = nullptr;");
-      c.line("  cudaGraph_t graph = nullptr;");
-      c.line("  ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "
-             "\"forward: capture\");");
-      c.line("  const zoc::Status captured = run_layers(input, output, stream);");
-      c.line("  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);  "
-             "// zoc-verify: one-time");
-      c.line("  if (!captured.ok()) return captured;");
-      c.line("  ZOC_CUDA(ended, \"forward: capture\");");
-      c.line("  const cudaError_t made = cudaGraphInstantiate(&graph_, graph, 0);  "
-             "// zoc-verify: one-time");
-      c.line("  cudaGraphDestroy(graph);  // zoc-verify: one-time");
-      c.line("  ZOC_CUDA(made, \"forward: graph instantiation\");");
+      c.line("  // The one-time path (per batch size and buffer pair), the only one that creates objects.");
+      c.line("  ZOC_TRY(capture<false>(&graph_, input, output, stream));  // zoc-verify: one-time");
       c.line("  graph_batch_ = batch;");
       c.line("  graph_input_ = input;");
       c.line("  graph_output_ = output;");
       c.raw_line("}");
       c.line("ZOC_CUDA(cudaGraphLaunch(graph_, stream), \"forward: graph launch\");");
+      c.line("return zoc::Status::success();");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("template <bool kProfile>\nzoc::Status {}::capture(cudaGraphExec_t* exec, "
+                                   "const float* input, float* output, cudaStream_t stream)",
+                                   cls));
+      c.line("ZOC_TRY(run_layers<kProfile>(input, output, stream));");
+      c.line("if (*exec) cudaGraphExecDestroy(*exec);");
+      c.line("*exec = nullptr;");
+      c.line("cudaGraph_t graph = nullptr;");
+      c.line("ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "
+             "\"forward: capture\");");
+      c.line("const zoc::Status captured = run_layers<kProfile>(input, output, stream);");
+      c.line("const cudaError_t ended = cudaStreamEndCapture(stream, &graph);");
+      c.line("if (!captured.ok()) return captured;");
+      c.line("ZOC_CUDA(ended, \"forward: capture\");");
+      c.line("const cudaError_t made = cudaGraphInstantiate(exec, graph, 0);");
+      c.line("cudaGraphDestroy(graph);");
+      c.line("ZOC_CUDA(made, \"forward: graph instantiation\");");
+      c.line("return zoc::Status::success();");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("const char* {}::layer_name(int k)", cls));
+      c.line("static const char* const kNames[kLayers] = {{");
+      for (const std::string& title : layer_titles) c.line("    \"{}\",", sanitize_comment(title));
+      c.line("}};");
+      c.line("return k >= 0 && k < kLayers ? kNames[k] : \"?\";");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Status {}::profile(const float* input, float* output, "
+                                   "int batch, cudaStream_t stream, float* layer_ms, float* total_ms)",
+                                   cls));
+      c.line("ZOC_TRY(begin(input, output, batch));");
+      c.line("if (!marks_[0]) {{");
+      c.line("  for (cudaEvent_t& e : marks_) ZOC_CUDA(cudaEventCreate(&e), \"profile\");");
+      c.raw_line("}");
+      c.line("if (!options_.cuda_graph) {{");
+      c.line("  ZOC_TRY(run_layers<true>(input, output, stream));");
+      c.line("}} else {{");
+      c.line("  if (!profile_graph_ || profile_batch_ != batch || profile_input_ != input ||");
+      c.line("      profile_output_ != output) {{");
+      c.line("    ZOC_TRY(capture<true>(&profile_graph_, input, output, stream));");
+      c.line("    profile_batch_ = batch;");
+      c.line("    profile_input_ = input;");
+      c.line("    profile_output_ = output;");
+      c.line("  }}");
+      c.line("  ZOC_CUDA(cudaGraphLaunch(profile_graph_, stream), \"profile: graph launch\");");
+      c.raw_line("}");
+      c.line("ZOC_CUDA(cudaEventSynchronize(marks_[kLayers]), \"profile\");");
+      c.line("for (int k = 0; k < kLayers; ++k) {{");
+      c.line("  ZOC_CUDA(cudaEventElapsedTime(&layer_ms[k], marks_[k], marks_[k + 1]), \"profile\");");
+      c.raw_line("}");
+      c.line("ZOC_CUDA(cudaEventElapsedTime(total_ms, marks_[0], marks_[kLayers]), \"profile\");");
       c.line("return zoc::Status::success();");
     }
     c.blank();
@@ -443,7 +582,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     c.blank();
     c.line("// The forward pass: one library call or kernel per layer, in order.");
     {
-      auto f = c.block(fmt::format("zoc::Status {}::run_layers(const float* input, float* output, "
+      auto f = c.block(fmt::format("template <bool kProfile>\nzoc::Status {}::run_layers(const float* input, float* output, "
                                    "cudaStream_t stream)",
                                    cls));
       c.line("ZOC_CUDNN(cudnnSetStream(cudnn_, stream), \"forward\");");
@@ -453,6 +592,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       c.line("char* const a = static_cast<char*>(arena_);");
       c.line("const char* const w = static_cast<const char*>(weights_);");
       c.line("(void)input;");
+      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[0], stream), \"profile\");");
       c.append(ctx.s.forward);
       c.line("// output: fp32 [n, {}] for the caller", outputs);
       if (t.nhwc) {
@@ -463,6 +603,8 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
                "cudaMemcpyDeviceToDevice, stream), \"output\");",
                ctx.ptr(g.outputs[0]));
       }
+      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[{}], stream), \"profile\");",
+             n_layers);
       c.line("return zoc::Status::success();");
     }
   }
@@ -508,7 +650,8 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
 
   gen.files = {{"CMakeLists.txt", cm.str()},          {base + ".h", h.str()},
                {base + ".cpp", c.str()},              {base + "_kernels.h", kh.str()},
-               {base + "_kernels.cu", cu.str()},      {"main.cpp", m.str()}};
+               {base + "_kernels.cu", cu.str()},      {base + "_weights.h", wh.str()},
+               {"main.cpp", m.str()}};
   for (const GeneratedFile& f : runtime_files()) gen.files.push_back(f);
   return gen;
 }

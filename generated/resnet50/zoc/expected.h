@@ -77,3 +77,22 @@ class [[nodiscard]] Status {
 };
 
 }  // namespace zoc
+
+// Propagates the error of a failed zoc::Status (or of a failed zoc::Expected<T>, whose value is
+// then discarded) from the enclosing function.
+#define ZOC_TRY(status_expr)                                   \
+  do {                                                         \
+    const auto& zoc_try_result_ = (status_expr);               \
+    if (!zoc_try_result_.ok()) return zoc_try_result_.error(); \
+  } while (0)
+
+// `ZOC_ASSIGN_OR_RETURN(auto buffer, DeviceBuffer::allocate(n, "x"));` declares (or assigns)
+// `lhs` from the value of a zoc::Expected<T>, or returns its error. Use once per line.
+#define ZOC_ASSIGN_OR_RETURN(lhs, expected_expr) \
+  ZOC_ASSIGN_OR_RETURN_IMPL_(ZOC_CONCAT_(zoc_expected_, __LINE__), lhs, expected_expr)
+#define ZOC_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expected_expr) \
+  auto tmp = (expected_expr);                               \
+  if (!tmp.ok()) return tmp.error();                        \
+  lhs = std::move(tmp).value()
+#define ZOC_CONCAT_(a, b) ZOC_CONCAT_IMPL_(a, b)
+#define ZOC_CONCAT_IMPL_(a, b) a##b

@@ -80,6 +80,20 @@ zoc::Status Lenet::init(const std::string& weights_path, int max_batch, const Op
   ZOC_CUDA(cudaMalloc(&weights_, kWeightBytes), "weights");
   ZOC_CUDA(cudaMemcpy(weights_, staging.data(), kWeightBytes, cudaMemcpyHostToDevice), "weights");
 
+  // Measured algorithm choices, if a plan file is given and was made here.
+  if (!options.plan_file.empty()) {
+    auto plan = zoc::PlanFile::load(options.plan_file);
+    if (!plan) return plan.error();
+    std::string gpu;
+    ZOC_TRY(zoc::gpu_name(&gpu));
+    const std::string why = plan->mismatch(gpu, cudnnGetVersion(), kName, kPrecision, kIrHash);
+    if (why.empty()) {
+      plan_ = std::move(*plan);
+    } else {
+      std::fprintf(stderr, "warning: %s: not used (%s); using cuDNN's heuristics\n",
+                   options.plan_file.c_str(), why.c_str());
+    }
+  }
   // Activations and workspace, sized for max_batch.
   ZOC_CUDA(cudaMalloc(&arena_, kArenaBytesPerSample * size_t(max_batch)), "arena");
   size_t need = 0;
@@ -114,10 +128,10 @@ Lenet::~Lenet() {
 // workspace_limit; reports the largest workspace the choices need. Host-side only.
 zoc::Status Lenet::set_batch(int n, size_t workspace_limit, size_t* workspace_need) {
   size_t need = 0;
-  ZOC_TRY(conv1_.describe(cudnn_, n, workspace_limit, "conv1"));
+  ZOC_TRY(conv1_.describe(cudnn_, n, workspace_limit, "conv1", &plan_));
   need = std::max(need, conv1_.workspace);
   ZOC_TRY(pool1_.describe(n, "pool1"));
-  ZOC_TRY(conv2_.describe(cudnn_, n, workspace_limit, "conv2"));
+  ZOC_TRY(conv2_.describe(cudnn_, n, workspace_limit, "conv2", &plan_));
   need = std::max(need, conv2_.workspace);
   ZOC_TRY(pool2_.describe(n, "pool2"));
   ZOC_TRY(relu3_.describe(n, "relu3"));
@@ -213,6 +227,31 @@ zoc::Status Lenet::profile(const float* input, float* output, int batch, cudaStr
   }
   ZOC_CUDA(cudaEventElapsedTime(total_ms, marks_[0], marks_[kLayers]), "profile");
   return zoc::Status::success();
+}
+
+zoc::Status Lenet::tune(const float* input, float* output, int batch, cudaStream_t stream, zoc::PlanFile* plan) {
+  ZOC_TRY(begin(input, output, batch));
+  ZOC_TRY(run_layers<false>(input, output, stream));  // real activations to time on
+  ZOC_CUDA(cudaStreamSynchronize(stream), "tune");
+  ZOC_TRY(zoc::gpu_name(&plan->gpu));
+  plan->cudnn = cudnnGetVersion();
+  plan->model = kName;
+  plan->precision = kPrecision;
+  plan->ir_hash = kIrHash;
+  const size_t scratch_bytes = std::min(options_.workspace_limit, size_t(1) << 30);
+  auto scratch = zoc::DeviceBuffer::allocate(std::max<size_t>(scratch_bytes, 1), "tune: workspace");
+  if (!scratch) return scratch.error();
+  const int n = batch;
+  const size_t B = size_t(max_batch_);  // arena offsets are per sample
+  char* const a = static_cast<char*>(arena_);
+  const char* const w = static_cast<const char*>(weights_);
+  zoc::PlanChoice choice;
+  ZOC_TRY(conv1_.tune(cudnn_, n, input, w + kW_conv1, w + kB_conv1, nullptr, a + kA_conv1 * B, scratch->get(), scratch_bytes, stream, "conv1", &choice));
+  plan->set(choice);
+  ZOC_TRY(conv2_.tune(cudnn_, n, a + kA_pool1 * B, w + kW_conv2, w + kB_conv2, nullptr, a + kA_conv2 * B, scratch->get(), scratch_bytes, stream, "conv2", &choice));
+  plan->set(choice);
+  // Back to the model's own choices (tuning left each layer on its fastest).
+  return prepare(batch);
 }
 
 // The forward pass: one library call or kernel per layer, in order.

@@ -16,6 +16,7 @@
 
 #include "zoc/cudnn_layers.h"
 #include "zoc/expected.h"
+#include "zoc/plan_file.h"
 
 namespace zoc_model {
 
@@ -24,6 +25,9 @@ struct Options {
   size_t workspace_limit = size_t(1) << 30;  // cap on the cuDNN workspace, bytes
   uint64_t seed = 0;     // seed of the default weights when no file is given
   bool strict = false;   // NaN/Inf in the weights file is an error, not a warning
+  // Measured per-layer algorithm choices (zoc/plan_file.h, written by tune()); empty:
+  // cuDNN's heuristics. A plan for another GPU, cuDNN or model is ignored with a warning.
+  std::string plan_file;
 };
 
 // Lenet: lenet (input N x 1 x 28 x 28 fp32 NCHW, output N x 10 fp32).
@@ -35,6 +39,7 @@ class Lenet {
   static constexpr int kOutputs = 10;
   static constexpr size_t kArenaBytesPerSample = 125440;
   static constexpr size_t kWeightBytes = 13099008;
+  static constexpr const char* kIrHash = "2746885f034c476f";  // of the optimized graph
 
   // Loads weights (safetensors with PyTorch names; empty path: seeded PyTorch-default
   // init), creates every descriptor and allocates all device memory for max_batch.
@@ -62,6 +67,13 @@ class Lenet {
   zoc::Status profile(const float* input, float* output, int batch, cudaStream_t stream,
                       float* layer_ms, float* total_ms);
 
+  // Times every usable algorithm of every convolution (legacy API) at `batch`, within
+  // options.workspace_limit (at most 1 GiB), on the activations of a real forward, and
+  // records the fastest of each in *plan (whose header it fills). The model keeps its own
+  // choices: create it again with Options::plan_file to use the plan. Synchronizes.
+  zoc::Status tune(const float* input, float* output, int batch, cudaStream_t stream,
+                   zoc::PlanFile* plan);
+
   int max_batch() const { return max_batch_; }
   size_t arena_bytes() const { return kArenaBytesPerSample * size_t(max_batch_); }
   size_t workspace_bytes() const { return workspace_bytes_; }
@@ -81,6 +93,7 @@ class Lenet {
   zoc::Status capture(cudaGraphExec_t* exec, const float* input, float* output, cudaStream_t stream);
 
   Options options_;
+  zoc::PlanFile plan_;  // from options.plan_file, if it matches this GPU and model
   int max_batch_ = 0;
   int batch_ = 0;  // the batch size the descriptors currently describe
   cudnnHandle_t cudnn_ = nullptr;

@@ -3,18 +3,21 @@
 //
 // The generated forward() makes the library calls itself, one per layer, reading these
 // descriptors; this header keeps the repetitive descriptor plumbing out of the generated
-// source. Algorithm choice uses cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7),
-// restricted to the workspace the model allocated and, in fp32 mode, to non-tensor-core (FMA)
-// kernels so that TF32 is really off. Needs cudnn.h and cublas_v2.h only.
+// source. Algorithm choice uses a measured plan (zoc/plan_file.h, ConvLayer::tune) where one is
+// given, else cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7), restricted to the
+// workspace the model allocated and, in fp32 mode, to non-tensor-core (FMA) kernels so that
+// TF32 is really off. Needs cudnn.h and cublas_v2.h only.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cudnn.h>
 
+#include <algorithm>
 #include <string>
 
 #include "zoc/cuda_check.h"
 #include "zoc/expected.h"
+#include "zoc/plan_file.h"
 
 namespace zoc {
 
@@ -75,30 +78,115 @@ class ConvLayer {
     return Status::success();
   }
 
-  // Sets the batch-dependent dims and picks the fastest heuristic algorithm whose workspace
-  // fits `workspace_limit`.
-  Status describe(cudnnHandle_t handle, int n, size_t workspace_limit, const char* layer) {
+  // Sets the batch-dependent dims and picks an algorithm whose workspace fits
+  // `workspace_limit`: the plan file's measured choice for this layer and batch if it has one
+  // that cuDNN still offers, else the fastest by cuDNN's heuristics. Host-side only.
+  Status describe(cudnnHandle_t handle, int n, size_t workspace_limit, const char* layer,
+                  const PlanFile* plan = nullptr) {
     ZOC_TRY(set_tensor(x, p_, n, s_.c, s_.h, s_.w, layer));
     ZOC_TRY(set_tensor(y, p_, n, s_.k, s_.out_h, s_.out_w, layer));
     int got = 0;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    ZOC_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y,
-                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
-              layer);
-    for (int i = 0; i < got; ++i) {
-      const cudnnConvolutionFwdAlgoPerf_t& c = perf[i];
-      if (c.status != CUDNN_STATUS_SUCCESS || c.memory > workspace_limit) continue;
-      if (p_.math == CUDNN_FMA_MATH && c.mathType != CUDNN_FMA_MATH) continue;
-      // cuDNN documents the identity epilogue for the implicit precomputed GEMM only.
-      if (!s_.relu && c.algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) continue;
-      algo = c.algo;
-      workspace = c.memory;
-      ZOC_CUDNN(cudnnSetConvolutionMathType(conv, c.mathType), layer);
-      return Status::success();
+    ZOC_TRY(candidates(handle, perf, &got, layer));
+    const PlanChoice* chosen = plan ? plan->find(layer, n) : nullptr;
+    for (int pass = chosen ? 0 : 1; pass < 2; ++pass) {
+      for (int i = 0; i < got; ++i) {
+        const cudnnConvolutionFwdAlgoPerf_t& c = perf[i];
+        if (!usable(c, workspace_limit)) continue;
+        if (pass == 0 && (int(c.algo) != chosen->algo || int(c.mathType) != chosen->math)) continue;
+        algo = c.algo;
+        workspace = c.memory;
+        ZOC_CUDNN(cudnnSetConvolutionMathType(conv, c.mathType), layer);
+        return Status::success();
+      }
     }
     return Error{std::string("layer '") + layer + "': no cuDNN convolution algorithm for batch " +
                  std::to_string(n) + " fits a workspace of " + std::to_string(workspace_limit) +
                  " bytes"};
+  }
+
+  // Times every usable algorithm (within `scratch_bytes` of workspace) on the real call this
+  // layer makes in forward(), at batch n, with the given device pointers (z: the residual, or
+  // nullptr), and keeps the fastest median. Leaves the layer described for n with that choice;
+  // *out receives it. Runs on `stream` and synchronizes it; creates two events.
+  Status tune(cudnnHandle_t handle, int n, const void* in, const void* weight,
+              const void* bias_data, const void* z, void* out, void* scratch,
+              size_t scratch_bytes, cudaStream_t stream, const char* layer, PlanChoice* chosen) {
+    ZOC_TRY(describe(handle, n, scratch_bytes, layer));
+    int got = 0;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    ZOC_TRY(candidates(handle, perf, &got, layer));
+    ZOC_CUDNN(cudnnSetStream(handle, stream), layer);
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ZOC_CUDA(cudaEventCreate(&start), layer);
+    if (cudaError_t e = cudaEventCreate(&stop); e != cudaSuccess) {
+      cudaEventDestroy(start);
+      ZOC_CUDA(e, layer);
+    }
+    constexpr int kWarmup = 3, kReps = 15;
+    float best = -1;
+    Status status = Status::success();
+    for (int i = 0; i < got && status.ok(); ++i) {
+      const cudnnConvolutionFwdAlgoPerf_t& c = perf[i];
+      if (!usable(c, scratch_bytes)) continue;
+      status = [&]() -> Status {
+        ZOC_CUDNN(cudnnSetConvolutionMathType(conv, c.mathType), layer);
+        float times[kReps];
+        for (int r = -kWarmup; r < kReps; ++r) {
+          if (r >= 0) ZOC_CUDA(cudaEventRecord(start, stream), layer);
+          const float one = 1.0f, zero = 0.0f;
+          const cudnnStatus_t run = cudnnConvolutionBiasActivationForward(
+              handle, &one, x, in, w, weight, conv, c.algo, scratch, c.memory, z ? &one : &zero,
+              y, z ? z : out, bias, bias_data, act, y, out);
+          if (run == CUDNN_STATUS_NOT_SUPPORTED) return Status::success();  // skip this one
+          ZOC_CUDNN(run, layer);
+          if (r >= 0) {
+            ZOC_CUDA(cudaEventRecord(stop, stream), layer);
+            ZOC_CUDA(cudaEventSynchronize(stop), layer);
+            ZOC_CUDA(cudaEventElapsedTime(&times[r], start, stop), layer);
+          }
+        }
+        std::sort(times, times + kReps);
+        const float median = times[kReps / 2];
+        if (best < 0 || median < best) {
+          best = median;
+          chosen->layer = layer;
+          chosen->batch = n;
+          chosen->algo = int(c.algo);
+          chosen->math = int(c.mathType);
+          chosen->workspace = c.memory;
+          chosen->ms = median;
+        }
+        return Status::success();
+      }();
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    ZOC_TRY(status);
+    if (best < 0) {
+      return Error{std::string("layer '") + layer + "': no convolution algorithm ran at batch " +
+                   std::to_string(n)};
+    }
+    PlanFile only;
+    only.choices.push_back(*chosen);
+    return describe(handle, n, scratch_bytes, layer, &only);
+  }
+
+  // Every algorithm cuDNN's heuristics list for the current descriptors, best first.
+  Status candidates(cudnnHandle_t handle, cudnnConvolutionFwdAlgoPerf_t* perf, int* got,
+                    const char* layer) {
+    ZOC_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, got, perf),
+              layer);
+    return Status::success();
+  }
+
+  // Whether a listed algorithm may run this layer: it works, fits the workspace, keeps fp32
+  // off tensor cores, and (identity epilogue) is the one cuDNN documents for it.
+  bool usable(const cudnnConvolutionFwdAlgoPerf_t& c, size_t workspace_limit) const {
+    if (c.status != CUDNN_STATUS_SUCCESS || c.memory > workspace_limit) return false;
+    if (p_.math == CUDNN_FMA_MATH && c.mathType != CUDNN_FMA_MATH) return false;
+    return s_.relu || c.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   }
 
   void destroy() {

@@ -31,6 +31,7 @@ struct Sections {
   CodeWriter describe;   // batch-dependent descriptor setup (set_batch)
   CodeWriter bind;       // binding device pointers into graph-API plans (bind_layers)
   CodeWriter forward;    // the library calls (run_layers)
+  CodeWriter tune;       // timing each convolution's candidate algorithms (tune)
   CodeWriter destroy;    // descriptor destruction (destructor)
   CodeWriter kernels;    // custom-kernel wrappers (.cu)
   CodeWriter kernel_decls;  // their declarations (private header)

@@ -74,8 +74,18 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
     ctx.s.members.line("zoc::ConvLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
     ctx.s.create.line("ZOC_TRY({}_.create(kConv_{}, kTypes, {}));", id, id, ctx.name_literal(n));
   }
-  ctx.s.describe.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, {}));", id,
-                      ctx.name_literal(n));
+  if (graph) {
+    ctx.s.describe.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, {}));", id,
+                        ctx.name_literal(n));
+  } else {
+    ctx.s.describe.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, {}, &plan_));", id,
+                        ctx.name_literal(n));
+    ctx.s.tune.line("ZOC_TRY({}_.tune(cudnn_, n, {}, w + kW_{}, w + kB_{}, {}, {}, scratch->get(), "
+                    "scratch_bytes, stream, {}, &choice));",
+                    id, ctx.ptr(n.inputs[0]), id, id, residual ? ctx.ptr(n.inputs[1]) : "nullptr",
+                    ctx.ptr(n.output), ctx.name_literal(n));
+    ctx.s.tune.line("plan->set(choice);");
+  }
   ctx.s.describe.line("need = std::max(need, {}_.workspace);", id);
   ctx.s.destroy.line("{}_.destroy();", id);
 

@@ -152,6 +152,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
   h.line("#include \"zoc/cudnn_layers.h\"");
   if (graph_api) h.line("#include \"zoc/cudnn_graph_layer.h\"");
   h.line("#include \"zoc/expected.h\"");
+  h.line("#include \"zoc/plan_file.h\"");
   h.blank();
   {
     auto ns = h.ns("namespace zoc_model", "}  // namespace zoc_model");
@@ -162,6 +163,9 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       h.line("size_t workspace_limit = size_t(1) << 30;  // cap on the cuDNN workspace, bytes");
       h.line("uint64_t seed = 0;     // seed of the default weights when no file is given");
       h.line("bool strict = false;   // NaN/Inf in the weights file is an error, not a warning");
+      h.line("// Measured per-layer algorithm choices (zoc/plan_file.h, written by tune()); empty:");
+      h.line("// cuDNN's heuristics. A plan for another GPU, cuDNN or model is ignored with a warning.");
+      h.line("std::string plan_file;");
     }
     h.blank();
     h.line("// {}: {} (input N x {} x {} x {} fp32 NCHW, output N x {} fp32).", cls,
@@ -175,6 +179,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     h.line("static constexpr int kOutputs = {};", outputs);
     h.line("static constexpr size_t kArenaBytesPerSample = {};", ctx.plan.arena_bytes_per_sample);
     h.line("static constexpr size_t kWeightBytes = {};", ctx.weight_bytes);
+    h.line("static constexpr const char* kIrHash = \"{:016x}\";  // of the optimized graph", hash);
     h.blank();
     h.line("// Loads weights (safetensors with PyTorch names; empty path: seeded PyTorch-default");
     h.line("// init), creates every descriptor and allocates all device memory for max_batch.");
@@ -203,6 +208,13 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     h.line("zoc::Status profile(const float* input, float* output, int batch, cudaStream_t stream,");
     h.line("                    float* layer_ms, float* total_ms);");
     h.blank();
+    h.line("// Times every usable algorithm of every convolution (legacy API) at `batch`, within");
+    h.line("// options.workspace_limit (at most 1 GiB), on the activations of a real forward, and");
+    h.line("// records the fastest of each in *plan (whose header it fills). The model keeps its own");
+    h.line("// choices: create it again with Options::plan_file to use the plan. Synchronizes.");
+    h.line("zoc::Status tune(const float* input, float* output, int batch, cudaStream_t stream,");
+    h.line("                 zoc::PlanFile* plan);");
+    h.blank();
     h.line("int max_batch() const {{ return max_batch_; }}");
     h.line("size_t arena_bytes() const {{ return kArenaBytesPerSample * size_t(max_batch_); }}");
     h.line("size_t workspace_bytes() const {{ return workspace_bytes_; }}");
@@ -226,6 +238,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     }
     h.blank();
     h.line("Options options_;");
+    h.line("zoc::PlanFile plan_;  // from options.plan_file, if it matches this GPU and model");
     h.line("int max_batch_ = 0;");
     h.line("int batch_ = 0;  // the batch size the descriptors currently describe");
     h.line("cudnnHandle_t cudnn_ = nullptr;");
@@ -431,6 +444,20 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       c.line("ZOC_CUDA(cudaMemcpy(weights_, staging.data(), kWeightBytes, "
              "cudaMemcpyHostToDevice), \"weights\");");
       c.blank();
+      c.line("// Measured algorithm choices, if a plan file is given and was made here.");
+      c.line("if (!options.plan_file.empty()) {{");
+      c.line("  auto plan = zoc::PlanFile::load(options.plan_file);");
+      c.line("  if (!plan) return plan.error();");
+      c.line("  std::string gpu;");
+      c.line("  ZOC_TRY(zoc::gpu_name(&gpu));");
+      c.line("  const std::string why = plan->mismatch(gpu, cudnnGetVersion(), kName, kPrecision, kIrHash);");
+      c.line("  if (why.empty()) {{");
+      c.line("    plan_ = std::move(*plan);");
+      c.line("  }} else {{");
+      c.line("    std::fprintf(stderr, \"warning: %s: not used (%s); using cuDNN's heuristics\\n\",");
+      c.line("                 options.plan_file.c_str(), why.c_str());");
+      c.line("  }}");
+      c.raw_line("}");
       c.line("// Activations and workspace, sized for max_batch.");
       c.line("ZOC_CUDA(cudaMalloc(&arena_, kArenaBytesPerSample * size_t(max_batch)), \"arena\");");
       c.line("size_t need = 0;");
@@ -568,6 +595,36 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       c.raw_line("}");
       c.line("ZOC_CUDA(cudaEventElapsedTime(total_ms, marks_[0], marks_[kLayers]), \"profile\");");
       c.line("return zoc::Status::success();");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Status {}::tune(const float* input, float* output, "
+                                   "int batch, cudaStream_t stream, zoc::PlanFile* plan)",
+                                   cls));
+      c.line("ZOC_TRY(begin(input, output, batch));");
+      c.line("ZOC_TRY(run_layers<false>(input, output, stream));  // real activations to time on");
+      c.line("ZOC_CUDA(cudaStreamSynchronize(stream), \"tune\");");
+      c.line("ZOC_TRY(zoc::gpu_name(&plan->gpu));");
+      c.line("plan->cudnn = cudnnGetVersion();");
+      c.line("plan->model = kName;");
+      c.line("plan->precision = kPrecision;");
+      c.line("plan->ir_hash = kIrHash;");
+      c.line("const size_t scratch_bytes = std::min(options_.workspace_limit, size_t(1) << 30);");
+      c.line("auto scratch = zoc::DeviceBuffer::allocate(std::max<size_t>(scratch_bytes, 1), \"tune: workspace\");");
+      c.line("if (!scratch) return scratch.error();");
+      c.line("const int n = batch;");
+      c.line("const size_t B = size_t(max_batch_);  // arena offsets are per sample");
+      c.line("char* const a = static_cast<char*>(arena_);");
+      c.line("const char* const w = static_cast<const char*>(weights_);");
+      c.line("zoc::PlanChoice choice;");
+      if (ctx.s.tune.empty()) {
+        c.line("// Every convolution is a graph-API plan (cuDNN's engine heuristics): nothing to time.");
+        c.line("(void)a, (void)w, (void)B, (void)n;");
+      } else {
+        c.append(ctx.s.tune);
+      }
+      c.line("// Back to the model's own choices (tuning left each layer on its fastest).");
+      c.line("return prepare(batch);");
     }
     c.blank();
     if (graph_api) {

@@ -152,4 +152,18 @@ inline Status check_batch(int batch, int max_batch) {
   return Status();
 }
 
+// The current device's name ("NVIDIA H200"), as plan files (zoc/plan_file.h) record it.
+inline Status gpu_name(std::string* out) {
+  int device = 0;
+  cudaDeviceProp prop{};
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, device);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Error{std::string("cannot read the GPU's name: ") + cudaGetErrorString(e)};
+  }
+  *out = prop.name;
+  return Status();
+}
+
 }  // namespace zoc

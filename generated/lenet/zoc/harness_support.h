@@ -37,6 +37,8 @@ constexpr int kMaxBatch = 1 << 16;
 
 struct Args {
   std::string weights, input, output, json;
+  std::string plan;  // --plan: measured algorithm choices to use
+  std::string tune;  // --tune: measure them first, merge into this plan file, then use it
   uint64_t seed = 0;
   int batch = 1;
   bool batch_given = false;
@@ -77,6 +79,10 @@ inline void print_usage(const char* name, const char* precision, int c, int h, i
       "                      warm-up once it took T/2 ms (default 0: --iters/--warmup only)\n"
       "  --h2d-reps N        time N copies of the input batch to the device, from pageable\n"
       "                      and from pinned host memory (default 0: none)\n"
+      "  --tune PLAN         time every convolution algorithm at each batch first, write the\n"
+      "                      fastest per layer to the plan file PLAN (merged with the choices\n"
+      "                      it already holds for this GPU and model), then measure with it\n"
+      "  --plan PLAN         use the measured choices in PLAN (another GPU's: a warning)\n"
       "  --profile N         after timing, N forwards with a CUDA event between layers (in\n"
       "                      the CUDA graph with --graph): per-layer median times, printed and\n"
       "                      in the JSON under \"profile\" (default 0: none)\n"
@@ -128,7 +134,7 @@ inline std::string parse_args(int argc, char** argv, int outputs, Args* a) {
     static const char* const kValued[] = {
         "--weights", "--seed",  "--input",        "--batch", "--max-batch",   "--output",
         "--top",     "--warmup", "--iters",       "--workspace-mb", "--json", "--batches",
-        "--max-time-ms", "--h2d-reps", "--profile"};
+        "--max-time-ms", "--h2d-reps", "--profile", "--tune", "--plan"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char* k) { return flag == k; }) == std::end(kValued)) {
       return "unknown option '" + flag + "'";
@@ -147,11 +153,14 @@ inline std::string parse_args(int argc, char** argv, int outputs, Args* a) {
       return "bad value '" + value + "' for " + flag + " (expected an integer in " + range + ")";
     };
     const std::string batch_range = "1.." + std::to_string(kMaxBatch);
-    if (flag == "--weights" || flag == "--input" || flag == "--output" || flag == "--json") {
+    if (flag == "--weights" || flag == "--input" || flag == "--output" || flag == "--json" ||
+        flag == "--tune" || flag == "--plan") {
       if (value.empty()) return "option " + flag + " needs a non-empty path";
       (flag == "--weights"  ? a->weights
        : flag == "--input"  ? a->input
        : flag == "--output" ? a->output
+       : flag == "--tune"   ? a->tune
+       : flag == "--plan"   ? a->plan
                             : a->json) = value;
     } else if (flag == "--seed") {
       if (!parse_u64(value, &a->seed)) return bad_number("0..18446744073709551615");
@@ -189,6 +198,9 @@ inline std::string parse_args(int argc, char** argv, int outputs, Args* a) {
         start = comma + 1;
       }
     }
+  }
+  if (!a->tune.empty() && !a->plan.empty()) {
+    return "--tune writes the plan it then uses; give --tune or --plan, not both";
   }
   if (!a->batches.empty() && (a->batch_given || a->max_batch > 0)) {
     return "--batches replaces --batch and --max-batch; give one or the other";

@@ -42,6 +42,7 @@
 #include "zoc/expected.h"
 #include "zoc/harness_support.h"
 #include "zoc/npy.h"
+#include "zoc/plan_file.h"
 #include "zoc/timing.h"
 
 namespace zoc {
@@ -292,12 +293,64 @@ struct PointData {
   double t_point_start = 0;
 };
 
+// --tune: a model with cuDNN's heuristic choices times every candidate algorithm of every
+// convolution at `batch` on `input`, and the fastest are merged into the plan file args.tune
+// (its earlier choices are kept if it was made for this GPU, cuDNN and model).
+template <class Model>
+Status tune_point(const Args& args, int batch, int max_batch, const std::vector<float>& input,
+                  cudaStream_t stream) {
+  using Options = typename CreateTraits<decltype(&Model::create)>::Options;
+  Options options;
+  if (args.workspace_mb >= 0)
+    options.workspace_limit = static_cast<size_t>(args.workspace_mb) << 20;
+  options.seed = args.seed;
+  options.strict = args.strict;
+  auto created = Model::create(args.weights, max_batch, options);
+  if (!created.ok()) return created.error();
+  std::unique_ptr<Model> model = std::move(created).value();
+  auto d_input = DeviceBuffer::allocate(input.size() * sizeof(float), "the harness's input");
+  if (!d_input.ok()) return d_input.error();
+  auto d_output = DeviceBuffer::allocate(
+      static_cast<size_t>(batch) * static_cast<size_t>(Model::kOutputs) * sizeof(float),
+      "the harness's output");
+  if (!d_output.ok()) return d_output.error();
+  if (Status r = copy(d_input->get(), input.data(), input.size() * sizeof(float), stream,
+                      "copying the input");
+      !r.ok()) {
+    return r;
+  }
+  PlanFile plan;
+  if (FILE* f = std::fopen(args.tune.c_str(), "rb")) {  // an earlier plan to extend
+    std::fclose(f);
+    auto old = PlanFile::load(args.tune);
+    if (!old.ok()) return old.error();
+    std::string gpu;
+    if (Status s = gpu_name(&gpu); !s.ok()) return s;
+    if (old->mismatch(gpu, cudnnGetVersion(), Model::kName, Model::kPrecision, Model::kIrHash)
+            .empty()) {
+      plan = std::move(*old);
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  if (Status s = model->tune(d_input->as<float>(), d_output->as<float>(), batch, stream, &plan);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = plan.save(args.tune); !s.ok()) return s;
+  std::printf("tuned batch=%d in %.1f s: %s now holds %zu choices\n", batch,
+              micros_since(t0) / 1e6, args.tune.c_str(), plan.choices.size());
+  return Status();
+}
+
 // Creates the model for max_batch, runs the two poisoned correctness forwards on `input`
 // ([batch, C, H, W] on the host), times it, optionally times the input copy, and destroys it.
 template <class Model>
 Status measure_point(const Args& args, int batch, int max_batch, const std::vector<float>& input,
                      cudaStream_t stream, PointData* p) {
   using Options = typename CreateTraits<decltype(&Model::create)>::Options;
+  if (!args.tune.empty()) {
+    if (Status s = tune_point<Model>(args, batch, max_batch, input, stream); !s.ok()) return s;
+  }
   p->batch = batch;
   p->max_batch = max_batch;
   p->t_point_start = epoch_seconds();
@@ -308,6 +361,7 @@ Status measure_point(const Args& args, int batch, int max_batch, const std::vect
     options.workspace_limit = static_cast<size_t>(args.workspace_mb) << 20;
   options.seed = args.seed;
   options.strict = args.strict;
+  options.plan_file = args.tune.empty() ? args.plan : args.tune;
   const auto t0 = std::chrono::steady_clock::now();
   auto created = Model::create(args.weights, max_batch, options);
   if (!created.ok()) return created.error();
@@ -426,6 +480,8 @@ void run_json(const Args& args, const std::string& gpu, const std::string& input
   j->field("input", input_source).field("seed", args.seed);
   j->field("warmup", args.warmup).field("iters", args.iters);
   j->field("max_time_ms", args.max_time_ms).field("h2d_reps", args.h2d_reps);
+  j->field("plan", args.tune.empty() ? args.plan : args.tune);
+  j->field("tuned", !args.tune.empty());
   j->field("cudnn_version", static_cast<uint64_t>(cudnnGetVersion()));
   int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
   (void)cublasGetProperty(MAJOR_VERSION, &cublas_major);

@@ -1,0 +1,108 @@
+// Plan files (runtime/zoc/plan_file.h): what `<model>_main --tune` writes and a generated model
+// reads. A round trip keeps every choice; a plan from another GPU, cuDNN or model is recognized
+// as such; a malformed file is an error naming its line, never a crash or a silent default.
+#include "zoc/plan_file.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+zoc::PlanFile sample() {
+  zoc::PlanFile p;
+  p.gpu = "NVIDIA H200";
+  p.cudnn = 91900;
+  p.model = "resnet50";
+  p.precision = "fp16";
+  p.ir_hash = "0123456789abcdef";
+  p.set({"conv1", 1, 1, 1, 4096, 0.0123});
+  p.set({"layer1.0.conv2", 256, 6, 2, 0, 0.25});
+  return p;
+}
+
+std::string error_of(const std::string& text) {
+  auto parsed = zoc::PlanFile::parse(text, "p.plan");
+  return parsed.ok() ? "" : parsed.error().message;
+}
+
+TEST(PlanFile, RoundTripKeepsEveryChoice) {
+  const zoc::PlanFile p = sample();
+  auto back = zoc::PlanFile::parse(p.text(), "p.plan");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->text(), p.text());
+  ASSERT_NE(back->find("layer1.0.conv2", 256), nullptr);
+  EXPECT_EQ(back->find("layer1.0.conv2", 256)->algo, 6);
+  EXPECT_EQ(back->find("layer1.0.conv2", 256)->math, 2);
+  EXPECT_EQ(back->find("conv1", 1)->workspace, 4096u);
+  EXPECT_EQ(back->find("conv1", 2), nullptr);
+  EXPECT_EQ(back->gpu, "NVIDIA H200");  // a name with a space survives
+}
+
+TEST(PlanFile, SetReplacesTheChoiceForALayerAndBatch) {
+  zoc::PlanFile p = sample();
+  p.set({"conv1", 1, 0, 0, 0, 0.5});
+  EXPECT_EQ(p.choices.size(), 2u);
+  EXPECT_EQ(p.find("conv1", 1)->algo, 0);
+}
+
+TEST(PlanFile, MismatchNamesWhatDiffers) {
+  const zoc::PlanFile p = sample();
+  EXPECT_EQ(p.mismatch("NVIDIA H200", 91900, "resnet50", "fp16", "0123456789abcdef"), "");
+  EXPECT_NE(p.mismatch("NVIDIA H100 80GB HBM3", 91900, "resnet50", "fp16", "0123456789abcdef")
+                .find("measured on 'NVIDIA H200'"),
+            std::string::npos);
+  EXPECT_NE(p.mismatch("NVIDIA H200", 91400, "resnet50", "fp16", "0123456789abcdef")
+                .find("cuDNN 91900"),
+            std::string::npos);
+  EXPECT_NE(p.mismatch("NVIDIA H200", 91900, "resnet50", "bf16", "0123456789abcdef")
+                .find("resnet50 fp16"),
+            std::string::npos);
+  EXPECT_NE(p.mismatch("NVIDIA H200", 91900, "resnet50", "fp16", "ffffffffffffffff"), "");
+}
+
+TEST(PlanFile, MalformedFilesAreLocatedErrors) {
+  const std::string head = "zoc-plan 1\ngpu G\ncudnn 91900\nmodel m fp16 abc\n";
+  EXPECT_EQ(error_of(""), "p.plan: empty file (not a zoc plan file)");
+  EXPECT_EQ(error_of("hello\n"), "p.plan:1: expected 'zoc-plan 1' (not a zoc plan file)");
+  EXPECT_EQ(error_of("zoc-plan 1\ngpu G\n"), "p.plan: missing its gpu, cudnn or model line");
+  EXPECT_EQ(error_of(head + "conv 1 1 1 0 0.1\n"),
+            "p.plan:5: expected 'conv BATCH ALGO MATH WORKSPACE MS LAYER'");
+  EXPECT_EQ(error_of(head + "conv 1 1 1 0 0.1 conv1 extra\n"),
+            "p.plan:5: expected 'conv BATCH ALGO MATH WORKSPACE MS LAYER'");
+  EXPECT_EQ(error_of(head + "conv 0 1 1 0 0.1 conv1\n"), "p.plan:5: batch out of range 1..65536");
+  EXPECT_EQ(error_of(head + "conv 1 99 1 0 0.1 conv1\n"),
+            "p.plan:5: algorithm or math type out of range");
+  EXPECT_EQ(error_of(head + "conv 1 1 1 0 nan conv1\n"),
+            "p.plan:5: expected 'conv BATCH ALGO MATH WORKSPACE MS LAYER'");
+  EXPECT_EQ(error_of(head + "conv 1 1 1 0 0.1 conv1\nconv 1 2 1 0 0.1 conv1\n"),
+            "p.plan:6: a second choice for layer 'conv1' at batch 1");
+  EXPECT_EQ(error_of(head + "cudnn nine\n"), "p.plan:5: 'cudnn' needs one version number, e.g. 91900");
+  EXPECT_EQ(error_of(head + "model m fp16\n"), "p.plan:5: 'model' needs a name, a precision and an IR hash");
+  EXPECT_EQ(error_of(head + "engine 3\n"),
+            "p.plan:5: unknown line 'engine' (expected gpu, cudnn, model or conv)");
+  EXPECT_EQ(error_of(head + "conv -1 1 1 0 0.1 conv1\n"), "p.plan:5: batch out of range 1..65536");
+  EXPECT_EQ(error_of(head + "conv 1 1 1 -5 0.1 conv1\n"), "p.plan:5: workspace out of range");
+  EXPECT_EQ(error_of(head + "# a comment\n\r\n"), "");
+}
+
+TEST(PlanFile, SaveIsAtomicAndLoadReadsItBack) {
+  const std::string path = ::testing::TempDir() + "zoc_plan_file_test.plan";
+  const zoc::PlanFile p = sample();
+  ASSERT_TRUE(p.save(path).ok());
+  auto back = zoc::PlanFile::load(path);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->text(), p.text());
+  std::FILE* tmp = std::fopen((path + ".tmp").c_str(), "rb");
+  EXPECT_EQ(tmp, nullptr);  // renamed into place
+  if (tmp) std::fclose(tmp);
+  std::remove(path.c_str());
+  auto missing = zoc::PlanFile::load(path);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message, path + ": cannot open the plan file");
+  auto dir = zoc::PlanFile::load(::testing::TempDir());
+  EXPECT_FALSE(dir.ok());
+}
+
+}  // namespace

@@ -6,11 +6,14 @@
 # script makes them here with models/export.py, with a fixed input and PyTorch's fp32 output
 # (TF32 off). Then, in phases, each judged and recorded by tools/gpu_compare.py: (1) build the
 # runtime tests (tests/gpu) and every folder in parallel while exporting, run the runtime tests;
-# (2) correctness of every build at batch 1, 8, 64 (and 8 with --graph, built for batch 64)
-# against the matching PyTorch rows, four runs at a time; (3) latency, alone on the GPU: resnet50
-# in each precision, with and without --graph, at batch 1 and 256, then frozen TorchScript in a
-# CUDA graph (fp32 TF32 off, fp16 channels-last) on the same weights; (4) compute-sanitizer
-# memcheck of resnet50 fp16 and fp32 at batch 2. One failing build or run never stops the others:
+# (2) correctness of every build at batch 1, 8, 64 (and 8 with --graph, built for batch 64, and
+# 64 with algorithms chosen by measurement, --tune) against the matching PyTorch rows, four runs
+# at a time; (3) latency, alone on the GPU: each precision with and without --graph at batch 1
+# and 256, then tuned with the per-layer profile (--tune, --profile), then frozen TorchScript in
+# a CUDA graph (fp32 TF32 off, fp16 channels-last) on the same weights; (4) reliability
+# (tools/gpu_reliability.sh): compute-sanitizer memcheck and racecheck of every folder with a
+# CUDA graph, and wrong calls (batch above the maximum, bad pointers, corrupted weights) under
+# memcheck. One failing build or run never stops the others:
 # it becomes a FAIL row with its log tail. Full logs, results.json and results.md go to $OUT; the
 # short table is printed last; the exit status is 1 if any zoc correctness row, zoc run, test or
 # memcheck failed. A time budget skips late phases rather than letting the device tool's
@@ -29,7 +32,7 @@ WORK=${ZOC_GPU_WORK:-/tmp/zoc_gpu_check}
 BUDGET=${ZOC_GPU_BUDGET_S:-540}
 LATENCY_MODELS=${ZOC_LATENCY_MODELS:-resnet50}
 BATCHES="1 8 64"
-mkdir -p "$OUT/logs" "$OUT/rows" "$WORK"/{build,ref,out,json}
+mkdir -p "$OUT/logs" "$OUT/rows" "$WORK"/{build,ref,out,json,plans}
 rm -f "$OUT"/rows/*.json
 
 VENV=/opt/torch/.venv
@@ -121,6 +124,8 @@ check_run() {  # name batch mode
   else
     # The graph row also runs below its maximum batch (--max-batch 64), the run-time batch path.
     local extra=(--max-batch "$n"); [ "$mode" = graph ] && extra=(--graph --max-batch 64)
+    # tuned: algorithms chosen by measurement first (--tune), then the same check with them.
+    [ "$mode" = tuned ] && extra=(--graph --max-batch "$n" --tune "$WORK/plans/$name.plan")
     run "$log" 120 "$(cat "$WORK/build/$name/zoc_binary")" --weights "$ref/weights.safetensors" \
       --input "$ref/input_b$n.npy" --output "$out" --json "$json" \
       --warmup 0 --iters 0 --top 3 "${extra[@]}"
@@ -133,13 +138,15 @@ check_run() {  # name batch mode
 for name in "${FOLDERS[@]}"; do
   for n in $BATCHES; do throttle 4; check_run "$name" "$n" eager & done
   throttle 4; check_run "$name" 8 graph &
+  throttle 4; check_run "$name" 64 tuned &
 done
 wait
 say "correctness done"
 
 # --- phase 3: latency, one run at a time -----------------------------------------------------
-latency_run() {  # name batch graph(0/1) tag
+latency_run() {  # name batch graph(0/1) tag [extra runner options]
   local name=$1 n=$2 graph=$3 tag=${4:-} model=${1%_*} prec=${1##*_}
+  local more=("${@:5}")
   local id=${name}_b${n}_g${graph}${tag:+_$tag} log json rc=1 extra=() iters=200 warmup=20
   log=$OUT/logs/latency_$id.log json=$WORK/json/latency_$id.json
   rm -f "$json"
@@ -147,7 +154,8 @@ latency_run() {  # name batch graph(0/1) tag
   [ "$n" -ge 64 ] && iters=50 warmup=10
   if [ -f "$WORK/build/$name/zoc_binary" ]; then
     run "$log" 180 "$(cat "$WORK/build/$name/zoc_binary")" --weights "$WORK/ref/$model/weights.safetensors" \
-      --batch "$n" --max-batch 256 --warmup $warmup --iters $iters --top 0 --json "$json" "${extra[@]}"
+      --batch "$n" --max-batch 256 --warmup $warmup --iters $iters --top 0 --json "$json" "${extra[@]}" \
+      "${more[@]}"
     rc=$?
   else
     echo "no binary: build failed (see build_$name.log)" >"$log"
@@ -162,8 +170,15 @@ for model in $LATENCY_MODELS; do
     [ -d "$CHECK_DIR/${model}_$prec" ] || continue
     for graph in 0 1; do
       for n in 1 256; do
-        if [ "$(left)" -gt 200 ]; then latency_run "${model}_$prec" $n $graph; else say "skip latency ${model}_$prec (time)"; fi
+        if [ "$(left)" -gt 260 ]; then latency_run "${model}_$prec" $n $graph; else say "skip latency ${model}_$prec (time)"; fi
       done
+    done
+    # With algorithms chosen by measurement (a plan per folder, extended per batch size) and
+    # the per-layer profile.
+    for n in 1 256; do
+      if [ "$(left)" -gt 260 ]; then
+        latency_run "${model}_$prec" $n 1 tuned --tune "$WORK/plans/${model}_$prec.plan" --profile 20
+      fi
     done
   done
   if [ -f "$WORK/ref/$model/weights.safetensors" ] && [ "$(left)" -gt 150 ]; then
@@ -173,33 +188,15 @@ for model in $LATENCY_MODELS; do
     grep -h '^torch' "$OUT/logs/torch_latency_$model.log"
   fi
   # The same runs again: the spread between the two is the noise of this machine today.
-  if [ -d "$CHECK_DIR/${model}_fp16" ] && [ "$(left)" -gt 140 ]; then
+  if [ -d "$CHECK_DIR/${model}_fp16" ] && [ "$(left)" -gt 240 ]; then
     for n in 1 256; do latency_run "${model}_fp16" $n 1 repeat; done
   fi
 done
 
-# --- phase 4: compute-sanitizer memcheck ----------------------------------------------------
-memcheck() {  # name
-  local name=$1 model=${1%_*} log=$OUT/logs/memcheck_$1.log t rc
-  t=$(( $(left) - 30 )); [ "$t" -gt 240 ] && t=240
-  if [ ! -f "$WORK/build/$name/zoc_binary" ] || [ "$t" -lt 60 ]; then
-    echo "skipped: no binary or no time left (${t}s)" >"$log"; rc=124
-  else
-    run "$log.full" "$t" compute-sanitizer --tool memcheck --print-limit 50 \
-      "$(cat "$WORK/build/$name/zoc_binary")" --weights "$WORK/ref/$model/weights.safetensors" \
-      --batch 2 --max-batch 2 --warmup 1 --iters 2 --top 0
-    rc=$?
-    if [ "$(wc -l <"$log.full")" -le 220 ]; then mv "$log.full" "$log"
-    else { head -n 150 "$log.full"; echo "[...]"; tail -n 60 "$log.full"; } >"$log"; rm -f "$log.full"; fi
-  fi
-  "${CMP[@]}" check-row --rows "$OUT/rows" --kind sanitizer --name "$name" --log "$log" --rc $rc \
-    >>"$OUT/logs/compare.log" 2>&1
-}
-for name in resnet50_fp16 resnet50_fp32; do
-  [ -d "$CHECK_DIR/$name" ] && memcheck "$name" &
-done
-wait
-say "memcheck done"
+# --- phase 4: reliability: memcheck and racecheck of every folder, wrong calls -------------
+export OUT WORK PY NVCC CUDNN_INC CUDNN_LIB
+RELIABILITY_BUDGET_S=$(( $(left) - 15 )) "$ROOT/tools/gpu_reliability.sh" "$CHECK_DIR"
+say "reliability done"
 
 # --- report ----------------------------------------------------------------------------------
 "${CMP[@]}" report --rows "$OUT/rows" --out "$OUT" --env "$OUT/env.json"

@@ -146,6 +146,11 @@ def cmd_latency_row(a):
                    img_s=1000.0 * a.batch / lat["median"], deterministic=j.get("deterministic"),
                    arena_bytes=j.get("arena_bytes"), workspace_bytes=j.get("workspace_bytes"),
                    weight_bytes=j.get("weight_bytes"), cudnn_version=j.get("cudnn_version"))
+        prof = j.get("profile")
+        if isinstance(prof, dict) and prof.get("layers"):  # --profile: where the time goes
+            top = sorted(prof["layers"], key=lambda x: -x.get("ms", 0))[:3]
+            row.update(profile_sum=prof.get("sum_ms"), profile_layers=len(prof["layers"]),
+                       profile_top="; ".join("%s %.3f" % (x["layer"], x["ms"]) for x in top))
     write_row(a.rows, "latency_zoc_%s_%s_b%d_%s%s" % (a.model, a.precision, a.batch,
                                                        "graph" if a.graph else "eager",
                                                        "_" + a.tag if a.tag else ""), row)
@@ -296,9 +301,19 @@ def tables(rows):
                   fmt(r.get("median"), "%.4f"), fmt(r.get("p90"), "%.4f"),
                   fmt(r.get("min"), "%.4f"), fmt(r.get("img_s"), "%.0f"), r["status"]]
                  for r in lat]))
+    prof = [r for r in lat if r.get("profile_sum")]
+    if prof:
+        out.append(("per-layer profile (--profile: CUDA events between layers, median of 20 runs)",
+                    ["model", "prec", "batch", "tag", "forward ms", "sum of layers ms", "diff",
+                     "slowest three layers (ms)"],
+                    [[r["model"], r["precision"], r["batch"], r.get("tag", ""),
+                      fmt(r.get("median"), "%.4f"), fmt(r["profile_sum"], "%.4f"),
+                      "%+.1f%%" % (100.0 * (r["profile_sum"] / r["median"] - 1))
+                      if r.get("median") else "-", r.get("profile_top", "")] for r in prof]))
     checks = sorted([r for r in rows if r["section"] in ("test", "sanitizer")],
                     key=lambda r: (r["section"], r["name"]))
-    out.append(("tests and compute-sanitizer memcheck", ["kind", "name", "summary", "result"],
+    out.append(("tests, compute-sanitizer (memcheck, racecheck) and wrong calls",
+                ["kind", "name", "summary", "result"],
                 [[r["section"], r["name"], r.get("summary") or "-", r["status"]]
                  for r in checks]))
     return out

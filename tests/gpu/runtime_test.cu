@@ -151,6 +151,7 @@ struct FakeOptions {
   size_t workspace_limit = size_t(1) << 30;
   uint64_t seed = 0;
   bool strict = false;
+  std::string plan_file;
 };
 
 enum class FakeMode { kNormal, kSkipLastSample, kForwardFails };
@@ -171,6 +172,9 @@ class Fake {
   static constexpr const char* kName = "fake";
   static constexpr const char* kPrecision = "fp32";
   static constexpr int kInputC = 3, kInputH = 5, kInputW = 7, kOutputs = 10;
+  static constexpr const char* kIrHash = "00000000000000aa";
+  static constexpr int kLayers = 2;
+  static const char* layer_name(int k) { return k == 0 ? "fake.fc" : "fake.output"; }
 
   static zoc::Expected<std::unique_ptr<Fake>> create(const std::string& weights_path, int max_batch,
                                                      const FakeOptions& options) {
@@ -192,6 +196,33 @@ class Fake {
           input, output, samples, kInputC * kInputH * kInputW, kOutputs);
       ZOC_CUDA(cudaGetLastError(), "fc");
     }
+    return zoc::Status();
+  }
+  // Two "layers": the forward, then nothing; their times come from real events.
+  zoc::Status profile(const float* input, float* output, int batch, cudaStream_t stream,
+                      float* layer_ms, float* total_ms) {
+    cudaEvent_t e[3];
+    for (cudaEvent_t& x : e) ZOC_CUDA(cudaEventCreate(&x), "profile");
+    ZOC_CUDA(cudaEventRecord(e[0], stream), "profile");
+    zoc::Status s = forward(input, output, batch, stream);
+    ZOC_CUDA(cudaEventRecord(e[1], stream), "profile");
+    ZOC_CUDA(cudaEventRecord(e[2], stream), "profile");
+    ZOC_CUDA(cudaEventSynchronize(e[2]), "profile");
+    ZOC_CUDA(cudaEventElapsedTime(&layer_ms[0], e[0], e[1]), "profile");
+    ZOC_CUDA(cudaEventElapsedTime(&layer_ms[1], e[1], e[2]), "profile");
+    ZOC_CUDA(cudaEventElapsedTime(total_ms, e[0], e[2]), "profile");
+    for (cudaEvent_t& x : e) cudaEventDestroy(x);
+    return s;
+  }
+  zoc::Status tune(const float* input, float* output, int batch, cudaStream_t stream,
+                   zoc::PlanFile* plan) {
+    ZOC_TRY(forward(input, output, batch, stream));
+    ZOC_TRY(zoc::gpu_name(&plan->gpu));
+    plan->cudnn = cudnnGetVersion();
+    plan->model = kName;
+    plan->precision = kPrecision;
+    plan->ir_hash = kIrHash;
+    plan->set({"fc", batch, 1, 0, 0, 0.01});
     return zoc::Status();
   }
   int max_batch() const { return max_batch_; }
@@ -265,6 +296,23 @@ void test_harness(const std::string& dir) {
   const std::string bad_in = dir + "/fake_bad_in.npy";
   (void)zoc::npy::write_float32(bad_in, input.data(), {2, 3, 7, 5});
   check(run({"--input", bad_in}) == 1, "input of the wrong shape exits 1");
+
+  // --profile: per-layer medians in the JSON; --tune: a plan file written, then used.
+  const std::string pjson = dir + "/fake_profile.json", plan = dir + "/fake.plan";
+  std::remove(plan.c_str());
+  check(run({"--batch", "4", "--profile", "5", "--json", pjson, "--iters", "10"}) == 0,
+        "--profile 5 runs");
+  j = read_text(pjson);
+  check(contains(j, "\"profile\": {\"runs\": 5") && contains(j, "\"layer\": \"fake.fc\"") &&
+            contains(j, "\"sum_ms\": "),
+        "--profile JSON", j);
+  check(run({"--batches", "2,4", "--tune", plan, "--iters", "5"}) == 0, "--tune over a sweep");
+  const std::string p = read_text(plan);
+  check(contains(p, "zoc-plan 1\ngpu ") && contains(p, "model fake fp32 00000000000000aa") &&
+            contains(p, "conv 2 1 0 0 0.01000 fc") && contains(p, "conv 4 1 0 0 0.01000 fc"),
+        "--tune merges every batch into one plan file", p);
+  check(run({"--tune", plan, "--plan", plan}) == 2, "--tune with --plan exits 2");
+  check(run({"--profile", "-1"}) == 2, "--profile -1 exits 2");
 
   g_mode = FakeMode::kSkipLastSample;
   check(run({"--batch", "3", "--iters", "0"}) == 1, "an unwritten (poisoned) output exits 1");

@@ -209,6 +209,13 @@ class Bench:
                 if p.get("create_ms") is not None:
                     rec["setup_s"] = p["create_ms"] / 1000.0
                 rec["output_npy"] = p.get("output_npy") or "%s_b%d.npy" % (out_stem, batch)
+                prof = p.get("profile")
+                if isinstance(prof, dict) and prof.get("layers"):
+                    layers = sorted(prof["layers"], key=lambda x: -x.get("ms", 0))
+                    rec["profile_sum_ms"] = prof.get("sum_ms")
+                    rec["profile_layers"] = len(prof["layers"])
+                    rec["profile_top"] = "; ".join("%s %.3f" % (x["layer"], x["ms"])
+                                                   for x in layers[:3])
             recs.append(rec)
         return recs
 
@@ -252,6 +259,12 @@ class Bench:
                "--max-time-ms", TIMING["max_time_ms"], "--h2d-reps", TIMING["h2d_reps"]]
         if v["graph"]:
             cmd.append("--graph")
+        if v.get("tune"):  # the plan file travels back in the bundle (raw/plans)
+            plans = os.path.join(self.a.out, "raw", "plans")
+            os.makedirs(plans, exist_ok=True)
+            cmd += ["--tune", os.path.join(plans, folder + ".plan")]
+        if v.get("profile"):
+            cmd += ["--profile", v["profile"]]
         return self.run_binary(step, v, g, cmd, base + ".json", base, step["cap_s"])
 
     def step_cpp(self, step, v, g):

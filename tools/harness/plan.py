@@ -49,7 +49,10 @@ def variant(family, impl, precision, layout="nchw", graph=False, runner=None, **
 
 
 def zoc(precision, graph):
-    return variant("zoc", "zoc-graph" if graph else "zoc", precision, graph=graph)
+    """zoc rows: with a CUDA graph, convolution algorithms are chosen by measurement first
+    (--tune, a plan file per folder) and a per-layer profile is taken (--profile)."""
+    return variant("zoc", "zoc-graph" if graph else "zoc", precision, graph=graph, tune=graph,
+                   profile=20 if graph else 0)
 
 
 def eager(precision, layout="nchw"):

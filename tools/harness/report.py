@@ -31,7 +31,8 @@ CSV_COLUMNS = [
     "p90_ms", "min_ms", "max_ms", "mean_ms", "iters", "nvml_peak_mb", "torch_alloc_peak_mb",
     "torch_reserved_peak_mb", "device_used_mb", "model_mem_mb", "gpu_util_pct", "sm_clock_mhz",
     "power_w", "host_cpu_us", "host_wall_us", "h2d_bytes", "h2d_pageable_ms", "h2d_pinned_ms",
-    "setup_s", "compile_s", "max_abs_err", "top1_agree", "centered_rel_l2", "band", "error"]
+    "setup_s", "compile_s", "max_abs_err", "top1_agree", "centered_rel_l2", "band", "profile_sum_ms",
+    "error"]
 STATUS_RANK = {"PASS": 5, "FAIL": 4, "oom": 3, "error": 2, "skipped": 1, "pending": 0}
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 
@@ -308,6 +309,19 @@ def summary(records, envs, made, notes):
                           else "–", "%.1f" % (r["h2d_bytes"] / 1e6) if r.get("h2d_bytes") else "–",
                           fmt_ms(r.get("h2d_pageable_ms")), fmt_ms(r.get("h2d_pinned_ms"))]
                          for r in sorted(host, key=lambda r: (r["batch"], r["label"]))]), ""]
+    prof = [r for r in records if r["status"] == "PASS" and r.get("profile_sum_ms")
+            and r["model"] == "resnet50" and r["resolution"] == 224]
+    if prof:
+        md += ["## Where zoc's time goes: per-layer profile (ResNet-50 224×224, CUDA graph)", "",
+               "CUDA events between layers inside the graph (`--profile`, median of 20 runs); "
+               "the sum of the layers against the end-to-end median of the timed loop.", "",
+               md_table(["row", "batch", "end-to-end ms", "sum of layers ms", "difference",
+                         "slowest three layers (ms)"],
+                        [[r["label"], r["batch"], fmt_ms(r.get("median_ms")),
+                          fmt_ms(r["profile_sum_ms"]),
+                          "%+.1f%%" % (100.0 * (r["profile_sum_ms"] / r["median_ms"] - 1))
+                          if r.get("median_ms") else "–", r.get("profile_top", "")]
+                         for r in sorted(prof, key=lambda r: (r["label"], r["batch"]))]), ""]
     compiled = [r for r in records if r["family"] == "compile" and r.get("compile_s")]
     if compiled:
         md += ["## torch.compile: compile time (first call, per batch size)", "",

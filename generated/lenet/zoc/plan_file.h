@@ -184,7 +184,7 @@ struct PlanFile {
     if (!f) return Error{path + ": cannot open the plan file"};
     f.seekg(0, std::ios::end);
     const std::streamoff size = f.tellg();
-    if (size < 0 || size > kMaxBytes) return Error{path + ": not a plan file (over 16 MiB)"};
+    if (size < 0 || size > kMaxBytes) return Error{path + ": not a zoc plan file (over 16 MiB)"};
     f.seekg(0);
     std::string text(static_cast<size_t>(size), '\0');
     if (size > 0 && !f.read(&text[0], size)) return Error{path + ": cannot read the plan file"};

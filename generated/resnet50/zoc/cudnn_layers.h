@@ -117,52 +117,51 @@ class ConvLayer {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     ZOC_TRY(candidates(handle, perf, &got, layer));
     ZOC_CUDNN(cudnnSetStream(handle, stream), layer);
-    cudaEvent_t start = nullptr, stop = nullptr;
-    ZOC_CUDA(cudaEventCreate(&start), layer);
-    if (cudaError_t e = cudaEventCreate(&stop); e != cudaSuccess) {
-      cudaEventDestroy(start);
-      ZOC_CUDA(e, layer);
-    }
+    struct Events {  // released on every return
+      cudaEvent_t start = nullptr, stop = nullptr;
+      ~Events() {
+        if (start) cudaEventDestroy(start);
+        if (stop) cudaEventDestroy(stop);
+      }
+    } ev;
+    ZOC_CUDA(cudaEventCreate(&ev.start), layer);
+    ZOC_CUDA(cudaEventCreate(&ev.stop), layer);
     constexpr int kWarmup = 3, kReps = 15;
     float best = -1;
-    Status status = Status::success();
-    for (int i = 0; i < got && status.ok(); ++i) {
+    for (int i = 0; i < got; ++i) {
       const cudnnConvolutionFwdAlgoPerf_t& c = perf[i];
       if (!usable(c, scratch_bytes)) continue;
-      status = [&]() -> Status {
-        ZOC_CUDNN(cudnnSetConvolutionMathType(conv, c.mathType), layer);
-        float times[kReps];
-        for (int r = -kWarmup; r < kReps; ++r) {
-          if (r >= 0) ZOC_CUDA(cudaEventRecord(start, stream), layer);
-          const float one = 1.0f, zero = 0.0f;
-          const cudnnStatus_t run = cudnnConvolutionBiasActivationForward(
-              handle, &one, x, in, w, weight, conv, c.algo, scratch, c.memory, z ? &one : &zero,
-              y, z ? z : out, bias, bias_data, act, y, out);
-          if (run == CUDNN_STATUS_NOT_SUPPORTED) return Status::success();  // skip this one
-          ZOC_CUDNN(run, layer);
-          if (r >= 0) {
-            ZOC_CUDA(cudaEventRecord(stop, stream), layer);
-            ZOC_CUDA(cudaEventSynchronize(stop), layer);
-            ZOC_CUDA(cudaEventElapsedTime(&times[r], start, stop), layer);
-          }
+      ZOC_CUDNN(cudnnSetConvolutionMathType(conv, c.mathType), layer);
+      float times[kReps];
+      bool supported = true;
+      for (int r = -kWarmup; r < kReps && supported; ++r) {
+        if (r >= 0) ZOC_CUDA(cudaEventRecord(ev.start, stream), layer);
+        const float one = 1.0f, zero = 0.0f;
+        const cudnnStatus_t run = cudnnConvolutionBiasActivationForward(
+            handle, &one, x, in, w, weight, conv, c.algo, scratch, c.memory, z ? &one : &zero, y,
+            z ? z : out, bias, bias_data, act, y, out);
+        supported = run != CUDNN_STATUS_NOT_SUPPORTED;  // listed, but not for this call: skip
+        if (!supported) break;
+        ZOC_CUDNN(run, layer);
+        if (r >= 0) {
+          ZOC_CUDA(cudaEventRecord(ev.stop, stream), layer);
+          ZOC_CUDA(cudaEventSynchronize(ev.stop), layer);
+          ZOC_CUDA(cudaEventElapsedTime(&times[r], ev.start, ev.stop), layer);
         }
-        std::sort(times, times + kReps);
-        const float median = times[kReps / 2];
-        if (best < 0 || median < best) {
-          best = median;
-          chosen->layer = layer;
-          chosen->batch = n;
-          chosen->algo = int(c.algo);
-          chosen->math = int(c.mathType);
-          chosen->workspace = c.memory;
-          chosen->ms = median;
-        }
-        return Status::success();
-      }();
+      }
+      if (!supported) continue;
+      std::sort(times, times + kReps);
+      const float median = times[kReps / 2];
+      if (best < 0 || median < best) {
+        best = median;
+        chosen->layer = layer;
+        chosen->batch = n;
+        chosen->algo = int(c.algo);
+        chosen->math = int(c.mathType);
+        chosen->workspace = c.memory;
+        chosen->ms = median;
+      }
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    ZOC_TRY(status);
     if (best < 0) {
       return Error{std::string("layer '") + layer + "': no convolution algorithm ran at batch " +
                    std::to_string(n)};

@@ -245,8 +245,11 @@ def cmd_check_row(a):
     text = tail(a.log, 400)
     row = {"section": a.kind, "name": a.name, "log": a.log, "rc": a.rc}
     if a.kind == "sanitizer":
-        m = re.findall(r"ERROR SUMMARY: (\d+) error", text)
-        summary = [l for l in text.splitlines() if "ERROR SUMMARY" in l]
+        # memcheck: "ERROR SUMMARY: 0 errors"; racecheck: "RACECHECK SUMMARY: 0 hazards
+        # displayed (0 errors, 0 warnings)"
+        m = re.findall(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: .*\((\d+) errors", text)
+        m = [a or b for a, b in m]
+        summary = [l for l in text.splitlines() if "ERROR SUMMARY" in l or "RACECHECK SUMMARY" in l]
         row["summary"] = summary[-1].strip("= ") if summary else None
         if a.rc in (124, 137):
             row.update(status="SKIP", error="timed out\n" + tail(a.log))

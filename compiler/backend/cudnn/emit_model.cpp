@@ -111,7 +111,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     ok = emit_layer(ctx, n) && ok;
     if (issues_work(ctx.s.forward.str().substr(before))) {
       layer_titles.push_back(ctx.title(n));
-      ctx.s.forward.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[{}], stream), \"profile\");",
+      ctx.s.forward.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[{}], stream, cudaEventRecordExternal), \"profile\");",
                          layer_titles.size());
     }
   }
@@ -649,7 +649,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       c.line("char* const a = static_cast<char*>(arena_);");
       c.line("const char* const w = static_cast<const char*>(weights_);");
       c.line("(void)input;");
-      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[0], stream), \"profile\");");
+      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[0], stream, cudaEventRecordExternal), \"profile\");");
       c.append(ctx.s.forward);
       c.line("// output: fp32 [n, {}] for the caller", outputs);
       if (t.nhwc) {
@@ -660,7 +660,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
                "cudaMemcpyDeviceToDevice, stream), \"output\");",
                ctx.ptr(g.outputs[0]));
       }
-      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecord(marks_[{}], stream), \"profile\");",
+      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[{}], stream, cudaEventRecordExternal), \"profile\");",
              n_layers);
       c.line("return zoc::Status::success();");
     }

@@ -14,8 +14,11 @@
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include "compiler/frontend/yaml/internal.h"
+#include "compiler/frontend/yaml/yaml_frontend.h"
 
 namespace zoc::yaml {
 
@@ -92,22 +95,79 @@ bool indented_with_tab(const std::string& text, int line) {
   return false;
 }
 
+// Counts the documents of a YAML stream and notes where each starts and where its root node is.
+//
+// yaml-cpp 0.7's YAML::LoadAll() loops forever, allocating a null document per turn, when a
+// token can start no node (a stray ',' at the top level: three bytes took 24 GB; found by
+// fuzzing, jbeder/yaml-cpp#1040, fixed upstream by #1319 after 0.7). So the documents are
+// counted with this handler, stopping when one consumes nothing, and the one document is then
+// read with YAML::Load(), which parses only the first.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts, roots;
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    starts.push_back(mark);
+    root_pending_ = true;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    node(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node(const YAML::Mark& mark) {
+    if (root_pending_) roots.push_back(mark);
+    root_pending_ = false;
+  }
+  bool root_pending_ = false;
+};
+
 }  // namespace
 
 std::optional<Document> load_document(const std::string& path, const SourceLoc& included_from,
                                       Diagnostics& diags) {
-  std::ifstream in(path, std::ios::binary);
   const SourceLoc where = included_from.known() ? included_from : SourceLoc{path, 0, 0};
+  const char* what = included_from.known() ? "included file" : "model file";
+  // Only regular files, and only so much of them: a device or FIFO may never end or may block
+  // (`include: /dev/zero`, `include: /dev/stdin`).
   std::error_code ec;
-  if (!in || std::filesystem::is_directory(path, ec)) {
-    diags.error(where, fmt::format("cannot open {} '{}'{}",
-                                   included_from.known() ? "included file" : "model file", path,
-                                   in ? ": it is a directory" : ""));
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    diags.error(where, fmt::format("cannot open {} '{}': {}", what, path,
+                                   std::filesystem::is_directory(status)
+                                       ? "it is a directory"
+                                       : "it is not a regular file"));
     return std::nullopt;
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  const std::string text = buf.str();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    diags.error(where, fmt::format("cannot open {} '{}'", what, path));
+    return std::nullopt;
+  }
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > static_cast<size_t>(kMaxFileBytes)) {
+      diags.error(where, fmt::format("{} '{}' is larger than {} MiB", what, path,
+                                     kMaxFileBytes >> 20));
+      return std::nullopt;
+    }
+  }
   if (const size_t nul = text.find('\0'); nul != std::string::npos) {
     diags.error(loc_at(path, text, nul), "not a YAML model file (it contains NUL bytes)");
     return std::nullopt;
@@ -119,14 +179,28 @@ std::optional<Document> load_document(const std::string& path, const SourceLoc& 
     return std::nullopt;
   }
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1) {
-      diags.error(loc_of(path, docs[1]),
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    DocumentCounter docs;
+    while (parser.HandleNextDocument(docs)) {
+      const size_t n = docs.starts.size();
+      if (n >= 2 && docs.starts[n - 1].pos == docs.starts[n - 2].pos) {
+        const YAML::Mark& m = docs.starts.back();
+        const char c = m.pos >= 0 && static_cast<size_t>(m.pos) < text.size() ? text[m.pos] : 0;
+        diags.error(SourceLoc{path, m.line + 1, m.column + 1},
+                    c > 0x20 && c < 0x7F ? fmt::format("YAML syntax error: unexpected '{}'", c)
+                                         : std::string("YAML syntax error: unexpected input"));
+        return std::nullopt;
+      }
+    }
+    if (docs.starts.size() > 1) {
+      const YAML::Mark& m = docs.roots.size() > 1 ? docs.roots[1] : docs.starts[1];
+      diags.error(SourceLoc{path, m.line + 1, m.column + 1},
                   fmt::format("the file holds {} YAML documents; a model file holds one",
-                              docs.size()));
+                              docs.starts.size()));
       return std::nullopt;
     }
-    const YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
+    const YAML::Node root = docs.starts.empty() ? YAML::Node() : YAML::Load(text);
     if (!root.IsMap()) {
       diags.error(loc_of(path, root),
                   root.IsNull() || !root.IsDefined()

@@ -29,6 +29,13 @@ struct Ctx {
   // Counts work against the alias-bomb budget; false once it is exceeded (reported once).
   bool spend(const YAML::Node& node) {
     if (ex.budget_exceeded) return false;
+    // An alias repeats its errors with every copy: stop once there are more than anyone reads
+    // (a fuzzed file gave 1.8 million errors).
+    if (static_cast<int64_t>(diags.error_count()) >= kMaxErrors) {
+      ex.budget_exceeded = true;
+      diags.error(loc_of(file, node), fmt::format("more than {} errors; stopping", kMaxErrors));
+      return false;
+    }
     if (++ex.node_visits > kMaxNodeVisits || static_cast<int64_t>(ex.layers.size()) > kMaxLayers) {
       ex.budget_exceeded = true;
       diags.error(loc_of(file, node),

@@ -171,9 +171,12 @@ class ConvLayer {
     return describe(handle, n, scratch_bytes, layer, &only);
   }
 
-  // Every algorithm cuDNN's heuristics list for the current descriptors, best first.
+  // Every algorithm cuDNN's heuristics list for the current descriptors, best first. The list
+  // depends on the descriptor's math type, which an earlier choice may have changed: it is
+  // reset to the precision's first, so that every query sees the same candidates.
   Status candidates(cudnnHandle_t handle, cudnnConvolutionFwdAlgoPerf_t* perf, int* got,
                     const char* layer) {
+    ZOC_CUDNN(cudnnSetConvolutionMathType(conv, p_.math), layer);
     ZOC_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y,
                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, got, perf),
               layer);

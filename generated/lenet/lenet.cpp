@@ -180,7 +180,9 @@ zoc::Status Lenet::capture(cudaGraphExec_t* exec, const float* input, float* out
   *exec = nullptr;
   cudaGraph_t graph = nullptr;
   ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "forward: capture");
+  record_flags_ = cudaEventRecordExternal;
   const zoc::Status captured = run_layers<kProfile>(input, output, stream);
+  record_flags_ = cudaEventRecordDefault;
   const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
   if (!captured.ok()) return captured;
   ZOC_CUDA(ended, "forward: capture");
@@ -264,37 +266,37 @@ zoc::Status Lenet::run_layers(const float* input, float* output, cudaStream_t st
   char* const a = static_cast<char*>(arena_);
   const char* const w = static_cast<const char*>(weights_);
   (void)input;
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[0], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[0], stream, record_flags_), "profile");
   // input: read in place from the caller's fp32 NCHW buffer  (models/lenet.yaml:10:8)
   // conv1 + relu1: conv 5x5/1, 1->32, 28x28 -> 28x28, relu  (models/lenet.yaml:12:5)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, conv1_.x, input, conv1_.w, w + kW_conv1, conv1_.conv, conv1_.algo, workspace_, conv1_.workspace, &kZero, conv1_.y, a + kA_conv1 * B, conv1_.bias, w + kB_conv1, conv1_.act, conv1_.y, a + kA_conv1 * B),
             "conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[1], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[1], stream, record_flags_), "profile");
   // pool1: max pool 2x2/2 pad 0, 28x28 -> 14x14  (models/lenet.yaml:14:5)
   ZOC_CUDNN(cudnnPoolingForward(cudnn_, pool1_.pool, &kOne, pool1_.x, a + kA_conv1 * B, &kZero, pool1_.y, a + kA_pool1 * B), "pool1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[2], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[2], stream, record_flags_), "profile");
   // conv2 + relu2: conv 5x5/1, 32->64, 14x14 -> 14x14, relu  (models/lenet.yaml:15:5)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, conv2_.x, a + kA_pool1 * B, conv2_.w, w + kW_conv2, conv2_.conv, conv2_.algo, workspace_, conv2_.workspace, &kZero, conv2_.y, a + kA_conv2 * B, conv2_.bias, w + kB_conv2, conv2_.act, conv2_.y, a + kA_conv2 * B),
             "conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[3], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[3], stream, record_flags_), "profile");
   // pool2: max pool 2x2/2 pad 0, 14x14 -> 7x7  (models/lenet.yaml:17:5)
   ZOC_CUDNN(cudnnPoolingForward(cudnn_, pool2_.pool, &kOne, pool2_.x, a + kA_conv2 * B, &kZero, pool2_.y, a + kA_pool2 * B), "pool2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[4], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[4], stream, record_flags_), "profile");
   // flatten: a view of its input (no data movement)  (models/lenet.yaml:18:5)
   // fc1: linear 3136 -> 1024  (models/lenet.yaml:19:5)
   ZOC_CUDA(kernels::bias_rows(a + kA_fc1 * B, w + kB_fc1, n, 1024, stream), "fc1");
   ZOC_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 1024, n, 3136, &kOne, w + kW_fc1, kBlasType, 3136, a + kA_pool2 * B, kBlasType, 3136, &kOne, a + kA_fc1 * B, kBlasType, 1024, kBlasCompute, CUBLAS_GEMM_DEFAULT), "fc1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[5], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[5], stream, record_flags_), "profile");
   // relu3: relu  (models/lenet.yaml:20:5)
   ZOC_CUDNN(cudnnActivationForward(cudnn_, relu3_.act, &kOne, relu3_.tensor.t, a + kA_fc1 * B, &kZero, relu3_.tensor.t, a + kA_relu3 * B), "relu3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[6], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[6], stream, record_flags_), "profile");
   // fc2: linear 1024 -> 10  (models/lenet.yaml:22:5)
   ZOC_CUDA(kernels::bias_rows(a + kA_fc2 * B, w + kB_fc2, n, 10, stream), "fc2");
   ZOC_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, w + kW_fc2, kBlasType, 1024, a + kA_relu3 * B, kBlasType, 1024, &kOne, a + kA_fc2 * B, kBlasType, 10, kBlasCompute, CUBLAS_GEMM_DEFAULT), "fc2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[7], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[7], stream, record_flags_), "profile");
   // output: fp32 [n, 10] for the caller
   ZOC_CUDA(cudaMemcpyAsync(output, a + kA_fc2 * B, size_t(n) * kOutputs * sizeof(float), cudaMemcpyDeviceToDevice, stream), "output");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[8], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[8], stream, record_flags_), "profile");
   return zoc::Status::success();
 }
 }  // namespace zoc_model

@@ -482,7 +482,9 @@ zoc::Status Resnet50::capture(cudaGraphExec_t* exec, const float* input, float* 
   *exec = nullptr;
   cudaGraph_t graph = nullptr;
   ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "forward: capture");
+  record_flags_ = cudaEventRecordExternal;
   const zoc::Status captured = run_layers<kProfile>(input, output, stream);
+  record_flags_ = cudaEventRecordDefault;
   const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
   if (!captured.ok()) return captured;
   ZOC_CUDA(ended, "forward: capture");
@@ -718,236 +720,236 @@ zoc::Status Resnet50::run_layers(const float* input, float* output, cudaStream_t
   char* const a = static_cast<char*>(arena_);
   const char* const w = static_cast<const char*>(weights_);
   (void)input;
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[0], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[0], stream, record_flags_), "profile");
   // input: fp32 NCHW from the caller -> NHWC in the model's precision  (models/resnet50.yaml:11:8)
   ZOC_CUDA(kernels::input_to_nhwc(input, a + kA_input * B, n, 3, 224, 224, stream), "input");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[1], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[1], stream, record_flags_), "profile");
   // conv1 + bn1 + relu: conv 7x7/2, 3->64, 224x224 -> 112x112, relu  (models/resnet50.yaml:14:5)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, conv1_.x, a + kA_input * B, conv1_.w, w + kW_conv1, conv1_.conv, conv1_.algo, workspace_, conv1_.workspace, &kZero, conv1_.y, a + kA_conv1 * B, conv1_.bias, w + kB_conv1, conv1_.act, conv1_.y, a + kA_conv1 * B),
             "conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[2], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[2], stream, record_flags_), "profile");
   // maxpool: max pool 3x3/2 pad 1, 112x112 -> 56x56  (models/resnet50.yaml:17:5)
   ZOC_CUDNN(cudnnPoolingForward(cudnn_, maxpool_.pool, &kOne, maxpool_.x, a + kA_conv1 * B, &kZero, maxpool_.y, a + kA_maxpool * B), "maxpool");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[3], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[3], stream, record_flags_), "profile");
   // layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1: conv 1x1/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_conv1_.x, a + kA_maxpool * B, layer1_0_conv1_.w, w + kW_layer1_0_conv1, layer1_0_conv1_.conv, layer1_0_conv1_.algo, workspace_, layer1_0_conv1_.workspace, &kZero, layer1_0_conv1_.y, a + kA_layer1_0_conv1 * B, layer1_0_conv1_.bias, w + kB_layer1_0_conv1, layer1_0_conv1_.act, layer1_0_conv1_.y, a + kA_layer1_0_conv1 * B),
             "layer1.0.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[4], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[4], stream, record_flags_), "profile");
   // layer1.0.conv2 + layer1.0.bn2 + layer1.0.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_conv2_.x, a + kA_layer1_0_conv1 * B, layer1_0_conv2_.w, w + kW_layer1_0_conv2, layer1_0_conv2_.conv, layer1_0_conv2_.algo, workspace_, layer1_0_conv2_.workspace, &kZero, layer1_0_conv2_.y, a + kA_layer1_0_conv2 * B, layer1_0_conv2_.bias, w + kB_layer1_0_conv2, layer1_0_conv2_.act, layer1_0_conv2_.y, a + kA_layer1_0_conv2 * B),
             "layer1.0.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[5], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[5], stream, record_flags_), "profile");
   // layer1.0.downsample.0 + layer1.0.downsample.1: conv 1x1/1, 64->256, 56x56 -> 56x56  (models/resnet_blocks.yaml:43:15)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_downsample_0_.x, a + kA_maxpool * B, layer1_0_downsample_0_.w, w + kW_layer1_0_downsample_0, layer1_0_downsample_0_.conv, layer1_0_downsample_0_.algo, workspace_, layer1_0_downsample_0_.workspace, &kZero, layer1_0_downsample_0_.y, a + kA_layer1_0_downsample_0 * B, layer1_0_downsample_0_.bias, w + kB_layer1_0_downsample_0, layer1_0_downsample_0_.act, layer1_0_downsample_0_.y, a + kA_layer1_0_downsample_0 * B),
             "layer1.0.downsample.0");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[6], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[6], stream, record_flags_), "profile");
   // layer1.0.conv3 + layer1.0.bn3 + layer1.0.add + layer1.0.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_conv3_.x, a + kA_layer1_0_conv2 * B, layer1_0_conv3_.w, w + kW_layer1_0_conv3, layer1_0_conv3_.conv, layer1_0_conv3_.algo, workspace_, layer1_0_conv3_.workspace, &kOne, layer1_0_conv3_.y, a + kA_layer1_0_downsample_0 * B, layer1_0_conv3_.bias, w + kB_layer1_0_conv3, layer1_0_conv3_.act, layer1_0_conv3_.y, a + kA_layer1_0_conv3 * B),
             "layer1.0.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[7], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[7], stream, record_flags_), "profile");
   // layer1.1.conv1 + layer1.1.bn1 + layer1.1.relu1: conv 1x1/1, 256->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_1_conv1_.x, a + kA_layer1_0_conv3 * B, layer1_1_conv1_.w, w + kW_layer1_1_conv1, layer1_1_conv1_.conv, layer1_1_conv1_.algo, workspace_, layer1_1_conv1_.workspace, &kZero, layer1_1_conv1_.y, a + kA_layer1_1_conv1 * B, layer1_1_conv1_.bias, w + kB_layer1_1_conv1, layer1_1_conv1_.act, layer1_1_conv1_.y, a + kA_layer1_1_conv1 * B),
             "layer1.1.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[8], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[8], stream, record_flags_), "profile");
   // layer1.1.conv2 + layer1.1.bn2 + layer1.1.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_1_conv2_.x, a + kA_layer1_1_conv1 * B, layer1_1_conv2_.w, w + kW_layer1_1_conv2, layer1_1_conv2_.conv, layer1_1_conv2_.algo, workspace_, layer1_1_conv2_.workspace, &kZero, layer1_1_conv2_.y, a + kA_layer1_1_conv2 * B, layer1_1_conv2_.bias, w + kB_layer1_1_conv2, layer1_1_conv2_.act, layer1_1_conv2_.y, a + kA_layer1_1_conv2 * B),
             "layer1.1.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[9], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[9], stream, record_flags_), "profile");
   // layer1.1.conv3 + layer1.1.bn3 + layer1.1.add + layer1.1.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_1_conv3_.x, a + kA_layer1_1_conv2 * B, layer1_1_conv3_.w, w + kW_layer1_1_conv3, layer1_1_conv3_.conv, layer1_1_conv3_.algo, workspace_, layer1_1_conv3_.workspace, &kOne, layer1_1_conv3_.y, a + kA_layer1_0_conv3 * B, layer1_1_conv3_.bias, w + kB_layer1_1_conv3, layer1_1_conv3_.act, layer1_1_conv3_.y, a + kA_layer1_1_conv3 * B),
             "layer1.1.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[10], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[10], stream, record_flags_), "profile");
   // layer1.2.conv1 + layer1.2.bn1 + layer1.2.relu1: conv 1x1/1, 256->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_2_conv1_.x, a + kA_layer1_1_conv3 * B, layer1_2_conv1_.w, w + kW_layer1_2_conv1, layer1_2_conv1_.conv, layer1_2_conv1_.algo, workspace_, layer1_2_conv1_.workspace, &kZero, layer1_2_conv1_.y, a + kA_layer1_2_conv1 * B, layer1_2_conv1_.bias, w + kB_layer1_2_conv1, layer1_2_conv1_.act, layer1_2_conv1_.y, a + kA_layer1_2_conv1 * B),
             "layer1.2.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[11], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[11], stream, record_flags_), "profile");
   // layer1.2.conv2 + layer1.2.bn2 + layer1.2.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_2_conv2_.x, a + kA_layer1_2_conv1 * B, layer1_2_conv2_.w, w + kW_layer1_2_conv2, layer1_2_conv2_.conv, layer1_2_conv2_.algo, workspace_, layer1_2_conv2_.workspace, &kZero, layer1_2_conv2_.y, a + kA_layer1_2_conv2 * B, layer1_2_conv2_.bias, w + kB_layer1_2_conv2, layer1_2_conv2_.act, layer1_2_conv2_.y, a + kA_layer1_2_conv2 * B),
             "layer1.2.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[12], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[12], stream, record_flags_), "profile");
   // layer1.2.conv3 + layer1.2.bn3 + layer1.2.add + layer1.2.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_2_conv3_.x, a + kA_layer1_2_conv2 * B, layer1_2_conv3_.w, w + kW_layer1_2_conv3, layer1_2_conv3_.conv, layer1_2_conv3_.algo, workspace_, layer1_2_conv3_.workspace, &kOne, layer1_2_conv3_.y, a + kA_layer1_1_conv3 * B, layer1_2_conv3_.bias, w + kB_layer1_2_conv3, layer1_2_conv3_.act, layer1_2_conv3_.y, a + kA_layer1_2_conv3 * B),
             "layer1.2.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[13], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[13], stream, record_flags_), "profile");
   // layer2.0.conv1 + layer2.0.bn1 + layer2.0.relu1: conv 1x1/1, 256->128, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_conv1_.x, a + kA_layer1_2_conv3 * B, layer2_0_conv1_.w, w + kW_layer2_0_conv1, layer2_0_conv1_.conv, layer2_0_conv1_.algo, workspace_, layer2_0_conv1_.workspace, &kZero, layer2_0_conv1_.y, a + kA_layer2_0_conv1 * B, layer2_0_conv1_.bias, w + kB_layer2_0_conv1, layer2_0_conv1_.act, layer2_0_conv1_.y, a + kA_layer2_0_conv1 * B),
             "layer2.0.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[14], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[14], stream, record_flags_), "profile");
   // layer2.0.conv2 + layer2.0.bn2 + layer2.0.relu2: conv 3x3/2, 128->128, 56x56 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_conv2_.x, a + kA_layer2_0_conv1 * B, layer2_0_conv2_.w, w + kW_layer2_0_conv2, layer2_0_conv2_.conv, layer2_0_conv2_.algo, workspace_, layer2_0_conv2_.workspace, &kZero, layer2_0_conv2_.y, a + kA_layer2_0_conv2 * B, layer2_0_conv2_.bias, w + kB_layer2_0_conv2, layer2_0_conv2_.act, layer2_0_conv2_.y, a + kA_layer2_0_conv2 * B),
             "layer2.0.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[15], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[15], stream, record_flags_), "profile");
   // layer2.0.downsample.0 + layer2.0.downsample.1: conv 1x1/2, 256->512, 56x56 -> 28x28  (models/resnet_blocks.yaml:43:15)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_downsample_0_.x, a + kA_layer1_2_conv3 * B, layer2_0_downsample_0_.w, w + kW_layer2_0_downsample_0, layer2_0_downsample_0_.conv, layer2_0_downsample_0_.algo, workspace_, layer2_0_downsample_0_.workspace, &kZero, layer2_0_downsample_0_.y, a + kA_layer2_0_downsample_0 * B, layer2_0_downsample_0_.bias, w + kB_layer2_0_downsample_0, layer2_0_downsample_0_.act, layer2_0_downsample_0_.y, a + kA_layer2_0_downsample_0 * B),
             "layer2.0.downsample.0");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[16], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[16], stream, record_flags_), "profile");
   // layer2.0.conv3 + layer2.0.bn3 + layer2.0.add + layer2.0.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_conv3_.x, a + kA_layer2_0_conv2 * B, layer2_0_conv3_.w, w + kW_layer2_0_conv3, layer2_0_conv3_.conv, layer2_0_conv3_.algo, workspace_, layer2_0_conv3_.workspace, &kOne, layer2_0_conv3_.y, a + kA_layer2_0_downsample_0 * B, layer2_0_conv3_.bias, w + kB_layer2_0_conv3, layer2_0_conv3_.act, layer2_0_conv3_.y, a + kA_layer2_0_conv3 * B),
             "layer2.0.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[17], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[17], stream, record_flags_), "profile");
   // layer2.1.conv1 + layer2.1.bn1 + layer2.1.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_1_conv1_.x, a + kA_layer2_0_conv3 * B, layer2_1_conv1_.w, w + kW_layer2_1_conv1, layer2_1_conv1_.conv, layer2_1_conv1_.algo, workspace_, layer2_1_conv1_.workspace, &kZero, layer2_1_conv1_.y, a + kA_layer2_1_conv1 * B, layer2_1_conv1_.bias, w + kB_layer2_1_conv1, layer2_1_conv1_.act, layer2_1_conv1_.y, a + kA_layer2_1_conv1 * B),
             "layer2.1.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[18], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[18], stream, record_flags_), "profile");
   // layer2.1.conv2 + layer2.1.bn2 + layer2.1.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_1_conv2_.x, a + kA_layer2_1_conv1 * B, layer2_1_conv2_.w, w + kW_layer2_1_conv2, layer2_1_conv2_.conv, layer2_1_conv2_.algo, workspace_, layer2_1_conv2_.workspace, &kZero, layer2_1_conv2_.y, a + kA_layer2_1_conv2 * B, layer2_1_conv2_.bias, w + kB_layer2_1_conv2, layer2_1_conv2_.act, layer2_1_conv2_.y, a + kA_layer2_1_conv2 * B),
             "layer2.1.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[19], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[19], stream, record_flags_), "profile");
   // layer2.1.conv3 + layer2.1.bn3 + layer2.1.add + layer2.1.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_1_conv3_.x, a + kA_layer2_1_conv2 * B, layer2_1_conv3_.w, w + kW_layer2_1_conv3, layer2_1_conv3_.conv, layer2_1_conv3_.algo, workspace_, layer2_1_conv3_.workspace, &kOne, layer2_1_conv3_.y, a + kA_layer2_0_conv3 * B, layer2_1_conv3_.bias, w + kB_layer2_1_conv3, layer2_1_conv3_.act, layer2_1_conv3_.y, a + kA_layer2_1_conv3 * B),
             "layer2.1.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[20], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[20], stream, record_flags_), "profile");
   // layer2.2.conv1 + layer2.2.bn1 + layer2.2.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_2_conv1_.x, a + kA_layer2_1_conv3 * B, layer2_2_conv1_.w, w + kW_layer2_2_conv1, layer2_2_conv1_.conv, layer2_2_conv1_.algo, workspace_, layer2_2_conv1_.workspace, &kZero, layer2_2_conv1_.y, a + kA_layer2_2_conv1 * B, layer2_2_conv1_.bias, w + kB_layer2_2_conv1, layer2_2_conv1_.act, layer2_2_conv1_.y, a + kA_layer2_2_conv1 * B),
             "layer2.2.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[21], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[21], stream, record_flags_), "profile");
   // layer2.2.conv2 + layer2.2.bn2 + layer2.2.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_2_conv2_.x, a + kA_layer2_2_conv1 * B, layer2_2_conv2_.w, w + kW_layer2_2_conv2, layer2_2_conv2_.conv, layer2_2_conv2_.algo, workspace_, layer2_2_conv2_.workspace, &kZero, layer2_2_conv2_.y, a + kA_layer2_2_conv2 * B, layer2_2_conv2_.bias, w + kB_layer2_2_conv2, layer2_2_conv2_.act, layer2_2_conv2_.y, a + kA_layer2_2_conv2 * B),
             "layer2.2.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[22], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[22], stream, record_flags_), "profile");
   // layer2.2.conv3 + layer2.2.bn3 + layer2.2.add + layer2.2.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_2_conv3_.x, a + kA_layer2_2_conv2 * B, layer2_2_conv3_.w, w + kW_layer2_2_conv3, layer2_2_conv3_.conv, layer2_2_conv3_.algo, workspace_, layer2_2_conv3_.workspace, &kOne, layer2_2_conv3_.y, a + kA_layer2_1_conv3 * B, layer2_2_conv3_.bias, w + kB_layer2_2_conv3, layer2_2_conv3_.act, layer2_2_conv3_.y, a + kA_layer2_2_conv3 * B),
             "layer2.2.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[23], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[23], stream, record_flags_), "profile");
   // layer2.3.conv1 + layer2.3.bn1 + layer2.3.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_3_conv1_.x, a + kA_layer2_2_conv3 * B, layer2_3_conv1_.w, w + kW_layer2_3_conv1, layer2_3_conv1_.conv, layer2_3_conv1_.algo, workspace_, layer2_3_conv1_.workspace, &kZero, layer2_3_conv1_.y, a + kA_layer2_3_conv1 * B, layer2_3_conv1_.bias, w + kB_layer2_3_conv1, layer2_3_conv1_.act, layer2_3_conv1_.y, a + kA_layer2_3_conv1 * B),
             "layer2.3.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[24], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[24], stream, record_flags_), "profile");
   // layer2.3.conv2 + layer2.3.bn2 + layer2.3.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_3_conv2_.x, a + kA_layer2_3_conv1 * B, layer2_3_conv2_.w, w + kW_layer2_3_conv2, layer2_3_conv2_.conv, layer2_3_conv2_.algo, workspace_, layer2_3_conv2_.workspace, &kZero, layer2_3_conv2_.y, a + kA_layer2_3_conv2 * B, layer2_3_conv2_.bias, w + kB_layer2_3_conv2, layer2_3_conv2_.act, layer2_3_conv2_.y, a + kA_layer2_3_conv2 * B),
             "layer2.3.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[25], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[25], stream, record_flags_), "profile");
   // layer2.3.conv3 + layer2.3.bn3 + layer2.3.add + layer2.3.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_3_conv3_.x, a + kA_layer2_3_conv2 * B, layer2_3_conv3_.w, w + kW_layer2_3_conv3, layer2_3_conv3_.conv, layer2_3_conv3_.algo, workspace_, layer2_3_conv3_.workspace, &kOne, layer2_3_conv3_.y, a + kA_layer2_2_conv3 * B, layer2_3_conv3_.bias, w + kB_layer2_3_conv3, layer2_3_conv3_.act, layer2_3_conv3_.y, a + kA_layer2_3_conv3 * B),
             "layer2.3.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[26], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[26], stream, record_flags_), "profile");
   // layer3.0.conv1 + layer3.0.bn1 + layer3.0.relu1: conv 1x1/1, 512->256, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_conv1_.x, a + kA_layer2_3_conv3 * B, layer3_0_conv1_.w, w + kW_layer3_0_conv1, layer3_0_conv1_.conv, layer3_0_conv1_.algo, workspace_, layer3_0_conv1_.workspace, &kZero, layer3_0_conv1_.y, a + kA_layer3_0_conv1 * B, layer3_0_conv1_.bias, w + kB_layer3_0_conv1, layer3_0_conv1_.act, layer3_0_conv1_.y, a + kA_layer3_0_conv1 * B),
             "layer3.0.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[27], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[27], stream, record_flags_), "profile");
   // layer3.0.conv2 + layer3.0.bn2 + layer3.0.relu2: conv 3x3/2, 256->256, 28x28 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_conv2_.x, a + kA_layer3_0_conv1 * B, layer3_0_conv2_.w, w + kW_layer3_0_conv2, layer3_0_conv2_.conv, layer3_0_conv2_.algo, workspace_, layer3_0_conv2_.workspace, &kZero, layer3_0_conv2_.y, a + kA_layer3_0_conv2 * B, layer3_0_conv2_.bias, w + kB_layer3_0_conv2, layer3_0_conv2_.act, layer3_0_conv2_.y, a + kA_layer3_0_conv2 * B),
             "layer3.0.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[28], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[28], stream, record_flags_), "profile");
   // layer3.0.downsample.0 + layer3.0.downsample.1: conv 1x1/2, 512->1024, 28x28 -> 14x14  (models/resnet_blocks.yaml:43:15)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_downsample_0_.x, a + kA_layer2_3_conv3 * B, layer3_0_downsample_0_.w, w + kW_layer3_0_downsample_0, layer3_0_downsample_0_.conv, layer3_0_downsample_0_.algo, workspace_, layer3_0_downsample_0_.workspace, &kZero, layer3_0_downsample_0_.y, a + kA_layer3_0_downsample_0 * B, layer3_0_downsample_0_.bias, w + kB_layer3_0_downsample_0, layer3_0_downsample_0_.act, layer3_0_downsample_0_.y, a + kA_layer3_0_downsample_0 * B),
             "layer3.0.downsample.0");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[29], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[29], stream, record_flags_), "profile");
   // layer3.0.conv3 + layer3.0.bn3 + layer3.0.add + layer3.0.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_conv3_.x, a + kA_layer3_0_conv2 * B, layer3_0_conv3_.w, w + kW_layer3_0_conv3, layer3_0_conv3_.conv, layer3_0_conv3_.algo, workspace_, layer3_0_conv3_.workspace, &kOne, layer3_0_conv3_.y, a + kA_layer3_0_downsample_0 * B, layer3_0_conv3_.bias, w + kB_layer3_0_conv3, layer3_0_conv3_.act, layer3_0_conv3_.y, a + kA_layer3_0_conv3 * B),
             "layer3.0.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[30], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[30], stream, record_flags_), "profile");
   // layer3.1.conv1 + layer3.1.bn1 + layer3.1.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_1_conv1_.x, a + kA_layer3_0_conv3 * B, layer3_1_conv1_.w, w + kW_layer3_1_conv1, layer3_1_conv1_.conv, layer3_1_conv1_.algo, workspace_, layer3_1_conv1_.workspace, &kZero, layer3_1_conv1_.y, a + kA_layer3_1_conv1 * B, layer3_1_conv1_.bias, w + kB_layer3_1_conv1, layer3_1_conv1_.act, layer3_1_conv1_.y, a + kA_layer3_1_conv1 * B),
             "layer3.1.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[31], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[31], stream, record_flags_), "profile");
   // layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_1_conv2_.x, a + kA_layer3_1_conv1 * B, layer3_1_conv2_.w, w + kW_layer3_1_conv2, layer3_1_conv2_.conv, layer3_1_conv2_.algo, workspace_, layer3_1_conv2_.workspace, &kZero, layer3_1_conv2_.y, a + kA_layer3_1_conv2 * B, layer3_1_conv2_.bias, w + kB_layer3_1_conv2, layer3_1_conv2_.act, layer3_1_conv2_.y, a + kA_layer3_1_conv2 * B),
             "layer3.1.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[32], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[32], stream, record_flags_), "profile");
   // layer3.1.conv3 + layer3.1.bn3 + layer3.1.add + layer3.1.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_1_conv3_.x, a + kA_layer3_1_conv2 * B, layer3_1_conv3_.w, w + kW_layer3_1_conv3, layer3_1_conv3_.conv, layer3_1_conv3_.algo, workspace_, layer3_1_conv3_.workspace, &kOne, layer3_1_conv3_.y, a + kA_layer3_0_conv3 * B, layer3_1_conv3_.bias, w + kB_layer3_1_conv3, layer3_1_conv3_.act, layer3_1_conv3_.y, a + kA_layer3_1_conv3 * B),
             "layer3.1.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[33], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[33], stream, record_flags_), "profile");
   // layer3.2.conv1 + layer3.2.bn1 + layer3.2.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_2_conv1_.x, a + kA_layer3_1_conv3 * B, layer3_2_conv1_.w, w + kW_layer3_2_conv1, layer3_2_conv1_.conv, layer3_2_conv1_.algo, workspace_, layer3_2_conv1_.workspace, &kZero, layer3_2_conv1_.y, a + kA_layer3_2_conv1 * B, layer3_2_conv1_.bias, w + kB_layer3_2_conv1, layer3_2_conv1_.act, layer3_2_conv1_.y, a + kA_layer3_2_conv1 * B),
             "layer3.2.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[34], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[34], stream, record_flags_), "profile");
   // layer3.2.conv2 + layer3.2.bn2 + layer3.2.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_2_conv2_.x, a + kA_layer3_2_conv1 * B, layer3_2_conv2_.w, w + kW_layer3_2_conv2, layer3_2_conv2_.conv, layer3_2_conv2_.algo, workspace_, layer3_2_conv2_.workspace, &kZero, layer3_2_conv2_.y, a + kA_layer3_2_conv2 * B, layer3_2_conv2_.bias, w + kB_layer3_2_conv2, layer3_2_conv2_.act, layer3_2_conv2_.y, a + kA_layer3_2_conv2 * B),
             "layer3.2.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[35], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[35], stream, record_flags_), "profile");
   // layer3.2.conv3 + layer3.2.bn3 + layer3.2.add + layer3.2.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_2_conv3_.x, a + kA_layer3_2_conv2 * B, layer3_2_conv3_.w, w + kW_layer3_2_conv3, layer3_2_conv3_.conv, layer3_2_conv3_.algo, workspace_, layer3_2_conv3_.workspace, &kOne, layer3_2_conv3_.y, a + kA_layer3_1_conv3 * B, layer3_2_conv3_.bias, w + kB_layer3_2_conv3, layer3_2_conv3_.act, layer3_2_conv3_.y, a + kA_layer3_2_conv3 * B),
             "layer3.2.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[36], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[36], stream, record_flags_), "profile");
   // layer3.3.conv1 + layer3.3.bn1 + layer3.3.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_3_conv1_.x, a + kA_layer3_2_conv3 * B, layer3_3_conv1_.w, w + kW_layer3_3_conv1, layer3_3_conv1_.conv, layer3_3_conv1_.algo, workspace_, layer3_3_conv1_.workspace, &kZero, layer3_3_conv1_.y, a + kA_layer3_3_conv1 * B, layer3_3_conv1_.bias, w + kB_layer3_3_conv1, layer3_3_conv1_.act, layer3_3_conv1_.y, a + kA_layer3_3_conv1 * B),
             "layer3.3.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[37], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[37], stream, record_flags_), "profile");
   // layer3.3.conv2 + layer3.3.bn2 + layer3.3.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_3_conv2_.x, a + kA_layer3_3_conv1 * B, layer3_3_conv2_.w, w + kW_layer3_3_conv2, layer3_3_conv2_.conv, layer3_3_conv2_.algo, workspace_, layer3_3_conv2_.workspace, &kZero, layer3_3_conv2_.y, a + kA_layer3_3_conv2 * B, layer3_3_conv2_.bias, w + kB_layer3_3_conv2, layer3_3_conv2_.act, layer3_3_conv2_.y, a + kA_layer3_3_conv2 * B),
             "layer3.3.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[38], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[38], stream, record_flags_), "profile");
   // layer3.3.conv3 + layer3.3.bn3 + layer3.3.add + layer3.3.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_3_conv3_.x, a + kA_layer3_3_conv2 * B, layer3_3_conv3_.w, w + kW_layer3_3_conv3, layer3_3_conv3_.conv, layer3_3_conv3_.algo, workspace_, layer3_3_conv3_.workspace, &kOne, layer3_3_conv3_.y, a + kA_layer3_2_conv3 * B, layer3_3_conv3_.bias, w + kB_layer3_3_conv3, layer3_3_conv3_.act, layer3_3_conv3_.y, a + kA_layer3_3_conv3 * B),
             "layer3.3.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[39], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[39], stream, record_flags_), "profile");
   // layer3.4.conv1 + layer3.4.bn1 + layer3.4.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_4_conv1_.x, a + kA_layer3_3_conv3 * B, layer3_4_conv1_.w, w + kW_layer3_4_conv1, layer3_4_conv1_.conv, layer3_4_conv1_.algo, workspace_, layer3_4_conv1_.workspace, &kZero, layer3_4_conv1_.y, a + kA_layer3_4_conv1 * B, layer3_4_conv1_.bias, w + kB_layer3_4_conv1, layer3_4_conv1_.act, layer3_4_conv1_.y, a + kA_layer3_4_conv1 * B),
             "layer3.4.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[40], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[40], stream, record_flags_), "profile");
   // layer3.4.conv2 + layer3.4.bn2 + layer3.4.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_4_conv2_.x, a + kA_layer3_4_conv1 * B, layer3_4_conv2_.w, w + kW_layer3_4_conv2, layer3_4_conv2_.conv, layer3_4_conv2_.algo, workspace_, layer3_4_conv2_.workspace, &kZero, layer3_4_conv2_.y, a + kA_layer3_4_conv2 * B, layer3_4_conv2_.bias, w + kB_layer3_4_conv2, layer3_4_conv2_.act, layer3_4_conv2_.y, a + kA_layer3_4_conv2 * B),
             "layer3.4.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[41], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[41], stream, record_flags_), "profile");
   // layer3.4.conv3 + layer3.4.bn3 + layer3.4.add + layer3.4.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_4_conv3_.x, a + kA_layer3_4_conv2 * B, layer3_4_conv3_.w, w + kW_layer3_4_conv3, layer3_4_conv3_.conv, layer3_4_conv3_.algo, workspace_, layer3_4_conv3_.workspace, &kOne, layer3_4_conv3_.y, a + kA_layer3_3_conv3 * B, layer3_4_conv3_.bias, w + kB_layer3_4_conv3, layer3_4_conv3_.act, layer3_4_conv3_.y, a + kA_layer3_4_conv3 * B),
             "layer3.4.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[42], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[42], stream, record_flags_), "profile");
   // layer3.5.conv1 + layer3.5.bn1 + layer3.5.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_5_conv1_.x, a + kA_layer3_4_conv3 * B, layer3_5_conv1_.w, w + kW_layer3_5_conv1, layer3_5_conv1_.conv, layer3_5_conv1_.algo, workspace_, layer3_5_conv1_.workspace, &kZero, layer3_5_conv1_.y, a + kA_layer3_5_conv1 * B, layer3_5_conv1_.bias, w + kB_layer3_5_conv1, layer3_5_conv1_.act, layer3_5_conv1_.y, a + kA_layer3_5_conv1 * B),
             "layer3.5.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[43], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[43], stream, record_flags_), "profile");
   // layer3.5.conv2 + layer3.5.bn2 + layer3.5.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_5_conv2_.x, a + kA_layer3_5_conv1 * B, layer3_5_conv2_.w, w + kW_layer3_5_conv2, layer3_5_conv2_.conv, layer3_5_conv2_.algo, workspace_, layer3_5_conv2_.workspace, &kZero, layer3_5_conv2_.y, a + kA_layer3_5_conv2 * B, layer3_5_conv2_.bias, w + kB_layer3_5_conv2, layer3_5_conv2_.act, layer3_5_conv2_.y, a + kA_layer3_5_conv2 * B),
             "layer3.5.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[44], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[44], stream, record_flags_), "profile");
   // layer3.5.conv3 + layer3.5.bn3 + layer3.5.add + layer3.5.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_5_conv3_.x, a + kA_layer3_5_conv2 * B, layer3_5_conv3_.w, w + kW_layer3_5_conv3, layer3_5_conv3_.conv, layer3_5_conv3_.algo, workspace_, layer3_5_conv3_.workspace, &kOne, layer3_5_conv3_.y, a + kA_layer3_4_conv3 * B, layer3_5_conv3_.bias, w + kB_layer3_5_conv3, layer3_5_conv3_.act, layer3_5_conv3_.y, a + kA_layer3_5_conv3 * B),
             "layer3.5.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[45], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[45], stream, record_flags_), "profile");
   // layer4.0.conv1 + layer4.0.bn1 + layer4.0.relu1: conv 1x1/1, 1024->512, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_conv1_.x, a + kA_layer3_5_conv3 * B, layer4_0_conv1_.w, w + kW_layer4_0_conv1, layer4_0_conv1_.conv, layer4_0_conv1_.algo, workspace_, layer4_0_conv1_.workspace, &kZero, layer4_0_conv1_.y, a + kA_layer4_0_conv1 * B, layer4_0_conv1_.bias, w + kB_layer4_0_conv1, layer4_0_conv1_.act, layer4_0_conv1_.y, a + kA_layer4_0_conv1 * B),
             "layer4.0.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[46], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[46], stream, record_flags_), "profile");
   // layer4.0.conv2 + layer4.0.bn2 + layer4.0.relu2: conv 3x3/2, 512->512, 14x14 -> 7x7, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_conv2_.x, a + kA_layer4_0_conv1 * B, layer4_0_conv2_.w, w + kW_layer4_0_conv2, layer4_0_conv2_.conv, layer4_0_conv2_.algo, workspace_, layer4_0_conv2_.workspace, &kZero, layer4_0_conv2_.y, a + kA_layer4_0_conv2 * B, layer4_0_conv2_.bias, w + kB_layer4_0_conv2, layer4_0_conv2_.act, layer4_0_conv2_.y, a + kA_layer4_0_conv2 * B),
             "layer4.0.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[47], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[47], stream, record_flags_), "profile");
   // layer4.0.downsample.0 + layer4.0.downsample.1: conv 1x1/2, 1024->2048, 14x14 -> 7x7  (models/resnet_blocks.yaml:43:15)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_downsample_0_.x, a + kA_layer3_5_conv3 * B, layer4_0_downsample_0_.w, w + kW_layer4_0_downsample_0, layer4_0_downsample_0_.conv, layer4_0_downsample_0_.algo, workspace_, layer4_0_downsample_0_.workspace, &kZero, layer4_0_downsample_0_.y, a + kA_layer4_0_downsample_0 * B, layer4_0_downsample_0_.bias, w + kB_layer4_0_downsample_0, layer4_0_downsample_0_.act, layer4_0_downsample_0_.y, a + kA_layer4_0_downsample_0 * B),
             "layer4.0.downsample.0");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[48], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[48], stream, record_flags_), "profile");
   // layer4.0.conv3 + layer4.0.bn3 + layer4.0.add + layer4.0.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_conv3_.x, a + kA_layer4_0_conv2 * B, layer4_0_conv3_.w, w + kW_layer4_0_conv3, layer4_0_conv3_.conv, layer4_0_conv3_.algo, workspace_, layer4_0_conv3_.workspace, &kOne, layer4_0_conv3_.y, a + kA_layer4_0_downsample_0 * B, layer4_0_conv3_.bias, w + kB_layer4_0_conv3, layer4_0_conv3_.act, layer4_0_conv3_.y, a + kA_layer4_0_conv3 * B),
             "layer4.0.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[49], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[49], stream, record_flags_), "profile");
   // layer4.1.conv1 + layer4.1.bn1 + layer4.1.relu1: conv 1x1/1, 2048->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_1_conv1_.x, a + kA_layer4_0_conv3 * B, layer4_1_conv1_.w, w + kW_layer4_1_conv1, layer4_1_conv1_.conv, layer4_1_conv1_.algo, workspace_, layer4_1_conv1_.workspace, &kZero, layer4_1_conv1_.y, a + kA_layer4_1_conv1 * B, layer4_1_conv1_.bias, w + kB_layer4_1_conv1, layer4_1_conv1_.act, layer4_1_conv1_.y, a + kA_layer4_1_conv1 * B),
             "layer4.1.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[50], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[50], stream, record_flags_), "profile");
   // layer4.1.conv2 + layer4.1.bn2 + layer4.1.relu2: conv 3x3/1, 512->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_1_conv2_.x, a + kA_layer4_1_conv1 * B, layer4_1_conv2_.w, w + kW_layer4_1_conv2, layer4_1_conv2_.conv, layer4_1_conv2_.algo, workspace_, layer4_1_conv2_.workspace, &kZero, layer4_1_conv2_.y, a + kA_layer4_1_conv2 * B, layer4_1_conv2_.bias, w + kB_layer4_1_conv2, layer4_1_conv2_.act, layer4_1_conv2_.y, a + kA_layer4_1_conv2 * B),
             "layer4.1.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[51], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[51], stream, record_flags_), "profile");
   // layer4.1.conv3 + layer4.1.bn3 + layer4.1.add + layer4.1.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_1_conv3_.x, a + kA_layer4_1_conv2 * B, layer4_1_conv3_.w, w + kW_layer4_1_conv3, layer4_1_conv3_.conv, layer4_1_conv3_.algo, workspace_, layer4_1_conv3_.workspace, &kOne, layer4_1_conv3_.y, a + kA_layer4_0_conv3 * B, layer4_1_conv3_.bias, w + kB_layer4_1_conv3, layer4_1_conv3_.act, layer4_1_conv3_.y, a + kA_layer4_1_conv3 * B),
             "layer4.1.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[52], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[52], stream, record_flags_), "profile");
   // layer4.2.conv1 + layer4.2.bn1 + layer4.2.relu1: conv 1x1/1, 2048->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:31:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_2_conv1_.x, a + kA_layer4_1_conv3 * B, layer4_2_conv1_.w, w + kW_layer4_2_conv1, layer4_2_conv1_.conv, layer4_2_conv1_.algo, workspace_, layer4_2_conv1_.workspace, &kZero, layer4_2_conv1_.y, a + kA_layer4_2_conv1 * B, layer4_2_conv1_.bias, w + kB_layer4_2_conv1, layer4_2_conv1_.act, layer4_2_conv1_.y, a + kA_layer4_2_conv1 * B),
             "layer4.2.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[53], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[53], stream, record_flags_), "profile");
   // layer4.2.conv2 + layer4.2.bn2 + layer4.2.relu2: conv 3x3/1, 512->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:34:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_2_conv2_.x, a + kA_layer4_2_conv1 * B, layer4_2_conv2_.w, w + kW_layer4_2_conv2, layer4_2_conv2_.conv, layer4_2_conv2_.algo, workspace_, layer4_2_conv2_.workspace, &kZero, layer4_2_conv2_.y, a + kA_layer4_2_conv2 * B, layer4_2_conv2_.bias, w + kB_layer4_2_conv2, layer4_2_conv2_.act, layer4_2_conv2_.y, a + kA_layer4_2_conv2 * B),
             "layer4.2.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[54], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[54], stream, record_flags_), "profile");
   // layer4.2.conv3 + layer4.2.bn3 + layer4.2.add + layer4.2.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu  (models/resnet_blocks.yaml:37:9)
   ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_2_conv3_.x, a + kA_layer4_2_conv2 * B, layer4_2_conv3_.w, w + kW_layer4_2_conv3, layer4_2_conv3_.conv, layer4_2_conv3_.algo, workspace_, layer4_2_conv3_.workspace, &kOne, layer4_2_conv3_.y, a + kA_layer4_1_conv3 * B, layer4_2_conv3_.bias, w + kB_layer4_2_conv3, layer4_2_conv3_.act, layer4_2_conv3_.y, a + kA_layer4_2_conv3 * B),
             "layer4.2.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[55], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[55], stream, record_flags_), "profile");
   // avgpool: global average pool 7x7  (models/resnet50.yaml:25:5)
   ZOC_CUDNN(cudnnPoolingForward(cudnn_, avgpool_.pool, &kOne, avgpool_.x, a + kA_layer4_2_conv3 * B, &kZero, avgpool_.y, a + kA_avgpool * B), "avgpool");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[56], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[56], stream, record_flags_), "profile");
   // flatten: a view of its input (no data movement)  (models/resnet50.yaml:26:5)
   // fc: linear 2048 -> 1000  (models/resnet50.yaml:27:5)
   ZOC_CUDA(kernels::bias_rows(a + kA_fc * B, w + kB_fc, n, 1000, stream), "fc");
   ZOC_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 1000, n, 2048, &kOne, w + kW_fc, kBlasType, 2048, a + kA_avgpool * B, kBlasType, 2048, &kOne, a + kA_fc * B, kBlasType, 1000, kBlasCompute, CUBLAS_GEMM_DEFAULT), "fc");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[57], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[57], stream, record_flags_), "profile");
   // output: fp32 [n, 1000] for the caller
   ZOC_CUDA(kernels::to_float(a + kA_fc * B, output, int64_t(n) * kOutputs, stream), "output");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[58], stream, cudaEventRecordExternal), "profile");
+  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[58], stream, record_flags_), "profile");
   return zoc::Status::success();
 }
 }  // namespace zoc_model

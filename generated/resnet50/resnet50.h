@@ -111,6 +111,8 @@ class Resnet50 {
   float* graph_output_ = nullptr;
   cudaEvent_t marks_[kLayers + 1] = {};  // profile(): before, then after each layer
   cudaGraphExec_t profile_graph_ = nullptr;
+  // cudaEventRecordExternal while capturing (the marks become graph nodes), else default.
+  unsigned record_flags_ = cudaEventRecordDefault;
   int profile_batch_ = 0;
   const float* profile_input_ = nullptr;
   float* profile_output_ = nullptr;

@@ -111,7 +111,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     ok = emit_layer(ctx, n) && ok;
     if (issues_work(ctx.s.forward.str().substr(before))) {
       layer_titles.push_back(ctx.title(n));
-      ctx.s.forward.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[{}], stream, cudaEventRecordExternal), \"profile\");",
+      ctx.s.forward.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[{}], stream, record_flags_), \"profile\");",
                          layer_titles.size());
     }
   }
@@ -256,6 +256,8 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     h.line("float* graph_output_ = nullptr;");
     h.line("cudaEvent_t marks_[kLayers + 1] = {{}};  // profile(): before, then after each layer");
     h.line("cudaGraphExec_t profile_graph_ = nullptr;");
+    h.line("// cudaEventRecordExternal while capturing (the marks become graph nodes), else default.");
+    h.line("unsigned record_flags_ = cudaEventRecordDefault;");
     h.line("int profile_batch_ = 0;");
     h.line("const float* profile_input_ = nullptr;");
     h.line("float* profile_output_ = nullptr;");
@@ -551,7 +553,9 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       c.line("cudaGraph_t graph = nullptr;");
       c.line("ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "
              "\"forward: capture\");");
+      c.line("record_flags_ = cudaEventRecordExternal;");
       c.line("const zoc::Status captured = run_layers<kProfile>(input, output, stream);");
+      c.line("record_flags_ = cudaEventRecordDefault;");
       c.line("const cudaError_t ended = cudaStreamEndCapture(stream, &graph);");
       c.line("if (!captured.ok()) return captured;");
       c.line("ZOC_CUDA(ended, \"forward: capture\");");
@@ -649,7 +653,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       c.line("char* const a = static_cast<char*>(arena_);");
       c.line("const char* const w = static_cast<const char*>(weights_);");
       c.line("(void)input;");
-      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[0], stream, cudaEventRecordExternal), \"profile\");");
+      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[0], stream, record_flags_), \"profile\");");
       c.append(ctx.s.forward);
       c.line("// output: fp32 [n, {}] for the caller", outputs);
       if (t.nhwc) {
@@ -660,7 +664,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
                "cudaMemcpyDeviceToDevice, stream), \"output\");",
                ctx.ptr(g.outputs[0]));
       }
-      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[{}], stream, cudaEventRecordExternal), \"profile\");",
+      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[{}], stream, record_flags_), \"profile\");",
              n_layers);
       c.line("return zoc::Status::success();");
     }

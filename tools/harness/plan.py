@@ -48,10 +48,12 @@ def variant(family, impl, precision, layout="nchw", graph=False, runner=None, **
     return v
 
 
-def zoc(precision, graph):
-    """zoc rows: with a CUDA graph, convolution algorithms are chosen by measurement first
-    (--tune, a plan file per folder) and a per-layer profile is taken (--profile)."""
-    return variant("zoc", "zoc-graph" if graph else "zoc", precision, graph=graph, tune=graph,
+def zoc(precision, graph, tune=False):
+    """zoc rows. With a CUDA graph a per-layer profile is taken too (--profile); tune: the
+    convolution algorithms are chosen by measurement first (--tune, a plan file per folder)
+    rather than by cuDNN's heuristics."""
+    impl = "zoc-graph" if graph else "zoc"
+    return variant("zoc", impl + ("-tuned" if tune else ""), precision, graph=graph, tune=tune,
                    profile=20 if graph else 0)
 
 
@@ -108,6 +110,7 @@ def _batch_part(batches, full):
             (nn_cpp("fp32"), "resnet50_nn")] + cpps[1:]
     return {
         "zoc": [step("zoc_r224", "zoc", [(zoc(p, True), r224) for p in precs] +
+                     [(zoc(p, True, tune=True), r224) for p in ("fp32", "fp16")] +
                      [(zoc(p, False), r224) for p in nograph], 30, 300)],
         "torch": [step("torch_r224", "torch", [(v, r224) for v in pythons], 40,
                        480 if full else 220)],

@@ -35,6 +35,7 @@ struct Args {
   int top_k = 5;
   std::string precision = "fp32";
   std::string conv_api = "legacy";  // --conv-api legacy|graph
+  int pad_input_channels = 4;       // --pad-input-channels 0|4|8
   std::string input_dims;     // --input CxHxW for compile
   std::string print_after;    // --print-ir-after=PASS|all
   bool verify_each = false;
@@ -198,6 +199,7 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   eopts.precision = *precision;
   eopts.conv_api =
       args.conv_api == "graph" ? zoc::cudnn::ConvApi::kGraph : zoc::cudnn::ConvApi::kLegacy;
+  eopts.pad_input_channels = args.pad_input_channels;
   eopts.command = args.command_line;
   eopts.zoc_version = ZOC_VERSION;
   auto gen = zoc::cudnn::emit(g, eopts, diags);
@@ -268,6 +270,12 @@ int run(int argc, char** argv) {
   compile_cmd->add_option("--conv-api", args.conv_api,
                           "fused convolutions via cuDNN's 'legacy' call or 'graph' API plans")
       ->check(CLI::IsMember({"legacy", "graph"}))
+      ->capture_default_str();
+  compile_cmd
+      ->add_option("--pad-input-channels", args.pad_input_channels,
+                   "fp16/bf16: pad the input's channels (RGB: 3) with zeros up to a multiple of "
+                   "this, for tensor-core kernels in the first convolution (0: off)")
+      ->check(CLI::IsMember({0, 4, 8}))
       ->capture_default_str();
   add_pass_options(compile_cmd);
 

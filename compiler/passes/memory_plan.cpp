@@ -50,8 +50,11 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
     const ir::ValueId v = n.output;
     if (root[v] != v) continue;
     if (n.op == ir::OpKind::Input && options.external_input) continue;
-    plan.slots[v].bytes =
-        align_up(g.type(v).sample_numel() * options.element_bytes, MemoryPlan::kAlignment);
+    int64_t numel = g.type(v).sample_numel();
+    if (n.op == ir::OpKind::Input && options.input_channels_stored > 0) {  // padded channels
+      numel = numel / g.type(v).dims[0] * options.input_channels_stored;
+    }
+    plan.slots[v].bytes = align_up(numel * options.element_bytes, MemoryPlan::kAlignment);
     plan.unplanned_bytes_per_sample += plan.slots[v].bytes;
     order.push_back(v);
   }

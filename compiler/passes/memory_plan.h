@@ -33,6 +33,7 @@ struct MemoryPlan {
 struct MemoryPlanOptions {
   int64_t element_bytes = 4;     // 4 for fp32/tf32, 2 for fp16/bf16
   bool external_input = true;    // the graph input lives in the caller's buffer
+  int64_t input_channels_stored = 0;  // the input's channels as stored (padded); 0: the graph's
 };
 
 MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options);

@@ -11,8 +11,8 @@ namespace zoc_model::kernels {
 
 using T = __half;
 
-cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, cudaStream_t stream) {
-  return zoc::kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, c, stream);
+cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, int c_stored, cudaStream_t stream) {
+  return zoc::kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, c_stored, stream);
 }
 cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t stream) {
   return zoc::kernels::launch_to_float<T>(static_cast<const T*>(in), out, count, stream);

@@ -11,7 +11,7 @@
 namespace zoc_model::kernels {
 
 // fp32 NCHW -> NHWC in the model's element type.
-cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, cudaStream_t stream);
+cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, int c_stored, cudaStream_t stream);  // channels c..c_stored-1 are zeros
 // The model's element type -> fp32.
 cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t stream);
 // y[r, c] = bias[c] (before a GEMM with beta = 1).

@@ -208,5 +208,19 @@ TEST(MemoryPlan, LiveValuesNeverOverlapAndSharingHelps) {
   }
 }
 
+TEST(MemoryPlan, PaddedInputGetsRoomForItsStoredChannels) {
+  ir::Graph g = load("resnet50");
+  Diagnostics d;
+  ASSERT_TRUE(passes::run_pipeline(g, d));
+  passes::MemoryPlanOptions o;
+  o.element_bytes = 2;
+  o.external_input = false;
+  o.input_channels_stored = 4;  // 3 x 224 x 224 stored as 4 channels
+  const passes::MemoryPlan plan = passes::plan_memory(g, o);
+  EXPECT_EQ(plan.slots[g.nodes.front().output].bytes, 4 * 224 * 224 * 2);
+  o.input_channels_stored = 0;
+  EXPECT_EQ(passes::plan_memory(g, o).slots[g.nodes.front().output].bytes, 3 * 224 * 224 * 2);
+}
+
 }  // namespace
 }  // namespace zoc

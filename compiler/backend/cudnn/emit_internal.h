@@ -45,9 +45,12 @@ struct EmitContext {
   std::vector<WeightSlot> weights;       // per node
   int64_t weight_bytes = 0;
   bool graph_api = false;                // fused convs through cuDNN's graph API
+  int64_t input_c_stored = 0;            // the graph input's channels as stored (0: unpadded)
   Diagnostics& diags;
   Sections s;
 
+  // Channels of value v as stored in memory (the padded input's, or its type's).
+  int64_t stored_channels(ir::ValueId v) const;
   // Expression for the device address of value v inside run_layers().
   std::string ptr(ir::ValueId v) const;
   // The layer names a node stands for ("layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1").

@@ -62,7 +62,8 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   ctx.s.constants.line(
       "constexpr zoc::ConvShape kConv_{} = {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
       "{}, {}, {}}};",
-      id, in.c, in.h, in.w, out.c, k.h, k.w, p.h, p.w, s.h, s.w, d.h, d.w, groups, out.h, out.w,
+      id, ctx.stored_channels(n.inputs[0]), in.h, in.w, out.c, k.h, k.w, p.h, p.w, s.h, s.w, d.h,
+      d.w, groups, out.h, out.w,
       relu ? "true" : "false");
   const bool residual = n.inputs.size() == 2;
   const bool graph = ctx.graph_api && groups == 1;
@@ -98,7 +99,8 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
       "ZOC_TRY(zoc::pack_conv(source, {{{}, {}, {}, {:.9g}, {}, {}, {}, {}, {}, {}, kDType}}, "
       "staging + kW_{}, staging + kB_{}));",
       cstr(param(n, ir::ParamRole::kWeight)), cstr(param(n, ir::ParamRole::kBias)), bn, eps,
-      out.c, in.c / groups, k.h, k.w, ctx.t.nhwc ? "true" : "false", in.c / groups, id, id);
+      out.c, in.c / groups, k.h, k.w, ctx.t.nhwc ? "true" : "false",
+      ctx.stored_channels(n.inputs[0]) / groups, id, id);
 
   comment(ctx, n, conv_summary(ctx, n));
   if (graph) {
@@ -305,6 +307,7 @@ void plan_weights(EmitContext& ctx) {
       const ir::ParamSpec* w = param(n, ir::ParamRole::kWeight);
       int64_t numel = 1;
       for (int64_t d : w->shape) numel *= d;
+      numel = numel / w->shape[1] * (ctx.stored_channels(n.inputs[0]) / n.attrs.i("groups"));
       slot.weight = take(numel * e);
       slot.bias = take(w->shape[0] * e);  // always: folded BN or zeros
     } else if (n.op == ir::OpKind::Linear) {
@@ -329,10 +332,14 @@ bool emit_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::Input:
       if (ctx.t.nhwc) {
         const Dims d = dims_of(ctx.g.type(n.output));
-        comment(ctx, n, "fp32 NCHW from the caller -> NHWC in the model's precision");
-        ctx.s.forward.line("ZOC_CUDA(kernels::input_to_nhwc(input, {}, n, {}, {}, {}, stream), "
+        const int64_t stored = ctx.stored_channels(n.output);
+        comment(ctx, n, stored == d.c ? std::string("fp32 NCHW from the caller -> NHWC in the model's precision")
+                                      : fmt::format("fp32 NCHW from the caller -> NHWC in the model's "
+                                                    "precision, {} channels zero-padded to {}",
+                                                    d.c, stored));
+        ctx.s.forward.line("ZOC_CUDA(kernels::input_to_nhwc(input, {}, n, {}, {}, {}, {}, stream), "
                            "\"input\");",
-                           ctx.ptr(n.output), d.c, d.h, d.w);
+                           ctx.ptr(n.output), d.c, d.h, d.w, stored);
       } else if (ctx.plan.slots[n.output].offset >= 0) {
         const Dims d = dims_of(ctx.g.type(n.output));
         comment(ctx, n, "fp32 NCHW from the caller, copied into the arena (plans bind fixed pointers)");

@@ -58,6 +58,11 @@ std::string EmitContext::title(const ir::Node& n) const {
   return text;
 }
 
+int64_t EmitContext::stored_channels(ir::ValueId v) const {
+  if (input_c_stored > 0 && v == g.nodes.front().output) return input_c_stored;
+  return g.type(v).dims.at(0);
+}
+
 std::string EmitContext::name_literal(const ir::Node& n) const {
   return fmt::format("\"{}\"", sanitize_comment(n.name));
 }
@@ -85,7 +90,21 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
   const bool graph_api = options.conv_api == ConvApi::kGraph;
   // fp32 models read the caller's buffer in place, unless graph-API plans need fixed pointers.
   mopts.external_input = !t.nhwc && !graph_api;
-  EmitContext ctx{g, t, passes::plan_memory(g, mopts), {}, {}, 0, graph_api, diags, {}};
+  // A thin NHWC input (RGB: 3 channels) padded with zero channels, when only ungrouped
+  // convolutions read it (their extra input channels get zero weights).
+  const ir::Node& input = g.nodes.front();
+  const int64_t in_c = g.type(input.output).dims.empty() ? 0 : g.type(input.output).dims[0];
+  const int pad = options.pad_input_channels;
+  bool pad_input = t.nhwc && pad > 0 && in_c > 0 && in_c % pad != 0;
+  for (const ir::Node& n : g.nodes) {
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] != input.output) continue;
+      pad_input = pad_input && n.op == ir::OpKind::FusedConv2d && k == 0 && n.attrs.i("groups") == 1;
+    }
+  }
+  if (pad_input) mopts.input_channels_stored = (in_c + pad - 1) / pad * pad;
+  EmitContext ctx{g, t, passes::plan_memory(g, mopts), {}, {}, 0, graph_api, mopts.input_channels_stored,
+                  diags, {}};
 
   // Identifiers: sanitized layer names, made unique with a numeric suffix.
   std::set<std::string> used;
@@ -281,7 +300,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     auto ns = kh.ns("namespace zoc_model::kernels", "}  // namespace zoc_model::kernels");
     kh.line("// fp32 NCHW -> NHWC in the model's element type.");
     kh.line("cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, "
-            "cudaStream_t stream);");
+            "int c_stored, cudaStream_t stream);  // channels c..c_stored-1 are zeros");
     kh.line("// The model's element type -> fp32.");
     kh.line("cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t stream);");
     kh.line("// y[r, c] = bias[c] (before a GEMM with beta = 1).");
@@ -304,8 +323,9 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     cu.blank();
     {
       auto f = cu.block("cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, "
-                        "int w, cudaStream_t stream)");
-      cu.line("return zoc::kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, c, stream);");
+                        "int w, int c_stored, cudaStream_t stream)");
+      cu.line("return zoc::kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, "
+              "c_stored, stream);");
     }
     {
       auto f = cu.block("cudaError_t to_float(const void* in, float* out, int64_t count, "

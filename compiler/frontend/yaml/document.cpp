@@ -147,10 +147,10 @@ std::optional<Document> load_document(const std::string& path, const SourceLoc& 
   std::error_code ec;
   const std::filesystem::file_status status = std::filesystem::status(path, ec);
   if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-    diags.error(where, fmt::format("cannot open {} '{}': {}", what, path,
-                                   std::filesystem::is_directory(status)
-                                       ? "it is a directory"
-                                       : "it is not a regular file"));
+    diags.error(where,
+                fmt::format("cannot open {} '{}': {}", what, path,
+                            std::filesystem::is_directory(status) ? "it is a directory"
+                                                                  : "it is not a regular file"));
     return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);
@@ -163,8 +163,8 @@ std::optional<Document> load_document(const std::string& path, const SourceLoc& 
   while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
     text.append(chunk, static_cast<size_t>(in.gcount()));
     if (text.size() > static_cast<size_t>(kMaxFileBytes)) {
-      diags.error(where, fmt::format("{} '{}' is larger than {} MiB", what, path,
-                                     kMaxFileBytes >> 20));
+      diags.error(where,
+                  fmt::format("{} '{}' is larger than {} MiB", what, path, kMaxFileBytes >> 20));
       return std::nullopt;
     }
   }

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# A/B check of variants of one generated model on the GPU machine, in one short call: is a
+# code-generation change (e.g. --pad-input-channels) correct, and is it faster? GPU time is
+# scarce, and the full tools/gpu_check.sh takes about eight minutes; this takes about two.
+#
+# VARIANTS_DIR holds generated folders of one model, named <anything> (zoc compile ... -o
+# VARIANTS_DIR/<name>); MODEL is what models/export.py builds for the reference (resnet50, lenet).
+# Each folder is built, checked against PyTorch fp32 (TF32 off) at batch 8 within its precision's
+# band (tools/gpu_compare.py), then timed with a CUDA graph at batch 1 and 256 with --profile, one
+# run at a time. The table is printed last; full logs and rows go to $OUT.
+#
+# Usage: tools/gpu_variants.sh MODEL VARIANTS_DIR   (environment: OUT, default ./variants_out)
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MODEL=$1
+DIR=$(cd "$2" && pwd)
+OUT=${OUT:-$ROOT/variants_out}
+WORK=/tmp/zoc_variants
+mkdir -p "$OUT/logs" "$OUT/rows" "$WORK"/{build,ref,out,json}
+VENV=/opt/torch/.venv
+PY=$VENV/bin/python3
+export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
+CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])')
+export LD_LIBRARY_PATH="$CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
+CMP=("$PY" "$ROOT/tools/gpu_compare.py")
+"${CMP[@]}" env --out "$OUT/env.json" >/dev/null 2>&1 &
+
+build() {
+  local name=$1 b=$WORK/build/$1
+  cmake -S "$DIR/$name" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCUDNN_INCLUDE_DIR="$CUDNN_DIR/include" -DCUDNN_LIBRARY="$CUDNN_DIR/lib/libcudnn.so.9" \
+    >"$OUT/logs/build_$name.log" 2>&1 && cmake --build "$b" -j 8 >>"$OUT/logs/build_$name.log" 2>&1
+}
+NAMES=()
+for d in "$DIR"/*/; do [ -f "$d/CMakeLists.txt" ] && NAMES+=("$(basename "$d")"); done
+for name in "${NAMES[@]}"; do build "$name" & done
+"$PY" "$ROOT/models/export.py" --model "$MODEL" --device cuda --torchscript none --batch 8 \
+  --out "$WORK/ref" >"$OUT/logs/export.log" 2>&1 &
+wait
+for name in "${NAMES[@]}"; do
+  bin=$WORK/build/$name/${MODEL}_main
+  prec=$(sed -n 's/.*static constexpr const char\* kPrecision = "\([a-z0-9]*\)".*/\1/p' \
+         "$DIR/$name/$MODEL.h")
+  log=$OUT/logs/check_$name.log
+  timeout 120 "$bin" --weights "$WORK/ref/weights.safetensors" --input "$WORK/ref/input.npy" \
+    --output "$WORK/out/$name.npy" --iters 0 --top 0 --graph >"$log" 2>&1
+  "${CMP[@]}" compare --rows "$OUT/rows" --model "$name" --precision "$prec" --batch 8 \
+    --mode graph --ref "$WORK/ref/output.npy" --out "$WORK/out/$name.npy" --log "$log" --rc $? \
+    --what "run failed" | tee -a "$OUT/summary.txt"
+  for n in 1 256; do
+    log=$OUT/logs/latency_${name}_b$n.log
+    timeout 120 "$bin" --weights "$WORK/ref/weights.safetensors" --batch $n --graph --top 0 \
+      --iters 100 --warmup 20 --profile 20 --json "$WORK/json/${name}_b$n.json" >"$log" 2>&1
+    "${CMP[@]}" latency-row --rows "$OUT/rows" --model "$name" --precision "$prec" --batch $n \
+      --json "$WORK/json/${name}_b$n.json" --log "$log" --rc $? --graph >/dev/null
+    printf '%-24s b%-4d %s | first layer: %s\n' "$name" $n \
+      "$(grep -h '^latency' "$log" | sed 's/.*: //; s/, p99.*//')" \
+      "$(grep -h '^ .* conv1 + ' "$log" | sed 's/  */ /g')" | tee -a "$OUT/summary.txt"
+  done
+done
+"${CMP[@]}" report --rows "$OUT/rows" --out "$OUT" --env "$OUT/env.json" >/dev/null 2>&1
+cat "$OUT/results.md" 2>/dev/null | tail -n 40

@@ -36,6 +36,7 @@ struct Args {
   std::string precision = "fp32";
   std::string conv_api = "legacy";  // --conv-api legacy|graph
   int pad_input_channels = 4;       // --pad-input-channels 0|4|8
+  std::string streams = "auto";     // --streams auto|1|2
   std::string input_dims;     // --input CxHxW for compile
   std::string print_after;    // --print-ir-after=PASS|all
   bool verify_each = false;
@@ -200,6 +201,11 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   eopts.conv_api =
       args.conv_api == "graph" ? zoc::cudnn::ConvApi::kGraph : zoc::cudnn::ConvApi::kLegacy;
   eopts.pad_input_channels = args.pad_input_channels;
+  // auto: the side stream where it was measured to pay (results/2026-11-22-h100-side-stream):
+  // fp32/tf32 at small batch; fp16/bf16 gained nothing and would pay 0.4 MiB/sample of arena.
+  eopts.side_stream = args.streams == "2" ||
+                      (args.streams == "auto" && (*precision == zoc::cudnn::Precision::kFP32 ||
+                                                  *precision == zoc::cudnn::Precision::kTF32));
   eopts.command = args.command_line;
   eopts.zoc_version = ZOC_VERSION;
   auto gen = zoc::cudnn::emit(g, eopts, diags);
@@ -276,6 +282,12 @@ int run(int argc, char** argv) {
                    "fp16/bf16: pad the input's channels (RGB: 3) with zeros up to a multiple of "
                    "this, for tensor-core kernels in the first convolution (0: off)")
       ->check(CLI::IsMember({0, 4, 8}))
+      ->capture_default_str();
+  compile_cmd
+      ->add_option("--streams", args.streams,
+                   "legacy conv API: 2 runs each side branch (ResNet's downsample) on a second "
+                   "stream beside the main branch; 1: one stream; auto: 2 for fp32/tf32")
+      ->check(CLI::IsMember({"auto", "1", "2"}))
       ->capture_default_str();
   add_pass_options(compile_cmd);
 

@@ -72,7 +72,11 @@ bool compact_and_sort(Graph& g, const std::vector<bool>& remove) {
   order.erase(std::remove_if(order.begin(), order.end(), [&](int i) { return remove[i]; }),
               order.end());
   if (order.size() != kept) return false;
+  apply_order(g, order);
+  return true;
+}
 
+void apply_order(Graph& g, const std::vector<int>& order) {
   Graph out;
   out.name = g.name;
   std::vector<ValueId> new_value(g.values.size(), kNoValue);
@@ -88,7 +92,6 @@ bool compact_and_sort(Graph& g, const std::vector<bool>& remove) {
   }
   for (ValueId v : g.outputs) out.outputs.push_back(new_value[v]);
   g = std::move(out);
-  return true;
 }
 
 }  // namespace zoc::ir

@@ -27,4 +27,8 @@ std::vector<int> stable_topological_order(const std::vector<std::vector<int>>& d
 // Returns false (leaving the graph unchanged) if the remaining graph has a cycle.
 bool compact_and_sort(Graph& g, const std::vector<bool>& remove);
 
+// Puts the nodes in the given order (a permutation of 0..n-1 that reads every value after its
+// producer; the caller guarantees it) and renumbers values to match.
+void apply_order(Graph& g, const std::vector<int>& order);
+
 }  // namespace zoc::ir

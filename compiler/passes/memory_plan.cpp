@@ -44,6 +44,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
     for (ir::ValueId v : n.inputs) last[root[v]] = std::max(last[root[v]], static_cast<int64_t>(i));
   }
   for (ir::ValueId v : g.outputs) last[root[v]] = static_cast<int64_t>(g.nodes.size());
+  for (const auto& [v, until] : options.live_until) last[root[v]] = std::max(last[root[v]], until);
 
   std::vector<ir::ValueId> order;
   for (const ir::Node& n : g.nodes) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -34,6 +35,9 @@ struct MemoryPlanOptions {
   int64_t element_bytes = 4;     // 4 for fp32/tf32, 2 for fp16/bf16
   bool external_input = true;    // the graph input lives in the caller's buffer
   int64_t input_channels_stored = 0;  // the input's channels as stored (padded); 0: the graph's
+  // Values that must stay live until a later node index than their last reader: the input of a
+  // node running on a second stream is read at any time until that stream joins.
+  std::vector<std::pair<ir::ValueId, int64_t>> live_until;
 };
 
 MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options);

@@ -31,6 +31,7 @@ struct Sections {
   CodeWriter describe;   // batch-dependent descriptor setup (set_batch)
   CodeWriter bind;       // binding device pointers into graph-API plans (bind_layers)
   CodeWriter forward;    // the library calls (run_layers)
+  CodeWriter describe_side;  // side-branch layers' descriptors (set_batch, own workspace)
   CodeWriter tune;       // timing each convolution's candidate algorithms (tune)
   CodeWriter destroy;    // descriptor destruction (destructor)
   CodeWriter kernels;    // custom-kernel wrappers (.cu)
@@ -46,6 +47,9 @@ struct EmitContext {
   int64_t weight_bytes = 0;
   bool graph_api = false;                // fused convs through cuDNN's graph API
   int64_t input_c_stored = 0;            // the graph input's channels as stored (0: unpadded)
+  std::vector<int> side_of;              // per node: its side-branch index, or -1
+  std::vector<std::vector<int>> joins_at;  // per node: side branches to wait for before it
+  int side_branches = 0;
   Diagnostics& diags;
   Sections s;
 

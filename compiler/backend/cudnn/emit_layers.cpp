@@ -51,8 +51,19 @@ bool unsupported(EmitContext& ctx, const ir::Node& n, const std::string& what) {
   return false;
 }
 
+// The node that waits for side branch k.
+int join_of(const EmitContext& ctx, int k) {
+  for (size_t j = 0; j < ctx.joins_at.size(); ++j) {
+    for (int w : ctx.joins_at[j]) {
+      if (w == k) return static_cast<int>(j);
+    }
+  }
+  return -1;
+}
+
 bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
+  const int side = ctx.side_of[i];  // >= 0: runs on the side stream
   const Dims in = dims_of(ctx.g.type(n.inputs[0]));
   const Dims out = dims_of(ctx.g.type(n.output));
   const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"),
@@ -78,16 +89,25 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   if (graph) {
     ctx.s.describe.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, {}));", id,
                         ctx.name_literal(n));
+  } else if (side >= 0) {  // its own workspace: it may run while the main branch uses the other
+    ctx.s.describe.line("ZOC_TRY({}_.describe(cudnn_, n, side_limit_, {}, &plan_));", id,
+                        ctx.name_literal(n));
   } else {
     ctx.s.describe.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, {}, &plan_));", id,
                         ctx.name_literal(n));
+  }
+  if (!graph) {
     ctx.s.tune.line("ZOC_TRY({}_.tune(cudnn_, n, {}, w + kW_{}, w + kB_{}, {}, {}, scratch->get(), "
                     "scratch_bytes, stream, {}, &choice));",
                     id, ctx.ptr(n.inputs[0]), id, id, residual ? ctx.ptr(n.inputs[1]) : "nullptr",
                     ctx.ptr(n.output), ctx.name_literal(n));
     ctx.s.tune.line("plan->set(choice);");
   }
-  ctx.s.describe.line("need = std::max(need, {}_.workspace);", id);
+  if (side >= 0) {
+    ctx.s.describe.line("side_need_ = std::max(side_need_, {}_.workspace);", id);
+  } else {
+    ctx.s.describe.line("need = std::max(need, {}_.workspace);", id);
+  }
   ctx.s.destroy.line("{}_.destroy();", id);
 
   const ir::ParamSpec* bn_w = param(n, ir::ParamRole::kBnWeight);
@@ -112,15 +132,27 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
                        residual ? ", z " + ctx.ptr(n.inputs[1]) : "");
     return true;
   }
+  if (side >= 0) {
+    ctx.s.forward.line("// ... on the side stream, beside the main branch until layer {} joins it",
+                       sanitize_comment(ctx.g.nodes[static_cast<size_t>(join_of(ctx, side))].name));
+    ctx.s.forward.line("ZOC_CUDA(cudaEventRecord(fork_[{}], stream), {});", side, ctx.name_literal(n));
+    ctx.s.forward.line("ZOC_CUDA(cudaStreamWaitEvent(side_, fork_[{}], 0), {});", side,
+                       ctx.name_literal(n));
+  }
   ctx.s.forward.line(
-      "ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, {id}_.x, {in}, {id}_.w, "
-      "w + kW_{id}, {id}_.conv, {id}_.algo, workspace_, {id}_.workspace, {alpha2}, {id}_.y, {z}, "
+      "ZOC_CUDNN(cudnnConvolutionBiasActivationForward({handle}, &kOne, {id}_.x, {in}, {id}_.w, "
+      "w + kW_{id}, {id}_.conv, {id}_.algo, {ws}, {id}_.workspace, {alpha2}, {id}_.y, {z}, "
       "{id}_.bias, w + kB_{id}, {id}_.act, {id}_.y, {out}),",
+      fmt::arg("handle", side >= 0 ? "cudnn_side_" : "cudnn_"),
+      fmt::arg("ws", side >= 0 ? "side_workspace_" : "workspace_"),
       fmt::arg("id", id), fmt::arg("in", ctx.ptr(n.inputs[0])),
       fmt::arg("alpha2", residual ? "&kOne" : "&kZero"),
       fmt::arg("z", residual ? ctx.ptr(n.inputs[1]) : ctx.ptr(n.output)),
       fmt::arg("out", ctx.ptr(n.output)));
   ctx.s.forward.line("          {});", ctx.name_literal(n));
+  if (side >= 0) {
+    ctx.s.forward.line("ZOC_CUDA(cudaEventRecord(join_[{}], side_), {});", side, ctx.name_literal(n));
+  }
   return true;
 }
 

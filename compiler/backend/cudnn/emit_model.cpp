@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/backend/cudnn/emit_internal.h"
+#include "compiler/backend/cudnn/schedule.h"
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/ir/printer.h"
 #include "compiler/support/sanitize.h"
@@ -82,9 +83,15 @@ bool issues_work(const std::string& text) {
 }
 }  // namespace
 
-std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
+std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options,
                               Diagnostics& diags) {
   const Target& t = target(options.precision);
+  const bool graph_api_requested = options.conv_api == ConvApi::kGraph;
+  // Emission order: side branches hoisted to run on a second stream (legacy conv API only).
+  std::vector<SideBranch> branches;
+  const ir::Graph g = options.side_stream && !graph_api_requested
+                          ? schedule_side_branches(model, &branches)
+                          : model;
   passes::MemoryPlanOptions mopts;
   mopts.element_bytes = t.element_bytes;
   const bool graph_api = options.conv_api == ConvApi::kGraph;
@@ -103,8 +110,18 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     }
   }
   if (pad_input) mopts.input_channels_stored = (in_c + pad - 1) / pad * pad;
+  for (const SideBranch& b : branches) {  // its input is read until the join
+    mopts.live_until.push_back({g.nodes[b.node].inputs[0], b.join});
+  }
   EmitContext ctx{g, t, passes::plan_memory(g, mopts), {}, {}, 0, graph_api, mopts.input_channels_stored,
-                  diags, {}};
+                  {}, {}, 0, diags, {}};
+  ctx.side_of.assign(g.nodes.size(), -1);
+  ctx.joins_at.assign(g.nodes.size(), {});
+  for (const SideBranch& b : branches) {
+    ctx.side_of[b.node] = ctx.side_branches;
+    ctx.joins_at[b.join].push_back(ctx.side_branches);
+    ++ctx.side_branches;
+  }
 
   // Identifiers: sanitized layer names, made unique with a numeric suffix.
   std::set<std::string> used;
@@ -127,6 +144,10 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
   std::vector<std::string> layer_titles;
   for (const ir::Node& n : g.nodes) {
     const size_t before = ctx.s.forward.str().size();
+    for (int k : ctx.joins_at[&n - g.nodes.data()]) {
+      ctx.s.forward.line("ZOC_CUDA(cudaStreamWaitEvent(stream, join_[{}], 0), \"{}\");  // side branch {} done",
+                         k, sanitize_comment(n.name), k);
+    }
     ok = emit_layer(ctx, n) && ok;
     if (issues_work(ctx.s.forward.str().substr(before))) {
       layer_titles.push_back(ctx.title(n));
@@ -140,7 +161,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
 
   ir::PrintOptions popts;
   popts.locations = false;
-  const uint64_t hash = fnv1a64(ir::print_graph(g, popts));
+  const uint64_t hash = fnv1a64(ir::print_graph(model, popts));  // the model, not the schedule
   const std::string cls = class_name_for(g.name);
   const std::string base = sanitize_identifier(g.name);
   const ir::TensorType& in_type = g.type(g.nodes.front().output);
@@ -274,6 +295,16 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
     h.line("const float* graph_input_ = nullptr;");
     h.line("float* graph_output_ = nullptr;");
     h.line("cudaEvent_t marks_[kLayers + 1] = {{}};  // profile(): before, then after each layer");
+    if (ctx.side_branches > 0) {
+      h.line("// The side stream: {} side branches (downsample convolutions) run beside the main one.",
+             ctx.side_branches);
+      h.line("cudaStream_t side_ = nullptr;");
+      h.line("cudnnHandle_t cudnn_side_ = nullptr;  // bound to side_");
+      h.line("cudaEvent_t fork_[{0}] = {{}}, join_[{0}] = {{}};", ctx.side_branches);
+      h.line("void* side_workspace_ = nullptr;  // the side layers' own cuDNN workspace");
+      h.line("size_t side_need_ = 0;   // what their algorithm choices need (set_batch)");
+      h.line("size_t side_limit_ = 0;  // their cap: options.workspace_limit, then what was allocated");
+    }
     h.line("cudaGraphExec_t profile_graph_ = nullptr;");
     h.line("// cudaEventRecordExternal while capturing (the marks become graph nodes), else default.");
     h.line("unsigned record_flags_ = cudaEventRecordDefault;");
@@ -445,6 +476,16 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       c.line("ZOC_CUDA(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes), \"init\");");
       c.line("ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "
              "\"init\");");
+      if (ctx.side_branches > 0) {
+        c.line("ZOC_CUDA(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking), \"init\");");
+        c.line("ZOC_CUDNN(cudnnCreate(&cudnn_side_), \"init\");");
+        c.line("ZOC_CUDNN(cudnnSetStream(cudnn_side_, side_), \"init\");");
+        c.line("for (int k = 0; k < {}; ++k) {{", ctx.side_branches);
+        c.line("  ZOC_CUDA(cudaEventCreateWithFlags(&fork_[k], cudaEventDisableTiming), \"init\");");
+        c.line("  ZOC_CUDA(cudaEventCreateWithFlags(&join_[k], cudaEventDisableTiming), \"init\");");
+        c.raw_line("}");
+        c.line("side_limit_ = options.workspace_limit;");
+      }
       c.blank();
       c.line("// Descriptors: every one the forward pass uses is created here.");
       c.append(ctx.s.create);
@@ -486,6 +527,10 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       c.line("ZOC_TRY(set_batch(max_batch, options.workspace_limit, &need));");
       c.line("workspace_bytes_ = need;");
       c.line("if (need > 0) ZOC_CUDA(cudaMalloc(&workspace_, need), \"workspace\");");
+      if (ctx.side_branches > 0) {
+        c.line("if (side_need_ > 0) ZOC_CUDA(cudaMalloc(&side_workspace_, side_need_), \"workspace\");");
+        c.line("side_limit_ = side_need_;");
+      }
       if (graph_api) c.line("ZOC_TRY(bind_layers());");
       c.line("batch_ = max_batch;");
       c.line("// The weight upload ran on the legacy default stream, which the caller's");
@@ -498,6 +543,13 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
       auto f = c.block(fmt::format("{0}::~{0}()", cls));
       c.line("if (graph_) cudaGraphExecDestroy(graph_);");
       c.line("if (profile_graph_) cudaGraphExecDestroy(profile_graph_);");
+      if (ctx.side_branches > 0) {
+        c.line("for (cudaEvent_t e : fork_) if (e) cudaEventDestroy(e);");
+        c.line("for (cudaEvent_t e : join_) if (e) cudaEventDestroy(e);");
+        c.line("if (side_workspace_) cudaFree(side_workspace_);");
+        c.line("if (cudnn_side_) cudnnDestroy(cudnn_side_);");
+        c.line("if (side_) cudaStreamDestroy(side_);");
+      }
       c.line("for (cudaEvent_t e : marks_) if (e) cudaEventDestroy(e);");
       c.append(ctx.s.destroy);
       c.line("if (arena_) cudaFree(arena_);");
@@ -515,6 +567,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
                                    "size_t* workspace_need)",
                                    cls));
       c.line("size_t need = 0;");
+      if (ctx.side_branches > 0) c.line("side_need_ = 0;");
       c.append(ctx.s.describe);
       c.line("*workspace_need = need;");
       c.line("return zoc::Status::success();");

@@ -249,6 +249,8 @@ zoc::Status Resnet50::init(const std::string& weights_path, int max_batch, const
   ZOC_CUDA(cudaMalloc(&arena_, kArenaBytesPerSample * size_t(max_batch)), "arena");
   size_t need = 0;
   ZOC_TRY(set_batch(max_batch, options.workspace_limit, &need));
+  // Room for the plan's measured choices at every batch size up to max_batch too.
+  need = std::max<size_t>(need, plan_.largest_workspace(max_batch, options.workspace_limit));
   workspace_bytes_ = need;
   if (need > 0) ZOC_CUDA(cudaMalloc(&workspace_, need), "workspace");
   batch_ = max_batch;
@@ -443,6 +445,7 @@ zoc::Status Resnet50::set_batch(int n, size_t workspace_limit, size_t* workspace
 
 zoc::Status Resnet50::prepare(int batch) {
   ZOC_TRY(zoc::check_batch(batch, max_batch_));
+  batch_ = 0;  // until every layer describes `batch` (a failure part-way re-prepares)
   size_t need = 0;
   ZOC_TRY(set_batch(batch, workspace_bytes_, &need));
   batch_ = batch;
@@ -486,7 +489,10 @@ zoc::Status Resnet50::capture(cudaGraphExec_t* exec, const float* input, float* 
   const zoc::Status captured = run_layers<kProfile>(input, output, stream);
   record_flags_ = cudaEventRecordDefault;
   const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-  if (!captured.ok()) return captured;
+  if (!captured.ok() || ended != cudaSuccess) {
+    if (graph) cudaGraphDestroy(graph);
+    if (!captured.ok()) return captured;
+  }
   ZOC_CUDA(ended, "forward: capture");
   const cudaError_t made = cudaGraphInstantiate(exec, graph, 0);
   cudaGraphDestroy(graph);
@@ -587,6 +593,7 @@ zoc::Status Resnet50::tune(const float* input, float* output, int batch, cudaStr
   ZOC_TRY(begin(input, output, batch));
   ZOC_TRY(run_layers<false>(input, output, stream));  // real activations to time on
   ZOC_CUDA(cudaStreamSynchronize(stream), "tune");
+  batch_ = 0;  // tuning re-describes layers: prepare() again below, or on the next call
   ZOC_TRY(zoc::gpu_name(&plan->gpu));
   plan->cudnn = cudnnGetVersion();
   plan->model = kName;

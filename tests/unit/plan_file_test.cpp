@@ -47,6 +47,16 @@ TEST(PlanFile, SetReplacesTheChoiceForALayerAndBatch) {
   EXPECT_EQ(p.find("conv1", 1)->algo, 0);
 }
 
+TEST(PlanFile, LargestWorkspaceCoversTheBatchesAModelCanRun) {
+  zoc::PlanFile p = sample();  // conv1 at batch 1: 4096 bytes; layer1.0.conv2 at 256: 0
+  p.set({"conv1", 64, 1, 1, 1 << 20, 0.1});
+  p.set({"conv1", 128, 1, 1, 1ull << 40, 0.1});  // over any limit below
+  EXPECT_EQ(p.largest_workspace(1, 1 << 30), 4096u);
+  EXPECT_EQ(p.largest_workspace(64, 1 << 30), uint64_t(1) << 20);
+  EXPECT_EQ(p.largest_workspace(256, 1 << 30), uint64_t(1) << 20);
+  EXPECT_EQ(p.largest_workspace(256, 1000), 0u);
+}
+
 TEST(PlanFile, MismatchNamesWhatDiffers) {
   const zoc::PlanFile p = sample();
   EXPECT_EQ(p.mismatch("NVIDIA H200", 91900, "resnet50", "fp16", "0123456789abcdef"), "");

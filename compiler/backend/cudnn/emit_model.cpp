@@ -525,6 +525,8 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
       c.line("ZOC_CUDA(cudaMalloc(&arena_, kArenaBytesPerSample * size_t(max_batch)), \"arena\");");
       c.line("size_t need = 0;");
       c.line("ZOC_TRY(set_batch(max_batch, options.workspace_limit, &need));");
+      c.line("// Room for the plan's measured choices at every batch size up to max_batch too.");
+      c.line("need = std::max<size_t>(need, plan_.largest_workspace(max_batch, options.workspace_limit));");
       c.line("workspace_bytes_ = need;");
       c.line("if (need > 0) ZOC_CUDA(cudaMalloc(&workspace_, need), \"workspace\");");
       if (ctx.side_branches > 0) {
@@ -576,6 +578,7 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
     {
       auto f = c.block(fmt::format("zoc::Status {}::prepare(int batch)", cls));
       c.line("ZOC_TRY(zoc::check_batch(batch, max_batch_));");
+      c.line("batch_ = 0;  // until every layer describes `batch` (a failure part-way re-prepares)");
       c.line("size_t need = 0;");
       c.line("ZOC_TRY(set_batch(batch, workspace_bytes_, &need));");
       if (graph_api) c.line("ZOC_TRY(bind_layers());");
@@ -629,8 +632,17 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
       c.line("record_flags_ = cudaEventRecordExternal;");
       c.line("const zoc::Status captured = run_layers<kProfile>(input, output, stream);");
       c.line("record_flags_ = cudaEventRecordDefault;");
+      if (ctx.side_branches > 0) {
+        c.line("if (!captured.ok()) {{  // a failure between a fork and its join: join the side stream");
+        c.line("  (void)cudaEventRecord(join_[0], side_);");
+        c.line("  (void)cudaStreamWaitEvent(stream, join_[0], 0);");
+        c.raw_line("}");
+      }
       c.line("const cudaError_t ended = cudaStreamEndCapture(stream, &graph);");
-      c.line("if (!captured.ok()) return captured;");
+      c.line("if (!captured.ok() || ended != cudaSuccess) {{");
+      c.line("  if (graph) cudaGraphDestroy(graph);");
+      c.line("  if (!captured.ok()) return captured;");
+      c.raw_line("}");
       c.line("ZOC_CUDA(ended, \"forward: capture\");");
       c.line("const cudaError_t made = cudaGraphInstantiate(exec, graph, 0);");
       c.line("cudaGraphDestroy(graph);");
@@ -681,6 +693,7 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
       c.line("ZOC_TRY(begin(input, output, batch));");
       c.line("ZOC_TRY(run_layers<false>(input, output, stream));  // real activations to time on");
       c.line("ZOC_CUDA(cudaStreamSynchronize(stream), \"tune\");");
+      c.line("batch_ = 0;  // tuning re-describes layers: prepare() again below, or on the next call");
       c.line("ZOC_TRY(zoc::gpu_name(&plan->gpu));");
       c.line("plan->cudnn = cudnnGetVersion();");
       c.line("plan->model = kName;");

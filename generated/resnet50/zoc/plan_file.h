@@ -51,6 +51,16 @@ struct PlanFile {
     return nullptr;
   }
 
+  // The largest workspace a choice for a batch up to max_batch needs, within `limit` (a
+  // model sizes its workspace to hold them all).
+  uint64_t largest_workspace(int max_batch, uint64_t limit) const {
+    uint64_t largest = 0;
+    for (const PlanChoice& c : choices) {
+      if (c.batch <= max_batch && c.workspace <= limit && c.workspace > largest) largest = c.workspace;
+    }
+    return largest;
+  }
+
   // Adds or replaces the choice for (layer, batch).
   void set(const PlanChoice& choice) {
     for (PlanChoice& c : choices) {

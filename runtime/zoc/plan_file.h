@@ -21,8 +21,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "zoc/expected.h"
@@ -127,6 +129,7 @@ struct PlanFile {
     std::string line;
     size_t number = 0;
     bool have_gpu = false, have_cudnn = false, have_model = false;
+    std::set<std::pair<std::string, int>> seen;  // (layer, batch): one choice each
     auto at = [&](const std::string& why) {
       return Error{path + ":" + std::to_string(number) + ": " + why};
     };
@@ -142,6 +145,10 @@ struct PlanFile {
       const std::string key = line.substr(0, space);
       const std::string rest = space == std::string::npos ? "" : line.substr(space + 1);
       std::istringstream fields(rest);
+      if ((key == "gpu" && have_gpu) || (key == "cudnn" && have_cudnn) ||
+          (key == "model" && have_model)) {
+        return at("a second '" + key + "' line");
+      }
       if (key == "gpu") {
         if (rest.empty()) return at("'gpu' needs the GPU's name");
         plan.gpu = rest;
@@ -172,7 +179,7 @@ struct PlanFile {
           return at("algorithm or math type out of range");
         }
         if (!(c.ms >= 0 && c.ms < 1e9)) return at("time out of range");
-        if (plan.find(c.layer.c_str(), c.batch)) {
+        if (!seen.insert({c.layer, c.batch}).second) {
           return at("a second choice for layer '" + c.layer + "' at batch " +
                     std::to_string(c.batch));
         }

@@ -88,12 +88,15 @@ TEST(PlanFile, MalformedFilesAreLocatedErrors) {
             "p.plan:5: expected 'conv BATCH ALGO MATH WORKSPACE MS LAYER'");
   EXPECT_EQ(error_of(head + "conv 1 1 1 0 0.1 conv1\nconv 1 2 1 0 0.1 conv1\n"),
             "p.plan:6: a second choice for layer 'conv1' at batch 1");
-  EXPECT_EQ(error_of(head + "cudnn nine\n"), "p.plan:5: 'cudnn' needs one version number, e.g. 91900");
-  EXPECT_EQ(error_of(head + "model m fp16\n"), "p.plan:5: 'model' needs a name, a precision and an IR hash");
+  EXPECT_EQ(error_of("zoc-plan 1\ngpu G\ncudnn nine\n"),
+            "p.plan:3: 'cudnn' needs one version number, e.g. 91900");
+  EXPECT_EQ(error_of("zoc-plan 1\nmodel m fp16\n"),
+            "p.plan:2: 'model' needs a name, a precision and an IR hash");
   EXPECT_EQ(error_of(head + "engine 3\n"),
             "p.plan:5: unknown line 'engine' (expected gpu, cudnn, model or conv)");
   EXPECT_EQ(error_of(head + "conv -1 1 1 0 0.1 conv1\n"), "p.plan:5: batch out of range 1..65536");
   EXPECT_EQ(error_of(head + "conv 1 1 1 -5 0.1 conv1\n"), "p.plan:5: workspace out of range");
+  EXPECT_EQ(error_of(head + "gpu Other\n"), "p.plan:5: a second 'gpu' line");
   EXPECT_EQ(error_of(head + "# a comment\n\r\n"), "");
 }
 

@@ -2,7 +2,8 @@
 # Installs what building and testing zoc needs on a fresh Debian 12 machine (the developers'
 # and CI's machines): the compiler's libraries, GoogleTest, and Debian's PyTorch for the
 # reference data (and its LibTorch, for the TorchScript frontend). Idempotent: apt-get runs
-# only when a package is missing.
+# only when a package is missing. Extra package names on the command line are installed the
+# same way (tools/fuzz.sh: tools/setup.sh clang-14 libclang-rt-14-dev).
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,7 @@ packages=(
   python3 python3-numpy python3-torch python3-torchvision llvm-14-tools
   libtorch-dev
   llvm-14-dev libclang-cpp14-dev libclang-14-dev
+  "$@"
 )
 
 missing=()

@@ -151,6 +151,26 @@ layers:
   EXPECT_EQ(g->find_node("u2.conv")->loc.line, 6);
 }
 
+// Found while writing the YAML fuzz target: `include: /dev/zero` was read until memory ran out.
+// Only regular files are read, and at most yaml::kMaxFileBytes of each (a device is a bad-input
+// case, tests/bad_inputs/yaml/include_device.yaml).
+TEST(YamlFrontend, RejectsFilesLargerThanTheLimit) {
+  test::TempDir dir;
+  dir.write("big.yaml", "zoc: 1\n" + std::string(yaml::kMaxFileBytes, '#'));
+  const std::string path = dir.write("m.yaml", R"(zoc: 1
+include: big.yaml
+input: {channels: 3, height: 8, width: 8}
+layers:
+  - a: {op: relu}
+)");
+  Diagnostics d;
+  EXPECT_FALSE(load(path, d));
+  EXPECT_NE(d.render().find("m.yaml:2:10: error: included file '" + dir.file("big.yaml") +
+                            "' is larger than 16 MiB"),
+            std::string::npos)
+      << d.render();
+}
+
 TEST(YamlFrontend, ReportsEveryErrorInOneRun) {
   test::TempDir dir;
   const std::string path = dir.write("m.yaml", R"(zoc: 1

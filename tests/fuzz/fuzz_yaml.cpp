@@ -1,0 +1,86 @@
+// libFuzzer target: bytes as a YAML model file, through everything `zoc compile` runs before
+// emitting code.
+//
+// Model files come from users, and DESIGN.md promises that any of them, however broken or
+// hostile, gets located diagnostics and nothing worse. This feeds the bytes to the same library
+// entry points the driver chains (load_verified_model: YAML frontend, shape inference and the
+// verifier; then the printer, the inference pass pipeline with --verify-each, and the memory
+// plan at both element sizes) and turns every broken promise into a crash: a failure without
+// an error diagnostic, a success with one, or a memory plan that does not fit its arena.
+// Sanitizer reports, hangs (-timeout) and memory blow-ups (-rss_limit_mb) are libFuzzer's.
+//
+// Includes: the input is written as model.yaml into a private scratch folder that also holds
+// the include files the seeds use (models/resnet_blocks.yaml, tests/bad_inputs/yaml/include/),
+// so relative includes resolve there; an absolute or `..` include reads whatever it names, which
+// the frontend must bound (regular files of limited size only).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "compiler/driver/model_loader.h"
+#include "compiler/ir/printer.h"
+#include "compiler/passes/memory_plan.h"
+#include "compiler/passes/pipeline.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace {
+
+std::string setup() {
+  const std::string src = ZOC_SOURCE_DIR;
+  zoc::fuzz::copy_into_scratch(src + "/models/resnet_blocks.yaml", "resnet_blocks.yaml");
+  for (const char* f : {"bad_library.yaml", "cycle_a.yaml", "cycle_b.yaml", "relu_block.yaml"}) {
+    zoc::fuzz::copy_into_scratch(src + "/tests/bad_inputs/yaml/include/" + f,
+                                 std::string("include/") + f);
+  }
+  return zoc::fuzz::scratch_dir() + "/model.yaml";
+}
+
+void check_plan(const zoc::ir::Graph& g, int64_t element_bytes) {
+  zoc::passes::MemoryPlanOptions opts;
+  opts.element_bytes = element_bytes;
+  const zoc::passes::MemoryPlan plan = zoc::passes::plan_memory(g, opts);
+  using zoc::passes::MemoryPlan;
+  zoc::fuzz::check(plan.arena_bytes_per_sample >= 0, "negative arena size");
+  for (const MemoryPlan::Slot& s : plan.slots) {
+    if (s.offset < 0) continue;
+    zoc::fuzz::check(s.bytes >= 0 && s.offset % MemoryPlan::kAlignment == 0,
+                     "memory plan slot misaligned or of negative size");
+    zoc::fuzz::check(s.bytes <= plan.arena_bytes_per_sample - s.offset,
+                     "memory plan slot ends past the arena");
+  }
+  (void)plan.summary();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::string path = setup();
+  static const bool verbose = std::getenv("ZOC_FUZZ_VERBOSE") != nullptr;  // to debug seeds
+  zoc::fuzz::write_file(path, data, size);
+
+  zoc::Diagnostics diags;
+  std::optional<zoc::ir::Graph> graph = zoc::load_verified_model(path, diags);
+  if (verbose) {
+    std::fprintf(stderr, "%s%s\n", diags.render().c_str(),
+                 graph ? "model accepted" : "model rejected");
+  }
+  if (!graph) {
+    zoc::fuzz::check(diags.has_errors(), "model rejected without an error", diags.render());
+    return 0;
+  }
+  zoc::fuzz::check(!diags.has_errors(), "model accepted with errors", diags.render());
+  (void)zoc::ir::print_graph(*graph);
+
+  zoc::passes::PassOptions popts;
+  popts.verify_each = true;
+  if (!zoc::passes::run_pipeline(*graph, diags, popts)) {
+    zoc::fuzz::check(diags.has_errors(), "pass pipeline failed without an error", diags.render());
+    return 0;
+  }
+  zoc::fuzz::check(!diags.has_errors(), "pass pipeline succeeded with errors", diags.render());
+  (void)zoc::ir::print_graph(*graph);
+  check_plan(*graph, 4);
+  check_plan(*graph, 2);
+  return 0;
+}

@@ -293,32 +293,49 @@ struct PointData {
   double t_point_start = 0;
 };
 
+// The model options every created model shares (--workspace-mb, --seed, --strict).
+template <class Model>
+typename CreateTraits<decltype(&Model::create)>::Options base_options(const Args& args) {
+  typename CreateTraits<decltype(&Model::create)>::Options options;
+  if (args.workspace_mb >= 0)
+    options.workspace_limit = static_cast<size_t>(args.workspace_mb) << 20;
+  options.seed = args.seed;
+  options.strict = args.strict;
+  return options;
+}
+
+// The input batch copied to the device, and room for `batch` rows of output.
+struct DeviceIO {
+  DeviceBuffer input, output;
+};
+
+template <class Model>
+Expected<DeviceIO> upload(const std::vector<float>& input, int batch, cudaStream_t stream) {
+  const size_t input_bytes = input.size() * sizeof(float);
+  auto d_input = DeviceBuffer::allocate(input_bytes, "the harness's input");
+  if (!d_input.ok()) return d_input.error();
+  auto d_output = DeviceBuffer::allocate(
+      static_cast<size_t>(batch) * static_cast<size_t>(Model::kOutputs) * sizeof(float),
+      "the harness's output");
+  if (!d_output.ok()) return d_output.error();
+  if (Status r = copy(d_input->get(), input.data(), input_bytes, stream, "copying the input");
+      !r.ok()) {
+    return r.error();
+  }
+  return DeviceIO{std::move(*d_input), std::move(*d_output)};
+}
+
 // --tune: a model with cuDNN's heuristic choices times every candidate algorithm of every
 // convolution at `batch` on `input`, and the fastest are merged into the plan file args.tune
 // (its earlier choices are kept if it was made for this GPU, cuDNN and model).
 template <class Model>
 Status tune_point(const Args& args, int batch, int max_batch, const std::vector<float>& input,
                   cudaStream_t stream) {
-  using Options = typename CreateTraits<decltype(&Model::create)>::Options;
-  Options options;
-  if (args.workspace_mb >= 0)
-    options.workspace_limit = static_cast<size_t>(args.workspace_mb) << 20;
-  options.seed = args.seed;
-  options.strict = args.strict;
-  auto created = Model::create(args.weights, max_batch, options);
+  auto created = Model::create(args.weights, max_batch, base_options<Model>(args));
   if (!created.ok()) return created.error();
   std::unique_ptr<Model> model = std::move(created).value();
-  auto d_input = DeviceBuffer::allocate(input.size() * sizeof(float), "the harness's input");
-  if (!d_input.ok()) return d_input.error();
-  auto d_output = DeviceBuffer::allocate(
-      static_cast<size_t>(batch) * static_cast<size_t>(Model::kOutputs) * sizeof(float),
-      "the harness's output");
-  if (!d_output.ok()) return d_output.error();
-  if (Status r = copy(d_input->get(), input.data(), input.size() * sizeof(float), stream,
-                      "copying the input");
-      !r.ok()) {
-    return r;
-  }
+  Expected<DeviceIO> io = upload<Model>(input, batch, stream);
+  if (!io.ok()) return io.error();
   PlanFile plan;
   if (FILE* f = std::fopen(args.tune.c_str(), "rb")) {  // an earlier plan to extend
     std::fclose(f);
@@ -332,7 +349,7 @@ Status tune_point(const Args& args, int batch, int max_batch, const std::vector<
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  if (Status s = model->tune(d_input->as<float>(), d_output->as<float>(), batch, stream, &plan);
+  if (Status s = model->tune(io->input.as<float>(), io->output.as<float>(), batch, stream, &plan);
       !s.ok()) {
     return s;
   }
@@ -347,7 +364,6 @@ Status tune_point(const Args& args, int batch, int max_batch, const std::vector<
 template <class Model>
 Status measure_point(const Args& args, int batch, int max_batch, const std::vector<float>& input,
                      cudaStream_t stream, PointData* p) {
-  using Options = typename CreateTraits<decltype(&Model::create)>::Options;
   if (!args.tune.empty()) {
     if (Status s = tune_point<Model>(args, batch, max_batch, input, stream); !s.ok()) return s;
   }
@@ -355,12 +371,8 @@ Status measure_point(const Args& args, int batch, int max_batch, const std::vect
   p->max_batch = max_batch;
   p->t_point_start = epoch_seconds();
   p->used_before = device_used_bytes();
-  Options options;
+  auto options = base_options<Model>(args);
   options.cuda_graph = args.graph;
-  if (args.workspace_mb >= 0)
-    options.workspace_limit = static_cast<size_t>(args.workspace_mb) << 20;
-  options.seed = args.seed;
-  options.strict = args.strict;
   options.plan_file = args.tune.empty() ? args.plan : args.tune;
   const auto t0 = std::chrono::steady_clock::now();
   auto created = Model::create(args.weights, max_batch, options);
@@ -371,16 +383,11 @@ Status measure_point(const Args& args, int batch, int max_batch, const std::vect
   }
   p->create_ms = micros_since(t0) / 1000.0;
 
-  const size_t input_bytes = input.size() * sizeof(float);
   const size_t output_count = static_cast<size_t>(batch) * static_cast<size_t>(Model::kOutputs);
-  auto d_input = DeviceBuffer::allocate(input_bytes, "the harness's input");
-  if (!d_input.ok()) return d_input.error();
-  auto d_output = DeviceBuffer::allocate(output_count * sizeof(float), "the harness's output");
-  if (!d_output.ok()) return d_output.error();
-  if (Status r = copy(d_input->get(), input.data(), input_bytes, stream, "copying the input");
-      !r.ok()) {
-    return r;
-  }
+  Expected<DeviceIO> io = upload<Model>(input, batch, stream);
+  if (!io.ok()) return io.error();
+  DeviceBuffer* d_input = &io->input;
+  DeviceBuffer* d_output = &io->output;
   const float* in = d_input->as<float>();
 
   // Correctness: two poisoned runs, all finite, identical.
@@ -416,7 +423,8 @@ Status measure_point(const Args& args, int batch, int max_batch, const std::vect
     p->profile = std::move(*prof);
   }
   if (args.h2d_reps > 0) {
-    auto h2d = time_h2d(input.data(), input_bytes, d_input->get(), args.h2d_reps, stream);
+    auto h2d = time_h2d(input.data(), input.size() * sizeof(float), d_input->get(), args.h2d_reps,
+                        stream);
     if (!h2d.ok()) return h2d.error();
     p->h2d = *h2d;
   }

@@ -1,0 +1,159 @@
+// The files a generated folder holds beside the model class (emit_model.cpp): the custom
+// kernels' header and .cu, the host-only weight loader, the runner's main.cpp and CMakeLists.txt.
+#include <string>
+
+#include <fmt/format.h>
+
+#include "compiler/backend/cudnn/emit_internal.h"
+#include "compiler/support/sanitize.h"
+
+namespace zoc::cudnn {
+
+std::string kernels_header(const std::string& head, const std::string& base) {
+  CodeWriter kh;
+  kh.raw_line(head);
+  kh.line("// Host wrappers of the custom kernels {} uses (defined in {}_kernels.cu, built by "
+          "nvcc).",
+          base, base);
+  kh.line("#pragma once");
+  kh.blank();
+  kh.line("#include <cuda_runtime.h>");
+  kh.line("#include <cstdint>");
+  kh.blank();
+  {
+    auto ns = kh.ns("namespace zoc_model::kernels", "}  // namespace zoc_model::kernels");
+    kh.line("// fp32 NCHW -> NHWC in the model's element type.");
+    kh.line("cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, "
+            "int c_stored, cudaStream_t stream);  // channels c..c_stored-1 are zeros");
+    kh.line("// The model's element type -> fp32.");
+    kh.line("cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t stream);");
+    kh.line("// y[r, c] = bias[c] (before a GEMM with beta = 1).");
+    kh.line("cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, "
+            "cudaStream_t stream);");
+    kh.line("// y = a + b, elementwise.");
+    kh.line("cudaError_t add(const void* a, const void* b, void* y, int64_t count, "
+            "cudaStream_t stream);");
+  }
+  return kh.str();
+}
+
+std::string kernels_source(const std::string& head, const std::string& base, const Target& t) {
+  CodeWriter cu;
+  cu.raw_line(head);
+  cu.line("// Custom kernels of {}, instantiated for its element type ({}).", base, t.cuda_type);
+  cu.line("#include \"{}_kernels.h\"", base);
+  cu.blank();
+  cu.line("#include \"zoc/kernels.cuh\"");
+  cu.blank();
+  {
+    auto ns = cu.ns("namespace zoc_model::kernels", "}  // namespace zoc_model::kernels");
+    cu.line("using T = {};", t.cuda_type);
+    cu.blank();
+    {
+      auto f = cu.block("cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, "
+                        "int w, int c_stored, cudaStream_t stream)");
+      cu.line("return zoc::kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, "
+              "c_stored, stream);");
+    }
+    {
+      auto f = cu.block("cudaError_t to_float(const void* in, float* out, int64_t count, "
+                        "cudaStream_t stream)");
+      cu.line("return zoc::kernels::launch_to_float<T>(static_cast<const T*>(in), out, count, stream);");
+    }
+    {
+      auto f = cu.block("cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, "
+                        "cudaStream_t stream)");
+      cu.line("return zoc::kernels::launch_bias_rows<T>(static_cast<T*>(y), static_cast<const T*>(bias), "
+              "rows, cols, stream);");
+    }
+    {
+      auto f = cu.block("cudaError_t add(const void* a, const void* b, void* y, int64_t count, "
+                        "cudaStream_t stream)");
+      cu.line("return zoc::kernels::launch_add<T>(static_cast<const T*>(a), static_cast<const T*>(b), "
+              "static_cast<T*>(y), count, false, stream);");
+    }
+  }
+  return cu.str();
+}
+
+// The packed weight layout and the host-side loader, free of CUDA so that the loader can be
+// tested and fuzzed on its own (tests/fuzz).
+std::string weights_header(const EmitContext& ctx, const std::string& head, const std::string& base) {
+  const Target& t = ctx.t;
+  CodeWriter wh;
+  wh.raw_line(head);
+  wh.line("// {}: the packed weight layout and the host-side packing of a weights file (no CUDA).",
+          base);
+  wh.line("#pragma once");
+  wh.blank();
+  wh.line("#include <cstddef>");
+  wh.line("#include <cstdint>");
+  wh.blank();
+  wh.line("#include \"zoc/expected.h\"");
+  wh.line("#include \"zoc/pack.h\"");
+  wh.line("#include \"zoc/weight_source.h\"");
+  wh.blank();
+  {
+    auto ns = wh.ns(fmt::format("namespace zoc_model::{}_weights", base),
+                    fmt::format("}}  // namespace zoc_model::{}_weights", base));
+    wh.line("inline constexpr zoc::DeviceDType kDType = {};  // {} {}", t.device_dtype, t.name,
+            t.nhwc ? "NHWC" : "NCHW");
+    wh.line("inline constexpr size_t kWeightBytes = {};", ctx.weight_bytes);
+    wh.line("// Byte offsets of each layer's weight (kW_) and bias (kB_) in the packed buffer.");
+    wh.append(ctx.s.weight_offsets);
+    wh.blank();
+    wh.line("// Validates every tensor the model needs (name, shape, dtype, finite values), folds");
+    wh.line("// batch norms in double, converts and packs them into staging (kWeightBytes bytes),");
+    wh.line("// then reports tensors nobody asked for. Errors name the tensor and the file.");
+    auto f = wh.block("inline zoc::Status pack(zoc::WeightSource& source, uint8_t* staging)");
+    wh.append(ctx.s.pack);
+    wh.line("return source.finish();");
+  }
+  return wh.str();
+}
+
+std::string runner_main(const std::string& head, const std::string& base, const std::string& cls) {
+  CodeWriter m;
+  m.raw_line(head);
+  m.line("// The command-line runner of {}: see zoc/main_harness.h for its options.", cls);
+  m.line("#include \"{}.h\"", base);
+  m.line("#include \"zoc/main_harness.h\"");
+  m.blank();
+  m.line("int main(int argc, char** argv) {{ return zoc::run_main<zoc_model::{}>(argc, argv); }}",
+         cls);
+  return m.str();
+}
+
+std::string cmake_lists(const std::string& hash_banner, const std::string& base) {
+  CodeWriter cm;
+  cm.raw_line(hash_banner);
+  cm.line("# Builds {0} (a static library) and {0}_main with the CUDA toolkit and cuDNN only.", base);
+  cm.line("#   cmake -S . -B build -DCUDNN_ROOT=/path/to/cudnn [-DCMAKE_CUDA_ARCHITECTURES=90]");
+  cm.line("#   or -DCUDNN_INCLUDE_DIR=... -DCUDNN_LIBRARY=/path/to/libcudnn.so.9");
+  cm.line("cmake_minimum_required(VERSION 3.24)");
+  cm.line("if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)");
+  cm.line("  set(CMAKE_CUDA_ARCHITECTURES 90)");
+  cm.line("endif()");
+  cm.line("project({} LANGUAGES CXX CUDA)", base);
+  cm.line("set(CMAKE_CXX_STANDARD 17)");
+  cm.line("set(CMAKE_CXX_STANDARD_REQUIRED ON)");
+  cm.line("set(CMAKE_CUDA_STANDARD 17)");
+  cm.line("if(NOT CMAKE_BUILD_TYPE)");
+  cm.line("  set(CMAKE_BUILD_TYPE Release)");
+  cm.line("endif()");
+  cm.line("find_package(CUDAToolkit REQUIRED)");
+  cm.line("find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${{CUDNN_ROOT}}/include ${{CUDAToolkit_INCLUDE_DIRS}})");
+  cm.line("find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9");
+  cm.line("             HINTS ${{CUDNN_ROOT}}/lib ${{CUDNN_ROOT}}/lib64 ${{CUDAToolkit_LIBRARY_DIR}})");
+  cm.line("if(NOT CUDNN_INCLUDE_DIR OR NOT CUDNN_LIBRARY)");
+  cm.line("  message(FATAL_ERROR \"cuDNN not found: set CUDNN_ROOT, or CUDNN_INCLUDE_DIR and CUDNN_LIBRARY\")");
+  cm.line("endif()");
+  cm.line("add_library({0} STATIC {0}.cpp {0}_kernels.cu)", base);
+  cm.line("target_include_directories({} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}} ${{CUDNN_INCLUDE_DIR}})", base);
+  cm.line("target_link_libraries({} PUBLIC ${{CUDNN_LIBRARY}} CUDA::cublas CUDA::cudart)", base);
+  cm.line("add_executable({0}_main main.cpp)", base);
+  cm.line("target_link_libraries({0}_main PRIVATE {0})", base);
+  return cm.str();
+}
+
+}  // namespace zoc::cudnn

@@ -35,6 +35,7 @@ struct Args {
   int top_k = 5;
   std::string precision = "fp32";
   std::string conv_api = "legacy";  // --conv-api legacy|graph
+  std::string linear_api = "cublas";  // --linear cublas|cudnn
   int pad_input_channels = 4;       // --pad-input-channels 0|4|8
   std::string streams = "auto";     // --streams auto|1|2
   std::string input_dims;     // --input CxHxW for compile
@@ -200,6 +201,8 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   eopts.precision = *precision;
   eopts.conv_api =
       args.conv_api == "graph" ? zoc::cudnn::ConvApi::kGraph : zoc::cudnn::ConvApi::kLegacy;
+  eopts.linear_api =
+      args.linear_api == "cudnn" ? zoc::cudnn::LinearApi::kCudnn : zoc::cudnn::LinearApi::kCublas;
   eopts.pad_input_channels = args.pad_input_channels;
   // auto: the side stream where it was measured to pay (results/2026-11-22-h100-side-stream):
   // fp32/tf32 at small batch; fp16/bf16 gained nothing and would pay 0.4 MiB/sample of arena.
@@ -276,6 +279,12 @@ int run(int argc, char** argv) {
   compile_cmd->add_option("--conv-api", args.conv_api,
                           "fused convolutions via cuDNN's 'legacy' call or 'graph' API plans")
       ->check(CLI::IsMember({"legacy", "graph"}))
+      ->capture_default_str();
+  compile_cmd
+      ->add_option("--linear", args.linear_api,
+                   "linear layers via 'cublas' (GEMM after a bias kernel) or 'cudnn' (a fused "
+                   "convolution whose filter covers the input; no cuBLAS in the model)")
+      ->check(CLI::IsMember({"cublas", "cudnn"}))
       ->capture_default_str();
   compile_cmd
       ->add_option("--pad-input-channels", args.pad_input_channels,

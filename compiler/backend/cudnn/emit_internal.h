@@ -53,6 +53,8 @@ struct EmitContext {
   int side_branches = 0;
   Diagnostics& diags;
   Sections s;
+  bool linear_as_conv = false;           // linear layers as cuDNN convolutions (LinearApi::kCudnn)
+  bool uses_cublas = false;              // some layer calls cuBLAS (the handle is created)
 
   // Channels of value v as stored in memory (the padded input's, or its type's).
   int64_t stored_channels(ir::ValueId v) const;

@@ -61,27 +61,34 @@ int join_of(const EmitContext& ctx, int k) {
   return -1;
 }
 
-bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
+// A convolution as the generated ConvLayer sees it: input as stored, filter, output.
+struct ConvGeom {
+  int64_t c = 0, h = 1, w = 1;  // input channels (as stored), height, width
+  int64_t k = 0, r = 1, s = 1;  // output channels, filter height and width
+  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, groups = 1;
+  int64_t out_h = 1, out_w = 1;
+  bool relu = false;
+  bool residual = false;  // a second input added before the activation
+};
+
+// Everything of a fused convolution except its weight packing: the shape constant, the
+// descriptors (created, described per batch, tuned, destroyed) and the forward call, on the
+// side stream when the schedule put it there. `summary` is the forward comment.
+void emit_conv_call(EmitContext& ctx, const ir::Node& n, size_t i, const ConvGeom& g,
+                    const std::string& summary) {
   const std::string& id = ctx.ids[i];
   const int side = ctx.side_of[i];  // >= 0: runs on the side stream
-  const Dims in = dims_of(ctx.g.type(n.inputs[0]));
-  const Dims out = dims_of(ctx.g.type(n.output));
-  const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"),
-                 p = n.attrs.pair("padding"), d = n.attrs.pair("dilation");
-  const int64_t groups = n.attrs.i("groups");
-  const bool relu = n.attrs.i("activation") == 1;
   ctx.s.constants.line(
       "constexpr zoc::ConvShape kConv_{} = {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
       "{}, {}, {}}};",
-      id, ctx.stored_channels(n.inputs[0]), in.h, in.w, out.c, k.h, k.w, p.h, p.w, s.h, s.w, d.h,
-      d.w, groups, out.h, out.w,
-      relu ? "true" : "false");
-  const bool residual = n.inputs.size() == 2;
-  const bool graph = ctx.graph_api && groups == 1;
+      id, g.c, g.h, g.w, g.k, g.r, g.s, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dil_h,
+      g.dil_w, g.groups, g.out_h, g.out_w, g.relu ? "true" : "false");
+  const std::string z = g.residual ? ctx.ptr(n.inputs[1]) : "nullptr";
+  const bool graph = ctx.graph_api && g.groups == 1;
   if (graph) {
     ctx.s.members.line("zoc::GraphConvLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
     ctx.s.create.line("ZOC_TRY({}_.create(kConv_{}, kTypes, {}, {}));", id, id,
-                      residual ? "true" : "false", ctx.name_literal(n));
+                      g.residual ? "true" : "false", ctx.name_literal(n));
   } else {
     ctx.s.members.line("zoc::ConvLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
     ctx.s.create.line("ZOC_TRY({}_.create(kConv_{}, kTypes, {}));", id, id, ctx.name_literal(n));
@@ -99,8 +106,7 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   if (!graph) {
     ctx.s.tune.line("ZOC_TRY({}_.tune(cudnn_, n, {}, w + kW_{}, w + kB_{}, {}, {}, scratch->get(), "
                     "scratch_bytes, stream, {}, &choice));",
-                    id, ctx.ptr(n.inputs[0]), id, id, residual ? ctx.ptr(n.inputs[1]) : "nullptr",
-                    ctx.ptr(n.output), ctx.name_literal(n));
+                    id, ctx.ptr(n.inputs[0]), id, id, z, ctx.ptr(n.output), ctx.name_literal(n));
     ctx.s.tune.line("plan->set(choice);");
   }
   if (side >= 0) {
@@ -110,27 +116,14 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   }
   ctx.s.destroy.line("{}_.destroy();", id);
 
-  const ir::ParamSpec* bn_w = param(n, ir::ParamRole::kBnWeight);
-  std::string bn = "nullptr";
-  if (bn_w) bn = fmt::format("\"{}\"", sanitize_comment(bn_w->name.substr(0, bn_w->name.size() - 7)));
-  const double eps = n.attrs.has("bn_eps") ? n.attrs.f("bn_eps") : 0.0;
-  ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
-  ctx.s.pack.line(
-      "ZOC_TRY(zoc::pack_conv(source, {{{}, {}, {}, {:.9g}, {}, {}, {}, {}, {}, {}, kDType}}, "
-      "staging + kW_{}, staging + kB_{}));",
-      cstr(param(n, ir::ParamRole::kWeight)), cstr(param(n, ir::ParamRole::kBias)), bn, eps,
-      out.c, in.c / groups, k.h, k.w, ctx.t.nhwc ? "true" : "false",
-      ctx.stored_channels(n.inputs[0]) / groups, id, id);
-
-  comment(ctx, n, conv_summary(ctx, n));
+  comment(ctx, n, summary);
   if (graph) {
     ctx.s.bind.line("ZOC_TRY({}_.bind({}, w + kW_{}, w + kB_{}, {}, {}, workspace_, {}));", id,
-                    ctx.ptr(n.inputs[0]), id, id, residual ? ctx.ptr(n.inputs[1]) : "nullptr",
-                    ctx.ptr(n.output), ctx.name_literal(n));
+                    ctx.ptr(n.inputs[0]), id, id, z, ctx.ptr(n.output), ctx.name_literal(n));
     ctx.s.forward.line("ZOC_TRY({}_.run(cudnn_, {}));  // x {}, y {}{}", id, ctx.name_literal(n),
                        ctx.ptr(n.inputs[0]), ctx.ptr(n.output),
-                       residual ? ", z " + ctx.ptr(n.inputs[1]) : "");
-    return true;
+                       g.residual ? ", z " + z : "");
+    return;
   }
   if (side >= 0) {
     ctx.s.forward.line("// ... on the side stream, beside the main branch until layer {} joins it",
@@ -146,13 +139,41 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
       fmt::arg("handle", side >= 0 ? "cudnn_side_" : "cudnn_"),
       fmt::arg("ws", side >= 0 ? "side_workspace_" : "workspace_"),
       fmt::arg("id", id), fmt::arg("in", ctx.ptr(n.inputs[0])),
-      fmt::arg("alpha2", residual ? "&kOne" : "&kZero"),
-      fmt::arg("z", residual ? ctx.ptr(n.inputs[1]) : ctx.ptr(n.output)),
+      fmt::arg("alpha2", g.residual ? "&kOne" : "&kZero"),
+      fmt::arg("z", g.residual ? z : ctx.ptr(n.output)),
       fmt::arg("out", ctx.ptr(n.output)));
   ctx.s.forward.line("          {});", ctx.name_literal(n));
   if (side >= 0) {
     ctx.s.forward.line("ZOC_CUDA(cudaEventRecord(join_[{}], side_), {});", side, ctx.name_literal(n));
   }
+}
+
+bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const std::string& id = ctx.ids[i];
+  const Dims in = dims_of(ctx.g.type(n.inputs[0]));
+  const Dims out = dims_of(ctx.g.type(n.output));
+  const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"),
+                 p = n.attrs.pair("padding"), d = n.attrs.pair("dilation");
+  const int64_t groups = n.attrs.i("groups");
+  const ConvGeom g{.c = ctx.stored_channels(n.inputs[0]), .h = in.h, .w = in.w,
+                   .k = out.c, .r = k.h, .s = k.w,
+                   .pad_h = p.h, .pad_w = p.w, .stride_h = s.h, .stride_w = s.w,
+                   .dil_h = d.h, .dil_w = d.w, .groups = groups,
+                   .out_h = out.h, .out_w = out.w,
+                   .relu = n.attrs.i("activation") == 1, .residual = n.inputs.size() == 2};
+
+  const ir::ParamSpec* bn_w = param(n, ir::ParamRole::kBnWeight);
+  std::string bn = "nullptr";
+  if (bn_w) bn = fmt::format("\"{}\"", sanitize_comment(bn_w->name.substr(0, bn_w->name.size() - 7)));
+  const double eps = n.attrs.has("bn_eps") ? n.attrs.f("bn_eps") : 0.0;
+  ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
+  ctx.s.pack.line(
+      "ZOC_TRY(zoc::pack_conv(source, {{{}, {}, {}, {:.9g}, {}, {}, {}, {}, {}, {}, kDType}}, "
+      "staging + kW_{}, staging + kB_{}));",
+      cstr(param(n, ir::ParamRole::kWeight)), cstr(param(n, ir::ParamRole::kBias)), bn, eps,
+      out.c, in.c / groups, k.h, k.w, ctx.t.nhwc ? "true" : "false",
+      ctx.stored_channels(n.inputs[0]) / groups, id, id);
+  emit_conv_call(ctx, n, i, g, conv_summary(ctx, n));
   return true;
 }
 
@@ -278,7 +299,19 @@ bool emit_linear(EmitContext& ctx, const ir::Node& n, size_t i) {
       "ZOC_TRY(zoc::pack_linear(source, {{{}, {}, {}, {}, {}, {}, {}, kDType}}, staging + "
       "kW_{}, {}));",
       cstr(param(n, ir::ParamRole::kWeight)), cstr(bias), out, in, hwc.c, hwc.h, hwc.w, id,
-      bias ? fmt::format("staging + kB_{}", id) : "nullptr");
+      bias || ctx.linear_as_conv ? fmt::format("staging + kB_{}", id) : "nullptr");
+  if (ctx.linear_as_conv) {
+    // The packed [out, in] matrix is the filter of a convolution over the image the features
+    // were flattened from (in the stored layout's order: KRSC for NHWC, KCRS for NCHW), or over
+    // a 1x1 image of `in` channels. One output pixel: the [N, out] result.
+    const Dims d = src.op == ir::OpKind::Flatten ? dims_of(ctx.g.type(src.inputs[0])) : Dims{in, 1, 1};
+    const ConvGeom geom{.c = d.c, .h = d.h, .w = d.w, .k = out, .r = d.h, .s = d.w};
+    emit_conv_call(ctx, n, i, geom,
+                   fmt::format("linear {} -> {}, as a cuDNN convolution with a {}x{}x{} filter{}",
+                               in, out, geom.c, geom.h, geom.w,
+                               bias ? " and the bias in its epilogue" : ""));
+    return true;
+  }
   comment(ctx, n, fmt::format("linear {} -> {}{}", in, out,
                               hwc.c ? " (columns permuted to the NHWC flatten order)" : ""));
   if (bias) {
@@ -345,7 +378,8 @@ void plan_weights(EmitContext& ctx) {
     } else if (n.op == ir::OpKind::Linear) {
       const ir::ParamSpec* w = param(n, ir::ParamRole::kWeight);
       slot.weight = take(w->shape[0] * w->shape[1] * e);
-      if (param(n, ir::ParamRole::kBias)) slot.bias = take(w->shape[0] * e);
+      // As a convolution it always has a bias (zeros when the layer has none).
+      if (param(n, ir::ParamRole::kBias) || ctx.linear_as_conv) slot.bias = take(w->shape[0] * e);
     } else if (n.op == ir::OpKind::BatchNorm2d) {
       slot.weight = take(16 * ctx.g.type(n.output).dims[0]);
     }

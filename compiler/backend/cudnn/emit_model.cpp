@@ -115,6 +115,10 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
   }
   EmitContext ctx{g, t, passes::plan_memory(g, mopts), {}, {}, 0, graph_api, mopts.input_channels_stored,
                   {}, {}, 0, diags, {}};
+  ctx.linear_as_conv = options.linear_api == LinearApi::kCudnn;
+  for (const ir::Node& n : g.nodes) {
+    ctx.uses_cublas = ctx.uses_cublas || (n.op == ir::OpKind::Linear && !ctx.linear_as_conv);
+  }
   ctx.side_of.assign(g.nodes.size(), -1);
   ctx.joins_at.assign(g.nodes.size(), {});
   for (const SideBranch& b : branches) {
@@ -282,12 +286,14 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
     h.line("int max_batch_ = 0;");
     h.line("int batch_ = 0;  // the batch size the descriptors currently describe");
     h.line("cudnnHandle_t cudnn_ = nullptr;");
-    h.line("cublasHandle_t cublas_ = nullptr;");
+    if (ctx.uses_cublas) h.line("cublasHandle_t cublas_ = nullptr;");
     h.line("void* weights_ = nullptr;    // kWeightBytes, packed at construction");
     h.line("void* arena_ = nullptr;      // activations: kArenaBytesPerSample * max_batch");
     h.line("void* workspace_ = nullptr;  // cuDNN workspace");
     h.line("size_t workspace_bytes_ = 0;");
-    h.line("void* blas_workspace_ = nullptr;  // cuBLAS workspace (so graph capture never allocates)");
+    if (ctx.uses_cublas) {
+      h.line("void* blas_workspace_ = nullptr;  // cuBLAS workspace (so graph capture never allocates)");
+    }
     h.line("const float* checked_input_ = nullptr;  // the last pointers validated by forward()");
     h.line("float* checked_output_ = nullptr;");
     h.line("cudaGraphExec_t graph_ = nullptr;");
@@ -343,9 +349,11 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
       c.line("constexpr zoc::Precision kTypes = {{{}, {}, {}, {}, {}}};", t.cudnn_data,
              t.cudnn_format, t.cudnn_math, t.blas_type, t.blas_compute);
       c.line("using namespace {}_weights;  // kW_/kB_ weight offsets", base);
-      c.line("constexpr cudaDataType_t kBlasType = {};", t.blas_type);
-      c.line("constexpr cublasComputeType_t kBlasCompute = {};", t.blas_compute);
-      c.line("constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;");
+      if (ctx.uses_cublas) {
+        c.line("constexpr cudaDataType_t kBlasType = {};", t.blas_type);
+        c.line("constexpr cublasComputeType_t kBlasCompute = {};", t.blas_compute);
+        c.line("constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;");
+      }
       c.blank();
       c.line("// Activation arena: per-sample byte offsets, scaled by max_batch at run time.");
       c.line("// {}.", ctx.plan.summary());
@@ -381,10 +389,12 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
       c.line("options_ = options;");
       c.line("max_batch_ = max_batch;");
       c.line("ZOC_CUDNN(cudnnCreate(&cudnn_), \"init\");");
-      c.line("ZOC_CUBLAS(cublasCreate(&cublas_), \"init\");");
-      c.line("ZOC_CUDA(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes), \"init\");");
-      c.line("ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "
-             "\"init\");");
+      if (ctx.uses_cublas) {
+        c.line("ZOC_CUBLAS(cublasCreate(&cublas_), \"init\");");
+        c.line("ZOC_CUDA(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes), \"init\");");
+        c.line("ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "
+               "\"init\");");
+      }
       if (ctx.side_branches > 0) {
         c.line("ZOC_CUDA(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking), \"init\");");
         c.line("ZOC_CUDNN(cudnnCreate(&cudnn_side_), \"init\");");
@@ -466,8 +476,10 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
       c.line("if (arena_) cudaFree(arena_);");
       c.line("if (workspace_) cudaFree(workspace_);");
       c.line("if (weights_) cudaFree(weights_);");
-      c.line("if (blas_workspace_) cudaFree(blas_workspace_);");
-      c.line("if (cublas_) cublasDestroy(cublas_);");
+      if (ctx.uses_cublas) {
+        c.line("if (blas_workspace_) cudaFree(blas_workspace_);");
+        c.line("if (cublas_) cublasDestroy(cublas_);");
+      }
       c.line("if (cudnn_) cudnnDestroy(cudnn_);");
     }
     c.blank();
@@ -642,7 +654,7 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
                                    "cudaStream_t stream)",
                                    cls));
       c.line("ZOC_CUDNN(cudnnSetStream(cudnn_, stream), \"forward\");");
-      c.line("ZOC_CUBLAS(cublasSetStream(cublas_, stream), \"forward\");");
+      if (ctx.uses_cublas) c.line("ZOC_CUBLAS(cublasSetStream(cublas_, stream), \"forward\");");
       c.line("const int n = batch_;");
       c.line("const size_t B = size_t(max_batch_);  // arena offsets are per sample");
       c.line("char* const a = static_cast<char*>(arena_);");

@@ -22,9 +22,16 @@ namespace zoc::cudnn {
 // time per call; see runtime/zoc/cudnn_graph_layer.h).
 enum class ConvApi { kLegacy, kGraph };
 
+// How linear layers are called: cuBLAS's GEMM after a kernel that writes the bias into the
+// output, or a cuDNN fused convolution whose filter covers the whole input (a [C] vector, or the
+// C x H x W image a Flatten made it from), bias in the epilogue, algorithm tuned like any other
+// convolution's. The latter also keeps the model off cuBLAS entirely.
+enum class LinearApi { kCublas, kCudnn };
+
 struct EmitOptions {
   Precision precision = Precision::kFP32;
   ConvApi conv_api = ConvApi::kLegacy;
+  LinearApi linear_api = LinearApi::kCublas;
   // NHWC precisions: pad a graph input whose channel count is not a multiple of this (3 for RGB)
   // up to one, with zero weights in the convolutions that read it, so that they get tensor-core
   // kernels; 0 turns padding off. NCHW precisions (fp32, tf32) never pad.

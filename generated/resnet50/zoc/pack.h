@@ -109,7 +109,8 @@ struct LinearPackSpec {
   DeviceDType dtype;
 };
 
-// Writes W [out, in] (row-major, columns possibly permuted) and, if any, the bias [out].
+// Writes W [out, in] (row-major, columns possibly permuted) and the bias [out]: the layer's,
+// or zeros when it has none and b_dst is given (the linear runs as a convolution).
 inline Status pack_linear(WeightSource& src, const LinearPackSpec& p, uint8_t* w_dst,
                           uint8_t* b_dst) {
   auto w = src.get(p.weight, {p.out, p.in}, InitRule::kUniformFanIn, p.in);
@@ -132,6 +133,9 @@ inline Status pack_linear(WeightSource& src, const LinearPackSpec& p, uint8_t* w
     auto b = src.get(p.bias, {p.out}, InitRule::kUniformFanIn, p.in);
     if (!b) return b.error();
     store_as(p.dtype, b->data(), p.out, b_dst);
+  } else if (b_dst) {  // run as a convolution, which always adds a bias
+    const std::vector<float> zeros(static_cast<size_t>(p.out), 0.0f);
+    store_as(p.dtype, zeros.data(), p.out, b_dst);
   }
   return Status::success();
 }

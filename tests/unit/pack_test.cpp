@@ -1,0 +1,57 @@
+// Weight packing for linear layers (runtime/zoc/pack.h): the column permutation that matches an
+// NHWC flatten, and the bias a linear layer run as a cuDNN convolution (--linear cudnn) always
+// needs: the layer's own, or zeros when it has none.
+#include "zoc/pack.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace {
+
+std::vector<float> as_floats(const std::vector<uint8_t>& bytes) {
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+TEST(PackLinear, ColumnsFollowTheNhwcFlattenOrder) {
+  // Features flattened from c=3, h=2, w=2: PyTorch's column (c, h, w) lands at (h, w, c).
+  const int64_t out = 2, c = 3, h = 2, w = 2, in = c * h * w;
+  zoc::WeightSource src = zoc::WeightSource::seeded(7);
+  std::vector<uint8_t> plain(out * in * 4), perm(out * in * 4);
+  ASSERT_TRUE(zoc::pack_linear(src, {"fc.weight", nullptr, out, in, 0, 0, 0, zoc::DeviceDType::kF32},
+                               plain.data(), nullptr));
+  ASSERT_TRUE(zoc::pack_linear(src, {"fc.weight", nullptr, out, in, c, h, w, zoc::DeviceDType::kF32},
+                               perm.data(), nullptr));
+  const std::vector<float> a = as_floats(plain), b = as_floats(perm);
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x)
+          EXPECT_EQ(b[o * in + (y * w + x) * c + ci], a[o * in + (ci * h + y) * w + x]);
+}
+
+TEST(PackLinear, MissingBiasIsZerosWhenASlotIsGiven) {
+  zoc::WeightSource src = zoc::WeightSource::seeded(1);
+  std::vector<uint8_t> weight(3 * 4 * 4);
+  std::vector<uint8_t> bias(3 * 4, 0xAB);
+  ASSERT_TRUE(zoc::pack_linear(src, {"fc.weight", nullptr, 3, 4, 0, 0, 0, zoc::DeviceDType::kF32},
+                               weight.data(), bias.data()));
+  for (float v : as_floats(bias)) EXPECT_EQ(v, 0.0f);
+  // The cuBLAS path passes no slot (and has none to write).
+  EXPECT_TRUE(zoc::pack_linear(src, {"fc.weight", nullptr, 3, 4, 0, 0, 0, zoc::DeviceDType::kF32},
+                               weight.data(), nullptr));
+}
+
+TEST(PackLinear, OwnBiasIsKept) {
+  zoc::WeightSource src = zoc::WeightSource::seeded(3);
+  std::vector<uint8_t> weight(2 * 5 * 4), bias(2 * 4);
+  ASSERT_TRUE(zoc::pack_linear(src, {"fc.weight", "fc.bias", 2, 5, 0, 0, 0, zoc::DeviceDType::kF32},
+                               weight.data(), bias.data()));
+  const std::vector<float> b = as_floats(bias);
+  EXPECT_TRUE(b[0] != 0.0f || b[1] != 0.0f);  // seeded uniform init, not zeros
+}
+
+}  // namespace

@@ -11,8 +11,12 @@
 # check-row in $OUT/rows, so the GPU check's report lists them. Runs up to four sanitizer
 # processes at a time and stops starting new ones when its time is up.
 #
+# Racecheck also runs tools/reliability/vendor_gemm.cpp, the same cuBLAS GEMM and cuDNN 1x1
+# convolution with no zoc code, so that hazards inside NVIDIA's kernels can be told apart.
+#
 # Usage: tools/gpu_reliability.sh CHECK_DIR  (environment from gpu_check.sh: OUT, WORK, PY,
-#        NVCC, CUDNN_INC, CUDNN_LIB; RELIABILITY_BUDGET_S seconds, default 240)
+#        NVCC, CUDNN_INC, CUDNN_LIB; RELIABILITY_BUDGET_S seconds, default 240; SANITIZER_MAX_S,
+#        the most one sanitizer run may take, default 240)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CHECK_DIR=$1
@@ -29,7 +33,7 @@ say() { printf '[reliability %4ds] %s\n' "$((SECONDS - T0))" "$*"; }
 # timed, in a CUDA graph (captured, then replayed).
 sanitize() {
   local tool=$1 name=$2 model=${2%_*} log=$OUT/logs/${1}_$2.log rc t
-  t=$(( $(left) - 10 )); [ "$t" -gt 240 ] && t=240
+  t=$(( $(left) - 10 )); [ "$t" -gt "${SANITIZER_MAX_S:-240}" ] && t=${SANITIZER_MAX_S:-240}
   if [ ! -f "$WORK/build/$name/zoc_binary" ]; then
     echo "skipped: no binary (build failed)" >"$log"; rc=1
   elif [ "$t" -lt 30 ]; then
@@ -79,20 +83,37 @@ bad_calls() {
   say "bad calls $name: $(tail -n 1 "$log")"
 }
 
+# vendor_gemm PRECISION: the library calls alone under racecheck (see the top comment).
+vendor_gemm() {
+  local prec=$1 log=$OUT/logs/racecheck_vendor_gemm_$1.log rc=1 bin=$WORK/reliability/vendor_gemm
+  if [ -x "$bin" ] || "$NVCC" -std=c++17 -O1 -I "$CUDNN_INC" "$ROOT/tools/reliability/vendor_gemm.cpp" \
+       -L"$(dirname "$CUDNN_LIB")" -l:"$(basename "$CUDNN_LIB")" -lcublas -o "$bin" >"$log" 2>&1; then
+    timeout -k 10 120 compute-sanitizer --tool racecheck --print-limit 30 "$bin" "$prec" >"$log" 2>&1
+    rc=$?
+  else
+    echo "build of vendor_gemm failed" >>"$log"
+  fi
+  "${CMP[@]}" check-row --rows "$OUT/rows" --kind sanitizer --name "racecheck_vendor_gemm_$prec" \
+    --log "$log" --rc $rc >>"$OUT/logs/compare.log" 2>&1
+  say "vendor GEMM $prec: $(grep -h 'RACECHECK SUMMARY' "$log" || tail -n 1 "$log")"
+}
+
 FOLDERS=()
 for d in "$CHECK_DIR"/*/; do [ -f "$d/CMakeLists.txt" ] && FOLDERS+=("$(basename "$d")"); done
+vendor_gemm fp16 && vendor_gemm bf16 &
 for name in resnet50_fp16 lenet_fp32; do
   [ -d "$CHECK_DIR/$name" ] && { throttle 4; bad_calls "$name" & }
 done
 # LeNet first (fast), then ResNet-50; memcheck before racecheck. racecheck of ResNet-50 (slow:
-# every shared-memory access of cuDNN's kernels) in fp32 and fp16 only, two at a time.
+# every shared-memory access of cuDNN's kernels) two at a time; in fp32 and fp16 only unless
+# RACECHECK_ALL=1.
 for model in lenet resnet50; do
   for tool in memcheck racecheck; do
     for prec in fp32 tf32 fp16 bf16; do
       name=${model}_$prec
       [ -d "$CHECK_DIR/$name" ] || continue
       slow=0; [ "$model/$tool" = resnet50/racecheck ] && slow=1
-      [ $slow = 1 ] && [ "$prec" != fp32 ] && [ "$prec" != fp16 ] && continue
+      [ $slow = 1 ] && [ "${RACECHECK_ALL:-0}" != 1 ] && [ "$prec" != fp32 ] && [ "$prec" != fp16 ] && continue
       throttle $((slow ? 2 : 4))
       sanitize "$tool" "$name" &  # records a SKIP row once the time is up
     done

@@ -9,7 +9,12 @@
 # band (tools/gpu_compare.py), then timed with a CUDA graph at batch 1 and 256 with --profile, one
 # run at a time. The table is printed last; full logs and rows go to $OUT.
 #
-# Usage: tools/gpu_variants.sh MODEL VARIANTS_DIR   (environment: OUT, default ./variants_out)
+# RACECHECK names variants to run under compute-sanitizer racecheck afterwards (batch 2, CUDA
+# graph; up to four at a time, each within RACECHECK_TIMEOUT_S, default 240); their summary lines
+# are printed with the table.
+#
+# Usage: tools/gpu_variants.sh MODEL VARIANTS_DIR
+#        (environment: OUT, default ./variants_out; RACECHECK="name ..."; RACECHECK_TIMEOUT_S)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODEL=$1
@@ -58,5 +63,17 @@ for name in "${NAMES[@]}"; do
       "$(grep -h '^ .* conv1 + ' "$log" | sed 's/  */ /g')" | tee -a "$OUT/summary.txt"
   done
 done
+for name in ${RACECHECK:-}; do
+  while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n; done
+  ( log=$OUT/logs/racecheck_$name.log
+    timeout -k 10 "${RACECHECK_TIMEOUT_S:-240}" compute-sanitizer --tool racecheck --print-limit 30 \
+      "$WORK/build/$name/${MODEL}_main" --weights "$WORK/ref/weights.safetensors" --batch 2 \
+      --max-batch 2 --warmup 1 --iters 1 --top 0 --graph >"$log" 2>&1
+    echo "exit status $?" >>"$log"
+    printf 'racecheck %-24s %s (%s)\n' "$name" \
+      "$(grep -h 'RACECHECK SUMMARY' "$log" | sed 's/.*RACECHECK SUMMARY: //')" \
+      "$(tail -n 1 "$log")" | tee -a "$OUT/summary.txt" ) &
+done
+wait
 "${CMP[@]}" report --rows "$OUT/rows" --out "$OUT" --env "$OUT/env.json" >/dev/null 2>&1
 cat "$OUT/results.md" 2>/dev/null | tail -n 40

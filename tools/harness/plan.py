@@ -16,8 +16,9 @@ and groups, with the seconds it needs at least to be worth starting.
 Modes: quick (one 10-minute device command, builds included), and the parts of the full sweep,
 each meant to fit one command: batch-zoc, batch-torch, batch-cpp (ResNet-50 224x224, batch
 1..1024), resolution (32..1024 at batch 8), lenet (28x28, batch 1..1024), compile
-(torch.compile default and max-autotune); full runs all parts in one go (for a machine without
-the 10-minute limit: raise HARNESS_BUDGET_S).
+(torch.compile default at five batch sizes and max-autotune at batch 1), compile-max-32 and
+compile-max-256 (max-autotune at one batch size each: its autotuning alone takes minutes); full
+runs all parts in one go (for a machine without the 10-minute limit: raise HARNESS_BUDGET_S).
 """
 
 import sys
@@ -27,7 +28,8 @@ POW2_1024 = [1 << i for i in range(11)]  # 1 .. 1024
 RES_BATCH = 8  # the fixed batch of the resolution sweep
 SAMPLES = {"resnet50": 16, "lenet": 64}  # distinct seeded samples exported (tiled above)
 NATIVE_RES = {"resnet50": 224, "lenet": 28}
-PARTS = ("batch-zoc", "batch-torch", "batch-cpp", "resolution", "lenet", "compile")
+PARTS = ("batch-zoc", "batch-torch", "batch-cpp", "resolution", "lenet", "compile",
+         "compile-max-32", "compile-max-256")
 MODES = ("quick",) + PARTS + ("full",)
 
 LAYOUT_LABEL = {"nchw": "NCHW", "channels_last": "channels-last", "nhwc": "NHWC"}
@@ -99,18 +101,19 @@ def _batch_part(batches, full):
     nograph = precs if full else ("fp32", "fp16")
     # One Python process for eager and TorchScript: its cuDNN autotuning cache is then shared
     # by the variants with the same convolutions (autotuning dominates a new batch size).
-    pythons = [eager("fp32"), eager("fp16", "channels_last"), ts_py("fp32"),
-               ts_py("fp16", "channels_last"), ts_py("fp16", "channels_last", graph=False)]
+    pythons = [eager("fp32"), eager("tf32"), eager("fp16", "channels_last"), ts_py("fp32"),
+               ts_py("tf32"), ts_py("fp16", "channels_last"),
+               ts_py("fp16", "channels_last", graph=False)]
     cpps = [(ts_cpp("fp16", "channels_last"), "ts_runner"),
             (nn_cpp("fp16", "channels_last"), "resnet50_nn")]
     if full:
-        pythons += [eager("tf32"), eager("bf16", "channels_last"), ts_py("fp32", graph=False)]
+        pythons += [eager("bf16", "channels_last"), ts_py("fp32", graph=False)]
         cpps = [(ts_cpp("fp32"), "ts_runner")] + cpps[:1] + [
             (ts_cpp("fp16", "channels_last", freeze=True), "ts_runner"),
             (nn_cpp("fp32"), "resnet50_nn")] + cpps[1:]
     return {
         "zoc": [step("zoc_r224", "zoc", [(zoc(p, True), r224) for p in precs] +
-                     [(zoc(p, True, tune=True), r224) for p in ("fp32", "fp16")] +
+                     [(zoc(p, True, tune=True), r224) for p in ("fp32", "tf32", "fp16")] +
                      [(zoc(p, False), r224) for p in nograph], 30, 300)],
         "torch": [step("torch_r224", "torch", [(v, r224) for v in pythons], 40,
                        480 if full else 220)],
@@ -154,12 +157,23 @@ def _compile_part(full):
         g = [group("resnet50", 224, [1, 256], "batch")]
         return [step("compile_default", "torch",
                      [(compiled("fp16", "channels_last", "default"), g)], 90, 300)]
-    g_default = [group("resnet50", 224, [1, 8, 64, 256], "batch")]
-    g_max = [group("resnet50", 224, [1, 256], "batch")]
+    g_default = [group("resnet50", 224, [1, 8, 32, 64, 256], "batch")]
+    g_max = [group("resnet50", 224, [1], "batch")]
     return [step("compile_default", "torch",
-                 [(compiled("fp16", "channels_last", "default"), g_default)], 120, 420),
+                 [(compiled("fp16", "channels_last", "default"), g_default)], 120, 300),
             step("compile_max_autotune", "torch",
-                 [(compiled("fp16", "channels_last", "max-autotune"), g_max)], 240, 560)]
+                 [(compiled("fp16", "channels_last", "max-autotune"), g_max)], 180, 400)]
+
+
+def _compile_max_part(batch):
+    """max-autotune at one batch size: its autotuning benchmarks every candidate kernel of every
+    convolution and matmul shape, about ten seconds each at batch 256 on an H100. Inductor keeps
+    those results in its cache (/tmp/torchinductor_$USER), so a part killed by the time limit
+    and run again on the same machine resumes rather than restarts; the latency measured is
+    the same either way."""
+    g = [group("resnet50", 224, [batch], "batch")]
+    return [step("compile_max_autotune_b%d" % batch, "torch",
+                 [(compiled("fp16", "channels_last", "max-autotune"), g)], 240, 570)]
 
 
 def steps_for(mode, dry=False):
@@ -188,6 +202,8 @@ def _steps(mode):
         "resolution": lambda: _resolution_part([32, 64, 128, 224, 256, 512, 1024], True),
         "lenet": lambda: _lenet_part(True),
         "compile": lambda: _compile_part(True),
+        "compile-max-32": lambda: _compile_max_part(32),
+        "compile-max-256": lambda: _compile_max_part(256),
     }
     if mode == "full":
         return [s for name in PARTS for s in parts[name]()]

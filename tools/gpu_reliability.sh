@@ -106,7 +106,7 @@ for name in resnet50_fp16 lenet_fp32; do
 done
 # LeNet first (fast), then ResNet-50; memcheck before racecheck. racecheck of ResNet-50 (slow:
 # every shared-memory access of cuDNN's kernels) two at a time; in fp32 and fp16 only unless
-# RACECHECK_ALL=1.
+# RACECHECK_ALL=1 (RACECHECK_PARALLEL of them at a time, default 2).
 for model in lenet resnet50; do
   for tool in memcheck racecheck; do
     for prec in fp32 tf32 fp16 bf16; do
@@ -114,7 +114,7 @@ for model in lenet resnet50; do
       [ -d "$CHECK_DIR/$name" ] || continue
       slow=0; [ "$model/$tool" = resnet50/racecheck ] && slow=1
       [ $slow = 1 ] && [ "${RACECHECK_ALL:-0}" != 1 ] && [ "$prec" != fp32 ] && [ "$prec" != fp16 ] && continue
-      throttle $((slow ? 2 : 4))
+      throttle $((slow ? ${RACECHECK_PARALLEL:-2} : 4))
       sanitize "$tool" "$name" &  # records a SKIP row once the time is up
     done
   done

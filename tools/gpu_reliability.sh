@@ -16,7 +16,7 @@
 #
 # Usage: tools/gpu_reliability.sh CHECK_DIR  (environment from gpu_check.sh: OUT, WORK, PY,
 #        NVCC, CUDNN_INC, CUDNN_LIB; RELIABILITY_BUDGET_S seconds, default 240; SANITIZER_MAX_S,
-#        the most one sanitizer run may take, default 240)
+#        the most one sanitizer run may take, default 240; SANITIZER_BATCH, default 2)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CHECK_DIR=$1
@@ -29,8 +29,8 @@ left() { echo $((BUDGET - (SECONDS - T0))); }
 throttle() { while [ "$(jobs -rp | wc -l)" -ge "$1" ]; do wait -n; done; }
 say() { printf '[reliability %4ds] %s\n' "$((SECONDS - T0))" "$*"; }
 
-# sanitize TOOL FOLDER: the runner's two checked forwards at batch 2 (max batch 2), and one
-# timed, in a CUDA graph (captured, then replayed).
+# sanitize TOOL FOLDER: the runner's two checked forwards at batch SANITIZER_BATCH (also the
+# maximum), and one timed, in a CUDA graph (captured, then replayed).
 sanitize() {
   local tool=$1 name=$2 model=${2%_*} log=$OUT/logs/${1}_$2.log rc t
   t=$(( $(left) - 10 )); [ "$t" -gt "${SANITIZER_MAX_S:-240}" ] && t=${SANITIZER_MAX_S:-240}
@@ -41,7 +41,8 @@ sanitize() {
   else
     timeout -k 10 "$t" compute-sanitizer --tool "$tool" --print-limit 30 \
       "$(cat "$WORK/build/$name/zoc_binary")" --weights "$WORK/ref/$model/weights.safetensors" \
-      --batch 2 --max-batch 2 --warmup 1 --iters 1 --top 0 --graph >"$log" 2>&1
+      --batch "${SANITIZER_BATCH:-2}" --max-batch "${SANITIZER_BATCH:-2}" --warmup 1 --iters 1 \
+      --top 0 --graph >"$log" 2>&1
     rc=$?
     echo "exit status $rc after $((SECONDS - T0))s" >>"$log"
   fi

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""CPU tests of the training baselines (tools/train), one CTest case per subcommand.
+
+The baselines are only worth comparing with zoc's generated trainer if they do the same
+training, so these tests check the conventions where they can break: the Python copies of the
+C++ data order and normalization are bit-exact (`order`); each trainer writes a well-formed CSV
+and JSON log (`pytorch`, `libtorch`); PyTorch eager and LibTorch, started from one init file,
+hold the same weights after the same SGD steps (`agree`, the real check); the initial weights
+carry the state_dict names zoc's YAML models expect (`init-names`, through `zoc ir --weights`);
+the gradient reference writes what it promises (`grad`). Data is a small synthetic idx set
+(make_synthetic.py), since CI has no data set package.
+
+  test_train.py CASE --work DIR [--printer BIN] [--libtorch BIN] [--zoc BIN] [--model M]
+"""
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TRAIN = os.path.join(ROOT, "tools", "train")
+sys.path.insert(0, TRAIN)
+import idx_data  # noqa: E402
+import mt19937_64  # noqa: E402
+import nets  # noqa: E402
+
+PY = sys.executable
+CSV_HEADER = ("impl,model,dataset,seed,epoch,train_loss,train_acc,test_acc,step_ms,epoch_s,"
+              "peak_mem_mb")
+
+
+def run(cmd, **kw):
+    print("$ " + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout + r.stderr)
+        raise AssertionError("%s exited with %d" % (os.path.basename(cmd[0]), r.returncode))
+    return r.stdout
+
+
+def check(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+def synthetic(work):
+    """(raw folder, gzip folder) of the synthetic set, written once per work folder."""
+    raw, gz = os.path.join(work, "data_raw"), os.path.join(work, "data_gz")
+    if not os.path.exists(os.path.join(gz, "t10k-labels-idx1-ubyte.gz")):
+        run([PY, os.path.join(HERE, "make_synthetic.py"), raw, "--gz-copy", gz])
+    return raw, gz
+
+
+def make_init(work, model, seed, extra=()):
+    tag = "".join(e.strip("-")[0] for e in extra)  # one file per init variant
+    path = os.path.join(work, "init_%s_%d%s.safetensors" % (model, seed, tag))
+    run([PY, os.path.join(TRAIN, "train_pytorch.py"), "--model", model, "--seed", str(seed),
+         "--init-out", path] + list(extra))
+    return path
+
+
+# The issue's criterion is 1e-4; on the CPU the two run the same ATen kernels in the same order
+# and agree bit for bit, so the test asks for far less than the criterion allows: 3 SGD steps
+# without weight decay differ by only ~9e-5, and that must be seen.
+AGREE_TOL = 1e-6
+
+
+def compare(ref_path, got_path, init_path):
+    """((worst relative L2 difference, its tensor), largest relative change of a weight)."""
+    ref_t, _ = nets.safetensors_io.load_file(ref_path)
+    got_t, _ = nets.safetensors_io.load_file(got_path)
+    start, _ = nets.safetensors_io.load_file(init_path)
+    check(set(ref_t) == set(got_t) == set(start), "the trainers saved different names")
+    worst, moved = (0.0, ""), 0.0
+    for name in sorted(ref_t):
+        ref, got = ref_t[name].astype(np.float64), got_t[name].astype(np.float64)
+        worst = max(worst, (np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30), name))
+        base = start[name].astype(np.float64)
+        if name.endswith("weight") and np.linalg.norm(base) > 0:  # zero-init gammas have none
+            moved = max(moved, np.linalg.norm(ref - base) / np.linalg.norm(base))
+    return worst, moved
+
+
+def check_csv(path, impl, model, epochs):
+    with open(path) as f:
+        text = f.read()
+    check(text.splitlines()[0] == CSV_HEADER, "%s: header %r" % (path, text.splitlines()[0]))
+    rows = list(csv.DictReader(text.splitlines()))
+    check(len(rows) == epochs, "%s: %d rows for %d epochs" % (path, len(rows), epochs))
+    for i, r in enumerate(rows):
+        check(r["impl"] == impl and r["model"] == model and r["dataset"] == "fashion-mnist",
+              "%s: row %d names %s/%s/%s" % (path, i, r["impl"], r["model"], r["dataset"]))
+        check(int(r["epoch"]) == i + 1, "%s: row %d is epoch %s" % (path, i, r["epoch"]))
+        for key in ("train_acc", "test_acc"):
+            check(0.0 <= float(r[key]) <= 1.0, "%s: %s %s" % (path, key, r[key]))
+        check(np.isfinite(float(r["train_loss"])) and float(r["train_loss"]) > 0, "loss")
+        for key in ("step_ms", "epoch_s", "peak_mem_mb"):
+            check(float(r[key]) > 0, "%s: %s is %s" % (path, key, r[key]))
+    return rows
+
+
+def check_json_lines(stdout, epochs):
+    lines = [json.loads(l) for l in stdout.splitlines() if l.startswith("{")]
+    check(len(lines) == epochs, "%d JSON lines for %d epochs" % (len(lines), epochs))
+    check(all(set(CSV_HEADER.split(",")) <= set(l) for l in lines), "JSON lines lack CSV fields")
+
+
+def trainer_cmd(impl, a, model, data, init, out_prefix, steps, epochs, batch):
+    common = ["--model", model, "--data", data, "--device", "cpu", "--epochs", str(epochs),
+              "--max-steps", str(steps), "--batch", str(batch), "--seed", "3", "--threads", "1",
+              "--init-weights", init, "--csv", out_prefix + ".csv",
+              "--save-weights", out_prefix + ".safetensors", "--eval-batch", "40"]
+    if impl == "pytorch-eager":
+        return [PY, os.path.join(TRAIN, "train_pytorch.py")] + common
+    return [a.libtorch] + common
+
+
+# --- cases -----------------------------------------------------------------------------------
+
+def case_order(a):
+    """mt19937_64, shuffled_order, the normalization table and a whole split, against C++."""
+    got = [int(v) for v in run([a.printer, "mt", "42", "700"]).split()]
+    g = mt19937_64.MT19937_64(42)
+    check(got == [g() for _ in range(700)], "mt19937_64(42): first 700 outputs differ")
+    for count, seed, epoch in ((1, 0, 0), (2, 0, 0), (10, 0, 0), (97, 1, 0), (97, 1, 1),
+                               (1000, 7, 3), (60000, 0, 4), (5, (1 << 62) + 9, 2)):
+        cpp = [int(v) for v in run([a.printer, "order", str(count), str(seed), str(epoch)]).split()]
+        check(cpp == mt19937_64.shuffled_order(count, seed, epoch),
+              "shuffled_order(%d, %d, %d) differs" % (count, seed, epoch))
+    bits = [int(v, 16) for v in run([a.printer, "table"]).split()]
+    check(bits == idx_data.normalization_table().view(np.uint32).tolist(),
+          "normalization table differs from zoc::data::normalized_batch")
+    raw, gz = synthetic(a.work)
+    for folder in (raw, gz):
+        pixels, labels = idx_data.read_split(folder, "train")
+        h = 0xcbf29ce484222325
+        for byte in idx_data.normalize(pixels).tobytes() + labels.astype("<i4").tobytes():
+            h = ((h ^ byte) * 0x100000001b3) & ((1 << 64) - 1)
+        want = "%d %016x" % (pixels.shape[0], h)
+        check(run([a.printer, "split", raw, "train"]).strip() == want,
+              "%s: normalized split differs from train::read_split" % folder)
+    print("ok: order, generator, normalization and split are bit-exact")
+
+
+def case_trainer(a, impl):
+    """2 epochs of 3 LeNet steps on the CPU: a well-formed CSV, one JSON line per epoch."""
+    raw, gz = synthetic(a.work)
+    init = make_init(a.work, "lenet", 3)
+    prefix = os.path.join(a.work, impl)
+    data = gz if impl == "pytorch-eager" else raw
+    out = run(trainer_cmd(impl, a, "lenet", data, init, prefix, steps=3, epochs=2, batch=16))
+    check_json_lines(out, 2)
+    rows = check_csv(prefix + ".csv", impl, "lenet", 2)
+    state, _ = nets.safetensors_io.load_file(prefix + ".safetensors")
+    check(set(state) == set(nets.build("lenet").state_dict()), "saved weights' names")
+    print("ok: %s CSV %s" % (impl, [(r["epoch"], r["train_loss"], r["step_ms"]) for r in rows]))
+
+
+def case_agree(a):
+    """Same init, same batches: Python and LibTorch weights after the same steps agree."""
+    raw, gz = synthetic(a.work)
+    resnet = a.model == "resnet50"
+    init = make_init(a.work, a.model, 3,
+                     ["--init", "torchvision", "--zero-init-residual"] if resnet else [])
+    steps, batch = (2, 8) if resnet else (3, 16)
+    prefixes = {}
+    for impl, data in (("pytorch-eager", gz), ("libtorch", raw)):
+        prefixes[impl] = os.path.join(a.work, "%s_%s" % (a.model, impl))
+        run(trainer_cmd(impl, a, a.model, data, init, prefixes[impl], steps, 1, batch))
+    worst, moved = compare(prefixes["pytorch-eager"] + ".safetensors",
+                           prefixes["libtorch"] + ".safetensors", init)
+    print("max relative L2 difference %.3g (%s); largest weight change from init %.3g"
+          % (worst[0], worst[1], moved))
+    check(worst[0] <= AGREE_TOL, "weights differ by %.3g > %g in %s" % (worst[0], AGREE_TOL,
+                                                                         worst[1]))
+    check(moved > 1e-3, "the steps left the weights where they were (%.3g)" % moved)
+    if not resnet:  # the check is sharp enough to see a forgotten weight decay
+        off = os.path.join(a.work, "libtorch_no_wd")
+        run(trainer_cmd("libtorch", a, a.model, raw, init, off, steps, 1, batch) +
+            ["--weight-decay", "0"])
+        wd = compare(prefixes["pytorch-eager"] + ".safetensors", off + ".safetensors", init)[0]
+        print("without weight decay LibTorch differs by %.3g (%s)" % wd)
+        check(wd[0] > 10 * AGREE_TOL, "a missing weight decay went unnoticed (%.3g)" % wd[0])
+    rows = [check_csv(prefixes[i] + ".csv", i, a.model, 1)[0] for i in prefixes]
+    check(abs(float(rows[0]["train_loss"]) - float(rows[1]["train_loss"])) <= 1e-5,
+          "train_loss differs: %s vs %s" % (rows[0]["train_loss"], rows[1]["train_loss"]))
+    if not resnet:  # the plot script reads both CSVs; without matplotlib it writes the summary
+        plots = os.path.join(a.work, "plots")
+        run([PY, os.path.join(TRAIN, "plot.py"), "--out", plots] +
+            [prefixes[i] + ".csv" for i in prefixes])
+        with open(os.path.join(plots, "summary.md")) as f:
+            summary = f.read()
+        check("pytorch-eager" in summary and "libtorch" in summary, "summary lacks an impl")
+    print("ok: %s after %d steps: PyTorch eager and LibTorch agree" % (a.model, steps))
+
+
+def case_init_names(a):
+    """zoc validates the init files against models/lenet.yaml and models/resnet50.yaml."""
+    for model, sets in (("lenet", []), ("resnet50", ["--set", "num_classes=10", "--set",
+                                                     "in_channels=1", "--set", "resolution=28"])):
+        for extra in ([], ["--init", "torchvision"] + (["--zero-init-residual"] if sets else [])):
+            init = make_init(a.work, model, 1, extra)
+            run([a.zoc, "ir", os.path.join(ROOT, "models", model + ".yaml"), "--weights", init]
+                + sets)
+            state, meta = nets.safetensors_io.load_file(init)
+            if "--zero-init-residual" in extra:
+                check(not state["layer1.0.bn3.weight"].any(), "bn3 not zeroed")
+            again_dir = os.path.join(a.work, "again")
+            os.makedirs(again_dir, exist_ok=True)
+            again = make_init(again_dir, model, 1, extra)
+            with open(init, "rb") as f1, open(again, "rb") as f2:
+                check(f1.read() == f2.read(), "%s init is not reproducible" % model)
+    print("ok: init files match the YAML models' names and shapes, reproducibly")
+
+
+def case_grad(a):
+    """grad_reference.py on LeNet: every gradient, the epoch-0 batch, a softmax invariant."""
+    raw, gz = synthetic(a.work)
+    init = make_init(a.work, "lenet", 3)
+    out = os.path.join(a.work, "grads.safetensors")
+    run([PY, os.path.join(TRAIN, "grad_reference.py"), "--model", "lenet", "--init-weights", init,
+         "--data", gz, "--batch-from-epoch0", "--batch", "8", "--seed", "3", "--out", out])
+    t, meta = nets.safetensors_io.load_file(out)
+    params = dict(nets.build("lenet").named_parameters())
+    for name, p in params.items():
+        g = t["grad." + name]
+        check(g.shape == tuple(p.shape) and np.isfinite(g).all() and np.abs(g).sum() > 0,
+              "grad.%s: shape %s or values" % (name, g.shape))
+    pixels, labels = idx_data.read_split(raw, "train")
+    idx = mt19937_64.shuffled_order(pixels.shape[0], 3, 0)[:8]
+    check(np.array_equal(t["input"], idx_data.normalize(pixels[idx])), "input is not the batch")
+    check(np.array_equal(t["labels"], labels[idx].astype(np.int32)), "labels")
+    # d(mean CE)/d(logits) rows sum to 0, so the last bias's gradient sums to 0.
+    check(abs(float(t["grad.fc2.bias"].astype(np.float64).sum())) < 1e-6, "fc2.bias grad sum")
+    check(meta["dropout"] == "identity" and t["loss"].shape == (1,), "metadata / loss")
+    print("ok: %d gradients, loss %.6f" % (len(params), float(t["loss"][0])))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("case", choices=("order", "pytorch", "libtorch", "agree", "init-names", "grad"))
+    p.add_argument("--work", required=True)
+    p.add_argument("--printer")
+    p.add_argument("--libtorch")
+    p.add_argument("--zoc")
+    p.add_argument("--model", default="lenet", choices=nets.MODELS)
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    {"order": case_order, "pytorch": lambda x: case_trainer(x, "pytorch-eager"),
+     "libtorch": lambda x: case_trainer(x, "libtorch"), "agree": case_agree,
+     "init-names": case_init_names, "grad": case_grad}[a.case](a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""One training step's parameter gradients by PyTorch autograd: the oracle for issue 8's first
+criterion (the generated trainer's gradients within relative L2 error 1e-3 of these, fp32).
+
+The step is the trainers' (tools/train/README.md) without the optimizer: the initial weights
+from --init-weights, a batch of --batch images, BatchNorm in training mode (batch statistics;
+running averages updated with momentum 0.1), softmax cross-entropy averaged over the batch, then
+backward. Weight decay is not part of the gradient (SGD adds it in the update), and dropout is
+the identity, since no other implementation can draw PyTorch's masks. fp32 with TF32 off and
+deterministic cuDNN algorithms.
+
+The output file (safetensors, written with models/safetensors_io.py) holds `input` (F32
+[B, C, H, W], normalized), `labels` (I32 [B], as zoc::data::normalized_batch gives them),
+`logits` (F32 [B, classes]), `loss` (F32 [1]), `grad.<name>` for every parameter under its
+state_dict name, and `after.<name>` for every buffer after the step (BatchNorm running
+statistics and num_batches_tracked); the metadata records model, seed, device and versions.
+
+  grad_reference.py --model lenet --init-weights W --data DIR --batch-from-epoch0 --batch 8
+                    --seed 0 --out grads.safetensors [--device cuda]
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import idx_data  # noqa: E402
+import mt19937_64  # noqa: E402
+import nets  # noqa: E402
+
+
+def make_batch(args):
+    """(input float32 [B, 1, 28, 28], labels int64 [B]): the first B images of epoch 0's order,
+    or, with --random-input, seeded N(0, 1) images and uniform labels (no data needed)."""
+    if args.batch_from_epoch0:
+        pixels, labels = idx_data.read_split(args.data, "train")
+        if args.batch > pixels.shape[0]:
+            raise ValueError("%s: --batch %d is more than the %d training images"
+                             % (args.data, args.batch, pixels.shape[0]))
+        idx = np.asarray(mt19937_64.shuffled_order(pixels.shape[0], args.seed, 0)[:args.batch])
+        return (torch.from_numpy(idx_data.normalize(pixels[idx])),
+                torch.from_numpy(labels[idx].astype(np.int64)))
+    g = torch.Generator().manual_seed(args.seed * 16 + 5)
+    x = torch.randn((args.batch, 1, 28, 28), generator=g, dtype=torch.float32)
+    y = torch.randint(0, 10, (args.batch,), generator=g, dtype=torch.int64)
+    return x, y
+
+
+def gradients(args):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda but torch.cuda.is_available() is False")
+    net = nets.build(args.model)
+    nets.load(net, args.init_weights)
+    net.train()
+    for m in net.modules():
+        if isinstance(m, nn.Dropout):
+            m.eval()  # identity: see the docstring
+    device = torch.device(args.device)
+    net.to(device)
+    x, y = make_batch(args)
+    logits = net(x.to(device))
+    loss = F.cross_entropy(logits, y.to(device))
+    loss.backward()
+    out = {"input": x.numpy(), "labels": y.numpy().astype(np.int32),
+           "logits": logits.detach().cpu().numpy(),
+           "loss": loss.detach().cpu().reshape(1).numpy()}
+    for name, p in net.named_parameters():
+        if p.grad is None:
+            raise ValueError("parameter %s received no gradient" % name)
+        out["grad." + name] = p.grad.detach().cpu().float().numpy()
+    for name, b in net.named_buffers():
+        t = b.detach().cpu()
+        out["after." + name] = (t.float() if t.is_floating_point() else t).numpy()
+    return out, float(loss)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, choices=nets.MODELS)
+    p.add_argument("--init-weights", required=True,
+                   help="safetensors (train_pytorch.py --init-out)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--batch-from-epoch0", action="store_true",
+                        help="the first --batch images of epoch 0's order of --data")
+    source.add_argument("--random-input", action="store_true",
+                        help="seeded N(0,1) images and random labels instead")
+    p.add_argument("--data", help="folder of the idx files (raw or .gz)")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seed", type=int, default=0, help="the order's seed (or the random input's)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--out", required=True)
+    args = p.parse_args(argv)
+    if args.batch_from_epoch0 and not args.data:
+        p.error("--batch-from-epoch0 needs --data")
+    if args.batch < 2:
+        p.error("--batch must be >= 2 (training-mode BatchNorm needs two samples)")
+    try:
+        tensors, loss = gradients(args)
+        meta = {"model": args.model, "seed": str(args.seed), "batch": str(args.batch),
+                "device": args.device, "init_weights": os.path.basename(args.init_weights),
+                "batch_source": "epoch0" if args.batch_from_epoch0 else "random",
+                "dropout": "identity", "batchnorm": "train (momentum 0.1, eps 1e-5)",
+                "loss": "cross_entropy mean", "tf32": "off", "torch": torch.__version__}
+        nets.safetensors_io.save_file(tensors, args.out, metadata=meta)
+    except (idx_data.DataError, ValueError, OSError) as e:
+        raise SystemExit("grad_reference.py: error: %s" % e)
+    grads = sum(1 for k in tensors if k.startswith("grad."))
+    print("grad_reference: %s batch %d loss %.6f, %d gradients -> %s"
+          % (args.model, args.batch, loss, grads, args.out))
+
+
+if __name__ == "__main__":
+    main()

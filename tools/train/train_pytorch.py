@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""The PyTorch eager (Python) baseline of issue 8: Fashion-MNIST training under zoc's conventions.
+
+zoc's generated trainer must match PyTorch's accuracy and beat its time per step; this is the
+PyTorch side of that comparison, and train_libtorch.cpp the LibTorch side. Both follow
+tools/train/README.md to the letter: the data order of runtime/zoc/datasets.h (reproduced by
+mt19937_64.py), the normalization table of idx_data.py, initial weights from one safetensors file
+(nets.py), SGD with the stated hyperparameters and schedule, fp32 with TF32 off, and the same
+per-epoch CSV. The whole normalized training set is kept on the device and each batch gathered
+there, the fastest input path a framework has, so the baseline's step time is a lower bound.
+
+  train_pytorch.py --model lenet --data DIR --epochs 5 --seed 0 --csv out.csv
+  train_pytorch.py --model resnet50 --seed 0 --init torchvision --init-out init.safetensors
+"""
+
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import idx_data  # noqa: E402
+import mt19937_64  # noqa: E402
+import nets  # noqa: E402
+
+IMPL = "pytorch-eager"
+CSV_FIELDS = ("impl", "model", "dataset", "seed", "epoch", "train_loss", "train_acc", "test_acc",
+              "step_ms", "epoch_s", "peak_mem_mb")
+DEFAULT_LR = {"lenet": 0.05, "resnet50": 0.1}
+
+
+def learning_rate(schedule, base, epoch, epochs, step, steps_per_epoch):
+    """The rate of one step (train_libtorch.cpp has the same function):
+    constant: base; step: base * 0.1 ** (epochs passed of ceil(E/2), ceil(3E/4));
+    cosine: base * (1 + cos(pi * t / T)) / 2 with t the global step, T all steps."""
+    if schedule == "constant":
+        return base
+    if schedule == "step":
+        milestones = ((epochs + 1) // 2, (3 * epochs + 3) // 4)
+        return base * 0.1 ** sum(1 for m in milestones if epoch >= m)
+    t = epoch * steps_per_epoch + step
+    return base * 0.5 * (1.0 + math.cos(math.pi * t / (epochs * steps_per_epoch)))
+
+
+def format_row(row):
+    """One CSV line; train_libtorch.cpp prints the same formats."""
+    return "%s,%s,%s,%d,%d,%.6f,%.6f,%.6f,%.4f,%.3f,%.1f" % tuple(row[k] for k in CSV_FIELDS)
+
+
+def set_backend_flags(device):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.deterministic = False
+
+
+class StepTimer:
+    """Per-step times: CUDA events on the GPU (read once per epoch), the host clock on the CPU."""
+
+    def __init__(self, cuda):
+        self.cuda, self.pairs = cuda, []
+
+    def start(self):
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            self.pairs.append([e, None])
+        else:
+            self.pairs.append([time.perf_counter(), None])
+
+    def stop(self):
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            self.pairs[-1][1] = e
+        else:
+            self.pairs[-1][1] = time.perf_counter()
+
+    def median_ms(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+            times = [a.elapsed_time(b) for a, b in self.pairs]
+        else:
+            times = [(b - a) * 1e3 for a, b in self.pairs]
+        self.pairs = []
+        return statistics.median(times) if times else float("nan")
+
+
+def peak_mem_mb(cuda):
+    """GPU: the caching allocator's peak since the epoch began; CPU: the process's peak RSS."""
+    if cuda:
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def evaluate(net, x, y, batch):
+    """Top-1 accuracy over every sample, eval mode (running statistics, no dropout)."""
+    net.eval()
+    correct = torch.zeros((), dtype=torch.int64, device=x.device)
+    with torch.no_grad():
+        for first in range(0, x.shape[0], batch):
+            logits = net(x[first:first + batch])
+            correct += (logits.argmax(1) == y[first:first + batch]).sum()
+    net.train()
+    return int(correct) / x.shape[0]
+
+
+def make_net(args):
+    net = nets.build(args.model, num_classes=10, in_channels=1, resolution=28)
+    if args.init_weights:
+        nets.load(net, args.init_weights)
+    else:
+        nets.initialize(net, args.init, args.seed, args.zero_init_residual)
+    return net
+
+
+def train(args):
+    cuda = args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        raise SystemExit("train_pytorch.py: --device cuda but torch.cuda.is_available() is False")
+    set_backend_flags(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    train_px, train_y = idx_data.read_split(args.data, "train")
+    test_px, test_y = idx_data.read_split(args.data, "test")
+    if train_px.shape[1:] != (1, 28, 28) or test_px.shape[1:] != (1, 28, 28):
+        raise SystemExit("train_pytorch.py: %s: images must be 1x28x28, got %s / %s"
+                         % (args.data, train_px.shape[1:], test_px.shape[1:]))
+    xs = torch.from_numpy(idx_data.normalize(train_px)).to(device)
+    ys = torch.from_numpy(train_y.astype("int64")).to(device)
+    xt = torch.from_numpy(idx_data.normalize(test_px)).to(device)
+    yt = torch.from_numpy(test_y.astype("int64")).to(device)
+    count = xs.shape[0]
+    steps = count // args.batch  # the last partial batch is dropped
+    if args.max_steps:
+        steps = min(steps, args.max_steps)
+    if steps < 1:
+        raise SystemExit("train_pytorch.py: %d training images make no batch of %d"
+                         % (count, args.batch))
+
+    net = make_net(args).to(device).train()
+    opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum,
+                          dampening=0.0, weight_decay=args.weight_decay, nesterov=False)
+    torch.manual_seed(args.seed)  # dropout masks: the same stream as LibTorch's torch::manual_seed
+    timer = StepTimer(cuda)
+    csv = open(args.csv, "w") if args.csv else None
+    if csv:
+        csv.write(",".join(CSV_FIELDS) + "\n")
+    for epoch in range(args.epochs):
+        order = torch.tensor(mt19937_64.shuffled_order(count, args.seed, epoch),
+                             dtype=torch.int64).to(device)
+        loss_sum = torch.zeros((), dtype=torch.float32, device=device)
+        correct = torch.zeros((), dtype=torch.int64, device=device)
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        t0 = time.perf_counter()
+        for step in range(steps):
+            lr = learning_rate(args.schedule, args.lr, epoch, args.epochs, step, steps)
+            for group in opt.param_groups:
+                group["lr"] = lr
+            timer.start()
+            idx = order[step * args.batch:(step + 1) * args.batch]
+            x, y = xs.index_select(0, idx), ys.index_select(0, idx)
+            logits = net(x)
+            loss = F.cross_entropy(logits, y)  # mean over the batch
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            loss_sum += loss.detach()
+            correct += (logits.detach().argmax(1) == y).sum()
+            timer.stop()
+        if cuda:
+            torch.cuda.synchronize()
+        epoch_s = time.perf_counter() - t0
+        step_ms, peak_mb = timer.median_ms(), peak_mem_mb(cuda)  # before the evaluation
+        row = {"impl": IMPL, "model": args.model, "dataset": args.dataset, "seed": args.seed,
+               "epoch": epoch + 1, "train_loss": float(loss_sum) / steps,
+               "train_acc": int(correct) / (steps * args.batch),
+               "test_acc": evaluate(net, xt, yt, args.eval_batch), "step_ms": step_ms,
+               "epoch_s": epoch_s, "peak_mem_mb": peak_mb}
+        if csv:
+            csv.write(format_row(row) + "\n")
+            csv.flush()
+        print(json.dumps(dict(row, steps=steps, lr_last=lr, device=args.device)), flush=True)
+    if csv:
+        csv.close()
+    if args.save_weights:
+        nets.save(net.cpu(), args.save_weights, {"impl": IMPL, "model": args.model,
+                                                 "seed": args.seed, "epochs": args.epochs})
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, choices=nets.MODELS)
+    p.add_argument("--data", help="folder of the four idx files (raw or .gz)")
+    p.add_argument("--dataset", default="fashion-mnist", help="name written to the CSV")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--lr", type=float,
+                   help="base learning rate (default: lenet 0.05, resnet50 0.1)")
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--weight-decay", type=float, default=5e-4)
+    p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine")
+    p.add_argument("--seed", type=int, default=0, help="data order, dropout and (without "
+                   "--init-weights) the initial weights")
+    p.add_argument("--init", choices=nets.INITS, default="pytorch")
+    p.add_argument("--zero-init-residual", action="store_true")
+    p.add_argument("--init-weights", help="start from this safetensors file")
+    p.add_argument("--init-out", help="write the initial weights to this file and exit")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    p.add_argument("--csv", help="per-epoch CSV")
+    p.add_argument("--save-weights", help="final weights (safetensors, state_dict names)")
+    p.add_argument("--max-steps", type=int, default=0, help="steps per epoch (0: all)")
+    p.add_argument("--eval-batch", type=int, default=1000)
+    args = p.parse_args(argv)
+    if args.lr is None:
+        args.lr = DEFAULT_LR[args.model]
+    for flag in ("epochs", "batch", "eval_batch"):
+        if getattr(args, flag) < 1:
+            p.error("--%s must be >= 1" % flag.replace("_", "-"))
+    if args.seed < 0 or args.max_steps < 0 or args.threads < 0:
+        p.error("--seed, --max-steps and --threads must be >= 0")
+    if args.init_out is None and not args.data:
+        p.error("--data is required (unless --init-out)")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        if args.init_out:
+            net = make_net(args)
+            nets.save(net, args.init_out, {"model": args.model, "seed": args.seed,
+                                           "init": args.init,
+                                           "zero_init_residual": int(args.zero_init_residual),
+                                           "torch": torch.__version__})
+            print("init: %s seed %d (%s%s) -> %s" % (args.model, args.seed, args.init,
+                  ", zero-init-residual" if args.zero_init_residual else "", args.init_out))
+            return
+        train(args)
+    except (idx_data.DataError, ValueError) as e:
+        raise SystemExit("train_pytorch.py: error: %s" % e)
+
+
+if __name__ == "__main__":
+    main()

@@ -12,6 +12,7 @@
 
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/backend/reference/interpreter.h"
+#include "compiler/driver/grad_command.h"
 #include "compiler/driver/model_loader.h"
 #include "compiler/driver/write_folder.h"
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
@@ -30,6 +31,7 @@ struct Args {
   bool strict = false;
   uint64_t seed = 0;
   std::string input;
+  std::string batch_file;  // zoc grad --batch-file
   std::string output;
   int64_t batch = 1;
   int top_k = 5;
@@ -312,6 +314,18 @@ int run(int argc, char** argv) {
   run_cmd->add_option("--top", args.top_k, "classes to print per sample")->capture_default_str();
   run_cmd->add_flag("--optimize", args.optimize, "run the graph after the inference passes");
 
+  CLI::App* grad_cmd = app.add_subcommand(
+      "grad", "one training step's loss and parameter gradients with the reference interpreter");
+  add_model(grad_cmd);
+  grad_cmd->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
+  grad_cmd->add_option("--seed", args.seed, "seed of the default weights");
+  grad_cmd
+      ->add_option("--batch-file", args.batch_file,
+                   "safetensors with 'input' [N, C, H, W] and 'labels' [N] "
+                   "(tools/train/grad_reference.py writes one)")
+      ->required();
+  grad_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();
+
   CLI::App* init_cmd =
       app.add_subcommand("init-weights", "write PyTorch-default seeded weights (safetensors)");
   add_model(init_cmd);
@@ -355,6 +369,15 @@ int run(int argc, char** argv) {
   } else if (run_cmd->parsed()) {
     if (args.optimize && !optimize(*graph, args, diags)) return finish(diags);
     return cmd_run(*graph, args, diags);
+  } else if (grad_cmd->parsed()) {
+    auto weights = get_weights(*graph, args, diags);
+    if (!weights) return finish(diags);
+    auto done = zoc::run_grad_command(*graph, *weights, args.batch_file, args.output);
+    if (!done) {
+      diags.error(zoc::SourceLoc{args.batch_file, 0, 0}, done.error().message);
+    } else {
+      std::cout << *done << "\n";
+    }
   } else if (init_cmd->parsed()) {
     const zoc::Weights w = zoc::init_weights(*graph, args.seed);
     if (zoc::Status s = zoc::save_weights(*graph, w, args.output); !s) {

@@ -67,12 +67,16 @@ def gradients(args):
     device = torch.device(args.device)
     net.to(device)
     x, y = make_batch(args)
-    logits = net(x.to(device))
+    if args.float64:  # the exact answer, up to float64 rounding (saved as float32 all the same)
+        net.double()
+        logits = net(x.to(device).double())
+    else:
+        logits = net(x.to(device))
     loss = F.cross_entropy(logits, y.to(device))
     loss.backward()
     out = {"input": x.numpy(), "labels": y.numpy().astype(np.int32),
-           "logits": logits.detach().cpu().numpy(),
-           "loss": loss.detach().cpu().reshape(1).numpy()}
+           "logits": logits.detach().cpu().float().numpy(),
+           "loss": loss.detach().cpu().float().reshape(1).numpy()}
     for name, p in net.named_parameters():
         if p.grad is None:
             raise ValueError("parameter %s received no gradient" % name)
@@ -98,6 +102,10 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seed", type=int, default=0, help="the order's seed (or the random input's)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--float64", action="store_true",
+                   help="compute in float64: the exact gradient, to judge fp32 implementations "
+                        "by (ResNet-50's training-mode gradient is ill-conditioned: PyTorch's own "
+                        "fp32 differs from it by about 1%%)")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
     if args.batch_from_epoch0 and not args.data:
@@ -110,7 +118,8 @@ def main(argv=None):
                 "device": args.device, "init_weights": os.path.basename(args.init_weights),
                 "batch_source": "epoch0" if args.batch_from_epoch0 else "random",
                 "dropout": "identity", "batchnorm": "train (momentum 0.1, eps 1e-5)",
-                "loss": "cross_entropy mean", "tf32": "off", "torch": torch.__version__}
+                "loss": "cross_entropy mean", "tf32": "off", "torch": torch.__version__,
+                "dtype": "float64" if args.float64 else "float32"}
         nets.safetensors_io.save_file(tensors, args.out, metadata=meta)
     except (idx_data.DataError, ValueError, OSError) as e:
         raise SystemExit("grad_reference.py: error: %s" % e)

@@ -1,0 +1,64 @@
+// The backward kernels of the reference interpreter, and the training-mode forward pieces they
+// need (issue 8). They are the CPU oracle for zoc's generated trainer, as kernels.h is for its
+// inference code, so they follow PyTorch's training semantics exactly: batch-norm with batch
+// statistics (biased variance to normalize, unbiased for the running average), max-pool
+// gradients routed to the first maximum of each window, avg-pool's divisors, softmax
+// cross-entropy averaged over the batch. Sums are in double and rounded once. Layouts and
+// preconditions are kernels.h's; gradient outputs are overwritten, not accumulated into, unless a
+// kernel says otherwise.
+#pragma once
+
+#include <cstdint>
+
+#include "compiler/backend/reference/kernels.h"
+
+namespace zoc::ref {
+
+// Given dy [n, c_out, out_h, out_w]: dx [n, c_in, h, w] (skipped when null), dw [c_out, c_in /
+// groups, kh, kw] and db [c_out] (skipped when null).
+void conv2d_backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
+                     float* db, const Conv2dShape& s);
+
+// Training-mode batch-norm over x[n, c, hw]: y = (x - mean) * invstd * gamma + beta with the
+// batch's mean and biased variance; writes them per channel (mean, var_biased), and invstd =
+// 1 / sqrt(var_biased + eps). gamma/beta may be null (1 and 0).
+void batchnorm2d_train(const float* x, float* y, int64_t n, int64_t c, int64_t hw,
+                       const float* gamma, const float* beta, double eps, double* mean,
+                       double* var_biased, double* invstd);
+
+// Its backward: dx, dgamma and dbeta (the latter two skipped when null) from dy, x and the
+// statistics batchnorm2d_train wrote.
+void batchnorm2d_train_backward(const float* x, const float* dy, const float* gamma,
+                                const double* mean, const double* invstd, int64_t n, int64_t c,
+                                int64_t hw, float* dx, float* dgamma, float* dbeta);
+
+// Max pooling's gradient: each dy element goes to the element the forward pass picked (scanning
+// rows then columns: the first maximum, or the last NaN), added up where windows overlap.
+void maxpool2d_backward(const float* x, const float* dy, float* dx, const Pool2dShape& s);
+
+// Average pooling's gradient: each dy element spread over the input taps of its window, divided
+// by the forward's divisor.
+void avgpool2d_backward(const float* dy, float* dx, const Pool2dShape& s);
+
+// dx[n, c, hw] = dy[n, c] / hw.
+void global_avgpool_backward(const float* dy, float* dx, int64_t n, int64_t c, int64_t hw);
+
+// For y = x w^T + b: dx [n, in] (skipped when null), dw [out, in], db [out] (skipped when null).
+void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
+                     float* db, int64_t n, int64_t in, int64_t out);
+
+// Mean softmax cross-entropy of logits[rows, cols] against labels (each in [0, cols)); writes
+// dlogits = (softmax - onehot) / rows and returns the loss.
+double softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t rows,
+                             int64_t cols, float* dlogits);
+
+// Elementwise gradients from the layer's output y (as PyTorch's backward formulas use it):
+// relu dy * (y > 0), tanh dy * (1 - y^2), sigmoid dy * y * (1 - y).
+void relu_backward(const float* y, const float* dy, float* dx, int64_t count);
+void tanh_backward(const float* y, const float* dy, float* dx, int64_t count);
+void sigmoid_backward(const float* y, const float* dy, float* dx, int64_t count);
+
+// Row-wise softmax's gradient from its output y: dx = y * (dy - sum(dy * y)).
+void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols);
+
+}  // namespace zoc::ref

@@ -8,17 +8,21 @@ check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 zoc=$(realpath "${1:-$repo/build/compiler/zoc}")
 
-# model, precision -> generated/<name>
+# folder under generated/, model, precision, more zoc compile options
 targets=(
-  "resnet50 fp16"
-  "lenet fp32"
+  "resnet50 resnet50 fp16"
+  "lenet lenet fp32"
+  "lenet_train lenet fp32 --train"
 )
 
 generate() {  # into $1 (a folder holding models/ or a link to it)
   local root=$1
   for t in "${targets[@]}"; do
     set -- $t
-    (cd "$root" && "$zoc" compile "models/$1.yaml" -o "generated/$1" --precision "$2" >/dev/null)
+    local dir=$1 model=$2 precision=$3
+    shift 3
+    (cd "$root" && "$zoc" compile "models/$model.yaml" -o "generated/$dir" --precision "$precision" \
+       "$@" >/dev/null)
   done
 }
 
@@ -35,7 +39,8 @@ generate "$scratch"
 status=0
 for t in "${targets[@]}"; do
   set -- $t
-  if ! diff -r "$repo/generated/$1" "$scratch/generated/$1" >"$scratch/diff.txt"; then
+  if [ ! -d "$repo/generated/$1" ] ||
+     ! diff -r "$repo/generated/$1" "$scratch/generated/$1" >"$scratch/diff.txt"; then
     echo "generated/$1 is stale (run tools/regenerate.sh):"
     head -40 "$scratch/diff.txt"
     status=1

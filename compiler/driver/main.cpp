@@ -38,6 +38,7 @@ struct Args {
   std::string precision = "fp32";
   std::string conv_api = "legacy";  // --conv-api legacy|graph
   std::string linear_api = "cublas";  // --linear cublas|cudnn
+  bool train = false;                 // zoc compile --train
   int pad_input_channels = 4;       // --pad-input-channels 0|4|8
   std::string streams = "auto";     // --streams auto|1|2
   std::string input_dims;     // --input CxHxW for compile
@@ -198,7 +199,7 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
                             args.precision));
     return finish(diags);
   }
-  if (!optimize(g, args, diags)) return finish(diags);
+  if (!args.train && !optimize(g, args, diags)) return finish(diags);
   zoc::cudnn::EmitOptions eopts;
   eopts.precision = *precision;
   eopts.conv_api =
@@ -213,7 +214,7 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
                                                   *precision == zoc::cudnn::Precision::kTF32));
   eopts.command = args.command_line;
   eopts.zoc_version = ZOC_VERSION;
-  auto gen = zoc::cudnn::emit(g, eopts, diags);
+  auto gen = args.train ? zoc::cudnn::emit_trainer(g, eopts, diags) : zoc::cudnn::emit(g, eopts, diags);
   if (!gen) return finish(diags);
   if (zoc::Status s = zoc::write_folder_atomically(args.output, gen->files); !s) {
     diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
@@ -282,6 +283,9 @@ int run(int argc, char** argv) {
                           "fused convolutions via cuDNN's 'legacy' call or 'graph' API plans")
       ->check(CLI::IsMember({"legacy", "graph"}))
       ->capture_default_str();
+  compile_cmd->add_flag("--train", args.train,
+                        "generate a trainer (training-mode forward, cross-entropy, backward, "
+                        "SGD; fp32) instead of inference code");
   compile_cmd
       ->add_option("--linear", args.linear_api,
                    "linear layers via 'cublas' (GEMM after a bias kernel) or 'cudnn' (a fused "

@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TRAIN = os.path.join(ROOT, "tools", "train")
 sys.path.insert(0, TRAIN)
+import compare_grads  # noqa: E402
 import idx_data  # noqa: E402
 import mt19937_64  # noqa: E402
 import nets  # noqa: E402
@@ -246,16 +247,6 @@ MODEL_SETS = {"lenet": [], "resnet50": ["--set", "num_classes=10", "--set", "in_
                                         "--set", "resolution=28"]}
 
 
-def rel_errors(ref, got, names):
-    """{name: relative L2 error of got[name] against ref[name]}."""
-    out = {}
-    for k in names:
-        a64, b64 = ref[k].astype(np.float64).ravel(), got[k].astype(np.float64).ravel()
-        check(a64.shape == b64.shape, "%s: %s values, expected %s" % (k, b64.shape, a64.shape))
-        out[k] = float(np.linalg.norm(a64 - b64) / max(np.linalg.norm(a64), 1e-30))
-    return out
-
-
 def case_zoc_grad(a):
     """zoc's reference training step (`zoc grad`) against autograd, from the same init weights
     and batch: loss, logits, every parameter's gradient, every BatchNorm running statistic.
@@ -280,21 +271,19 @@ def case_zoc_grad(a):
     r32, _ = nets.safetensors_io.load_file(refs["float32"])
     r64, _ = nets.safetensors_io.load_file(refs["float64"])
     z, _ = nets.safetensors_io.load_file(got)
-    want = {k for k in r32 if k.startswith("grad.") or
-            (k.startswith("after.") and k.endswith(("running_mean", "running_var")))}
-    want |= {"loss", "logits"}
+    want = set(compare_grads.compared_names(r32))
     check(want <= set(z), "zoc grad lacks %s" % sorted(want - set(z))[:5])
     check(not {k for k in z if k.startswith("grad.")} - want, "zoc grad has extra gradients")
     if a.model == "lenet":
-        err = rel_errors(r32, z, sorted(want))
+        err = compare_grads.rel_errors(r32, z, sorted(want))
         bad = {k: e for k, e in err.items() if e > 1e-5}
         check(not bad, "against PyTorch fp32: %s" % bad)
         worst = max(err, key=err.get)
         print("ok: %d tensors within 1e-5 of PyTorch fp32, worst %.3g (%s), loss %.6f"
               % (len(want), err[worst], worst, float(z["loss"][0])))
         return
-    zoc = rel_errors(r64, z, sorted(want))
-    torch32 = rel_errors(r64, r32, sorted(want))
+    zoc = compare_grads.rel_errors(r64, z, sorted(want))
+    torch32 = compare_grads.rel_errors(r64, r32, sorted(want))
     bad = {k: e for k, e in zoc.items() if e > 2e-2}
     check(not bad, "against PyTorch float64: %s" % bad)
     med_zoc, med_torch = float(np.median(list(zoc.values()))), float(np.median(list(torch32.values())))

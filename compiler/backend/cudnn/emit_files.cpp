@@ -112,14 +112,15 @@ std::string weights_header(const EmitContext& ctx, const std::string& head, cons
   return wh.str();
 }
 
-std::string runner_main(const std::string& head, const std::string& base, const std::string& cls) {
+std::string runner_main(const std::string& head, const std::string& base, const std::string& cls,
+                        const std::string& runtime_header, const std::string& entry) {
   CodeWriter m;
   m.raw_line(head);
-  m.line("// The command-line runner of {}: see zoc/main_harness.h for its options.", cls);
+  m.line("// The command-line runner of {}: see zoc/{} for its options.", cls, runtime_header);
   m.line("#include \"{}.h\"", base);
-  m.line("#include \"zoc/main_harness.h\"");
+  m.line("#include \"zoc/{}\"", runtime_header);
   m.blank();
-  m.line("int main(int argc, char** argv) {{ return zoc::run_main<zoc_model::{}>(argc, argv); }}",
+  m.line("int main(int argc, char** argv) {{ return zoc::{}<zoc_model::{}>(argc, argv); }}", entry,
          cls);
   return m.str();
 }

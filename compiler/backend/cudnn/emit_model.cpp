@@ -13,7 +13,6 @@
 #include "zoc/init.h"
 
 namespace zoc::cudnn {
-namespace {
 
 std::string class_name_for(const std::string& model) {
   std::string id = sanitize_identifier(model), out;
@@ -29,8 +28,6 @@ std::string class_name_for(const std::string& model) {
   if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "Model" + out;
   return out;
 }
-
-}  // namespace
 
 std::string banner(const EmitOptions& o, const std::string& model, uint64_t hash,
                    const char* comment) {

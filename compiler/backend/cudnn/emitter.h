@@ -65,6 +65,12 @@ struct Generated {
 std::optional<Generated> emit(const ir::Graph& graph, const EmitOptions& options,
                               Diagnostics& diags);
 
+// A trainer for the graph as the frontend wrote it (no inference passes: BatchNorm must stay):
+// forward in training mode, softmax cross-entropy, backward and SGD, fp32 with TF32 off
+// (emit_trainer.cpp). Unsupported layers are reported against their location.
+std::optional<Generated> emit_trainer(const ir::Graph& graph, const EmitOptions& options,
+                                      Diagnostics& diags);
+
 // The runtime headers the generated folder carries (embedded in zoc at build time).
 const std::vector<GeneratedFile>& runtime_files();
 

@@ -7,6 +7,7 @@
 // message names the tensor and the file. Dependency-free C++17.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -70,6 +71,16 @@ class WeightSource {
     }
     if (Status s = st::to_float32(*t, out.data(), out.size()); !s) return s.error();
     return out;
+  }
+
+  // get() into `dst` (the tensor's element count of floats), for trainers that keep
+  // parameters in PyTorch's own layout.
+  Status fill(const std::string& name, const std::vector<int64_t>& shape, InitRule rule,
+              int64_t fan_in, float* dst) {
+    auto v = get(name, shape, rule, fan_in);
+    if (!v) return v.error();
+    std::copy(v->begin(), v->end(), dst);
+    return Status::success();
   }
 
   // Marks a tensor as known but unused by inference (e.g. num_batches_tracked).

@@ -1,0 +1,416 @@
+// The trainer emitter (issue 8): a graph as the frontend wrote it (BatchNorm not folded) to a
+// standalone C++/cuDNN trainer class, fp32 with TF32 off. Its step() is a straight line: every
+// layer's training-mode forward call, softmax cross-entropy on the logits, then every layer's
+// backward call in reverse order; sgd() is PyTorch's SGD with momentum and weight decay.
+//
+// Memory is static and simple: one buffer per value (all kept for the backward pass; Flatten and
+// Dropout alias their input), one gradient buffer per value in a second arena (zeroed at the
+// start of a step; backward calls add into it, so a value with several users collects each
+// contribution), and parameters, their gradients and momenta in three buffers of one layout,
+// PyTorch's (KCRS weights, [out, in] matrices), so that checkpoints are plain state_dicts.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "compiler/backend/cudnn/train_emitter.h"
+#include "compiler/ir/printer.h"
+#include "zoc/init.h"
+
+namespace zoc::cudnn {
+namespace train {
+
+bool TrainerEmitter::plan() {
+  if (g_.outputs.size() != 1) {
+    diags_.error(SourceLoc{g_.name, 0, 0}, "the trainer needs a model with one output");
+    return false;
+  }
+  alias_.resize(g_.values.size());
+  for (size_t v = 0; v < g_.values.size(); ++v) alias_[v] = static_cast<ir::ValueId>(v);
+  const ir::Node& last = g_.producer(g_.outputs[0]);
+  logits_ = last.op == ir::OpKind::Softmax ? last.inputs[0] : g_.outputs[0];
+  if (g_.type(logits_).dims.size() != 1) {
+    diags_.error(last.loc, "the trainer needs [classes] logits as the model's output (or a final "
+                           "softmax's input)");
+    return false;
+  }
+  classes_ = g_.type(logits_).dims[0];
+  std::set<std::string> used;
+  for (const ir::Node& n : g_.nodes) {
+    std::string ident = sanitize_identifier(n.name);
+    for (int k = 2; !used.insert(ident).second; ++k) {
+      ident = fmt::format("{}_{}", sanitize_identifier(n.name), k);
+    }
+    ids_[&n] = ident;
+    if (n.op == ir::OpKind::Input) input_ = n.output;
+    if (n.op == ir::OpKind::Flatten || n.op == ir::OpKind::Dropout) {
+      alias_[static_cast<size_t>(n.output)] = alias_[static_cast<size_t>(n.inputs[0])];
+    }
+    if (&n == &last && n.op == ir::OpKind::Softmax) continue;  // not computed: the loss reads z
+    if (alias_[static_cast<size_t>(n.output)] == n.output) {
+      act_off_[n.output] = act_per_sample_;
+      act_per_sample_ += g_.type(n.output).sample_numel();
+    }
+    for (const ir::ParamSpec& p : n.params) {
+      if (p.dtype != ir::DType::F32) continue;  // num_batches_tracked: counted by the runner
+      ParamSlot s{p.name, param_elements_, 1, p.shape, p.trainable, "zoc::InitRule::kUniformFanIn", 0};
+      for (int64_t d : p.shape) s.count *= d;
+      if (p.role == ir::ParamRole::kBnWeight || p.role == ir::ParamRole::kBnVar) {
+        s.rule = "zoc::InitRule::kOnes";
+      } else if (p.role == ir::ParamRole::kBnBias || p.role == ir::ParamRole::kBnMean) {
+        s.rule = "zoc::InitRule::kZeros";
+      } else {
+        s.fan_in = fan_in_of(n, p);
+      }
+      param_index_[p.name] = params_.size();
+      params_.push_back(s);
+      param_elements_ += s.count;
+    }
+    if (n.op == ir::OpKind::BatchNorm2d) {
+      bn_save_[&n] = bn_save_elements_;
+      bn_save_elements_ += 2 * g_.type(n.output).dims[0];
+    }
+  }
+  // Which values need a gradient: those downstream of a parameter (the input's does not).
+  needs_grad_.assign(g_.values.size(), false);
+  for (const ir::Node& n : g_.nodes) {
+    bool any = !n.params.empty();
+    for (ir::ValueId v : n.inputs) any = any || needs_grad_[static_cast<size_t>(v)];
+    if (n.op != ir::OpKind::Input) needs_grad_[static_cast<size_t>(n.output)] = any;
+  }
+  return true;
+}
+
+
+std::optional<Generated> TrainerEmitter::run() {
+  if (!plan()) return std::nullopt;
+  bool ok = true;
+  for (const ir::Node& n : g_.nodes) ok = emit_node(n) && ok;
+  if (!ok) return std::nullopt;
+  for (size_t k = g_.nodes.size(); k-- > 0;) emit_backward(g_.nodes[k]);
+
+  ir::PrintOptions popts;
+  popts.locations = false;
+  const uint64_t hash = fnv1a64(ir::print_graph(g_, popts));
+  const std::string base = sanitize_identifier(g_.name) + "_train";
+  const std::string cls = class_name_for(g_.name) + "Trainer";
+  const std::string head = banner(o_, g_.name + " (trainer)", hash);
+  const auto& in = g_.type(input_).dims;
+
+  CodeWriter h;
+  h.raw_line(head);
+  h.line("// {}: one training step of model '{}' on the GPU, fp32 with TF32 off (see", cls,
+         sanitize_comment(g_.name));
+  h.line("// zoc/train_layers.h). step() runs forward, softmax cross-entropy and backward and");
+  h.line("// leaves the loss, logits and parameter gradients on the device; sgd() applies them.");
+  h.line("#pragma once");
+  h.blank();
+  h.line("#include <cublas_v2.h>");
+  h.line("#include <cuda_runtime.h>");
+  h.line("#include <cudnn.h>");
+  h.blank();
+  h.line("#include <cstdint>");
+  h.line("#include <memory>");
+  h.line("#include <string>");
+  h.blank();
+  h.line("#include \"zoc/expected.h\"");
+  h.line("#include \"zoc/train_layers.h\"");
+  h.blank();
+  {
+    auto ns = h.ns("namespace zoc_model", "}  // namespace zoc_model");
+    h.blank();
+    auto c = h.block("class " + cls, "};");
+    h.raw_line(" public:");
+    h.line("static constexpr int kInputC = {}, kInputH = {}, kInputW = {}, kClasses = {};", in[0],
+           in[1], in[2], classes_);
+    h.line("struct Param {{");
+    h.line("  const char* name;  // state_dict name");
+    h.line("  size_t offset;     // in floats, in params(), grads() and the momenta");
+    h.line("  size_t count;");
+    h.line("  int rank;");
+    h.line("  int64_t shape[4];");
+    h.line("  bool trainable;    // false: a BatchNorm running statistic");
+    h.line("}};");
+    h.line("static constexpr int kNumParams = {};", params_.size());
+    h.line("static constexpr size_t kParamElements = {};", param_elements_);
+    h.line("static const Param kParamTable[kNumParams];");
+    h.line("// BatchNorm's num_batches_tracked names (int64 scalars in a state_dict), nullptr-ended.");
+    h.line("static const char* const kCounterNames[];");
+    h.blank();
+    h.line("// weights: a safetensors file with state_dict names, or empty for PyTorch's default");
+    h.line("// initialization drawn with `seed` (zoc/init.h). Steps take up to max_batch samples.");
+    h.line("static zoc::Expected<std::unique_ptr<{}>> create(const std::string& weights, "
+           "uint64_t seed, int max_batch);",
+           cls);
+    h.line("~{}();", cls);
+    h.line("{0}(const {0}&) = delete;", cls);
+    h.line("{0}& operator=(const {0}&) = delete;", cls);
+    h.blank();
+    h.line("// Forward in training mode on input [n, C, H, W] (fp32, device) and labels [n] (int32,");
+    h.line("// device, each below kClasses), the mean cross-entropy, and backward: grads() then holds");
+    h.line("// every parameter's gradient, and BatchNorm running statistics are updated. On `stream`.");
+    h.line("zoc::Status step(const float* input, const int32_t* labels, int n, cudaStream_t stream);");
+    h.line("// PyTorch's SGD (dampening 0, no Nesterov) on every trainable parameter.");
+    h.line("zoc::Status sgd(float lr, float momentum, float weight_decay, cudaStream_t stream);");
+    h.blank();
+    h.line("const float* params() const {{ return params_; }}");
+    h.line("const float* grads() const {{ return grads_; }}");
+    h.line("const float* loss() const {{ return loss_; }}  // [1], the last step's");
+    h.line("const float* logits() const {{ return acts_ + size_t({}) * max_batch_; }}  // [n, kClasses]",
+           act_off_.at(root(logits_)));
+    h.blank();
+    h.raw_line(" private:");
+    h.line("{}() = default;", cls);
+    h.line("zoc::Status describe(int n);  // every layer for batch n; picks algorithms");
+    h.line("int max_batch_ = 0, batch_ = 0;");
+    h.line("cudnnHandle_t cudnn_ = nullptr;");
+    h.line("cublasHandle_t cublas_ = nullptr;");
+    h.line("float* params_ = nullptr;    // kParamElements: weights and BatchNorm running statistics");
+    h.line("float* grads_ = nullptr;     // kParamElements");
+    h.line("float* momenta_ = nullptr;   // kParamElements");
+    h.line("float* acts_ = nullptr;      // every value, {} floats per sample", act_per_sample_);
+    h.line("float* dacts_ = nullptr;     // their gradients, same layout");
+    h.line("float* saved_ = nullptr;     // BatchNorm saved mean and inverse deviation, {} floats",
+           bn_save_elements_);
+    h.line("float* loss_rows_ = nullptr; // [max_batch]");
+    h.line("float* loss_ = nullptr;      // [1]");
+    h.line("void* workspace_ = nullptr;");
+    h.line("size_t workspace_bytes_ = 0;");
+    h.append(members_);
+  }
+
+  CodeWriter c;
+  c.raw_line(head);
+  c.line("#include \"{}.h\"", base);
+  c.blank();
+  c.line("#include <algorithm>");
+  c.line("#include <vector>");
+  c.blank();
+  c.line("#include \"zoc/cuda_check.h\"");
+  c.line("#include \"zoc/init.h\"");
+  c.line("#include \"zoc/weight_source.h\"");
+  c.line("#include \"{}_kernels.h\"", base);
+  c.blank();
+  {
+    auto ns = c.ns("namespace zoc_model", "}  // namespace zoc_model");
+    c.line("namespace {{");
+    c.line("constexpr float kOne = 1.0f, kZero = 0.0f;");
+    c.line("constexpr size_t kWorkspaceLimit = size_t(256) << 20;");
+    c.line("}}  // namespace");
+    c.blank();
+    {
+      auto t = c.block(fmt::format("const {0}::Param {0}::kParamTable[{0}::kNumParams] =", cls), "};");
+      for (const ParamSlot& p : params_) {
+        std::string shape;
+        for (size_t k = 0; k < 4; ++k) {
+          shape += (k ? ", " : "") + std::to_string(k < p.shape.size() ? p.shape[k] : 0);
+        }
+        c.line("{{\"{}\", {}, {}, {}, {{{}}}, {}}},", sanitize_comment(p.name), p.offset, p.count,
+               p.shape.size(), shape, p.trainable ? "true" : "false");
+      }
+    }
+    {
+      auto t = c.block(fmt::format("const char* const {}::kCounterNames[] =", cls), "};");
+      for (const ir::Node& n : g_.nodes) {
+        for (const ir::ParamSpec& p : n.params) {
+          if (p.dtype != ir::DType::F32) c.line("\"{}\",", sanitize_comment(p.name));
+        }
+      }
+      c.line("nullptr,");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Expected<std::unique_ptr<{0}>> {0}::create(const std::string& "
+                                   "weights, uint64_t seed, int max_batch)",
+                                   cls));
+      c.line("if (max_batch < 2 || max_batch > 65536) {{");
+      c.line("  return zoc::Error{{\"{}: max_batch \" + std::to_string(max_batch) + \" is out of range "
+             "2..65536 (training-mode batch norm needs two samples)\"}};",
+             cls);
+      c.line("}}");
+      c.line("std::unique_ptr<{0}> t(new {0}());", cls);
+      c.line("t->max_batch_ = max_batch;");
+      c.line("const size_t B = size_t(max_batch);");
+      c.line("// Weights: every tensor checked by name, shape and dtype before anything is allocated.");
+      c.line("auto source = weights.empty() ? zoc::Expected<zoc::WeightSource>(zoc::WeightSource::seeded(seed))");
+      c.line("                              : zoc::WeightSource::open(weights, /*strict=*/true);");
+      c.line("if (!source) return source.error();");
+      c.line("std::vector<float> host(kParamElements);");
+      for (const ParamSlot& p : params_) {
+        std::string shape;
+        for (int64_t d : p.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+        c.line("ZOC_TRY(source->fill(\"{}\", {{{}}}, {}, {}, host.data() + {}));",
+               sanitize_comment(p.name), shape, p.rule, p.fan_in, p.offset);
+      }
+      for (const ir::Node& n : g_.nodes) {
+        for (const ir::ParamSpec& p : n.params) {
+          if (p.dtype != ir::DType::F32) c.line("source->ignore(\"{}\");", sanitize_comment(p.name));
+        }
+      }
+      c.line("ZOC_TRY(source->finish());");
+      c.line("ZOC_CUDNN(cudnnCreate(&t->cudnn_), \"init\");");
+      c.line("ZOC_CUBLAS(cublasCreate(&t->cublas_), \"init\");");
+      c.line("// Exact fp32: no TF32 in cuBLAS either.");
+      c.line("ZOC_CUBLAS(cublasSetMathMode(t->cublas_, CUBLAS_PEDANTIC_MATH), \"init\");");
+      c.line("ZOC_CUDA(cudaMalloc(&t->params_, kParamElements * sizeof(float)), \"init\");");
+      c.line("ZOC_CUDA(cudaMalloc(&t->grads_, kParamElements * sizeof(float)), \"init\");");
+      c.line("ZOC_CUDA(cudaMalloc(&t->momenta_, kParamElements * sizeof(float)), \"init\");");
+      c.line("ZOC_CUDA(cudaMemset(t->grads_, 0, kParamElements * sizeof(float)), \"init\");");
+      c.line("ZOC_CUDA(cudaMemset(t->momenta_, 0, kParamElements * sizeof(float)), \"init\");");
+      c.line("ZOC_CUDA(cudaMemcpy(t->params_, host.data(), kParamElements * sizeof(float), "
+             "cudaMemcpyHostToDevice), \"init\");");
+      c.line("ZOC_CUDA(cudaMalloc(&t->acts_, size_t({}) * B * sizeof(float)), \"init\");",
+             act_per_sample_);
+      c.line("ZOC_CUDA(cudaMalloc(&t->dacts_, size_t({}) * B * sizeof(float)), \"init\");",
+             act_per_sample_);
+      c.line("ZOC_CUDA(cudaMalloc(&t->saved_, size_t({}) * sizeof(float)), \"init\");",
+             std::max<int64_t>(bn_save_elements_, 1));
+      c.line("ZOC_CUDA(cudaMalloc(&t->loss_rows_, B * sizeof(float)), \"init\");");
+      c.line("ZOC_CUDA(cudaMalloc(&t->loss_, sizeof(float)), \"init\");");
+      c.append(create_);
+      c.line("ZOC_TRY(t->describe(max_batch));");
+      c.line("return t;");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("{0}::~{0}()", cls));
+      c.append(destroy_);
+      c.line("for (void* q : {{(void*)params_, (void*)grads_, (void*)momenta_, (void*)acts_, "
+             "(void*)dacts_, (void*)saved_, (void*)loss_rows_, (void*)loss_, workspace_}}) {{");
+      c.line("  if (q) cudaFree(q);");
+      c.line("}}");
+      c.line("if (cublas_) cublasDestroy(cublas_);");
+      c.line("if (cudnn_) cudnnDestroy(cudnn_);");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Status {}::describe(int n)", cls));
+      c.line("// The workspace is sized at the largest batch; smaller ones pick within it.");
+      c.line("const size_t workspace_limit = workspace_ ? workspace_bytes_ : kWorkspaceLimit;");
+      c.line("size_t need = 0;");
+      c.append(describe_);
+      c.line("if (!workspace_ && need > 0) {{");
+      c.line("  ZOC_CUDA(cudaMalloc(&workspace_, need), \"workspace\");");
+      c.line("  workspace_bytes_ = need;");
+      c.line("}}");
+      c.line("batch_ = n;");
+      c.line("return zoc::Status::success();");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Status {}::step(const float* input, const int32_t* labels, "
+                                   "int n, cudaStream_t stream)",
+                                   cls));
+      c.line("if (n < 2 || n > max_batch_) {{");
+      c.line("  return zoc::Error{{\"{}::step: batch \" + std::to_string(n) + \" is out of range 2..\" "
+             "+ std::to_string(max_batch_)}};",
+             cls);
+      c.line("}}");
+      c.line("if (n != batch_) ZOC_TRY(describe(n));");
+      c.line("ZOC_CUDNN(cudnnSetStream(cudnn_, stream), \"step\");");
+      c.line("ZOC_CUBLAS(cublasSetStream(cublas_, stream), \"step\");");
+      c.line("const size_t B = size_t(max_batch_);  // arena offsets are per sample");
+      c.line("float* const a = acts_;");
+      c.line("float* const d = dacts_;");
+      c.line("float* const p = params_;");
+      c.line("float* const g = grads_;");
+      c.line("float* const s = saved_;");
+      c.line("(void)d;");
+      c.line("(void)g;");
+      c.line("(void)s;");
+      c.blank();
+      c.line("// ---- forward, training mode");
+      c.append(forward_);
+      c.blank();
+      c.line("// ---- loss: mean softmax cross-entropy, and its gradient");
+      c.line("ZOC_CUDA(cudaMemsetAsync(dacts_, 0, size_t({}) * B * sizeof(float), stream), \"loss\");",
+             act_per_sample_);
+      c.line("ZOC_CUDA(zoc::train_kernels::softmax_xent({}, labels, n, kClasses, loss_rows_, loss_, "
+             "{}, stream), \"loss\");",
+             A(logits_), D(logits_));
+      c.blank();
+      c.line("// ---- backward, in reverse");
+      c.append(backward_);
+      c.line("return zoc::Status::success();");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Status {}::sgd(float lr, float momentum, float weight_decay, "
+                                   "cudaStream_t stream)",
+                                   cls));
+      for (const ParamSlot& p : params_) {
+        if (!p.trainable) continue;
+        c.line("ZOC_CUDA(zoc::train_kernels::sgd(params_ + {0}, grads_ + {0}, momenta_ + {0}, {1}, lr, "
+               "momentum, weight_decay, stream), \"{2}\");",
+               p.offset, p.count, sanitize_comment(p.name));
+      }
+      c.line("return zoc::Status::success();");
+    }
+  }
+
+  CodeWriter kh;
+  kh.raw_line(head);
+  kh.line("// Host launchers of the trainer's custom kernels (zoc/train_kernels.cuh), compiled by nvcc");
+  kh.line("// in {}_kernels.cu so that the trainer's C++ needs no CUDA compiler.", base);
+  kh.line("#pragma once");
+  kh.blank();
+  kh.line("#include <cuda_runtime.h>");
+  kh.blank();
+  kh.line("#include <cstdint>");
+  kh.blank();
+  kh.line("namespace zoc::train_kernels {{");
+  kh.line("cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, "
+          "int64_t classes, float* loss_rows, float* loss, float* dlogits, cudaStream_t stream);");
+  kh.line("cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols, "
+          "cudaStream_t stream);");
+  kh.line("cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, "
+          "cudaStream_t stream);");
+  kh.line("cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream);");
+  kh.line("cudaError_t accumulate(float* dst, const float* src, int64_t count, cudaStream_t stream);");
+  kh.line("cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float "
+          "momentum, float weight_decay, cudaStream_t stream);");
+  kh.line("}}  // namespace zoc::train_kernels");
+
+  CodeWriter kc;
+  kc.raw_line(head);
+  kc.line("// The trainer's custom kernels: zoc/train_kernels.cuh, instantiated here once.");
+  kc.line("#include \"zoc/train_kernels.cuh\"");
+
+  Generated gen;
+  gen.class_name = cls;
+  gen.arena_bytes_per_sample = 2 * act_per_sample_ * 4;
+  gen.unshared_bytes_per_sample = gen.arena_bytes_per_sample;
+  gen.weight_bytes = 3 * param_elements_ * 4;
+  gen.files = {{"CMakeLists.txt", cmake_lists(banner(o_, g_.name + " (trainer)", hash, "#"), base)},
+               {base + ".h", h.str()},
+               {base + ".cpp", c.str()},       {base + "_kernels.h", kh.str()},
+               {base + "_kernels.cu", kc.str()},
+               {"main.cpp", runner_main(head, base, cls, "train_main.h", "run_train_main")}};
+  for (const GeneratedFile& f : runtime_files()) gen.files.push_back(f);
+  return gen;
+}
+
+int64_t fan_in_of(const ir::Node& n, const ir::ParamSpec& p) {
+  (void)p;
+  for (const ir::ParamSpec& q : n.params) {
+    if (q.role != ir::ParamRole::kWeight) continue;
+    int64_t f = 1;
+    for (size_t k = 1; k < q.shape.size(); ++k) f *= q.shape[k];
+    return f;  // PyTorch: in_channels / groups * kh * kw, or in_features
+  }
+  return 0;
+}
+
+
+}  // namespace train
+
+std::optional<Generated> emit_trainer(const ir::Graph& graph, const EmitOptions& options,
+                                      Diagnostics& diags) {
+  if (options.precision != Precision::kFP32) {
+    diags.error(SourceLoc{graph.name, 0, 0},
+                "the trainer is fp32 (TF32 off) for now: compile with --precision fp32");
+    return std::nullopt;
+  }
+  return train::TrainerEmitter(graph, options, diags).run();
+}
+
+}  // namespace zoc::cudnn

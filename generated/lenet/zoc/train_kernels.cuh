@@ -1,0 +1,142 @@
+// The few custom kernels of generated trainers (issue 8), fp32: softmax cross-entropy with its
+// gradient, the linear layer's bias glue, elementwise adds, and the SGD update. cuDNN and cuBLAS
+// do the layers. Every kernel uses a grid-stride loop with 64-bit indices; every host launcher
+// takes a stream, launches nothing for empty work and returns cudaGetLastError(). Included by
+// the generated <model>_train_kernels.cu only (nvcc, C++17), which is why the launchers are not
+// inline: that file is where they are defined, for <model>_train_kernels.h's declarations.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace zoc::train_kernels {
+
+namespace detail {
+inline unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + 255) / 256;
+  return static_cast<unsigned>(b < 4096 ? (b > 0 ? b : 1) : 4096);
+}
+
+// Per row: loss_rows[r] = logsumexp(z) - z[label]; dz = (softmax(z) - onehot) / rows. A label
+// outside [0, classes) gives NaN loss and gradient (the host validated labels before).
+__global__ void softmax_xent_kernel(const float* z, const int32_t* labels, int64_t rows,
+                                    int64_t classes, float* loss_rows, float* dz) {
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows;
+       r += int64_t(gridDim.x) * blockDim.x) {
+    const float* zr = z + r * classes;
+    float top = zr[0];
+    for (int64_t k = 1; k < classes; ++k) top = fmaxf(top, zr[k]);
+    double sum = 0.0;
+    for (int64_t k = 0; k < classes; ++k) sum += exp(double(zr[k]) - top);
+    const double log_sum = log(sum) + top;
+    const int32_t label = labels[r];
+    const bool ok = label >= 0 && label < classes;
+    loss_rows[r] = ok ? float(log_sum - zr[label]) : __int_as_float(0x7fc00000);
+    for (int64_t k = 0; k < classes; ++k) {
+      const double p = exp(double(zr[k]) - log_sum);
+      dz[r * classes + k] = ok ? float((p - (k == label ? 1.0 : 0.0)) / double(rows))
+                               : __int_as_float(0x7fc00000);
+    }
+  }
+}
+
+// loss[0] = mean of loss_rows (one thread: rows is a batch, a few hundred at most).
+__global__ void mean_kernel(const float* loss_rows, int64_t rows, float* loss) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  double s = 0.0;
+  for (int64_t r = 0; r < rows; ++r) s += loss_rows[r];
+  loss[0] = float(s / double(rows));
+}
+
+__global__ void add_bias_rows_kernel(float* y, const float* b, int64_t rows, int64_t cols) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * cols;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    y[i] += b[i % cols];
+  }
+}
+
+__global__ void sum_rows_kernel(const float* dy, float* db, int64_t rows, int64_t cols) {
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < cols;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    double s = 0.0;
+    for (int64_t r = 0; r < rows; ++r) s += dy[r * cols + c];
+    db[c] = float(s);
+  }
+}
+
+__global__ void add_kernel(const float* a, const float* b, float* y, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    y[i] = a[i] + b[i];
+  }
+}
+
+__global__ void accumulate_kernel(float* dst, const float* src, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    dst[i] += src[i];
+  }
+}
+
+// PyTorch's SGD (dampening 0, no Nesterov): d = g + weight_decay * w; v = momentum * v + d
+// (v starts at 0, so the first step's v is d, as PyTorch's clone); w -= lr * v.
+__global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, float lr,
+                           float momentum, float weight_decay) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float d = g[i] + weight_decay * w[i];
+    const float vi = momentum * v[i] + d;
+    v[i] = vi;
+    w[i] -= lr * vi;
+  }
+}
+}  // namespace detail
+
+cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows,
+                                int64_t classes, float* loss_rows, float* loss, float* dlogits,
+                                cudaStream_t stream) {
+  if (rows <= 0 || classes <= 0) return cudaSuccess;
+  detail::softmax_xent_kernel<<<detail::blocks_for(rows), 256, 0, stream>>>(
+      logits, labels, rows, classes, loss_rows, dlogits);
+  detail::mean_kernel<<<1, 1, 0, stream>>>(loss_rows, rows, loss);
+  return cudaGetLastError();
+}
+
+cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
+                                 cudaStream_t stream) {
+  if (rows * cols <= 0) return cudaSuccess;
+  detail::add_bias_rows_kernel<<<detail::blocks_for(rows * cols), 256, 0, stream>>>(y, b, rows,
+                                                                                     cols);
+  return cudaGetLastError();
+}
+
+cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols,
+                            cudaStream_t stream) {
+  if (cols <= 0) return cudaSuccess;
+  detail::sum_rows_kernel<<<detail::blocks_for(cols), 256, 0, stream>>>(dy, db, rows, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t add(const float* a, const float* b, float* y, int64_t count,
+                       cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  detail::add_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(a, b, y, count);
+  return cudaGetLastError();
+}
+
+cudaError_t accumulate(float* dst, const float* src, int64_t count, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  detail::accumulate_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(dst, src, count);
+  return cudaGetLastError();
+}
+
+cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr,
+                       float momentum, float weight_decay, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  detail::sgd_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(w, g, v, count, lr, momentum,
+                                                                    weight_decay);
+  return cudaGetLastError();
+}
+
+}  // namespace zoc::train_kernels

@@ -1,0 +1,204 @@
+// The command-line runner of generated trainers (issue 8), for any generated Trainer class: one
+// batch from a safetensors file (the file tools/train/grad_reference.py writes), one training
+// step's loss, logits and gradients written in the same layout, so that the two can be compared
+// tensor by tensor; optionally K SGD steps on that batch and the final weights as a
+// safetensors checkpoint with state_dict names (loadable by PyTorch and by zoc's inference code).
+//
+//   <model>_train --batch-file B --out G [--weights W | --seed S] [--steps K --lr 0.1
+//                 --momentum 0.9 --weight-decay 5e-4 --weights-out C]
+//
+// Errors name the file or option and the cause; the exit status is 1 on any error.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "zoc/cuda_check.h"
+#include "zoc/expected.h"
+#include "zoc/safetensors.h"
+
+namespace zoc {
+
+struct TrainArgs {
+  std::string weights, batch_file, out, weights_out;
+  uint64_t seed = 0;
+  int steps = 0;
+  float lr = 0.1f, momentum = 0.9f, weight_decay = 5e-4f;
+};
+
+inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
+  TrainArgs a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) return Error{"option " + k + " needs a value"};
+    const std::string v = argv[++i];
+    try {
+      if (k == "--weights") a.weights = v;
+      else if (k == "--batch-file") a.batch_file = v;
+      else if (k == "--out") a.out = v;
+      else if (k == "--weights-out") a.weights_out = v;
+      else if (k == "--seed") a.seed = std::stoull(v);
+      else if (k == "--steps") a.steps = std::stoi(v);
+      else if (k == "--lr") a.lr = std::stof(v);
+      else if (k == "--momentum") a.momentum = std::stof(v);
+      else if (k == "--weight-decay") a.weight_decay = std::stof(v);
+      else return Error{"unknown option " + k};
+    } catch (const std::exception&) {
+      return Error{"option " + k + ": '" + v + "' is not a number"};
+    }
+  }
+  if (a.batch_file.empty() || a.out.empty()) return Error{"--batch-file and --out are required"};
+  if (a.steps < 0 || a.steps > 100000) return Error{"--steps must be in 0..100000"};
+  return a;
+}
+
+// The batch: input [N, C, H, W] float32 and labels [N] (I32 or I64), checked against the model.
+struct HostBatch {
+  std::vector<int64_t> shape;
+  std::vector<float> input;
+  std::vector<int32_t> labels;
+};
+
+inline Expected<HostBatch> read_batch(const std::string& path, int c, int h, int w, int classes) {
+  auto file = st::File::open(path);
+  if (!file) return file.error();
+  const st::TensorView* x = file->find("input");
+  const st::TensorView* y = file->find("labels");
+  if (!x || !y) return Error{path + ": needs tensors 'input' [N, C, H, W] and 'labels' [N]"};
+  if (x->shape.size() != 4 || x->shape[1] != c || x->shape[2] != h || x->shape[3] != w ||
+      x->shape[0] < 1 || x->shape[0] > 65536) {
+    return Error{path + ": 'input' must be [N, " + std::to_string(c) + ", " + std::to_string(h) +
+                 ", " + std::to_string(w) + "] with N in 1..65536"};
+  }
+  HostBatch b;
+  b.shape = x->shape;
+  b.input.resize(x->numel());
+  ZOC_TRY(st::to_float32(*x, b.input.data(), b.input.size()));
+  const int64_t n = x->shape[0];
+  if (y->shape.size() != 1 || y->shape[0] != n ||
+      (y->dtype != st::DType::I32 && y->dtype != st::DType::I64)) {
+    return Error{path + ": 'labels' must be I32 or I64 of shape [" + std::to_string(n) + "]"};
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = 0;
+    if (y->dtype == st::DType::I32) {
+      int32_t v32 = 0;
+      std::memcpy(&v32, y->data + 4 * i, 4);
+      v = v32;
+    } else {
+      std::memcpy(&v, y->data + 8 * i, 8);
+    }
+    if (v < 0 || v >= classes) {
+      return Error{path + ": label " + std::to_string(v) + " of sample " + std::to_string(i) +
+                   " is outside 0.." + std::to_string(classes - 1)};
+    }
+    b.labels.push_back(static_cast<int32_t>(v));
+  }
+  return b;
+}
+
+template <class Trainer>
+Status run_train(const TrainArgs& a) {
+  auto batch = read_batch(a.batch_file, Trainer::kInputC, Trainer::kInputH, Trainer::kInputW,
+                          Trainer::kClasses);
+  if (!batch) return batch.error();
+  const int n = static_cast<int>(batch->shape[0]);
+  auto trainer = Trainer::create(a.weights, a.seed, n);
+  if (!trainer) return trainer.error();
+  struct Device {  // released on every return
+    float* x = nullptr;
+    int32_t* y = nullptr;
+    ~Device() {
+      cudaFree(x);
+      cudaFree(y);
+    }
+  } dev;
+  ZOC_CUDA(cudaMalloc(&dev.x, batch->input.size() * sizeof(float)), "batch");
+  ZOC_CUDA(cudaMalloc(&dev.y, batch->labels.size() * sizeof(int32_t)), "batch");
+  ZOC_CUDA(cudaMemcpy(dev.x, batch->input.data(), batch->input.size() * sizeof(float),
+                      cudaMemcpyHostToDevice),
+           "batch");
+  ZOC_CUDA(cudaMemcpy(dev.y, batch->labels.data(), batch->labels.size() * sizeof(int32_t),
+                      cudaMemcpyHostToDevice),
+           "batch");
+  cudaStream_t stream = nullptr;  // the default stream: this runner is sequential
+  ZOC_TRY((*trainer)->step(dev.x, dev.y, n, stream));
+  float first_loss = 0;
+  ZOC_CUDA(cudaMemcpy(&first_loss, (*trainer)->loss(), sizeof(float), cudaMemcpyDeviceToHost),
+           "loss");
+  std::vector<float> params(Trainer::kParamElements), grads(Trainer::kParamElements);
+  std::vector<float> logits(static_cast<size_t>(n) * Trainer::kClasses);
+  // The gradients written are the first step's: those of the weights read in.
+  ZOC_CUDA(cudaMemcpy(grads.data(), (*trainer)->grads(), grads.size() * sizeof(float),
+                      cudaMemcpyDeviceToHost),
+           "gradients");
+  ZOC_CUDA(cudaMemcpy(logits.data(), (*trainer)->logits(), logits.size() * sizeof(float),
+                      cudaMemcpyDeviceToHost),
+           "logits");
+  ZOC_CUDA(cudaMemcpy(params.data(), (*trainer)->params(), params.size() * sizeof(float),
+                      cudaMemcpyDeviceToHost),
+           "running statistics");
+  float loss = first_loss;
+  for (int s = 0; s < a.steps; ++s) {
+    if (s > 0) ZOC_TRY((*trainer)->step(dev.x, dev.y, n, stream));
+    ZOC_TRY((*trainer)->sgd(a.lr, a.momentum, a.weight_decay, stream));
+  }
+  ZOC_CUDA(cudaDeviceSynchronize(), "steps");
+  std::vector<st::TensorToWrite> out;
+  out.push_back({"loss", st::DType::F32, {1}, &loss, sizeof loss});
+  out.push_back({"logits", st::DType::F32, {n, Trainer::kClasses}, logits.data(),
+                 logits.size() * sizeof(float)});
+  std::vector<std::string> names;  // kept alive until the write
+  names.reserve(2 * Trainer::kNumParams);
+  for (int i = 0; i < Trainer::kNumParams; ++i) {
+    const auto& p = Trainer::kParamTable[i];
+    names.push_back(std::string(p.trainable ? "grad." : "after.") + p.name);
+    const std::vector<float>& src = p.trainable ? grads : params;
+    out.push_back({names.back(), st::DType::F32,
+                   std::vector<int64_t>(p.shape, p.shape + p.rank), src.data() + p.offset,
+                   p.count * sizeof(float)});
+  }
+  ZOC_TRY(st::write_file(a.out, out, {{"producer", "zoc trainer"}}));
+  std::printf("wrote %s: loss %.6f, batch %d, %d tensors\n", a.out.c_str(), double(loss), n,
+              Trainer::kNumParams);
+  if (!a.weights_out.empty()) {
+    ZOC_CUDA(cudaMemcpy(params.data(), (*trainer)->params(), params.size() * sizeof(float),
+                        cudaMemcpyDeviceToHost),
+             "weights");
+    std::vector<st::TensorToWrite> w;
+    for (int i = 0; i < Trainer::kNumParams; ++i) {
+      const auto& p = Trainer::kParamTable[i];
+      w.push_back({p.name, st::DType::F32, std::vector<int64_t>(p.shape, p.shape + p.rank),
+                   params.data() + p.offset, p.count * sizeof(float)});
+    }
+    // num_batches_tracked: the training-mode forward passes taken, as PyTorch counts them.
+    const int64_t forwards = a.steps > 0 ? a.steps : 1;
+    for (const char* const* c = Trainer::kCounterNames; *c; ++c) {
+      w.push_back({*c, st::DType::I64, {}, &forwards, sizeof forwards});
+    }
+    ZOC_TRY(st::write_file(a.weights_out, w, {{"format", "pt"}, {"producer", "zoc trainer"}}));
+    std::printf("wrote %s after %d SGD steps (lr %g, momentum %g, weight decay %g)\n",
+                a.weights_out.c_str(), a.steps, double(a.lr), double(a.momentum),
+                double(a.weight_decay));
+  }
+  return Status::success();
+}
+
+template <class Trainer>
+int run_train_main(int argc, char** argv) {
+  auto args = parse_train_args(argc, argv);
+  Status s = args ? run_train<Trainer>(*args) : Status(args.error());
+  if (!s) {
+    std::fprintf(stderr, "%s: error: %s\n", argc > 0 ? argv[0] : "trainer", s.error().message.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace zoc

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Compares one training step's outputs (loss, logits, grad.<name>, after.<running stats>) of an
+implementation with autograd's, tensor by tensor, as relative L2 error: the check of issue 8's
+first criterion. REF is grad_reference.py's file (PyTorch fp32); --ref64 its float64 twin, the
+exact answer, against which both are judged where fp32 itself is ill-conditioned (ResNet-50's
+training-mode gradient: PyTorch fp32 is about 1% off float64 at 28x28).
+
+  compare_grads.py REF GOT [--ref64 REF64] [--max 1e-3] [--against fp32|fp64] [--json OUT]
+
+Prints the worst tensors and a summary line; exit status 1 when a tensor is above --max against
+the chosen reference, or GOT lacks a tensor REF has.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nets  # noqa: E402
+
+
+def compared_names(ref):
+    """The tensors an implementation must match: loss, logits, every gradient, every running
+    statistic after the step (num_batches_tracked is an integer count, not compared)."""
+    names = {k for k in ref if k.startswith("grad.") or
+             (k.startswith("after.") and k.endswith(("running_mean", "running_var")))}
+    return sorted(names | {"loss", "logits"})
+
+
+def rel_errors(ref, got, names):
+    """{name: relative L2 error of got[name] against ref[name]} (float64 arithmetic)."""
+    out = {}
+    for k in names:
+        a64, b64 = ref[k].astype(np.float64).ravel(), got[k].astype(np.float64).ravel()
+        if a64.shape != b64.shape:
+            raise ValueError("%s: %s values, expected %s" % (k, b64.shape, a64.shape))
+        out[k] = float(np.linalg.norm(a64 - b64) / max(np.linalg.norm(a64), 1e-30))
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("ref")
+    p.add_argument("got")
+    p.add_argument("--ref64", help="grad_reference.py --float64 output for the same batch")
+    p.add_argument("--against", choices=("fp32", "fp64"), default="fp32")
+    p.add_argument("--max", type=float, default=1e-3, help="largest relative L2 error allowed")
+    p.add_argument("--json", help="write every error here")
+    a = p.parse_args(argv)
+    if a.against == "fp64" and not a.ref64:
+        p.error("--against fp64 needs --ref64")
+    ref, _ = nets.safetensors_io.load_file(a.ref)
+    got, _ = nets.safetensors_io.load_file(a.got)
+    names = compared_names(ref)
+    missing = [k for k in names if k not in got]
+    if missing:
+        print("missing in %s: %s" % (a.got, ", ".join(missing[:8])))
+        return 1
+    report = {"vs_fp32": rel_errors(ref, got, names)}
+    if a.ref64:
+        r64, _ = nets.safetensors_io.load_file(a.ref64)
+        report["vs_fp64"] = rel_errors(r64, got, names)
+        report["pytorch_fp32_vs_fp64"] = rel_errors(r64, ref, names)
+    judged = report["vs_fp64" if a.against == "fp64" else "vs_fp32"]
+    worst = sorted(judged.items(), key=lambda kv: -kv[1])
+    for k, e in worst[:5]:
+        print("  %-45s %.3g" % (k, e))
+    line = "%d tensors, against PyTorch %s: median %.3g, worst %.3g (%s)" % (
+        len(names), a.against, float(np.median(list(judged.values()))), worst[0][1], worst[0][0])
+    if a.ref64:
+        t = report["pytorch_fp32_vs_fp64"]
+        line += "; PyTorch fp32 against fp64: median %.3g, worst %.3g" % (
+            float(np.median(list(t.values()))), max(t.values()))
+    print(line)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(report, f, indent=1, sort_keys=True)
+    bad = [k for k, e in judged.items() if not e <= a.max]
+    if bad:
+        print("FAIL: %d tensors above %g (%s)" % (len(bad), a.max, ", ".join(bad[:5])))
+        return 1
+    print("PASS: every tensor within %g" % a.max)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

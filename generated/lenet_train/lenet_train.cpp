@@ -96,7 +96,9 @@ LenetTrainer::~LenetTrainer() {
 }
 
 zoc::Status LenetTrainer::describe(int n) {
-  // The workspace is sized at the largest batch; smaller ones pick within it.
+  // The workspace is sized at the largest batch; smaller ones pick within it. Until every
+  // layer is described, no batch size is: a failure here leaves step() re-describing.
+  batch_ = 0;
   const size_t workspace_limit = workspace_ ? workspace_bytes_ : kWorkspaceLimit;
   size_t need = 0;
   ZOC_TRY(conv1_.describe(cudnn_, n, workspace_limit, "conv1"));

@@ -34,7 +34,10 @@ bool TrainerEmitter::plan() {
     return false;
   }
   classes_ = g_.type(logits_).dims[0];
-  std::set<std::string> used;
+  // Layer members are <id>_: ids never take the names of the class's own members.
+  std::set<std::string> used = {"max_batch", "batch",   "cudnn", "cublas",    "params",
+                                "grads",     "momenta", "acts",  "dacts",     "saved",
+                                "loss_rows", "loss",    "workspace", "workspace_bytes"};
   for (const ir::Node& n : g_.nodes) {
     std::string ident = sanitize_identifier(n.name);
     for (int k = 2; !used.insert(ident).second; ++k) {
@@ -284,7 +287,9 @@ std::optional<Generated> TrainerEmitter::run() {
     c.blank();
     {
       auto f = c.block(fmt::format("zoc::Status {}::describe(int n)", cls));
-      c.line("// The workspace is sized at the largest batch; smaller ones pick within it.");
+      c.line("// The workspace is sized at the largest batch; smaller ones pick within it. Until every");
+      c.line("// layer is described, no batch size is: a failure here leaves step() re-describing.");
+      c.line("batch_ = 0;");
       c.line("const size_t workspace_limit = workspace_ ? workspace_bytes_ : kWorkspaceLimit;");
       c.line("size_t need = 0;");
       c.append(describe_);

@@ -177,10 +177,27 @@ Status run_train(const TrainArgs& a) {
       w.push_back({p.name, st::DType::F32, std::vector<int64_t>(p.shape, p.shape + p.rank),
                    params.data() + p.offset, p.count * sizeof(float)});
     }
-    // num_batches_tracked: the training-mode forward passes taken, as PyTorch counts them.
+    // num_batches_tracked: the weights file's count plus the training-mode forward passes
+    // taken here, as PyTorch counts them.
     const int64_t forwards = a.steps > 0 ? a.steps : 1;
-    for (const char* const* c = Trainer::kCounterNames; *c; ++c) {
-      w.push_back({*c, st::DType::I64, {}, &forwards, sizeof forwards});
+    std::vector<int64_t> counts;
+    for (const char* const* c = Trainer::kCounterNames; *c; ++c) counts.push_back(forwards);
+    if (!a.weights.empty()) {
+      auto file = st::File::open(a.weights);
+      if (!file) return file.error();
+      size_t k = 0;
+      for (const char* const* c = Trainer::kCounterNames; *c; ++c, ++k) {
+        const st::TensorView* t = file->find(*c);
+        if (t && t->dtype == st::DType::I64 && t->numel() == 1) {
+          int64_t before = 0;
+          std::memcpy(&before, t->data, sizeof before);
+          counts[k] += before;
+        }
+      }
+    }
+    size_t k = 0;
+    for (const char* const* c = Trainer::kCounterNames; *c; ++c, ++k) {
+      w.push_back({*c, st::DType::I64, {}, &counts[k], sizeof(int64_t)});
     }
     ZOC_TRY(st::write_file(a.weights_out, w, {{"format", "pt"}, {"producer", "zoc trainer"}}));
     std::printf("wrote %s after %d SGD steps (lr %g, momentum %g, weight decay %g)\n",

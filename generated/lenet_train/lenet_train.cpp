@@ -77,6 +77,11 @@ zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::str
   ZOC_TRY(t->pool2_.create(CUDNN_POOLING_MAX_DETERMINISTIC, 2, 2, 0, 0, 2, 2, 64, 14, 14, 7, 7, "pool2"));
   ZOC_TRY(t->relu3_.create(CUDNN_ACTIVATION_RELU, 1024, "relu3"));
   ZOC_TRY(t->describe(max_batch));
+  if (t->workspace_need_ > 0) {  // allocated once: step() never allocates
+    ZOC_CUDA(cudaMalloc(&t->workspace_, t->workspace_need_), "init");
+    t->workspace_bytes_ = t->workspace_need_;
+  }
+  t->sized_ = true;
   return t;
 }
 
@@ -96,10 +101,11 @@ LenetTrainer::~LenetTrainer() {
 }
 
 zoc::Status LenetTrainer::describe(int n) {
-  // The workspace is sized at the largest batch; smaller ones pick within it. Until every
-  // layer is described, no batch size is: a failure here leaves step() re-describing.
+  // The workspace is sized at the largest batch, in create(); other batch sizes pick
+  // within it, so that step() never allocates. Until every layer is described, no
+  // batch size is: a failure here leaves the next step() describing again.
   batch_ = 0;
-  const size_t workspace_limit = workspace_ ? workspace_bytes_ : kWorkspaceLimit;
+  const size_t workspace_limit = sized_ ? workspace_bytes_ : kWorkspaceLimit;
   size_t need = 0;
   ZOC_TRY(conv1_.describe(cudnn_, n, workspace_limit, "conv1"));
   need = std::max(need, conv1_.workspace);
@@ -110,10 +116,7 @@ zoc::Status LenetTrainer::describe(int n) {
   ZOC_TRY(relu2_.describe(n, "relu2"));
   ZOC_TRY(pool2_.describe(n, "pool2"));
   ZOC_TRY(relu3_.describe(n, "relu3"));
-  if (!workspace_ && need > 0) {
-    ZOC_CUDA(cudaMalloc(&workspace_, need), "workspace");
-    workspace_bytes_ = need;
-  }
+  workspace_need_ = need;
   batch_ = n;
   return zoc::Status::success();
 }
@@ -122,7 +125,7 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
   if (n < 2 || n > max_batch_) {
     return zoc::Error{"LenetTrainer::step: batch " + std::to_string(n) + " is out of range 2.." + std::to_string(max_batch_)};
   }
-  if (n != batch_) ZOC_TRY(describe(n));
+  if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time
   ZOC_CUDNN(cudnnSetStream(cudnn_, stream), "step");
   ZOC_CUBLAS(cublasSetStream(cublas_, stream), "step");
   const size_t B = size_t(max_batch_);  // arena offsets are per sample
@@ -153,29 +156,29 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
   // flatten: a view of its input (NCHW order is the flattened order)  (models/lenet.yaml:18:5)
   // fc1: linear 3136 -> 1024: y = x W^T + b  (models/lenet.yaml:19:5)
   ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 1024, n, 3136, &kOne, p + 52096, 3136, a + size_t(82320) * B, 3136, &kZero, a + size_t(85456) * B, 1024), "fc1");
-  ZOC_CUDA(zoc::train_kernels::add_bias_rows(a + size_t(85456) * B, p + 3263360, n, 1024, stream), "fc1");
+  ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(85456) * B, p + 3263360, n, 1024, stream), "fc1");
   // relu3: relu  (models/lenet.yaml:20:5)
   ZOC_TRY(relu3_.forward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, "relu3"));
   // dropout: the identity (dropout's masks are not drawn by zoc's trainer yet)  (models/lenet.yaml:21:5)
   // fc2: linear 1024 -> 10: y = x W^T + b  (models/lenet.yaml:22:5)
   ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, p + 3264384, 1024, a + size_t(86480) * B, 1024, &kZero, a + size_t(87504) * B, 10), "fc2");
-  ZOC_CUDA(zoc::train_kernels::add_bias_rows(a + size_t(87504) * B, p + 3274624, n, 10, stream), "fc2");
+  ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(87504) * B, p + 3274624, n, 10, stream), "fc2");
 
   // ---- loss: mean softmax cross-entropy, and its gradient
   ZOC_CUDA(cudaMemsetAsync(dacts_, 0, size_t(87514) * B * sizeof(float), stream), "loss");
-  ZOC_CUDA(zoc::train_kernels::softmax_xent(a + size_t(87504) * B, labels, n, kClasses, loss_rows_, loss_, d + size_t(87504) * B, stream), "loss");
+  ZOC_CUDA(train_kernels::softmax_xent(a + size_t(87504) * B, labels, n, kClasses, loss_rows_, loss_, d + size_t(87504) * B, stream), "loss");
 
   // ---- backward, in reverse
   // fc2: dx += dy W; dW = dy^T x; db = column sums of dy  (models/lenet.yaml:22:5)
   ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, 1024, n, 10, &kOne, p + 3264384, 1024, d + size_t(87504) * B, 10, &kOne, d + size_t(86480) * B, 1024), "fc2");
   ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, 1024, 10, n, &kOne, a + size_t(86480) * B, 1024, d + size_t(87504) * B, 10, &kZero, g + 3264384, 1024), "fc2");
-  ZOC_CUDA(zoc::train_kernels::sum_rows(d + size_t(87504) * B, g + 3274624, n, 10, stream), "fc2");
+  ZOC_CUDA(train_kernels::sum_rows(d + size_t(87504) * B, g + 3274624, n, 10, stream), "fc2");
   // relu3: dx += relu'(dy)  (models/lenet.yaml:20:5)
   ZOC_TRY(relu3_.backward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, d + size_t(86480) * B, d + size_t(85456) * B, "relu3"));
   // fc1: dx += dy W; dW = dy^T x; db = column sums of dy  (models/lenet.yaml:19:5)
   ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, 3136, n, 1024, &kOne, p + 52096, 3136, d + size_t(85456) * B, 1024, &kOne, d + size_t(82320) * B, 3136), "fc1");
   ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, 3136, 1024, n, &kOne, a + size_t(82320) * B, 3136, d + size_t(85456) * B, 1024, &kZero, g + 52096, 3136), "fc1");
-  ZOC_CUDA(zoc::train_kernels::sum_rows(d + size_t(85456) * B, g + 3263360, n, 1024, stream), "fc1");
+  ZOC_CUDA(train_kernels::sum_rows(d + size_t(85456) * B, g + 3263360, n, 1024, stream), "fc1");
   // pool2: dx += maxpool2d'(dy)  (models/lenet.yaml:17:5)
   ZOC_TRY(pool2_.backward(cudnn_, a + size_t(69776) * B, a + size_t(82320) * B, d + size_t(82320) * B, d + size_t(69776) * B, "pool2"));
   // relu2: dx += relu'(dy)  (models/lenet.yaml:16:5)
@@ -192,14 +195,14 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
 }
 
 zoc::Status LenetTrainer::sgd(float lr, float momentum, float weight_decay, cudaStream_t stream) {
-  ZOC_CUDA(zoc::train_kernels::sgd(params_ + 0, grads_ + 0, momenta_ + 0, 800, lr, momentum, weight_decay, stream), "conv1.weight");
-  ZOC_CUDA(zoc::train_kernels::sgd(params_ + 800, grads_ + 800, momenta_ + 800, 32, lr, momentum, weight_decay, stream), "conv1.bias");
-  ZOC_CUDA(zoc::train_kernels::sgd(params_ + 832, grads_ + 832, momenta_ + 832, 51200, lr, momentum, weight_decay, stream), "conv2.weight");
-  ZOC_CUDA(zoc::train_kernels::sgd(params_ + 52032, grads_ + 52032, momenta_ + 52032, 64, lr, momentum, weight_decay, stream), "conv2.bias");
-  ZOC_CUDA(zoc::train_kernels::sgd(params_ + 52096, grads_ + 52096, momenta_ + 52096, 3211264, lr, momentum, weight_decay, stream), "fc1.weight");
-  ZOC_CUDA(zoc::train_kernels::sgd(params_ + 3263360, grads_ + 3263360, momenta_ + 3263360, 1024, lr, momentum, weight_decay, stream), "fc1.bias");
-  ZOC_CUDA(zoc::train_kernels::sgd(params_ + 3264384, grads_ + 3264384, momenta_ + 3264384, 10240, lr, momentum, weight_decay, stream), "fc2.weight");
-  ZOC_CUDA(zoc::train_kernels::sgd(params_ + 3274624, grads_ + 3274624, momenta_ + 3274624, 10, lr, momentum, weight_decay, stream), "fc2.bias");
+  ZOC_CUDA(train_kernels::sgd(params_ + 0, grads_ + 0, momenta_ + 0, 800, lr, momentum, weight_decay, stream), "conv1.weight");
+  ZOC_CUDA(train_kernels::sgd(params_ + 800, grads_ + 800, momenta_ + 800, 32, lr, momentum, weight_decay, stream), "conv1.bias");
+  ZOC_CUDA(train_kernels::sgd(params_ + 832, grads_ + 832, momenta_ + 832, 51200, lr, momentum, weight_decay, stream), "conv2.weight");
+  ZOC_CUDA(train_kernels::sgd(params_ + 52032, grads_ + 52032, momenta_ + 52032, 64, lr, momentum, weight_decay, stream), "conv2.bias");
+  ZOC_CUDA(train_kernels::sgd(params_ + 52096, grads_ + 52096, momenta_ + 52096, 3211264, lr, momentum, weight_decay, stream), "fc1.weight");
+  ZOC_CUDA(train_kernels::sgd(params_ + 3263360, grads_ + 3263360, momenta_ + 3263360, 1024, lr, momentum, weight_decay, stream), "fc1.bias");
+  ZOC_CUDA(train_kernels::sgd(params_ + 3264384, grads_ + 3264384, momenta_ + 3264384, 10240, lr, momentum, weight_decay, stream), "fc2.weight");
+  ZOC_CUDA(train_kernels::sgd(params_ + 3274624, grads_ + 3274624, momenta_ + 3274624, 10, lr, momentum, weight_decay, stream), "fc2.bias");
   return zoc::Status::success();
 }
 }  // namespace zoc_model

@@ -72,6 +72,8 @@ class LenetTrainer {
   float* loss_ = nullptr;      // [1]
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  size_t workspace_need_ = 0;  // what the last describe() chose
+  bool sized_ = false;         // the workspace is allocated: describe() picks within it
   zoc::train::Conv conv1_;
   zoc::train::Activation relu1_;
   zoc::train::Pool pool1_;

@@ -2,5 +2,29 @@
 // Command: zoc compile models/lenet.yaml -o generated/lenet_train --precision fp32 --train
 // Model: lenet (trainer), precision fp32, convolutions via cuDNN's legacy API, IR hash 1ffd62d194733045
 
-// The trainer's custom kernels: zoc/train_kernels.cuh, instantiated here once.
+// The trainer's custom kernels (zoc/train_kernels.cuh), behind lenet_train_kernels.h.
+#include "lenet_train_kernels.h"
+
 #include "zoc/train_kernels.cuh"
+
+namespace zoc_model::train_kernels {
+
+cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float* loss_rows, float* loss, float* dlogits, cudaStream_t stream) {
+  return zoc::train_kernels::launch_softmax_xent(logits, labels, rows, classes, loss_rows, loss, dlogits, stream);
+}
+cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream) {
+  return zoc::train_kernels::launch_add_bias_rows(y, b, rows, cols, stream);
+}
+cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream) {
+  return zoc::train_kernels::launch_sum_rows(dy, db, rows, cols, stream);
+}
+cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream) {
+  return zoc::train_kernels::launch_add(a, b, y, count, stream);
+}
+cudaError_t accumulate(float* dst, const float* src, int64_t count, cudaStream_t stream) {
+  return zoc::train_kernels::launch_accumulate(dst, src, count, stream);
+}
+cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay, cudaStream_t stream) {
+  return zoc::train_kernels::launch_sgd(w, g, v, count, lr, momentum, weight_decay, stream);
+}
+}  // namespace zoc_model::train_kernels

@@ -2,19 +2,19 @@
 // Command: zoc compile models/lenet.yaml -o generated/lenet_train --precision fp32 --train
 // Model: lenet (trainer), precision fp32, convolutions via cuDNN's legacy API, IR hash 1ffd62d194733045
 
-// Host launchers of the trainer's custom kernels (zoc/train_kernels.cuh), compiled by nvcc
-// in lenet_train_kernels.cu so that the trainer's C++ needs no CUDA compiler.
+// Host functions of the trainer's custom kernels, defined in lenet_train_kernels.cu (nvcc) so
+// that the trainer's C++ needs no CUDA compiler.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-namespace zoc::train_kernels {
+namespace zoc_model::train_kernels {
 cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float* loss_rows, float* loss, float* dlogits, cudaStream_t stream);
 cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream);
 cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream);
 cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream);
 cudaError_t accumulate(float* dst, const float* src, int64_t count, cudaStream_t stream);
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay, cudaStream_t stream);
-}  // namespace zoc::train_kernels
+}  // namespace zoc_model::train_kernels

@@ -28,7 +28,8 @@ struct ModelClass {
 };
 
 // Classes defined in a file directly in the generated folder (<model>.h; not the zoc/ runtime
-// copy) that declare `forward`.
+// copy) that declare `forward`, or `step` (a generated trainer: its per-batch path is held to
+// the same rules).
 class ModelFinder : public clang::RecursiveASTVisitor<ModelFinder> {
  public:
   ModelFinder(Locator* locator, std::vector<ModelClass>* out) : locator_(locator), out_(out) {}
@@ -42,7 +43,8 @@ class ModelFinder : public clang::RecursiveASTVisitor<ModelFinder> {
       return true;
     }
     for (const clang::CXXMethodDecl* method : record->methods()) {
-      if (method->getNameAsString() != "forward") continue;
+      // An inference model's forward, or a generated trainer's step: the per-batch paths.
+      if (method->getNameAsString() != "forward" && method->getNameAsString() != "step") continue;
       const std::string name = record->getQualifiedNameAsString();
       for (const ModelClass& known : *out_) {
         if (known.record->getQualifiedNameAsString() == name) return true;
@@ -256,7 +258,7 @@ zoc::Status check_forward(const Sources& sources, Report* report) {
   ModelFinder finder(&locator, &models);
   for (const auto& ast : sources.asts) finder.TraverseAST(ast->getASTContext());
   if (models.empty()) {
-    return zoc::Error{"no model class (a class with a 'forward' member) is defined in '" +
+    return zoc::Error{"no model class (a class with a 'forward' member, or a trainer's 'step') is defined in '" +
                       display_path(sources.folder) + "'"};
   }
   for (const ModelClass& model : models) {

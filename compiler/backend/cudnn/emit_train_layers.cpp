@@ -103,14 +103,14 @@ bool TrainerEmitter::emit_node(const ir::Node& n) {
                     fmt::arg("out", out), fmt::arg("in", in), fmt::arg("w", P(n.name + ".weight")),
                     fmt::arg("x", A(n.inputs[0])), fmt::arg("y", A(n.output)), fmt::arg("l", lit(n)));
       if (a.b("bias")) {
-        forward_.line("ZOC_CUDA(zoc::train_kernels::add_bias_rows({}, {}, n, {}, stream), {});",
+        forward_.line("ZOC_CUDA(train_kernels::add_bias_rows({}, {}, n, {}, stream), {});",
                       A(n.output), P(n.name + ".bias"), out, lit(n));
       }
       return true;
     }
     case ir::OpKind::Add:
       comment(forward_, n, "elementwise add");
-      forward_.line("ZOC_CUDA(zoc::train_kernels::add({}, {}, {}, int64_t(n) * {}, stream), {});",
+      forward_.line("ZOC_CUDA(train_kernels::add({}, {}, {}, int64_t(n) * {}, stream), {});",
                     A(n.inputs[0]), A(n.inputs[1]), A(n.output), g_.type(n.output).sample_numel(),
                     lit(n));
       return true;
@@ -185,7 +185,7 @@ void TrainerEmitter::emit_backward(const ir::Node& n) {
                      fmt::arg("dy", D(n.output)), fmt::arg("dw", G(n.name + ".weight")),
                      fmt::arg("l", lit(n)));
       if (a.b("bias")) {
-        backward_.line("ZOC_CUDA(zoc::train_kernels::sum_rows({}, {}, n, {}, stream), {});",
+        backward_.line("ZOC_CUDA(train_kernels::sum_rows({}, {}, n, {}, stream), {});",
                        D(n.output), G(n.name + ".bias"), out, lit(n));
       }
       return;
@@ -195,7 +195,7 @@ void TrainerEmitter::emit_backward(const ir::Node& n) {
       comment(backward_, n, "both inputs receive dy");
       for (size_t k = 0; k < 2; ++k) {
         if (!needs_grad_[static_cast<size_t>(n.inputs[k])]) continue;
-        backward_.line("ZOC_CUDA(zoc::train_kernels::accumulate({}, {}, int64_t(n) * {}, stream), "
+        backward_.line("ZOC_CUDA(train_kernels::accumulate({}, {}, int64_t(n) * {}, stream), "
                        "{});",
                        D(n.inputs[k]), D(n.output), count, lit(n));
       }

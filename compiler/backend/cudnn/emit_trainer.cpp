@@ -178,6 +178,8 @@ std::optional<Generated> TrainerEmitter::run() {
     h.line("float* loss_ = nullptr;      // [1]");
     h.line("void* workspace_ = nullptr;");
     h.line("size_t workspace_bytes_ = 0;");
+    h.line("size_t workspace_need_ = 0;  // what the last describe() chose");
+    h.line("bool sized_ = false;         // the workspace is allocated: describe() picks within it");
     h.append(members_);
   }
 
@@ -271,6 +273,11 @@ std::optional<Generated> TrainerEmitter::run() {
       c.line("ZOC_CUDA(cudaMalloc(&t->loss_, sizeof(float)), \"init\");");
       c.append(create_);
       c.line("ZOC_TRY(t->describe(max_batch));");
+      c.line("if (t->workspace_need_ > 0) {{  // allocated once: step() never allocates");
+      c.line("  ZOC_CUDA(cudaMalloc(&t->workspace_, t->workspace_need_), \"init\");");
+      c.line("  t->workspace_bytes_ = t->workspace_need_;");
+      c.line("}}");
+      c.line("t->sized_ = true;");
       c.line("return t;");
     }
     c.blank();
@@ -287,16 +294,14 @@ std::optional<Generated> TrainerEmitter::run() {
     c.blank();
     {
       auto f = c.block(fmt::format("zoc::Status {}::describe(int n)", cls));
-      c.line("// The workspace is sized at the largest batch; smaller ones pick within it. Until every");
-      c.line("// layer is described, no batch size is: a failure here leaves step() re-describing.");
+      c.line("// The workspace is sized at the largest batch, in create(); other batch sizes pick");
+      c.line("// within it, so that step() never allocates. Until every layer is described, no");
+      c.line("// batch size is: a failure here leaves the next step() describing again.");
       c.line("batch_ = 0;");
-      c.line("const size_t workspace_limit = workspace_ ? workspace_bytes_ : kWorkspaceLimit;");
+      c.line("const size_t workspace_limit = sized_ ? workspace_bytes_ : kWorkspaceLimit;");
       c.line("size_t need = 0;");
       c.append(describe_);
-      c.line("if (!workspace_ && need > 0) {{");
-      c.line("  ZOC_CUDA(cudaMalloc(&workspace_, need), \"workspace\");");
-      c.line("  workspace_bytes_ = need;");
-      c.line("}}");
+      c.line("workspace_need_ = need;");
       c.line("batch_ = n;");
       c.line("return zoc::Status::success();");
     }
@@ -310,7 +315,7 @@ std::optional<Generated> TrainerEmitter::run() {
              "+ std::to_string(max_batch_)}};",
              cls);
       c.line("}}");
-      c.line("if (n != batch_) ZOC_TRY(describe(n));");
+      c.line("if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time");
       c.line("ZOC_CUDNN(cudnnSetStream(cudnn_, stream), \"step\");");
       c.line("ZOC_CUBLAS(cublasSetStream(cublas_, stream), \"step\");");
       c.line("const size_t B = size_t(max_batch_);  // arena offsets are per sample");
@@ -329,7 +334,7 @@ std::optional<Generated> TrainerEmitter::run() {
       c.line("// ---- loss: mean softmax cross-entropy, and its gradient");
       c.line("ZOC_CUDA(cudaMemsetAsync(dacts_, 0, size_t({}) * B * sizeof(float), stream), \"loss\");",
              act_per_sample_);
-      c.line("ZOC_CUDA(zoc::train_kernels::softmax_xent({}, labels, n, kClasses, loss_rows_, loss_, "
+      c.line("ZOC_CUDA(train_kernels::softmax_xent({}, labels, n, kClasses, loss_rows_, loss_, "
              "{}, stream), \"loss\");",
              A(logits_), D(logits_));
       c.blank();
@@ -344,7 +349,7 @@ std::optional<Generated> TrainerEmitter::run() {
                                    cls));
       for (const ParamSlot& p : params_) {
         if (!p.trainable) continue;
-        c.line("ZOC_CUDA(zoc::train_kernels::sgd(params_ + {0}, grads_ + {0}, momenta_ + {0}, {1}, lr, "
+        c.line("ZOC_CUDA(train_kernels::sgd(params_ + {0}, grads_ + {0}, momenta_ + {0}, {1}, lr, "
                "momentum, weight_decay, stream), \"{2}\");",
                p.offset, p.count, sanitize_comment(p.name));
       }
@@ -352,33 +357,60 @@ std::optional<Generated> TrainerEmitter::run() {
     }
   }
 
+  // The custom kernels' host functions: declared for the C++ side, defined in the .cu file by
+  // forwarding to zoc/train_kernels.cuh (nvcc only), as the inference code's kernels are.
+  struct KernelFn {
+    const char* name;
+    const char* params;
+    const char* args;
+  };
+  const KernelFn kernel_fns[] = {
+      {"softmax_xent",
+       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float* "
+       "loss_rows, float* loss, float* dlogits, cudaStream_t stream",
+       "logits, labels, rows, classes, loss_rows, loss, dlogits, stream"},
+      {"add_bias_rows", "float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream",
+       "y, b, rows, cols, stream"},
+      {"sum_rows", "const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream",
+       "dy, db, rows, cols, stream"},
+      {"add", "const float* a, const float* b, float* y, int64_t count, cudaStream_t stream",
+       "a, b, y, count, stream"},
+      {"accumulate", "float* dst, const float* src, int64_t count, cudaStream_t stream",
+       "dst, src, count, stream"},
+      {"sgd",
+       "float* w, const float* g, float* v, int64_t count, float lr, float momentum, float "
+       "weight_decay, cudaStream_t stream",
+       "w, g, v, count, lr, momentum, weight_decay, stream"},
+  };
   CodeWriter kh;
   kh.raw_line(head);
-  kh.line("// Host launchers of the trainer's custom kernels (zoc/train_kernels.cuh), compiled by nvcc");
-  kh.line("// in {}_kernels.cu so that the trainer's C++ needs no CUDA compiler.", base);
+  kh.line("// Host functions of the trainer's custom kernels, defined in {}_kernels.cu (nvcc) so", base);
+  kh.line("// that the trainer's C++ needs no CUDA compiler.");
   kh.line("#pragma once");
   kh.blank();
   kh.line("#include <cuda_runtime.h>");
   kh.blank();
   kh.line("#include <cstdint>");
   kh.blank();
-  kh.line("namespace zoc::train_kernels {{");
-  kh.line("cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, "
-          "int64_t classes, float* loss_rows, float* loss, float* dlogits, cudaStream_t stream);");
-  kh.line("cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols, "
-          "cudaStream_t stream);");
-  kh.line("cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, "
-          "cudaStream_t stream);");
-  kh.line("cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream);");
-  kh.line("cudaError_t accumulate(float* dst, const float* src, int64_t count, cudaStream_t stream);");
-  kh.line("cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float "
-          "momentum, float weight_decay, cudaStream_t stream);");
-  kh.line("}}  // namespace zoc::train_kernels");
+  kh.line("namespace zoc_model::train_kernels {{");
+  for (const KernelFn& k : kernel_fns) kh.line("cudaError_t {}({});", k.name, k.params);
+  kh.line("}}  // namespace zoc_model::train_kernels");
 
   CodeWriter kc;
   kc.raw_line(head);
-  kc.line("// The trainer's custom kernels: zoc/train_kernels.cuh, instantiated here once.");
+  kc.line("// The trainer's custom kernels (zoc/train_kernels.cuh), behind {}_kernels.h.", base);
+  kc.line("#include \"{}_kernels.h\"", base);
+  kc.blank();
   kc.line("#include \"zoc/train_kernels.cuh\"");
+  kc.blank();
+  kc.line("namespace zoc_model::train_kernels {{");
+  kc.blank();
+  for (const KernelFn& k : kernel_fns) {
+    kc.line("cudaError_t {}({}) {{", k.name, k.params);
+    kc.line("  return zoc::train_kernels::launch_{}({});", k.name, k.args);
+    kc.line("}}");
+  }
+  kc.line("}}  // namespace zoc_model::train_kernels");
 
   Generated gen;
   gen.class_name = cls;

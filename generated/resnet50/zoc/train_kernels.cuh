@@ -2,8 +2,7 @@
 // gradient, the linear layer's bias glue, elementwise adds, and the SGD update. cuDNN and cuBLAS
 // do the layers. Every kernel uses a grid-stride loop with 64-bit indices; every host launcher
 // takes a stream, launches nothing for empty work and returns cudaGetLastError(). Included by
-// the generated <model>_train_kernels.cu only (nvcc, C++17), which is why the launchers are not
-// inline: that file is where they are defined, for <model>_train_kernels.h's declarations.
+// the generated <model>_train_kernels.cu only (nvcc, C++17), whose functions call these.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -93,7 +92,7 @@ __global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, fl
 }
 }  // namespace detail
 
-cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows,
+inline cudaError_t launch_softmax_xent(const float* logits, const int32_t* labels, int64_t rows,
                                 int64_t classes, float* loss_rows, float* loss, float* dlogits,
                                 cudaStream_t stream) {
   if (rows <= 0 || classes <= 0) return cudaSuccess;
@@ -103,7 +102,7 @@ cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t row
   return cudaGetLastError();
 }
 
-cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
+inline cudaError_t launch_add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
                                  cudaStream_t stream) {
   if (rows * cols <= 0) return cudaSuccess;
   detail::add_bias_rows_kernel<<<detail::blocks_for(rows * cols), 256, 0, stream>>>(y, b, rows,
@@ -111,27 +110,27 @@ cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
   return cudaGetLastError();
 }
 
-cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols,
+inline cudaError_t launch_sum_rows(const float* dy, float* db, int64_t rows, int64_t cols,
                             cudaStream_t stream) {
   if (cols <= 0) return cudaSuccess;
   detail::sum_rows_kernel<<<detail::blocks_for(cols), 256, 0, stream>>>(dy, db, rows, cols);
   return cudaGetLastError();
 }
 
-cudaError_t add(const float* a, const float* b, float* y, int64_t count,
+inline cudaError_t launch_add(const float* a, const float* b, float* y, int64_t count,
                        cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::add_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(a, b, y, count);
   return cudaGetLastError();
 }
 
-cudaError_t accumulate(float* dst, const float* src, int64_t count, cudaStream_t stream) {
+inline cudaError_t launch_accumulate(float* dst, const float* src, int64_t count, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::accumulate_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(dst, src, count);
   return cudaGetLastError();
 }
 
-cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr,
+inline cudaError_t launch_sgd(float* w, const float* g, float* v, int64_t count, float lr,
                        float momentum, float weight_decay, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::sgd_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(w, g, v, count, lr, momentum,

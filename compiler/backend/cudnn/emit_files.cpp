@@ -1,5 +1,7 @@
 // The files a generated folder holds beside the model class (emit_model.cpp): the custom
-// kernels' header and .cu, the host-only weight loader, the runner's main.cpp and CMakeLists.txt.
+// kernels' header and .cu, the host-only weight loader, the runner's main.cpp and CMakeLists.txt,
+// and the runtime headers those include.
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -155,6 +157,31 @@ std::string cmake_lists(const std::string& hash_banner, const std::string& base)
   cm.line("add_executable({0}_main main.cpp)", base);
   cm.line("target_link_libraries({0}_main PRIVATE {0})", base);
   return cm.str();
+}
+
+void add_runtime_files(std::vector<GeneratedFile>& files) {
+  const std::vector<GeneratedFile>& runtime = runtime_files();
+  std::set<std::string> wanted;
+  std::vector<const std::string*> todo;
+  for (const GeneratedFile& f : files) todo.push_back(&f.text);
+  while (!todo.empty()) {
+    const std::string& text = *todo.back();
+    todo.pop_back();
+    const std::string marker = "#include \"zoc/";
+    for (size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
+      const size_t start = at + marker.size() - 4;  // at "zoc/"
+      const size_t end = text.find('"', start);
+      if (end == std::string::npos) break;
+      const std::string path = text.substr(start, end - start);
+      if (!wanted.insert(path).second) continue;
+      for (const GeneratedFile& r : runtime) {
+        if (r.path == path) todo.push_back(&r.text);
+      }
+    }
+  }
+  for (const GeneratedFile& r : runtime) {
+    if (wanted.count(r.path)) files.push_back(r);
+  }
 }
 
 }  // namespace zoc::cudnn

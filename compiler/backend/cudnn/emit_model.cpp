@@ -682,7 +682,7 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
                {base + "_kernels.cu", kernels_cu},
                {base + "_weights.h", weights_h},
                {"main.cpp", runner_main(head, base, cls)}};
-  for (const GeneratedFile& f : runtime_files()) gen.files.push_back(f);
+  add_runtime_files(gen.files);
   return gen;
 }
 

@@ -422,7 +422,7 @@ std::optional<Generated> TrainerEmitter::run() {
                {base + ".cpp", c.str()},       {base + "_kernels.h", kh.str()},
                {base + "_kernels.cu", kc.str()},
                {"main.cpp", runner_main(head, base, cls, "train_main.h", "run_train_main")}};
-  for (const GeneratedFile& f : runtime_files()) gen.files.push_back(f);
+  add_runtime_files(gen.files);
   return gen;
 }
 

@@ -3,8 +3,8 @@
 // The folder holds a concrete model class (header + host .cpp) whose constructor creates every
 // descriptor, packs the weights and allocates one activation arena, and whose forward() is a
 // straight line of cuDNN/cuBLAS calls and a few custom kernels; a .cu file with those kernels;
-// main.cpp; CMakeLists.txt; and a copy of the runtime headers. Output is deterministic: the
-// same graph and options give the same bytes.
+// main.cpp; CMakeLists.txt; and a copy of the runtime headers it includes. Output is
+// deterministic: the same graph and options give the same bytes.
 #pragma once
 
 #include <string>
@@ -71,7 +71,11 @@ std::optional<Generated> emit(const ir::Graph& graph, const EmitOptions& options
 std::optional<Generated> emit_trainer(const ir::Graph& graph, const EmitOptions& options,
                                       Diagnostics& diags);
 
-// The runtime headers the generated folder carries (embedded in zoc at build time).
+// Every runtime header (runtime/zoc/*, embedded in zoc at build time).
 const std::vector<GeneratedFile>& runtime_files();
+
+// Appends to `files` the runtime headers they include (`#include "zoc/..."`), and the ones
+// those include, in runtime_files() order: a generated folder carries what it uses.
+void add_runtime_files(std::vector<GeneratedFile>& files);
 
 }  // namespace zoc::cudnn

@@ -3,60 +3,34 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 #include "compiler/backend/reference/train_step.h"
 #include "zoc/safetensors.h"
+#include "zoc/train_batch.h"
 
 namespace zoc {
-namespace {
-
-Expected<std::vector<int32_t>> read_labels(const st::TensorView& t, int64_t batch) {
-  const std::string where = t.source + ": tensor 'labels'";
-  if (t.shape.size() != 1 || t.shape[0] != batch) {
-    return Error{fmt::format("{}: expected shape [{}] (one label per input image)", where, batch)};
-  }
-  std::vector<int32_t> out(static_cast<size_t>(batch));
-  for (int64_t i = 0; i < batch; ++i) {
-    if (t.dtype == st::DType::I32) {
-      std::memcpy(&out[i], t.data + 4 * i, 4);
-    } else if (t.dtype == st::DType::I64) {
-      int64_t v = 0;
-      std::memcpy(&v, t.data + 8 * i, 8);
-      if (v < 0 || v > INT32_MAX) return Error{fmt::format("{}: label {} out of range", where, v)};
-      out[i] = static_cast<int32_t>(v);
-    } else {
-      return Error{fmt::format("{}: dtype {}, expected I32 or I64", where, st::dtype_name(t.dtype))};
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 Expected<std::string> run_grad_command(const ir::Graph& graph, const Weights& weights,
                                        const std::string& batch_path,
                                        const std::string& out_path) {
-  auto file = st::File::open(batch_path);
-  if (!file) return file.error();
-  const st::TensorView* x = file->find("input");
-  const st::TensorView* y = file->find("labels");
-  if (!x || !y) {
-    return Error{fmt::format("{}: needs tensors 'input' [N, C, H, W] and 'labels' [N]",
-                             batch_path)};
+  const ir::Node* in_node = nullptr;
+  for (const ir::Node& n : graph.nodes) {
+    if (n.op == ir::OpKind::Input) in_node = &n;
   }
-  if (x->shape.size() != 4 || x->shape[0] < 1 || x->shape[0] > 4096) {
-    return Error{fmt::format("{}: tensor 'input' must be [N, C, H, W] with N in 1..4096",
-                             batch_path)};
+  const ir::TensorType& out_type = graph.type(graph.outputs.at(0));
+  if (!in_node || graph.type(in_node->output).dims.size() != 3 || out_type.dims.size() != 1) {
+    return Error{fmt::format("zoc grad: model '{}' must take a C x H x W image and end in "
+                             "[classes] logits",
+                             graph.name)};
   }
+  const std::vector<int64_t>& d = graph.type(in_node->output).dims;
+  auto batch = read_batch(batch_path, static_cast<int>(d[0]), static_cast<int>(d[1]),
+                          static_cast<int>(d[2]), static_cast<int>(out_type.dims[0]));
+  if (!batch) return batch.error();
   ref::Tensor input;
-  input.shape = x->shape;
-  input.data.resize(x->numel());
-  if (Status s = st::to_float32(*x, input.data.data(), input.data.size()); !s) return s.error();
-  auto labels = read_labels(*y, x->shape[0]);
-  if (!labels) return labels.error();
+  input.shape = batch->shape;
+  input.data = std::move(batch->input);
 
-  auto step = ref::train_step(graph, weights, input, *labels);
+  auto step = ref::train_step(graph, weights, input, batch->labels);
   if (!step) return step.error();
 
   // Shapes of the parameters, from the graph's declarations.
@@ -77,7 +51,7 @@ Expected<std::string> run_grad_command(const ir::Graph& graph, const Weights& we
   }
   if (Status s = st::write_file(out_path, out, {{"producer", "zoc grad"}}); !s) return s.error();
   return fmt::format("wrote {}: loss {:.6f}, {} gradients, batch {}", out_path, step->loss,
-                     step->grads.size(), x->shape[0]);
+                     step->grads.size(), input.shape[0]);
 }
 
 }  // namespace zoc

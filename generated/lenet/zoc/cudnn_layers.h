@@ -16,6 +16,7 @@
 #include <string>
 
 #include "zoc/cuda_check.h"
+#include "zoc/cudnn_exact.h"
 #include "zoc/expected.h"
 #include "zoc/plan_file.h"
 
@@ -205,19 +206,11 @@ class ConvLayer {
 
   // Whether a listed algorithm may run this layer: it works, fits the workspace, keeps fp32
   // off tensor cores, and (identity epilogue) is the one cuDNN documents for it.
-  // fp32 (TF32 off) promises PyTorch's fp32 numerics (relative L2 error 1e-4): no tensor-core
-  // math, and no FFT or Winograd transforms, which lose digits (measured on an H100: a tuned
-  // LeNet picked FFT and reached 2e-4).
+  // fp32 (TF32 off): FMA math and exact algorithms only (zoc/cudnn_exact.h).
   bool usable(const cudnnConvolutionFwdAlgoPerf_t& c, size_t workspace_limit) const {
     if (c.status != CUDNN_STATUS_SUCCESS || c.memory > workspace_limit) return false;
-    if (p_.math == CUDNN_FMA_MATH) {
-      if (c.mathType != CUDNN_FMA_MATH) return false;
-      if (c.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
-          c.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
-          c.algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
-          c.algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED) {
-        return false;
-      }
+    if (p_.math == CUDNN_FMA_MATH && (c.mathType != CUDNN_FMA_MATH || !exact_algo(c.algo))) {
+      return false;
     }
     return s_.relu || c.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   }

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "zoc/cuda_check.h"
+#include "zoc/cudnn_exact.h"
 #include "zoc/expected.h"
 
 namespace zoc::train {
@@ -24,25 +25,6 @@ namespace zoc::train {
 inline Status set4d(cudnnTensorDescriptor_t d, int n, int c, int h, int w, const char* layer) {
   ZOC_CUDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w), layer);
   return Status::success();
-}
-
-// Exact fp32 algorithms only: the fp32 promise (PyTorch's fp32 numerics) excludes tensor-core
-// math and the FFT/Winograd transforms.
-inline bool exact_fwd(cudnnConvolutionFwdAlgo_t a) {
-  return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
-         a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD &&
-         a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
-}
-inline bool exact_bwd_data(cudnnConvolutionBwdDataAlgo_t a) {
-  return a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT &&
-         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
-         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD &&
-         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
-}
-inline bool exact_bwd_filter(cudnnConvolutionBwdFilterAlgo_t a) {
-  return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT &&
-         a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
-         a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
 struct ConvGeometry {
@@ -79,51 +61,27 @@ class Conv {
     ZOC_TRY(set4d(y_, n, g_.k, g_.out_h, g_.out_w, layer));
     workspace = 0;
     int got = 0;
-    bool found = false;
     cudnnConvolutionFwdAlgoPerf_t f[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     ZOC_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(h, x_, w_, conv_, y_,
                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, f),
               layer);
-    for (int i = 0; i < got && !found; ++i) {
-      if (f[i].status != CUDNN_STATUS_SUCCESS || f[i].memory > workspace_limit ||
-          f[i].mathType != CUDNN_FMA_MATH || !exact_fwd(f[i].algo)) {
-        continue;
-      }
-      fwd_ = f[i].algo;
-      workspace = std::max(workspace, f[i].memory);
-      found = true;
+    if (!pick(f, got, workspace_limit, &fwd_)) {
+      return none(layer, "forward", n, workspace_limit);
     }
-    if (!found) return none(layer, "forward", n, workspace_limit);
-    found = false;
     cudnnConvolutionBwdDataAlgoPerf_t d[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     ZOC_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
                   h, w_, y_, conv_, x_, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, d),
               layer);
-    for (int i = 0; i < got && !found; ++i) {
-      if (d[i].status != CUDNN_STATUS_SUCCESS || d[i].memory > workspace_limit ||
-          d[i].mathType != CUDNN_FMA_MATH || !exact_bwd_data(d[i].algo)) {
-        continue;
-      }
-      bwd_data_ = d[i].algo;
-      workspace = std::max(workspace, d[i].memory);
-      found = true;
+    if (!pick(d, got, workspace_limit, &bwd_data_)) {
+      return none(layer, "backward-data", n, workspace_limit);
     }
-    if (!found) return none(layer, "backward-data", n, workspace_limit);
-    found = false;
     cudnnConvolutionBwdFilterAlgoPerf_t w[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     ZOC_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                   h, x_, y_, conv_, w_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, w),
               layer);
-    for (int i = 0; i < got && !found; ++i) {
-      if (w[i].status != CUDNN_STATUS_SUCCESS || w[i].memory > workspace_limit ||
-          w[i].mathType != CUDNN_FMA_MATH || !exact_bwd_filter(w[i].algo)) {
-        continue;
-      }
-      bwd_filter_ = w[i].algo;
-      workspace = std::max(workspace, w[i].memory);
-      found = true;
+    if (!pick(w, got, workspace_limit, &bwd_filter_)) {
+      return none(layer, "backward-filter", n, workspace_limit);
     }
-    if (!found) return none(layer, "backward-filter", n, workspace_limit);
     return Status::success();
   }
 
@@ -165,6 +123,21 @@ class Conv {
   }
 
  private:
+  // The first of cuDNN's ranked candidates that runs, fits the workspace, uses FMA math and is
+  // exact; its workspace counts toward `workspace`.
+  template <class Perf, class Algo>
+  bool pick(const Perf* perf, int got, size_t limit, Algo* algo) {
+    for (int i = 0; i < got; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit ||
+          perf[i].mathType != CUDNN_FMA_MATH || !exact_algo(perf[i].algo)) {
+        continue;
+      }
+      *algo = perf[i].algo;
+      workspace = std::max(workspace, perf[i].memory);
+      return true;
+    }
+    return false;
+  }
   static Status none(const char* layer, const char* what, int n, size_t limit) {
     return Error{std::string("layer '") + layer + "': no exact fp32 " + what +
                  " convolution algorithm for batch " + std::to_string(n) + " fits a workspace of " +

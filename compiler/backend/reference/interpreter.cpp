@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "compiler/backend/reference/kernels.h"
+#include "compiler/backend/reference/node_shapes.h"
 #include "compiler/support/checked_math.h"
 #include "zoc/fold.h"
 
@@ -77,11 +78,7 @@ Status Runner::exec(const ir::Node& node) {
   switch (node.op) {
     case ir::OpKind::Input: break;  // filled by run()
     case ir::OpKind::Conv2d: {
-      const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding"),
-                     d = a.pair("dilation");
-      const Conv2dShape cs{n_,    dims(0)[0], dims(0)[1], dims(0)[2], out_t.dims[0], k.h,
-                           k.w,   s.h,        s.w,        p.h,        p.w,           d.h,
-                           d.w,   a.i("groups"), out_t.dims[1], out_t.dims[2]};
+      const Conv2dShape cs = conv_shape_of(g_, node, n_);
       const float* w = param(node, "weight");
       const float* b = a.b("bias") ? param(node, "bias") : nullptr;
       if (!missing_.empty()) break;
@@ -113,13 +110,8 @@ Status Runner::exec(const ir::Node& node) {
       break;
     case ir::OpKind::MaxPool2d:
     case ir::OpKind::AvgPool2d: {
-      const bool is_max = node.op == ir::OpKind::MaxPool2d;
-      const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding");
-      const ir::Pair d = is_max ? a.pair("dilation") : ir::Pair{1, 1};
-      const Pool2dShape ps{n_,   dims(0)[0], dims(0)[1], dims(0)[2], k.h, k.w, s.h,
-                           s.w,  p.h,        p.w,        d.h,        d.w, out_t.dims[1],
-                           out_t.dims[2], !is_max && a.b("count_include_pad")};
-      if (is_max) {
+      const Pool2dShape ps = pool_shape_of(g_, node, n_);
+      if (node.op == ir::OpKind::MaxPool2d) {
         maxpool2d(in(0).data.data(), out.data.data(), ps);
       } else {
         avgpool2d(in(0).data.data(), out.data.data(), ps);
@@ -161,13 +153,7 @@ Status Runner::exec(const ir::Node& node) {
 // with the BN folded by the same arithmetic the generated code uses (zoc/fold.h).
 Status Runner::fused_conv(const ir::Node& node, Tensor& out) {
   const ir::Attrs& a = node.attrs;
-  const std::vector<int64_t>& in_dims = g_.type(node.inputs[0]).dims;
-  const ir::TensorType& out_t = g_.type(node.output);
-  const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding"),
-                 d = a.pair("dilation");
-  const Conv2dShape cs{n_,   in_dims[0], in_dims[1],    in_dims[2],   out_t.dims[0], k.h,
-                       k.w,  s.h,        s.w,           p.h,          p.w,           d.h,
-                       d.w,  a.i("groups"), out_t.dims[1], out_t.dims[2]};
+  const Conv2dShape cs = conv_shape_of(g_, node, n_);
   const float* w = param_by_role(node, ir::ParamRole::kWeight);
   const float* b = param_by_role(node, ir::ParamRole::kBias);
   const bool bn = a.has("bn_eps");

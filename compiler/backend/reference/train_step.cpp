@@ -9,6 +9,7 @@
 
 #include "compiler/backend/reference/grad_kernels.h"
 #include "compiler/backend/reference/kernels.h"
+#include "compiler/backend/reference/node_shapes.h"
 
 namespace zoc::ref {
 namespace {
@@ -46,8 +47,8 @@ class Step {
     for (size_t k = 0; k < g.size(); ++k) gv[k] += g[k];
   }
   const std::vector<int64_t>& dims(ir::ValueId v) const { return g_.type(v).dims; }
-  Conv2dShape conv_shape(const ir::Node& node) const;
-  Pool2dShape pool_shape(const ir::Node& node) const;
+  Conv2dShape conv_shape(const ir::Node& node) const { return conv_shape_of(g_, node, n_); }
+  Pool2dShape pool_shape(const ir::Node& node) const { return pool_shape_of(g_, node, n_); }
 
   const ir::Graph& g_;
   const Weights& w_;
@@ -74,28 +75,6 @@ Expected<const float*> Step::param(const ir::Node& node, const char* suffix) con
     }
   }
   return v->data();
-}
-
-Conv2dShape Step::conv_shape(const ir::Node& node) const {
-  const ir::Attrs& a = node.attrs;
-  const std::vector<int64_t>& in = dims(node.inputs[0]);
-  const std::vector<int64_t>& out = dims(node.output);
-  const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding"),
-                 d = a.pair("dilation");
-  return Conv2dShape{n_,  in[0], in[1], in[2], out[0],       k.h,   k.w,   s.h,
-                     s.w, p.h,   p.w,   d.h,   d.w,   a.i("groups"), out[1], out[2]};
-}
-
-Pool2dShape Step::pool_shape(const ir::Node& node) const {
-  const ir::Attrs& a = node.attrs;
-  const bool is_max = node.op == ir::OpKind::MaxPool2d;
-  const std::vector<int64_t>& in = dims(node.inputs[0]);
-  const std::vector<int64_t>& out = dims(node.output);
-  const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding");
-  const ir::Pair d = is_max ? a.pair("dilation") : ir::Pair{1, 1};
-  return Pool2dShape{n_,  in[0], in[1], in[2], k.h,    k.w,    s.h,
-                     s.w, p.h,   p.w,   d.h,   d.w,    out[1], out[2],
-                     !is_max && a.b("count_include_pad")};
 }
 
 Status Step::forward(const ir::Node& node, size_t i) {

@@ -73,7 +73,8 @@ int finish(const zoc::Diagnostics& diags) {
   return 0;
 }
 
-// Weights from --weights, or seeded PyTorch-default initialization.
+// Weights from --weights, or seeded initialization (PyTorch's defaults unless layers declare
+// an `init`).
 std::optional<zoc::Weights> get_weights(const zoc::ir::Graph& g, const Args& args,
                                         zoc::Diagnostics& diags) {
   if (args.weights.empty()) return zoc::init_weights(g, args.seed);
@@ -330,8 +331,8 @@ int run(int argc, char** argv) {
       ->required();
   grad_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();
 
-  CLI::App* init_cmd =
-      app.add_subcommand("init-weights", "write PyTorch-default seeded weights (safetensors)");
+  CLI::App* init_cmd = app.add_subcommand(
+      "init-weights", "write seeded weights: PyTorch defaults or the layers' `init` (safetensors)");
   add_model(init_cmd);
   init_cmd->add_option("--seed", args.seed, "random seed")->capture_default_str();
   init_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();

@@ -97,6 +97,13 @@ double Attrs::f(std::string_view name) const {
   return v ? v->f : 0.0;
 }
 
+std::optional<InitScheme> Attrs::init(std::string_view name) const {
+  const AttrValue* v = find(name);
+  if (!v) return std::nullopt;
+  assert(v->kind == AttrKind::Init);
+  return static_cast<InitScheme>(v->i);
+}
+
 int32_t Graph::add_node(OpKind op, std::string node_name, std::vector<ValueId> inputs,
                         Attrs attrs, SourceLoc loc) {
   const auto index = static_cast<int32_t>(nodes.size());

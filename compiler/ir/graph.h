@@ -45,7 +45,7 @@ struct Pair {
 
 struct AttrValue {
   AttrKind kind = AttrKind::Int;
-  int64_t i = 0;  // Int, Bool
+  int64_t i = 0;  // Int, Bool, Init (an InitScheme)
   Pair pair;      // Pair
   double f = 0;   // Float
   bool operator==(const AttrValue&) const = default;
@@ -64,6 +64,8 @@ class Attrs {
   Pair pair(std::string_view name) const;
   double f(std::string_view name) const;
   bool b(std::string_view name) const { return i(name) != 0; }
+  // An Init attribute's scheme; nullopt when absent (the op's PyTorch default, see ops.def).
+  std::optional<InitScheme> init(std::string_view name) const;
   const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
   bool operator==(const Attrs&) const = default;
 
@@ -82,6 +84,12 @@ struct ParamSpec {
   bool trainable = true;  // counted as a parameter (weights, biases), not a buffer
   bool optional = false;  // may be absent from the file (e.g. num_batches_tracked)
   ParamRole role = ParamRole::kWeight;
+  // How the tensor is drawn without a weights file. kPytorchDefault is PyTorch's
+  // reset_parameters() for the role: U(+-1/sqrt(fan_in)) for conv/linear weight and bias, 1 for
+  // BN weight and running_var, 0 for BN bias, running_mean and num_batches_tracked. Shape
+  // inference sets another scheme only where the layer declares one (its `init` attribute);
+  // weights/weights.h turns it into a concrete rule (init_choice).
+  InitScheme init = InitScheme::kPytorchDefault;
   bool operator==(const ParamSpec&) const = default;
 };
 

@@ -2,6 +2,7 @@
 #include "compiler/ir/ops.h"
 
 #include <array>
+#include <utility>
 #include <vector>
 
 namespace zoc::ir {
@@ -14,7 +15,9 @@ struct AttrRow {
 
 constexpr AttrRow kAttrRows[] = {
 #define ZOC_ATTR(op, name, kind, required, dflt, min, max, summary) \
-  {OpKind::op, {name, AttrKind::kind, required, static_cast<double>(dflt), min, max, summary}},
+  {OpKind::op,                                                       \
+   {name, AttrKind::kind, required, static_cast<double>(dflt), static_cast<double>(min), \
+    static_cast<double>(max), summary}},
 #include "compiler/ir/ops.def"
 };
 
@@ -75,8 +78,32 @@ std::string_view attr_kind_name(AttrKind kind) {
     case AttrKind::Pair: return "an integer or a pair [h, w]";
     case AttrKind::Bool: return "a boolean";
     case AttrKind::Float: return "a number";
+    case AttrKind::Init: return "an initialization scheme";
   }
   return "?";
+}
+
+namespace {
+constexpr std::pair<InitScheme, std::string_view> kInitNames[] = {
+    {InitScheme::kPytorchDefault, "pytorch"},
+    {InitScheme::kKaimingNormalFanOut, "kaiming_normal_fan_out"},
+    {InitScheme::kOnes, "ones"},
+    {InitScheme::kZeros, "zeros"},
+};
+}  // namespace
+
+std::string_view init_scheme_name(InitScheme scheme) {
+  for (const auto& [s, name] : kInitNames) {
+    if (s == scheme) return name;
+  }
+  return "?";
+}
+
+std::optional<InitScheme> init_scheme_from_name(std::string_view name) {
+  for (const auto& [s, n] : kInitNames) {
+    if (n == name) return s;
+  }
+  return std::nullopt;
 }
 
 }  // namespace zoc::ir

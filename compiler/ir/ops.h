@@ -16,7 +16,22 @@ enum class OpKind {
 #include "compiler/ir/ops.def"
 };
 
-enum class AttrKind { Int, Pair, Bool, Float };
+enum class AttrKind { Int, Pair, Bool, Float, Init };
+
+// How a layer's parameters are initialized when no weights file is given (the `init`
+// attribute of conv2d, linear and batchnorm2d, and ParamSpec::init per tensor). The
+// enumerators' order matters: an Init attribute's min/max in ops.def bound the schemes its op
+// accepts, the first of them being the op's PyTorch default.
+enum class InitScheme {
+  kPytorchDefault,       // reset_parameters(): conv/linear U(+-1/sqrt(fan_in)); BN by role
+  kKaimingNormalFanOut,  // N(0, 2/fan_out): kaiming_normal_(mode='fan_out', nonlinearity='relu')
+  kOnes,                 // the constant 1 (BatchNorm's default gamma)
+  kZeros,                // the constant 0 (zero-initialized residual gamma)
+};
+
+// The model file's spelling of a scheme ("pytorch", "kaiming_normal_fan_out", "ones", "zeros").
+std::string_view init_scheme_name(InitScheme scheme);
+std::optional<InitScheme> init_scheme_from_name(std::string_view name);
 
 // A default that means "absent unless given"; the op's shape rule resolves it.
 inline constexpr double kUnset = -1e300;

@@ -14,6 +14,7 @@ std::string format_value(const AttrValue& v) {
     case AttrKind::Bool: return v.i ? "true" : "false";
     case AttrKind::Pair: return fmt::format("{}x{}", v.pair.h, v.pair.w);
     case AttrKind::Float: return fmt::format("{:g}", v.f);
+    case AttrKind::Init: return std::string(init_scheme_name(static_cast<InitScheme>(v.i)));
   }
   return "?";
 }
@@ -69,9 +70,13 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
       for (const ParamSpec& p : n.params) {
         std::string shape;
         for (int64_t d : p.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-        out += fmt::format("      {} {} [{}]{}\n", p.trainable ? "param " : "buffer", p.name,
+        // A declared init shows; PyTorch's default (the usual case) does not.
+        out += fmt::format("      {} {} [{}]{}{}\n", p.trainable ? "param " : "buffer", p.name,
                            shape.empty() ? "scalar" : shape,
-                           p.dtype == DType::F32 ? "" : fmt::format(" {}", dtype_name(p.dtype)));
+                           p.dtype == DType::F32 ? "" : fmt::format(" {}", dtype_name(p.dtype)),
+                           p.init == InitScheme::kPytorchDefault
+                               ? ""
+                               : fmt::format(" init={}", init_scheme_name(p.init)));
       }
     }
   }

@@ -44,8 +44,12 @@ class Rule {
                               shape_str(shape), kMaxSampleBytes));
     }
     n_.params.push_back({(owner ? *owner : n_.name) + "." + suffix, dtype, std::move(shape),
-                         trainable, optional, role});
+                         trainable, optional, role, InitScheme::kPytorchDefault});
     return true;
+  }
+  // The layer's declared init (attribute `attr`), if any, for the parameter just declared.
+  void declared_init(std::string_view attr) {
+    if (auto scheme = n_.attrs.init(attr)) n_.params.back().init = *scheme;
   }
   bool set_output(std::vector<int64_t> dims, Layout layout) {
     for (int64_t d : dims) {
@@ -63,8 +67,10 @@ class Rule {
     return true;
   }
 
-  void bn_params(int64_t c, const std::string* owner) {
-    param("weight", {c}, ParamRole::kBnWeight, true, DType::F32, false, owner);
+  void bn_params(int64_t c, const std::string* owner, std::string_view init_attr) {
+    if (param("weight", {c}, ParamRole::kBnWeight, true, DType::F32, false, owner)) {
+      declared_init(init_attr);
+    }
     param("bias", {c}, ParamRole::kBnBias, true, DType::F32, false, owner);
     param("running_mean", {c}, ParamRole::kBnMean, false, DType::F32, false, owner);
     param("running_var", {c}, ParamRole::kBnVar, false, DType::F32, false, owner);
@@ -117,13 +123,14 @@ bool Rule::conv2d() {
         w, k.h, k.w, p.h, p.w, dl.h, dl.w));
   }
   if (!param("weight", {out_c, c / groups, k.h, k.w}, ParamRole::kWeight)) return false;
+  declared_init("init");
   if (a.b("bias")) param("bias", {out_c}, ParamRole::kBias);
   if (n_.op == OpKind::FusedConv2d) {
     // A folded BatchNorm's tensors keep the BN layer's names (fused_from[1], see
     // passes/fold_batchnorm.cpp); a residual input must match the output.
     if (a.has("bn_eps")) {
       if (n_.fused_from.size() < 2) return fail("folded BatchNorm without its layer name");
-      bn_params(out_c, &n_.fused_from[1]);
+      bn_params(out_c, &n_.fused_from[1], "bn_init");
     }
     if (n_.inputs.size() == 2 && in(1).dims != std::vector<int64_t>{out_c, *oh, *ow}) {
       return fail(fmt::format("residual input {} does not match the output {}",
@@ -135,7 +142,7 @@ bool Rule::conv2d() {
 
 bool Rule::batchnorm2d() {
   if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
-  bn_params(in(0).dims[0], nullptr);
+  bn_params(in(0).dims[0], nullptr, "init");
   return set_output(in(0).dims, in(0).layout);
 }
 
@@ -187,6 +194,7 @@ bool Rule::linear() {
   }
   const int64_t f = in(0).dims[0], out = n_.attrs.i("out_features");
   if (!param("weight", {out, f}, ParamRole::kWeight)) return false;
+  declared_init("init");
   if (n_.attrs.b("bias")) param("bias", {out}, ParamRole::kBias);
   return set_output({out}, Layout::NC);
 }

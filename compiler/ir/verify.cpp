@@ -16,6 +16,7 @@ bool attr_in_range(const AttrSpec& spec, const AttrValue& v) {
       return v.pair.h >= spec.min && v.pair.h <= spec.max && v.pair.w >= spec.min &&
              v.pair.w <= spec.max;
     case AttrKind::Float: return v.f >= spec.min && v.f <= spec.max;
+    case AttrKind::Init: return v.i >= spec.min && v.i <= spec.max;
   }
   return false;
 }

@@ -5,10 +5,11 @@
 // Let s[o] = gamma[o] / sqrt(var[o] + eps). Then
 //     y = conv(x, W * s[o]) + (b[o] - mean[o]) * s[o] + beta[o]
 // so W'[o, ...] = W[o, ...] * s[o] and b'[o] = (b[o] - mean[o]) * s[o] + beta[o] (b = 0 if the
-// conv has no bias). The IR records the fold (`bn_eps`, and the BN layer's name in
-// `fused_from`, from which shape inference lists the BN's tensors as the conv's parameters), and the arithmetic happens once, at load time, in double precision
-// (runtime/zoc/fold.h), so one weights file serves every precision and the file is never
-// rewritten.
+// conv has no bias). The IR records the fold (`bn_eps`, `bn_init` where the BN declares an
+// init, and the BN layer's name in `fused_from`, from which shape inference lists the BN's
+// tensors as the conv's parameters), and the arithmetic happens once, at load time, in double
+// precision (runtime/zoc/fold.h), so one weights file serves every precision and the file is
+// never rewritten.
 //
 // Preconditions, checked: the conv's only user is the BN (a conv output used elsewhere too
 // must stay unnormalized), the conv has no BN folded yet and nothing fused after it, and the
@@ -33,6 +34,8 @@ bool fold_batchnorm(ir::Graph& g, Diagnostics& diags) {
       continue;
     }
     conv.attrs.set("bn_eps", ir::AttrValue{ir::AttrKind::Float, 0, {}, bn.attrs.f("eps")});
+    // The BN's declared gamma init stays with its tensors (seeded weights of the folded graph).
+    if (const ir::AttrValue* init = bn.attrs.find("init")) conv.attrs.set("bn_init", *init);
     conv.fused_from.push_back(bn.name);
     ir::replace_uses(g, bn.output, conv_out);
     remove[i] = true;

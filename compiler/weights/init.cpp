@@ -1,8 +1,9 @@
-// Seeded default initialization and saving of weights (see weights.h).
+// Seeded initialization and saving of weights (see weights.h).
 //
-// The rules and the random streams are in runtime/zoc/init.h, shared with the generated
-// constructors, so `zoc run` without weights and a generated model built with the same seed
-// start from identical numbers.
+// The rules and the random streams are in runtime/zoc/init.h, shared with the generated code;
+// init_choice() here is the one mapping from a parameter's declared scheme and role to a rule,
+// so `zoc run` without weights and a generated trainer built with the same seed start from
+// identical numbers.
 #include "compiler/support/checked_math.h"
 #include "compiler/weights/weights.h"
 #include "zoc/init.h"
@@ -10,25 +11,54 @@
 
 namespace zoc {
 
+InitChoice init_choice(const ir::Node& node, const ir::ParamSpec& param) {
+  // The fans of the node's own weight ([out, in/groups, kh, kw] or [out, in]); a folded BN's
+  // tensors sit beside a conv weight but only ever take the constants.
+  int64_t fan_in = 0, fan_out = 0;
+  for (const ir::ParamSpec& w : node.params) {
+    if (w.role != ir::ParamRole::kWeight || w.shape.size() < 2) continue;
+    const int64_t numel = checked_product_of(w.shape).value_or(0);
+    fan_in = w.shape[0] > 0 ? numel / w.shape[0] : 0;
+    fan_out = w.shape[1] > 0 ? numel / w.shape[1] : 0;
+    break;
+  }
+  switch (param.init) {
+    case ir::InitScheme::kKaimingNormalFanOut: return {InitRule::kNormalFanOut, fan_out};
+    case ir::InitScheme::kOnes: return {InitRule::kOnes, 0};
+    case ir::InitScheme::kZeros: return {InitRule::kZeros, 0};
+    case ir::InitScheme::kPytorchDefault: break;
+  }
+  switch (param.role) {
+    case ir::ParamRole::kWeight:
+    case ir::ParamRole::kBias: return {InitRule::kUniformFanIn, fan_in};
+    case ir::ParamRole::kBnWeight:
+    case ir::ParamRole::kBnVar: return {InitRule::kOnes, 0};
+    case ir::ParamRole::kBnBias:
+    case ir::ParamRole::kBnMean:
+    case ir::ParamRole::kBnCount: return {InitRule::kZeros, 0};
+  }
+  return {InitRule::kZeros, 0};
+}
+
+const char* init_rule_cpp(InitRule rule) {
+  switch (rule) {
+    case InitRule::kUniformFanIn: return "zoc::InitRule::kUniformFanIn";
+    case InitRule::kOnes: return "zoc::InitRule::kOnes";
+    case InitRule::kZeros: return "zoc::InitRule::kZeros";
+    case InitRule::kNormalFanOut: return "zoc::InitRule::kNormalFanOut";
+  }
+  return "zoc::InitRule::kZeros";
+}
+
 Weights init_weights(const ir::Graph& graph, uint64_t seed) {
   Weights w;
   for (const ir::Node& node : graph.nodes) {
-    int64_t fan_in = 0;
-    if (!node.params.empty() && node.params.front().role == ir::ParamRole::kWeight) {
-      const auto& ws = node.params.front().shape;  // [out, in/groups, kh, kw] or [out, in]
-      fan_in = checked_product_of(ws).value_or(0) / ws[0];
-    }
     for (const ir::ParamSpec& p : node.params) {
       if (p.dtype != ir::DType::F32) continue;
       const int64_t count = checked_product_of(p.shape).value_or(0);
       std::vector<float> values(static_cast<size_t>(count));
-      InitRule rule = InitRule::kUniformFanIn;
-      if (p.role == ir::ParamRole::kBnWeight || p.role == ir::ParamRole::kBnVar) {
-        rule = InitRule::kOnes;
-      } else if (p.role == ir::ParamRole::kBnBias || p.role == ir::ParamRole::kBnMean) {
-        rule = InitRule::kZeros;
-      }
-      init_tensor(seed, p.name, rule, fan_in, values.data(), count);
+      const InitChoice c = init_choice(node, p);
+      init_tensor(seed, p.name, c.rule, c.fan, values.data(), count);
       w.tensors.emplace(p.name, std::move(values));
     }
   }

@@ -13,6 +13,7 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/support/diagnostics.h"
+#include "zoc/init.h"
 
 namespace zoc {
 
@@ -36,8 +37,24 @@ struct LoadWeightsOptions {
 std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& path,
                                     Diagnostics& diags, const LoadWeightsOptions& options = {});
 
-// PyTorch's default initialization, drawn from a seeded generator (see init.cpp for the exact
-// rules). The same seed gives the same bytes on every platform.
+// How one parameter is drawn without a weights file: a zoc/init.h rule and the fan it takes
+// (fan_in for kUniformFanIn, fan_out for kNormalFanOut, 0 for the constants). The one place
+// that maps a ParamSpec's InitScheme and role to a rule; `zoc init-weights`, `zoc run`,
+// `zoc grad` and the generated trainer all ask it.
+struct InitChoice {
+  InitRule rule = InitRule::kUniformFanIn;
+  int64_t fan = 0;
+  bool operator==(const InitChoice&) const = default;
+};
+// `param` must be one of `node.params` (its fans come from the node's weight tensor:
+// fan_in = numel / shape[0], fan_out = numel / shape[1], as torch.nn.init computes them).
+InitChoice init_choice(const ir::Node& node, const ir::ParamSpec& param);
+
+// The rule as C++ source for generated code: "zoc::InitRule::kNormalFanOut".
+const char* init_rule_cpp(InitRule rule);
+
+// Seeded initialization of every float parameter by init_choice(): PyTorch's defaults unless a
+// layer declares another `init`. The same seed gives the same bytes on every platform.
 Weights init_weights(const ir::Graph& graph, uint64_t seed);
 
 // Writes the weights as safetensors with state_dict names (float32, plus num_batches_tracked

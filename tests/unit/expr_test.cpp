@@ -57,6 +57,24 @@ TEST(Expr, Errors) {
   EXPECT_NE(eval_err("").find("expected a value"), std::string::npos);
 }
 
+// Strings only choose among names (`init`): literals, params, ==, != and ?:.
+TEST(Expr, StringsChooseAmongNames) {
+  const ExprEnv env = {{"zero", ExprValue{true}}, {"scheme", ExprValue{std::string("pytorch")}}};
+  EXPECT_EQ(eval_ok("zero ? 'zeros' : 'ones'", env).as_string(), "zeros");
+  EXPECT_EQ(eval_ok("!zero ? \"zeros\" : \"ones\"", env).as_string(), "ones");
+  EXPECT_EQ(eval_ok("scheme", env).as_string(), "pytorch");
+  EXPECT_TRUE(eval_ok("scheme == 'pytorch'", env).as_bool());
+  EXPECT_TRUE(eval_ok("scheme != 'zeros'", env).as_bool());
+  EXPECT_EQ(eval_ok("''").as_string(), "");
+  EXPECT_EQ(eval_ok("'a b'").str(), "'a b'");
+  EXPECT_NE(eval_err("'open").find("unterminated string"), std::string::npos);
+  EXPECT_NE(eval_err("'a' + 'b'").find("needs integers"), std::string::npos);
+  EXPECT_NE(eval_err("'a' < 'b'").find("needs integers"), std::string::npos);
+  EXPECT_NE(eval_err("!'a'").find("needs booleans"), std::string::npos);
+  EXPECT_NE(eval_err("'a' == 1").find("one type"), std::string::npos);
+  EXPECT_NE(eval_err("scheme ? 1 : 2", env).find("must be a boolean"), std::string::npos);
+}
+
 TEST(Expr, DeepNestingIsAnErrorNotAStackOverflow) {
   const std::string deep = std::string(10000, '(') + "1" + std::string(10000, ')');
   EXPECT_NE(eval_err(deep).find("nested too deeply"), std::string::npos);

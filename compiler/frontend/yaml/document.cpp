@@ -270,7 +270,8 @@ bool is_identifier(std::string_view s) {
 
 std::optional<ExprValue> eval_scalar(const std::string& file, const YAML::Node& node,
                                      const ExprEnv& env, const std::string& what,
-                                     Diagnostics& diags, const char* expected) {
+                                     Diagnostics& diags, const char* expected,
+                                     bool allow_string) {
   const SourceLoc loc = loc_of(file, node);
   if (!node.IsScalar()) {
     diags.error(loc, fmt::format("{} must be a single value", what));
@@ -314,6 +315,7 @@ std::optional<ExprValue> eval_scalar(const std::string& file, const YAML::Node& 
     return std::nullopt;
   }
   if (ec != std::errc() || ptr != end || text.empty()) {
+    if (allow_string) return ExprValue{text};
     diags.error(loc, fmt::format("{} must be {}, got '{}'", what, expected, text));
     return std::nullopt;
   }

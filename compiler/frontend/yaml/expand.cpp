@@ -109,6 +109,24 @@ std::optional<ir::AttrValue> parse_attr(Ctx& c, const YAML::Node& node, const Ex
       out.pair = {*v, *v};
       return out;
     }
+    case ir::AttrKind::Init: {
+      // A scheme by name: a literal, a string param or an expression giving one.
+      auto v = eval_scalar(c.file, node, env, what, c.diags, "", /*allow_string=*/true);
+      if (!v) return std::nullopt;
+      std::string allowed;
+      for (auto s = static_cast<int>(spec.min); s <= static_cast<int>(spec.max); ++s) {
+        if (!allowed.empty()) allowed += s == static_cast<int>(spec.max) ? " or " : ", ";
+        allowed += ir::init_scheme_name(static_cast<ir::InitScheme>(s));
+      }
+      const auto scheme = v->is_string() ? ir::init_scheme_from_name(v->as_string()) : std::nullopt;
+      if (!scheme || static_cast<int>(*scheme) < spec.min || static_cast<int>(*scheme) > spec.max) {
+        c.diags.error(loc_of(c.file, node),
+                      fmt::format("{} must be {}, got {}", what, allowed, v->str()));
+        return std::nullopt;
+      }
+      out.i = static_cast<int64_t>(*scheme);
+      return out;
+    }
     case ir::AttrKind::Float: {
       if (!node.IsScalar()) {
         c.diags.error(loc_of(c.file, node), fmt::format("{} must be a number", what));
@@ -376,10 +394,20 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
       std::vector<std::string> names;
       for (const ir::AttrSpec& s : info.attrs) names.emplace_back(s.name);
       const std::string hint = closest_match(m.key, names);
+      // No near miss: say which ops do take it (`init` on a relu).
+      std::string owners;
+      for (const ir::OpInfo& other : ir::all_ops()) {
+        if (other.user && ir::find_attr(other.kind, m.key)) {
+          owners += fmt::format("{}{}", owners.empty() ? "" : ", ", other.name);
+        }
+      }
       c_.diags.error(loc_of(c_.file, m.key_node),
                      fmt::format("layer '{}': unknown attribute '{}' for {}{}", full, m.key,
                                  info.name,
-                                 hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+                                 !hint.empty()     ? fmt::format(" (did you mean '{}'?)", hint)
+                                 : owners.empty() ? ""
+                                                  : fmt::format(" (it is an attribute of {})",
+                                                                owners)));
       ok = false;
       continue;
     }
@@ -390,6 +418,8 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
       ok = false;
       continue;
     }
+    // An Init attribute naming the op's PyTorch default is left out: absence means it (ops.def).
+    if (spec->kind == ir::AttrKind::Init && v->i == static_cast<int64_t>(spec->min)) continue;
     attrs.set(spec->name, *v);
   }
   for (const ir::AttrSpec& spec : info.attrs) {
@@ -509,10 +539,12 @@ std::optional<int> ScopeExpander::expand_nested(Entry& e, const std::vector<MapE
         std::optional<ExprValue> v;
         if (given) {
           v = eval_scalar(c_.file, given->value, caller_env,
-                          fmt::format("layer '{}': argument '{}'", full, pname), c_.diags);
+                          fmt::format("layer '{}': argument '{}'", full, pname), c_.diags,
+                          "an integer or a boolean", /*allow_string=*/true);
         } else if (dflt) {
           v = eval_scalar(def->file, *dflt, c_.ex.globals,
-                          fmt::format("block '{}': default of '{}'", def->name, pname), c_.diags);
+                          fmt::format("block '{}': default of '{}'", def->name, pname), c_.diags,
+                          "an integer or a boolean", /*allow_string=*/true);
         } else {
           c_.diags.error(loc_of(c_.file, e.key),
                          fmt::format("layer '{}': block '{}' needs argument '{}'", full, def->name,

@@ -1,5 +1,6 @@
 // A recursive-descent evaluator for the model format's expressions (see expr.h). Precedence,
-// lowest first: ?:, ||, &&, == !=, < <= > >=, + -, * / %, unary - !.
+// lowest first: ?:, ||, &&, == !=, < <= > >=, + -, * / %, unary - !. String literals are
+// quoted with ' or " and have no escapes.
 #include "compiler/frontend/yaml/expr.h"
 
 #include <cctype>
@@ -207,6 +208,13 @@ class Parser {
       }
       return ExprValue{n};
     }
+    if (c == '\'' || c == '"') {
+      const size_t end = s_.find(c, pos_ + 1);
+      if (end == std::string_view::npos) return err("unterminated string");
+      const std::string text(s_.substr(pos_ + 1, end - pos_ - 1));
+      pos_ = end + 1;
+      return ExprValue{text};
+    }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       const size_t start = pos_;
       while (pos_ < s_.size() &&
@@ -234,6 +242,7 @@ class Parser {
 }  // namespace
 
 std::string ExprValue::str() const {
+  if (is_string()) return "'" + as_string() + "'";
   return is_int() ? std::to_string(as_int()) : (as_bool() ? "true" : "false");
 }
 

@@ -4,6 +4,8 @@
 // Parameterised blocks need a little arithmetic (a bottleneck's output is 4 x planes, the first
 // block of a stage strides) and nothing more, so this is integers and booleans with the usual
 // C operators, overflow-checked, and no way to loop, call or reach outside the given names.
+// Strings exist only to choose among named options (`init`): a quoted literal ('zeros'), a
+// string param, `==`/`!=` and `?:`; no operator builds or takes apart a string.
 #pragma once
 
 #include <cstdint>
@@ -16,15 +18,17 @@
 
 namespace zoc::yaml {
 
-// An expression value: an integer or a boolean.
+// An expression value: an integer, a boolean or a string.
 struct ExprValue {
-  std::variant<int64_t, bool> v;
+  std::variant<int64_t, bool, std::string> v;
 
   bool is_int() const { return v.index() == 0; }
   bool is_bool() const { return v.index() == 1; }
+  bool is_string() const { return v.index() == 2; }
   int64_t as_int() const { return std::get<0>(v); }
   bool as_bool() const { return std::get<1>(v); }
-  std::string str() const;
+  const std::string& as_string() const { return std::get<2>(v); }
+  std::string str() const;  // 42, true, 'text'
 };
 
 using ExprEnv = std::map<std::string, ExprValue, std::less<>>;

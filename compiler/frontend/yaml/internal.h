@@ -33,11 +33,13 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 
 // A located view of a scalar: evaluates `$name`, `${expr}` or a literal integer/boolean.
 // `what` names the thing being read for the error message ("attribute 'stride'"), `expected`
-// what a literal must be ("an integer").
+// what a literal must be ("an integer"). With `allow_string`, any other literal is a string
+// (params, block arguments and `init` take names such as `kaiming_normal_fan_out`).
 std::optional<ExprValue> eval_scalar(const std::string& file, const YAML::Node& node,
                                      const ExprEnv& env, const std::string& what,
                                      Diagnostics& diags,
-                                     const char* expected = "an integer or a boolean");
+                                     const char* expected = "an integer or a boolean",
+                                     bool allow_string = false);
 std::optional<int64_t> eval_int(const std::string& file, const YAML::Node& node,
                                 const ExprEnv& env, const std::string& what, Diagnostics& diags);
 std::optional<bool> eval_bool(const std::string& file, const YAML::Node& node,

@@ -178,7 +178,8 @@ bool Loader::parse_params(const std::string& file, const YAML::Node& params) {
   if (!entries) return false;
   bool ok = true;
   for (const MapEntry& m : *entries) {
-    auto v = eval_scalar(file, m.value, ex_.globals, fmt::format("param '{}'", m.key), diags_);
+    auto v = eval_scalar(file, m.value, ex_.globals, fmt::format("param '{}'", m.key), diags_,
+                         "an integer or a boolean", /*allow_string=*/true);
     if (!v) {
       ok = false;
       continue;
@@ -266,6 +267,10 @@ std::optional<ir::Graph> Loader::run(const std::string& path) {
       diags_.error(SourceLoc{"--set", 0, 0},
                    fmt::format("'{}' is not a param of model '{}'{}", key, name,
                                hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+      continue;
+    }
+    if (it->second.is_string()) {  // a name such as kaiming_normal_fan_out, taken as written
+      it->second = ExprValue{text};
       continue;
     }
     auto v = eval_expr(text, {});

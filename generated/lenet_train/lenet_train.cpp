@@ -17,6 +17,7 @@ namespace zoc_model {
 namespace {
 constexpr float kOne = 1.0f, kZero = 0.0f;
 constexpr size_t kWorkspaceLimit = size_t(256) << 20;
+constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;
 }  // namespace
 
 const LenetTrainer::Param LenetTrainer::kParamTable[LenetTrainer::kNumParams] = {
@@ -33,12 +34,14 @@ const char* const LenetTrainer::kCounterNames[] = {
   nullptr,
 };
 
-zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::string& weights, uint64_t seed, int max_batch) {
+zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::string& weights, uint64_t seed, int max_batch, bool benchmark) {
   if (max_batch < 2 || max_batch > 65536) {
     return zoc::Error{"LenetTrainer: max_batch " + std::to_string(max_batch) + " is out of range 2..65536 (training-mode batch norm needs two samples)"};
   }
   std::unique_ptr<LenetTrainer> t(new LenetTrainer());
   t->max_batch_ = max_batch;
+  t->dropout_seed_ = seed;
+  t->benchmark_ = benchmark;
   const size_t B = size_t(max_batch);
   // Weights: every tensor checked by name, shape and dtype before anything is allocated.
   auto source = weights.empty() ? zoc::Expected<zoc::WeightSource>(zoc::WeightSource::seeded(seed))
@@ -58,14 +61,19 @@ zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::str
   ZOC_CUBLAS(cublasCreate(&t->cublas_), "init");
   // Exact fp32: no TF32 in cuBLAS either.
   ZOC_CUBLAS(cublasSetMathMode(t->cublas_, CUBLAS_PEDANTIC_MATH), "init");
+  // A fixed cuBLAS workspace: nothing is allocated while a step is captured.
+  ZOC_CUDA(cudaMalloc(&t->blas_workspace_, kBlasWorkspaceBytes), "init");
+  ZOC_CUBLAS(cublasSetWorkspace(t->cublas_, t->blas_workspace_, kBlasWorkspaceBytes), "init");
+  ZOC_CUDA(cudaMalloc(&t->draws_, sizeof(uint64_t)), "init");
+  ZOC_CUDA(cudaMemset(t->draws_, 0, sizeof(uint64_t)), "init");
   ZOC_CUDA(cudaMalloc(&t->params_, kParamElements * sizeof(float)), "init");
   ZOC_CUDA(cudaMalloc(&t->grads_, kParamElements * sizeof(float)), "init");
   ZOC_CUDA(cudaMalloc(&t->momenta_, kParamElements * sizeof(float)), "init");
   ZOC_CUDA(cudaMemset(t->grads_, 0, kParamElements * sizeof(float)), "init");
   ZOC_CUDA(cudaMemset(t->momenta_, 0, kParamElements * sizeof(float)), "init");
   ZOC_CUDA(cudaMemcpy(t->params_, host.data(), kParamElements * sizeof(float), cudaMemcpyHostToDevice), "init");
-  ZOC_CUDA(cudaMalloc(&t->acts_, size_t(87514) * B * sizeof(float)), "init");
-  ZOC_CUDA(cudaMalloc(&t->dacts_, size_t(87514) * B * sizeof(float)), "init");
+  ZOC_CUDA(cudaMalloc(&t->acts_, size_t(88538) * B * sizeof(float)), "init");
+  ZOC_CUDA(cudaMalloc(&t->dacts_, size_t(88538) * B * sizeof(float)), "init");
   ZOC_CUDA(cudaMalloc(&t->saved_, size_t(1) * sizeof(float)), "init");
   ZOC_CUDA(cudaMalloc(&t->loss_rows_, B * sizeof(float)), "init");
   ZOC_CUDA(cudaMalloc(&t->loss_, sizeof(float)), "init");
@@ -76,12 +84,13 @@ zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::str
   ZOC_TRY(t->relu2_.create(CUDNN_ACTIVATION_RELU, 12544, "relu2"));
   ZOC_TRY(t->pool2_.create(CUDNN_POOLING_MAX_DETERMINISTIC, 2, 2, 0, 0, 2, 2, 64, 14, 14, 7, 7, "pool2"));
   ZOC_TRY(t->relu3_.create(CUDNN_ACTIVATION_RELU, 1024, "relu3"));
-  ZOC_TRY(t->describe(max_batch));
+  ZOC_TRY(t->describe(max_batch));  // with benchmark: times the candidates once
   if (t->workspace_need_ > 0) {  // allocated once: step() never allocates
     ZOC_CUDA(cudaMalloc(&t->workspace_, t->workspace_need_), "init");
     t->workspace_bytes_ = t->workspace_need_;
   }
   t->sized_ = true;
+  t->device_bytes_ = 3 * kParamElements * sizeof(float) + 2 * size_t(88538) * B * sizeof(float) + size_t(1) * sizeof(float) + (B + 1) * sizeof(float) + t->workspace_bytes_ + kBlasWorkspaceBytes + sizeof(uint64_t);
   return t;
 }
 
@@ -93,7 +102,7 @@ LenetTrainer::~LenetTrainer() {
   relu2_.destroy();
   pool2_.destroy();
   relu3_.destroy();
-  for (void* q : {(void*)params_, (void*)grads_, (void*)momenta_, (void*)acts_, (void*)dacts_, (void*)saved_, (void*)loss_rows_, (void*)loss_, workspace_}) {
+  for (void* q : {(void*)params_, (void*)grads_, (void*)momenta_, (void*)acts_, (void*)dacts_, (void*)saved_, (void*)loss_rows_, (void*)loss_, workspace_, blas_workspace_, (void*)draws_}) {
     if (q) cudaFree(q);
   }
   if (cublas_) cublasDestroy(cublas_);
@@ -107,11 +116,11 @@ zoc::Status LenetTrainer::describe(int n) {
   batch_ = 0;
   const size_t workspace_limit = sized_ ? workspace_bytes_ : kWorkspaceLimit;
   size_t need = 0;
-  ZOC_TRY(conv1_.describe(cudnn_, n, workspace_limit, "conv1"));
+  ZOC_TRY(conv1_.describe(cudnn_, n, workspace_limit, benchmark_, "conv1"));
   need = std::max(need, conv1_.workspace);
   ZOC_TRY(relu1_.describe(n, "relu1"));
   ZOC_TRY(pool1_.describe(n, "pool1"));
-  ZOC_TRY(conv2_.describe(cudnn_, n, workspace_limit, "conv2"));
+  ZOC_TRY(conv2_.describe(cudnn_, n, workspace_limit, benchmark_, "conv2"));
   need = std::max(need, conv2_.workspace);
   ZOC_TRY(relu2_.describe(n, "relu2"));
   ZOC_TRY(pool2_.describe(n, "pool2"));
@@ -138,6 +147,7 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
   (void)g;
   (void)s;
 
+  ZOC_CUDA(train_kernels::count_step(draws_, stream), "step");  // this step's masks
   // ---- forward, training mode
   // input: the caller's fp32 NCHW batch, copied into the arena  (models/lenet.yaml:10:8)
   ZOC_CUDA(cudaMemcpyAsync(a + size_t(0) * B, input, size_t(n) * 784 * sizeof(float), cudaMemcpyDeviceToDevice, stream), "input");
@@ -159,20 +169,23 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
   ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(85456) * B, p + 3263360, n, 1024, stream), "fc1");
   // relu3: relu  (models/lenet.yaml:20:5)
   ZOC_TRY(relu3_.forward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, "relu3"));
-  // dropout: the identity (dropout's masks are not drawn by zoc's trainer yet)  (models/lenet.yaml:21:5)
+  // dropout: p = 0.5, a mask drawn from (seed, step, element) by zoc/train_kernels.cuh  (models/lenet.yaml:21:5)
+  ZOC_CUDA(train_kernels::dropout(a + size_t(86480) * B, a + size_t(87504) * B, int64_t(n) * 1024, dropout_ ? 0.5f : 0.0f, dropout_seed_, draws_, false, stream), "dropout");
   // fc2: linear 1024 -> 10: y = x W^T + b  (models/lenet.yaml:22:5)
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, p + 3264384, 1024, a + size_t(86480) * B, 1024, &kZero, a + size_t(87504) * B, 10), "fc2");
-  ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(87504) * B, p + 3274624, n, 10, stream), "fc2");
+  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, p + 3264384, 1024, a + size_t(87504) * B, 1024, &kZero, a + size_t(88528) * B, 10), "fc2");
+  ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(88528) * B, p + 3274624, n, 10, stream), "fc2");
 
   // ---- loss: mean softmax cross-entropy, and its gradient
-  ZOC_CUDA(cudaMemsetAsync(dacts_, 0, size_t(87514) * B * sizeof(float), stream), "loss");
-  ZOC_CUDA(train_kernels::softmax_xent(a + size_t(87504) * B, labels, n, kClasses, loss_rows_, loss_, d + size_t(87504) * B, stream), "loss");
+  ZOC_CUDA(cudaMemsetAsync(dacts_, 0, size_t(88538) * B * sizeof(float), stream), "loss");
+  ZOC_CUDA(train_kernels::softmax_xent(a + size_t(88528) * B, labels, n, kClasses, loss_rows_, loss_, d + size_t(88528) * B, stream), "loss");
 
   // ---- backward, in reverse
   // fc2: dx += dy W; dW = dy^T x; db = column sums of dy  (models/lenet.yaml:22:5)
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, 1024, n, 10, &kOne, p + 3264384, 1024, d + size_t(87504) * B, 10, &kOne, d + size_t(86480) * B, 1024), "fc2");
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, 1024, 10, n, &kOne, a + size_t(86480) * B, 1024, d + size_t(87504) * B, 10, &kZero, g + 3264384, 1024), "fc2");
-  ZOC_CUDA(train_kernels::sum_rows(d + size_t(87504) * B, g + 3274624, n, 10, stream), "fc2");
+  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, 1024, n, 10, &kOne, p + 3264384, 1024, d + size_t(88528) * B, 10, &kOne, d + size_t(87504) * B, 1024), "fc2");
+  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, 1024, 10, n, &kOne, a + size_t(87504) * B, 1024, d + size_t(88528) * B, 10, &kZero, g + 3264384, 1024), "fc2");
+  ZOC_CUDA(train_kernels::sum_rows(d + size_t(88528) * B, g + 3274624, n, 10, stream), "fc2");
+  // dropout: dx += dy * the step's mask  (models/lenet.yaml:21:5)
+  ZOC_CUDA(train_kernels::dropout(d + size_t(87504) * B, d + size_t(86480) * B, int64_t(n) * 1024, dropout_ ? 0.5f : 0.0f, dropout_seed_, draws_, true, stream), "dropout");
   // relu3: dx += relu'(dy)  (models/lenet.yaml:20:5)
   ZOC_TRY(relu3_.backward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, d + size_t(86480) * B, d + size_t(85456) * B, "relu3"));
   // fc1: dx += dy W; dW = dy^T x; db = column sums of dy  (models/lenet.yaml:19:5)
@@ -195,14 +208,57 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
 }
 
 zoc::Status LenetTrainer::sgd(float lr, float momentum, float weight_decay, cudaStream_t stream) {
-  ZOC_CUDA(train_kernels::sgd(params_ + 0, grads_ + 0, momenta_ + 0, 800, lr, momentum, weight_decay, stream), "conv1.weight");
-  ZOC_CUDA(train_kernels::sgd(params_ + 800, grads_ + 800, momenta_ + 800, 32, lr, momentum, weight_decay, stream), "conv1.bias");
-  ZOC_CUDA(train_kernels::sgd(params_ + 832, grads_ + 832, momenta_ + 832, 51200, lr, momentum, weight_decay, stream), "conv2.weight");
-  ZOC_CUDA(train_kernels::sgd(params_ + 52032, grads_ + 52032, momenta_ + 52032, 64, lr, momentum, weight_decay, stream), "conv2.bias");
-  ZOC_CUDA(train_kernels::sgd(params_ + 52096, grads_ + 52096, momenta_ + 52096, 3211264, lr, momentum, weight_decay, stream), "fc1.weight");
-  ZOC_CUDA(train_kernels::sgd(params_ + 3263360, grads_ + 3263360, momenta_ + 3263360, 1024, lr, momentum, weight_decay, stream), "fc1.bias");
-  ZOC_CUDA(train_kernels::sgd(params_ + 3264384, grads_ + 3264384, momenta_ + 3264384, 10240, lr, momentum, weight_decay, stream), "fc2.weight");
-  ZOC_CUDA(train_kernels::sgd(params_ + 3274624, grads_ + 3274624, momenta_ + 3274624, 10, lr, momentum, weight_decay, stream), "fc2.bias");
+  // Every trainable tensor at once: they lie together at the front of params_.
+  ZOC_CUDA(train_kernels::sgd(params_, grads_, momenta_, kTrainableElements, lr, momentum, weight_decay, stream), "sgd");
+  return zoc::Status::success();
+}
+
+zoc::Status LenetTrainer::evaluate(const float* input, int n, cudaStream_t stream) {
+  if (n < 1 || n > max_batch_) {
+    return zoc::Error{"LenetTrainer::evaluate: batch " + std::to_string(n) + " is out of range 1.." + std::to_string(max_batch_)};
+  }
+  if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time
+  ZOC_CUDNN(cudnnSetStream(cudnn_, stream), "evaluate");
+  ZOC_CUBLAS(cublasSetStream(cublas_, stream), "evaluate");
+  const size_t B = size_t(max_batch_);
+  float* const a = acts_;
+  float* const p = params_;
+  (void)p;
+  // input: the caller's fp32 NCHW batch, copied into the arena  (models/lenet.yaml:10:8)
+  ZOC_CUDA(cudaMemcpyAsync(a + size_t(0) * B, input, size_t(n) * 784 * sizeof(float), cudaMemcpyDeviceToDevice, stream), "input");
+  // conv1: conv 5x5/1, 1->32 + bias  (models/lenet.yaml:12:5)
+  ZOC_TRY(conv1_.forward(cudnn_, a + size_t(0) * B, p + 0, p + 800, a + size_t(784) * B, workspace_, workspace_bytes_, "conv1"));
+  // relu1: relu  (models/lenet.yaml:13:5)
+  ZOC_TRY(relu1_.forward(cudnn_, a + size_t(784) * B, a + size_t(25872) * B, "relu1"));
+  // pool1: maxpool2d 2x2/2  (models/lenet.yaml:14:5)
+  ZOC_TRY(pool1_.forward(cudnn_, a + size_t(25872) * B, a + size_t(50960) * B, "pool1"));
+  // conv2: conv 5x5/1, 32->64 + bias  (models/lenet.yaml:15:5)
+  ZOC_TRY(conv2_.forward(cudnn_, a + size_t(50960) * B, p + 832, p + 52032, a + size_t(57232) * B, workspace_, workspace_bytes_, "conv2"));
+  // relu2: relu  (models/lenet.yaml:16:5)
+  ZOC_TRY(relu2_.forward(cudnn_, a + size_t(57232) * B, a + size_t(69776) * B, "relu2"));
+  // pool2: maxpool2d 2x2/2  (models/lenet.yaml:17:5)
+  ZOC_TRY(pool2_.forward(cudnn_, a + size_t(69776) * B, a + size_t(82320) * B, "pool2"));
+  // flatten: a view of its input (NCHW order is the flattened order)  (models/lenet.yaml:18:5)
+  // fc1: linear 3136 -> 1024: y = x W^T + b  (models/lenet.yaml:19:5)
+  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 1024, n, 3136, &kOne, p + 52096, 3136, a + size_t(82320) * B, 3136, &kZero, a + size_t(85456) * B, 1024), "fc1");
+  ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(85456) * B, p + 3263360, n, 1024, stream), "fc1");
+  // relu3: relu  (models/lenet.yaml:20:5)
+  ZOC_TRY(relu3_.forward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, "relu3"));
+  // dropout: dropout is the identity in evaluation  (models/lenet.yaml:21:5)
+  ZOC_CUDA(train_kernels::dropout(a + size_t(86480) * B, a + size_t(87504) * B, int64_t(n) * 1024, 0.0f, 0, nullptr, false, stream), "dropout");
+  // fc2: linear 1024 -> 10: y = x W^T + b  (models/lenet.yaml:22:5)
+  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, p + 3264384, 1024, a + size_t(87504) * B, 1024, &kZero, a + size_t(88528) * B, 10), "fc2");
+  ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(88528) * B, p + 3274624, n, 10, stream), "fc2");
+  return zoc::Status::success();
+}
+
+zoc::Status LenetTrainer::metrics(const int32_t* labels, int n, bool add_loss, double* sums, unsigned long long* counts, cudaStream_t stream) {
+  ZOC_CUDA(train_kernels::metrics(logits(), labels, n, kClasses, add_loss ? loss_ : nullptr, sums, counts, stream), "metrics");
+  return zoc::Status::success();
+}
+
+zoc::Status LenetTrainer::set_steps(uint64_t steps) {
+  ZOC_CUDA(cudaMemcpy(draws_, &steps, sizeof steps, cudaMemcpyHostToDevice), "set_steps");
   return zoc::Status::success();
 }
 }  // namespace zoc_model

@@ -22,6 +22,7 @@ namespace zoc_model {
 
 class LenetTrainer {
    public:
+  static constexpr const char* kModelName = "lenet";
   static constexpr int kInputC = 1, kInputH = 28, kInputW = 28, kClasses = 10;
   struct Param {
     const char* name;  // state_dict name
@@ -33,13 +34,17 @@ class LenetTrainer {
   };
   static constexpr int kNumParams = 8;
   static constexpr size_t kParamElements = 3274634;
+  // The trainable parameters come first: [0, kTrainableElements) of params() and grads().
+  static constexpr size_t kTrainableElements = 3274634;
   static const Param kParamTable[kNumParams];
   // BatchNorm's num_batches_tracked names (int64 scalars in a state_dict), nullptr-ended.
   static const char* const kCounterNames[];
 
   // weights: a safetensors file with state_dict names, or empty for PyTorch's default
   // initialization drawn with `seed` (zoc/init.h). Steps take up to max_batch samples.
-  static zoc::Expected<std::unique_ptr<LenetTrainer>> create(const std::string& weights, uint64_t seed, int max_batch);
+  // benchmark: pick each convolution's algorithms by timing cuDNN's exact fp32 candidates
+  // (as cudnn.benchmark), else by cuDNN's heuristics.
+  static zoc::Expected<std::unique_ptr<LenetTrainer>> create(const std::string& weights, uint64_t seed, int max_batch, bool benchmark = true);
   ~LenetTrainer();
   LenetTrainer(const LenetTrainer&) = delete;
   LenetTrainer& operator=(const LenetTrainer&) = delete;
@@ -47,14 +52,32 @@ class LenetTrainer {
   // Forward in training mode on input [n, C, H, W] (fp32, device) and labels [n] (int32,
   // device, each below kClasses), the mean cross-entropy, and backward: grads() then holds
   // every parameter's gradient, and BatchNorm running statistics are updated. On `stream`.
+  // Once a batch size is described, step() only enqueues work: it may be captured in a
+  // CUDA graph (the cuBLAS workspace is fixed; dropout draws from a device counter).
   zoc::Status step(const float* input, const int32_t* labels, int n, cudaStream_t stream);
   // PyTorch's SGD (dampening 0, no Nesterov) on every trainable parameter.
   zoc::Status sgd(float lr, float momentum, float weight_decay, cudaStream_t stream);
+  // Forward in evaluation mode (running statistics; dropout the identity) on input
+  // [n, C, H, W], 1 <= n <= max_batch: logits() then holds [n, kClasses].
+  zoc::Status evaluate(const float* input, int n, cudaStream_t stream);
+  // Device counters for an epoch's log: counts[0] += the rows of logits() whose first
+  // largest logit is labels[row]; with add_loss, sums[0] += loss()[0]. Nothing waits.
+  zoc::Status metrics(const int32_t* labels, int n, bool add_loss, double* sums,
+                      unsigned long long* counts, cudaStream_t stream);
+  // Dropout in step(): on by default; off makes it the identity, as the CPU oracle
+  // (zoc grad) and tools/train/grad_reference.py treat it. Masks are drawn from
+  // (seed, number of steps taken, element); set_steps() continues a resumed run.
+  void set_dropout(bool on) { dropout_ = on; }
+  zoc::Status set_steps(uint64_t steps);
 
+  float* params() { return params_; }  // PyTorch layout, kParamTable's offsets
   const float* params() const { return params_; }
+  float* momenta() { return momenta_; }  // SGD's momentum buffers, same layout
   const float* grads() const { return grads_; }
   const float* loss() const { return loss_; }  // [1], the last step's
-  const float* logits() const { return acts_ + size_t(87504) * max_batch_; }  // [n, kClasses]
+  // Every byte this trainer holds on the device (a static plan: fixed at create()).
+  size_t device_bytes() const { return device_bytes_; }
+  const float* logits() const { return acts_ + size_t(88528) * max_batch_; }  // [n, kClasses]
 
    private:
   LenetTrainer() = default;
@@ -65,7 +88,7 @@ class LenetTrainer {
   float* params_ = nullptr;    // kParamElements: weights and BatchNorm running statistics
   float* grads_ = nullptr;     // kParamElements
   float* momenta_ = nullptr;   // kParamElements
-  float* acts_ = nullptr;      // every value, 87514 floats per sample
+  float* acts_ = nullptr;      // every value, 88538 floats per sample
   float* dacts_ = nullptr;     // their gradients, same layout
   float* saved_ = nullptr;     // BatchNorm saved mean and inverse deviation, 0 floats
   float* loss_rows_ = nullptr; // [max_batch]
@@ -74,6 +97,12 @@ class LenetTrainer {
   size_t workspace_bytes_ = 0;
   size_t workspace_need_ = 0;  // what the last describe() chose
   bool sized_ = false;         // the workspace is allocated: describe() picks within it
+  size_t device_bytes_ = 0;
+  bool dropout_ = true;
+  uint64_t dropout_seed_ = 0;  // create()'s seed
+  uint64_t* draws_ = nullptr;  // [1] on the device: steps taken, each draws its own masks
+  void* blas_workspace_ = nullptr;
+  bool benchmark_ = true;
   zoc::train::Conv conv1_;
   zoc::train::Activation relu1_;
   zoc::train::Pool pool1_;

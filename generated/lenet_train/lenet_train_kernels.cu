@@ -27,4 +27,13 @@ cudaError_t accumulate(float* dst, const float* src, int64_t count, cudaStream_t
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay, cudaStream_t stream) {
   return zoc::train_kernels::launch_sgd(w, g, v, count, lr, momentum, weight_decay, stream);
 }
+cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, bool accumulate, cudaStream_t stream) {
+  return zoc::train_kernels::launch_dropout(x, y, count, p, seed, draw, accumulate, stream);
+}
+cudaError_t count_step(uint64_t* draws, cudaStream_t stream) {
+  return zoc::train_kernels::launch_count_step(draws, stream);
+}
+cudaError_t metrics(const float* logits, const int32_t* labels, int64_t rows, int64_t classes, const float* loss, double* sums, unsigned long long* counts, cudaStream_t stream) {
+  return zoc::train_kernels::launch_metrics(logits, labels, rows, classes, loss, sums, counts, stream);
+}
 }  // namespace zoc_model::train_kernels

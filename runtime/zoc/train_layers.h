@@ -6,7 +6,8 @@
 // Conventions every backward call here follows: parameter gradients are overwritten (beta 0);
 // the gradient of a layer's input is *added* to (beta 1), because a value with several users (a
 // residual block's input) collects one contribution from each, and the trainer zeroes all value
-// gradients at the start of a step. Algorithms come from cuDNN's heuristics, restricted to FMA
+// gradients at the start of a step. Algorithms come from cuDNN's heuristics or its timing (see
+// Conv::describe), restricted to FMA
 // (non-tensor-core) math and, as in inference, to no FFT or Winograd, within the workspace.
 // Needs cudnn.h only.
 #pragma once
@@ -55,30 +56,39 @@ class Conv {
     return set4d(b_, 1, g.k, 1, 1, layer);
   }
 
-  // Describes batch n and picks the first exact algorithm of each direction that fits.
-  Status describe(cudnnHandle_t h, int n, size_t workspace_limit, const char* layer) {
+  // Describes batch n and picks, for each direction, the first exact algorithm that fits of
+  // cuDNN's candidates: ranked by its heuristics, or with `benchmark` by timing each once (as
+  // PyTorch's cudnn.benchmark; cuDNN allocates the buffers it times with).
+  Status describe(cudnnHandle_t h, int n, size_t workspace_limit, bool benchmark,
+                  const char* layer) {
     ZOC_TRY(set4d(x_, n, g_.c, g_.h, g_.w, layer));
     ZOC_TRY(set4d(y_, n, g_.k, g_.out_h, g_.out_w, layer));
     workspace = 0;
     int got = 0;
     cudnnConvolutionFwdAlgoPerf_t f[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    ZOC_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(h, x_, w_, conv_, y_,
-                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, f),
+    constexpr int kF = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    ZOC_CUDNN(benchmark ? cudnnFindConvolutionForwardAlgorithm(h, x_, w_, conv_, y_, kF, &got, f)
+                        : cudnnGetConvolutionForwardAlgorithm_v7(h, x_, w_, conv_, y_, kF, &got, f),
               layer);
     if (!pick(f, got, workspace_limit, &fwd_)) {
       return none(layer, "forward", n, workspace_limit);
     }
     cudnnConvolutionBwdDataAlgoPerf_t d[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    ZOC_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                  h, w_, y_, conv_, x_, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, d),
+    constexpr int kD = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+    ZOC_CUDNN(benchmark
+                  ? cudnnFindConvolutionBackwardDataAlgorithm(h, w_, y_, conv_, x_, kD, &got, d)
+                  : cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_, y_, conv_, x_, kD, &got, d),
               layer);
     if (!pick(d, got, workspace_limit, &bwd_data_)) {
       return none(layer, "backward-data", n, workspace_limit);
     }
     cudnnConvolutionBwdFilterAlgoPerf_t w[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    ZOC_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                  h, x_, y_, conv_, w_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, w),
-              layer);
+    constexpr int kW = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+    ZOC_CUDNN(
+        benchmark
+            ? cudnnFindConvolutionBackwardFilterAlgorithm(h, x_, y_, conv_, w_, kW, &got, w)
+            : cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x_, y_, conv_, w_, kW, &got, w),
+        layer);
     if (!pick(w, got, workspace_limit, &bwd_filter_)) {
       return none(layer, "backward-filter", n, workspace_limit);
     }
@@ -178,6 +188,18 @@ class BatchNorm {
     ZOC_CUDNN(cudnnBatchNormalizationForwardTraining(
                   h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_, x, x_, y, p_, gamma, beta,
                   momentum_, running_mean, running_var, eps_, save_mean, save_invstd),
+              layer);
+    return Status::success();
+  }
+
+  // Evaluation mode: y = (x - running_mean) / sqrt(running_var + eps) * gamma + beta.
+  Status forward_inference(cudnnHandle_t h, const float* x, float* y, const float* gamma,
+                           const float* beta, const float* running_mean,
+                           const float* running_var, const char* layer) const {
+    const float one = 1.0f, zero = 0.0f;
+    ZOC_CUDNN(cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_,
+                                                      x, x_, y, p_, gamma, beta, running_mean,
+                                                      running_var, eps_),
               layer);
     return Status::success();
   }

@@ -1,9 +1,18 @@
-// The command-line runner of generated trainers (issue 8), for any generated Trainer class: one
-// batch from a safetensors file (the file tools/train/grad_reference.py writes), one training
-// step's loss, logits and gradients written in the same layout, so that the two can be compared
-// tensor by tensor; optionally K SGD steps on that batch and the final weights as a
-// safetensors checkpoint with state_dict names (loadable by PyTorch and by zoc's inference code).
+// The command-line runner of generated trainers (issue 8), for any generated Trainer class, in
+// two modes:
 //
+// Train (zoc/train_fit.h): epochs over a data set, per-epoch CSV/JSON, checkpoints, resume.
+//   <model>_train --data DIR [--dataset fashion-mnist|mnist|cifar10] [--epochs 5] [--batch 128]
+//                 [--lr 0.1] [--momentum 0.9] [--weight-decay 5e-4]
+//                 [--schedule cosine|step|constant] [--seed 0] [--weights W] [--no-dropout]
+//                 [--mean M[,M,M] --std S[,S,S]] [--max-steps K] [--csv F] [--json F]
+//                 [--checkpoint C] [--resume C] [--no-graph] [--no-benchmark]
+//
+// One batch: one batch from a safetensors file (the file tools/train/grad_reference.py
+// writes), one training step's loss, logits and gradients written in the same layout, so that
+// the two can be compared tensor by tensor (dropout off, as the reference's); optionally K SGD
+// steps on that batch and the final weights as a safetensors checkpoint with state_dict names
+// (loadable by PyTorch and by zoc's inference code).
 //   <model>_train --batch-file B --out G [--weights W | --seed S] [--steps K --lr 0.1
 //                 --momentum 0.9 --weight-decay 5e-4 --weights-out C]
 //
@@ -12,10 +21,12 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,6 +34,7 @@
 #include "zoc/expected.h"
 #include "zoc/safetensors.h"
 #include "zoc/train_batch.h"
+#include "zoc/train_fit.h"
 
 namespace zoc {
 
@@ -31,30 +43,99 @@ struct TrainArgs {
   uint64_t seed = 0;
   int steps = 0;
   float lr = 0.1f, momentum = 0.9f, weight_decay = 5e-4f;
+  bool fit = false;  // --data given: the epoch loop, with `fit`'s settings
+  FitArgs fit_args;
 };
+
+namespace detail {
+inline std::vector<float> float_list(const std::string& v) {
+  std::vector<float> out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t end = std::min(v.find(',', start), v.size());
+    size_t used = 0;
+    const std::string item = v.substr(start, end - start);
+    out.push_back(std::stof(item, &used));
+    if (used != item.size()) throw std::invalid_argument(item);
+    start = end + 1;
+  }
+  return out;
+}
+}  // namespace detail
 
 inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
   TrainArgs a;
+  FitArgs& f = a.fit_args;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
+    if (k == "--no-dropout" || k == "--no-graph" || k == "--no-benchmark") {
+      (k == "--no-dropout" ? f.dropout : k == "--no-graph" ? f.graph : f.benchmark) = false;
+      continue;
+    }
     if (i + 1 >= argc) return Error{"option " + k + " needs a value"};
     const std::string v = argv[++i];
+    auto whole = [&](auto parse) {  // the whole value must be the number
+      size_t used = 0;
+      auto x = parse(v, &used);
+      if (used != v.size()) throw std::invalid_argument(v);
+      return x;
+    };
+    auto to_int = [](const std::string& s, size_t* u) { return std::stoi(s, u); };
+    auto to_u64 = [](const std::string& s, size_t* u) { return std::stoull(s, u); };
+    auto to_double = [](const std::string& s, size_t* u) { return std::stod(s, u); };
     try {
-      if (k == "--weights") a.weights = v;
+      if (k == "--weights") a.weights = f.weights = v;
       else if (k == "--batch-file") a.batch_file = v;
       else if (k == "--out") a.out = v;
       else if (k == "--weights-out") a.weights_out = v;
-      else if (k == "--seed") a.seed = std::stoull(v);
-      else if (k == "--steps") a.steps = std::stoi(v);
-      else if (k == "--lr") a.lr = std::stof(v);
-      else if (k == "--momentum") a.momentum = std::stof(v);
-      else if (k == "--weight-decay") a.weight_decay = std::stof(v);
+      else if (k == "--seed") a.seed = f.seed = whole(to_u64);
+      else if (k == "--steps") a.steps = whole(to_int);
+      else if (k == "--lr") { f.lr = whole(to_double); a.lr = float(f.lr); }
+      else if (k == "--momentum") { f.momentum = whole(to_double); a.momentum = float(f.momentum); }
+      else if (k == "--weight-decay") {
+        f.weight_decay = whole(to_double);
+        a.weight_decay = float(f.weight_decay);
+      }
+      else if (k == "--data") { f.data = v; a.fit = true; }
+      else if (k == "--dataset") f.dataset = v;
+      else if (k == "--epochs") f.epochs = whole(to_int);
+      else if (k == "--batch") f.batch = whole(to_int);
+      else if (k == "--max-steps") f.max_steps = whole(to_int);
+      else if (k == "--schedule") f.schedule = v;
+      else if (k == "--csv") f.csv = v;
+      else if (k == "--json") f.json = v;
+      else if (k == "--checkpoint") f.checkpoint = v;
+      else if (k == "--resume") f.resume = v;
+      else if (k == "--mean") f.mean = detail::float_list(v);
+      else if (k == "--std") f.stddev = detail::float_list(v);
       else return Error{"unknown option " + k};
     } catch (const std::exception&) {
-      return Error{"option " + k + ": '" + v + "' is not a number"};
+      return Error{"option " + k + ": '" + v + "' is not a valid number"};
     }
   }
-  if (a.batch_file.empty() || a.out.empty()) return Error{"--batch-file and --out are required"};
+  if (a.fit) {
+    if (!a.batch_file.empty() || !a.out.empty()) {
+      return Error{"--data (train) and --batch-file/--out (one batch) are different modes"};
+    }
+    if (f.epochs < 1 || f.epochs > 100000) return Error{"--epochs must be in 1..100000"};
+    if (f.batch < 2 || f.batch > 65536) {
+      return Error{"--batch must be in 2..65536 (training-mode batch norm needs two samples)"};
+    }
+    if (f.max_steps < 0) return Error{"--max-steps must be >= 0"};
+    if (f.schedule != "cosine" && f.schedule != "step" && f.schedule != "constant") {
+      return Error{"--schedule " + f.schedule + ": expected cosine, step or constant"};
+    }
+    if (!(f.lr > 0) || !(f.momentum >= 0) || !(f.weight_decay >= 0)) {
+      return Error{"--lr must be positive, --momentum and --weight-decay non-negative"};
+    }
+    if (!f.resume.empty() && !f.weights.empty()) {
+      return Error{"--resume already gives the weights: drop --weights"};
+    }
+    return a;
+  }
+  if (a.batch_file.empty() || a.out.empty()) {
+    return Error{"either --data DIR (train) or --batch-file B --out G (one batch) is required"};
+  }
   if (a.steps < 0 || a.steps > 100000) return Error{"--steps must be in 0..100000"};
   return a;
 }
@@ -65,8 +146,9 @@ Status run_train(const TrainArgs& a) {
                           Trainer::kClasses);
   if (!batch) return batch.error();
   const int n = static_cast<int>(batch->shape[0]);
-  auto trainer = Trainer::create(a.weights, a.seed, n);
+  auto trainer = Trainer::create(a.weights, a.seed, n, a.fit_args.benchmark);
   if (!trainer) return trainer.error();
+  (*trainer)->set_dropout(false);  // as grad_reference.py and `zoc grad`: dropout the identity
   struct Device {  // released on every return
     float* x = nullptr;
     int32_t* y = nullptr;
@@ -166,7 +248,9 @@ Status run_train(const TrainArgs& a) {
 template <class Trainer>
 int run_train_main(int argc, char** argv) {
   auto args = parse_train_args(argc, argv);
-  Status s = args ? run_train<Trainer>(*args) : Status(args.error());
+  Status s = !args       ? Status(args.error())
+             : args->fit ? run_fit<Trainer>(args->fit_args)
+                         : run_train<Trainer>(*args);
   if (!s) {
     std::fprintf(stderr, "%s: error: %s\n", argc > 0 ? argv[0] : "trainer", s.error().message.c_str());
     return 1;

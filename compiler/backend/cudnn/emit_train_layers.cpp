@@ -24,7 +24,7 @@ bool TrainerEmitter::emit_node(const ir::Node& n) {
       create_.line("ZOC_TRY(t->{}_.create({{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}, {}));",
                    i, in[0], in[1], in[2], out[0], k.h, k.w, p.h, p.w, s.h, s.w, d.h, d.w,
                    a.i("groups"), out[1], out[2], lit(n));
-      describe_.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, {}));", i, lit(n));
+      describe_.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, benchmark_, {}));", i, lit(n));
       describe_.line("need = std::max(need, {}_.workspace);", i);
       destroy_.line("{}_.destroy();", i);
       const bool bias = a.b("bias");
@@ -47,6 +47,11 @@ bool TrainerEmitter::emit_node(const ir::Node& n) {
                     A(n.inputs[0]), A(n.output), P(n.name + ".weight"), P(n.name + ".bias"),
                     P(n.name + ".running_mean"), P(n.name + ".running_var"), bn_save_.at(&n),
                     bn_save_.at(&n) + in[0], lit(n));
+      eval_only_ = true;
+      comment(eval_node_, n, "batch norm with the running statistics");
+      eval_node_.line("ZOC_TRY({}_.forward_inference(cudnn_, {}, {}, {}, {}, {}, {}, {}));", i,
+                      A(n.inputs[0]), A(n.output), P(n.name + ".weight"), P(n.name + ".bias"),
+                      P(n.name + ".running_mean"), P(n.name + ".running_var"), lit(n));
       return true;
     }
     case ir::OpKind::Relu:
@@ -117,9 +122,21 @@ bool TrainerEmitter::emit_node(const ir::Node& n) {
     case ir::OpKind::Flatten:
       comment(forward_, n, "a view of its input (NCHW order is the flattened order)");
       return true;
-    case ir::OpKind::Dropout:
-      comment(forward_, n, "the identity (dropout's masks are not drawn by zoc's trainer yet)");
+    case ir::OpKind::Dropout: {
+      const int64_t count = g_.type(n.output).sample_numel();
+      comment(forward_, n, fmt::format("p = {:.9g}, a mask drawn from (seed, step, element) by "
+                                       "zoc/train_kernels.cuh", a.f("p")));
+      has_dropout_ = true;
+      forward_.line("ZOC_CUDA(train_kernels::dropout({}, {}, int64_t(n) * {}, dropout_ ? {:.9g}f : "
+                    "0.0f, dropout_seed_, draws_, false, stream), {});",
+                    A(n.inputs[0]), A(n.output), count, a.f("p"), lit(n));
+      eval_only_ = true;
+      comment(eval_node_, n, "dropout is the identity in evaluation");
+      eval_node_.line("ZOC_CUDA(train_kernels::dropout({}, {}, int64_t(n) * {}, 0.0f, 0, nullptr, "
+                      "false, stream), {});",
+                      A(n.inputs[0]), A(n.output), count, lit(n));
       return true;
+    }
     case ir::OpKind::Softmax:
       if (n.output == g_.outputs[0]) {
         comment(forward_, n, "not computed: the loss takes the logits before it");
@@ -201,8 +218,16 @@ void TrainerEmitter::emit_backward(const ir::Node& n) {
       }
       return;
     }
+    case ir::OpKind::Dropout:
+      if (!needs_grad_[static_cast<size_t>(n.inputs[0])]) return;
+      comment(backward_, n, "dx += dy * the step's mask");
+      backward_.line("ZOC_CUDA(train_kernels::dropout({}, {}, int64_t(n) * {}, dropout_ ? {:.9g}f : "
+                     "0.0f, dropout_seed_, draws_, true, stream), {});",
+                     D(n.output), D(n.inputs[0]), g_.type(n.output).sample_numel(), a.f("p"),
+                     lit(n));
+      return;
     default:
-      return;  // Flatten, Dropout: they share their input's gradient buffer
+      return;  // Flatten: it shares its input's gradient buffer
   }
 }
 

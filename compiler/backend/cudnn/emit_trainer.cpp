@@ -3,8 +3,11 @@
 // layer's training-mode forward call, softmax cross-entropy on the logits, then every layer's
 // backward call in reverse order; sgd() is PyTorch's SGD with momentum and weight decay.
 //
-// Memory is static and simple: one buffer per value (all kept for the backward pass; Flatten and
-// Dropout alias their input), one gradient buffer per value in a second arena (zeroed at the
+// evaluate() is the same forward in evaluation mode (running statistics, dropout the identity),
+// and metrics() counts the epoch's loss and correct rows on the device.
+//
+// Memory is static and simple: one buffer per value (all kept for the backward pass; Flatten
+// aliases its input), one gradient buffer per value in a second arena (zeroed at the
 // start of a step; backward calls add into it, so a value with several users collects each
 // contribution), and parameters, their gradients and momenta in three buffers of one layout,
 // PyTorch's (KCRS weights, [out, in] matrices), so that checkpoints are plain state_dicts.
@@ -14,6 +17,7 @@
 
 #include "compiler/backend/cudnn/train_emitter.h"
 #include "compiler/ir/printer.h"
+#include "compiler/weights/weights.h"
 #include "zoc/init.h"
 
 namespace zoc::cudnn {
@@ -37,7 +41,8 @@ bool TrainerEmitter::plan() {
   // Layer members are <id>_: ids never take the names of the class's own members.
   std::set<std::string> used = {"max_batch", "batch",   "cudnn", "cublas",    "params",
                                 "grads",     "momenta", "acts",  "dacts",     "saved",
-                                "loss_rows", "loss",    "workspace", "workspace_bytes"};
+                                "loss_rows", "loss",    "workspace", "workspace_bytes",
+                                "dropout",   "dropout_seed", "draws", "device_bytes"};
   for (const ir::Node& n : g_.nodes) {
     std::string ident = sanitize_identifier(n.name);
     for (int k = 2; !used.insert(ident).second; ++k) {
@@ -45,7 +50,7 @@ bool TrainerEmitter::plan() {
     }
     ids_[&n] = ident;
     if (n.op == ir::OpKind::Input) input_ = n.output;
-    if (n.op == ir::OpKind::Flatten || n.op == ir::OpKind::Dropout) {
+    if (n.op == ir::OpKind::Flatten) {
       alias_[static_cast<size_t>(n.output)] = alias_[static_cast<size_t>(n.inputs[0])];
     }
     if (&n == &last && n.op == ir::OpKind::Softmax) continue;  // not computed: the loss reads z
@@ -55,23 +60,28 @@ bool TrainerEmitter::plan() {
     }
     for (const ir::ParamSpec& p : n.params) {
       if (p.dtype != ir::DType::F32) continue;  // num_batches_tracked: counted by the runner
-      ParamSlot s{p.name, param_elements_, 1, p.shape, p.trainable, "zoc::InitRule::kUniformFanIn", 0};
+      // Seeded initialization as the model declares it (compiler/weights: init_choice).
+      const InitChoice init = init_choice(n, p);
+      ParamSlot s{p.name, param_elements_, 1, p.shape, p.trainable, init_rule_cpp(init.rule),
+                  init.fan};
       for (int64_t d : p.shape) s.count *= d;
-      if (p.role == ir::ParamRole::kBnWeight || p.role == ir::ParamRole::kBnVar) {
-        s.rule = "zoc::InitRule::kOnes";
-      } else if (p.role == ir::ParamRole::kBnBias || p.role == ir::ParamRole::kBnMean) {
-        s.rule = "zoc::InitRule::kZeros";
-      } else {
-        s.fan_in = fan_in_of(n, p);
-      }
       param_index_[p.name] = params_.size();
       params_.push_back(s);
       param_elements_ += s.count;
+      if (s.trainable) trainable_elements_ += s.count;
     }
     if (n.op == ir::OpKind::BatchNorm2d) {
       bn_save_[&n] = bn_save_elements_;
       bn_save_elements_ += 2 * g_.type(n.output).dims[0];
     }
+  }
+  // Trainable parameters first, then the running statistics, each group in model order: SGD is
+  // then one launch over [0, kTrainableElements).
+  int64_t next_trainable = 0, next_state = trainable_elements_;
+  for (ParamSlot& s : params_) {
+    int64_t& next = s.trainable ? next_trainable : next_state;
+    s.offset = next;
+    next += s.count;
   }
   // Which values need a gradient: those downstream of a parameter (the input's does not).
   needs_grad_.assign(g_.values.size(), false);
@@ -87,7 +97,14 @@ bool TrainerEmitter::plan() {
 std::optional<Generated> TrainerEmitter::run() {
   if (!plan()) return std::nullopt;
   bool ok = true;
-  for (const ir::Node& n : g_.nodes) ok = emit_node(n) && ok;
+  for (const ir::Node& n : g_.nodes) {
+    forward_ = CodeWriter();
+    eval_node_ = CodeWriter();
+    eval_only_ = false;
+    ok = emit_node(n) && ok;
+    train_forward_.append(forward_);
+    eval_forward_.append(eval_only_ ? eval_node_ : forward_);
+  }
   if (!ok) return std::nullopt;
   for (size_t k = g_.nodes.size(); k-- > 0;) emit_backward(g_.nodes[k]);
 
@@ -123,6 +140,7 @@ std::optional<Generated> TrainerEmitter::run() {
     h.blank();
     auto c = h.block("class " + cls, "};");
     h.raw_line(" public:");
+    h.line("static constexpr const char* kModelName = \"{}\";", sanitize_comment(g_.name));
     h.line("static constexpr int kInputC = {}, kInputH = {}, kInputW = {}, kClasses = {};", in[0],
            in[1], in[2], classes_);
     h.line("struct Param {{");
@@ -135,14 +153,18 @@ std::optional<Generated> TrainerEmitter::run() {
     h.line("}};");
     h.line("static constexpr int kNumParams = {};", params_.size());
     h.line("static constexpr size_t kParamElements = {};", param_elements_);
+    h.line("// The trainable parameters come first: [0, kTrainableElements) of params() and grads().");
+    h.line("static constexpr size_t kTrainableElements = {};", trainable_elements_);
     h.line("static const Param kParamTable[kNumParams];");
     h.line("// BatchNorm's num_batches_tracked names (int64 scalars in a state_dict), nullptr-ended.");
     h.line("static const char* const kCounterNames[];");
     h.blank();
     h.line("// weights: a safetensors file with state_dict names, or empty for PyTorch's default");
     h.line("// initialization drawn with `seed` (zoc/init.h). Steps take up to max_batch samples.");
+    h.line("// benchmark: pick each convolution's algorithms by timing cuDNN's exact fp32 candidates");
+    h.line("// (as cudnn.benchmark), else by cuDNN's heuristics.");
     h.line("static zoc::Expected<std::unique_ptr<{}>> create(const std::string& weights, "
-           "uint64_t seed, int max_batch);",
+           "uint64_t seed, int max_batch, bool benchmark = true);",
            cls);
     h.line("~{}();", cls);
     h.line("{0}(const {0}&) = delete;", cls);
@@ -151,13 +173,31 @@ std::optional<Generated> TrainerEmitter::run() {
     h.line("// Forward in training mode on input [n, C, H, W] (fp32, device) and labels [n] (int32,");
     h.line("// device, each below kClasses), the mean cross-entropy, and backward: grads() then holds");
     h.line("// every parameter's gradient, and BatchNorm running statistics are updated. On `stream`.");
+    h.line("// Once a batch size is described, step() only enqueues work: it may be captured in a");
+    h.line("// CUDA graph (the cuBLAS workspace is fixed; dropout draws from a device counter).");
     h.line("zoc::Status step(const float* input, const int32_t* labels, int n, cudaStream_t stream);");
     h.line("// PyTorch's SGD (dampening 0, no Nesterov) on every trainable parameter.");
     h.line("zoc::Status sgd(float lr, float momentum, float weight_decay, cudaStream_t stream);");
+    h.line("// Forward in evaluation mode (running statistics; dropout the identity) on input");
+    h.line("// [n, C, H, W], 1 <= n <= max_batch: logits() then holds [n, kClasses].");
+    h.line("zoc::Status evaluate(const float* input, int n, cudaStream_t stream);");
+    h.line("// Device counters for an epoch's log: counts[0] += the rows of logits() whose first");
+    h.line("// largest logit is labels[row]; with add_loss, sums[0] += loss()[0]. Nothing waits.");
+    h.line("zoc::Status metrics(const int32_t* labels, int n, bool add_loss, double* sums,");
+    h.line("                    unsigned long long* counts, cudaStream_t stream);");
+    h.line("// Dropout in step(): on by default; off makes it the identity, as the CPU oracle");
+    h.line("// (zoc grad) and tools/train/grad_reference.py treat it. Masks are drawn from");
+    h.line("// (seed, number of steps taken, element); set_steps() continues a resumed run.");
+    h.line("void set_dropout(bool on) {{ dropout_ = on; }}");
+    h.line("zoc::Status set_steps(uint64_t steps);");
     h.blank();
+    h.line("float* params() {{ return params_; }}  // PyTorch layout, kParamTable's offsets");
     h.line("const float* params() const {{ return params_; }}");
+    h.line("float* momenta() {{ return momenta_; }}  // SGD's momentum buffers, same layout");
     h.line("const float* grads() const {{ return grads_; }}");
     h.line("const float* loss() const {{ return loss_; }}  // [1], the last step's");
+    h.line("// Every byte this trainer holds on the device (a static plan: fixed at create()).");
+    h.line("size_t device_bytes() const {{ return device_bytes_; }}");
     h.line("const float* logits() const {{ return acts_ + size_t({}) * max_batch_; }}  // [n, kClasses]",
            act_off_.at(root(logits_)));
     h.blank();
@@ -180,6 +220,12 @@ std::optional<Generated> TrainerEmitter::run() {
     h.line("size_t workspace_bytes_ = 0;");
     h.line("size_t workspace_need_ = 0;  // what the last describe() chose");
     h.line("bool sized_ = false;         // the workspace is allocated: describe() picks within it");
+    h.line("size_t device_bytes_ = 0;");
+    h.line("bool dropout_ = true;");
+    h.line("uint64_t dropout_seed_ = 0;  // create()'s seed");
+    h.line("uint64_t* draws_ = nullptr;  // [1] on the device: steps taken, each draws its own masks");
+    h.line("void* blas_workspace_ = nullptr;");
+    h.line("bool benchmark_ = true;");
     h.append(members_);
   }
 
@@ -200,6 +246,7 @@ std::optional<Generated> TrainerEmitter::run() {
     c.line("namespace {{");
     c.line("constexpr float kOne = 1.0f, kZero = 0.0f;");
     c.line("constexpr size_t kWorkspaceLimit = size_t(256) << 20;");
+    c.line("constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;");
     c.line("}}  // namespace");
     c.blank();
     {
@@ -225,7 +272,7 @@ std::optional<Generated> TrainerEmitter::run() {
     c.blank();
     {
       auto f = c.block(fmt::format("zoc::Expected<std::unique_ptr<{0}>> {0}::create(const std::string& "
-                                   "weights, uint64_t seed, int max_batch)",
+                                   "weights, uint64_t seed, int max_batch, bool benchmark)",
                                    cls));
       c.line("if (max_batch < 2 || max_batch > 65536) {{");
       c.line("  return zoc::Error{{\"{}: max_batch \" + std::to_string(max_batch) + \" is out of range "
@@ -234,6 +281,8 @@ std::optional<Generated> TrainerEmitter::run() {
       c.line("}}");
       c.line("std::unique_ptr<{0}> t(new {0}());", cls);
       c.line("t->max_batch_ = max_batch;");
+      c.line("t->dropout_seed_ = seed;");
+      c.line("t->benchmark_ = benchmark;");
       c.line("const size_t B = size_t(max_batch);");
       c.line("// Weights: every tensor checked by name, shape and dtype before anything is allocated.");
       c.line("auto source = weights.empty() ? zoc::Expected<zoc::WeightSource>(zoc::WeightSource::seeded(seed))");
@@ -244,7 +293,7 @@ std::optional<Generated> TrainerEmitter::run() {
         std::string shape;
         for (int64_t d : p.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
         c.line("ZOC_TRY(source->fill(\"{}\", {{{}}}, {}, {}, host.data() + {}));",
-               sanitize_comment(p.name), shape, p.rule, p.fan_in, p.offset);
+               sanitize_comment(p.name), shape, p.rule, p.fan, p.offset);
       }
       for (const ir::Node& n : g_.nodes) {
         for (const ir::ParamSpec& p : n.params) {
@@ -256,6 +305,12 @@ std::optional<Generated> TrainerEmitter::run() {
       c.line("ZOC_CUBLAS(cublasCreate(&t->cublas_), \"init\");");
       c.line("// Exact fp32: no TF32 in cuBLAS either.");
       c.line("ZOC_CUBLAS(cublasSetMathMode(t->cublas_, CUBLAS_PEDANTIC_MATH), \"init\");");
+      c.line("// A fixed cuBLAS workspace: nothing is allocated while a step is captured.");
+      c.line("ZOC_CUDA(cudaMalloc(&t->blas_workspace_, kBlasWorkspaceBytes), \"init\");");
+      c.line("ZOC_CUBLAS(cublasSetWorkspace(t->cublas_, t->blas_workspace_, kBlasWorkspaceBytes), "
+             "\"init\");");
+      c.line("ZOC_CUDA(cudaMalloc(&t->draws_, sizeof(uint64_t)), \"init\");");
+      c.line("ZOC_CUDA(cudaMemset(t->draws_, 0, sizeof(uint64_t)), \"init\");");
       c.line("ZOC_CUDA(cudaMalloc(&t->params_, kParamElements * sizeof(float)), \"init\");");
       c.line("ZOC_CUDA(cudaMalloc(&t->grads_, kParamElements * sizeof(float)), \"init\");");
       c.line("ZOC_CUDA(cudaMalloc(&t->momenta_, kParamElements * sizeof(float)), \"init\");");
@@ -272,12 +327,16 @@ std::optional<Generated> TrainerEmitter::run() {
       c.line("ZOC_CUDA(cudaMalloc(&t->loss_rows_, B * sizeof(float)), \"init\");");
       c.line("ZOC_CUDA(cudaMalloc(&t->loss_, sizeof(float)), \"init\");");
       c.append(create_);
-      c.line("ZOC_TRY(t->describe(max_batch));");
+      c.line("ZOC_TRY(t->describe(max_batch));  // with benchmark: times the candidates once");
       c.line("if (t->workspace_need_ > 0) {{  // allocated once: step() never allocates");
       c.line("  ZOC_CUDA(cudaMalloc(&t->workspace_, t->workspace_need_), \"init\");");
       c.line("  t->workspace_bytes_ = t->workspace_need_;");
       c.line("}}");
       c.line("t->sized_ = true;");
+      c.line("t->device_bytes_ = 3 * kParamElements * sizeof(float) + 2 * size_t({}) * B * sizeof(float) + "
+             "size_t({}) * sizeof(float) + (B + 1) * sizeof(float) + t->workspace_bytes_ + "
+             "kBlasWorkspaceBytes + sizeof(uint64_t);",
+             act_per_sample_, std::max<int64_t>(bn_save_elements_, 1));
       c.line("return t;");
     }
     c.blank();
@@ -285,7 +344,8 @@ std::optional<Generated> TrainerEmitter::run() {
       auto f = c.block(fmt::format("{0}::~{0}()", cls));
       c.append(destroy_);
       c.line("for (void* q : {{(void*)params_, (void*)grads_, (void*)momenta_, (void*)acts_, "
-             "(void*)dacts_, (void*)saved_, (void*)loss_rows_, (void*)loss_, workspace_}}) {{");
+             "(void*)dacts_, (void*)saved_, (void*)loss_rows_, (void*)loss_, workspace_, "
+             "blas_workspace_, (void*)draws_}}) {{");
       c.line("  if (q) cudaFree(q);");
       c.line("}}");
       c.line("if (cublas_) cublasDestroy(cublas_);");
@@ -328,8 +388,11 @@ std::optional<Generated> TrainerEmitter::run() {
       c.line("(void)g;");
       c.line("(void)s;");
       c.blank();
+      if (has_dropout_) {
+        c.line("ZOC_CUDA(train_kernels::count_step(draws_, stream), \"step\");  // this step's masks");
+      }
       c.line("// ---- forward, training mode");
-      c.append(forward_);
+      c.append(train_forward_);
       c.blank();
       c.line("// ---- loss: mean softmax cross-entropy, and its gradient");
       c.line("ZOC_CUDA(cudaMemsetAsync(dacts_, 0, size_t({}) * B * sizeof(float), stream), \"loss\");",
@@ -347,12 +410,46 @@ std::optional<Generated> TrainerEmitter::run() {
       auto f = c.block(fmt::format("zoc::Status {}::sgd(float lr, float momentum, float weight_decay, "
                                    "cudaStream_t stream)",
                                    cls));
-      for (const ParamSlot& p : params_) {
-        if (!p.trainable) continue;
-        c.line("ZOC_CUDA(train_kernels::sgd(params_ + {0}, grads_ + {0}, momenta_ + {0}, {1}, lr, "
-               "momentum, weight_decay, stream), \"{2}\");",
-               p.offset, p.count, sanitize_comment(p.name));
-      }
+      c.line("// Every trainable tensor at once: they lie together at the front of params_.");
+      c.line("ZOC_CUDA(train_kernels::sgd(params_, grads_, momenta_, kTrainableElements, lr, momentum, "
+             "weight_decay, stream), \"sgd\");");
+      c.line("return zoc::Status::success();");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Status {}::evaluate(const float* input, int n, "
+                                   "cudaStream_t stream)",
+                                   cls));
+      c.line("if (n < 1 || n > max_batch_) {{");
+      c.line("  return zoc::Error{{\"{}::evaluate: batch \" + std::to_string(n) + \" is out of range "
+             "1..\" + std::to_string(max_batch_)}};",
+             cls);
+      c.line("}}");
+      c.line("if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time");
+      c.line("ZOC_CUDNN(cudnnSetStream(cudnn_, stream), \"evaluate\");");
+      c.line("ZOC_CUBLAS(cublasSetStream(cublas_, stream), \"evaluate\");");
+      c.line("const size_t B = size_t(max_batch_);");
+      c.line("float* const a = acts_;");
+      c.line("float* const p = params_;");
+      c.line("(void)p;");
+      c.append(eval_forward_);
+      c.line("return zoc::Status::success();");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Status {}::metrics(const int32_t* labels, int n, bool "
+                                   "add_loss, double* sums, unsigned long long* counts, "
+                                   "cudaStream_t stream)",
+                                   cls));
+      c.line("ZOC_CUDA(train_kernels::metrics(logits(), labels, n, kClasses, add_loss ? loss_ : "
+             "nullptr, sums, counts, stream), \"metrics\");");
+      c.line("return zoc::Status::success();");
+    }
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Status {}::set_steps(uint64_t steps)", cls));
+      c.line("ZOC_CUDA(cudaMemcpy(draws_, &steps, sizeof steps, cudaMemcpyHostToDevice), "
+             "\"set_steps\");");
       c.line("return zoc::Status::success();");
     }
   }
@@ -381,6 +478,15 @@ std::optional<Generated> TrainerEmitter::run() {
        "float* w, const float* g, float* v, int64_t count, float lr, float momentum, float "
        "weight_decay, cudaStream_t stream",
        "w, g, v, count, lr, momentum, weight_decay, stream"},
+      {"dropout",
+       "const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, "
+       "bool accumulate, cudaStream_t stream",
+       "x, y, count, p, seed, draw, accumulate, stream"},
+      {"count_step", "uint64_t* draws, cudaStream_t stream", "draws, stream"},
+      {"metrics",
+       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, const float* "
+       "loss, double* sums, unsigned long long* counts, cudaStream_t stream",
+       "logits, labels, rows, classes, loss, sums, counts, stream"},
   };
   CodeWriter kh;
   kh.raw_line(head);
@@ -425,18 +531,6 @@ std::optional<Generated> TrainerEmitter::run() {
   add_runtime_files(gen.files);
   return gen;
 }
-
-int64_t fan_in_of(const ir::Node& n, const ir::ParamSpec& p) {
-  (void)p;
-  for (const ir::ParamSpec& q : n.params) {
-    if (q.role != ir::ParamRole::kWeight) continue;
-    int64_t f = 1;
-    for (size_t k = 1; k < q.shape.size(); ++k) f *= q.shape[k];
-    return f;  // PyTorch: in_channels / groups * kh * kw, or in_features
-  }
-  return 0;
-}
-
 
 }  // namespace train
 

@@ -21,7 +21,7 @@ struct ParamSlot {
   std::vector<int64_t> shape;
   bool trainable = true;
   std::string rule;  // zoc::InitRule used when no weights file is given
-  int64_t fan_in = 0;
+  int64_t fan = 0;   // its fan: fan_in (uniform) or fan_out (normal)
 };
 
 class TrainerEmitter {
@@ -64,17 +64,21 @@ class TrainerEmitter {
   int64_t act_per_sample_ = 0;
   std::vector<ParamSlot> params_;
   std::map<std::string, size_t> param_index_;
-  int64_t param_elements_ = 0;
+  int64_t param_elements_ = 0, trainable_elements_ = 0;
+  bool has_dropout_ = false;
   std::map<const ir::Node*, std::string> ids_;
   std::map<const ir::Node*, int64_t> bn_save_;  // per BN: offset of its saved statistics
   int64_t bn_save_elements_ = 0;
   std::vector<bool> needs_grad_;  // per value: on the path from a parameter to the loss
   ir::ValueId input_ = ir::kNoValue, logits_ = ir::kNoValue;
   int64_t classes_ = 0;
-  CodeWriter members_, create_, describe_, forward_, backward_, destroy_;
+  CodeWriter members_, create_, describe_, backward_, destroy_;
+  // Forward: emit_node writes one node's training-mode calls into forward_ and, where evaluation
+  // differs (batch norm, dropout), its evaluation calls into eval_node_ with eval_only_ set; run()
+  // collects them into train_forward_ and eval_forward_.
+  CodeWriter forward_, eval_node_, train_forward_, eval_forward_;
+  bool eval_only_ = false;
 };
 
-// fan_in for PyTorch's default init of a conv or linear weight/bias (zoc/init.h).
-int64_t fan_in_of(const ir::Node& n, const ir::ParamSpec& p);
 
 }  // namespace zoc::cudnn::train

@@ -1,5 +1,6 @@
 // The few custom kernels of generated trainers (issue 8), fp32: softmax cross-entropy with its
-// gradient, the linear layer's bias glue, elementwise adds, and the SGD update. cuDNN and cuBLAS
+// gradient, the linear layer's bias glue, elementwise adds, dropout, the per-epoch metrics and
+// the SGD update. cuDNN and cuBLAS
 // do the layers. Every kernel uses a grid-stride loop with 64-bit indices; every host launcher
 // takes a stream, launches nothing for empty work and returns cudaGetLastError(). Included by
 // the generated <model>_train_kernels.cu only (nvcc, C++17), whose functions call these.
@@ -90,6 +91,57 @@ __global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, fl
     w[i] -= lr * vi;
   }
 }
+
+// Dropout's mask, a pure function of (seed, draw, element): no mask is stored, backward
+// recomputes it. The element's 64-bit hash (SplitMix64's finalizer over seed, draw and index)
+// gives u = top 24 bits / 2^24 in [0, 1); the element is kept when u >= p and then scaled by
+// 1 / (1 - p), as PyTorch's dropout (whose masks come from its own generator and differ).
+__device__ inline float dropout_scale(uint64_t seed, uint64_t draw, int64_t i, float p) {
+  uint64_t z = seed * 0x9e3779b97f4a7c15ull + draw * 0xbf58476d1ce4e5b9ull + uint64_t(i);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  const float u = float(z >> 40) * 0x1.0p-24f;
+  return u >= p ? 1.0f / (1.0f - p) : 0.0f;
+}
+
+// Forward y = x * scale (p = 0: a copy); backward dx += dy * scale, the same mask.
+__global__ void dropout_kernel(const float* x, float* y, int64_t count, float p, uint64_t seed,
+                               const uint64_t* draws, bool accumulate) {
+  const uint64_t draw = p > 0.0f ? *draws : 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = p > 0.0f ? x[i] * dropout_scale(seed, draw, i, p) : x[i];
+    y[i] = accumulate ? y[i] + v : v;
+  }
+}
+
+// The step counter dropout draws from: one more per training step.
+__global__ void count_step_kernel(uint64_t* draws) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) ++draws[0];
+}
+
+// The epoch's running metrics, on the device so that no step waits for the host: sums[0] +=
+// loss[0] (when loss is given), and counts[0] += the rows whose first largest logit is the
+// label. One block; rows is a batch.
+__global__ void metrics_kernel(const float* logits, const int32_t* labels, int64_t rows,
+                               int64_t classes, const float* loss, double* sums,
+                               unsigned long long* counts) {
+  __shared__ unsigned int correct;
+  if (threadIdx.x == 0) correct = 0;
+  __syncthreads();
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    const float* z = logits + r * classes;
+    int64_t best = 0;
+    for (int64_t k = 1; k < classes; ++k) best = z[k] > z[best] ? k : best;
+    if (best == labels[r]) atomicAdd(&correct, 1u);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    counts[0] += correct;
+    if (loss) sums[0] += double(loss[0]);
+  }
+}
 }  // namespace detail
 
 inline cudaError_t launch_softmax_xent(const float* logits, const int32_t* labels, int64_t rows,
@@ -135,6 +187,29 @@ inline cudaError_t launch_sgd(float* w, const float* g, float* v, int64_t count,
   if (count <= 0) return cudaSuccess;
   detail::sgd_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(w, g, v, count, lr, momentum,
                                                                     weight_decay);
+  return cudaGetLastError();
+}
+
+// draws: the device step counter (read only when p > 0).
+inline cudaError_t launch_dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
+                                  const uint64_t* draws, bool accumulate, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  detail::dropout_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count, p, seed,
+                                                                        draws, accumulate);
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_count_step(uint64_t* draws, cudaStream_t stream) {
+  detail::count_step_kernel<<<1, 1, 0, stream>>>(draws);
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_metrics(const float* logits, const int32_t* labels, int64_t rows,
+                                  int64_t classes, const float* loss, double* sums,
+                                  unsigned long long* counts, cudaStream_t stream) {
+  if (rows <= 0) return cudaSuccess;
+  detail::metrics_kernel<<<1, 256, 0, stream>>>(logits, labels, rows, classes, loss, sums,
+                                                counts);
   return cudaGetLastError();
 }
 

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# The training baselines of issue 8 in one command on the GPU machine: build the LibTorch
-# trainer, make the initial weights of each seed, train with PyTorch eager and LibTorch on the
-# same data, order and weights, then write the CSVs, plots and a short table under $OUT.
+# Issue 8's training comparison in one command on the GPU machine: build the LibTorch trainer and
+# zoc's generated trainer, make the initial weights of each seed, train with PyTorch eager,
+# LibTorch and zoc on the same data, order and weights, then write the CSVs, plots and a short
+# table under $OUT.
 # A device command may run 10 minutes, so every run gets what is left of TRAIN_BUDGET_S and the
 # table and timings are written whatever happened; the timings say how to plan the next call.
 #
 # Usage: tools/train/gpu_train.sh DATA_DIR MODEL EPOCHS SEEDS [IMPLS]
 #   DATA_DIR  the four Fashion-MNIST idx files, raw or .gz (train-images-idx3-ubyte[.gz], ...)
 #   MODEL     lenet | resnet50;  EPOCHS  e.g. 5;  SEEDS  comma-separated, e.g. 0,1
-#   IMPLS     comma-separated, default pytorch-eager,libtorch
+#   IMPLS     comma-separated, default pytorch-eager,libtorch,zoc (run in this order per seed)
 # Environment: OUT (default ./train_out), TRAIN_WORK (scratch: build, raw data, init weights;
 #   /tmp/zoc_train), TRAIN_BUDGET_S (570), TRAIN_PYTHON (/opt/torch/.venv/bin/python3),
 #   TRAIN_INIT_ARGS (for the init weights, e.g. "--init torchvision --zero-init-residual"),
-#   TRAIN_ARGS (passed to both trainers, e.g. "--schedule step --batch 128"), TRAIN_DEVICE
+#   TRAIN_ARGS (passed to every trainer, e.g. "--schedule step --batch 128"), ZOC_TRAINER (the
+#   generated trainer folder, `zoc compile --train`; default train_check/MODEL), TRAIN_DEVICE
 #   (cuda; cpu for a dry run of the plumbing without a GPU, e.g. TRAIN_DEVICE=cpu
 #   TRAIN_PYTHON=/usr/bin/python3 TRAIN_ARGS="--max-steps 3 --batch 16" ... on a synthetic set).
 # With the device tool: carry the data folder (the .gz files are 30 MB), e.g.
@@ -24,7 +26,8 @@ if [ $# -lt 4 ]; then
   sed -n '8,21p' "$0" >&2
   exit 2
 fi
-DATA=$1 MODEL=$2 EPOCHS=$3 SEEDS=$4 IMPLS=${5:-pytorch-eager,libtorch}
+DATA=$1 MODEL=$2 EPOCHS=$3 SEEDS=$4 IMPLS=${5:-pytorch-eager,libtorch,zoc}
+ZOC_TRAINER=${ZOC_TRAINER:-$ROOT/train_check/$MODEL}
 OUT=${OUT:-$ROOT/train_out}
 WORK=${TRAIN_WORK:-/tmp/zoc_train}
 BUDGET=${TRAIN_BUDGET_S:-570}
@@ -80,6 +83,21 @@ if [[ ",$IMPLS," == *",libtorch,"* ]]; then
   fi
 fi
 
+ZOC_BIN=$WORK/zoc_build/${MODEL}_train_main
+if [[ ",$IMPLS," == *",zoc,"* ]]; then
+  cudnn_root=$(dirname "$CUDNN_LIB")
+  if [ -f "$ZOC_TRAINER/CMakeLists.txt" ] &&
+     cmake -S "$ZOC_TRAINER" -B "$WORK/zoc_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+       -DCMAKE_CUDA_ARCHITECTURES=90 -DCUDNN_INCLUDE_DIR="$cudnn_root/include" \
+       -DCUDNN_LIBRARY="$CUDNN_LIB/libcudnn.so.9" > "$OUT/logs/zoc_build.log" 2>&1 &&
+     cmake --build "$WORK/zoc_build" -j 16 >> "$OUT/logs/zoc_build.log" 2>&1; then
+    note "zoc trainer built from $ZOC_TRAINER"
+  else
+    note "error: zoc trainer build failed (logs/zoc_build.log): $(tail -n 3 "$OUT/logs/zoc_build.log")"
+    ZOC_BIN=
+  fi
+fi
+
 status=0
 for seed in ${SEEDS//,/ }; do
   init=$WORK/init_${MODEL}_s${seed}.safetensors
@@ -91,11 +109,16 @@ for seed in ${SEEDS//,/ }; do
   for impl in ${IMPLS//,/ }; do
     csv=$OUT/csv/${impl}_${MODEL}_s${seed}.csv
     log=$OUT/logs/${impl}_${MODEL}_s${seed}.log
+    common=(--model "$MODEL" --epochs "$EPOCHS" --seed "$seed" --init-weights "$init" --device "$DEVICE")
     case $impl in
-      pytorch-eager) cmd=("$PY" "$ROOT/tools/train/train_pytorch.py" --data "$DATA") ;;
+      pytorch-eager) cmd=("$PY" "$ROOT/tools/train/train_pytorch.py" --data "$DATA" "${common[@]}") ;;
       libtorch)
         if [ -z "$LIBTORCH_BIN" ]; then note "skipped: libtorch seed $seed (no build)"; continue; fi
-        cmd=("$LIBTORCH_BIN" --data "$WORK/data") ;;
+        cmd=("$LIBTORCH_BIN" --data "$WORK/data" "${common[@]}") ;;
+      zoc)  # the same conventions; its learning rate is given as the baselines' default
+        if [ -z "$ZOC_BIN" ]; then note "skipped: zoc seed $seed (no build)"; continue; fi
+        lr=0.1; [ "$MODEL" = lenet ] && lr=0.05
+        cmd=("$ZOC_BIN" --data "$WORK/data" --epochs "$EPOCHS" --seed "$seed" --weights "$init" --lr $lr) ;;
       *) note "error: unknown impl $impl"; status=1; continue ;;
     esac
     limit=$(($(left) - 25))
@@ -104,8 +127,7 @@ for seed in ${SEEDS//,/ }; do
     fi
     t0=$(date +%s)
     # shellcheck disable=SC2086
-    timeout -k 5 "$limit" "${cmd[@]}" --model "$MODEL" --epochs "$EPOCHS" --seed "$seed" \
-      --init-weights "$init" --device "$DEVICE" --csv "$csv" ${TRAIN_ARGS:-} > "$log" 2>&1
+    timeout -k 5 "$limit" "${cmd[@]}" --csv "$csv" ${TRAIN_ARGS:-} > "$log" 2>&1
     rc=$?
     [ $rc -eq 0 ] || status=1
     note "$impl seed $seed: rc $rc, $(($(date +%s) - t0)) s ($(grep -c '^{' "$log") epochs logged)$(

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Checkpoint and resume of zoc's generated trainer on the GPU machine: LeNet (with dropout),
+# constant learning rate, K steps per epoch: 2 epochs straight, against 1 epoch + --resume for
+# the second; then the final checkpoint loaded by PyTorch's load_state_dict. Reuses the build and
+# raw data of tools/train/gpu_train.sh (run it first with the same TRAIN_WORK).
+# Usage: tools/train/gpu_resume_check.sh [STEPS]   (environment: TRAIN_WORK, OUT)
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+W=${TRAIN_WORK:-/tmp/zoc_train} OUT=${OUT:-$ROOT/train_out} K=${1:-100}
+BIN=$W/zoc_build/lenet_train_main
+PY=${TRAIN_PYTHON:-/opt/torch/.venv/bin/python3}
+mkdir -p "$OUT"
+common=(--data "$W/data" --seed 3 --lr 0.05 --schedule constant --max-steps "$K" --no-benchmark)
+"$BIN" "${common[@]}" --epochs 2 --checkpoint "$W/straight.safetensors" > "$OUT/resume_straight.txt" 2>&1 &&
+"$BIN" "${common[@]}" --epochs 2 --checkpoint "$W/again.safetensors" > "$OUT/resume_again.txt" 2>&1 &&
+"$BIN" "${common[@]}" --epochs 1 --checkpoint "$W/half.safetensors" > "$OUT/resume_half.txt" 2>&1 &&
+"$BIN" "${common[@]}" --epochs 2 --resume "$W/half.safetensors" --checkpoint "$W/resumed.safetensors" \
+  > "$OUT/resume_resumed.txt" 2>&1 || { echo "resume check: a run failed"; tail -n 3 "$OUT"/resume_*.txt; exit 1; }
+echo "epoch 2, straight: $(tail -n 1 "$OUT/resume_straight.txt")"
+echo "epoch 2, again:    $(tail -n 1 "$OUT/resume_again.txt")"
+echo "epoch 2, resumed:  $(tail -n 1 "$OUT/resume_resumed.txt")"
+# The same run twice bounds what nondeterministic cuDNN/cuBLAS reductions alone change.
+"$PY" - "$W/straight.safetensors" "$W/resumed.safetensors" "$ROOT/tools/train" "$W/again.safetensors" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[3])
+import numpy as np
+import nets
+import safetensors_io
+def diff(x, y, what):
+    a, b = safetensors_io.load_file(x)[0], safetensors_io.load_file(y)[0]
+    rel = {k: float(np.linalg.norm(a[k].astype(np.float64) - b[k]) /
+                    (np.linalg.norm(a[k].astype(np.float64)) + 1e-30)) for k in a}
+    print("weights after 2 epochs, %s: %s" % (what, ", ".join("%s %.3g" % kv for kv in sorted(rel.items()))))
+diff(sys.argv[1], sys.argv[4], "straight vs the same run again (relative L2)")
+diff(sys.argv[1], sys.argv[2], "straight vs resumed (relative L2)")
+n = nets.build("lenet"); nets.load(n, sys.argv[2]); print("resumed checkpoint loads into PyTorch")
+PYEOF

@@ -73,7 +73,7 @@ zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::str
   ZOC_CUDA(cudaMemset(t->momenta_, 0, kParamElements * sizeof(float)), "init");
   ZOC_CUDA(cudaMemcpy(t->params_, host.data(), kParamElements * sizeof(float), cudaMemcpyHostToDevice), "init");
   ZOC_CUDA(cudaMalloc(&t->acts_, size_t(88538) * B * sizeof(float)), "init");
-  ZOC_CUDA(cudaMalloc(&t->dacts_, size_t(88538) * B * sizeof(float)), "init");
+  ZOC_CUDA(cudaMalloc(&t->dacts_, size_t(56448) * B * sizeof(float)), "init");
   ZOC_CUDA(cudaMalloc(&t->saved_, size_t(1) * sizeof(float)), "init");
   ZOC_CUDA(cudaMalloc(&t->loss_rows_, B * sizeof(float)), "init");
   ZOC_CUDA(cudaMalloc(&t->loss_, sizeof(float)), "init");
@@ -90,7 +90,7 @@ zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::str
     t->workspace_bytes_ = t->workspace_need_;
   }
   t->sized_ = true;
-  t->device_bytes_ = 3 * kParamElements * sizeof(float) + 2 * size_t(88538) * B * sizeof(float) + size_t(1) * sizeof(float) + (B + 1) * sizeof(float) + t->workspace_bytes_ + kBlasWorkspaceBytes + sizeof(uint64_t);
+  t->device_bytes_ = 3 * kParamElements * sizeof(float) + size_t(144986) * B * sizeof(float) + size_t(1) * sizeof(float) + (B + 1) * sizeof(float) + t->workspace_bytes_ + kBlasWorkspaceBytes + sizeof(uint64_t);
   return t;
 }
 
@@ -176,34 +176,42 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
   ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(88528) * B, p + 3274624, n, 10, stream), "fc2");
 
   // ---- loss: mean softmax cross-entropy, and its gradient
-  ZOC_CUDA(cudaMemsetAsync(dacts_, 0, size_t(88538) * B * sizeof(float), stream), "loss");
-  ZOC_CUDA(train_kernels::softmax_xent(a + size_t(88528) * B, labels, n, kClasses, loss_rows_, loss_, d + size_t(88528) * B, stream), "loss");
+  ZOC_CUDA(train_kernels::softmax_xent(a + size_t(88528) * B, labels, n, kClasses, loss_rows_, loss_, d + size_t(0) * B, stream), "loss");
 
   // ---- backward, in reverse
+  ZOC_CUDA(cudaMemsetAsync(d + size_t(10) * B, 0, size_t(n) * 1024 * sizeof(float), stream), "fc2");  // dropout's output gradient, before its first contribution
   // fc2: dx += dy W; dW = dy^T x; db = column sums of dy  (models/lenet.yaml:22:5)
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, 1024, n, 10, &kOne, p + 3264384, 1024, d + size_t(88528) * B, 10, &kOne, d + size_t(87504) * B, 1024), "fc2");
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, 1024, 10, n, &kOne, a + size_t(87504) * B, 1024, d + size_t(88528) * B, 10, &kZero, g + 3264384, 1024), "fc2");
-  ZOC_CUDA(train_kernels::sum_rows(d + size_t(88528) * B, g + 3274624, n, 10, stream), "fc2");
+  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, 1024, n, 10, &kOne, p + 3264384, 1024, d + size_t(0) * B, 10, &kOne, d + size_t(10) * B, 1024), "fc2");
+  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, 1024, 10, n, &kOne, a + size_t(87504) * B, 1024, d + size_t(0) * B, 10, &kZero, g + 3264384, 1024), "fc2");
+  ZOC_CUDA(train_kernels::sum_rows(d + size_t(0) * B, g + 3274624, n, 10, stream), "fc2");
+  ZOC_CUDA(cudaMemsetAsync(d + size_t(1034) * B, 0, size_t(n) * 1024 * sizeof(float), stream), "dropout");  // relu3's output gradient, before its first contribution
   // dropout: dx += dy * the step's mask  (models/lenet.yaml:21:5)
-  ZOC_CUDA(train_kernels::dropout(d + size_t(87504) * B, d + size_t(86480) * B, int64_t(n) * 1024, dropout_ ? 0.5f : 0.0f, dropout_seed_, draws_, true, stream), "dropout");
+  ZOC_CUDA(train_kernels::dropout(d + size_t(10) * B, d + size_t(1034) * B, int64_t(n) * 1024, dropout_ ? 0.5f : 0.0f, dropout_seed_, draws_, true, stream), "dropout");
+  ZOC_CUDA(cudaMemsetAsync(d + size_t(0) * B, 0, size_t(n) * 1024 * sizeof(float), stream), "relu3");  // fc1's output gradient, before its first contribution
   // relu3: dx += relu'(dy)  (models/lenet.yaml:20:5)
-  ZOC_TRY(relu3_.backward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, d + size_t(86480) * B, d + size_t(85456) * B, "relu3"));
+  ZOC_TRY(relu3_.backward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, d + size_t(1034) * B, d + size_t(0) * B, "relu3"));
+  ZOC_CUDA(cudaMemsetAsync(d + size_t(1024) * B, 0, size_t(n) * 3136 * sizeof(float), stream), "fc1");  // pool2's output gradient, before its first contribution
   // fc1: dx += dy W; dW = dy^T x; db = column sums of dy  (models/lenet.yaml:19:5)
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, 3136, n, 1024, &kOne, p + 52096, 3136, d + size_t(85456) * B, 1024, &kOne, d + size_t(82320) * B, 3136), "fc1");
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, 3136, 1024, n, &kOne, a + size_t(82320) * B, 3136, d + size_t(85456) * B, 1024, &kZero, g + 52096, 3136), "fc1");
-  ZOC_CUDA(train_kernels::sum_rows(d + size_t(85456) * B, g + 3263360, n, 1024, stream), "fc1");
+  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, 3136, n, 1024, &kOne, p + 52096, 3136, d + size_t(0) * B, 1024, &kOne, d + size_t(1024) * B, 3136), "fc1");
+  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, 3136, 1024, n, &kOne, a + size_t(82320) * B, 3136, d + size_t(0) * B, 1024, &kZero, g + 52096, 3136), "fc1");
+  ZOC_CUDA(train_kernels::sum_rows(d + size_t(0) * B, g + 3263360, n, 1024, stream), "fc1");
+  ZOC_CUDA(cudaMemsetAsync(d + size_t(4160) * B, 0, size_t(n) * 12544 * sizeof(float), stream), "pool2");  // relu2's output gradient, before its first contribution
   // pool2: dx += maxpool2d'(dy)  (models/lenet.yaml:17:5)
-  ZOC_TRY(pool2_.backward(cudnn_, a + size_t(69776) * B, a + size_t(82320) * B, d + size_t(82320) * B, d + size_t(69776) * B, "pool2"));
+  ZOC_TRY(pool2_.backward(cudnn_, a + size_t(69776) * B, a + size_t(82320) * B, d + size_t(1024) * B, d + size_t(4160) * B, "pool2"));
+  ZOC_CUDA(cudaMemsetAsync(d + size_t(16704) * B, 0, size_t(n) * 12544 * sizeof(float), stream), "relu2");  // conv2's output gradient, before its first contribution
   // relu2: dx += relu'(dy)  (models/lenet.yaml:16:5)
-  ZOC_TRY(relu2_.backward(cudnn_, a + size_t(57232) * B, a + size_t(69776) * B, d + size_t(69776) * B, d + size_t(57232) * B, "relu2"));
+  ZOC_TRY(relu2_.backward(cudnn_, a + size_t(57232) * B, a + size_t(69776) * B, d + size_t(4160) * B, d + size_t(16704) * B, "relu2"));
+  ZOC_CUDA(cudaMemsetAsync(d + size_t(0) * B, 0, size_t(n) * 6272 * sizeof(float), stream), "conv2");  // pool1's output gradient, before its first contribution
   // conv2: dx += conv^T(dy); dW, db  (models/lenet.yaml:15:5)
-  ZOC_TRY(conv2_.backward(cudnn_, a + size_t(50960) * B, p + 832, d + size_t(57232) * B, d + size_t(50960) * B, g + 832, g + 52032, workspace_, workspace_bytes_, "conv2"));
+  ZOC_TRY(conv2_.backward(cudnn_, a + size_t(50960) * B, p + 832, d + size_t(16704) * B, d + size_t(0) * B, g + 832, g + 52032, workspace_, workspace_bytes_, "conv2"));
+  ZOC_CUDA(cudaMemsetAsync(d + size_t(6272) * B, 0, size_t(n) * 25088 * sizeof(float), stream), "pool1");  // relu1's output gradient, before its first contribution
   // pool1: dx += maxpool2d'(dy)  (models/lenet.yaml:14:5)
-  ZOC_TRY(pool1_.backward(cudnn_, a + size_t(25872) * B, a + size_t(50960) * B, d + size_t(50960) * B, d + size_t(25872) * B, "pool1"));
+  ZOC_TRY(pool1_.backward(cudnn_, a + size_t(25872) * B, a + size_t(50960) * B, d + size_t(0) * B, d + size_t(6272) * B, "pool1"));
+  ZOC_CUDA(cudaMemsetAsync(d + size_t(31360) * B, 0, size_t(n) * 25088 * sizeof(float), stream), "relu1");  // conv1's output gradient, before its first contribution
   // relu1: dx += relu'(dy)  (models/lenet.yaml:13:5)
-  ZOC_TRY(relu1_.backward(cudnn_, a + size_t(784) * B, a + size_t(25872) * B, d + size_t(25872) * B, d + size_t(784) * B, "relu1"));
+  ZOC_TRY(relu1_.backward(cudnn_, a + size_t(784) * B, a + size_t(25872) * B, d + size_t(6272) * B, d + size_t(31360) * B, "relu1"));
   // conv1: dx += conv^T(dy); dW, db  (models/lenet.yaml:12:5)
-  ZOC_TRY(conv1_.backward(cudnn_, a + size_t(0) * B, p + 0, d + size_t(784) * B, nullptr, g + 0, g + 800, workspace_, workspace_bytes_, "conv1"));
+  ZOC_TRY(conv1_.backward(cudnn_, a + size_t(0) * B, p + 0, d + size_t(31360) * B, nullptr, g + 0, g + 800, workspace_, workspace_bytes_, "conv1"));
   return zoc::Status::success();
 }
 

@@ -89,7 +89,8 @@ class LenetTrainer {
   float* grads_ = nullptr;     // kParamElements
   float* momenta_ = nullptr;   // kParamElements
   float* acts_ = nullptr;      // every value, 88538 floats per sample
-  float* dacts_ = nullptr;     // their gradients, same layout
+  float* dacts_ = nullptr;     // gradients, 56448 floats per sample, shared by values whose
+                               // lives in the backward pass do not overlap
   float* saved_ = nullptr;     // BatchNorm saved mean and inverse deviation, 0 floats
   float* loss_rows_ = nullptr; // [max_batch]
   float* loss_ = nullptr;      // [1]

@@ -6,14 +6,18 @@
 // evaluate() is the same forward in evaluation mode (running statistics, dropout the identity),
 // and metrics() counts the epoch's loss and correct rows on the device.
 //
-// Memory is static and simple: one buffer per value (all kept for the backward pass; Flatten
-// aliases its input), one gradient buffer per value in a second arena (zeroed at the
-// start of a step; backward calls add into it, so a value with several users collects each
-// contribution), and parameters, their gradients and momenta in three buffers of one layout,
+// Memory is static: one buffer per value (all kept for the backward pass; Flatten aliases its
+// input); gradients in a second arena planned by their lives in the backward pass
+// (plan_gradients: backward calls add into an input's gradient, so a value with several users
+// collects each contribution, and each is zeroed just before its first), and parameters, their gradients and momenta in three buffers of one layout,
 // PyTorch's (KCRS weights, [out, in] matrices), so that checkpoints are plain state_dicts.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <set>
+#include <vector>
 
 #include "compiler/backend/cudnn/train_emitter.h"
 #include "compiler/ir/printer.h"
@@ -90,7 +94,76 @@ bool TrainerEmitter::plan() {
     for (ir::ValueId v : n.inputs) any = any || needs_grad_[static_cast<size_t>(v)];
     if (n.op != ir::OpKind::Input) needs_grad_[static_cast<size_t>(n.output)] = any;
   }
+  plan_gradients();
   return true;
+}
+
+// The gradient arena: a value's gradient lives from the backward call that first adds into it
+// (backward runs in reverse, so its last consumer's) to the call that reads it (its producer's),
+// and values whose lives do not overlap share memory. Each is zeroed just before its first
+// contribution, since backward calls add into their inputs' gradients. The logits' gradient is
+// written (not added) by the loss, before any backward call.
+void TrainerEmitter::plan_gradients() {
+  const int64_t count = static_cast<int64_t>(g_.nodes.size());
+  auto runs_backward = [&](const ir::Node& n) {
+    return n.op != ir::OpKind::Input && n.op != ir::OpKind::Flatten &&
+           needs_grad_[static_cast<size_t>(n.output)] &&
+           !(n.op == ir::OpKind::Softmax && n.output == g_.outputs[0]);
+  };
+  struct Life {
+    int64_t start = std::numeric_limits<int64_t>::max();  // backward steps: node k runs at
+    int64_t end = -2;                                      // step count - 1 - k
+  };
+  std::map<ir::ValueId, Life> life;  // per root value that some backward call touches
+  for (int64_t k = 0; k < count; ++k) {
+    const ir::Node& n = g_.nodes[static_cast<size_t>(k)];
+    if (!runs_backward(n)) continue;
+    const int64_t t = count - 1 - k;
+    Life& own = life[root(n.output)];  // read as dy
+    own.end = std::max(own.end, t);
+    for (ir::ValueId v : n.inputs) {  // written (added into) as dx
+      // Convolution, linear, add and dropout skip an input that needs no gradient (the
+      // model's input); cuDNN's batch norm, activation and pooling calls always write it.
+      const bool always = n.op == ir::OpKind::BatchNorm2d || n.op == ir::OpKind::Relu ||
+                          n.op == ir::OpKind::Tanh || n.op == ir::OpKind::Sigmoid ||
+                          n.op == ir::OpKind::MaxPool2d || n.op == ir::OpKind::AvgPool2d ||
+                          n.op == ir::OpKind::GlobalAvgPool;
+      if (!always && !needs_grad_[static_cast<size_t>(v)]) continue;
+      Life& in = life[root(v)];
+      in.start = std::min(in.start, t);
+      in.end = std::max(in.end, t);
+    }
+  }
+  life[root(logits_)].start = -1;  // the loss writes it
+  for (auto& [v, l] : life) {
+    if (l.start > l.end) l.start = l.end;  // nothing adds into it: zeroed before it is read
+  }
+  // Place each life, in order of start, at the lowest offset free for its whole span.
+  std::vector<std::pair<ir::ValueId, Life>> order(life.begin(), life.end());
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.second.start < b.second.start; });
+  struct Placed {
+    int64_t offset, size, end;
+  };
+  std::vector<Placed> placed;
+  for (const auto& [v, l] : order) {
+    const int64_t size = g_.type(v).sample_numel();
+    std::vector<Placed> busy;
+    for (const Placed& p : placed) {
+      if (p.end >= l.start) busy.push_back(p);
+    }
+    std::sort(busy.begin(), busy.end(),
+              [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
+    int64_t offset = 0;
+    for (const Placed& p : busy) {
+      if (offset + size <= p.offset) break;
+      offset = std::max(offset, p.offset + p.size);
+    }
+    placed.push_back({offset, size, l.end});
+    grad_off_[v] = offset;
+    grad_per_sample_ = std::max(grad_per_sample_, offset + size);
+    if (v != root(logits_)) zero_at_[count - 1 - l.start].push_back(v);
+  }
 }
 
 
@@ -106,7 +179,15 @@ std::optional<Generated> TrainerEmitter::run() {
     eval_forward_.append(eval_only_ ? eval_node_ : forward_);
   }
   if (!ok) return std::nullopt;
-  for (size_t k = g_.nodes.size(); k-- > 0;) emit_backward(g_.nodes[k]);
+  for (size_t k = g_.nodes.size(); k-- > 0;) {
+    for (ir::ValueId v : zero_at_[static_cast<int64_t>(k)]) {
+      backward_.line("ZOC_CUDA(cudaMemsetAsync({}, 0, size_t(n) * {} * sizeof(float), stream), "
+                     "\"{}\");  // {}'s output gradient, before its first contribution",
+                     D(v), g_.type(v).sample_numel(), sanitize_comment(g_.nodes[k].name),
+                     sanitize_comment(g_.producer(v).name));
+    }
+    emit_backward(g_.nodes[k]);
+  }
 
   ir::PrintOptions popts;
   popts.locations = false;
@@ -211,7 +292,9 @@ std::optional<Generated> TrainerEmitter::run() {
     h.line("float* grads_ = nullptr;     // kParamElements");
     h.line("float* momenta_ = nullptr;   // kParamElements");
     h.line("float* acts_ = nullptr;      // every value, {} floats per sample", act_per_sample_);
-    h.line("float* dacts_ = nullptr;     // their gradients, same layout");
+    h.line("float* dacts_ = nullptr;     // gradients, {} floats per sample, shared by values whose",
+           grad_per_sample_);
+    h.line("                             // lives in the backward pass do not overlap");
     h.line("float* saved_ = nullptr;     // BatchNorm saved mean and inverse deviation, {} floats",
            bn_save_elements_);
     h.line("float* loss_rows_ = nullptr; // [max_batch]");
@@ -321,7 +404,7 @@ std::optional<Generated> TrainerEmitter::run() {
       c.line("ZOC_CUDA(cudaMalloc(&t->acts_, size_t({}) * B * sizeof(float)), \"init\");",
              act_per_sample_);
       c.line("ZOC_CUDA(cudaMalloc(&t->dacts_, size_t({}) * B * sizeof(float)), \"init\");",
-             act_per_sample_);
+             grad_per_sample_);
       c.line("ZOC_CUDA(cudaMalloc(&t->saved_, size_t({}) * sizeof(float)), \"init\");",
              std::max<int64_t>(bn_save_elements_, 1));
       c.line("ZOC_CUDA(cudaMalloc(&t->loss_rows_, B * sizeof(float)), \"init\");");
@@ -333,10 +416,10 @@ std::optional<Generated> TrainerEmitter::run() {
       c.line("  t->workspace_bytes_ = t->workspace_need_;");
       c.line("}}");
       c.line("t->sized_ = true;");
-      c.line("t->device_bytes_ = 3 * kParamElements * sizeof(float) + 2 * size_t({}) * B * sizeof(float) + "
+      c.line("t->device_bytes_ = 3 * kParamElements * sizeof(float) + size_t({}) * B * sizeof(float) + "
              "size_t({}) * sizeof(float) + (B + 1) * sizeof(float) + t->workspace_bytes_ + "
              "kBlasWorkspaceBytes + sizeof(uint64_t);",
-             act_per_sample_, std::max<int64_t>(bn_save_elements_, 1));
+             act_per_sample_ + grad_per_sample_, std::max<int64_t>(bn_save_elements_, 1));
       c.line("return t;");
     }
     c.blank();
@@ -395,8 +478,6 @@ std::optional<Generated> TrainerEmitter::run() {
       c.append(train_forward_);
       c.blank();
       c.line("// ---- loss: mean softmax cross-entropy, and its gradient");
-      c.line("ZOC_CUDA(cudaMemsetAsync(dacts_, 0, size_t({}) * B * sizeof(float), stream), \"loss\");",
-             act_per_sample_);
       c.line("ZOC_CUDA(train_kernels::softmax_xent({}, labels, n, kClasses, loss_rows_, loss_, "
              "{}, stream), \"loss\");",
              A(logits_), D(logits_));
@@ -520,7 +601,7 @@ std::optional<Generated> TrainerEmitter::run() {
 
   Generated gen;
   gen.class_name = cls;
-  gen.arena_bytes_per_sample = 2 * act_per_sample_ * 4;
+  gen.arena_bytes_per_sample = (act_per_sample_ + grad_per_sample_) * 4;
   gen.unshared_bytes_per_sample = gen.arena_bytes_per_sample;
   gen.weight_bytes = 3 * param_elements_ * 4;
   gen.files = {{"CMakeLists.txt", cmake_lists(banner(o_, g_.name + " (trainer)", hash, "#"), base)},

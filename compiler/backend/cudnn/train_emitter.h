@@ -32,6 +32,7 @@ class TrainerEmitter {
 
  private:
   bool plan();
+  void plan_gradients();
   bool emit_node(const ir::Node& n);
   void emit_backward(const ir::Node& n);
   ir::ValueId root(ir::ValueId v) const { return alias_[static_cast<size_t>(v)]; }
@@ -39,7 +40,7 @@ class TrainerEmitter {
     return fmt::format("a + size_t({}) * B", act_off_.at(root(v)));
   }
   std::string D(ir::ValueId v) const {  // gradient of v
-    return fmt::format("d + size_t({}) * B", act_off_.at(root(v)));
+    return fmt::format("d + size_t({}) * B", grad_off_.at(root(v)));
   }
   std::string P(const std::string& name) const { return fmt::format("p + {}", slot(name).offset); }
   std::string G(const std::string& name) const { return fmt::format("g + {}", slot(name).offset); }
@@ -62,6 +63,10 @@ class TrainerEmitter {
   std::vector<ir::ValueId> alias_;           // per value: the value whose buffer it uses
   std::map<ir::ValueId, int64_t> act_off_;   // per root value: elements per sample before it
   int64_t act_per_sample_ = 0;
+  std::map<ir::ValueId, int64_t> grad_off_;  // per root value with a gradient: its offset
+  int64_t grad_per_sample_ = 0;
+  std::map<int64_t, std::vector<ir::ValueId>> zero_at_;  // per node: gradients zeroed before
+                                                         // its backward call
   std::vector<ParamSlot> params_;
   std::map<std::string, size_t> param_index_;
   int64_t param_elements_ = 0, trainable_elements_ = 0;

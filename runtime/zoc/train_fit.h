@@ -39,33 +39,9 @@
 #include "zoc/datasets.h"
 #include "zoc/expected.h"
 #include "zoc/safetensors.h"
+#include "zoc/train_options.h"
 
 namespace zoc {
-
-struct FitArgs {
-  std::string data, dataset = "fashion-mnist", weights, checkpoint, resume, csv, json;
-  int epochs = 5, batch = 128, max_steps = 0;
-  uint64_t seed = 0;
-  double lr = 0.1, momentum = 0.9, weight_decay = 5e-4;
-  std::string schedule = "cosine";
-  bool dropout = true;
-  bool graph = true;      // each step's forward, loss and backward as one CUDA graph launch
-  bool benchmark = true;  // time cuDNN's exact candidates per convolution (cudnn.benchmark)
-  std::vector<float> mean, stddev;  // empty: the data set's stated constants
-};
-
-// The rate of step `step` of epoch `epoch` (0-based), as tools/train/train_pytorch.py computes it.
-inline double scheduled_lr(const std::string& schedule, double base, int epoch, int epochs,
-                           int step, int steps_per_epoch) {
-  if (schedule == "constant") return base;
-  if (schedule == "step") {
-    const int m1 = (epochs + 1) / 2, m2 = (3 * epochs + 3) / 4;
-    return base * std::pow(0.1, (epoch >= m1 ? 1 : 0) + (epoch >= m2 ? 1 : 0));
-  }
-  const double t = double(epoch) * steps_per_epoch + step;
-  const double pi = 3.14159265358979323846;  // Python's math.pi
-  return base * 0.5 * (1.0 + std::cos(pi * t / (double(epochs) * steps_per_epoch)));
-}
 
 // The data set's files and normalization constants, every one stated here.
 struct DataSplits {
@@ -116,15 +92,6 @@ inline Expected<DataSplits> load_data(const FitArgs& a, int classes) {
 
 namespace detail {
 
-inline std::string optim_path(const std::string& checkpoint) {
-  const std::string ext = ".safetensors";
-  if (checkpoint.size() > ext.size() &&
-      checkpoint.compare(checkpoint.size() - ext.size(), ext.size(), ext) == 0) {
-    return checkpoint.substr(0, checkpoint.size() - ext.size()) + ".optim" + ext;
-  }
-  return checkpoint + ".optim.safetensors";
-}
-
 inline std::string meta_value(const st::File& f, const std::string& key) {
   for (const auto& kv : f.metadata()) {
     if (kv.first == key) return kv.second;
@@ -150,7 +117,7 @@ Expected<Resumed> read_resume(const FitArgs& a, Trainer& t, int steps_per_epoch)
     if (v && v->dtype == st::DType::I64 && v->numel() == 1) std::memcpy(&n, v->data, sizeof n);
     r.counters.push_back(n);
   }
-  const std::string path = optim_path(a.resume);
+  const std::string path = optim_path_for(a.resume);
   auto f = st::File::open(path);
   if (!f) return Error{f.error().message + " (--resume needs the optimizer state written beside "
                        "the checkpoint)"};
@@ -242,7 +209,7 @@ Status write_checkpoint(const FitArgs& a, Trainer& t, int epochs_done, uint64_t 
   const std::string meta_epochs = std::to_string(epochs_done);
   ZOC_TRY(st::write_file(a.checkpoint, w,
                          {{"format", "pt"}, {"producer", "zoc trainer"}, {"epochs_done", meta_epochs}}));
-  return st::write_file(optim_path(a.checkpoint), o,
+  return st::write_file(optim_path_for(a.checkpoint), o,
                         {{"producer", "zoc trainer"},
                          {"optimizer", "SGD momentum " + std::to_string(a.momentum) +
                                            " weight_decay " + std::to_string(a.weight_decay)},

@@ -34,7 +34,7 @@ const char* const LenetTrainer::kCounterNames[] = {
   nullptr,
 };
 
-zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::string& weights, uint64_t seed, int max_batch, bool benchmark) {
+zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::string& weights, uint64_t seed, int max_batch, bool benchmark, bool deterministic) {
   if (max_batch < 2 || max_batch > 65536) {
     return zoc::Error{"LenetTrainer: max_batch " + std::to_string(max_batch) + " is out of range 2..65536 (training-mode batch norm needs two samples)"};
   }
@@ -42,6 +42,7 @@ zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::str
   t->max_batch_ = max_batch;
   t->dropout_seed_ = seed;
   t->benchmark_ = benchmark;
+  t->deterministic_ = deterministic;
   const size_t B = size_t(max_batch);
   // Weights: every tensor checked by name, shape and dtype before anything is allocated.
   auto source = weights.empty() ? zoc::Expected<zoc::WeightSource>(zoc::WeightSource::seeded(seed))
@@ -116,11 +117,11 @@ zoc::Status LenetTrainer::describe(int n) {
   batch_ = 0;
   const size_t workspace_limit = sized_ ? workspace_bytes_ : kWorkspaceLimit;
   size_t need = 0;
-  ZOC_TRY(conv1_.describe(cudnn_, n, workspace_limit, benchmark_, "conv1"));
+  ZOC_TRY(conv1_.describe(cudnn_, n, workspace_limit, benchmark_, deterministic_, "conv1"));
   need = std::max(need, conv1_.workspace);
   ZOC_TRY(relu1_.describe(n, "relu1"));
   ZOC_TRY(pool1_.describe(n, "pool1"));
-  ZOC_TRY(conv2_.describe(cudnn_, n, workspace_limit, benchmark_, "conv2"));
+  ZOC_TRY(conv2_.describe(cudnn_, n, workspace_limit, benchmark_, deterministic_, "conv2"));
   need = std::max(need, conv2_.workspace);
   ZOC_TRY(relu2_.describe(n, "relu2"));
   ZOC_TRY(pool2_.describe(n, "pool2"));

@@ -43,8 +43,9 @@ class LenetTrainer {
   // weights: a safetensors file with state_dict names, or empty for PyTorch's default
   // initialization drawn with `seed` (zoc/init.h). Steps take up to max_batch samples.
   // benchmark: pick each convolution's algorithms by timing cuDNN's exact fp32 candidates
-  // (as cudnn.benchmark), else by cuDNN's heuristics.
-  static zoc::Expected<std::unique_ptr<LenetTrainer>> create(const std::string& weights, uint64_t seed, int max_batch, bool benchmark = true);
+  // (as cudnn.benchmark), else by cuDNN's heuristics; deterministic: only algorithms
+  // cuDNN marks deterministic, so that the same steps give the same bits.
+  static zoc::Expected<std::unique_ptr<LenetTrainer>> create(const std::string& weights, uint64_t seed, int max_batch, bool benchmark = true, bool deterministic = false);
   ~LenetTrainer();
   LenetTrainer(const LenetTrainer&) = delete;
   LenetTrainer& operator=(const LenetTrainer&) = delete;
@@ -104,6 +105,7 @@ class LenetTrainer {
   uint64_t* draws_ = nullptr;  // [1] on the device: steps taken, each draws its own masks
   void* blas_workspace_ = nullptr;
   bool benchmark_ = true;
+  bool deterministic_ = false;
   zoc::train::Conv conv1_;
   zoc::train::Activation relu1_;
   zoc::train::Pool pool1_;

@@ -307,7 +307,7 @@ Status run_fit(const FitArgs& a) {
   } files{csv, json};
   // The trainer: from --resume's weights, --weights, or the model's seeded initialization.
   const std::string& start = !a.resume.empty() ? a.resume : a.weights;
-  auto made = Trainer::create(start, a.seed, a.batch, a.benchmark);
+  auto made = Trainer::create(start, a.seed, a.batch, a.benchmark, a.deterministic);
   if (!made) return made.error();
   Trainer& t = **made;
   t.set_dropout(a.dropout);
@@ -501,11 +501,13 @@ Status run_fit(const FitArgs& a) {
                   "\"epoch\": %d, \"train_loss\": %.6f, \"train_acc\": %.6f, \"test_acc\": %.6f, "
                   "\"step_ms\": %.4f, \"step_ms_mean\": %.4f, \"epoch_s\": %.3f, "
                   "\"peak_mem_mb\": %.1f, \"device_used_mb\": %.1f, \"steps\": %d, "
-                  "\"lr_last\": %.9g, \"graph\": %s, \"benchmark\": %s, \"device\": \"cuda\"}",
+                  "\"lr_last\": %.9g, \"graph\": %s, \"benchmark\": %s, \"deterministic\": %s, "
+                  "\"device\": \"cuda\"}",
                   Trainer::kModelName, detail::json_escape(a.dataset).c_str(),
                   (unsigned long long)a.seed, epoch + 1, train_loss, train_acc, test_acc,
                   median_ms, mean_ms, epoch_s, peak_mb, double(total_b - free_b) / (1 << 20),
-                  steps, lr, use_graph ? "true" : "false", a.benchmark ? "true" : "false");
+                  steps, lr, use_graph ? "true" : "false", a.benchmark ? "true" : "false",
+                  a.deterministic ? "true" : "false");
     std::printf("%s\n", line);
     std::fflush(stdout);
     if (json) {

@@ -24,6 +24,7 @@ struct FitArgs {
   bool dropout = true;
   bool graph = true;      // each step's forward, loss and backward as one CUDA graph launch
   bool benchmark = true;  // time cuDNN's exact candidates per convolution (cudnn.benchmark)
+  bool deterministic = false;  // only convolution algorithms cuDNN marks deterministic
   std::vector<float> mean, stddev;  // empty: the data set's stated constants
 };
 
@@ -83,6 +84,10 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
     const std::string k = argv[i];
     if (k == "--no-dropout" || k == "--no-graph" || k == "--no-benchmark") {
       (k == "--no-dropout" ? f.dropout : k == "--no-graph" ? f.graph : f.benchmark) = false;
+      continue;
+    }
+    if (k == "--deterministic") {
+      f.deterministic = true;
       continue;
     }
     if (i + 1 >= argc) return Error{"option " + k + " needs a value"};

@@ -29,7 +29,7 @@ TEST(TrainOptions, TrainModeTakesEveryOption) {
                   "step", "--seed", "7", "--weights", "w.safetensors", "--max-steps", "10",
                   "--csv", "c.csv", "--json", "j.jsonl", "--checkpoint", "k.safetensors",
                   "--mean", "0.5,0.25,0.125", "--std", "1,2,4", "--no-graph", "--no-benchmark",
-                  "--no-dropout"});
+                  "--no-dropout", "--deterministic"});
   ASSERT_TRUE(a) << a.error().message;
   ASSERT_TRUE(a->fit);
   const zoc::FitArgs& f = a->fit_args;
@@ -50,6 +50,7 @@ TEST(TrainOptions, TrainModeTakesEveryOption) {
   EXPECT_FALSE(f.graph);
   EXPECT_FALSE(f.benchmark);
   EXPECT_FALSE(f.dropout);
+  EXPECT_TRUE(f.deterministic);
 }
 
 TEST(TrainOptions, DefaultsAreTheBaselines) {
@@ -64,6 +65,7 @@ TEST(TrainOptions, DefaultsAreTheBaselines) {
   EXPECT_DOUBLE_EQ(f.weight_decay, 5e-4);
   EXPECT_EQ(f.schedule, "cosine");
   EXPECT_TRUE(f.graph && f.benchmark && f.dropout);
+  EXPECT_FALSE(f.deterministic);
 }
 
 TEST(TrainOptions, OneBatchMode) {

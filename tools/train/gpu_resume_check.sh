@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checkpoint and resume of zoc's generated trainer on the GPU machine: LeNet (with dropout),
-# constant learning rate, K steps per epoch: 2 epochs straight, against 1 epoch + --resume for
-# the second; then the final checkpoint loaded by PyTorch's load_state_dict. Reuses the build and
+# constant learning rate, K steps per epoch, deterministic convolution algorithms: 2 epochs
+# straight, the same again, and 1 epoch + --resume for the second; the three final weights must
+# be bit-identical; then the resumed checkpoint loaded by PyTorch's load_state_dict. Reuses the build and
 # raw data of tools/train/gpu_train.sh (run it first with the same TRAIN_WORK).
 # Usage: tools/train/gpu_resume_check.sh [STEPS]   (environment: TRAIN_WORK, OUT)
 set -uo pipefail
@@ -10,7 +11,7 @@ W=${TRAIN_WORK:-/tmp/zoc_train} OUT=${OUT:-$ROOT/train_out} K=${1:-100}
 BIN=$W/zoc_build/lenet_train_main
 PY=${TRAIN_PYTHON:-/opt/torch/.venv/bin/python3}
 mkdir -p "$OUT"
-common=(--data "$W/data" --seed 3 --lr 0.05 --schedule constant --max-steps "$K" --no-benchmark)
+common=(--data "$W/data" --seed 3 --lr 0.05 --schedule constant --max-steps "$K" --deterministic)
 "$BIN" "${common[@]}" --epochs 2 --checkpoint "$W/straight.safetensors" > "$OUT/resume_straight.txt" 2>&1 &&
 "$BIN" "${common[@]}" --epochs 2 --checkpoint "$W/again.safetensors" > "$OUT/resume_again.txt" 2>&1 &&
 "$BIN" "${common[@]}" --epochs 1 --checkpoint "$W/half.safetensors" > "$OUT/resume_half.txt" 2>&1 &&
@@ -31,7 +32,11 @@ def diff(x, y, what):
     rel = {k: float(np.linalg.norm(a[k].astype(np.float64) - b[k]) /
                     (np.linalg.norm(a[k].astype(np.float64)) + 1e-30)) for k in a}
     print("weights after 2 epochs, %s: %s" % (what, ", ".join("%s %.3g" % kv for kv in sorted(rel.items()))))
-diff(sys.argv[1], sys.argv[4], "straight vs the same run again (relative L2)")
-diff(sys.argv[1], sys.argv[2], "straight vs resumed (relative L2)")
+    same = all(np.array_equal(a[k], b[k]) for k in a)
+    print("  bit-identical: %s" % ("yes" if same else "NO"))
+    return same
+ok = diff(sys.argv[1], sys.argv[4], "straight vs the same run again (relative L2)")
+ok = diff(sys.argv[1], sys.argv[2], "straight vs resumed (relative L2)") and ok
 n = nets.build("lenet"); nets.load(n, sys.argv[2]); print("resumed checkpoint loads into PyTorch")
+sys.exit(0 if ok else 1)
 PYEOF

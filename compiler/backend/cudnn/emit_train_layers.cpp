@@ -24,7 +24,8 @@ bool TrainerEmitter::emit_node(const ir::Node& n) {
       create_.line("ZOC_TRY(t->{}_.create({{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}, {}));",
                    i, in[0], in[1], in[2], out[0], k.h, k.w, p.h, p.w, s.h, s.w, d.h, d.w,
                    a.i("groups"), out[1], out[2], lit(n));
-      describe_.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, benchmark_, {}));", i, lit(n));
+      describe_.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, benchmark_, deterministic_, {}));", i,
+                     lit(n));
       describe_.line("need = std::max(need, {}_.workspace);", i);
       destroy_.line("{}_.destroy();", i);
       const bool bias = a.b("bias");

@@ -243,9 +243,10 @@ std::optional<Generated> TrainerEmitter::run() {
     h.line("// weights: a safetensors file with state_dict names, or empty for PyTorch's default");
     h.line("// initialization drawn with `seed` (zoc/init.h). Steps take up to max_batch samples.");
     h.line("// benchmark: pick each convolution's algorithms by timing cuDNN's exact fp32 candidates");
-    h.line("// (as cudnn.benchmark), else by cuDNN's heuristics.");
+    h.line("// (as cudnn.benchmark), else by cuDNN's heuristics; deterministic: only algorithms");
+    h.line("// cuDNN marks deterministic, so that the same steps give the same bits.");
     h.line("static zoc::Expected<std::unique_ptr<{}>> create(const std::string& weights, "
-           "uint64_t seed, int max_batch, bool benchmark = true);",
+           "uint64_t seed, int max_batch, bool benchmark = true, bool deterministic = false);",
            cls);
     h.line("~{}();", cls);
     h.line("{0}(const {0}&) = delete;", cls);
@@ -309,6 +310,7 @@ std::optional<Generated> TrainerEmitter::run() {
     h.line("uint64_t* draws_ = nullptr;  // [1] on the device: steps taken, each draws its own masks");
     h.line("void* blas_workspace_ = nullptr;");
     h.line("bool benchmark_ = true;");
+    h.line("bool deterministic_ = false;");
     h.append(members_);
   }
 
@@ -355,7 +357,7 @@ std::optional<Generated> TrainerEmitter::run() {
     c.blank();
     {
       auto f = c.block(fmt::format("zoc::Expected<std::unique_ptr<{0}>> {0}::create(const std::string& "
-                                   "weights, uint64_t seed, int max_batch, bool benchmark)",
+                                   "weights, uint64_t seed, int max_batch, bool benchmark, bool deterministic)",
                                    cls));
       c.line("if (max_batch < 2 || max_batch > 65536) {{");
       c.line("  return zoc::Error{{\"{}: max_batch \" + std::to_string(max_batch) + \" is out of range "
@@ -366,6 +368,7 @@ std::optional<Generated> TrainerEmitter::run() {
       c.line("t->max_batch_ = max_batch;");
       c.line("t->dropout_seed_ = seed;");
       c.line("t->benchmark_ = benchmark;");
+      c.line("t->deterministic_ = deterministic;");
       c.line("const size_t B = size_t(max_batch);");
       c.line("// Weights: every tensor checked by name, shape and dtype before anything is allocated.");
       c.line("auto source = weights.empty() ? zoc::Expected<zoc::WeightSource>(zoc::WeightSource::seeded(seed))");

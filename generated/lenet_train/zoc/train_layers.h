@@ -58,9 +58,11 @@ class Conv {
 
   // Describes batch n and picks, for each direction, the first exact algorithm that fits of
   // cuDNN's candidates: ranked by its heuristics, or with `benchmark` by timing each once (as
-  // PyTorch's cudnn.benchmark; cuDNN allocates the buffers it times with).
+  // PyTorch's cudnn.benchmark; cuDNN allocates the buffers it times with); with
+  // `deterministic`, only algorithms cuDNN marks deterministic (no atomics in the reduction).
   Status describe(cudnnHandle_t h, int n, size_t workspace_limit, bool benchmark,
-                  const char* layer) {
+                  bool deterministic, const char* layer) {
+    deterministic_ = deterministic;
     ZOC_TRY(set4d(x_, n, g_.c, g_.h, g_.w, layer));
     ZOC_TRY(set4d(y_, n, g_.k, g_.out_h, g_.out_w, layer));
     workspace = 0;
@@ -139,7 +141,8 @@ class Conv {
   bool pick(const Perf* perf, int got, size_t limit, Algo* algo) {
     for (int i = 0; i < got; ++i) {
       if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit ||
-          perf[i].mathType != CUDNN_FMA_MATH || !exact_algo(perf[i].algo)) {
+          perf[i].mathType != CUDNN_FMA_MATH || !exact_algo(perf[i].algo) ||
+          (deterministic_ && perf[i].determinism != CUDNN_DETERMINISTIC)) {
         continue;
       }
       *algo = perf[i].algo;
@@ -154,6 +157,7 @@ class Conv {
                  std::to_string(limit) + " bytes"};
   }
   ConvGeometry g_{};
+  bool deterministic_ = false;
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, b_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;

@@ -6,7 +6,7 @@
 //                 [--lr 0.1] [--momentum 0.9] [--weight-decay 5e-4]
 //                 [--schedule cosine|step|constant] [--seed 0] [--weights W] [--no-dropout]
 //                 [--mean M[,M,M] --std S[,S,S]] [--max-steps K] [--csv F] [--json F]
-//                 [--checkpoint C] [--resume C] [--no-graph] [--no-benchmark]
+//                 [--checkpoint C] [--resume C] [--no-graph] [--no-benchmark] [--deterministic]
 //
 // One batch: one batch from a safetensors file (the file tools/train/grad_reference.py
 // writes), one training step's loss, logits and gradients written in the same layout, so that
@@ -44,7 +44,8 @@ Status run_train(const TrainArgs& a) {
                           Trainer::kClasses);
   if (!batch) return batch.error();
   const int n = static_cast<int>(batch->shape[0]);
-  auto trainer = Trainer::create(a.weights, a.seed, n, a.fit_args.benchmark);
+  auto trainer = Trainer::create(a.weights, a.seed, n, a.fit_args.benchmark,
+                                 a.fit_args.deterministic);
   if (!trainer) return trainer.error();
   (*trainer)->set_dropout(false);  // as grad_reference.py and `zoc grad`: dropout the identity
   struct Device {  // released on every return

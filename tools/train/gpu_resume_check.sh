@@ -40,3 +40,37 @@ ok = diff(sys.argv[1], sys.argv[2], "straight vs resumed (relative L2)") and ok
 n = nets.build("lenet"); nets.load(n, sys.argv[2]); print("resumed checkpoint loads into PyTorch")
 sys.exit(0 if ok else 1)
 PYEOF
+status=$?
+# The checkpoint in zoc's inference code: generated/lenet (fp32) on 256 test images, against
+# PyTorch's evaluation-mode forward of the same checkpoint.
+CUDNN_DIR=$("$PY" -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])')
+if cmake -S "$ROOT/generated/lenet" -B "$W/lenet_infer" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+     -DCMAKE_CUDA_ARCHITECTURES=90 -DCUDNN_INCLUDE_DIR="$CUDNN_DIR/include" \
+     -DCUDNN_LIBRARY="$CUDNN_DIR/lib/libcudnn.so.9" > "$OUT/infer_build.log" 2>&1 &&
+   cmake --build "$W/lenet_infer" -j 16 >> "$OUT/infer_build.log" 2>&1; then
+  "$PY" - "$W" "$ROOT" <<'PYEOF'
+import subprocess, sys
+sys.path.insert(0, sys.argv[2] + "/tools/train")
+import numpy as np, torch, idx_data, nets
+w = sys.argv[1]
+px, labels = idx_data.read_split(w + "/data", "test")
+x = idx_data.normalize(px[:256])
+np.save(w + "/x.npy", x)
+subprocess.run([w + "/lenet_infer/lenet_main", "--weights", w + "/resumed.safetensors", "--input",
+                w + "/x.npy", "--batch", "256", "--output", w + "/y.npy", "--iters", "0"],
+               check=True, stdout=subprocess.DEVNULL)
+y = np.load(w + "/y.npy").astype(np.float64)
+net = nets.build("lenet"); nets.load(net, w + "/resumed.safetensors"); net.eval()
+with torch.no_grad():
+    ref = net(torch.from_numpy(x)).double().numpy()
+err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+agree = (y.argmax(1) == ref.argmax(1)).mean()
+print("zoc inference (generated/lenet) on the resumed checkpoint vs PyTorch: relative L2 %.2e, "
+      "top-1 agreement %.4f, accuracy %.4f" % (err, agree, (y.argmax(1) == labels[:256]).mean()))
+sys.exit(0 if err < 1e-4 else 1)
+PYEOF
+  status=$((status | $?))
+else
+  echo "generated/lenet did not build (infer_build.log)"; status=1
+fi
+exit $status

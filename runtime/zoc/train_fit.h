@@ -334,7 +334,8 @@ Status run_fit(const FitArgs& a) {
   if (!a.csv.empty()) {
     csv = std::fopen(a.csv.c_str(), resumed.epochs_done > 0 ? "a" : "w");
     if (!csv) return Error{a.csv + ": cannot open for writing"};
-    if (resumed.epochs_done == 0) {
+    std::fseek(csv, 0, SEEK_END);
+    if (std::ftell(csv) == 0) {  // a new file (a resumed run may append to the first run's)
       std::fprintf(csv, "impl,model,dataset,seed,epoch,train_loss,train_acc,test_acc,step_ms,"
                         "epoch_s,peak_mem_mb\n");
     }

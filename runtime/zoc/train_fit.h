@@ -90,6 +90,25 @@ inline Expected<DataSplits> load_data(const FitArgs& a, int classes) {
   return d;
 }
 
+// BatchNorm's num_batches_tracked in a weights file, in kCounterNames order: 0 where the file
+// (or the path, when empty) has none, as PyTorch starts counting.
+template <class Trainer>
+Expected<std::vector<int64_t>> read_counters(const std::string& path) {
+  std::vector<int64_t> counts;
+  for (const char* const* c = Trainer::kCounterNames; *c; ++c) counts.push_back(0);
+  if (path.empty()) return counts;
+  auto f = st::File::open(path);
+  if (!f) return f.error();
+  size_t k = 0;
+  for (const char* const* c = Trainer::kCounterNames; *c; ++c, ++k) {
+    const st::TensorView* v = f->find(*c);
+    if (v && v->dtype == st::DType::I64 && v->numel() == 1) {
+      std::memcpy(&counts[k], v->data, sizeof(int64_t));
+    }
+  }
+  return counts;
+}
+
 namespace detail {
 
 inline std::string meta_value(const st::File& f, const std::string& key) {
@@ -109,14 +128,9 @@ struct Resumed {
 template <class Trainer>
 Expected<Resumed> read_resume(const FitArgs& a, Trainer& t, int steps_per_epoch) {
   Resumed r;
-  auto weights = st::File::open(a.resume);
-  if (!weights) return weights.error();
-  for (const char* const* c = Trainer::kCounterNames; *c; ++c) {
-    const st::TensorView* v = weights->find(*c);
-    int64_t n = 0;
-    if (v && v->dtype == st::DType::I64 && v->numel() == 1) std::memcpy(&n, v->data, sizeof n);
-    r.counters.push_back(n);
-  }
+  auto counters = read_counters<Trainer>(a.resume);
+  if (!counters) return counters.error();
+  r.counters = std::move(*counters);
   const std::string path = optim_path_for(a.resume);
   auto f = st::File::open(path);
   if (!f) return Error{f.error().message + " (--resume needs the optimizer state written beside "
@@ -318,18 +332,9 @@ Status run_fit(const FitArgs& a) {
     resumed = *r;
     ZOC_TRY(t.set_steps(resumed.steps_done));
   } else {
-    for (const char* const* c = Trainer::kCounterNames; *c; ++c) resumed.counters.push_back(0);
-    if (!a.weights.empty()) {
-      auto w = st::File::open(a.weights);
-      if (!w) return w.error();
-      size_t k = 0;
-      for (const char* const* c = Trainer::kCounterNames; *c; ++c, ++k) {
-        const st::TensorView* v = w->find(*c);
-        if (v && v->dtype == st::DType::I64 && v->numel() == 1) {
-          std::memcpy(&resumed.counters[k], v->data, sizeof(int64_t));
-        }
-      }
-    }
+    auto counters = read_counters<Trainer>(a.weights);
+    if (!counters) return counters.error();
+    resumed.counters = std::move(*counters);
   }
   if (!a.csv.empty()) {
     csv = std::fopen(a.csv.c_str(), resumed.epochs_done > 0 ? "a" : "w");

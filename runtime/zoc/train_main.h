@@ -117,21 +117,10 @@ Status run_train(const TrainArgs& a) {
     // num_batches_tracked: the weights file's count plus the training-mode forward passes
     // taken here, as PyTorch counts them.
     const int64_t forwards = a.steps > 0 ? a.steps : 1;
-    std::vector<int64_t> counts;
-    for (const char* const* c = Trainer::kCounterNames; *c; ++c) counts.push_back(forwards);
-    if (!a.weights.empty()) {
-      auto file = st::File::open(a.weights);
-      if (!file) return file.error();
-      size_t k = 0;
-      for (const char* const* c = Trainer::kCounterNames; *c; ++c, ++k) {
-        const st::TensorView* t = file->find(*c);
-        if (t && t->dtype == st::DType::I64 && t->numel() == 1) {
-          int64_t before = 0;
-          std::memcpy(&before, t->data, sizeof before);
-          counts[k] += before;
-        }
-      }
-    }
+    auto counted = read_counters<Trainer>(a.weights);
+    if (!counted) return counted.error();
+    std::vector<int64_t> counts = std::move(*counted);
+    for (int64_t& c : counts) c += forwards;
     size_t k = 0;
     for (const char* const* c = Trainer::kCounterNames; *c; ++c, ++k) {
       w.push_back({*c, st::DType::I64, {}, &counts[k], sizeof(int64_t)});

@@ -138,6 +138,8 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
   if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time
   ZOC_CUDNN(cudnnSetStream(cudnn_, stream), "step");
   ZOC_CUBLAS(cublasSetStream(cublas_, stream), "step");
+  // cublasSetStream resets the workspace to cuBLAS's own pool: the fixed one again.
+  ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "step");
   const size_t B = size_t(max_batch_);  // arena offsets are per sample
   float* const a = acts_;
   float* const d = dacts_;
@@ -170,8 +172,8 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
   ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(85456) * B, p + 3263360, n, 1024, stream), "fc1");
   // relu3: relu  (models/lenet.yaml:20:5)
   ZOC_TRY(relu3_.forward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, "relu3"));
-  // dropout: p = 0.5, a mask drawn from (seed, step, element) by zoc/train_kernels.cuh  (models/lenet.yaml:21:5)
-  ZOC_CUDA(train_kernels::dropout(a + size_t(86480) * B, a + size_t(87504) * B, int64_t(n) * 1024, dropout_ ? 0.5f : 0.0f, dropout_seed_, draws_, false, stream), "dropout");
+  // dropout: p = 0.5, a mask drawn from (seed, step, layer, element) by zoc/train_kernels.cuh  (models/lenet.yaml:21:5)
+  ZOC_CUDA(train_kernels::dropout(a + size_t(86480) * B, a + size_t(87504) * B, int64_t(n) * 1024, dropout_ ? 0.5f : 0.0f, dropout_seed_, draws_, 10, false, stream), "dropout");
   // fc2: linear 1024 -> 10: y = x W^T + b  (models/lenet.yaml:22:5)
   ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, p + 3264384, 1024, a + size_t(87504) * B, 1024, &kZero, a + size_t(88528) * B, 10), "fc2");
   ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(88528) * B, p + 3274624, n, 10, stream), "fc2");
@@ -187,7 +189,7 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
   ZOC_CUDA(train_kernels::sum_rows(d + size_t(0) * B, g + 3274624, n, 10, stream), "fc2");
   ZOC_CUDA(cudaMemsetAsync(d + size_t(1034) * B, 0, size_t(n) * 1024 * sizeof(float), stream), "dropout");  // relu3's output gradient, before its first contribution
   // dropout: dx += dy * the step's mask  (models/lenet.yaml:21:5)
-  ZOC_CUDA(train_kernels::dropout(d + size_t(10) * B, d + size_t(1034) * B, int64_t(n) * 1024, dropout_ ? 0.5f : 0.0f, dropout_seed_, draws_, true, stream), "dropout");
+  ZOC_CUDA(train_kernels::dropout(d + size_t(10) * B, d + size_t(1034) * B, int64_t(n) * 1024, dropout_ ? 0.5f : 0.0f, dropout_seed_, draws_, 10, true, stream), "dropout");
   ZOC_CUDA(cudaMemsetAsync(d + size_t(0) * B, 0, size_t(n) * 1024 * sizeof(float), stream), "relu3");  // fc1's output gradient, before its first contribution
   // relu3: dx += relu'(dy)  (models/lenet.yaml:20:5)
   ZOC_TRY(relu3_.backward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, d + size_t(1034) * B, d + size_t(0) * B, "relu3"));
@@ -229,6 +231,7 @@ zoc::Status LenetTrainer::evaluate(const float* input, int n, cudaStream_t strea
   if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time
   ZOC_CUDNN(cudnnSetStream(cudnn_, stream), "evaluate");
   ZOC_CUBLAS(cublasSetStream(cublas_, stream), "evaluate");
+  ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "evaluate");
   const size_t B = size_t(max_batch_);
   float* const a = acts_;
   float* const p = params_;
@@ -254,7 +257,7 @@ zoc::Status LenetTrainer::evaluate(const float* input, int n, cudaStream_t strea
   // relu3: relu  (models/lenet.yaml:20:5)
   ZOC_TRY(relu3_.forward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, "relu3"));
   // dropout: dropout is the identity in evaluation  (models/lenet.yaml:21:5)
-  ZOC_CUDA(train_kernels::dropout(a + size_t(86480) * B, a + size_t(87504) * B, int64_t(n) * 1024, 0.0f, 0, nullptr, false, stream), "dropout");
+  ZOC_CUDA(train_kernels::dropout(a + size_t(86480) * B, a + size_t(87504) * B, int64_t(n) * 1024, 0.0f, 0, nullptr, 0, false, stream), "dropout");
   // fc2: linear 1024 -> 10: y = x W^T + b  (models/lenet.yaml:22:5)
   ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, p + 3264384, 1024, a + size_t(87504) * B, 1024, &kZero, a + size_t(88528) * B, 10), "fc2");
   ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(88528) * B, p + 3274624, n, 10, stream), "fc2");

@@ -27,8 +27,8 @@ cudaError_t accumulate(float* dst, const float* src, int64_t count, cudaStream_t
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay, cudaStream_t stream) {
   return zoc::train_kernels::launch_sgd(w, g, v, count, lr, momentum, weight_decay, stream);
 }
-cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, bool accumulate, cudaStream_t stream) {
-  return zoc::train_kernels::launch_dropout(x, y, count, p, seed, draw, accumulate, stream);
+cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, uint64_t layer, bool accumulate, cudaStream_t stream) {
+  return zoc::train_kernels::launch_dropout(x, y, count, p, seed, draw, layer, accumulate, stream);
 }
 cudaError_t count_step(uint64_t* draws, cudaStream_t stream) {
   return zoc::train_kernels::launch_count_step(draws, stream);

@@ -17,7 +17,7 @@ cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, cud
 cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream);
 cudaError_t accumulate(float* dst, const float* src, int64_t count, cudaStream_t stream);
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay, cudaStream_t stream);
-cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, bool accumulate, cudaStream_t stream);
+cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, uint64_t layer, bool accumulate, cudaStream_t stream);
 cudaError_t count_step(uint64_t* draws, cudaStream_t stream);
 cudaError_t metrics(const float* logits, const int32_t* labels, int64_t rows, int64_t classes, const float* loss, double* sums, unsigned long long* counts, cudaStream_t stream);
 }  // namespace zoc_model::train_kernels

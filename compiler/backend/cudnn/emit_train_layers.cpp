@@ -125,16 +125,16 @@ bool TrainerEmitter::emit_node(const ir::Node& n) {
       return true;
     case ir::OpKind::Dropout: {
       const int64_t count = g_.type(n.output).sample_numel();
-      comment(forward_, n, fmt::format("p = {:.9g}, a mask drawn from (seed, step, element) by "
-                                       "zoc/train_kernels.cuh", a.f("p")));
+      comment(forward_, n, fmt::format("p = {:.9g}, a mask drawn from (seed, step, layer, element) "
+                                       "by zoc/train_kernels.cuh", a.f("p")));
       has_dropout_ = true;
       forward_.line("ZOC_CUDA(train_kernels::dropout({}, {}, int64_t(n) * {}, dropout_ ? {:.9g}f : "
-                    "0.0f, dropout_seed_, draws_, false, stream), {});",
-                    A(n.inputs[0]), A(n.output), count, a.f("p"), lit(n));
+                    "0.0f, dropout_seed_, draws_, {}, false, stream), {});",
+                    A(n.inputs[0]), A(n.output), count, a.f("p"), node_index(n), lit(n));
       eval_only_ = true;
       comment(eval_node_, n, "dropout is the identity in evaluation");
       eval_node_.line("ZOC_CUDA(train_kernels::dropout({}, {}, int64_t(n) * {}, 0.0f, 0, nullptr, "
-                      "false, stream), {});",
+                      "0, false, stream), {});",
                       A(n.inputs[0]), A(n.output), count, lit(n));
       return true;
     }
@@ -223,9 +223,9 @@ void TrainerEmitter::emit_backward(const ir::Node& n) {
       if (!needs_grad_[static_cast<size_t>(n.inputs[0])]) return;
       comment(backward_, n, "dx += dy * the step's mask");
       backward_.line("ZOC_CUDA(train_kernels::dropout({}, {}, int64_t(n) * {}, dropout_ ? {:.9g}f : "
-                     "0.0f, dropout_seed_, draws_, true, stream), {});",
+                     "0.0f, dropout_seed_, draws_, {}, true, stream), {});",
                      D(n.output), D(n.inputs[0]), g_.type(n.output).sample_numel(), a.f("p"),
-                     lit(n));
+                     node_index(n), lit(n));
       return;
     default:
       return;  // Flatten: it shares its input's gradient buffer

@@ -464,6 +464,8 @@ std::optional<Generated> TrainerEmitter::run() {
       c.line("if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time");
       c.line("ZOC_CUDNN(cudnnSetStream(cudnn_, stream), \"step\");");
       c.line("ZOC_CUBLAS(cublasSetStream(cublas_, stream), \"step\");");
+      c.line("// cublasSetStream resets the workspace to cuBLAS's own pool: the fixed one again.");
+      c.line("ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), \"step\");");
       c.line("const size_t B = size_t(max_batch_);  // arena offsets are per sample");
       c.line("float* const a = acts_;");
       c.line("float* const d = dacts_;");
@@ -512,6 +514,8 @@ std::optional<Generated> TrainerEmitter::run() {
       c.line("if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time");
       c.line("ZOC_CUDNN(cudnnSetStream(cudnn_, stream), \"evaluate\");");
       c.line("ZOC_CUBLAS(cublasSetStream(cublas_, stream), \"evaluate\");");
+      c.line("ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "
+             "\"evaluate\");");
       c.line("const size_t B = size_t(max_batch_);");
       c.line("float* const a = acts_;");
       c.line("float* const p = params_;");
@@ -564,8 +568,8 @@ std::optional<Generated> TrainerEmitter::run() {
        "w, g, v, count, lr, momentum, weight_decay, stream"},
       {"dropout",
        "const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, "
-       "bool accumulate, cudaStream_t stream",
-       "x, y, count, p, seed, draw, accumulate, stream"},
+       "uint64_t layer, bool accumulate, cudaStream_t stream",
+       "x, y, count, p, seed, draw, layer, accumulate, stream"},
       {"count_step", "uint64_t* draws, cudaStream_t stream", "draws, stream"},
       {"metrics",
        "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, const float* "

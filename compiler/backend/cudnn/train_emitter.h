@@ -47,6 +47,8 @@ class TrainerEmitter {
   const ParamSlot& slot(const std::string& name) const { return params_[param_index_.at(name)]; }
   std::string lit(const ir::Node& n) const { return fmt::format("\"{}\"", sanitize_comment(n.name)); }
   std::string id(const ir::Node& n) const { return ids_.at(&n); }
+  // The node's place in the graph: each dropout layer's masks differ by it.
+  int64_t node_index(const ir::Node& n) const { return &n - g_.nodes.data(); }
   void comment(CodeWriter& w, const ir::Node& n, const std::string& what) const {
     w.line("// {}: {}{}", sanitize_comment(n.name), what,
            n.loc.known() ? fmt::format("  ({})", sanitize_comment(n.loc.str())) : "");

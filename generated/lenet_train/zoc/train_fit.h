@@ -135,36 +135,58 @@ Expected<Resumed> read_resume(const FitArgs& a, Trainer& t, int steps_per_epoch)
   auto f = st::File::open(path);
   if (!f) return Error{f.error().message + " (--resume needs the optimizer state written beside "
                        "the checkpoint)"};
-  auto number = [&](const char* key) -> Expected<long long> {
-    const std::string v = meta_value(*f, key);
+  auto number = [&](const st::File& file, const char* key) -> Expected<unsigned long long> {
+    const std::string v = meta_value(file, key);
     try {
       size_t used = 0;
-      const long long x = std::stoll(v, &used);
-      if (used == v.size()) return x;
+      const unsigned long long x = std::stoull(v, &used);
+      if (used == v.size() && !v.empty() && v[0] != '-') return x;
     } catch (const std::exception&) {
     }
-    return Error{path + ": metadata '" + key + "' is missing or not an integer"};
+    return Error{file.path() + ": metadata '" + key + "' is missing or not a non-negative integer "
+                 "(not a checkpoint written by a zoc trainer?)"};
   };
-  auto epochs_done = number("epochs_done");
+  auto epochs_done = number(*f, "epochs_done");
   if (!epochs_done) return epochs_done.error();
-  auto steps_done = number("steps_done");
+  auto steps_done = number(*f, "steps_done");
   if (!steps_done) return steps_done.error();
-  auto seed = number("seed");
+  auto seed = number(*f, "seed");
   if (!seed) return seed.error();
-  auto batch = number("batch");
+  auto batch = number(*f, "batch");
   if (!batch) return batch.error();
+  auto epochs = number(*f, "epochs");
+  if (!epochs) return epochs.error();
+  // The two files are written one after the other: a run cut off between them leaves a pair
+  // from different epochs, which must not pass for one.
+  auto weights = st::File::open(a.resume);
+  if (!weights) return weights.error();
+  auto weights_epochs = number(*weights, "epochs_done");
+  if (!weights_epochs) return weights_epochs.error();
+  if (*weights_epochs != *epochs_done) {
+    return Error{a.resume + " holds the weights after epoch " + std::to_string(*weights_epochs) +
+                 " but " + path + " the optimizer state after epoch " +
+                 std::to_string(*epochs_done) + " (a run cut off while checkpointing?)"};
+  }
+  // The learning rate of every step follows from the schedule and (except constant) the
+  // epoch count: a different one would not continue the same run.
+  const std::string schedule = meta_value(*f, "schedule");
+  if (schedule != a.schedule || (a.schedule != "constant" && *epochs != uint64_t(a.epochs))) {
+    return Error{path + ": the checkpoint was trained with --schedule " + schedule +
+                 " --epochs " + std::to_string(*epochs) + "; this run has --schedule " +
+                 a.schedule + " --epochs " + std::to_string(a.epochs)};
+  }
   // The order of epoch e depends on (seed, e) and its batches on the batch size: anything else
   // would not continue the same run.
-  if (uint64_t(*seed) != a.seed || *batch != a.batch) {
+  if (*seed != a.seed || *batch != uint64_t(a.batch)) {
     return Error{path + ": the checkpoint was trained with --seed " + std::to_string(*seed) +
                  " --batch " + std::to_string(*batch) + "; this run has --seed " +
                  std::to_string(a.seed) + " --batch " + std::to_string(a.batch)};
   }
-  if (*epochs_done < 1 || *epochs_done >= a.epochs) {
+  if (*epochs_done < 1 || *epochs_done >= uint64_t(a.epochs)) {
     return Error{path + ": " + std::to_string(*epochs_done) + " epochs are done, --epochs " +
                  std::to_string(a.epochs) + " leaves nothing to train"};
   }
-  if (*steps_done != *epochs_done * steps_per_epoch) {
+  if (*steps_done != *epochs_done * uint64_t(steps_per_epoch)) {
     return Error{path + ": " + std::to_string(*steps_done) + " steps in " +
                  std::to_string(*epochs_done) + " epochs, but this run takes " +
                  std::to_string(steps_per_epoch) + " per epoch (--max-steps?)"};
@@ -231,6 +253,7 @@ Status write_checkpoint(const FitArgs& a, Trainer& t, int epochs_done, uint64_t 
                          {"steps_done", std::to_string(steps_done)},
                          {"seed", std::to_string(a.seed)},
                          {"batch", std::to_string(a.batch)},
+                         {"epochs", std::to_string(a.epochs)},
                          {"schedule", a.schedule}});
 }
 
@@ -409,6 +432,9 @@ Status run_fit(const FitArgs& a) {
     return Status::success();
   };
 
+  // Everything above (weights, momenta, counters, the test set) went through the legacy default
+  // stream or blocking copies; the loop's streams do not wait for it, so wait here once.
+  ZOC_CUDA(cudaDeviceSynchronize(), "setup");
   uint64_t steps_done = resumed.steps_done;
   double lr = a.lr;
   for (int epoch = resumed.epochs_done; epoch < a.epochs; ++epoch) {

@@ -92,12 +92,15 @@ __global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, fl
   }
 }
 
-// Dropout's mask, a pure function of (seed, draw, element): no mask is stored, backward
-// recomputes it. The element's 64-bit hash (SplitMix64's finalizer over seed, draw and index)
+// Dropout's mask, a pure function of (seed, draw, layer, element): no mask is stored, backward
+// recomputes it; `layer` (the node's index) keeps two dropout layers of one size from sharing a
+// mask. The element's 64-bit hash (SplitMix64's finalizer over seed, draw, layer and index)
 // gives u = top 24 bits / 2^24 in [0, 1); the element is kept when u >= p and then scaled by
 // 1 / (1 - p), as PyTorch's dropout (whose masks come from its own generator and differ).
-__device__ inline float dropout_scale(uint64_t seed, uint64_t draw, int64_t i, float p) {
-  uint64_t z = seed * 0x9e3779b97f4a7c15ull + draw * 0xbf58476d1ce4e5b9ull + uint64_t(i);
+__device__ inline float dropout_scale(uint64_t seed, uint64_t draw, uint64_t layer, int64_t i,
+                                      float p) {
+  uint64_t z = seed * 0x9e3779b97f4a7c15ull + draw * 0xbf58476d1ce4e5b9ull +
+               layer * 0x94d049bb133111ebull + uint64_t(i);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   z ^= z >> 31;
@@ -107,11 +110,11 @@ __device__ inline float dropout_scale(uint64_t seed, uint64_t draw, int64_t i, f
 
 // Forward y = x * scale (p = 0: a copy); backward dx += dy * scale, the same mask.
 __global__ void dropout_kernel(const float* x, float* y, int64_t count, float p, uint64_t seed,
-                               const uint64_t* draws, bool accumulate) {
+                               const uint64_t* draws, uint64_t layer, bool accumulate) {
   const uint64_t draw = p > 0.0f ? *draws : 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const float v = p > 0.0f ? x[i] * dropout_scale(seed, draw, i, p) : x[i];
+    const float v = p > 0.0f ? x[i] * dropout_scale(seed, draw, layer, i, p) : x[i];
     y[i] = accumulate ? y[i] + v : v;
   }
 }
@@ -192,10 +195,11 @@ inline cudaError_t launch_sgd(float* w, const float* g, float* v, int64_t count,
 
 // draws: the device step counter (read only when p > 0).
 inline cudaError_t launch_dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
-                                  const uint64_t* draws, bool accumulate, cudaStream_t stream) {
+                                  const uint64_t* draws, uint64_t layer, bool accumulate,
+                                  cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::dropout_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count, p, seed,
-                                                                        draws, accumulate);
+                                                                        draws, layer, accumulate);
   return cudaGetLastError();
 }
 

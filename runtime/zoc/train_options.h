@@ -52,12 +52,12 @@ inline std::string optim_path_for(const std::string& checkpoint) {
   return checkpoint + ".optim.safetensors";
 }
 
+// Both modes: fit_args holds the options they share (weights, seed, SGD's settings, the
+// algorithm choice); the rest are the one-batch mode's.
 struct TrainArgs {
-  std::string weights, batch_file, out, weights_out;
-  uint64_t seed = 0;
+  std::string batch_file, out, weights_out;
   int steps = 0;
-  float lr = 0.1f, momentum = 0.9f, weight_decay = 5e-4f;
-  bool fit = false;  // --data given: the epoch loop, with `fit`'s settings
+  bool fit = false;  // --data given: the epoch loop
   FitArgs fit_args;
 };
 
@@ -102,18 +102,15 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
     auto to_u64 = [](const std::string& s, size_t* u) { return std::stoull(s, u); };
     auto to_double = [](const std::string& s, size_t* u) { return std::stod(s, u); };
     try {
-      if (k == "--weights") a.weights = f.weights = v;
+      if (k == "--weights") f.weights = v;
       else if (k == "--batch-file") a.batch_file = v;
       else if (k == "--out") a.out = v;
       else if (k == "--weights-out") a.weights_out = v;
-      else if (k == "--seed") a.seed = f.seed = whole(to_u64);
+      else if (k == "--seed") f.seed = whole(to_u64);
       else if (k == "--steps") a.steps = whole(to_int);
-      else if (k == "--lr") { f.lr = whole(to_double); a.lr = float(f.lr); }
-      else if (k == "--momentum") { f.momentum = whole(to_double); a.momentum = float(f.momentum); }
-      else if (k == "--weight-decay") {
-        f.weight_decay = whole(to_double);
-        a.weight_decay = float(f.weight_decay);
-      }
+      else if (k == "--lr") f.lr = whole(to_double);
+      else if (k == "--momentum") f.momentum = whole(to_double);
+      else if (k == "--weight-decay") f.weight_decay = whole(to_double);
       else if (k == "--data") { f.data = v; a.fit = true; }
       else if (k == "--dataset") f.dataset = v;
       else if (k == "--epochs") f.epochs = whole(to_int);

@@ -91,22 +91,30 @@ inline Expected<DataSplits> load_data(const FitArgs& a, int classes) {
 }
 
 // BatchNorm's num_batches_tracked in a weights file, in kCounterNames order: 0 where the file
-// (or the path, when empty) has none, as PyTorch starts counting.
+// has none, as PyTorch starts counting.
 template <class Trainer>
-Expected<std::vector<int64_t>> read_counters(const std::string& path) {
+std::vector<int64_t> read_counters(const st::File& f) {
   std::vector<int64_t> counts;
-  for (const char* const* c = Trainer::kCounterNames; *c; ++c) counts.push_back(0);
-  if (path.empty()) return counts;
-  auto f = st::File::open(path);
-  if (!f) return f.error();
-  size_t k = 0;
-  for (const char* const* c = Trainer::kCounterNames; *c; ++c, ++k) {
-    const st::TensorView* v = f->find(*c);
-    if (v && v->dtype == st::DType::I64 && v->numel() == 1) {
-      std::memcpy(&counts[k], v->data, sizeof(int64_t));
-    }
+  for (const char* const* c = Trainer::kCounterNames; *c; ++c) {
+    const st::TensorView* v = f.find(*c);
+    int64_t n = 0;
+    if (v && v->dtype == st::DType::I64 && v->numel() == 1) std::memcpy(&n, v->data, sizeof n);
+    counts.push_back(n);
   }
   return counts;
+}
+
+// The same from a path; an empty path has no counters (all 0).
+template <class Trainer>
+Expected<std::vector<int64_t>> read_counters(const std::string& path) {
+  if (path.empty()) {
+    std::vector<int64_t> zeros;
+    for (const char* const* c = Trainer::kCounterNames; *c; ++c) zeros.push_back(0);
+    return zeros;
+  }
+  auto f = st::File::open(path);
+  if (!f) return f.error();
+  return read_counters<Trainer>(*f);
 }
 
 namespace detail {
@@ -128,9 +136,9 @@ struct Resumed {
 template <class Trainer>
 Expected<Resumed> read_resume(const FitArgs& a, Trainer& t, int steps_per_epoch) {
   Resumed r;
-  auto counters = read_counters<Trainer>(a.resume);
-  if (!counters) return counters.error();
-  r.counters = std::move(*counters);
+  auto weights = st::File::open(a.resume);
+  if (!weights) return weights.error();
+  r.counters = read_counters<Trainer>(*weights);
   const std::string path = optim_path_for(a.resume);
   auto f = st::File::open(path);
   if (!f) return Error{f.error().message + " (--resume needs the optimizer state written beside "
@@ -158,8 +166,6 @@ Expected<Resumed> read_resume(const FitArgs& a, Trainer& t, int steps_per_epoch)
   if (!epochs) return epochs.error();
   // The two files are written one after the other: a run cut off between them leaves a pair
   // from different epochs, which must not pass for one.
-  auto weights = st::File::open(a.resume);
-  if (!weights) return weights.error();
   auto weights_epochs = number(*weights, "epochs_done");
   if (!weights_epochs) return weights_epochs.error();
   if (*weights_epochs != *epochs_done) {

@@ -40,12 +40,12 @@ namespace zoc {
 
 template <class Trainer>
 Status run_train(const TrainArgs& a) {
+  const FitArgs& f = a.fit_args;  // the options the modes share
   auto batch = read_batch(a.batch_file, Trainer::kInputC, Trainer::kInputH, Trainer::kInputW,
                           Trainer::kClasses);
   if (!batch) return batch.error();
   const int n = static_cast<int>(batch->shape[0]);
-  auto trainer = Trainer::create(a.weights, a.seed, n, a.fit_args.benchmark,
-                                 a.fit_args.deterministic);
+  auto trainer = Trainer::create(f.weights, f.seed, n, f.benchmark, f.deterministic);
   if (!trainer) return trainer.error();
   (*trainer)->set_dropout(false);  // as grad_reference.py and `zoc grad`: dropout the identity
   struct Device {  // released on every return
@@ -84,7 +84,7 @@ Status run_train(const TrainArgs& a) {
   float loss = first_loss;
   for (int s = 0; s < a.steps; ++s) {
     if (s > 0) ZOC_TRY((*trainer)->step(dev.x, dev.y, n, stream));
-    ZOC_TRY((*trainer)->sgd(a.lr, a.momentum, a.weight_decay, stream));
+    ZOC_TRY((*trainer)->sgd(float(f.lr), float(f.momentum), float(f.weight_decay), stream));
   }
   ZOC_CUDA(cudaDeviceSynchronize(), "steps");
   std::vector<st::TensorToWrite> out;
@@ -117,7 +117,7 @@ Status run_train(const TrainArgs& a) {
     // num_batches_tracked: the weights file's count plus the training-mode forward passes
     // taken here, as PyTorch counts them.
     const int64_t forwards = a.steps > 0 ? a.steps : 1;
-    auto counted = read_counters<Trainer>(a.weights);
+    auto counted = read_counters<Trainer>(f.weights);
     if (!counted) return counted.error();
     std::vector<int64_t> counts = std::move(*counted);
     for (int64_t& c : counts) c += forwards;
@@ -127,8 +127,8 @@ Status run_train(const TrainArgs& a) {
     }
     ZOC_TRY(st::write_file(a.weights_out, w, {{"format", "pt"}, {"producer", "zoc trainer"}}));
     std::printf("wrote %s after %d SGD steps (lr %g, momentum %g, weight decay %g)\n",
-                a.weights_out.c_str(), a.steps, double(a.lr), double(a.momentum),
-                double(a.weight_decay));
+                a.weights_out.c_str(), a.steps, double(float(f.lr)), double(float(f.momentum)),
+                double(float(f.weight_decay)));
   }
   return Status::success();
 }

@@ -39,6 +39,7 @@ struct Args {
   std::string conv_api = "legacy";  // --conv-api legacy|graph
   std::string linear_api = "cublas";  // --linear cublas|cudnn
   bool train = false;                 // zoc compile --train
+  bool force = false;                 // zoc compile --force: replace a folder zoc did not write
   int pad_input_channels = 4;       // --pad-input-channels 0|4|8
   std::string streams = "auto";     // --streams auto|1|2
   std::string input_dims;     // --input CxHxW for compile
@@ -217,7 +218,9 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   eopts.zoc_version = ZOC_VERSION;
   auto gen = args.train ? zoc::cudnn::emit_trainer(g, eopts, diags) : zoc::cudnn::emit(g, eopts, diags);
   if (!gen) return finish(diags);
-  if (zoc::Status s = zoc::write_folder_atomically(args.output, gen->files); !s) {
+  zoc::WriteFolderOptions wopts;
+  wopts.force = args.force;
+  if (zoc::Status s = zoc::write_folder_atomically(args.output, gen->files, wopts); !s) {
     diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
     return finish(diags);
   }
@@ -233,6 +236,32 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
 }
 
 int run(int argc, char** argv);
+
+// `zoc --version`: zoc's own version, and what the generated code was checked against where zoc
+// was built (the generated code needs CUDA and cuDNN 9; zoc itself links neither).
+std::string version_text() {
+  return fmt::format(
+      "zoc {}\n"
+      "generated code: CUDA {} and cuDNN {} (headers under {} when zoc was configured); "
+      "needs cuDNN 9\n"
+      "TorchScript input: LibTorch {}",
+      ZOC_VERSION, ZOC_CUDA_VERSION, ZOC_CUDNN_VERSION, ZOC_CUDA_ROOT, ZOC_LIBTORCH_VERSION);
+}
+
+bool is_subcommand(CLI::App& app, const std::string& name) {
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->get_name() == name) return true;
+  }
+  return false;
+}
+
+std::string subcommand_names(CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  return names;
+}
 
 }  // namespace
 
@@ -252,6 +281,7 @@ namespace {
 int run(int argc, char** argv) {
   CLI::App app{"zoc: the zero-overhead compiler for convolutional networks"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", version_text());
   Args args;
 
   auto add_model = [&](CLI::App* cmd) {
@@ -274,8 +304,14 @@ int run(int argc, char** argv) {
   CLI::App* compile_cmd =
       app.add_subcommand("compile", "generate standalone C++/cuDNN code for a model");
   add_model(compile_cmd);
-  compile_cmd->add_option("-o,--output", args.output, "output folder (written atomically)")
+  compile_cmd
+      ->add_option("-o,--output", args.output,
+                   "output folder (written atomically; an existing folder is replaced only if "
+                   "zoc wrote it, and files zoc did not write there are kept)")
       ->required();
+  compile_cmd->add_flag("--force", args.force,
+                        "replace the output folder even if zoc did not write it, with everything "
+                        "in it");
   compile_cmd->add_option("--precision", args.precision, "fp32 (TF32 off), tf32, fp16 or bf16")
       ->capture_default_str();
   compile_cmd->add_option("--input", args.input_dims,
@@ -342,6 +378,11 @@ int run(int argc, char** argv) {
   extract_cmd->add_option("model", args.model, "TorchScript file (.pt)")->required();
   extract_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();
 
+  if (argc > 1 && argv[1][0] != '-' && !is_subcommand(app, argv[1])) {
+    std::cerr << fmt::format("zoc: error: unknown command '{}'; the commands are {} (zoc --help)\n",
+                             argv[1], subcommand_names(app));
+    return 1;
+  }
   CLI11_PARSE(app, argc, argv);
   args.command_line = "zoc";
   for (int i = 1; i < argc; ++i) args.command_line += std::string(" ") + argv[i];

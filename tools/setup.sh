@@ -11,6 +11,7 @@ packages=(
   libyaml-cpp-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
   python3 python3-numpy python3-torch python3-torchvision llvm-14-tools
   libtorch-dev
+  libonnx-dev python3-onnx libonnx-testdata
   llvm-14-dev libclang-cpp14-dev libclang-14-dev
   "$@"
 )

@@ -1,6 +1,7 @@
 // `zoc`: the command-line driver. The only place in zoc that prints diagnostics and chooses an
 // exit code; everything below it returns errors as values.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "compiler/driver/grad_command.h"
 #include "compiler/driver/model_loader.h"
 #include "compiler/driver/write_folder.h"
+#include "compiler/frontend/onnx/onnx_frontend.h"
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
@@ -74,10 +76,25 @@ int finish(const zoc::Diagnostics& diags) {
   return 0;
 }
 
-// Weights from --weights, or seeded initialization (PyTorch's defaults unless layers declare
-// an `init`).
-std::optional<zoc::Weights> get_weights(const zoc::ir::Graph& g, const Args& args,
+// Weights from --weights, else those the model file carries (an ONNX model's initializers),
+// else seeded initialization (PyTorch's defaults unless layers declare an `init`).
+std::optional<zoc::Weights> get_weights(const zoc::LoadedModel& m, const Args& args,
                                         zoc::Diagnostics& diags) {
+  const zoc::ir::Graph& g = m.graph;
+  if (args.weights.empty() && m.weights) {
+    if (args.strict) {
+      for (const auto& [name, values] : m.weights->tensors) {
+        for (float v : values) {
+          if (std::isfinite(v)) continue;
+          diags.error(zoc::SourceLoc{args.model, 0, 0},
+                      fmt::format("tensor '{}' holds NaN or infinite values (--strict)", name));
+          break;
+        }
+      }
+      if (diags.has_errors()) return std::nullopt;
+    }
+    return m.weights;
+  }
   if (args.weights.empty()) return zoc::init_weights(g, args.seed);
   zoc::LoadWeightsOptions opts;
   opts.strict = args.strict;
@@ -111,9 +128,22 @@ std::optional<zoc::ref::Tensor> get_input(const zoc::ir::Graph& g, const Args& a
   return t;
 }
 
-bool is_torchscript(const std::string& model) {
-  const std::string ext = std::filesystem::path(model).extension().string();
-  return ext == ".pt" || ext == ".pth";
+// `zoc extract-weights model.onnx -o W.safetensors`: the initializers the model's layers take,
+// under the IR's parameter names (state_dict names where the exporter kept them).
+int cmd_extract_onnx_weights(const Args& args, const zoc::LoadOptions& opts,
+                             zoc::Diagnostics& diags) {
+  auto m = zoc::load_model_and_weights(args.model, diags, opts);
+  if (!m) return finish(diags);
+  if (zoc::Status s = zoc::save_weights(m->graph, *m->weights, args.output); !s) {
+    diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+    return finish(diags);
+  }
+  size_t bytes = 0;
+  for (const auto& [name, values] : m->weights->tensors) bytes += values.size() * sizeof(float);
+  std::cout << fmt::format("wrote {} ({} tensors, {:.1f} MiB, the layers' parameter names)\n",
+                           args.output, m->weights->tensors.size(),
+                           static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return finish(diags);
 }
 
 // `zoc extract-weights model.pt -o W.safetensors`: the module's state_dict, for --weights.
@@ -131,13 +161,14 @@ int cmd_extract_weights(const Args& args, zoc::Diagnostics& diags) {
   return finish(diags);
 }
 
-int cmd_run(const zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
-  if (args.weights.empty() && is_torchscript(args.model)) {
+int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags) {
+  const zoc::ir::Graph& g = m.graph;
+  if (args.weights.empty() && zoc::is_torchscript_file(args.model)) {
     diags.warning(zoc::SourceLoc{args.model, 0, 0},
                   "running on seeded PyTorch-default weights, not the module's own; for those, "
                   "`zoc extract-weights` them and pass --weights");
   }
-  auto weights = get_weights(g, args, diags);
+  auto weights = get_weights(m, args, diags);
   if (!weights) return finish(diags);
   auto input = get_input(g, args, diags);
   if (!input) return finish(diags);
@@ -244,8 +275,10 @@ std::string version_text() {
       "zoc {}\n"
       "generated code: CUDA {} and cuDNN {} (headers under {} when zoc was configured); "
       "needs cuDNN 9\n"
-      "TorchScript input: LibTorch {}",
-      ZOC_VERSION, ZOC_CUDA_VERSION, ZOC_CUDNN_VERSION, ZOC_CUDA_ROOT, ZOC_LIBTORCH_VERSION);
+      "TorchScript input: LibTorch {}\n"
+      "ONNX input: libonnx {} (opsets {} to {})",
+      ZOC_VERSION, ZOC_CUDA_VERSION, ZOC_CUDNN_VERSION, ZOC_CUDA_ROOT, ZOC_LIBTORCH_VERSION,
+      zoc::onnx::libonnx_version(), zoc::onnx::kMinOpset, zoc::onnx::max_opset());
 }
 
 bool is_subcommand(CLI::App& app, const std::string& name) {
@@ -285,7 +318,7 @@ int run(int argc, char** argv) {
   Args args;
 
   auto add_model = [&](CLI::App* cmd) {
-    cmd->add_option("model", args.model, "model file (.yaml, or TorchScript .pt)")->required();
+    cmd->add_option("model", args.model, "model file (.yaml, TorchScript .pt, or .onnx)")->required();
     cmd->add_option("--set", args.sets, "override a model param: name=value (repeatable)");
   };
   CLI::App* ir_cmd = app.add_subcommand("ir", "print the verified IR of a model");
@@ -294,7 +327,9 @@ int run(int argc, char** argv) {
   ir_cmd->add_option("--weights", args.weights, "also validate this safetensors file");
   ir_cmd->add_flag("--strict", args.strict, "reject weights holding NaN or Inf");
   ir_cmd->add_flag("--optimize", args.optimize, "print the IR after the inference passes");
-  ir_cmd->add_option("--input", args.input_dims, "input size CxHxW (required for .pt models)");
+  ir_cmd->add_option("--input", args.input_dims,
+                     "input size CxHxW (required for .pt models, and for .onnx models that leave "
+                     "it dynamic)");
   auto add_pass_options = [&](CLI::App* cmd) {
     cmd->add_option("--print-ir-after", args.print_after, "print the IR after PASS (or 'all')");
     cmd->add_flag("--verify-each", args.verify_each, "run the IR verifier after every pass");
@@ -374,9 +409,13 @@ int run(int argc, char** argv) {
   init_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();
 
   CLI::App* extract_cmd = app.add_subcommand(
-      "extract-weights", "write a TorchScript model's state_dict as safetensors (for --weights)");
-  extract_cmd->add_option("model", args.model, "TorchScript file (.pt)")->required();
+      "extract-weights",
+      "write a TorchScript model's state_dict, or an ONNX model's initializers, as safetensors "
+      "(for --weights)");
+  extract_cmd->add_option("model", args.model, "TorchScript (.pt) or ONNX (.onnx) file")->required();
   extract_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();
+  extract_cmd->add_option("--input", args.input_dims,
+                          "input size CxHxW, for .onnx models that leave it dynamic");
 
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(app, argv[1])) {
     std::cerr << fmt::format("zoc: error: unknown command '{}'; the commands are {} (zoc --help)\n",
@@ -388,23 +427,29 @@ int run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) args.command_line += std::string(" ") + argv[i];
 
   zoc::Diagnostics diags;
-  if (extract_cmd->parsed()) return cmd_extract_weights(args, diags);
   zoc::LoadOptions opts;
   if (!parse_overrides(args.sets, opts, diags)) return finish(diags);
   if (!parse_input_dims(args.input_dims, opts, diags)) return finish(diags);
-  if (run_cmd->parsed() && is_torchscript(args.model) && !args.input.empty()) {
-    // A TorchScript model has no static input shape: `zoc run` takes it from the .npy.
+  if (extract_cmd->parsed()) {
+    return zoc::is_onnx_file(args.model) ? cmd_extract_onnx_weights(args, opts, diags)
+                                         : cmd_extract_weights(args, diags);
+  }
+  if (run_cmd->parsed() && !args.input.empty() &&
+      (zoc::is_torchscript_file(args.model) || zoc::is_onnx_file(args.model))) {
+    // A TorchScript model has no static input shape, nor an ONNX model with dynamic dimensions:
+    // `zoc run` takes it from the .npy (an ONNX model checks it against the sizes it fixes).
     std::vector<int64_t> shape;
     if (auto x = zoc::npy::read_float32(args.input, &shape); x.ok() && shape.size() == 4) {
       opts.input_dims = std::array<int64_t, 3>{shape[1], shape[2], shape[3]};
     }
   }
-  auto graph = zoc::load_verified_model(args.model, diags, opts);
-  if (!graph) return finish(diags);
+  auto model = zoc::load_model_and_weights(args.model, diags, opts);
+  if (!model) return finish(diags);
+  zoc::ir::Graph* graph = &model->graph;
 
   if (compile_cmd->parsed()) return cmd_compile(*graph, args, diags);
   if (ir_cmd->parsed()) {
-    if (!args.weights.empty() && !get_weights(*graph, args, diags)) return finish(diags);
+    if (!args.weights.empty() && !get_weights(*model, args, diags)) return finish(diags);
     if (args.optimize || !args.print_after.empty() || args.verify_each) {
       if (!optimize(*graph, args, diags)) return finish(diags);
       if (!args.print_after.empty()) return finish(diags);
@@ -414,9 +459,9 @@ int run(int argc, char** argv) {
     std::cout << zoc::ir::print_graph(*graph, popts);
   } else if (run_cmd->parsed()) {
     if (args.optimize && !optimize(*graph, args, diags)) return finish(diags);
-    return cmd_run(*graph, args, diags);
+    return cmd_run(*model, args, diags);
   } else if (grad_cmd->parsed()) {
-    auto weights = get_weights(*graph, args, diags);
+    auto weights = get_weights(*model, args, diags);
     if (!weights) return finish(diags);
     auto done = zoc::run_grad_command(*graph, *weights, args.batch_file, args.output);
     if (!done) {

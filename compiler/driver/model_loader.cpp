@@ -5,15 +5,64 @@
 
 #include <fmt/format.h>
 
+#include "compiler/frontend/onnx/onnx_frontend.h"
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "compiler/ir/shapes.h"
 #include "compiler/ir/verify.h"
 
 namespace zoc {
+namespace {
 
-std::optional<ir::Graph> load_verified_model(const std::string& path, Diagnostics& diags,
-                                             const LoadOptions& options) {
-  const std::string ext = std::filesystem::path(path).extension().string();
+std::string extension(const std::string& path) {
+  return std::filesystem::path(path).extension().string();
+}
+
+// The frontend's graph, untyped, and the weights the file carries.
+std::optional<LoadedModel> run_frontend(const std::string& path, Diagnostics& diags,
+                                        const LoadOptions& options) {
+  const std::string ext = extension(path);
+  if (ext == ".yaml" || ext == ".yml") {
+    auto g = yaml::load_model(path, diags, options.yaml);
+    if (!g) return std::nullopt;
+    return LoadedModel{std::move(*g), std::nullopt};
+  }
+  if (!options.yaml.overrides.empty() && (is_torchscript_file(path) || is_onnx_file(path))) {
+    diags.error(SourceLoc{"--set", 0, 0},
+                fmt::format("--set applies to YAML models; a {} file has no params", ext));
+    return std::nullopt;
+  }
+  if (is_torchscript_file(path)) {
+    // TorchScript (a build without LibTorch says so; see torchscript_frontend.h).
+    torchscript::Options ts;
+    ts.input_dims = options.input_dims;
+    auto g = torchscript::load_model(path, ts, diags);
+    if (!g) return std::nullopt;
+    return LoadedModel{std::move(*g), std::nullopt};
+  }
+  if (is_onnx_file(path)) {
+    onnx::Options o;
+    o.input_dims = options.input_dims;
+    o.bound_inputs = options.bound_inputs;
+    auto m = onnx::load_model(path, o, diags);
+    if (!m) return std::nullopt;
+    return LoadedModel{std::move(m->graph), std::move(m->weights)};
+  }
+  diags.error(SourceLoc{path, 0, 0},
+              fmt::format("unknown model file type '{}': expected .yaml, .pt or .onnx", ext));
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool is_torchscript_file(const std::string& path) {
+  const std::string ext = extension(path);
+  return ext == ".pt" || ext == ".pth";
+}
+
+bool is_onnx_file(const std::string& path) { return extension(path) == ".onnx"; }
+
+std::optional<LoadedModel> load_model_and_weights(const std::string& path, Diagnostics& diags,
+                                                  const LoadOptions& options) {
   const char* keys[] = {"channels", "height", "width"};
   if (options.input_dims) {
     for (int i = 0; i < 3; ++i) {
@@ -25,27 +74,11 @@ std::optional<ir::Graph> load_verified_model(const std::string& path, Diagnostic
       }
     }
   }
-  std::optional<ir::Graph> graph;
-  if (ext == ".yaml" || ext == ".yml") {
-    graph = yaml::load_model(path, diags, options.yaml);
-  } else if (ext == ".pt" || ext == ".pth") {
-    // TorchScript (a build without LibTorch says so; see torchscript_frontend.h).
-    if (!options.yaml.overrides.empty()) {
-      diags.error(SourceLoc{"--set", 0, 0},
-                  "--set applies to YAML models; a .pt file has no params");
-      return std::nullopt;
-    }
-    torchscript::Options ts;
-    ts.input_dims = options.input_dims;
-    graph = torchscript::load_model(path, ts, diags);
-  } else {
-    diags.error(SourceLoc{path, 0, 0},
-                fmt::format("unknown model file type '{}': expected .yaml or .pt", ext));
-    return std::nullopt;
-  }
-  if (!graph) return std::nullopt;
+  auto model = run_frontend(path, diags, options);
+  if (!model) return std::nullopt;
+  ir::Graph& graph = model->graph;
   if (options.input_dims) {
-    for (ir::Node& n : graph->nodes) {
+    for (ir::Node& n : graph.nodes) {
       if (n.op != ir::OpKind::Input) continue;
       for (int i = 0; i < 3; ++i) {
         n.attrs.set(keys[i], ir::AttrValue{ir::AttrKind::Int, (*options.input_dims)[i], {}, 0});
@@ -54,10 +87,17 @@ std::optional<ir::Graph> load_verified_model(const std::string& path, Diagnostic
   }
   ir::VerifyOptions untyped;
   untyped.require_types = false;
-  if (!ir::verify(*graph, diags, untyped)) return std::nullopt;
-  if (!ir::infer_shapes(*graph, diags)) return std::nullopt;
-  if (!ir::verify(*graph, diags)) return std::nullopt;
-  return graph;
+  if (!ir::verify(graph, diags, untyped)) return std::nullopt;
+  if (!ir::infer_shapes(graph, diags)) return std::nullopt;
+  if (!ir::verify(graph, diags)) return std::nullopt;
+  return model;
+}
+
+std::optional<ir::Graph> load_verified_model(const std::string& path, Diagnostics& diags,
+                                             const LoadOptions& options) {
+  auto model = load_model_and_weights(path, diags, options);
+  if (!model) return std::nullopt;
+  return std::move(model->graph);
 }
 
 }  // namespace zoc

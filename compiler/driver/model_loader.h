@@ -5,20 +5,42 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "compiler/frontend/yaml/yaml_frontend.h"
 #include "compiler/ir/graph.h"
 #include "compiler/support/diagnostics.h"
+#include "compiler/weights/weights.h"
 
 namespace zoc {
 
 struct LoadOptions {
   yaml::Options yaml;
-  // `--input CxHxW`: replaces the model's input dimensions before shape inference.
+  // `--input CxHxW`: replaces the model's input dimensions before shape inference (TorchScript:
+  // required; ONNX: required where the model leaves a dimension dynamic, and must agree with
+  // those it fixes).
   std::optional<std::array<int64_t, 3>> input_dims;
+  // ONNX: graph inputs bound to constants, as serialized TensorProtos (onnx::Options).
+  std::vector<std::pair<std::string, std::string>> bound_inputs;
 };
 
+// A verified model and the weights its file carries, if it carries any (an ONNX model's
+// initializers; YAML and TorchScript models leave them to --weights and extract-weights).
+struct LoadedModel {
+  ir::Graph graph;
+  std::optional<Weights> weights;
+};
+
+std::optional<LoadedModel> load_model_and_weights(const std::string& path, Diagnostics& diags,
+                                                  const LoadOptions& options = {});
+
+// The same, for callers that take weights from elsewhere.
 std::optional<ir::Graph> load_verified_model(const std::string& path, Diagnostics& diags,
                                              const LoadOptions& options = {});
+
+// Whether `path` names a file of that frontend (by extension).
+bool is_torchscript_file(const std::string& path);
+bool is_onnx_file(const std::string& path);
 
 }  // namespace zoc

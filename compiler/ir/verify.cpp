@@ -6,8 +6,6 @@
 #include <fmt/format.h>
 
 namespace zoc::ir {
-namespace {
-
 bool attr_in_range(const AttrSpec& spec, const AttrValue& v) {
   switch (spec.kind) {
     case AttrKind::Int: return v.i >= spec.min && v.i <= spec.max;
@@ -20,8 +18,6 @@ bool attr_in_range(const AttrSpec& spec, const AttrValue& v) {
   }
   return false;
 }
-
-}  // namespace
 
 bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
   const size_t before = diags.error_count();

@@ -13,6 +13,10 @@ struct VerifyOptions {
   bool require_types = true;  // every value has a TensorType (after shape inference)
 };
 
+// Whether an attribute value lies in its op-table range (frontends that take numbers from
+// model files check them before shape inference divides by them).
+bool attr_in_range(const AttrSpec& spec, const AttrValue& value);
+
 // Reports every violation found; returns false if there was any.
 bool verify(const Graph& graph, Diagnostics& diags, const VerifyOptions& options = {});
 

@@ -1,0 +1,175 @@
+// NodeContext: what an op handler sees of its ONNX node (see internal.h).
+//
+// ONNX's checker has already checked each node against its op schema (input counts, attribute
+// names and types), so the readers here mostly turn ONNX's forms into the IR's: an input that
+// must be known when compiling is looked up among the constants, an attribute absent from the
+// node keeps the handler's default (the schema's), and anything the IR cannot express becomes
+// one reason in the list of unsupported nodes instead of an error of its own.
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "compiler/frontend/onnx/internal.h"
+#include "compiler/ir/verify.h"
+
+namespace zoc::onnx::detail {
+
+ir::AttrValue int_attr(int64_t v) { return ir::AttrValue{ir::AttrKind::Int, v, {}, 0}; }
+ir::AttrValue bool_attr(bool v) { return ir::AttrValue{ir::AttrKind::Bool, v ? 1 : 0, {}, 0}; }
+ir::AttrValue float_attr(double v) { return ir::AttrValue{ir::AttrKind::Float, 0, {}, v}; }
+ir::AttrValue pair_attr(ir::Pair p) { return ir::AttrValue{ir::AttrKind::Pair, 0, p, 0}; }
+
+double decimal_of_float(float v) {
+  // fmt writes the shortest decimal that reads back as the same float.
+  return std::strtod(fmt::format("{}", v).c_str(), nullptr);
+}
+
+int64_t NodeContext::opset() const { return t_.model_.opset; }
+
+bool NodeContext::has_input(size_t i) const {
+  return i < static_cast<size_t>(n_.input_size()) && !n_.input(static_cast<int>(i)).empty();
+}
+
+const Val& NodeContext::in(size_t i) const {
+  static const Val kAbsent{};
+  return has_input(i) ? t_.get(n_.input(static_cast<int>(i))) : kAbsent;
+}
+
+std::optional<ir::ValueId> NodeContext::activation(size_t i) {
+  const Val& v = in(i);
+  if (v.is(Val::Kind::kActivation)) return v.id;
+  if (!has_input(i)) {
+    fail(fmt::format("input {} is missing", i + 1));
+  } else {
+    fail(fmt::format("input {} ('{}') is a constant where zoc needs a tensor computed from the "
+                     "model's input",
+                     i + 1, shown_name(v.name)));
+  }
+  return std::nullopt;
+}
+
+const Val* NodeContext::constant(size_t i, const char* what) {
+  const Val& v = in(i);
+  if (v.is(Val::Kind::kConstant)) return &v;
+  fail(has_input(i) ? fmt::format("its {} ('{}') is computed at run time; zoc needs an "
+                                  "initializer or a constant there",
+                                  what, shown_name(n_.input(static_cast<int>(i))))
+                    : fmt::format("its {} is missing", what));
+  return nullptr;
+}
+
+std::optional<double> NodeContext::scalar(size_t i, const char* what) {
+  const Val* v = constant(i, what);
+  if (!v) return std::nullopt;
+  if (v->constant->numel() != 1) {
+    fail(fmt::format("its {} has {} elements, where ONNX expects a scalar", what,
+                     v->constant->numel()));
+    return std::nullopt;
+  }
+  return v->constant->floating ? static_cast<double>(v->constant->f[0])
+                               : static_cast<double>(v->constant->i[0]);
+}
+
+const std::vector<int64_t>* NodeContext::dims(ir::ValueId v) { return t_.dims(v); }
+
+std::optional<int64_t> NodeContext::declared_batch() const { return t_.batch_; }
+
+bool NodeContext::output_used(size_t k) const {
+  if (k >= static_cast<size_t>(n_.output_size())) return false;
+  const std::string& name = n_.output(static_cast<int>(k));
+  if (name.empty()) return false;
+  auto it = t_.readers_.find(name);
+  return (it != t_.readers_.end() && it->second > 0) || t_.graph_outputs_.count(name) > 0;
+}
+
+namespace {
+
+const pb::AttributeProto* find_attr(const pb::NodeProto& n, const char* name) {
+  for (const pb::AttributeProto& a : n.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool NodeContext::has_attr(const char* name) const { return find_attr(n_, name) != nullptr; }
+
+// One reader per attribute type: absent leaves `out`, another type is a failure.
+#define ZOC_ONNX_ATTR_READER(T, TYPE, GET)                                                      \
+  bool NodeContext::attr(const char* name, T& out) {                                           \
+    const pb::AttributeProto* a = find_attr(n_, name);                                         \
+    if (!a) return true;                                                                       \
+    if (a->type() != pb::AttributeProto::TYPE) {                                               \
+      return fail(fmt::format("attribute '{}' is {}, where ONNX has {}", name,                 \
+                              pb::AttributeProto::AttributeType_Name(a->type()), #TYPE));      \
+    }                                                                                          \
+    GET;                                                                                       \
+    return true;                                                                               \
+  }
+ZOC_ONNX_ATTR_READER(int64_t, INT, out = a->i())
+ZOC_ONNX_ATTR_READER(double, FLOAT, out = decimal_of_float(a->f()))
+ZOC_ONNX_ATTR_READER(std::vector<int64_t>, INTS, out.assign(a->ints().begin(), a->ints().end()))
+ZOC_ONNX_ATTR_READER(std::string, STRING, out = a->s())
+#undef ZOC_ONNX_ATTR_READER
+
+bool NodeContext::fail(const std::string& why) {
+  if (!failed_) t_.problems_.push_back({index_, why});
+  failed_ = true;
+  return false;
+}
+
+std::optional<ir::ValueId> NodeContext::emit(ir::OpKind op, std::vector<ir::ValueId> inputs,
+                                             ir::Attrs given, std::vector<ParamBinding> params) {
+  // Numbers from the file are checked against the op table before shape rules divide by them.
+  for (const auto& [key, value] : given.items()) {
+    const ir::AttrSpec* spec = ir::find_attr(op, key);
+    if (spec && (spec->kind != value.kind || !ir::attr_in_range(*spec, value))) {
+      const std::string shown = value.kind == ir::AttrKind::Pair
+                                    ? fmt::format("{}x{}", value.pair.h, value.pair.w)
+                                    : value.kind == ir::AttrKind::Float ? fmt::format("{:g}", value.f)
+                                                                        : std::to_string(value.i);
+      fail(fmt::format("{} {} is outside what zoc supports ({:g} to {:g})", key, shown, spec->min,
+                       spec->max));
+      return std::nullopt;
+    }
+  }
+  const std::string name = t_.names_->name_for(index_, op, params);
+  // Attributes in op-table order with defaults written out, as the other frontends do.
+  ir::Attrs attrs;
+  for (const ir::AttrSpec& spec : ir::op_info(op).attrs) {
+    if (const ir::AttrValue* value = given.find(spec.name)) {
+      attrs.set(spec.name, *value);
+    } else if (auto v = ir::default_attr(spec)) {
+      attrs.set(spec.name, *v);
+    }
+  }
+  const int32_t index = t_.graph_.add_node(op, name, std::move(inputs), std::move(attrs),
+                                           node_loc(t_.path_, n_, index_));
+  if (!params.empty()) t_.params_[index] = std::move(params);
+  return t_.graph_.nodes[static_cast<size_t>(index)].output;
+}
+
+void NodeContext::result(Val v) {
+  if (n_.output_size() < 1 || n_.output(0).empty()) return;
+  v.name = n_.output(0);
+  t_.env_[n_.output(0)] = std::move(v);
+}
+
+ir::Node& NodeContext::producer(ir::ValueId v) {
+  return t_.graph_.nodes[static_cast<size_t>(t_.graph_.values[static_cast<size_t>(v)].producer)];
+}
+
+std::vector<ParamBinding>& NodeContext::params_of(const ir::Node& node) {
+  return t_.params_[static_cast<int32_t>(&node - t_.graph_.nodes.data())];
+}
+
+size_t NodeContext::readers_of_input(size_t i) const {
+  if (!has_input(i)) return 0;
+  const std::string& name = n_.input(static_cast<int>(i));
+  auto it = t_.readers_.find(name);
+  return (it == t_.readers_.end() ? 0 : it->second) + t_.graph_outputs_.count(name);
+}
+
+}  // namespace zoc::onnx::detail

@@ -1,0 +1,327 @@
+// Reading an ONNX file and everything checked before the graph is walked.
+//
+// ONNX's checker (libonnx) is the authority on what a valid model is, but it is not where a
+// user should meet a broken file: given bytes that are not protobuf it never runs, on a file cut
+// short it cannot say so, it checks neither the IR version nor opsets against what it knows in
+// words that name both, it reads external data relative to the process's working directory, and
+// it reports an input nothing produces as an ordering problem. So this file, in order: reads
+// the bytes (a regular file, bounded), explains a protobuf parse failure (not protobuf, or where
+// the file ends), checks the versions, loads external data from beside the model only, checks
+// every tensor's data against its dims, checks that every node input has a producer and that
+// nodes come in topological order (naming a cycle), and only then runs the checker.
+#include <onnx/checker.h>
+#include <onnx/common/version.h>
+#include <onnx/defs/schema.h>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "compiler/frontend/onnx/internal.h"
+#include "compiler/support/checked_math.h"
+
+namespace zoc::onnx {
+namespace detail {
+namespace {
+
+namespace fs = std::filesystem;
+using google::protobuf::internal::WireFormatLite;
+
+constexpr int64_t kMaxExternalBytes = int64_t{8} << 30;  // all external data of one model
+
+// ModelProto's fields (onnx.proto), to tell a truncated model from bytes that are not one.
+const char* model_field_name(int field) {
+  switch (field) {
+    case 1: return "ir_version";
+    case 2: return "producer_name";
+    case 3: return "producer_version";
+    case 4: return "domain";
+    case 5: return "model_version";
+    case 6: return "doc_string";
+    case 7: return "graph";
+    case 8: return "opset_import";
+    case 14: return "metadata_props";
+    case 20: return "training_info";
+    case 25: return "functions";
+    default: return nullptr;
+  }
+}
+
+std::string first_bytes(const std::string& bytes) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size() && i < 8; ++i) {
+    out += fmt::format("{}{:02x}", i ? " " : "", static_cast<unsigned char>(bytes[i]));
+  }
+  return out;
+}
+
+// Why protobuf could not parse `bytes` as a ModelProto: walks the top-level fields with
+// protobuf's own wire-format reader until one is unknown (not an ONNX model) or runs past the
+// end (truncated).
+std::string explain_parse_failure(const std::string& bytes) {
+  if (bytes.rfind("PK\x03\x04", 0) == 0) {
+    return "not an ONNX model but a zip archive (a TorchScript .pt file?)";
+  }
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetRecursionLimit(256);
+  for (;;) {
+    const int at = in.CurrentPosition();
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) break;
+    const int field = static_cast<int>(WireFormatLite::GetTagFieldNumber(tag));
+    const char* name = model_field_name(field);
+    if (!name) {
+      return fmt::format("not an ONNX model: protobuf cannot parse it as a ModelProto (at byte "
+                         "{} it holds field {}, which a ModelProto does not have; the file "
+                         "starts with {})",
+                         at, field, first_bytes(bytes));
+    }
+    if (!WireFormatLite::SkipField(&in, tag)) {
+      return fmt::format("truncated or corrupt: the file ({} bytes) ends inside, or breaks, the "
+                         "model's field '{}' that starts at byte {}",
+                         bytes.size(), name, at);
+    }
+  }
+  return fmt::format("not an ONNX model: protobuf cannot parse it as a ModelProto (the file is "
+                     "{} bytes and starts with {})",
+                     bytes.size(), first_bytes(bytes));
+}
+
+// The opset of the default domain ("" or "ai.onnx"), or an error naming the versions.
+Expected<int64_t> default_opset(const pb::ModelProto& m) {
+  std::optional<int64_t> found;
+  for (const pb::OperatorSetIdProto& o : m.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") found = o.version();
+  }
+  if (!found) {
+    return Error{"the model imports no opset of the default ONNX domain (opset_import has no "
+                 "entry with domain \"\")"};
+  }
+  if (*found > max_opset()) {
+    return Error{fmt::format("the model uses opset {} of the ONNX domain, newer than opset {}, "
+                             "the newest this zoc's libonnx {} knows: export it with "
+                             "opset_version={} or older",
+                             *found, max_opset(), libonnx_version(), max_opset())};
+  }
+  if (*found < kMinOpset) {
+    return Error{fmt::format("the model uses opset {} of the ONNX domain, older than opset {}, "
+                             "the oldest zoc reads: convert it with "
+                             "onnx.version_converter.convert_version(model, {})",
+                             *found, kMinOpset, max_opset())};
+  }
+  return *found;
+}
+
+Status check_ir_version(const pb::ModelProto& m) {
+  const int64_t newest = pb::IR_VERSION;
+  if (!m.has_ir_version() || m.ir_version() <= 0) {
+    return Error{"the model has no ir_version: not an ONNX model, or an empty one"};
+  }
+  if (m.ir_version() > newest) {
+    return Error{fmt::format("the model's ir_version is {}, newer than {}, the newest this zoc's "
+                             "libonnx {} reads: export it with an older ONNX",
+                             m.ir_version(), newest, libonnx_version())};
+  }
+  if (m.ir_version() < 3) {
+    return Error{fmt::format("the model's ir_version is {}; zoc reads ONNX IR versions 3 to {} "
+                             "(opset imports begin with version 3)",
+                             m.ir_version(), newest)};
+  }
+  return Status::success();
+}
+
+std::optional<int64_t> parse_count(const std::string& s) {
+  int64_t v = -1;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+// Replaces `t`'s external data by the bytes it names in a file beside the model.
+Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
+  std::string location;
+  std::optional<int64_t> offset = 0, length;
+  for (const pb::StringStringEntryProto& e : t.external_data()) {
+    if (e.key() == "location") {
+      location = e.value();
+    } else if (e.key() == "offset") {
+      offset = parse_count(e.value());
+      if (!offset) return Error{fmt::format("its external data offset '{}' is not a count", e.value())};
+    } else if (e.key() == "length") {
+      length = parse_count(e.value());
+      if (!length) return Error{fmt::format("its external data length '{}' is not a count", e.value())};
+    }
+  }
+  if (location.empty()) return Error{"its data is external but names no location"};
+  const fs::path rel(location);
+  if (rel.is_absolute()) {
+    return Error{fmt::format("its external data location '{}' is an absolute path; zoc reads "
+                             "external data only from files beside the model",
+                             shown_name(location))};
+  }
+  for (const fs::path& part : rel) {
+    if (part == "..") {
+      return Error{fmt::format("its external data location '{}' leads out of the model's "
+                               "folder ('..'); zoc reads external data only from beside the model",
+                               shown_name(location))};
+    }
+  }
+  std::error_code ec;
+  const fs::path file = fs::weakly_canonical(dir / rel, ec);
+  const fs::path base = fs::weakly_canonical(dir, ec);
+  const std::string prefix = base.string() + "/";
+  if (ec || file.string().rfind(prefix, 0) != 0) {
+    return Error{fmt::format("its external data location '{}' resolves outside the model's "
+                             "folder",
+                             shown_name(location))};
+  }
+  if (!fs::is_regular_file(file, ec)) {
+    return Error{fmt::format("its external data file '{}' does not exist beside the model or is "
+                             "not a regular file",
+                             shown_name(location))};
+  }
+  const std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+  const auto numel = checked_numel(dims);
+  const int64_t size = elem_size(t.data_type());
+  const auto need = numel && size ? checked_mul(*numel, size) : std::nullopt;
+  if (!need) return Error{"its dims or type give no byte size for its external data"};
+  if (length && *length != *need) {
+    return Error{fmt::format("its external data length {} differs from the {} bytes its dims "
+                             "and type need",
+                             *length, *need)};
+  }
+  const auto file_size = static_cast<int64_t>(fs::file_size(file, ec));
+  if (ec || *offset > file_size || *need > file_size - *offset) {
+    return Error{fmt::format("its external data ({} bytes at offset {}) lies past the end of "
+                             "'{}' ({} bytes)",
+                             *need, *offset, shown_name(location), file_size)};
+  }
+  if (*need > budget) return Error{"the model's external data exceeds 8 GiB"};
+  budget -= *need;
+  std::string data(static_cast<size_t>(*need), '\0');
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(*offset);
+  in.read(data.data(), static_cast<std::streamsize>(*need));
+  if (!in) return Error{fmt::format("cannot read external data file '{}'", shown_name(location))};
+  t.clear_external_data();
+  t.set_data_location(pb::TensorProto::DEFAULT);
+  *t.mutable_raw_data() = std::move(data);
+  return Status::success();
+}
+
+// Every tensor of a graph and its subgraphs, with what holds it ("initializer 'w'").
+template <class F>
+void for_each_tensor(pb::GraphProto& g, F&& f) {
+  for (pb::TensorProto& t : *g.mutable_initializer()) f(t, "initializer");
+  for (pb::SparseTensorProto& s : *g.mutable_sparse_initializer()) {
+    f(*s.mutable_values(), "sparse initializer");
+    f(*s.mutable_indices(), "sparse initializer");
+  }
+  for (pb::NodeProto& n : *g.mutable_node()) {
+    for (pb::AttributeProto& a : *n.mutable_attribute()) {
+      if (a.has_t()) f(*a.mutable_t(), "attribute");
+      for (pb::TensorProto& t : *a.mutable_tensors()) f(t, "attribute");
+      if (a.has_sparse_tensor()) {
+        f(*a.mutable_sparse_tensor()->mutable_values(), "attribute");
+        f(*a.mutable_sparse_tensor()->mutable_indices(), "attribute");
+      }
+      if (a.has_g()) for_each_tensor(*a.mutable_g(), f);
+      for (pb::GraphProto& sub : *a.mutable_graphs()) for_each_tensor(sub, f);
+    }
+  }
+}
+
+// External data loaded, then every tensor's size checked against its data.
+bool check_tensors(pb::ModelProto& m, const std::string& path, Diagnostics& diags) {
+  const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".")
+                                                             : fs::path(path).parent_path();
+  int64_t budget = kMaxExternalBytes;
+  const size_t before = diags.error_count();
+  for_each_tensor(*m.mutable_graph(), [&](pb::TensorProto& t, const char* holder) {
+    Status s = t.data_location() == pb::TensorProto::EXTERNAL ? load_external(t, dir, budget)
+                                                               : Status::success();
+    if (s) s = check_tensor_data(t);
+    if (!s) {
+      diags.error(SourceLoc{path, 0, 0}, fmt::format("{} tensor '{}': {}", holder,
+                                                     shown_name(t.name()), s.error().message));
+    }
+  });
+  return diags.error_count() == before;
+}
+
+}  // namespace
+
+Expected<std::string> read_bytes(const std::string& path, int64_t limit) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return Error{fmt::format("{}: no such file", path)};
+  if (!fs::is_regular_file(st)) return Error{fmt::format("{}: not a regular file", path)};
+  const auto size = fs::file_size(path, ec);
+  if (ec) return Error{fmt::format("{}: cannot read: {}", path, ec.message())};
+  if (static_cast<int64_t>(size) > limit) {
+    return Error{fmt::format("{}: the file is {} bytes, over the limit of {}", path, size, limit)};
+  }
+  std::string bytes(size, '\0');
+  std::ifstream in(path, std::ios::binary);
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (!in) return Error{fmt::format("{}: cannot read", path)};
+  return bytes;
+}
+
+std::optional<ModelFile> read_model(const std::string& path, Diagnostics& diags) {
+  const SourceLoc at{path, 0, 0};
+  auto fail = [&](const std::string& message) -> std::optional<ModelFile> {
+    diags.error(at, message);
+    return std::nullopt;
+  };
+  auto bytes = read_bytes(path, kMaxModelBytes);
+  if (!bytes) {
+    diags.error(SourceLoc{}, bytes.error().message);
+    return std::nullopt;
+  }
+  if (bytes->empty()) return fail("empty file: not an ONNX model");
+  ModelFile out;
+  if (!out.proto.ParseFromString(*bytes)) return fail(explain_parse_failure(*bytes));
+  bytes->clear();
+  if (Status s = check_ir_version(out.proto); !s) return fail(s.error().message);
+  auto opset = default_opset(out.proto);
+  if (!opset) return fail(opset.error().message);
+  out.opset = *opset;
+  if (!out.proto.has_graph()) return fail("the model has no graph");
+  if (!check_tensors(out.proto, path, diags)) return std::nullopt;
+  if (!check_graph_structure(out.proto.graph(), path, diags)) return std::nullopt;
+  try {
+    pb::checker::check_model(out.proto);
+  } catch (const std::exception& e) {
+    // Its message ends with "\n\n==> Context: ..."; one line reads better in a diagnostic.
+    std::string what;
+    for (const char* p = e.what(); *p; ++p) {
+      if (*p != '\n') {
+        what += *p;
+      } else if (what.empty() || what.back() != ' ') {
+        what += ' ';
+      }
+    }
+    return fail(fmt::format("ONNX's checker (libonnx {}) rejects the model: {}", libonnx_version(),
+                            what));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+int64_t max_opset() {
+  const auto& map = ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = map.find("");
+  return it == map.end() ? 0 : it->second.second;
+}
+
+std::string_view libonnx_version() { return ::onnx::LAST_RELEASE_VERSION; }
+
+}  // namespace zoc::onnx

@@ -1,0 +1,138 @@
+// Layer names for ONNX models (see LayerNames in internal.h for the rules).
+//
+// zoc's weights are state_dict names and the IR derives every parameter's name from its layer
+// ("<layer>.weight"), so a layer whose initializers are named like a state_dict must be named by
+// their prefix: then `zoc extract-weights` writes the same file PyTorch's state_dict would, and
+// the IR equals the YAML route's. ONNX files from other writers name initializers anything
+// ("onnx::Conv_193" after torch folded a BatchNorm into a convolution, "W" in ONNX's tests);
+// such a layer is named after its node instead. torch.onnx.export (1.13 and later) names nodes by
+// the module scopes they ran in, "/layer1/layer1.0/relu_1/Relu"; decoded into a module path
+// ("layer1.0.relu_1") that gives the names the TorchScript frontend gives: a module's path where
+// the module has no submodules, else the path plus the op ("layer1.0.add", "flatten").
+#include <fmt/format.h>
+
+#include "compiler/frontend/onnx/internal.h"
+#include "compiler/support/sanitize.h"
+
+namespace zoc::onnx::detail {
+namespace {
+
+constexpr size_t kMaxNameChars = 160;
+
+bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
+}
+
+// A state_dict prefix zoc takes as a layer name as it is: PyTorch's module-path characters.
+bool plain_name(const std::string& s) {
+  if (s.empty() || s.size() > kMaxNameChars || s.front() == '.' || s.back() == '.') return false;
+  for (char c : s) {
+    if (!name_char(c)) return false;
+  }
+  return true;
+}
+
+// Any other user string as a layer name: module-path characters kept, the rest '_', bounded.
+std::string clean_name(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, kMaxNameChars)) out += name_char(c) ? c : '_';
+  while (!out.empty() && out.front() == '.') out.erase(0, 1);
+  while (!out.empty() && out.back() == '.') out.pop_back();
+  return out;
+}
+
+// "/layer2/layer2.0/downsample/downsample.0/Conv" -> "layer2.0.downsample.0": the scopes of a
+// torch.onnx.export node name, where a child of a container is named "<container>.<index>".
+std::string scope_path(const std::string& node_name) {
+  if (node_name.size() < 2 || node_name[0] != '/') return "";
+  std::vector<std::string> parts;
+  size_t start = 1;
+  for (size_t slash; (slash = node_name.find('/', start)) != std::string::npos; start = slash + 1) {
+    parts.push_back(node_name.substr(start, slash - start));
+  }  // the last component, the op ("Conv", "Relu_3"), is not a scope
+  std::vector<std::string> path;
+  for (const std::string& p : parts) {
+    if (p.empty()) continue;
+    std::string joined;
+    for (const std::string& q : path) joined += (joined.empty() ? "" : ".") + q;
+    if (!joined.empty() && p.rfind(joined + ".", 0) == 0) {
+      path = {p};  // a full path from the root
+    } else if (!path.empty() && p.rfind(path.back() + ".", 0) == 0) {
+      path.back() = p;  // "layer1.0" inside "layer1"
+    } else {
+      path.push_back(p);
+    }
+  }
+  std::string out;
+  for (const std::string& q : path) out += (out.empty() ? "" : ".") + q;
+  return plain_name(out) ? out : clean_name(out);
+}
+
+}  // namespace
+
+std::string shown_name(const std::string& name) {
+  if (name.size() <= kMaxNameChars) return sanitize_comment(name);
+  return sanitize_comment(name.substr(0, kMaxNameChars)) + "...";
+}
+
+LayerNames::LayerNames(const pb::GraphProto& graph, const std::vector<std::string>& tensors) {
+  for (const std::string& t : tensors) {
+    const size_t dot = t.rfind('.');
+    if (dot != std::string::npos && dot > 0) reserved_.insert(t.substr(0, dot));
+  }
+  reserved_.insert("input");
+  std::set<std::string> prefixes;  // every path and each of its '.'-prefixes
+  for (const pb::NodeProto& n : graph.node()) {
+    node_names_.push_back(n.name());
+    scope_paths_.push_back(scope_path(n.name()));
+    const std::string& p = scope_paths_.back();
+    for (size_t dot = p.find('.'); dot != std::string::npos; dot = p.find('.', dot + 1)) {
+      prefixes.insert(p.substr(0, dot));
+    }
+  }
+  for (const std::string& p : scope_paths_) scope_is_leaf_.push_back(!prefixes.count(p));
+}
+
+std::string LayerNames::from_node(int index, ir::OpKind op) const {
+  const std::string op_name(ir::op_info(op).name);
+  const std::string& scope = scope_paths_[static_cast<size_t>(index)];
+  if (!scope.empty()) return scope_is_leaf_[static_cast<size_t>(index)] ? scope : scope + "." + op_name;
+  return op_name;
+}
+
+std::string LayerNames::fresh(const std::string& base) {
+  auto taken = [&](const std::string& s) { return used_.count(s) > 0 || reserved_.count(s) > 0; };
+  std::string name = base;
+  for (int k = 1; taken(name); ++k) name = fmt::format("{}_{}", base, k);
+  used_.insert(name);
+  return name;
+}
+
+std::string LayerNames::name_for(int index, ir::OpKind op, const std::vector<ParamBinding>& params) {
+  const std::string& node_name = node_names_[static_cast<size_t>(index)];
+  if (!params.empty()) {
+    // The prefix every parameter shares as "<prefix>.<suffix>".
+    std::optional<std::string> prefix;
+    for (const ParamBinding& p : params) {
+      const std::string tail = "." + p.suffix;
+      const std::string& s = p.seen_as;
+      const bool ends = s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+      const std::string head = ends ? s.substr(0, s.size() - tail.size()) : "";
+      if (!ends || (prefix && *prefix != head)) {
+        prefix = "";
+        break;
+      }
+      prefix = head;
+    }
+    if (prefix && plain_name(*prefix) && !used_.count(*prefix)) {
+      used_.insert(*prefix);
+      return *prefix;
+    }
+  }
+  if (node_name.empty() || node_name[0] == '/') return fresh(from_node(index, op));
+  const std::string cleaned = clean_name(node_name);
+  return fresh(cleaned.empty() ? std::string(ir::op_info(op).name) : cleaned);
+}
+
+}  // namespace zoc::onnx::detail

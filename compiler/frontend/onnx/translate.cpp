@@ -1,0 +1,397 @@
+// The ONNX frontend's core: walk a checked graph in its (topological) node order and map each
+// node that the output depends on through the op table.
+//
+// Every ONNX value name stands for an activation (an IR value), a constant (an initializer, a
+// bound input, a Constant node's value, or any of these through Identity) or a poisoned result
+// of a node already reported. Op handlers (ops_*.cpp) see their node through NodeContext, and a
+// constant that becomes a layer's weight is bound to the IR node as a parameter, so that the
+// weights the model carries come out under the IR's names. Nodes whose results reach no graph
+// output are not translated (an exporter's leftovers should not make a model unsupported).
+// Unsupported nodes do not stop the walk: every one of them is listed in one error. At the end
+// the graph's shapes are inferred once to check what the file declares against what the IR
+// computes: each parameter's shape, and the graph output's.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "compiler/frontend/onnx/internal.h"
+#include "compiler/ir/shapes.h"
+
+namespace zoc::onnx {
+namespace detail {
+namespace {
+
+constexpr size_t kMaxListedProblems = 40;
+
+std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// "[N, 3, 224, 224]" for a value's declared shape, '?' for what it leaves open.
+std::string declared_str(const pb::TypeProto& t) {
+  std::vector<std::string> d;
+  for (const pb::TensorShapeProto::Dimension& dim : t.tensor_type().shape().dim()) {
+    d.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
+                                    : dim.has_dim_param() ? shown_name(dim.dim_param()) : "?");
+  }
+  return fmt::format("[{}]", fmt::join(d, ", "));
+}
+
+}  // namespace
+
+Translator::Translator(const ModelFile& model, const std::string& path, const Options& options,
+                       Diagnostics& diags)
+    : model_(model), g_(model.proto.graph()), path_(path), options_(options), diags_(diags) {}
+
+const Val& Translator::get(const std::string& name) const {
+  static const Val kPoison{};
+  auto it = env_.find(name);
+  return it == env_.end() ? kPoison : it->second;
+}
+
+bool Translator::run(Model& out) {
+  const size_t errors_before = diags_.error_count();
+  graph_.name = std::filesystem::path(path_).stem().string();
+  if (!bind_graph_inputs()) return false;
+  names_.emplace(g_, tensor_names_);
+  mark_needed();
+  for (int i = 0; i < g_.node_size() && !fatal_; ++i) {
+    if (needed_[static_cast<size_t>(i)]) step(i);
+  }
+  report_problems();
+  if (fatal_ || diags_.error_count() != errors_before) return false;
+  if (!finish_output()) return false;
+  check_params();
+  if (diags_.error_count() != errors_before) return false;
+  return collect_weights(out);
+}
+
+// Initializers and bound inputs become constants; the one remaining graph input, the image.
+bool Translator::bind_graph_inputs() {
+  const SourceLoc at{path_, 0, 0};
+  const size_t errors_before = diags_.error_count();
+  std::set<std::string> initializers;
+  for (const pb::TensorProto& t : g_.initializer()) {
+    auto c = decode_tensor(t);
+    if (!c) {
+      diags_.error(at, fmt::format("initializer '{}': {}", shown_name(t.name()), c.error().message));
+      continue;
+    }
+    initializers.insert(t.name());
+    tensor_names_.push_back(t.name());
+    env_[t.name()] = Val{Val::Kind::kConstant, ir::kNoValue,
+                         std::make_shared<const Constant>(std::move(*c)), t.name()};
+  }
+  std::set<std::string> inputs;
+  for (const pb::ValueInfoProto& v : g_.input()) inputs.insert(v.name());
+  std::set<std::string> bound;
+  for (const auto& [name, bytes] : options_.bound_inputs) {
+    pb::TensorProto t;
+    auto c = t.ParseFromString(bytes) ? decode_tensor(t) : Expected<Constant>(Error{"not a TensorProto"});
+    if (!inputs.count(name) || initializers.count(name) || !c) {
+      diags_.error(at, fmt::format("cannot bind graph input '{}' to a constant: {}", shown_name(name),
+                                   !c ? c.error().message : "the graph has no such input"));
+      continue;
+    }
+    bound.insert(name);
+    tensor_names_.push_back(name);
+    env_[name] = Val{Val::Kind::kConstant, ir::kNoValue, std::make_shared<const Constant>(std::move(*c)), name};
+  }
+  std::vector<const pb::ValueInfoProto*> data;
+  for (const pb::ValueInfoProto& v : g_.input()) {
+    if (bound.count(v.name())) continue;
+    if (!initializers.count(v.name())) {
+      data.push_back(&v);
+    } else if (model_.proto.ir_version() >= 4) {
+      // Since IR version 4 an initializer that is also an input is only a default, which
+      // callers may replace at run time; zoc compiles weights in and has one input.
+      diags_.error(at, fmt::format("graph input '{}' is shadowed by an initializer of the same "
+                                   "name, which makes it a default a caller may override at "
+                                   "run time; zoc compiles initializers into the model, so "
+                                   "remove '{}' from the graph's inputs (torch.onnx.export: "
+                                   "keep_initializers_as_inputs=False)",
+                                   shown_name(v.name()), shown_name(v.name())));
+    }
+  }
+  if (diags_.error_count() != errors_before) return false;
+  if (data.size() != 1) {
+    std::vector<std::string> names;
+    for (const pb::ValueInfoProto* v : data) names.push_back("'" + shown_name(v->name()) + "'");
+    diags_.error(at, data.empty() ? std::string("the graph has no input left to feed (every "
+                                                "input is an initializer)")
+                                  : fmt::format("the graph has {} inputs ({}); zoc compiles "
+                                                "models with one input, an image [N, C, H, W]",
+                                                data.size(), fmt::join(names, ", ")));
+    return false;
+  }
+  return add_input_node(*data[0]);
+}
+
+bool Translator::add_input_node(const pb::ValueInfoProto& input) {
+  const SourceLoc at{fmt::format("{}: graph input '{}'", path_, shown_name(input.name())), 0, 0};
+  if (!input.type().has_tensor_type()) {
+    diags_.error(at, "it is not a tensor");
+    return false;
+  }
+  const pb::TypeProto::Tensor& tt = input.type().tensor_type();
+  if (tt.elem_type() != pb::TensorProto::FLOAT) {
+    diags_.error(at, fmt::format("it is of type {}; zoc's input is a float32 image [N, C, H, W]",
+                                 elem_type_name(tt.elem_type())));
+    return false;
+  }
+  const auto& dim = tt.shape().dim();
+  if (tt.has_shape() && dim.size() != 4) {
+    diags_.error(at, fmt::format("it has rank {} ({}); zoc compiles models whose input is an "
+                                 "image [N, C, H, W]",
+                                 dim.size(), declared_str(input.type())));
+    return false;
+  }
+  if (tt.has_shape() && dim[0].has_dim_value()) batch_ = dim[0].dim_value();
+  const char* what[] = {"channels", "height", "width"};
+  std::array<int64_t, 3> d{};
+  for (int k = 0; k < 3; ++k) {
+    const bool known = tt.has_shape() && dim[k + 1].has_dim_value();
+    const int64_t declared = known ? dim[k + 1].dim_value() : 0;
+    if (options_.input_dims) {
+      d[static_cast<size_t>(k)] = (*options_.input_dims)[static_cast<size_t>(k)];
+      if (known && declared != d[static_cast<size_t>(k)]) {
+        diags_.error(at, fmt::format("--input gives {} {}, but the model's input is {}", what[k],
+                                     d[static_cast<size_t>(k)], declared_str(input.type())));
+        return false;
+      }
+      dims_overridden_ = dims_overridden_ || !known;
+    } else if (!known) {
+      diags_.error(at, fmt::format("its {} is not fixed ({}): give the input size with --input "
+                                   "CxHxW",
+                                   what[k], declared_str(input.type())));
+      return false;
+    } else {
+      d[static_cast<size_t>(k)] = declared;
+    }
+  }
+  ir::Attrs attrs;
+  for (int k = 0; k < 3; ++k) attrs.set(what[k], int_attr(d[static_cast<size_t>(k)]));
+  const int32_t node = graph_.add_node(ir::OpKind::Input, "input", {}, attrs, at);
+  env_[input.name()] = Val{Val::Kind::kActivation, graph_.nodes[static_cast<size_t>(node)].output,
+                           nullptr, input.name()};
+  return true;
+}
+
+void Translator::mark_needed() {
+  std::unordered_map<std::string, int> producer;
+  for (int i = 0; i < g_.node_size(); ++i) {
+    for (const std::string& o : g_.node(i).output()) {
+      if (!o.empty()) producer.emplace(o, i);
+    }
+  }
+  needed_.assign(static_cast<size_t>(g_.node_size()), false);
+  std::vector<std::string> work;
+  for (const pb::ValueInfoProto& v : g_.output()) {
+    graph_outputs_.insert(v.name());
+    work.push_back(v.name());
+  }
+  while (!work.empty()) {
+    auto it = producer.find(work.back());
+    work.pop_back();
+    if (it == producer.end() || needed_[static_cast<size_t>(it->second)]) continue;
+    needed_[static_cast<size_t>(it->second)] = true;
+    for (const std::string& in : g_.node(it->second).input()) {
+      if (!in.empty()) work.push_back(in);
+    }
+  }
+  for (int i = 0; i < g_.node_size(); ++i) {
+    if (!needed_[static_cast<size_t>(i)]) continue;
+    for (const std::string& in : g_.node(i).input()) {
+      if (!in.empty()) ++readers_[in];
+    }
+  }
+}
+
+void Translator::step(int index) {
+  const pb::NodeProto& n = g_.node(index);
+  const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+  const Handler handler = default_domain ? find_handler(n.op_type()) : nullptr;
+  bool poisoned = false;
+  for (const std::string& in : n.input()) {
+    poisoned = poisoned || (!in.empty() && get(in).is(Val::Kind::kPoison));
+  }
+  if (!handler) {
+    // Listed even when its inputs are poisoned, so that every unsupported node is.
+    problems_.push_back({index, default_domain ? std::string()
+                                               : fmt::format("an op of domain '{}'",
+                                                             shown_name(n.domain()))});
+  } else if (!poisoned) {
+    NodeContext c(*this, n, index);
+    const size_t before = problems_.size();
+    if (!handler(c) && problems_.size() == before && !fatal_) problems_.push_back({index, ""});
+  }
+  // Outputs a handler did not set (a failed node, or unused extra outputs) stay poisoned.
+}
+
+void Translator::report_problems() {
+  if (problems_.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < problems_.size() && i < kMaxListedProblems; ++i) {
+    const Problem& p = problems_[i];
+    list += "\n  " + describe_node(g_.node(p.node), p.node) + (p.why.empty() ? "" : ": " + p.why);
+  }
+  if (problems_.size() > kMaxListedProblems) {
+    list += fmt::format("\n  ... and {} more", problems_.size() - kMaxListedProblems);
+  }
+  std::vector<std::string_view> ops = mapped_op_types();
+  diags_.error(SourceLoc{path_, 0, 0},
+               fmt::format("{} unsupported node{} (zoc maps {}):{}", problems_.size(),
+                           problems_.size() == 1 ? "" : "s", fmt::join(ops, ", "), list));
+}
+
+bool Translator::finish_output() {
+  const SourceLoc at{path_, 0, 0};
+  if (g_.output_size() != 1) {
+    std::vector<std::string> names;
+    for (const pb::ValueInfoProto& v : g_.output()) names.push_back("'" + shown_name(v.name()) + "'");
+    diags_.error(at, fmt::format("the graph has {} outputs ({}); zoc compiles models with one "
+                                 "output",
+                                 g_.output_size(), fmt::join(names, ", ")));
+    return false;
+  }
+  const pb::ValueInfoProto& o = g_.output(0);
+  const Val& v = get(o.name());
+  if (!v.is(Val::Kind::kActivation) || graph_.values[static_cast<size_t>(v.id)].producer == 0) {
+    diags_.error(at, fmt::format("graph output '{}' is {}: the model computes nothing from its "
+                                 "input",
+                                 shown_name(o.name()),
+                                 v.is(Val::Kind::kConstant) ? "a constant" : "the graph's input"));
+    return false;
+  }
+  if (o.type().has_tensor_type() && o.type().tensor_type().elem_type() != pb::TensorProto::FLOAT) {
+    diags_.error(at, fmt::format("graph output '{}' is of type {}; zoc's output is float32",
+                                 shown_name(o.name()),
+                                 elem_type_name(o.type().tensor_type().elem_type())));
+    return false;
+  }
+  graph_.outputs = {v.id};
+  return true;
+}
+
+// The shapes the IR computes against those the file holds: every bound parameter's, and the
+// graph output's where the file declares it (the output of a model whose input size came from
+// --input may legitimately differ from what it declares for another size).
+void Translator::check_params() {
+  if (!ir::infer_shapes(graph_, diags_)) return;
+  for (const auto& [index, bindings] : params_) {
+    const ir::Node& node = graph_.nodes[static_cast<size_t>(index)];
+    for (const ir::ParamSpec& p : node.params) {
+      const bool bound = std::any_of(bindings.begin(), bindings.end(), [&](const ParamBinding& b) {
+        return node.name + "." + b.suffix == p.name;
+      });
+      if (!bound && !p.optional) {
+        diags_.error(node.loc, fmt::format("layer '{}' ({}) needs tensor '{}', which the model does "
+                                           "not give it",
+                                           node.name, ir::op_info(node.op).name, p.name));
+      }
+    }
+    for (const ParamBinding& b : bindings) {
+      std::vector<int64_t> have = b.value->dims;
+      if (b.transpose && have.size() == 2) std::swap(have[0], have[1]);
+      const std::string name = node.name + "." + b.suffix;
+      auto spec = std::find_if(node.params.begin(), node.params.end(),
+                               [&](const ir::ParamSpec& p) { return p.name == name; });
+      if (spec == node.params.end() || spec->shape == have) continue;
+      diags_.error(node.loc, fmt::format("{} '{}' has shape {}{}, but layer '{}' ({}) needs {} for "
+                                         "its {}",
+                                         b.seen_as == b.value->name ? "initializer" : "tensor",
+                                         shown_name(b.seen_as), shape_str(b.value->dims),
+                                         b.transpose ? " (transposed for the layer)" : "",
+                                         node.name, ir::op_info(node.op).name,
+                                         shape_str(spec->shape), b.suffix));
+    }
+  }
+  const pb::ValueInfoProto& o = g_.output(0);
+  if (dims_overridden_ || !o.type().tensor_type().has_shape()) return;
+  const auto& dim = o.type().tensor_type().shape().dim();
+  const ir::TensorType& t = graph_.type(graph_.outputs[0]);
+  bool same = static_cast<size_t>(dim.size()) == t.dims.size() + 1;
+  for (size_t k = 0; same && k < t.dims.size(); ++k) {
+    const auto& d = dim[static_cast<int>(k + 1)];
+    same = !d.has_dim_value() || d.dim_value() == t.dims[k];
+  }
+  if (!same) {
+    const ir::Node& last = graph_.producer(graph_.outputs[0]);
+    diags_.error(last.loc, fmt::format("the model declares its output '{}' as {}, but zoc computes "
+                                       "N x {}: zoc would not compute what the model does",
+                                       shown_name(o.name()), declared_str(o.type()),
+                                       fmt::join(t.dims, " x ")));
+  }
+}
+
+bool Translator::collect_weights(Model& out) {
+  for (const auto& [index, bindings] : params_) {
+    const ir::Node& node = graph_.nodes[static_cast<size_t>(index)];
+    for (const ParamBinding& b : bindings) {
+      std::vector<float> values = b.value->f;
+      if (b.transpose) {  // [rows, cols] -> [cols, rows]
+        const size_t rows = static_cast<size_t>(b.value->dims[0]), cols = static_cast<size_t>(b.value->dims[1]);
+        for (size_t r = 0; r < rows; ++r) {
+          for (size_t c = 0; c < cols; ++c) values[c * rows + r] = b.value->f[r * cols + c];
+        }
+      }
+      const size_t bad = static_cast<size_t>(
+          std::count_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); }));
+      if (bad > 0) {
+        diags_.warning(node.loc, fmt::format("tensor '{}' holds {} NaN or infinite value{}",
+                                             shown_name(b.seen_as), bad, bad == 1 ? "" : "s"));
+      }
+      out.weights.tensors[node.name + "." + b.suffix] = std::move(values);
+    }
+  }
+  out.graph = std::move(graph_);
+  return true;
+}
+
+// Shapes come from the IR's own shape rules, run on the graph built so far when a handler needs
+// them (a rank check, a flatten, a weight's expected size). A shape error stops the walk.
+const std::vector<int64_t>* Translator::dims(ir::ValueId v) {
+  if (v < 0 || static_cast<size_t>(v) >= graph_.values.size()) return nullptr;
+  if (!graph_.values[static_cast<size_t>(v)].type) {
+    Diagnostics scratch;
+    if (!ir::infer_shapes(graph_, scratch) || !graph_.values[static_cast<size_t>(v)].type) {
+      if (!fatal_) diags_.merge(scratch);
+      fatal_ = true;
+      return nullptr;
+    }
+  }
+  return &graph_.values[static_cast<size_t>(v)].type->dims;
+}
+
+}  // namespace detail
+
+std::optional<Model> load_model(const std::string& path, const Options& options,
+                                Diagnostics& diags) {
+  auto file = detail::read_model(path, diags);
+  if (!file) return std::nullopt;
+  Model out;
+  detail::Translator t(*file, path, options, diags);
+  if (!t.run(out)) return std::nullopt;
+  return out;
+}
+
+std::vector<std::string_view> mapped_op_types() {
+  std::vector<std::string_view> out;
+  for (std::span<const detail::OpEntry> table : {detail::layer_ops(), detail::tensor_ops()}) {
+    for (const detail::OpEntry& e : table) out.emplace_back(e.op_type);
+  }
+  return out;
+}
+
+detail::Handler detail::find_handler(const std::string& op_type) {
+  for (std::span<const OpEntry> table : {layer_ops(), tensor_ops()}) {
+    for (const OpEntry& e : table) {
+      if (op_type == e.op_type) return e.handler;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace zoc::onnx

@@ -61,36 +61,44 @@ std::string first_bytes(const std::string& bytes) {
 }
 
 // Why protobuf could not parse `bytes` as a ModelProto: walks the top-level fields with
-// protobuf's own wire-format reader until one is unknown (not an ONNX model) or runs past the
-// end (truncated).
+// protobuf's own wire-format reader. A field a ModelProto does not have, or of another wire type,
+// means the bytes are not a model; a field whose length runs past the end, a file cut short.
 std::string explain_parse_failure(const std::string& bytes) {
   if (bytes.rfind("PK\x03\x04", 0) == 0) {
     return "not an ONNX model but a zip archive (a TorchScript .pt file?)";
   }
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
                                             static_cast<int>(bytes.size()));
-  in.SetRecursionLimit(256);
   for (;;) {
     const int at = in.CurrentPosition();
     const uint32_t tag = in.ReadTag();
     if (tag == 0) break;
     const int field = static_cast<int>(WireFormatLite::GetTagFieldNumber(tag));
+    const auto wire = WireFormatLite::GetTagWireType(tag);
     const char* name = model_field_name(field);
-    if (!name) {
-      return fmt::format("not an ONNX model: protobuf cannot parse it as a ModelProto (at byte "
-                         "{} it holds field {}, which a ModelProto does not have; the file "
-                         "starts with {})",
-                         at, field, first_bytes(bytes));
+    const bool varint = field == 1 || field == 5;  // ir_version, model_version
+    if (!name || wire != (varint ? WireFormatLite::WIRETYPE_VARINT
+                                 : WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+      return fmt::format("not an ONNX model: protobuf cannot parse it as a ModelProto (the file "
+                         "is {} bytes and starts with {})",
+                         bytes.size(), first_bytes(bytes));
     }
-    if (!WireFormatLite::SkipField(&in, tag)) {
-      return fmt::format("truncated or corrupt: the file ({} bytes) ends inside, or breaks, the "
-                         "model's field '{}' that starts at byte {}",
-                         bytes.size(), name, at);
+    uint64_t value = 0;
+    uint32_t length = 0;
+    if (varint ? !in.ReadVarint64(&value)
+               : !in.ReadVarint32(&length) || length > static_cast<uint32_t>(bytes.size() - in.CurrentPosition())) {
+      return fmt::format("truncated: the model's field '{}' starts at byte {} and {}, but the "
+                         "file ends at byte {}",
+                         name, at,
+                         varint ? std::string("is cut short")
+                                : fmt::format("needs {} bytes after its header", length),
+                         bytes.size());
     }
+    if (!varint) in.Skip(static_cast<int>(length));
   }
-  return fmt::format("not an ONNX model: protobuf cannot parse it as a ModelProto (the file is "
-                     "{} bytes and starts with {})",
-                     bytes.size(), first_bytes(bytes));
+  return fmt::format("corrupt: the model's top-level fields are intact, but protobuf cannot parse "
+                     "what they hold (the file is {} bytes)",
+                     bytes.size());
 }
 
 // The opset of the default domain ("" or "ai.onnx"), or an error naming the versions.
@@ -110,10 +118,8 @@ Expected<int64_t> default_opset(const pb::ModelProto& m) {
                              *found, max_opset(), libonnx_version(), max_opset())};
   }
   if (*found < kMinOpset) {
-    return Error{fmt::format("the model uses opset {} of the ONNX domain, older than opset {}, "
-                             "the oldest zoc reads: convert it with "
-                             "onnx.version_converter.convert_version(model, {})",
-                             *found, kMinOpset, max_opset())};
+    return Error{fmt::format("the model imports opset {} of the ONNX domain, which does not exist",
+                             *found)};
   }
   return *found;
 }

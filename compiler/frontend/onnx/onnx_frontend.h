@@ -51,8 +51,10 @@ std::optional<Model> load_model(const std::string& path, const Options& options,
 // The ONNX op types the op table maps (for messages, the conformance test and the README).
 std::vector<std::string_view> mapped_op_types();
 
-// The oldest opset of the default ONNX domain zoc reads, and the newest this libonnx knows.
-inline constexpr int64_t kMinOpset = 6;
+// The oldest opset of the default ONNX domain zoc reads (the first: the mapped ops' semantics
+// are the same since, and handlers read the node's opset where attributes moved), and the
+// newest this libonnx knows.
+inline constexpr int64_t kMinOpset = 1;
 int64_t max_opset();
 // The libonnx release zoc was built with ("1.12.0").
 std::string_view libonnx_version();

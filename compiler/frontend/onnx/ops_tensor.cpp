@@ -143,16 +143,25 @@ bool flatten(NodeContext& c) {
   return to_features(c, *x, *d);
 }
 
-// Reshape(x, shape) to [N, features]: shape [0 or -1 or the batch, -1 or F], or [-1, F].
+// Reshape(x, shape) to [N, features]: shape [0 or -1 or the batch, -1 or F], or [-1, F]. Before
+// opset 5 the shape was an attribute.
 bool reshape(NodeContext& c) {
   auto x = c.activation(0);
-  const Val* s = x ? c.constant(1, "shape") : nullptr;
-  const std::vector<int64_t>* d = s ? c.dims(*x) : nullptr;
+  std::vector<int64_t> to;
+  bool floating = false;
+  if (x && c.opset() < 5) {
+    if (!c.attr("shape", to)) return false;
+  } else if (const Val* s = x ? c.constant(1, "shape") : nullptr) {
+    to = s->constant->i;
+    floating = s->constant->floating;
+  } else {
+    return false;
+  }
+  const std::vector<int64_t>* d = c.dims(*x);
   int64_t allowzero = 0;
   if (!d || !c.attr("allowzero", allowzero)) return false;
   int64_t features = 1;
   for (int64_t v : *d) features *= v;  // bounded by shape inference
-  const std::vector<int64_t>& to = s->constant->i;
   const std::optional<int64_t> batch = c.declared_batch();
   auto first_ok = [&](int64_t v) {
     return (v == 0 && !allowzero) || (batch && v == *batch) || v == -1;
@@ -160,11 +169,11 @@ bool reshape(NodeContext& c) {
   auto second_ok = [&](int64_t v) {
     return v == features || v == -1 || (v == 0 && !allowzero && (*d)[0] == features);
   };
-  if (s->constant->floating || to.size() != 2 || !first_ok(to[0]) || !second_ok(to[1]) ||
+  if (floating || to.size() != 2 || !first_ok(to[0]) || !second_ok(to[1]) ||
       (to[0] == -1 && to[1] == -1)) {
     return c.fail(fmt::format("a reshape of [N, {}] to {}: zoc reshapes only to [N, features] "
                               "(shape [-1, {}] or [0, -1])",
-                              fmt::join(*d, ", "), s->constant->floating ? "a float shape" : list_str(to),
+                              fmt::join(*d, ", "), floating ? "a float shape" : list_str(to),
                               features));
   }
   return to_features(c, *x, *d);
@@ -295,7 +304,7 @@ bool concat(NodeContext& c) {
     inputs.push_back(*x);
   }
   const std::vector<int64_t>* d = inputs.empty() ? nullptr : c.dims(inputs[0]);
-  int64_t axis = 0;
+  int64_t axis = 1;  // opsets 1 to 3 default to the channels; later ones require the attribute
   if (!d || !c.attr("axis", axis)) return false;
   const auto a = normalized_axis(c, axis, static_cast<int64_t>(d->size()) + 1);
   if (!a) return false;

@@ -33,12 +33,12 @@ std::string find_cycle(const pb::GraphProto& g, const std::vector<std::vector<in
     if (next < 0) break;  // cannot happen: every unordered node waits on another
     cur = next;
   }
-  // `path` follows "reads from": print it the way data flows.
-  std::string chain;
+  // path[k] reads path[k + 1] and the last reads `cur`: data flows from `cur` backwards.
+  std::string chain = describe_node(g.node(cur), cur);
   for (size_t i = path.size(); i-- > static_cast<size_t>(pos[static_cast<size_t>(cur)]);) {
-    chain += describe_node(g.node(path[i]), path[i]) + " -> ";
+    chain += " -> " + describe_node(g.node(path[i]), path[i]);
   }
-  return chain + describe_node(g.node(cur), cur);
+  return chain;
 }
 
 // Kahn's algorithm over node indices; true if every node could be ordered.

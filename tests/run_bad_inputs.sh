@@ -25,7 +25,7 @@ fail() {
   failed=$((failed + 1))
 }
 
-for folder in yaml shapes weights; do
+for folder in yaml shapes weights onnx; do
   found=0
   for case_file in tests/bad_inputs/$folder/*.yaml tests/bad_inputs/$folder/*.expect; do
     [ -f "$case_file" ] || continue

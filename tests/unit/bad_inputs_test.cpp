@@ -1,4 +1,4 @@
-// Runs every bad-input case under tests/bad_inputs/{yaml,shapes,weights}/ through the compiler
+// Runs every bad-input case under tests/bad_inputs/{yaml,shapes,weights,onnx}/ through the compiler
 // libraries the way `zoc ir` does, and checks the diagnostics each case says it must produce.
 //
 // DESIGN.md asks for a clear, located error and nothing lost on bad input, and STYLE.md for bad
@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -26,7 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kFolders[] = {"yaml", "shapes", "weights"};
+const char* const kFolders[] = {"yaml", "shapes", "weights", "onnx"};
 
 fs::path cases_root() { return fs::path(ZOC_SOURCE_DIR) / "tests" / "bad_inputs"; }
 
@@ -140,7 +142,8 @@ struct Outcome {
   std::string printed;  // anything the libraries wrote to stdout themselves
 };
 
-// `zoc ir MODEL [--set k=v]... [--weights W] [--strict]`, minus the printing of the IR.
+// `zoc ir MODEL [--set k=v]... [--input CxHxW] [--weights W] [--strict]`, minus the printing of
+// the IR.
 Outcome run_case(const Directives& d) {
   zoc::LoadOptions opts;
   std::string weights;
@@ -154,6 +157,14 @@ Outcome run_case(const Directives& d) {
                                        eq == std::string::npos ? "" : kv.substr(eq + 1));
     } else if (a == "--weights" && i + 1 < d.args.size()) {
       weights = d.args[++i];
+    } else if (a == "--input" && i + 1 < d.args.size()) {
+      std::array<int64_t, 3> dims{};
+      char x1 = 0, x2 = 0;
+      if (std::sscanf(d.args[++i].c_str(), "%ld%c%ld%c%ld", &dims[0], &x1, &dims[1], &x2,
+                      &dims[2]) != 5) {
+        ADD_FAILURE() << "bad --input in 'args:': " << d.args[i];
+      }
+      opts.input_dims = dims;
     } else if (a == "--strict") {
       wopts.strict = true;
     } else {
@@ -223,6 +234,17 @@ TEST(BadInputs, EveryWeightsFileIsUsed) {
   for (const auto& e : fs::directory_iterator(cases_root() / "weights")) {
     if (e.path().extension() != ".safetensors") continue;
     const std::string rel = "tests/bad_inputs/weights/" + e.path().filename().string();
+    EXPECT_TRUE(used.count(rel)) << rel << " is used by no case (run make_cases.py)";
+  }
+}
+
+// Every ONNX file is some case's model.
+TEST(BadInputs, EveryOnnxFileIsUsed) {
+  std::set<std::string> used;
+  for (const Case& c : cases_in("onnx")) used.insert(read_directives(c).model);
+  for (const auto& e : fs::directory_iterator(cases_root() / "onnx")) {
+    if (e.path().extension() != ".onnx") continue;
+    const std::string rel = "tests/bad_inputs/onnx/" + e.path().filename().string();
     EXPECT_TRUE(used.count(rel)) << rel << " is used by no case (run make_cases.py)";
   }
 }

@@ -8,7 +8,7 @@ seeded weights (BatchNorm parameters and running statistics randomized so that B
 exercised with non-trivial values), draws a seeded standard-normal input, runs the model in eval
 mode in fp32 with TF32 off, and writes `weights.safetensors` (PyTorch state_dict names), `input.npy`,
 `output.npy` (raw logits), TorchScript archives for zoc's TorchScript frontend and the framework
-baselines, and `meta.json`. It needs only torch, torchvision and numpy (no safetensors package),
+baselines, ONNX files for zoc's ONNX frontend (`--onnx`), and `meta.json`. It needs only torch, torchvision and numpy (no safetensors package),
 runs on torch 1.13 and 2.x, and writes every file atomically so a failed run leaves nothing half
 written. `--check` re-reads the weights with our own reader into a fresh model and asserts the
 output is reproduced bit for bit.
@@ -28,6 +28,15 @@ Choices worth knowing:
   * Generators are seeded with seed*16 + stream; the input (stream 2) is drawn on the CPU for
     every device. Weights, input and output files are byte-reproducible (torch 1.13 and 2.11 give
     identical weights); TorchScript archives are not (TorchScript orders some attributes by hash).
+  * ONNX (`--onnx 13,17`: model_opset13.onnx, model_opset17.onnx) is written by torch.onnx.export's
+    TorchScript-based exporter with a dynamic batch axis ("batch") on `input` and `output`, the
+    weights as initializers, and training=TrainingMode.PRESERVE: in its default (EVAL) mode the
+    exporter folds every BatchNorm into the convolution before it and names the folded tensors
+    "onnx::Conv_193"; PRESERVE (with the model in eval mode) keeps BatchNorm nodes in their
+    inference form and every initializer under its state_dict name, so the weights file serves
+    the ONNX model too. The exporter still deduplicates initializers of equal value, writing an
+    Identity node per extra name. `--onnx-folded` also writes model_folded.onnx in the default
+    mode, for zoc's test that such a model is computed correctly under other layer names.
   * Random weights + white-noise input make the logits mostly input-independent (global pooling
     averages the per-input part away); meta.json's output.batch_centered_std says how much is left.
 """
@@ -217,6 +226,30 @@ def save_torchscript(model, x, mode, out_dir):
     return written
 
 
+def save_onnx(model, x, opsets, folded, out_dir):
+    """Write model_opset<N>.onnx per opset (BatchNorm kept, state_dict names) and, with `folded`,
+    model_folded.onnx (the exporter's default eval mode: BatchNorm folded into convolutions)."""
+    import inspect
+
+    kwargs = dict(input_names=["input"], output_names=["output"], export_params=True,
+                  dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False  # torch >= 2.5 has a second exporter; this is the one described
+    runs = [("model_opset%d.onnx" % o, o, torch.onnx.TrainingMode.PRESERVE) for o in opsets]
+    if folded:
+        runs.append(("model_folded.onnx", max(opsets), torch.onnx.TrainingMode.EVAL))
+    written = []
+    for name, opset, mode in runs:
+        def write(f, opset=opset, mode=mode):
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(model, x, f, opset_version=opset, training=mode, **kwargs)
+        atomic_write(os.path.join(out_dir, name), write)
+        written.append(name)
+    model.eval()  # the exporter restores the mode, but be sure
+    return written
+
+
 def _save_one(module, name, out_dir):
     atomic_write(os.path.join(out_dir, name), lambda f: torch.jit.save(module, f))
     return name
@@ -243,7 +276,12 @@ def self_check(args, out_dir, reference, written):
     if not torch.equal(y, reference) or not torch.equal(stored, reference):
         raise AssertionError("reloaded model does not reproduce output.npy (max abs diff %.3g)"
                              % float((y - reference).abs().max()))
-    for name in written:  # TorchScript: same graph, may differ in the last bits
+    for name in [w for w in written if w.endswith(".onnx")]:  # ONNX: ONNX's own checker
+        import onnx
+
+        onnx.checker.check_model(onnx.load(os.path.join(out_dir, name)))
+        print("check: %s passes onnx.checker" % name)
+    for name in [w for w in written if w.endswith(".pt")]:  # TorchScript: may differ in last bits
         with warnings.catch_warnings(), torch.no_grad():
             warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*torch.jit.*")
             ys = torch.jit.load(os.path.join(out_dir, name), map_location="cpu")(x).float()
@@ -268,6 +306,10 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="output folder (created if missing)")
     p.add_argument("--torchscript", choices=("script", "trace", "both", "none"), default="script")
+    p.add_argument("--onnx", default="none",
+                   help="ONNX opsets to export, comma-separated (e.g. 13,17), or none")
+    p.add_argument("--onnx-folded", action="store_true",
+                   help="also write model_folded.onnx, BatchNorm folded by the exporter")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where the reference output is computed (fp32, TF32 off)")
     p.add_argument("--check", action="store_true", help="reload what was written and verify it")
@@ -283,6 +325,12 @@ def parse_args(argv=None):
         p.error("--resolution must be >= 4 for lenet (two 2x2 max-pools)")
     if args.seed < 0:
         p.error("--seed must be >= 0")
+    try:
+        args.onnx = [] if args.onnx == "none" else sorted({int(o) for o in args.onnx.split(",")})
+    except ValueError:
+        p.error("--onnx takes opset numbers separated by commas, or none")
+    if args.onnx_folded and not args.onnx:
+        p.error("--onnx-folded needs --onnx")
     return args
 
 
@@ -314,6 +362,7 @@ def main(argv=None):
     save_npy(os.path.join(args.out, "output.npy"), y.numpy())
     written = ["weights.safetensors", "input.npy", "output.npy"]
     scripts = save_torchscript(model, x, args.torchscript, args.out)
+    scripts += save_onnx(model, x, args.onnx, args.onnx_folded, args.out) if args.onnx else []
     written += scripts + ["meta.json"]
 
     stats = output_stats(y)

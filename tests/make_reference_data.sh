@@ -21,6 +21,11 @@ export_model resnet50_1ch_10cls_32 --model resnet50 --resolution 32 --in-channel
 export_model resnet18_64_ts --model resnet18 --resolution 64 --torchscript both
 export_model resnet50_64_ts --model resnet50 --resolution 64 --torchscript both
 export_model lenet_ts --model lenet --torchscript both
+# ONNX files, opsets 13 and 17 with a dynamic batch (and, for ResNet-18, one with BatchNorm
+# folded by the exporter), for the ONNX frontend's tests (tests/numeric/onnx_test.cpp).
+export_model resnet18_64_onnx --model resnet18 --resolution 64 --onnx 13,17 --onnx-folded
+export_model resnet50_64_onnx --model resnet50 --resolution 64 --onnx 13,17
+export_model lenet_onnx --model lenet --onnx 13,17
 ts_models="$here/tests/torchscript/make_models.py"
 if [ ! -f "$out/torchscript/unsupported/output.npy" ] ||
    [ "$ts_models" -nt "$out/torchscript/unsupported/output.npy" ]; then

@@ -3,9 +3,7 @@
 // mapped op family; a model with unsupported ops), all written by the `reference_data` fixture.
 //
 //  - Structure: the IR of a .pt file equals the YAML route's, before and after the inference
-//    passes: same ops in the same order, same attributes, same parameters (names, shapes,
-//    dtypes, roles), same connectivity, same types. Names of parameter-free layers may differ
-//    (YAML's `relu1` is TorchScript's `layer1.0.relu`), those of layers with weights may not.
+//    passes (tests/numeric/ir_compare.h says what "equals" means).
 //  - Numbers: the reference interpreter on the .pt route, with the weights `zoc extract-weights`
 //    takes out of the same file, matches PyTorch's output within relative L2 error 1e-5.
 //  - Errors: one error listing every unsupported op with its module path and source line.
@@ -24,6 +22,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
 #include "compiler/weights/weights.h"
+#include "tests/numeric/ir_compare.h"
 #include "zoc/npy.h"
 
 namespace zoc {
@@ -45,40 +44,8 @@ std::optional<ir::Graph> load_pt(const std::string& path, std::array<int64_t, 3>
   return load_verified_model(path, d, opts);
 }
 
-bool has_params(const ir::Node& n) { return !n.params.empty(); }
-
-// Structural equality, reporting the first difference of each kind with the layer it is at.
-void expect_same_structure(const ir::Graph& yaml, const ir::Graph& pt, const std::string& what) {
-  ASSERT_EQ(yaml.nodes.size(), pt.nodes.size()) << what;
-  for (size_t i = 0; i < yaml.nodes.size(); ++i) {
-    const ir::Node &a = yaml.nodes[i], &b = pt.nodes[i];
-    const std::string at = what + ", node " + std::to_string(i) + " '" + a.name + "'";
-    ASSERT_EQ(a.op, b.op) << at << " vs '" << b.name << "'";
-    if (has_params(a) || has_params(b)) {
-      EXPECT_EQ(a.name, b.name) << at;
-    }
-    EXPECT_EQ(ir::format_attrs(a), ir::format_attrs(b)) << at;
-    EXPECT_EQ(a.params, b.params) << at;
-    ASSERT_EQ(a.inputs.size(), b.inputs.size()) << at;
-    for (size_t k = 0; k < a.inputs.size(); ++k) {
-      EXPECT_EQ(yaml.values[a.inputs[k]].producer, pt.values[b.inputs[k]].producer)
-          << at << " input " << k;
-    }
-    EXPECT_EQ(yaml.type(a.output), pt.type(b.output)) << at;
-    EXPECT_EQ(a.fused_from.size(), b.fused_from.size()) << at;
-  }
-  ASSERT_EQ(yaml.outputs.size(), pt.outputs.size()) << what;
-  EXPECT_EQ(yaml.values[yaml.outputs[0]].producer, pt.values[pt.outputs[0]].producer) << what;
-}
-
-double rel_l2(const std::vector<float>& out, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    num += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / den);
-}
+using test::expect_same_structure;
+using test::rel_l2;
 
 // The module's own weights, through the same path as `zoc extract-weights`.
 std::optional<Weights> extracted_weights(const ir::Graph& g, const std::string& pt,

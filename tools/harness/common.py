@@ -140,6 +140,18 @@ def tile_samples(samples, batch):
     return np.ascontiguousarray(samples[index])
 
 
+def load_plan(description, argv=None):
+    """The plan file a Python runner is given (bench.py writes it), its outputs folder made."""
+    import argparse
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("plan")
+    a = p.parse_args(argv)
+    with open(a.plan) as f:
+        plan = json.load(f)
+    os.makedirs(plan["outputs"], exist_ok=True)
+    return plan
+
+
 def describe(e):
     """An exception's type and message, first 400 characters (the log has the traceback)."""
     return ("%s: %s" % (type(e).__name__, e))[:400]

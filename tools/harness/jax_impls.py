@@ -25,9 +25,7 @@ and activations in that dtype. Where JAX is not installed (the CPU dry run) ever
 Usage: jax_impls.py PLAN.json   (written by bench.py)
 """
 
-import argparse
 import gc
-import json
 import os
 import sys
 import time
@@ -181,12 +179,7 @@ def run_variant(plan, mods, why_not, v, groups):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("plan")
-    a = p.parse_args(argv)
-    with open(a.plan) as f:
-        plan = json.load(f)
-    os.makedirs(plan["outputs"], exist_ok=True)
+    plan = common.load_plan(__doc__.split("\n\n")[0], argv)
     mods, why_not = load_jax(plan["device"])
     if mods:
         jax = mods[0]

@@ -23,7 +23,6 @@ Usage: torch_impls.py PLAN.json   (written by bench.py)
 import argparse
 import contextlib
 import gc
-import json
 import os
 import sys
 import time
@@ -296,12 +295,7 @@ def run_variant(plan, v, groups):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("plan")
-    a = p.parse_args(argv)
-    with open(a.plan) as f:
-        plan = json.load(f)
-    os.makedirs(plan["outputs"], exist_ok=True)
+    plan = common.load_plan(__doc__.split("\n\n")[0], argv)
     if plan["device"] == "cuda" and not torch.cuda.is_available():
         raise SystemExit("torch_impls.py: the plan asks for cuda but torch sees no GPU")
     print("torch %s on %s: %d variants" % (torch.__version__, plan["device"], len(plan["runs"])),

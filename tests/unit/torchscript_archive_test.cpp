@@ -169,6 +169,27 @@ TEST(TorchScriptArchive, FolderRecordsPass) {
   EXPECT_EQ(info->records, 6);
 }
 
+// The directory is read whole, so its size is bounded (a file this large is its own test input).
+TEST(TorchScriptArchive, DirectoryOverItsBoundIsRefused) {
+  std::string zip = "PK\x03\x04";
+  zip.resize((uint64_t{64} << 20) + 64, '\0');
+  const uint64_t dir_size = zip.size();
+  test::put_le(zip, 0x06054b50, 4);
+  test::put_le(zip, 0, 4);
+  test::put_le(zip, 1, 2);
+  test::put_le(zip, 1, 2);
+  test::put_le(zip, dir_size, 4);
+  test::put_le(zip, 0, 4);
+  test::put_le(zip, 0, 2);
+  test::TempDir dir;
+  auto info = torchscript::inspect_archive(dir.write("big.pt", zip));
+  ASSERT_FALSE(info.ok());
+  EXPECT_NE(info.error().message.find("its zip directory is 67108928 bytes long, more than the 64 "
+                                      "MiB zoc reads"),
+            std::string::npos)
+      << info.error().message;
+}
+
 // The positive control for the bad-input tests' "the plugin was not loaded": loading an archive
 // that passes the checks does load it.
 TEST(TorchScriptArchive, AnAcceptedArchiveLoadsThePlugin) {

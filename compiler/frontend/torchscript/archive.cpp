@@ -100,10 +100,13 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 }
 
 // Every pickle LibTorch may unpickle: data.pkl, constants.pkl, the code's .debug_pkl files and
-// any other .pkl record, wherever it is.
+// any other .pkl record, wherever it is, in any letter case (LibTorch finds records ignoring it).
 Status check_pickles(FileReader& r, const std::vector<ZipEntry>& entries) {
   for (const ZipEntry& e : entries) {
-    if (!ends_with(e.name, ".pkl") && !ends_with(e.name, ".debug_pkl")) continue;
+    std::string lower = e.name;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (!ends_with(lower, ".pkl") && !ends_with(lower, ".debug_pkl")) continue;
     ZOC_ASSIGN_OR_RETURN(const std::string bytes, read_zip_entry(r, e, kMaxPickleBytes));
     ZOC_TRY(check_pickle(quoted_name(e.name), bytes));
   }

@@ -101,13 +101,14 @@ def write_zip(records):
     return bytes(out + central + end)
 
 
-def model(*extra, data_pkl=MODULE_PICKLE, constants_pkl=EMPTY_TUPLE_PICKLE, first=()):
+def model(*extra, data_pkl=MODULE_PICKLE, constants_pkl=EMPTY_TUPLE_PICKLE,
+          constants_name="archive/constants.pkl", first=()):
     """The records of a small TorchScript archive, with `first` before and `extra` after them."""
     return list(first) + [
         record("archive/data.pkl", data_pkl),
         record("archive/code/__torch__/m.py", b"class M(Module):\n  __parameters__ = []\n",
                method=8),
-        record("archive/constants.pkl", constants_pkl),
+        record(constants_name, constants_pkl),
         record("archive/version", b"3\n"),
     ] + list(extra)
 
@@ -190,6 +191,10 @@ case("pickle_builtins_exec_in_constants",
      model(constants_pkl=call_pickle("builtins", "exec", "import os")),
      "constants.pkl calls builtins.exec",
      refers("archive/constants.pkl", "builtins.exec", "GLOBAL", 2))
+case("pickle_upper_case_name",
+     model(constants_pkl=call_pickle("os", "system"), constants_name="archive/CONSTANTS.PKL"),
+     "constants.pkl named CONSTANTS.PKL, which LibTorch finds as constants.pkl, calls os.system",
+     refers("archive/CONSTANTS.PKL", "os.system", "GLOBAL", 2))
 case("pickle_torch_hub_load", model(data_pkl=call_pickle("torch.hub", "load", "x/y")),
      "data.pkl calls torch.hub.load, which downloads and runs code: not every torch global is safe",
      refers("archive/data.pkl", "torch.hub.load", "GLOBAL", 2))

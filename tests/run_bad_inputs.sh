@@ -6,6 +6,9 @@
 #   - writes nothing to stdout when it fails (no partial output),
 #   - prints no sanitizer report,
 #   - prints every `expect:` line on stderr.
+# A refused TorchScript archive (tests/bad_inputs/torchscript/) must also be refused before
+# anything runs: the dynamic loader's own log (LD_DEBUG) shows that neither zoc's LibTorch plugin
+# nor LibTorch was loaded, and `zoc compile` gives the same error and leaves no output folder.
 #
 # Usage: tests/run_bad_inputs.sh path/to/zoc SOURCE_DIR
 set -u
@@ -25,7 +28,29 @@ fail() {
   failed=$((failed + 1))
 }
 
-for folder in yaml shapes weights onnx; do
+# The checks for a refused TorchScript archive described above.
+check_refused_archive() {
+  rm -f "$tmp"/ld.*
+  # shellcheck disable=SC2086
+  LD_DEBUG=files LD_DEBUG_OUTPUT="$tmp/ld" timeout 300 "$zoc" ir "$model" $args >/dev/null 2>&1
+  if ! grep -qs 'libc\.so' "$tmp"/ld.*; then
+    fail "the dynamic loader's log (LD_DEBUG) is missing; cannot tell what was loaded"
+  elif grep -qs 'libzoc_frontend_torchscript\|libtorch' "$tmp"/ld.*; then
+    fail "LibTorch was loaded for a refused archive"
+  fi
+  rm -rf "$tmp/compile" && mkdir "$tmp/compile"
+  timeout 300 "$zoc" compile "$model" --input 3x8x8 -o "$tmp/compile/out" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" -ne 1 ]; then
+    fail "zoc compile exited $rc, expected 1"
+  elif [ -n "$(ls -A "$tmp/compile")" ]; then
+    fail "zoc compile left files behind: $(ls -A "$tmp/compile")"
+  elif ! grep -qF -- "${expects[0]}" "$tmp/err"; then
+    fail "zoc compile did not say: ${expects[0]}"
+  fi
+}
+
+for folder in yaml shapes weights onnx torchscript; do
   found=0
   for case_file in tests/bad_inputs/$folder/*.yaml tests/bad_inputs/$folder/*.expect; do
     [ -f "$case_file" ] || continue
@@ -72,6 +97,7 @@ for folder in yaml shapes weights onnx; do
           break
         fi
       done
+      [ "$folder" = torchscript ] && [ "$rc" -ne 0 ] && check_refused_archive
     fi
   done
   if [ "$found" -eq 0 ]; then

@@ -8,14 +8,14 @@
 #
 # Usage: tools/fuzz.sh [--time SECONDS] [--parallel N] [TARGET...]
 #        tools/fuzz.sh --totals          (sums results/fuzz/fuzz-log.tsv per target)
-# TARGET: yaml, safetensors, weights_loader (default: all). --parallel: targets at once (1).
+# TARGET: yaml, safetensors, weights_loader, torchscript (default: all). --parallel: targets at once (1).
 # Exit status 1 if any run found a crash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 build=build-fuzz
 log_tsv=results/fuzz/fuzz-log.tsv
-all_targets=(yaml safetensors weights_loader)
+all_targets=(yaml safetensors weights_loader torchscript)
 
 usage() { sed -n '2,13s/^# \{0,1\}//p' "$0"; exit "${1:-0}"; }
 
@@ -64,6 +64,7 @@ max_len() {
     yaml) echo 65536 ;;
     safetensors) echo 262144 ;;
     weights_loader) echo 8388608 ;;  # room for the complete LeNet seed (6.5 MB)
+    torchscript) echo 131072 ;;  # room for every seed archive (the largest, a zip bomb: 78 KB)
   esac
 }
 
@@ -106,7 +107,7 @@ run_target() {
   mkdir -p "$art" "$(dirname "$log")" "$regressions"
   local flags=(-max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -max_len="$(max_len "$t")"
                -artifact_prefix="$art" -print_final_stats=1)
-  [ "$t" = yaml ] && flags+=(-dict=tests/fuzz/yaml.dict)
+  [ -f "tests/fuzz/$t.dict" ] && flags+=(-dict="tests/fuzz/$t.dict")
   local start rc=0
   start=$(date +%s)
   nice -n 10 "$bin" "${flags[@]}" "$corpus" "$regressions" >"$log" 2>&1 || rc=$?

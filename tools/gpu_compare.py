@@ -240,6 +240,22 @@ def cmd_torch_latency(a):
             print("torch %s %s: %r" % (a.model, precision, e))
 
 
+def racecheck_hazards(text):
+    """The kernels of each race compute-sanitizer's racecheck reports: [(kernel, kernel, count)]."""
+    out = []
+    for m in re.finditer(r"Race reported between \w+ access at ([^\s+]+)\+0x[0-9a-f]+\s*\n"
+                         r"=*\s*and \w+ access at ([^\s+]+)\+0x[0-9a-f]+(?: \[(\d+) hazards?\])?",
+                         text):
+        out.append((m.group(1), m.group(2), int(m.group(3) or 1)))
+    return out
+
+
+def vendor_only(hazards):
+    """Issue 17's decision: races inside NVIDIA's nvjet GEMM kernels, which a bare cuBLAS/cuDNN
+    call reproduces (tools/reliability/vendor_gemm.cpp), are out of zoc's scope."""
+    return bool(hazards) and all(k.startswith("nvjet_") for h in hazards for k in h[:2])
+
+
 def cmd_check_row(a):
     """A test program ('N passed, M failed' last) or compute-sanitizer ('ERROR SUMMARY')."""
     text = tail(a.log, 400)
@@ -247,7 +263,7 @@ def cmd_check_row(a):
     if a.kind == "sanitizer":
         # memcheck: "ERROR SUMMARY: 0 errors"; racecheck: "RACECHECK SUMMARY: 0 hazards
         # displayed (0 errors, 0 warnings)"
-        m = re.findall(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: .*\((\d+) errors", text)
+        m = re.findall(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: .*\((\d+) errors?", text)
         m = [a or b for a, b in m]
         summary = [l for l in text.splitlines() if "ERROR SUMMARY" in l or "RACECHECK SUMMARY" in l]
         row["summary"] = summary[-1].strip("= ") if summary else None
@@ -258,6 +274,11 @@ def cmd_check_row(a):
         else:
             row["errors"] = int(m[-1])
             row["status"] = "PASS" if row["errors"] == 0 and a.rc == 0 else "FAIL"
+            hazards = racecheck_hazards(text)
+            if row["status"] == "FAIL" and vendor_only(hazards) and len(hazards) == row["errors"]:
+                row.update(status="PASS", vendor_hazards=sum(h[2] for h in hazards),
+                           note="every race is inside NVIDIA's nvjet GEMM kernels, which "
+                                "vendor_gemm reproduces without zoc: out of scope (issue 17)")
             if row["status"] == "FAIL":
                 row["error"] = tail(a.log, 25)
     else:

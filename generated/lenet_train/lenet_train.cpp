@@ -33,6 +33,10 @@ const LenetTrainer::Param LenetTrainer::kParamTable[LenetTrainer::kNumParams] = 
 const char* const LenetTrainer::kCounterNames[] = {
   nullptr,
 };
+const LenetTrainer::Bucket LenetTrainer::kBucketTable[LenetTrainer::kBuckets] = {
+  {52096, 3222538},
+  {0, 52096},
+};
 
 zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::string& weights, uint64_t seed, int max_batch, bool benchmark, bool deterministic) {
   if (max_batch < 2 || max_batch > 65536) {
@@ -198,6 +202,7 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
   ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, 3136, n, 1024, &kOne, p + 52096, 3136, d + size_t(0) * B, 1024, &kOne, d + size_t(1024) * B, 3136), "fc1");
   ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, 3136, 1024, n, &kOne, a + size_t(82320) * B, 3136, d + size_t(0) * B, 1024, &kZero, g + 52096, 3136), "fc1");
   ZOC_CUDA(train_kernels::sum_rows(d + size_t(0) * B, g + 3263360, n, 1024, stream), "fc1");
+  if (sync_) ZOC_TRY(sync_->bucket_ready(0, g + 52096, 3222538, stream));  // complete: average
   ZOC_CUDA(cudaMemsetAsync(d + size_t(4160) * B, 0, size_t(n) * 12544 * sizeof(float), stream), "pool2");  // relu2's output gradient, before its first contribution
   // pool2: dx += maxpool2d'(dy)  (models/lenet.yaml:17:5)
   ZOC_TRY(pool2_.backward(cudnn_, a + size_t(69776) * B, a + size_t(82320) * B, d + size_t(1024) * B, d + size_t(4160) * B, "pool2"));
@@ -215,6 +220,8 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
   ZOC_TRY(relu1_.backward(cudnn_, a + size_t(784) * B, a + size_t(25872) * B, d + size_t(6272) * B, d + size_t(31360) * B, "relu1"));
   // conv1: dx += conv^T(dy); dW, db  (models/lenet.yaml:12:5)
   ZOC_TRY(conv1_.backward(cudnn_, a + size_t(0) * B, p + 0, d + size_t(31360) * B, nullptr, g + 0, g + 800, workspace_, workspace_bytes_, "conv1"));
+  if (sync_) ZOC_TRY(sync_->bucket_ready(1, g + 0, 52096, stream));  // complete: average
+  if (sync_) ZOC_TRY(sync_->finish(stream));  // every bucket averaged before SGD
   return zoc::Status::success();
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "zoc/expected.h"
+#include "zoc/train_dist.h"
 #include "zoc/train_layers.h"
 
 namespace zoc_model {
@@ -70,6 +71,18 @@ class LenetTrainer {
   // (seed, number of steps taken, element); set_steps() continues a resumed run.
   void set_dropout(bool on) { dropout_ = on; }
   zoc::Status set_steps(uint64_t steps);
+  // Gradient buckets for data-parallel training (zoc/train_dist.h), in the order the
+  // backward pass completes them: [offset, offset + count) of grads().
+  struct Bucket {
+    size_t offset, count;
+  };
+  static constexpr int kBuckets = 2;
+  static const Bucket kBucketTable[kBuckets];
+  // Data parallel: step() averages each bucket over the processes as soon as the
+  // backward pass completes it (nullptr: one process). Dropout masks then differ per
+  // process through set_dropout_seed().
+  void set_grad_sync(zoc::train::GradSync* sync) { sync_ = sync; }
+  void set_dropout_seed(uint64_t seed) { dropout_seed_ = seed; }
 
   float* params() { return params_; }  // PyTorch layout, kParamTable's offsets
   const float* params() const { return params_; }
@@ -106,6 +119,7 @@ class LenetTrainer {
   void* blas_workspace_ = nullptr;
   bool benchmark_ = true;
   bool deterministic_ = false;
+  zoc::train::GradSync* sync_ = nullptr;  // data parallel: set_grad_sync()
   zoc::train::Conv conv1_;
   zoc::train::Activation relu1_;
   zoc::train::Pool pool1_;

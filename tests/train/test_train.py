@@ -33,7 +33,7 @@ import nets  # noqa: E402
 
 PY = sys.executable
 CSV_HEADER = ("impl,model,dataset,seed,epoch,train_loss,train_acc,test_acc,step_ms,epoch_s,"
-              "peak_mem_mb")
+              "peak_mem_mb,world_size,img_per_s")
 
 
 def run(cmd, **kw):
@@ -101,7 +101,8 @@ def check_csv(path, impl, model, epochs):
         for key in ("train_acc", "test_acc"):
             check(0.0 <= float(r[key]) <= 1.0, "%s: %s %s" % (path, key, r[key]))
         check(np.isfinite(float(r["train_loss"])) and float(r["train_loss"]) > 0, "loss")
-        for key in ("step_ms", "epoch_s", "peak_mem_mb"):
+        check(int(r["world_size"]) >= 1, "%s: world_size %s" % (path, r["world_size"]))
+        for key in ("step_ms", "epoch_s", "peak_mem_mb", "img_per_s"):
             check(float(r[key]) > 0, "%s: %s is %s" % (path, key, r[key]))
     return rows
 
@@ -123,6 +124,36 @@ def trainer_cmd(impl, a, model, data, init, out_prefix, steps, epochs, batch):
 
 
 # --- cases -----------------------------------------------------------------------------------
+
+def case_ddp(a):
+    """train_pytorch.py --ddp (issue 21's baseline) on 2 CPU processes (gloo) takes the same
+    steps as one process: each rank's interleaved shard of the global batch, gradients averaged.
+    LeNet without dropout (no per-process state), so the weights must agree to rounding."""
+    raw, gz = synthetic(a.work)
+    init = make_init(a.work, "lenet", 3, [])
+    steps, batch = 3, 16
+    single = os.path.join(a.work, "single")
+    run(trainer_cmd("pytorch-eager", a, "lenet", gz, init, single, steps, 2, batch) +
+        ["--no-dropout"])
+    ddp = os.path.join(a.work, "ddp2")
+    cmd = trainer_cmd("pytorch-eager", a, "lenet", gz, init, ddp, steps, 2, batch)
+    # launch.sh gives the processes torchrun's environment (Debian's torchrun 1.13 fails under
+    # Python 3.11; the GPU scripts use torch 2.11's).
+    cmd = [os.path.join(TRAIN, "launch.sh"), "2"] + cmd + ["--no-dropout", "--ddp"]
+    run(cmd)
+    worst, moved = compare(single + ".safetensors", ddp + ".safetensors", init)
+    print("DDP x2 against one process: max relative L2 difference %.3g (%s); weights moved %.3g"
+          % (worst[0], worst[1], moved))
+    check(worst[0] <= 1e-5, "DDP x2 differs from one process by %.3g in %s" % worst)
+    check(moved > 1e-3, "the steps left the weights where they were (%.3g)" % moved)
+    rows = check_csv(ddp + ".csv", "pytorch-ddp", "lenet", 2)
+    check(all(r["world_size"] == "2" for r in rows), "world_size column is not 2")
+    one = check_csv(single + ".csv", "pytorch-eager", "lenet", 2)
+    for r1, r2 in zip(one, rows):
+        check(abs(float(r1["train_loss"]) - float(r2["train_loss"])) <= 1e-5, "train_loss differs")
+        check(r1["test_acc"] == r2["test_acc"], "test_acc differs: %s vs %s" % (r1["test_acc"],
+                                                                              r2["test_acc"]))
+
 
 def case_order(a):
     """mt19937_64, shuffled_order, the normalization table and a whole split, against C++."""
@@ -298,7 +329,7 @@ def case_zoc_grad(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=("order", "pytorch", "libtorch", "agree", "init-names", "grad",
-                                    "zoc-grad"))
+                                    "zoc-grad", "ddp"))
     p.add_argument("--work", required=True)
     p.add_argument("--printer")
     p.add_argument("--libtorch")
@@ -308,7 +339,8 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     {"order": case_order, "pytorch": lambda x: case_trainer(x, "pytorch-eager"),
      "libtorch": lambda x: case_trainer(x, "libtorch"), "agree": case_agree,
-     "init-names": case_init_names, "grad": case_grad, "zoc-grad": case_zoc_grad}[a.case](a)
+     "init-names": case_init_names, "grad": case_grad, "zoc-grad": case_zoc_grad,
+     "ddp": case_ddp}[a.case](a)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
-// Runs every bad-input case under tests/bad_inputs/{yaml,shapes,weights,onnx}/ through the compiler
-// libraries the way `zoc ir` does, and checks the diagnostics each case says it must produce.
+// Runs every bad-input case under tests/bad_inputs/{yaml,shapes,weights,onnx,torchscript}/
+// through the compiler libraries the way `zoc ir` does, and checks the diagnostics each case
+// says it must produce (and, for a refused TorchScript archive, that LibTorch's plugin was not
+// loaded).
 //
 // DESIGN.md asks for a clear, located error and nothing lost on bad input, and STYLE.md for bad
 // inputs to live as files beside the error text they must produce; tests/bad_inputs/README.md
@@ -22,13 +24,14 @@
 #include <vector>
 
 #include "compiler/driver/model_loader.h"
+#include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "compiler/weights/weights.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kFolders[] = {"yaml", "shapes", "weights", "onnx"};
+const char* const kFolders[] = {"yaml", "shapes", "weights", "onnx", "torchscript"};
 
 fs::path cases_root() { return fs::path(ZOC_SOURCE_DIR) / "tests" / "bad_inputs"; }
 
@@ -196,7 +199,14 @@ TEST_P(BadInput, GivesItsDiagnostics) {
   ASSERT_TRUE(d.problem.empty()) << c.file << ": " << d.problem;
   ASSERT_TRUE(fs::exists(fs::path(ZOC_SOURCE_DIR) / d.model)) << d.model << " is missing";
 
+  // A refused archive must not load the plugin, and so LibTorch (gtest_discover_tests runs each
+  // case in a process of its own, where nothing has loaded it before).
+  const bool loaded_before = zoc::torchscript::plugin_load_attempted();
   const Outcome out = run_case(d);
+  if (c.folder == "torchscript" && d.exit_code != 0 && !loaded_before) {
+    EXPECT_FALSE(zoc::torchscript::plugin_load_attempted())
+        << "the LibTorch plugin was loaded for a refused archive";
+  }
   EXPECT_EQ(out.exit_code, d.exit_code) << "diagnostics:\n" << out.diagnostics;
   for (const std::string& e : d.expects) {
     EXPECT_TRUE(out.diagnostics.find(e) != std::string::npos)
@@ -222,19 +232,25 @@ TEST(BadInputs, EveryFolderHasCases) {
   }
 }
 
-// Every weights file is used by some case, so none is silently left unchecked.
-TEST(BadInputs, EveryWeightsFileIsUsed) {
+// Every weights file and every archive is used by some case, so none is silently left unchecked.
+TEST(BadInputs, EveryInputFileIsUsed) {
   std::set<std::string> used;
-  for (const Case& c : cases_in("weights")) {
-    const Directives d = read_directives(c);
-    for (size_t i = 0; i + 1 < d.args.size(); ++i) {
-      if (d.args[i] == "--weights") used.insert(d.args[i + 1]);
+  for (const char* folder : {"weights", "torchscript"}) {
+    for (const Case& c : cases_in(folder)) {
+      const Directives d = read_directives(c);
+      used.insert(d.model);
+      for (size_t i = 0; i + 1 < d.args.size(); ++i) {
+        if (d.args[i] == "--weights") used.insert(d.args[i + 1]);
+      }
     }
   }
-  for (const auto& e : fs::directory_iterator(cases_root() / "weights")) {
-    if (e.path().extension() != ".safetensors") continue;
-    const std::string rel = "tests/bad_inputs/weights/" + e.path().filename().string();
-    EXPECT_TRUE(used.count(rel)) << rel << " is used by no case (run make_cases.py)";
+  for (const auto& [folder, ext] : {std::pair{"weights", ".safetensors"}, {"torchscript", ".pt"}}) {
+    for (const auto& e : fs::directory_iterator(cases_root() / folder)) {
+      if (e.path().extension() != ext) continue;
+      const std::string rel =
+          std::string("tests/bad_inputs/") + folder + "/" + e.path().filename().string();
+      EXPECT_TRUE(used.count(rel)) << rel << " is used by no case (run make_cases.py)";
+    }
   }
 }
 

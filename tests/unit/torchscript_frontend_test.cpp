@@ -13,60 +13,20 @@
 #include "compiler/frontend/torchscript/archive.h"
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "tests/unit/test_util.h"
+#include "tests/unit/zip_builder.h"
 
 namespace zoc {
 namespace {
 
-using Records = std::vector<std::pair<std::string, std::string>>;
+using test::make_zip;
+using test::Records;
 
-void put(std::string& s, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) s += static_cast<char>((v >> (8 * i)) & 0xff);
-}
-
-void zeros(std::string& s, size_t n) { s.append(n, '\0'); }
-
-// A zip archive of stored records (CRCs left 0: the archive check does not read them, LibTorch
-// rejects them, which is what the corrupt-record test needs).
-std::string make_zip(const Records& records) {
-  std::string out, dir;
-  for (const auto& [name, data] : records) {
-    const uint64_t offset = out.size();
-    put(out, 0x04034b50, 4);
-    put(out, 20, 2);
-    zeros(out, 12);  // flags, method, time, date, crc
-    put(out, data.size(), 4);
-    put(out, data.size(), 4);
-    put(out, name.size(), 2);
-    put(out, 0, 2);
-    out += name + data;
-    put(dir, 0x02014b50, 4);
-    put(dir, 20, 2);
-    put(dir, 20, 2);
-    zeros(dir, 12);  // flags, method, time, date, crc
-    put(dir, data.size(), 4);
-    put(dir, data.size(), 4);
-    put(dir, name.size(), 2);
-    zeros(dir, 12);  // extra, comment, disk, internal and external attributes
-    put(dir, offset, 4);
-    dir += name;
-  }
-  const uint64_t dir_offset = out.size();
-  out += dir;
-  put(out, 0x06054b50, 4);
-  put(out, 0, 4);
-  put(out, records.size(), 2);
-  put(out, records.size(), 2);
-  put(out, dir.size(), 4);
-  put(out, dir_offset, 4);
-  put(out, 0, 2);
-  return out;
-}
-
-// Laid out like torch.jit.save's archives, with nonsense contents.
+// Laid out like torch.jit.save's archives, with pickles that pass the archive check (an empty
+// tuple) and code LibTorch cannot use.
 Records torchscript_like(const std::string& version) {
-  return {{"archive/data.pkl", "not a pickle"},
+  return {{"archive/data.pkl", test::kEmptyTuplePickle},
           {"archive/code/__torch__/m.py", "class M: pass"},
-          {"archive/constants.pkl", "x"},
+          {"archive/constants.pkl", test::kEmptyTuplePickle},
           {"archive/version", version + "\n"}};
 }
 

@@ -32,6 +32,7 @@ import nvml  # noqa: E402
 import plan  # noqa: E402
 
 REPORT_RESERVE_S = 30  # left for report.py after the last step
+PYTHON_RUNNERS = {"torch": "torch_impls.py", "jax": "jax_impls.py"}
 TIMING = {"warmup": 10, "iters": 50, "max_time_ms": 1000, "h2d_reps": 5}
 DRY_TIMING = {"warmup": 1, "iters": 5, "max_time_ms": 200, "h2d_reps": 1}
 
@@ -283,13 +284,17 @@ class Bench:
         if runner == "ts_runner":
             native = self.ref_dir(g["model"], plan.NATIVE_RES[g["model"]])
             cmd += ["--model", os.path.join(native, "model.pt")]
-            if v.get("freeze"):
+            if v.get("optimize"):
+                cmd.append("--optimize")
+            elif v.get("freeze"):
                 cmd.append("--freeze")
         if v["layout"] == "channels_last":
             cmd.append("--channels-last")
         return self.run_binary(step, v, g, cmd, base + ".json", base, step["cap_s"])
 
-    def step_torch(self, step):
+    def step_python(self, step, script):
+        """A step of Python rows: torch_impls.py or jax_impls.py, one process, a plan file in
+        and JSON-lines records out."""
         runs, recs = [], []
         for v, groups in step["runs"]:
             usable = []
@@ -313,11 +318,11 @@ class Bench:
         plan_path = os.path.join(self.a.work, "out", step["name"] + "_plan.json")
         common.write_json(plan_path, job)
         log = os.path.join(self.logs, step["name"] + ".log")
-        rc = self.run([self.a.python, os.path.join(HERE, "torch_impls.py"), plan_path], log, t)
+        rc = self.run([self.a.python, os.path.join(HERE, script), plan_path], log, t)
         done = {(r["variant"], r["model"], r["resolution"], r["batch"]): r
                 for r in common.read_jsonl(records)}
         why = ("time limit reached (%.0fs)" % t if rc == 124 else
-               "torch_impls.py ended (rc %d) first: %s" % (rc, common.tail(log, 3)))
+               "%s ended (rc %d) first: %s" % (script, rc, common.tail(log, 3)))
         for run in runs:
             v = run["variant"]
             for g in run["groups"]:
@@ -348,8 +353,8 @@ class Bench:
                     for r in self.skipped(step, v, self.group_files(g), why)]
         t0 = time.time()
         self.say("step %s (%s), %.0fs left" % (step["name"], step["runner"], self.left()))
-        if step["runner"] == "torch":
-            recs = self.step_torch(step)
+        if step["runner"] in PYTHON_RUNNERS:
+            recs = self.step_python(step, PYTHON_RUNNERS[step["runner"]])
         else:
             recs = []
             for v, groups in step["runs"]:

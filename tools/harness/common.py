@@ -11,6 +11,7 @@ TF32 off, with the bands of DESIGN.md (shared with tools/gpu_compare.py, importe
 import json
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -137,3 +138,31 @@ def tile_samples(samples, batch):
     """The first `batch` samples, repeating them in order (as zoc's --tile does)."""
     index = np.arange(batch) % samples.shape[0]
     return np.ascontiguousarray(samples[index])
+
+
+def load_plan(description, argv=None):
+    """The plan file a Python runner is given (bench.py writes it), its outputs folder made."""
+    import argparse
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("plan")
+    a = p.parse_args(argv)
+    with open(a.plan) as f:
+        plan = json.load(f)
+    os.makedirs(plan["outputs"], exist_ok=True)
+    return plan
+
+
+def describe(e):
+    """An exception's type and message, first 400 characters (the log has the traceback)."""
+    return ("%s: %s" % (type(e).__name__, e))[:400]
+
+
+def emit_record(plan, rec):
+    """Appends a Python runner's record to the plan's JSON-lines file and prints a line."""
+    with open(plan["records"], "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    what = ("%.4f ms" % rec["median_ms"]) if rec.get("median_ms") is not None else rec["status"]
+    print("[%6.1fs left] %-45s %s r%d b%-4d %s%s" % (
+        plan["deadline"] - time.time(), rec["label"], rec["model"], rec["resolution"],
+        rec["batch"], what, (": " + rec["error"].splitlines()[-1][:120]) if rec.get("error") else ""),
+        flush=True)

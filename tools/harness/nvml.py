@@ -192,5 +192,10 @@ try:
     import torchvision; info["torchvision"] = torchvision.__version__
 except Exception as e:
     info["import_error"] = repr(e)
+try:  # the JAX/XLA rows' versions (importing jax does not start its GPU backend)
+    import jax, jaxlib, flax
+    info.update(jax=jax.__version__, jaxlib=jaxlib.__version__, flax=flax.__version__)
+except Exception as e:
+    info["jax"] = "not installed (%s)" % type(e).__name__
 print(json.dumps(info))
 """

@@ -8,12 +8,19 @@ resolutions, batch sizes and implementations a sweep contains, so both read this
 prepare.sh through `plan.py folders MODE`, bench.py by importing it.
 
 A *variant* is one implementation in one configuration (a line in the plots): its family
-(zoc, eager, torchscript, libtorch, compile), the runner that executes it, precision, TF32,
-memory layout and CUDA graph use. A *group* is a model at one resolution with its batch sizes.
+(zoc, eager, torchscript, libtorch, compile, jax), the runner that executes it, precision, TF32,
+memory layout and CUDA graph use. Every peer appears in its strongest documented configuration
+(DESIGN.md, "Fair comparison"): cuDNN benchmark on, channels-last for fp16/bf16, CUDA graphs,
+TorchScript frozen and `optimize_for_inference`d, torch.compile max-autotune (its own parts: it
+autotunes for minutes), JAX/XLA under jax.jit; weaker configurations stay as rows because they
+are what many users run and what the study measured. A *group* is a model at one resolution with its batch sizes.
 A *step* is one runner process (or one per group for the C++ runners and zoc) over variants
 and groups, with the seconds it needs at least to be worth starting.
 
-Modes: quick (one 10-minute device command, builds included), and the parts of the full sweep,
+Modes: quick (every row of the quick sweep); as the device tool stops a command after 10 minutes,
+quick also comes as two parts, quick-main (zoc, PyTorch, LibTorch) and quick-jax (JAX/XLA and
+torch.compile default, the rows that compile per batch size), each one command, run back to back
+on one machine and merged by `report.py --raw`; and the parts of the full sweep,
 each meant to fit one command: batch-zoc, batch-torch, batch-cpp (ResNet-50 224x224, batch
 1..1024), resolution (32..1024 at batch 8), lenet (28x28, batch 1..1024), compile
 (torch.compile default at five batch sizes and max-autotune at batch 1), compile-max-32 and
@@ -25,15 +32,19 @@ limit: raise HARNESS_BUDGET_S).
 import sys
 
 POW2_256 = [1 << i for i in range(9)]    # 1 .. 256
+QUICK_BATCHES = [1, 8, 32, 64, 256]      # ResNet-50 in quick: the columns of DESIGN.md's bar
+QUICK_LENET = [1, 16, 256, 1024]
 POW2_1024 = [1 << i for i in range(11)]  # 1 .. 1024
 RES_BATCH = 8  # the fixed batch of the resolution sweep
 SAMPLES = {"resnet50": 16, "lenet": 64}  # distinct seeded samples exported (tiled above)
 NATIVE_RES = {"resnet50": 224, "lenet": 28}
 PARTS = ("batch-zoc", "batch-torch", "batch-cpp", "resolution", "lenet", "compile",
-         "compile-max-32", "compile-max-256")
-MODES = ("quick",) + PARTS + ("full",)
+         "compile-max-32", "compile-max-256", "jax")
+QUICK_PARTS = ("quick-main", "quick-jax")
+MODES = ("quick",) + QUICK_PARTS + PARTS + ("full",)
 
 LAYOUT_LABEL = {"nchw": "NCHW", "channels_last": "channels-last", "nhwc": "NHWC"}
+LENET_GRAPH_PRECS = ("fp32", "tf32", "fp16")  # LeNet: the same families and precisions
 
 
 def variant(family, impl, precision, layout="nchw", graph=False, runner=None, **extra):
@@ -41,6 +52,8 @@ def variant(family, impl, precision, layout="nchw", graph=False, runner=None, **
     tf32 = precision == "tf32"
     if family == "zoc":  # zoc keeps fp16/bf16 activations NHWC, fp32/tf32 NCHW
         layout = "nhwc" if precision in ("fp16", "bf16") else "nchw"
+    if family == "jax":  # Flax convolutions are NHWC; XLA picks its own layouts inside
+        layout = "nhwc"
     name = "%s_%s_%s" % (impl, precision, layout)
     words = [impl, precision + (" (TF32 off)" if precision == "fp32" else "")]
     if layout != "nchw":
@@ -70,9 +83,24 @@ def ts_py(precision, layout="nchw", graph=True):
                    kind="torchscript")
 
 
-def ts_cpp(precision, layout="nchw", freeze=False):
-    impl = "torchscript-cpp" + ("-frozen" if freeze else "")
-    return variant("torchscript", impl, precision, layout, runner="ts_runner", freeze=freeze)
+def ts_opt(precision, layout="nchw", graph=True):
+    """torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(model))): PyTorch's
+    documented deployment step (BN folded, conv + add + ReLU as cuDNN's fused kernels)."""
+    impl = "torchscript-py-optimized" + ("-graph" if graph else "")
+    return variant("torchscript", impl, precision, layout, graph=graph, runner="torch",
+                   kind="torchscript", optimize=True)
+
+
+def ts_cpp(precision, layout="nchw", freeze=False, optimize=False):
+    impl = "torchscript-cpp" + ("-optimized" if optimize else "-frozen" if freeze else "")
+    return variant("torchscript", impl, precision, layout, runner="ts_runner", freeze=freeze,
+                   optimize=optimize)
+
+
+def jax_xla(precision):
+    """Flax (linen) under jax.jit, compiled per batch size: fp32 with the highest matmul and
+    convolution precision, tf32 as JAX's default precision, fp16/bf16 parameters and inputs."""
+    return variant("jax", "jax-xla", precision, runner="jax", kind="jax")
 
 
 def nn_cpp(precision, layout="nchw"):
@@ -95,32 +123,60 @@ def step(name, runner, runs, min_s, cap_s):
     return {"name": name, "runner": runner, "runs": runs, "min_s": min_s, "cap_s": cap_s}
 
 
+def _python_rows(full):
+    """Eager and TorchScript rows, Python. Every precision has its optimized TorchScript row in a
+    CUDA graph (the strongest TorchScript configuration), fp16/bf16 channels-last."""
+    cl = "channels_last"
+    rows = [eager("fp32"), eager("tf32"), eager("fp16", cl),
+            ts_py("fp32"), ts_py("tf32"), ts_py("fp16", cl), ts_py("fp16", cl, graph=False),
+            ts_opt("fp32"), ts_opt("tf32"), ts_opt("fp16", cl), ts_opt("bf16", cl),
+            ts_opt("fp32", graph=False), ts_opt("fp16", cl, graph=False)]
+    if full:
+        rows += [eager("bf16", cl), ts_py("fp32", graph=False), ts_opt("tf32", graph=False),
+                 ts_opt("bf16", cl, graph=False)]
+    return rows
+
+
 def _batch_part(batches, full):
     """ResNet-50 at 224x224 over batch sizes: zoc, PyTorch in Python, LibTorch in C++."""
     r224 = [group("resnet50", 224, batches, "batch")]
     precs = ("fp32", "tf32", "fp16", "bf16")
     nograph = precs if full else ("fp32", "fp16")
+    # Tuning (--tune) gained 9-16% in fp32 and nothing in fp16/tf32 (2026-11-22) and costs about
+    # 80 s per precision over the sweep, so quick tunes fp32 only.
+    tuned = ("fp32", "tf32", "fp16") if full else ("fp32",)
     # One Python process for eager and TorchScript: its cuDNN autotuning cache is then shared
     # by the variants with the same convolutions (autotuning dominates a new batch size).
-    pythons = [eager("fp32"), eager("tf32"), eager("fp16", "channels_last"), ts_py("fp32"),
-               ts_py("tf32"), ts_py("fp16", "channels_last"),
-               ts_py("fp16", "channels_last", graph=False)]
-    cpps = [(ts_cpp("fp16", "channels_last"), "ts_runner"),
-            (nn_cpp("fp16", "channels_last"), "resnet50_nn")]
+    pythons = _python_rows(full)
+    cl = "channels_last"
+    cpps = [(ts_cpp("fp16", cl), "ts_runner"), (ts_cpp("fp16", cl, optimize=True), "ts_runner"),
+            (nn_cpp("fp16", cl), "resnet50_nn")]
     if full:
-        pythons += [eager("bf16", "channels_last"), ts_py("fp32", graph=False)]
-        cpps = [(ts_cpp("fp32"), "ts_runner")] + cpps[:1] + [
-            (ts_cpp("fp16", "channels_last", freeze=True), "ts_runner"),
-            (nn_cpp("fp32"), "resnet50_nn")] + cpps[1:]
+        cpps = [(ts_cpp("fp32"), "ts_runner"), (ts_cpp("fp32", optimize=True), "ts_runner")] + \
+            cpps[:2] + [(ts_cpp("fp16", cl, freeze=True), "ts_runner"),
+                        (nn_cpp("fp32"), "resnet50_nn")] + cpps[2:]
     return {
         "zoc": [step("zoc_r224", "zoc", [(zoc(p, True), r224) for p in precs] +
-                     [(zoc(p, True, tune=True), r224) for p in ("fp32", "tf32", "fp16")] +
+                     [(zoc(p, True, tune=True), r224) for p in tuned] +
                      [(zoc(p, False), r224) for p in nograph], 30, 300)],
         "torch": [step("torch_r224", "torch", [(v, r224) for v in pythons], 40,
-                       480 if full else 220)],
-        "cpp": [step("%s_%s%s_r224" % (runner, v["precision"], "_frozen" if v.get("freeze") else ""),
+                       480 if full else 240)],
+        "cpp": [step("%s_%s%s_r224" % (runner, v["precision"], _cpp_suffix(v)),
                      runner, [(v, r224)], 25, 240) for v, runner in cpps],
     }
+
+
+def _cpp_suffix(v):
+    return "_optimized" if v.get("optimize") else "_frozen" if v.get("freeze") else ""
+
+
+def _jax_part(full):
+    """JAX/XLA rows: ResNet-50 over the batch sweep and LeNet, compiled per batch size."""
+    precs = ("fp32", "tf32", "fp16", "bf16") if full else ("fp32", "tf32", "fp16")
+    r224 = [group("resnet50", 224, POW2_1024 if full else QUICK_BATCHES, "batch")]
+    lenet = [group("lenet", 28, POW2_1024 if full else QUICK_LENET, "lenet")]
+    return [step("jax_lenet", "jax", [(jax_xla(p), lenet) for p in precs], 30, 150),
+            step("jax_r224", "jax", [(jax_xla(p), r224) for p in precs], 60, 480)]
 
 
 def _resolution_part(resolutions, full):
@@ -129,7 +185,8 @@ def _resolution_part(resolutions, full):
         groups = [g for g in groups if g["resolution"] != 224]
     precs = ("fp32", "tf32", "fp16", "bf16") if full else ("fp32", "fp16")
     torch_runs = [(eager("fp32"), groups), (eager("fp16", "channels_last"), groups),
-                  (ts_py("fp16", "channels_last"), groups)]
+                  (ts_py("fp16", "channels_last"), groups), (ts_opt("fp32"), groups),
+                  (ts_opt("fp16", "channels_last"), groups)]
     steps = [step("zoc_res", "zoc", [(zoc(p, True), groups) for p in precs], 20, 200),
              step("torch_res", "torch", torch_runs, 30, 200)]
     if full:
@@ -142,22 +199,28 @@ def _resolution_part(resolutions, full):
 
 
 def _lenet_part(full):
-    lenet = [group("lenet", 28, POW2_1024 if full else [1, 4, 16, 64, 256, 1024], "lenet")]
-    precs = ("fp32", "tf32", "fp16", "bf16") if full else ("fp32", "fp16")
-    zocs = [(zoc(p, True), lenet) for p in precs] + [(zoc("fp32", False), lenet)]
-    torch_runs = [(eager("fp32"), lenet), (ts_py("fp32"), lenet)]
-    steps = [step("zoc_lenet", "zoc", zocs, 15, 150), step("torch_lenet", "torch", torch_runs, 25, 150)]
+    """LeNet 28x28 with the same families and precisions as ResNet-50 (JAX: _jax_part,
+    torch.compile: _compile_part)."""
+    lenet = [group("lenet", 28, POW2_1024 if full else QUICK_LENET, "lenet")]
+    precs = ("fp32", "tf32", "fp16", "bf16")
+    zocs = ([(zoc(p, True), lenet) for p in precs] + [(zoc("fp32", True, tune=True), lenet)] +
+            [(zoc(p, False), lenet) for p in ("fp32", "fp16")])
+    torch_runs = [(v, lenet) for v in _python_rows(full)]
+    cl = "channels_last"
+    cpps = [ts_cpp("fp16", cl), ts_cpp("fp16", cl, optimize=True)]
     if full:
-        torch_runs.append((eager("fp16", "channels_last"), lenet))
-        steps.append(step("ts_cpp_lenet", "ts_runner", [(ts_cpp("fp32"), lenet)], 20, 120))
-    return steps
+        cpps = [ts_cpp("fp32"), ts_cpp("fp32", optimize=True)] + cpps
+    return [step("zoc_lenet", "zoc", zocs, 15, 150),
+            step("torch_lenet", "torch", torch_runs, 25, 200),
+            step("ts_cpp_lenet", "ts_runner", [(v, lenet) for v in cpps], 20, 120)]
 
 
 def _compile_part(full):
-    if not full:  # quick: default mode at the two ends of the batch sweep, if time is left
+    if not full:  # quick: default mode at the two ends of each batch sweep
         g = [group("resnet50", 224, [1, 256], "batch")]
+        lenet = [group("lenet", 28, [1, 1024], "lenet")]
         return [step("compile_default", "torch",
-                     [(compiled("fp16", "channels_last", "default"), g)], 90, 300)]
+                     [(compiled("fp16", "channels_last", "default"), g + lenet)], 90, 300)]
     g_default = [group("resnet50", 224, [1, 8, 32, 64, 256], "batch")]
     g_max = [group("resnet50", 224, [1], "batch")]
     return [step("compile_default", "torch",
@@ -193,10 +256,13 @@ def steps_for(mode, dry=False):
 
 
 def _steps(mode):
-    if mode == "quick":
-        b = _batch_part(POW2_256, False)
-        return (b["zoc"] + b["torch"] + b["cpp"] + _resolution_part([64, 128, 224, 448], False) +
-                _lenet_part(False) + _compile_part(False))
+    if mode in ("quick",) + QUICK_PARTS:
+        b = _batch_part(QUICK_BATCHES, False)
+        main = (b["zoc"] + b["torch"] + b["cpp"] + _resolution_part([64, 128, 224, 448], False) +
+                _lenet_part(False))
+        jax_lenet, jax_r224 = _jax_part(False)  # ResNet-50's JAX compiles last: the longest
+        rest = [jax_lenet] + _compile_part(False) + [jax_r224]
+        return {"quick": main + rest, "quick-main": main, "quick-jax": rest}[mode]
     b = _batch_part(POW2_1024, True)
     parts = {
         "batch-zoc": lambda: b["zoc"],
@@ -207,6 +273,7 @@ def _steps(mode):
         "compile": lambda: _compile_part(True),
         "compile-max-32": lambda: _compile_max_part(32),
         "compile-max-256": lambda: _compile_max_part(256),
+        "jax": lambda: _jax_part(True),
     }
     if mode == "full":
         return [s for name in PARTS for s in parts[name]()]

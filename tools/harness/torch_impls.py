@@ -2,9 +2,10 @@
 """The PyTorch rows of the benchmark harness, measured in Python.
 
 zoc's claim is measured against what a PyTorch user would run: eager mode, frozen TorchScript
-(with and without a CUDA graph) and torch.compile, each in a stated precision, TF32 setting and
-memory layout. This script runs the variants bench.py hands it (a plan file, see plan.py) on the
-same weights.safetensors and the same seeded input as every other implementation, and for each
+(plain and optimize_for_inference'd, with and without a CUDA graph) and torch.compile, each in a
+stated precision, TF32 setting and memory layout, up to the strongest configurations. This
+script runs the variants bench.py hands it (a plan file, see plan.py) on the same
+weights.safetensors and the same seeded input as every other implementation, and for each
 batch size records the per-iteration CUDA-event times after warm-up, the host CPU time inside
 each forward call, the allocator's peak memory, the input copy from pageable and pinned memory,
 the first output rows (judged later against the fp32 reference), and for torch.compile the
@@ -22,7 +23,6 @@ Usage: torch_impls.py PLAN.json   (written by bench.py)
 import argparse
 import contextlib
 import gc
-import json
 import os
 import sys
 import time
@@ -43,11 +43,6 @@ import safetensors_io  # noqa: E402
 DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
           "bf16": torch.bfloat16}
 COMPILE_MIN_LEFT_S = 60  # do not start a torch.compile with less time than this left
-
-
-def describe(e):
-    """The exception's type and message, first 400 characters (the log has the traceback)."""
-    return ("%s: %s" % (type(e).__name__, e))[:400]
 
 
 def is_oom(e):
@@ -96,18 +91,28 @@ class Eager:
 
 
 class Frozen:
-    """Frozen TorchScript, optionally replayed from a CUDA graph captured per batch size."""
+    """Frozen TorchScript, optionally passed through torch.jit.optimize_for_inference (PyTorch's
+    documented deployment step: BN folded, and on CUDA conv + add + ReLU rewritten into cuDNN's
+    fused kernels), and optionally replayed from a CUDA graph captured per batch size."""
 
     def __init__(self, model, v, device):
         t0 = time.time()
         with quiet_jit(), torch.no_grad():
             self.frozen = torch.jit.freeze(torch.jit.script(model))
+            if v.get("optimize"):
+                self.frozen = torch.jit.optimize_for_inference(self.frozen)
         self.setup_s = time.time() - t0
+        # What the passes made of the graph, for the record (e.g. 16 cudnn_convolution_add_relu).
+        kinds = {}
+        for node in self.frozen.graph.nodes():
+            kinds[node.kind()] = kinds.get(node.kind(), 0) + 1
+        self.graph_ops = ", ".join("%d %s" % (n, k.split("::")[-1]) for k, n in sorted(kinds.items())
+                                   if k.startswith("aten::") and ("conv" in k or "relu" in k))
         self.graph = v["graph"] and device == "cuda"
         self.note = "cpu: no CUDA graph" if v["graph"] and device != "cuda" else None
 
     def setup(self, x):
-        info = {"setup_s": self.setup_s}
+        info = {"setup_s": self.setup_s, "graph_ops": self.graph_ops}
         if self.note:
             info["note"] = self.note
         if not self.graph:
@@ -242,16 +247,6 @@ def measure_point(runner, v, g, batch, samples, plan, rec):
             common.fill_h2d(rec, time_h2d(x_host, t["h2d_reps"]))
 
 
-def emit(plan, rec):
-    with open(plan["records"], "a") as f:
-        f.write(json.dumps(rec) + "\n")
-    what = ("%.4f ms" % rec["median_ms"]) if rec.get("median_ms") is not None else rec["status"]
-    print("[%6.1fs left] %-45s %s r%d b%-4d %s%s" % (
-        plan["deadline"] - time.time(), rec["label"], rec["model"], rec["resolution"],
-        rec["batch"], what, (": " + rec["error"].splitlines()[-1][:120]) if rec.get("error") else ""),
-        flush=True)
-
-
 def run_variant(plan, v, groups):
     device = plan["device"]
     set_flags(v)
@@ -271,7 +266,7 @@ def run_variant(plan, v, groups):
             except Skip as e:
                 setup_error = ("skipped", str(e))
             except Exception as e:  # noqa: BLE001 - recorded as an error row
-                setup_error = ("oom" if is_oom(e) else "error", describe(e))
+                setup_error = ("oom" if is_oom(e) else "error", common.describe(e))
                 print(traceback.format_exc(limit=6), flush=True)
         stop = None
         for batch in g["batches"]:
@@ -288,10 +283,10 @@ def run_variant(plan, v, groups):
                     with torch.no_grad():
                         measure_point(runner, v, g, batch, samples, plan, rec)
                 except Exception as e:  # noqa: BLE001
-                    rec.update(status="oom" if is_oom(e) else "error", error=describe(e))
+                    rec.update(status="oom" if is_oom(e) else "error", error=common.describe(e))
                     print(traceback.format_exc(limit=6), flush=True)
                     stop = ("skipped", "after %s at batch %d" % (rec["status"], batch))
-            emit(plan, rec)
+            common.emit_record(plan, rec)
             gc.collect()
             if device == "cuda":
                 torch.cuda.empty_cache()
@@ -300,12 +295,7 @@ def run_variant(plan, v, groups):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("plan")
-    a = p.parse_args(argv)
-    with open(a.plan) as f:
-        plan = json.load(f)
-    os.makedirs(plan["outputs"], exist_ok=True)
+    plan = common.load_plan(__doc__.split("\n\n")[0], argv)
     if plan["device"] == "cuda" and not torch.cuda.is_available():
         raise SystemExit("torch_impls.py: the plan asks for cuda but torch sees no GPU")
     print("torch %s on %s: %d variants" % (torch.__version__, plan["device"], len(plan["runs"])),

@@ -2,7 +2,9 @@
 # Checkpoint and resume of zoc's generated trainer on the GPU machine: LeNet (with dropout),
 # constant learning rate, K steps per epoch, deterministic convolution algorithms: 2 epochs
 # straight, the same again, and 1 epoch + --resume for the second; the three final weights must
-# be bit-identical; then the resumed checkpoint loaded by PyTorch's load_state_dict. Reuses the build and
+# be bit-identical; then the resumed checkpoint loaded by PyTorch's load_state_dict. Then a run of 3
+# epochs killed (SIGKILL) as it writes epoch 2's checkpoint, resumed from whatever pair survived,
+# must end bit-identical to 3 epochs straight (issue 17). Reuses the build and
 # raw data of tools/train/gpu_train.sh (run it first with the same TRAIN_WORK).
 # Usage: tools/train/gpu_resume_check.sh [STEPS]   (environment: TRAIN_WORK, OUT)
 set -uo pipefail
@@ -17,6 +19,20 @@ common=(--data "$W/data" --seed 3 --lr 0.05 --schedule constant --max-steps "$K"
 "$BIN" "${common[@]}" --epochs 1 --checkpoint "$W/half.safetensors" > "$OUT/resume_half.txt" 2>&1 &&
 "$BIN" "${common[@]}" --epochs 2 --resume "$W/half.safetensors" --checkpoint "$W/resumed.safetensors" \
   > "$OUT/resume_resumed.txt" 2>&1 || { echo "resume check: a run failed"; tail -n 3 "$OUT"/resume_*.txt; exit 1; }
+# Killed while checkpointing: the log line of epoch 2 is printed just before its checkpoint is
+# written, so a kill as soon as it appears lands in (or right before) that write.
+"$BIN" "${common[@]}" --epochs 3 --checkpoint "$W/straight3.safetensors" > "$OUT/resume_straight3.txt" 2>&1
+"$BIN" "${common[@]}" --epochs 3 --checkpoint "$W/killed.safetensors" > "$OUT/resume_killed.txt" 2>&1 &
+victim=$!
+until grep -q '"epoch": 2,' "$OUT/resume_killed.txt" 2>/dev/null || ! kill -0 $victim 2>/dev/null; do
+  sleep 0.005
+done
+kill -9 $victim 2>/dev/null
+wait $victim 2>/dev/null
+echo "killed run: left $(ls "$W" | grep -c '^killed') files: $(cd "$W" && ls killed* | tr '\n' ' ')"
+"$BIN" "${common[@]}" --epochs 3 --resume "$W/killed.safetensors" --checkpoint "$W/killed_resumed.safetensors" \
+  > "$OUT/resume_killed_resumed.txt" 2>&1 || { echo "resume after the kill failed:"; tail -n 3 "$OUT/resume_killed_resumed.txt"; exit 1; }
+echo "resumed after the kill from epoch $(grep -o '"epoch": [0-9]*' "$OUT/resume_killed_resumed.txt" | head -1 | grep -o '[0-9]*$')"
 echo "epoch 2, straight: $(tail -n 1 "$OUT/resume_straight.txt")"
 echo "epoch 2, again:    $(tail -n 1 "$OUT/resume_again.txt")"
 echo "epoch 2, resumed:  $(tail -n 1 "$OUT/resume_resumed.txt")"
@@ -37,6 +53,9 @@ def diff(x, y, what):
     return same
 ok = diff(sys.argv[1], sys.argv[4], "straight vs the same run again (relative L2)")
 ok = diff(sys.argv[1], sys.argv[2], "straight vs resumed (relative L2)") and ok
+w = sys.argv[1].rsplit("/", 1)[0]
+ok = diff(w + "/straight3.safetensors", w + "/killed_resumed.safetensors",
+          "3 epochs straight vs killed while checkpointing and resumed") and ok
 n = nets.build("lenet"); nets.load(n, sys.argv[2]); print("resumed checkpoint loads into PyTorch")
 sys.exit(0 if ok else 1)
 PYEOF

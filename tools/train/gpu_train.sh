@@ -9,7 +9,10 @@
 # Usage: tools/train/gpu_train.sh DATA_DIR MODEL EPOCHS SEEDS [IMPLS]
 #   DATA_DIR  the four Fashion-MNIST idx files, raw or .gz (train-images-idx3-ubyte[.gz], ...)
 #   MODEL     lenet | resnet50;  EPOCHS  e.g. 5;  SEEDS  comma-separated, e.g. 0,1
-#   IMPLS     comma-separated, default pytorch-eager,libtorch,zoc (run in this order per seed)
+#   IMPLS     comma-separated, default pytorch-eager,libtorch,zoc (run in this order per seed);
+#             IMPL:N runs N processes on N GPUs (issue 21): zoc:N through tools/train/launch.sh,
+#             pytorch-ddp:N as train_pytorch.py --ddp under torchrun; --batch stays the global
+#             batch, split over the processes
 # Environment: OUT (default ./train_out), TRAIN_WORK (scratch: build, raw data, init weights;
 #   /tmp/zoc_train), TRAIN_BUDGET_S (570), TRAIN_PYTHON (/opt/torch/.venv/bin/python3),
 #   TRAIN_INIT_ARGS (for the init weights, e.g. "--init torchvision --zero-init-residual"),
@@ -36,6 +39,7 @@ VENV=/opt/torch/.venv
 PY=${TRAIN_PYTHON:-$VENV/bin/python3}
 [ -x "$PY" ] || PY=$(command -v python3)
 export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
+export NCCL_NVLS_ENABLE=0  # NVLink multicast off, as the GPU machines require
 # The cuDNN PyTorch uses (the wheel's), first on the library path, as tools/gpu_check.sh does.
 CUDNN_LIB=$("$PY" -c 'import nvidia.cudnn as c; print(list(c.__path__)[0] + "/lib")' 2>/dev/null)
 [ -n "$CUDNN_LIB" ] && export LD_LIBRARY_PATH="$CUDNN_LIB:${LD_LIBRARY_PATH:-}"
@@ -84,12 +88,15 @@ if [[ ",$IMPLS," == *",libtorch,"* ]]; then
 fi
 
 ZOC_BIN=$WORK/zoc_build/${MODEL}_train_main
-if [[ ",$IMPLS," == *",zoc,"* ]]; then
+if [[ ",$IMPLS," == *",zoc"[,:]* ]]; then
   cudnn_root=$(dirname "$CUDNN_LIB")
+  # NCCL for data-parallel runs: the wheel's, the one PyTorch's DDP uses.
+  nccl_root=$("$PY" -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
   if [ -f "$ZOC_TRAINER/CMakeLists.txt" ] &&
      cmake -S "$ZOC_TRAINER" -B "$WORK/zoc_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
        -DCMAKE_CUDA_ARCHITECTURES=90 -DCUDNN_INCLUDE_DIR="$cudnn_root/include" \
-       -DCUDNN_LIBRARY="$CUDNN_LIB/libcudnn.so.9" > "$OUT/logs/zoc_build.log" 2>&1 &&
+       -DCUDNN_LIBRARY="$CUDNN_LIB/libcudnn.so.9" ${nccl_root:+-DNCCL_ROOT="$nccl_root"} \
+       > "$OUT/logs/zoc_build.log" 2>&1 &&
      cmake --build "$WORK/zoc_build" -j 16 >> "$OUT/logs/zoc_build.log" 2>&1; then
     note "zoc trainer built from $ZOC_TRAINER"
   else
@@ -106,19 +113,28 @@ for seed in ${SEEDS//,/ }; do
        ${TRAIN_INIT_ARGS:-} --init-out "$init" > "$OUT/logs/init_s$seed.log" 2>&1; then
     note "error: init weights for seed $seed failed (logs/init_s$seed.log)"; status=1; continue
   fi
-  for impl in ${IMPLS//,/ }; do
-    csv=$OUT/csv/${impl}_${MODEL}_s${seed}.csv
-    log=$OUT/logs/${impl}_${MODEL}_s${seed}.log
+  for spec in ${IMPLS//,/ }; do
+    impl=${spec%%:*} procs=1
+    [ "$spec" != "$impl" ] && procs=${spec#*:}
+    name=$impl$([ "$spec" != "$impl" ] && echo "-x$procs")
+    csv=$OUT/csv/${name}_${MODEL}_s${seed}.csv
+    log=$OUT/logs/${name}_${MODEL}_s${seed}.log
     common=(--model "$MODEL" --epochs "$EPOCHS" --seed "$seed" --init-weights "$init" --device "$DEVICE")
+    launch=()
+    [ "$spec" != "$impl" ] && launch=("$ROOT/tools/train/launch.sh" "$procs")
     case $impl in
       pytorch-eager) cmd=("$PY" "$ROOT/tools/train/train_pytorch.py" --data "$DATA" "${common[@]}") ;;
+      pytorch-ddp)
+        cmd=("$PY" -m torch.distributed.run --standalone --nproc_per_node "$procs"
+             "$ROOT/tools/train/train_pytorch.py" --ddp --data "$DATA" "${common[@]}") ;;
       libtorch)
         if [ -z "$LIBTORCH_BIN" ]; then note "skipped: libtorch seed $seed (no build)"; continue; fi
         cmd=("$LIBTORCH_BIN" --data "$WORK/data" "${common[@]}") ;;
       zoc)  # the same conventions; its learning rate is given as the baselines' default
         if [ -z "$ZOC_BIN" ]; then note "skipped: zoc seed $seed (no build)"; continue; fi
         lr=0.1; [ "$MODEL" = lenet ] && lr=0.05
-        cmd=("$ZOC_BIN" --data "$WORK/data" --epochs "$EPOCHS" --seed "$seed" --weights "$init" --lr $lr) ;;
+        cmd=("${launch[@]}" "$ZOC_BIN" --data "$WORK/data" --epochs "$EPOCHS" --seed "$seed"
+             --weights "$init" --lr $lr) ;;
       *) note "error: unknown impl $impl"; status=1; continue ;;
     esac
     limit=$(($(left) - 25))
@@ -130,7 +146,7 @@ for seed in ${SEEDS//,/ }; do
     timeout -k 5 "$limit" "${cmd[@]}" --csv "$csv" ${TRAIN_ARGS:-} > "$log" 2>&1
     rc=$?
     [ $rc -eq 0 ] || status=1
-    note "$impl seed $seed: rc $rc, $(($(date +%s) - t0)) s ($(grep -c '^{' "$log") epochs logged)$(
+    note "$name seed $seed: rc $rc, $(($(date +%s) - t0)) s ($(grep -c '^{' "$log") epochs logged)$(
       [ $rc -eq 124 ] && echo ', cut by the budget')"
   done
 done
@@ -145,9 +161,9 @@ note "done: $OUT/{summary.md,timings.txt,env.json,*_accuracy.png,csv/,bundle.tar
 echo
 cat "$OUT/summary.md" 2>/dev/null
 echo
-echo "per-epoch rows (impl seed epoch test_acc step_ms epoch_s):"
+echo "per-epoch rows (impl seed epoch test_acc step_ms epoch_s world_size img_per_s):"
 for f in "$OUT"/csv/*.csv; do
   [ -f "$f" ] &&
-    awk -F, 'NR > 1 { printf "  %-14s %s %2s %s %9s %8s\n", $1, $4, $5, $8, $9, $10 }' "$f"
+    awk -F, 'NR > 1 { printf "  %-14s %s %2s %s %9s %8s %s %s\n", $1, $4, $5, $8, $9, $10, $12, $13 }' "$f"
 done
 exit $status

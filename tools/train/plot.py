@@ -25,6 +25,8 @@ from collections import defaultdict
 
 FIELDS = ("impl", "model", "dataset", "seed", "epoch", "train_loss", "train_acc", "test_acc",
           "step_ms", "epoch_s", "peak_mem_mb")
+# Columns added for data-parallel runs (issue 21); older CSVs without them read as one process.
+OPTIONAL = {"world_size": 1.0, "img_per_s": float("nan")}
 
 
 def read_rows(paths):
@@ -39,7 +41,9 @@ def read_rows(paths):
                 try:
                     rows.append({"impl": r["impl"], "model": r["model"], "dataset": r["dataset"],
                                  "seed": int(r["seed"]), "epoch": int(r["epoch"]),
-                                 **{k: float(r[k]) for k in FIELDS[5:]}})
+                                 **{k: float(r[k]) for k in FIELDS[5:]},
+                                 **{k: float(r[k]) if r.get(k) else d
+                                    for k, d in OPTIONAL.items()}})
                 except ValueError as e:
                     raise ValueError("%s:%d: %s" % (path, line, e))
     return rows
@@ -49,8 +53,9 @@ def curves(rows):
     """{(model, impl): {"epochs": [...], "acc": [...], "time": [...], "seeds": n, ...}}: per
     epoch, the mean over seeds of test accuracy and of cumulative training seconds."""
     runs = defaultdict(dict)  # (model, impl) -> seed -> epoch -> row
-    for r in rows:
-        runs[(r["model"], r["impl"])].setdefault(r["seed"], {})[r["epoch"]] = r
+    for r in rows:  # several processes: one more line, "impl x N GPUs"
+        impl = r["impl"] if r["world_size"] <= 1 else "%s x%d GPUs" % (r["impl"], r["world_size"])
+        runs[(r["model"], impl)].setdefault(r["seed"], {})[r["epoch"]] = r
     out = {}
     for key, seeds in sorted(runs.items()):
         epochs = sorted(set.intersection(*(set(s) for s in seeds.values())))
@@ -68,21 +73,23 @@ def curves(rows):
             "final": finals,
             "step_ms": statistics.median(r["step_ms"] for s in seeds.values() for r in s.values()),
             "peak_mb": max(r["peak_mem_mb"] for s in seeds.values() for r in s.values()),
+            "img_per_s": statistics.median(r["img_per_s"] for s in seeds.values()
+                                           for r in s.values()),
         }
     return out
 
 
 def summary(cs):
     lines = ["| model | impl | seeds | epochs | final test acc (mean) | spread over seeds | "
-             "median step ms | train s (mean) | peak MiB |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "median step ms | images/s | train s (mean) | peak MiB |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for (model, impl), c in cs.items():
         if not c["epochs"]:
             continue
         spread = max(c["final"]) - min(c["final"])
-        lines.append("| %s | %s | %d | %d | %.4f | %.4f | %.3f | %.1f | %.0f |" % (
+        lines.append("| %s | %s | %d | %d | %.4f | %.4f | %.3f | %.0f | %.1f | %.0f |" % (
             model, impl, c["seeds"], c["epochs"][-1], c["acc"][-1], spread, c["step_ms"],
-            c["time"][-1], c["peak_mb"]))
+            c["img_per_s"], c["time"][-1], c["peak_mb"]))
     return "\n".join(lines) + "\n"
 
 

@@ -206,7 +206,7 @@ zoc::Status train_net(const Args& a, Net net) {
   if (csv) {
     std::fprintf(csv,
                  "impl,model,dataset,seed,epoch,train_loss,train_acc,test_acc,step_ms,"
-                 "epoch_s,peak_mem_mb\n");
+                 "epoch_s,peak_mem_mb,world_size,img_per_s\n");
   }
   double lr = a.lr;
   for (int epoch = 0; epoch < a.epochs; ++epoch) {
@@ -246,20 +246,20 @@ zoc::Status train_net(const Args& a, Net net) {
         static_cast<double>(correct.item<int64_t>()) / (static_cast<double>(steps) * a.batch);
     const double peak_mb = train::peak_memory_mb(cuda);
     const double test_acc = evaluate(net, xt, yt, a.eval_batch);
-    const char* fmt = "%s,%s,%s,%lld,%d,%.6f,%.6f,%.6f,%.4f,%.3f,%.1f\n";
+    const char* fmt = "%s,%s,%s,%lld,%d,%.6f,%.6f,%.6f,%.4f,%.3f,%.1f,1,%.1f\n";
     const auto seed = static_cast<long long>(a.seed);
     if (csv) {
       std::fprintf(csv, fmt, kImpl, a.model.c_str(), a.dataset.c_str(), seed, epoch + 1, train_loss,
-                   train_acc, test_acc, step_ms, epoch_s, peak_mb);
+                   train_acc, test_acc, step_ms, epoch_s, peak_mb, 1000.0 * a.batch / step_ms);
       std::fflush(csv);
     }
     std::printf(
         "{\"impl\": \"%s\", \"model\": \"%s\", \"dataset\": \"%s\", \"seed\": %lld, "
         "\"epoch\": %d, \"train_loss\": %.9g, \"train_acc\": %.9g, \"test_acc\": %.9g, "
         "\"step_ms\": %.9g, \"epoch_s\": %.9g, \"peak_mem_mb\": %.9g, \"steps\": %d, "
-        "\"lr_last\": %.9g, \"device\": \"%s\"}\n",
+        "\"world_size\": 1, \"img_per_s\": %.9g, \"lr_last\": %.9g, \"device\": \"%s\"}\n",
         kImpl, a.model.c_str(), a.dataset.c_str(), seed, epoch + 1, train_loss, train_acc, test_acc,
-        step_ms, epoch_s, peak_mb, steps, lr, a.device.c_str());
+        step_ms, epoch_s, peak_mb, steps, 1000.0 * a.batch / step_ms, lr, a.device.c_str());
     std::fflush(stdout);
   }
   if (csv && std::fclose(csv) != 0) return zoc::Error{a.csv + ": write error"};

@@ -9,8 +9,16 @@ mt19937_64.py), the normalization table of idx_data.py, initial weights from one
 per-epoch CSV. The whole normalized training set is kept on the device and each batch gathered
 there, the fastest input path a framework has, so the baseline's step time is a lower bound.
 
+With --ddp it is the PyTorch DistributedDataParallel baseline of issue 21, one process per GPU
+as torchrun starts them: NCCL, DDP's defaults (25 MB buckets overlapping the backward pass,
+rank 0's buffers broadcast before each forward) with gradient_as_bucket_view, --batch the global
+batch split evenly, each rank taking positions rank, rank + W, ... of the same seeded order (what
+DistributedSampler does with an order; zoc's trainer shards the same way), metrics summed over
+the ranks, evaluation and the CSV on rank 0.
+
   train_pytorch.py --model lenet --data DIR --epochs 5 --seed 0 --csv out.csv
   train_pytorch.py --model resnet50 --seed 0 --init torchvision --init-out init.safetensors
+  torchrun --standalone --nproc_per_node 2 train_pytorch.py --ddp --model resnet50 --data DIR ...
 """
 
 import argparse
@@ -31,8 +39,9 @@ import mt19937_64  # noqa: E402
 import nets  # noqa: E402
 
 IMPL = "pytorch-eager"
+IMPL_DDP = "pytorch-ddp"
 CSV_FIELDS = ("impl", "model", "dataset", "seed", "epoch", "train_loss", "train_acc", "test_acc",
-              "step_ms", "epoch_s", "peak_mem_mb")
+              "step_ms", "epoch_s", "peak_mem_mb", "world_size", "img_per_s")
 DEFAULT_LR = {"lenet": 0.05, "resnet50": 0.1}
 
 
@@ -51,7 +60,7 @@ def learning_rate(schedule, base, epoch, epochs, step, steps_per_epoch):
 
 def format_row(row):
     """One CSV line; train_libtorch.cpp prints the same formats."""
-    return "%s,%s,%s,%d,%d,%.6f,%.6f,%.6f,%.4f,%.3f,%.1f" % tuple(row[k] for k in CSV_FIELDS)
+    return "%s,%s,%s,%d,%d,%.6f,%.6f,%.6f,%.4f,%.3f,%.1f,%d,%.1f" % tuple(row[k] for k in CSV_FIELDS)
 
 
 def set_backend_flags(device):
@@ -121,6 +130,45 @@ def make_net(args):
     return net
 
 
+class Dist:
+    """The process group of a --ddp run (torchrun's environment), or one process."""
+
+    def __init__(self, args):
+        self.on = args.ddp
+        self.rank, self.world = 0, 1
+        if not self.on:
+            return
+        import torch.distributed as dist
+        self.dist = dist
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        if args.device == "cuda":
+            torch.cuda.set_device(local)
+        dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        if args.batch % self.world:
+            raise SystemExit("train_pytorch.py: --batch %d is not divisible by %d processes"
+                             % (args.batch, self.world))
+
+    def wrap(self, net, device):
+        if not self.on:
+            return net
+        from torch.nn.parallel import DistributedDataParallel
+        ids = [device.index] if device.type == "cuda" else None
+        return DistributedDataParallel(net, device_ids=ids, gradient_as_bucket_view=True)
+
+    def shard(self, order):
+        """Positions rank, rank + W, ... of the global order, in whole rounds."""
+        if not self.on:
+            return order
+        rounds = order.shape[0] // self.world
+        return order[self.rank:rounds * self.world:self.world]
+
+    def sum(self, t):
+        if self.on:
+            self.dist.all_reduce(t)
+        return t
+
+
 def train(args):
     cuda = args.device == "cuda"
     if cuda and not torch.cuda.is_available():
@@ -128,7 +176,9 @@ def train(args):
     set_backend_flags(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    dist = Dist(args)
+    device = torch.device(args.device, int(os.environ.get("LOCAL_RANK", "0"))) \
+        if cuda and args.ddp else torch.device(args.device)
     train_px, train_y = idx_data.read_split(args.data, "train")
     test_px, test_y = idx_data.read_split(args.data, "test")
     if train_px.shape[1:] != (1, 28, 28) or test_px.shape[1:] != (1, 28, 28):
@@ -146,17 +196,23 @@ def train(args):
         raise SystemExit("train_pytorch.py: %d training images make no batch of %d"
                          % (count, args.batch))
 
+    local = args.batch // dist.world
     net = make_net(args).to(device).train()
-    opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum,
+    if args.no_dropout:  # as zoc's --no-dropout: dropout layers become the identity
+        for m in net.modules():
+            if isinstance(m, torch.nn.Dropout):
+                m.p = 0.0
+    model = dist.wrap(net, device)
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
                           dampening=0.0, weight_decay=args.weight_decay, nesterov=False)
     torch.manual_seed(args.seed)  # dropout masks: the same stream as LibTorch's torch::manual_seed
     timer = StepTimer(cuda)
-    csv = open(args.csv, "w") if args.csv else None
+    csv = open(args.csv, "w") if args.csv and dist.rank == 0 else None
     if csv:
         csv.write(",".join(CSV_FIELDS) + "\n")
     for epoch in range(args.epochs):
-        order = torch.tensor(mt19937_64.shuffled_order(count, args.seed, epoch),
-                             dtype=torch.int64).to(device)
+        order = dist.shard(torch.tensor(mt19937_64.shuffled_order(count, args.seed, epoch),
+                                        dtype=torch.int64)).to(device)
         loss_sum = torch.zeros((), dtype=torch.float32, device=device)
         correct = torch.zeros((), dtype=torch.int64, device=device)
         if cuda:
@@ -168,9 +224,9 @@ def train(args):
             for group in opt.param_groups:
                 group["lr"] = lr
             timer.start()
-            idx = order[step * args.batch:(step + 1) * args.batch]
+            idx = order[step * local:(step + 1) * local]
             x, y = xs.index_select(0, idx), ys.index_select(0, idx)
-            logits = net(x)
+            logits = model(x)
             loss = F.cross_entropy(logits, y)  # mean over the batch
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -182,18 +238,23 @@ def train(args):
             torch.cuda.synchronize()
         epoch_s = time.perf_counter() - t0
         step_ms, peak_mb = timer.median_ms(), peak_mem_mb(cuda)  # before the evaluation
-        row = {"impl": IMPL, "model": args.model, "dataset": args.dataset, "seed": args.seed,
-               "epoch": epoch + 1, "train_loss": float(loss_sum) / steps,
+        loss_sum, correct = dist.sum(loss_sum), dist.sum(correct)
+        if dist.rank != 0:
+            continue
+        row = {"impl": IMPL_DDP if args.ddp else IMPL, "model": args.model,
+               "dataset": args.dataset, "seed": args.seed, "epoch": epoch + 1,
+               "train_loss": float(loss_sum) / (steps * dist.world),
                "train_acc": int(correct) / (steps * args.batch),
                "test_acc": evaluate(net, xt, yt, args.eval_batch), "step_ms": step_ms,
-               "epoch_s": epoch_s, "peak_mem_mb": peak_mb}
+               "epoch_s": epoch_s, "peak_mem_mb": peak_mb, "world_size": dist.world,
+               "img_per_s": 1000.0 * args.batch / step_ms}
         if csv:
             csv.write(format_row(row) + "\n")
             csv.flush()
         print(json.dumps(dict(row, steps=steps, lr_last=lr, device=args.device)), flush=True)
     if csv:
         csv.close()
-    if args.save_weights:
+    if args.save_weights and dist.rank == 0:
         nets.save(net.cpu(), args.save_weights, {"impl": IMPL, "model": args.model,
                                                  "seed": args.seed, "epochs": args.epochs})
 
@@ -223,6 +284,9 @@ def parse_args(argv=None):
     p.add_argument("--save-weights", help="final weights (safetensors, state_dict names)")
     p.add_argument("--max-steps", type=int, default=0, help="steps per epoch (0: all)")
     p.add_argument("--eval-batch", type=int, default=1000)
+    p.add_argument("--no-dropout", action="store_true", help="dropout as the identity")
+    p.add_argument("--ddp", action="store_true",
+                   help="DistributedDataParallel, one process per GPU (launch with torchrun)")
     args = p.parse_args(argv)
     if args.lr is None:
         args.lr = DEFAULT_LR[args.model]

@@ -95,6 +95,7 @@ bool TrainerEmitter::plan() {
     if (n.op != ir::OpKind::Input) needs_grad_[static_cast<size_t>(n.output)] = any;
   }
   plan_gradients();
+  plan_buckets();
   return true;
 }
 
@@ -187,7 +188,9 @@ std::optional<Generated> TrainerEmitter::run() {
                      sanitize_comment(g_.producer(v).name));
     }
     emit_backward(g_.nodes[k]);
+    emit_bucket_hooks(k);
   }
+  backward_.line("if (sync_) ZOC_TRY(sync_->finish(stream));  // every bucket averaged before SGD");
 
   ir::PrintOptions popts;
   popts.locations = false;
@@ -214,6 +217,7 @@ std::optional<Generated> TrainerEmitter::run() {
   h.line("#include <string>");
   h.blank();
   h.line("#include \"zoc/expected.h\"");
+  h.line("#include \"zoc/train_dist.h\"");
   h.line("#include \"zoc/train_layers.h\"");
   h.blank();
   {
@@ -272,6 +276,7 @@ std::optional<Generated> TrainerEmitter::run() {
     h.line("// (seed, number of steps taken, element); set_steps() continues a resumed run.");
     h.line("void set_dropout(bool on) {{ dropout_ = on; }}");
     h.line("zoc::Status set_steps(uint64_t steps);");
+    emit_sync_members(h);
     h.blank();
     h.line("float* params() {{ return params_; }}  // PyTorch layout, kParamTable's offsets");
     h.line("const float* params() const {{ return params_; }}");
@@ -311,6 +316,7 @@ std::optional<Generated> TrainerEmitter::run() {
     h.line("void* blas_workspace_ = nullptr;");
     h.line("bool benchmark_ = true;");
     h.line("bool deterministic_ = false;");
+    h.line("zoc::train::GradSync* sync_ = nullptr;  // data parallel: set_grad_sync()");
     h.append(members_);
   }
 
@@ -354,6 +360,7 @@ std::optional<Generated> TrainerEmitter::run() {
       }
       c.line("nullptr,");
     }
+    emit_bucket_table(c, cls);
     c.blank();
     {
       auto f = c.block(fmt::format("zoc::Expected<std::unique_ptr<{0}>> {0}::create(const std::string& "
@@ -611,7 +618,8 @@ std::optional<Generated> TrainerEmitter::run() {
   gen.arena_bytes_per_sample = (act_per_sample_ + grad_per_sample_) * 4;
   gen.unshared_bytes_per_sample = gen.arena_bytes_per_sample;
   gen.weight_bytes = 3 * param_elements_ * 4;
-  gen.files = {{"CMakeLists.txt", cmake_lists(banner(o_, g_.name + " (trainer)", hash, "#"), base)},
+  gen.files = {{"CMakeLists.txt",
+                cmake_lists(banner(o_, g_.name + " (trainer)", hash, "#"), base) + nccl_cmake(base)},
                {base + ".h", h.str()},
                {base + ".cpp", c.str()},       {base + "_kernels.h", kh.str()},
                {base + "_kernels.cu", kc.str()},

@@ -15,6 +15,13 @@
 
 namespace zoc::cudnn::train {
 
+// A range of the gradient buffer all-reduced as one (data-parallel training), complete after the
+// backward call of node `last_node`.
+struct GradBucket {
+  int64_t offset = 0, count = 0;
+  size_t last_node = 0;
+};
+
 struct ParamSlot {
   std::string name;
   int64_t offset = 0, count = 0;
@@ -33,6 +40,12 @@ class TrainerEmitter {
  private:
   bool plan();
   void plan_gradients();
+  // Data-parallel hooks (emit_train_sync.cpp).
+  void plan_buckets();
+  void emit_bucket_hooks(size_t k);
+  void emit_sync_members(CodeWriter& h) const;
+  void emit_bucket_table(CodeWriter& c, const std::string& cls) const;
+  std::string nccl_cmake(const std::string& base) const;
   bool emit_node(const ir::Node& n);
   void emit_backward(const ir::Node& n);
   ir::ValueId root(ir::ValueId v) const { return alias_[static_cast<size_t>(v)]; }
@@ -72,6 +85,7 @@ class TrainerEmitter {
   std::vector<ParamSlot> params_;
   std::map<std::string, size_t> param_index_;
   int64_t param_elements_ = 0, trainable_elements_ = 0;
+  std::vector<GradBucket> buckets_;
   bool has_dropout_ = false;
   std::map<const ir::Node*, std::string> ids_;
   std::map<const ir::Node*, int64_t> bn_save_;  // per BN: offset of its saved statistics

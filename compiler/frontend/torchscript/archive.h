@@ -1,10 +1,14 @@
 // A first look at a `.pt` file without LibTorch: is it a complete zip archive laid out the way
-// torch.jit.save writes one, and which file format version does it declare?
+// torch.jit.save writes one, is it safe to hand to LibTorch, and which file format version does
+// it declare?
 //
 // LibTorch's own errors for a text file, a truncated download or a state_dict saved with
 // torch.save are long and name its internals ("PytorchStreamReader failed locating file
 // constants.pkl"); this check runs first, says what the file is in the user's terms, and finds
-// the version record that every later error names.
+// the version record that every later error names. It also refuses hostile archives before
+// LibTorch opens them: unsafe record names, duplicates, zip bombs and inconsistent headers
+// (zip_archive.h), and pickles that name Python globals TorchScript never writes
+// (pickle_scan.h).
 #pragma once
 
 #include <cstdint>
@@ -28,8 +32,9 @@ struct ArchiveInfo {
   }
 };
 
-// Reads the zip directory of `path`. Errors say what the file is instead ("not a zip archive",
-// "truncated", "a torch.save file, not TorchScript"); they do not start with the path.
+// Reads and checks the zip directory of `path` and its pickles. Errors say what the file is
+// instead ("not a zip archive", "truncated", "a torch.save file, not TorchScript") or why it is
+// refused ("unsafe zip archive: ...", "unsafe pickle: ..."); they do not start with the path.
 Expected<ArchiveInfo> inspect_archive(const std::string& path);
 
 }  // namespace zoc::torchscript

@@ -34,11 +34,14 @@ std::vector<std::string> plugin_candidates() {
   return out;
 }
 
+bool load_attempted = false;
+
 // The plugin's function table, loaded on first use and kept for the life of the process
 // (LibTorch does not support being unloaded). Nullptr with `why` set if it cannot be loaded.
 const plugin::Api* plugin_api(std::string& why) {
   static std::string failure;
   static const plugin::Api* api = []() -> const plugin::Api* {
+    load_attempted = true;
     std::string tried;
     for (const std::string& path : plugin_candidates()) {
       if (!std::filesystem::exists(path)) continue;
@@ -110,6 +113,8 @@ const plugin::Api* plugin_for(const std::string& path, const ArchiveInfo& archiv
 }
 
 }  // namespace
+
+bool plugin_load_attempted() { return load_attempted; }
 
 bool built_with_libtorch() {
 #ifdef ZOC_HAVE_TORCHSCRIPT

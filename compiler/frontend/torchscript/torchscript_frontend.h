@@ -6,8 +6,9 @@
 // models. So LibTorch lives in a plugin (libzoc_frontend_torchscript.so, built when CMake finds
 // LibTorch) that these functions load with dlopen the first time a `.pt` file is read. This
 // header and its implementation (frontend.cpp, archive.cpp) do not include LibTorch: they check
-// the file (a complete zip archive laid out as torch.jit.save writes it, with a readable
-// version record) before loading anything, and a build without LibTorch says so plainly.
+// the file (a complete, well-formed zip archive laid out as torch.jit.save writes it, whose
+// pickles name only TorchScript's own globals, with a readable version record; archive.h)
+// before loading anything, and a build without LibTorch says so plainly.
 // The translation itself is described in translate.cpp.
 #pragma once
 
@@ -31,6 +32,10 @@ struct Options {
 
 // Whether this build can read TorchScript (CMake found LibTorch).
 bool built_with_libtorch();
+
+// Whether this process has tried to load the plugin (and so LibTorch). That happens only for a
+// file that passed the archive checks; the tests use it to show that a refused file ran nothing.
+bool plugin_load_attempted();
 
 // The LibTorch version the plugin was built against ("1.13.0"), and the TorchScript file
 // format versions it reads; empty/0 if the plugin is unavailable.

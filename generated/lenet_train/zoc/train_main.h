@@ -1,7 +1,7 @@
 // The command-line runner of generated trainers (issue 8), for any generated Trainer class, in
 // two modes:
 //
-// Train (zoc/train_fit.h): epochs over a data set, per-epoch CSV/JSON, checkpoints, resume.
+// Train (zoc/train_loop.h): epochs over a data set, per-epoch CSV/JSON, checkpoints, resume.
 //   <model>_train --data DIR [--dataset fashion-mnist|mnist|cifar10] [--epochs 5] [--batch 128]
 //                 [--lr 0.1] [--momentum 0.9] [--weight-decay 5e-4]
 //                 [--schedule cosine|step|constant] [--seed 0] [--weights W] [--no-dropout]
@@ -34,7 +34,7 @@
 #include "zoc/expected.h"
 #include "zoc/safetensors.h"
 #include "zoc/train_batch.h"
-#include "zoc/train_fit.h"
+#include "zoc/train_loop.h"
 
 namespace zoc {
 

@@ -47,7 +47,7 @@ struct Args {
   std::string model_file, weights, input, json, output_prefix;
   std::string precision = "fp32", device = "cuda";
   std::vector<int> batches = {1};
-  bool channels_last = false, freeze = false;
+  bool channels_last = false, freeze = false, optimize = false;
   int warmup = 10, iters = 50, max_time_ms = 1000, h2d_reps = 5, num_classes = 1000;
 };
 
@@ -75,6 +75,10 @@ inline Args parse_args(int argc, char** argv) {
     }
     if (flag == "--freeze") {
       a.freeze = true;
+      continue;
+    }
+    if (flag == "--optimize") {  // torch::jit::optimize_for_inference (freezes first)
+      a.optimize = true;
       continue;
     }
     if (i + 1 >= argc) usage_error("option " + flag + " needs a value (or is unknown)");

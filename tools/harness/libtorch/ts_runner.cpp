@@ -2,11 +2,13 @@
 // sweep of batch sizes. This is how the study ran its "TorchScript" rows, so it is kept plain:
 // load, overwrite every parameter and buffer with weights.safetensors (so that all
 // implementations run the very same weights, whatever the archive holds), eval, convert to the
-// precision and layout, optionally torch::jit::freeze, then bench::sweep (bench_common.h) times
+// precision and layout, optionally torch::jit::freeze, or torch::jit::optimize_for_inference (the
+// C++ form of PyTorch's documented deployment step: it freezes, folds BatchNorm and, on CUDA,
+// fuses conv + add + ReLU into cuDNN's fused kernels), then bench::sweep (bench_common.h) times
 // forward() under NoGradGuard. Prints progress; writes the JSON that tools/harness/bench.py reads.
 //
 // Usage: ts_runner --model model.pt --weights weights.safetensors --input input.npy
-//          --batches 1,2,4 --precision fp32|tf32|fp16|bf16 [--channels-last] [--freeze]
+//          --batches 1,2,4 --precision fp32|tf32|fp16|bf16 [--channels-last] [--freeze|--optimize]
 //          [--device cuda|cpu] [--warmup N] [--iters N] [--max-time-ms T] [--h2d-reps N]
 //          --json out.json [--output-prefix P]   (writes P_b<N>.npy: the first output rows)
 #include <torch/script.h>
@@ -44,12 +46,17 @@ int main(int argc, char** argv) {
         if (t.dim() == 4) t.set_data(t.contiguous(torch::MemoryFormat::ChannelsLast));
       }
     }
-    if (a.freeze) module = torch::jit::freeze(module);
+    if (a.optimize) {
+      module = torch::jit::optimize_for_inference(module);
+    } else if (a.freeze) {
+      module = torch::jit::freeze(module);
+    }
     const double setup_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("ts_runner: %s (%s%s%s) on %s, set up in %.0f ms\n", a.model_file.c_str(),
                 a.precision.c_str(), a.channels_last ? ", channels-last" : "",
-                a.freeze ? ", frozen" : "", a.device.c_str(), setup_ms);
+                a.optimize ? ", optimize_for_inference" : a.freeze ? ", frozen" : "",
+                a.device.c_str(), setup_ms);
     std::fflush(stdout);
     bench::Forward forward = [&module](const torch::Tensor& x) {
       return module.forward({x}).toTensor();

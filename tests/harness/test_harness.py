@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""CPU tests of the benchmark harness's parts that can break without a GPU, one CTest case each.
+
+The harness's verdicts are only as good as what it compares, so these check, on Debian's CPU
+torch: that the JAX rows get the same weights as everyone else (`jax-weights`: the state_dict
+converted by tools/harness/jax_weights.py, run through a NumPy NHWC forward shaped like
+jax_models.py, reproduces PyTorch's LeNet and ResNet-50 outputs; JAX itself is only on the GPU
+machine); that the quick sweep plans every peer's strongest configuration in every precision,
+for both models, and that its two device-command parts cover it exactly once (`plan`); and that
+the report compares at equal precision against the fastest *passing* row, names it, and says
+INCOMPLETE when planned points were not measured (`report`).
+
+  test_harness.py jax-weights|plan|report --work DIR
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+HARNESS = os.path.join(ROOT, "tools", "harness")
+sys.path.insert(0, os.path.join(ROOT, "models"))
+sys.path.insert(0, HARNESS)
+import common  # noqa: E402
+import jax_weights  # noqa: E402
+import plan  # noqa: E402
+
+
+# --- jax-weights: a NumPy NHWC forward with the Flax tree's names and layouts ---------------
+
+def conv(x, p, stride=1, pad=0):
+    """x [N, H, W, C]; p['kernel'] [kh, kw, C, O] (HWIO), optional p['bias']."""
+    k = p["kernel"]
+    x = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    win = sliding_window_view(x, k.shape[:2], axis=(1, 2))[:, ::stride, ::stride]
+    y = np.tensordot(win, k, axes=([3, 4, 5], [2, 0, 1]))
+    return y + p["bias"] if "bias" in p else y
+
+
+def maxpool(x, k, stride, pad=0):
+    x = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)), constant_values=-np.inf)
+    return sliding_window_view(x, (k, k), axis=(1, 2))[:, ::stride, ::stride].max(axis=(4, 5))
+
+
+def bn(x, p, s):
+    return (x - s["mean"]) / np.sqrt(s["var"] + 1e-5) * p["scale"] + p["bias"]
+
+
+def relu(x):
+    return np.maximum(x, 0)
+
+
+def lenet_nhwc(v, x):
+    p = v["params"]
+    x = maxpool(relu(conv(x, p["conv1"], pad=2)), 2, 2)
+    x = maxpool(relu(conv(x, p["conv2"], pad=2)), 2, 2)
+    x = x.reshape(x.shape[0], -1)
+    x = relu(x @ p["fc1"]["kernel"] + p["fc1"]["bias"])
+    return x @ p["fc2"]["kernel"] + p["fc2"]["bias"]
+
+
+def resnet50_nhwc(v, x):
+    p, s = v["params"], v["batch_stats"]
+    x = relu(bn(conv(x, p["conv1"], 2, 3), p["bn1"], s["bn1"]))
+    x = maxpool(x, 3, 2, 1)
+    for stage, blocks in enumerate((3, 4, 6, 3)):
+        for i in range(blocks):
+            name = "layer%d_%d" % (stage + 1, i)
+            bp, bs = p[name], s[name]
+            stride = 2 if stage > 0 and i == 0 else 1
+            y = relu(bn(conv(x, bp["conv1"]), bp["bn1"], bs["bn1"]))
+            y = relu(bn(conv(y, bp["conv2"], stride, 1), bp["bn2"], bs["bn2"]))
+            y = bn(conv(y, bp["conv3"]), bp["bn3"], bs["bn3"])
+            if i == 0:
+                x = bn(conv(x, bp["downsample_0"], stride), bp["downsample_1"], bs["downsample_1"])
+            x = relu(y + x)
+    x = x.mean(axis=(1, 2))
+    return x @ p["fc"]["kernel"] + p["fc"]["bias"]
+
+
+def case_jax_weights(work):
+    import torch
+    import export
+
+    worst = 0.0
+    for model, res, forward in (("lenet", 28, lenet_nhwc), ("resnet50", 64, resnet50_nhwc)):
+        kind = "lenet" if model == "lenet" else "resnet"
+        classes, channels, _ = export.DEFAULTS[kind]
+        spec = argparse.Namespace(model=model, in_channels=channels, num_classes=classes,
+                                  resolution=res)
+        net = export.build_model(spec, 0)
+        x = torch.randn(2, channels, res, res, generator=torch.Generator().manual_seed(3))
+        with torch.no_grad():
+            ref = net(x).numpy().astype(np.float64)
+        tensors = {k: t.numpy() for k, t in net.state_dict().items()}
+        variables = jax_weights.flax_variables(model, tensors)
+        v64 = {c: _tree_map(lambda a: a.astype(np.float64), t) for c, t in variables.items()}
+        out = forward(v64, x.numpy().astype(np.float64).transpose(0, 2, 3, 1))
+        err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+        print("%s: relative L2 error of the NHWC forward on the converted weights: %.2e" % (
+            model, err))
+        worst = max(worst, err)
+        # The shape check the GPU runner makes against Flax's own tree catches a bad name.
+        shapes = _tree_map(lambda a: a.shape, variables)
+        shapes["params"]["extra"] = {"kernel": (1,)}
+        try:
+            jax_weights.check_against(variables, shapes)
+            raise SystemExit("check_against accepted a tree with a leaf the weights lack")
+        except ValueError as e:
+            assert "missing ['/params/extra']" in str(e), e
+    if worst > 1e-5:
+        raise SystemExit("FAIL: the converted weights do not reproduce PyTorch (%.2e)" % worst)
+    print("PASS: Flax-layout weights reproduce PyTorch's LeNet and ResNet-50 (worst %.2e)" % worst)
+
+
+def _tree_map(f, tree):
+    return {k: _tree_map(f, v) if isinstance(v, dict) else f(v) for k, v in tree.items()}
+
+
+# --- plan: every peer's strongest configuration is in the quick sweep -------------------
+
+def case_plan(work):
+    def names(mode):
+        return [(s["name"], v["name"], g["model"], g["resolution"], b)
+                for s in plan.steps_for(mode) for v, groups in s["runs"] for g in groups
+                for b in g["batches"]]
+    quick = names("quick")
+    parts = [n for p in plan.QUICK_PARTS for n in names(p)]
+    assert sorted(quick) == sorted(parts), "quick != the union of its parts"
+    assert len(set(parts)) == len(parts), "a point is planned twice across quick's parts"
+    have = {(v, m) for _, v, m, _, _ in quick}
+    for model in ("resnet50", "lenet"):
+        for prec in ("fp32", "tf32", "fp16"):
+            layout = "channels_last" if prec == "fp16" else "nchw"
+            for v in ("torchscript-py-optimized-graph_%s_%s" % (prec, layout),
+                      "torchscript-py-frozen-graph_%s_%s" % (prec, layout),
+                      "eager_%s_%s" % (prec, layout), "jax-xla_%s_nhwc" % prec,
+                      "zoc-graph_%s_%s" % (prec, "nhwc" if prec == "fp16" else "nchw")):
+                assert (v, model) in have, "quick lacks %s for %s" % (v, model)
+        for v in ("torchscript-cpp-optimized_fp16_channels_last",
+                  "torchscript-py-optimized-graph_bf16_channels_last",
+                  "compile-default_fp16_channels_last"):
+            assert (v, model) in have, "quick lacks %s for %s" % (v, model)
+    print("PASS: quick plans %d points in %d steps; every precision has its optimized "
+          "TorchScript, JAX/XLA and zoc rows for ResNet-50 and LeNet" % (
+              len(quick), len(plan.steps_for("quick"))))
+
+
+# --- report: equal-precision speed-ups against the fastest passing row ------------------
+
+def _rec(impl, family, prec, batch, ms, status="PASS", error=None):
+    v = plan.variant(family, impl, prec, "channels_last" if family == "compile" else "nchw",
+                     graph=True)
+    r = common.new_record(v, {"model": "resnet50", "resolution": 224, "sweep": "batch"}, batch)
+    r.update(status=status, median_ms=ms, error=error)
+    return r
+
+
+def case_report(work):
+    recs = [_rec("zoc-graph", "zoc", "fp16", 1, 0.30),
+            _rec("torchscript-py-optimized-graph", "torchscript", "fp16", 1, 0.45),
+            _rec("jax-xla", "jax", "fp16", 1, 0.40),
+            _rec("eager", "eager", "fp16", 1, 0.10, status="FAIL", error="rel L2 1 outside"),
+            _rec("zoc-graph", "zoc", "fp32", 1, 2.0),
+            _rec("torchscript-py-optimized-graph", "torchscript", "fp32", 1, 1.9),
+            _rec("jax-xla", "jax", "tf32", 1, 0.5),
+            _rec("compile-default", "compile", "fp16", 1, None, status="skipped",
+                 error="skipped: time budget")]
+    raw = os.path.join(work, "raw_in")
+    os.makedirs(os.path.join(raw, "raw"), exist_ok=True)
+    common.write_json(os.path.join(raw, "raw", "s.json"), {"records": recs})
+    out = os.path.join(work, "report")
+    p = subprocess.run([sys.executable, os.path.join(HARNESS, "report.py"), "--raw", raw,
+                        "--out", out], capture_output=True, text=True)
+    print(p.stdout[-1500:], p.stderr[-1500:])
+    summary = open(os.path.join(out, "summary.md")).read()
+    fp16 = summary.split("### ResNet-50 224, fp16:")[1].split("###")[0]
+    # The FAIL row (0.10 ms) is never the fastest; JAX (0.40) is the fastest passing fp16 row.
+    assert "| 1 | zoc-graph fp16 NHWC | 0.300 | jax-xla fp16 NHWC | 0.400 | 1.33× |" in fp16, fp16
+    fp32 = summary.split("### ResNet-50 224, fp32:")[1].split("###")[0]
+    assert "0.95×" in fp32, fp32  # zoc losing a row is shown, not hidden
+    tf32 = summary.split("### ResNet-50 224, tf32:")[1].split("###")[0]
+    assert "| 1 | – | – | jax-xla tf32 NHWC | 0.500 | – |" in tf32, tf32
+    assert "across precisions" in summary
+    assert "RESULT: INCOMPLETE" in p.stdout, p.stdout
+    assert "compile-default fp16 channels-last, resnet50 r224, batch 1" in p.stdout, p.stdout
+    print("PASS: equal-precision speed-ups name the fastest passing row; INCOMPLETE is reported")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("case", choices=("jax-weights", "plan", "report"))
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    {"jax-weights": case_jax_weights, "plan": case_plan, "report": case_report}[a.case](a.work)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""CPU test of how the GPU check judges compute-sanitizer racecheck logs (tools/gpu_compare.py):
+races that are all inside NVIDIA's nvjet GEMM kernels (reproduced by a bare cuBLAS call,
+tools/reliability/vendor_gemm.cpp) pass as out of scope (issue 17's decision); any race in
+another kernel, or a log without a summary, fails. The log excerpts are the format of a real
+H100 run (results/2026-11-22-h100-reliability)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VENDOR = """========= COMPUTE-SANITIZER
+========= Error: Race reported between Read access at nvjet_sm90_tst_64x8_64x16_4x1_v_badd_TNT+0xb00
+=========     and Write access at nvjet_sm90_tst_64x8_64x16_4x1_v_badd_TNT+0x2820 [64 hazards]
+=========
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+"""
+OURS = VENDOR.replace("RACECHECK SUMMARY: 1 hazard displayed (1 error",
+                      "RACECHECK SUMMARY: 2 hazards displayed (2 errors") + \
+    """========= Error: Race reported between Write access at zoc_model::kernels::nhwc_to_nchw+0x40
+=========     and Read access at zoc_model::kernels::nhwc_to_nchw+0x80 [3 hazards]
+"""
+CLEAN = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+
+
+def judge(text, rc):
+    with tempfile.TemporaryDirectory() as d:
+        log, rows = os.path.join(d, "r.log"), os.path.join(d, "rows")
+        with open(log, "w") as f:
+            f.write(text)
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gpu_compare.py"), "check-row",
+                        "--rows", rows, "--kind", "sanitizer", "--name", "racecheck_x",
+                        "--log", log, "--rc", str(rc)], check=True, capture_output=True)
+        for name in os.listdir(rows):
+            with open(os.path.join(rows, name)) as f:
+                return json.load(f)
+    raise AssertionError("no row written")
+
+
+def main():
+    v = judge(VENDOR, 1)
+    assert v["status"] == "PASS" and v["vendor_hazards"] == 64, v
+    o = judge(OURS, 1)
+    assert o["status"] == "FAIL", o
+    assert judge(CLEAN, 0)["status"] == "PASS"
+    assert judge("killed\n", 1)["status"] == "FAIL"
+    print("PASS: nvjet-only races pass as out of scope; any other race fails")
+
+
+if __name__ == "__main__":
+    main()

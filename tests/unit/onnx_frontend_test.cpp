@@ -39,6 +39,10 @@ class Builder {
     value(m_.mutable_graph()->add_output(), name, dims);
     return *this;
   }
+  // An output whose dims are all left symbolic: only its rank is declared.
+  Builder& output(const std::string& name, int rank) {
+    return output(name, std::vector<int64_t>(static_cast<size_t>(rank), -1));
+  }
   Builder& init(const std::string& name, const std::vector<int64_t>& dims,
                 const std::vector<float>& v) {
     pb::TensorProto* t = m_.mutable_graph()->add_initializer();
@@ -81,12 +85,13 @@ class Builder {
     v->set_name(name);
     pb::TypeProto::Tensor* t = v->mutable_type()->mutable_tensor_type();
     t->set_elem_type(pb::TensorProto::FLOAT);
-    for (int64_t d : dims) {
+    t->mutable_shape();  // ONNX 1.12's checker wants a shape on every graph input and output
+    for (size_t i = 0; i < dims.size(); ++i) {
       pb::TensorShapeProto::Dimension* dim = t->mutable_shape()->add_dim();
-      if (d < 0) {
-        dim->set_dim_param("N");
+      if (dims[i] < 0) {  // symbolic: the batch "N", others each their own name
+        dim->set_dim_param(i == 0 ? "N" : "d" + std::to_string(i));
       } else {
-        dim->set_dim_value(d);
+        dim->set_dim_value(dims[i]);
       }
     }
   }
@@ -138,7 +143,7 @@ void expect_refused(const Builder& b, const std::string& why) {
 // A features model: x [N, 3] -> ... -> y.
 Builder features_model(int64_t opset = 17) {
   Builder b(opset);
-  b.input("img", {-1, 3, 1, 1}).output("y", {});
+  b.input("img", {-1, 3, 1, 1}).output("y", 2);
   b.node("Flatten", {"img"}, {"x"}, "/flatten/Flatten");
   return b;
 }
@@ -206,7 +211,7 @@ TEST(OnnxOps, MatMulThenAddIsOneLinearLayerWithBias) {
 
 TEST(OnnxOps, AddOfAChannelConstantIsTheConvolutionsBias) {
   Builder b;
-  b.input("img", {-1, 1, 3, 3}).output("y", {});
+  b.input("img", {-1, 1, 3, 3}).output("y", 4);
   b.init("conv.weight", {2, 1, 1, 1}, {1, 2}).init("conv.bias", {1, 2, 1, 1}, {10, 20});
   b.node("Conv", {"img", "conv.weight"}, {"c"}, "/conv/Conv");
   b.node("Add", {"c", "conv.bias"}, {"y"}, "/conv/Add");
@@ -227,7 +232,7 @@ TEST(OnnxOps, AddOfAChannelConstantIsTheConvolutionsBias) {
 
 TEST(OnnxOps, AddBroadcastAlongWidthIsNotABias) {
   Builder b;
-  b.input("img", {-1, 1, 3, 2}).output("y", {});
+  b.input("img", {-1, 1, 3, 2}).output("y", 4);
   b.init("w", {2, 1, 1, 1}, {1, 2}).init("b", {2}, {10, 20});
   b.node("Conv", {"img", "w"}, {"c"}, "conv");
   b.node("Add", {"c", "b"}, {"y"}, "add");
@@ -273,14 +278,14 @@ TEST(OnnxOps, SoftmaxOverFeaturesInEveryOpset) {
     EXPECT_EQ(ops_of(m->graph), "input flatten softmax") << opset;
   }
   Builder image;
-  image.input("img", {-1, 3, 2, 2}).output("y", {});
+  image.input("img", {-1, 3, 2, 2}).output("y", 4);
   image.node("Softmax", {"img"}, {"y"}, "sm");
   expect_refused(image, "node 'sm' (Softmax, #0): softmax at axis -1 of [N, 3, 2, 2]");
 }
 
 TEST(OnnxOps, BatchNormKeepsPyTorchsEpsAndMomentum) {
   Builder b;
-  b.input("img", {-1, 2, 2, 2}).output("y", {});
+  b.input("img", {-1, 2, 2, 2}).output("y", 4);
   for (const char* p : {"bn.weight", "bn.bias", "bn.running_mean"}) b.init(p, {2}, {0.5f, 1.5f});
   b.init("bn.running_var", {2}, {1, 2});
   b.node("BatchNormalization", {"img", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"},
@@ -326,7 +331,7 @@ void set_value_ints(pb::NodeProto& n, const std::vector<int64_t>& v) {
 TEST(OnnxOps, ReshapeToFeatures) {
   for (const std::vector<int64_t>& shape : {std::vector<int64_t>{0, -1}, {-1, 12}, {2, -1}}) {
     Builder b;
-    b.input("img", {2, 3, 2, 2}).output("y", {});  // a fixed batch of 2 may be spelled out
+    b.input("img", {2, 3, 2, 2}).output("y", 2);  // a fixed batch of 2 may be spelled out
     b.init_i64("shape", shape);
     b.node("Reshape", {"img", "shape"}, {"y"}, "/Reshape");
     test::TempDir dir;
@@ -337,7 +342,7 @@ TEST(OnnxOps, ReshapeToFeatures) {
   }
   // The shape from a Constant node; one that keeps the channels is not a flatten.
   Builder b;
-  b.input("img", {-1, 3, 2, 2}).output("y", {});
+  b.input("img", {-1, 3, 2, 2}).output("y", 2);
   set_value_ints(b.node("Constant", {}, {"shape"}, "k"), {0, 3, -1});
   b.node("Reshape", {"img", "shape"}, {"y"}, "r");
   expect_refused(b, "node 'r' (Reshape, #1): a reshape of [N, 3, 2, 2] to [0, 3, -1]: zoc "
@@ -353,7 +358,7 @@ TEST(OnnxOps, FlattenAtAxisOneOnly) {
   ASSERT_TRUE(m) << d.render();
   EXPECT_EQ(ops_of(m->graph), "input flatten");
   Builder zero;
-  zero.input("img", {-1, 3, 2, 2}).output("y", {});
+  zero.input("img", {-1, 3, 2, 2}).output("y", 4);
   set_int(zero.node("Flatten", {"img"}, {"y"}, "f"), "axis", 0);
   expect_refused(zero, "node 'f' (Flatten, #0): Flatten at axis 0 of a rank-4 tensor");
 }
@@ -361,7 +366,7 @@ TEST(OnnxOps, FlattenAtAxisOneOnly) {
 TEST(OnnxOps, ConcatAlongChannelsWithTheOldDefaultAxis) {
   for (int64_t opset : {1, 13}) {
     Builder b(opset);
-    b.input("img", {-1, 2, 3, 3}).output("y", {});
+    b.input("img", {-1, 2, 3, 3}).output("y", 4);
     b.node("Relu", {"img"}, {"a"}, "/a/Relu");
     b.node("Sigmoid", {"img"}, {"b"}, "/b/Sigmoid");
     pb::NodeProto& cat = b.node("Concat", {"a", "b"}, {"y"}, "/Concat");
@@ -379,7 +384,7 @@ TEST(OnnxOps, CeilModeWherePyTorchsRuleDiffersIsRefused) {
   // 3 inputs, window 2, stride 2, padding 1: ONNX's formula gives 3 windows; PyTorch drops the
   // last, which would start in the right padding.
   Builder b;
-  b.input("img", {-1, 1, 3, 3}).output("y", {});
+  b.input("img", {-1, 1, 3, 3}).output("y", 4);
   pb::NodeProto& pool = b.node("MaxPool", {"img"}, {"y"}, "pool");
   set_ints(pool, "kernel_shape", {2, 2});
   set_ints(pool, "strides", {2, 2});
@@ -391,11 +396,11 @@ TEST(OnnxOps, CeilModeWherePyTorchsRuleDiffersIsRefused) {
 
 TEST(OnnxOps, EveryUnsupportedNodeInOneErrorAndOldBatchNormTraining) {
   Builder b(6);
-  b.input("img", {-1, 2, 2, 2}).output("y", {});
+  b.input("img", {-1, 2, 2, 2}).output("y", 4);
   for (const char* p : {"s", "bias", "mean", "var"}) b.init(p, {2}, {1, 1});
   b.node("BatchNormalization", {"img", "s", "bias", "mean", "var"}, {"a"}, "bn");  // is_test=0
   b.node("Elu", {"a"}, {"e"});
-  b.node("Pad", {"e"}, {"y"}, "pad");
+  set_ints(b.node("Pad", {"e"}, {"y"}, "pad"), "pads", {0, 0, 1, 1, 0, 0, 1, 1});  // opset 6: an attribute
   test::TempDir dir;
   Diagnostics d;
   EXPECT_FALSE(load(b.save(dir), d));
@@ -412,7 +417,7 @@ TEST(OnnxOps, EveryUnsupportedNodeInOneErrorAndOldBatchNormTraining) {
 // named by the name it reads. A second layer on the same weight is named after its node.
 TEST(OnnxNames, IdentityAliasesAndSharedWeights) {
   Builder b;
-  b.input("img", {-1, 1, 2, 2}).output("y", {});
+  b.input("img", {-1, 1, 2, 2}).output("y", 4);
   b.init("a.weight", {1, 1, 1, 1}, {2});
   b.node("Identity", {"a.weight"}, {"b.weight"}, "Identity_0");
   b.node("Conv", {"img", "b.weight"}, {"c"}, "/b/Conv");
@@ -430,7 +435,7 @@ TEST(OnnxNames, IdentityAliasesAndSharedWeights) {
 
 TEST(OnnxNames, UnnamedNodesAndTheirLocations) {
   Builder b;
-  b.input("img", {-1, 1, 2, 2}).output("y", {});
+  b.input("img", {-1, 1, 2, 2}).output("y", 4);
   b.node("Relu", {"img"}, {"r"});
   b.node("Relu", {"r"}, {"y"});
   test::TempDir dir;
@@ -447,7 +452,7 @@ TEST(OnnxNames, UnnamedNodesAndTheirLocations) {
 // Nodes whose results reach no output are not translated, supported or not.
 TEST(OnnxGraph, DeadNodesDoNotMatter) {
   Builder b;
-  b.input("img", {-1, 1, 2, 2}).output("y", {});
+  b.input("img", {-1, 1, 2, 2}).output("y", 4);
   b.node("Relu", {"img"}, {"y"}, "relu");
   b.node("Elu", {"img"}, {"unused"}, "leftover");
   test::TempDir dir;
@@ -460,7 +465,7 @@ TEST(OnnxGraph, DeadNodesDoNotMatter) {
 // What the conformance test does with a case's inputs after the first.
 TEST(OnnxGraph, BoundInputsBecomeWeights) {
   Builder b;
-  b.input("img", {1, 1, 2, 2}).input("W", {1, 1, 1, 1}).output("y", {});
+  b.input("img", {1, 1, 2, 2}).input("W", {1, 1, 1, 1}).output("y", 4);
   b.node("Conv", {"img", "W"}, {"y"}, "conv");
   test::TempDir dir;
   pb::TensorProto w;

@@ -8,14 +8,14 @@
 #
 # Usage: tools/fuzz.sh [--time SECONDS] [--parallel N] [TARGET...]
 #        tools/fuzz.sh --totals          (sums results/fuzz/fuzz-log.tsv per target)
-# TARGET: yaml, safetensors, weights_loader, torchscript (default: all). --parallel: targets at once (1).
+# TARGET: yaml, safetensors, weights_loader, torchscript, onnx (default: all). --parallel: targets at once (1).
 # Exit status 1 if any run found a crash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 build=build-fuzz
 log_tsv=results/fuzz/fuzz-log.tsv
-all_targets=(yaml safetensors weights_loader torchscript)
+all_targets=(yaml safetensors weights_loader torchscript onnx)
 
 usage() { sed -n '2,13s/^# \{0,1\}//p' "$0"; exit "${1:-0}"; }
 
@@ -65,6 +65,7 @@ max_len() {
     safetensors) echo 262144 ;;
     weights_loader) echo 8388608 ;;  # room for the complete LeNet seed (6.5 MB)
     torchscript) echo 131072 ;;  # room for every seed archive (the largest, a zip bomb: 78 KB)
+    onnx) echo 65536 ;;  # the seed models are 0.4 to 2 KB
   esac
 }
 

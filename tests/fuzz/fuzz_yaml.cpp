@@ -19,10 +19,7 @@
 #include <string>
 
 #include "compiler/driver/model_loader.h"
-#include "compiler/ir/printer.h"
-#include "compiler/passes/memory_plan.h"
-#include "compiler/passes/pipeline.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/fuzz/fuzz_pipeline.h"
 
 namespace {
 
@@ -34,22 +31,6 @@ std::string setup() {
                                  std::string("include/") + f);
   }
   return zoc::fuzz::scratch_dir() + "/model.yaml";
-}
-
-void check_plan(const zoc::ir::Graph& g, int64_t element_bytes) {
-  zoc::passes::MemoryPlanOptions opts;
-  opts.element_bytes = element_bytes;
-  const zoc::passes::MemoryPlan plan = zoc::passes::plan_memory(g, opts);
-  using zoc::passes::MemoryPlan;
-  zoc::fuzz::check(plan.arena_bytes_per_sample >= 0, "negative arena size");
-  for (const MemoryPlan::Slot& s : plan.slots) {
-    if (s.offset < 0) continue;
-    zoc::fuzz::check(s.bytes >= 0 && s.offset % MemoryPlan::kAlignment == 0,
-                     "memory plan slot misaligned or of negative size");
-    zoc::fuzz::check(s.bytes <= plan.arena_bytes_per_sample - s.offset,
-                     "memory plan slot ends past the arena");
-  }
-  (void)plan.summary();
 }
 
 }  // namespace
@@ -65,22 +46,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::fprintf(stderr, "%s%s\n", diags.render().c_str(),
                  graph ? "model accepted" : "model rejected");
   }
-  if (!graph) {
-    zoc::fuzz::check(diags.has_errors(), "model rejected without an error", diags.render());
-    return 0;
-  }
-  zoc::fuzz::check(!diags.has_errors(), "model accepted with errors", diags.render());
-  (void)zoc::ir::print_graph(*graph);
-
-  zoc::passes::PassOptions popts;
-  popts.verify_each = true;
-  if (!zoc::passes::run_pipeline(*graph, diags, popts)) {
-    zoc::fuzz::check(diags.has_errors(), "pass pipeline failed without an error", diags.render());
-    return 0;
-  }
-  zoc::fuzz::check(!diags.has_errors(), "pass pipeline succeeded with errors", diags.render());
-  (void)zoc::ir::print_graph(*graph);
-  check_plan(*graph, 4);
-  check_plan(*graph, 2);
+  zoc::fuzz::check_loaded(graph, diags);
   return 0;
 }

@@ -1,0 +1,53 @@
+// What the model-file fuzz targets (fuzz_yaml.cpp, fuzz_onnx.cpp) check once a frontend has
+// answered: a failure has an error and a success has none, and an accepted graph goes through
+// the printer, the inference pass pipeline with --verify-each and the memory plan at both
+// element sizes, each step keeping the same promises and every plan fitting its arena.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "compiler/ir/printer.h"
+#include "compiler/passes/memory_plan.h"
+#include "compiler/passes/pipeline.h"
+#include "compiler/support/diagnostics.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace zoc::fuzz {
+
+inline void check_plan(const ir::Graph& g, int64_t element_bytes) {
+  passes::MemoryPlanOptions opts;
+  opts.element_bytes = element_bytes;
+  const passes::MemoryPlan plan = passes::plan_memory(g, opts);
+  check(plan.arena_bytes_per_sample >= 0, "negative arena size");
+  for (const passes::MemoryPlan::Slot& s : plan.slots) {
+    if (s.offset < 0) continue;
+    check(s.bytes >= 0 && s.offset % passes::MemoryPlan::kAlignment == 0,
+          "memory plan slot misaligned or of negative size");
+    check(s.bytes <= plan.arena_bytes_per_sample - s.offset, "memory plan slot ends past the arena");
+  }
+  (void)plan.summary();
+}
+
+// The loader's answer `graph` with its `diags`, then everything `zoc compile` runs on it
+// before emitting code.
+inline void check_loaded(std::optional<ir::Graph>& graph, Diagnostics& diags) {
+  if (!graph) {
+    check(diags.has_errors(), "model rejected without an error", diags.render());
+    return;
+  }
+  check(!diags.has_errors(), "model accepted with errors", diags.render());
+  (void)ir::print_graph(*graph);
+  passes::PassOptions popts;
+  popts.verify_each = true;
+  if (!passes::run_pipeline(*graph, diags, popts)) {
+    check(diags.has_errors(), "pass pipeline failed without an error", diags.render());
+    return;
+  }
+  check(!diags.has_errors(), "pass pipeline succeeded with errors", diags.render());
+  (void)ir::print_graph(*graph);
+  check_plan(*graph, 4);
+  check_plan(*graph, 2);
+}
+
+}  // namespace zoc::fuzz

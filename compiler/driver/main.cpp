@@ -311,12 +311,12 @@ int main(int argc, char** argv) {
 
 namespace {
 
-int run(int argc, char** argv) {
-  CLI::App app{"zoc: the zero-overhead compiler for convolutional networks"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", version_text());
-  Args args;
+// The subcommands and their options, bound to `args`.
+struct Commands {
+  CLI::App *ir, *compile, *run, *grad, *init, *extract;
+};
 
+Commands define_commands(CLI::App& app, Args& args) {
   auto add_model = [&](CLI::App* cmd) {
     cmd->add_option("model", args.model, "model file (.yaml, TorchScript .pt, or .onnx)")->required();
     cmd->add_option("--set", args.sets, "override a model param: name=value (repeatable)");
@@ -417,6 +417,17 @@ int run(int argc, char** argv) {
   extract_cmd->add_option("--input", args.input_dims,
                           "input size CxHxW, for .onnx models that leave it dynamic");
 
+  return {ir_cmd, compile_cmd, run_cmd, grad_cmd, init_cmd, extract_cmd};
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"zoc: the zero-overhead compiler for convolutional networks"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", version_text());
+  Args args;
+
+  const Commands cmd = define_commands(app, args);
+
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(app, argv[1])) {
     std::cerr << fmt::format("zoc: error: unknown command '{}'; the commands are {} (zoc --help)\n",
                              argv[1], subcommand_names(app));
@@ -430,11 +441,11 @@ int run(int argc, char** argv) {
   zoc::LoadOptions opts;
   if (!parse_overrides(args.sets, opts, diags)) return finish(diags);
   if (!parse_input_dims(args.input_dims, opts, diags)) return finish(diags);
-  if (extract_cmd->parsed()) {
+  if (cmd.extract->parsed()) {
     return zoc::is_onnx_file(args.model) ? cmd_extract_onnx_weights(args, opts, diags)
                                          : cmd_extract_weights(args, diags);
   }
-  if (run_cmd->parsed() && !args.input.empty() &&
+  if (cmd.run->parsed() && !args.input.empty() &&
       (zoc::is_torchscript_file(args.model) || zoc::is_onnx_file(args.model))) {
     // A TorchScript model has no static input shape, nor an ONNX model with dynamic dimensions:
     // `zoc run` takes it from the .npy (an ONNX model checks it against the sizes it fixes).
@@ -447,8 +458,8 @@ int run(int argc, char** argv) {
   if (!model) return finish(diags);
   zoc::ir::Graph* graph = &model->graph;
 
-  if (compile_cmd->parsed()) return cmd_compile(*graph, args, diags);
-  if (ir_cmd->parsed()) {
+  if (cmd.compile->parsed()) return cmd_compile(*graph, args, diags);
+  if (cmd.ir->parsed()) {
     if (!args.weights.empty() && !get_weights(*model, args, diags)) return finish(diags);
     if (args.optimize || !args.print_after.empty() || args.verify_each) {
       if (!optimize(*graph, args, diags)) return finish(diags);
@@ -457,10 +468,10 @@ int run(int argc, char** argv) {
     zoc::ir::PrintOptions popts;
     popts.locations = !args.no_locations;
     std::cout << zoc::ir::print_graph(*graph, popts);
-  } else if (run_cmd->parsed()) {
+  } else if (cmd.run->parsed()) {
     if (args.optimize && !optimize(*graph, args, diags)) return finish(diags);
     return cmd_run(*model, args, diags);
-  } else if (grad_cmd->parsed()) {
+  } else if (cmd.grad->parsed()) {
     auto weights = get_weights(*model, args, diags);
     if (!weights) return finish(diags);
     auto done = zoc::run_grad_command(*graph, *weights, args.batch_file, args.output);
@@ -469,7 +480,7 @@ int run(int argc, char** argv) {
     } else {
       std::cout << *done << "\n";
     }
-  } else if (init_cmd->parsed()) {
+  } else if (cmd.init->parsed()) {
     const zoc::Weights w = zoc::init_weights(*graph, args.seed);
     if (zoc::Status s = zoc::save_weights(*graph, w, args.output); !s) {
       diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);

@@ -10,11 +10,8 @@
 // --verify-each and the memory plan (fuzz_pipeline.h): a failure must carry an error and a
 // success none. Sanitizer reports, hangs and memory blow-ups are libFuzzer's.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
-#include "compiler/driver/model_loader.h"
 #include "tests/fuzz/fuzz_pipeline.h"
 
 namespace {
@@ -31,15 +28,6 @@ std::string setup() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = setup();
-  static const bool verbose = std::getenv("ZOC_FUZZ_VERBOSE") != nullptr;  // to debug seeds
-  zoc::fuzz::write_file(path, data, size);
-
-  zoc::Diagnostics diags;
-  std::optional<zoc::ir::Graph> graph = zoc::load_verified_model(path, diags);
-  if (verbose) {
-    std::fprintf(stderr, "%s%s\n", diags.render().c_str(),
-                 graph ? "model accepted" : "model rejected");
-  }
-  zoc::fuzz::check_loaded(graph, diags);
+  zoc::fuzz::fuzz_model_file(path, data, size);
   return 0;
 }

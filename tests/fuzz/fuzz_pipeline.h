@@ -4,9 +4,13 @@
 // element sizes, each step keeping the same promises and every plan fitting its arena.
 #pragma once
 
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
+#include "compiler/driver/model_loader.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/memory_plan.h"
 #include "compiler/passes/pipeline.h"
@@ -48,6 +52,20 @@ inline void check_loaded(std::optional<ir::Graph>& graph, Diagnostics& diags) {
   (void)ir::print_graph(*graph);
   check_plan(*graph, 4);
   check_plan(*graph, 2);
+}
+
+// One fuzz input as the model file at `path` (its extension picks the frontend), loaded as
+// `zoc ir` loads it, then checked as above. ZOC_FUZZ_VERBOSE=1 prints the answer (to debug seeds).
+inline void fuzz_model_file(const std::string& path, const uint8_t* data, size_t size) {
+  static const bool verbose = std::getenv("ZOC_FUZZ_VERBOSE") != nullptr;
+  write_file(path, data, size);
+  Diagnostics diags;
+  std::optional<ir::Graph> graph = load_verified_model(path, diags);
+  if (verbose) {
+    std::fprintf(stderr, "%s%s\n", diags.render().c_str(),
+                 graph ? "model accepted" : "model rejected");
+  }
+  check_loaded(graph, diags);
 }
 
 }  // namespace zoc::fuzz

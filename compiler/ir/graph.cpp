@@ -60,6 +60,18 @@ std::optional<AttrValue> default_attr(const AttrSpec& spec) {
   return v;
 }
 
+Attrs with_defaults(OpKind op, const Attrs& given) {
+  Attrs attrs;
+  for (const AttrSpec& spec : op_info(op).attrs) {
+    if (const AttrValue* value = given.find(spec.name)) {
+      attrs.set(spec.name, *value);
+    } else if (auto v = default_attr(spec)) {
+      attrs.set(spec.name, *v);
+    }
+  }
+  return attrs;
+}
+
 void Attrs::set(std::string_view name, AttrValue value) {
   for (auto& [k, v] : items_) {
     if (k == name) {

@@ -73,6 +73,10 @@ class Attrs {
   std::vector<std::pair<std::string, AttrValue>> items_;
 };
 
+// `given` with every other attribute of `op` that has a default added, in op-table order: how
+// the frontends that translate another framework's nodes (TorchScript, ONNX) write out defaults.
+Attrs with_defaults(OpKind op, const Attrs& given);
+
 // What a parameter tensor is to its op, so passes and backends need not parse names.
 enum class ParamRole { kWeight, kBias, kBnWeight, kBnBias, kBnMean, kBnVar, kBnCount };
 

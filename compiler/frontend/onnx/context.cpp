@@ -137,14 +137,7 @@ std::optional<ir::ValueId> NodeContext::emit(ir::OpKind op, std::vector<ir::Valu
   }
   const std::string name = t_.names_->name_for(index_, op, params);
   // Attributes in op-table order with defaults written out, as the other frontends do.
-  ir::Attrs attrs;
-  for (const ir::AttrSpec& spec : ir::op_info(op).attrs) {
-    if (const ir::AttrValue* value = given.find(spec.name)) {
-      attrs.set(spec.name, *value);
-    } else if (auto v = ir::default_attr(spec)) {
-      attrs.set(spec.name, *v);
-    }
-  }
+  ir::Attrs attrs = ir::with_defaults(op, given);
   const int32_t index = t_.graph_.add_node(op, name, std::move(inputs), std::move(attrs),
                                            node_loc(t_.path_, n_, index_));
   if (!params.empty()) t_.params_[index] = std::move(params);

@@ -166,14 +166,7 @@ std::optional<ir::ValueId> OpContext::emit(ir::OpKind op, std::vector<ir::ValueI
     name = t_.fresh_name(o, op);
   }
   // Attributes in op-table order, defaults written out, as the YAML frontend does.
-  ir::Attrs attrs;
-  for (const ir::AttrSpec& spec : ir::op_info(op).attrs) {
-    if (const ir::AttrValue* value = given.find(spec.name)) {
-      attrs.set(spec.name, *value);
-    } else if (auto v = ir::default_attr(spec)) {
-      attrs.set(spec.name, *v);
-    }
-  }
+  ir::Attrs attrs = ir::with_defaults(op, given);
   const int32_t index = t_.graph_.add_node(op, name, std::move(inputs), std::move(attrs), o.loc);
   t_.used_names_.insert(name);
   return t_.graph_.nodes[static_cast<size_t>(index)].output;

@@ -9,19 +9,22 @@
 # band (tools/gpu_compare.py), then timed with a CUDA graph at batch 1 and 256 with --profile, one
 # run at a time. The table is printed last; full logs and rows go to $OUT.
 #
+# TUNE=1 times with the algorithms chosen by measurement at each batch (--tune, as the GPU
+# check's "tuned" rows) instead of cuDNN's heuristics.
+#
 # RACECHECK names variants to run under compute-sanitizer racecheck afterwards (batch 2, CUDA
 # graph; up to four at a time, each within RACECHECK_TIMEOUT_S, default 240); their summary lines
 # are printed with the table.
 #
 # Usage: tools/gpu_variants.sh MODEL VARIANTS_DIR
-#        (environment: OUT, default ./variants_out; RACECHECK="name ..."; RACECHECK_TIMEOUT_S)
+#        (environment: OUT, default ./variants_out; TUNE=1; RACECHECK="name ..."; RACECHECK_TIMEOUT_S)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODEL=$1
 DIR=$(cd "$2" && pwd)
 OUT=${OUT:-$ROOT/variants_out}
 WORK=/tmp/zoc_variants
-mkdir -p "$OUT/logs" "$OUT/rows" "$WORK"/{build,ref,out,json}
+mkdir -p "$OUT/logs" "$OUT/rows" "$WORK"/{build,ref,out,json,plans}
 VENV=/opt/torch/.venv
 PY=$VENV/bin/python3
 export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
@@ -53,9 +56,11 @@ for name in "${NAMES[@]}"; do
     --mode graph --ref "$WORK/ref/output.npy" --out "$WORK/out/$name.npy" --log "$log" --rc $? \
     --what "run failed" | tee -a "$OUT/summary.txt"
   for n in 1 256; do
-    log=$OUT/logs/latency_${name}_b$n.log
+    log=$OUT/logs/latency_${name}_b$n.log tune=()
+    [ "${TUNE:-0}" = 1 ] && tune=(--tune "$WORK/plans/${name}_b$n.plan")
     timeout 120 "$bin" --weights "$WORK/ref/weights.safetensors" --batch $n --graph --top 0 \
-      --iters 100 --warmup 20 --profile 20 --json "$WORK/json/${name}_b$n.json" >"$log" 2>&1
+      --iters 100 --warmup 20 --profile 20 "${tune[@]}" --json "$WORK/json/${name}_b$n.json" \
+      >"$log" 2>&1
     "${CMP[@]}" latency-row --rows "$OUT/rows" --model "$name" --precision "$prec" --batch $n \
       --json "$WORK/json/${name}_b$n.json" --log "$log" --rc $? --graph >/dev/null
     printf '%-24s b%-4d %s | first layer: %s\n' "$name" $n \

@@ -44,6 +44,7 @@ struct Args {
   bool force = false;                 // zoc compile --force: replace a folder zoc did not write
   int pad_input_channels = 4;       // --pad-input-channels 0|4|8
   std::string streams = "auto";     // --streams auto|1|2
+  std::string layout = "auto";      // --layout auto|nchw|nhwc
   std::string input_dims;     // --input CxHxW for compile
   std::string print_after;    // --print-ir-after=PASS|all
   bool verify_each = false;
@@ -240,6 +241,9 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   eopts.linear_api =
       args.linear_api == "cudnn" ? zoc::cudnn::LinearApi::kCudnn : zoc::cudnn::LinearApi::kCublas;
   eopts.pad_input_channels = args.pad_input_channels;
+  eopts.layout = args.layout == "nchw"   ? zoc::cudnn::Layout::kNCHW
+                 : args.layout == "nhwc" ? zoc::cudnn::Layout::kNHWC
+                                         : zoc::cudnn::Layout::kAuto;
   // auto: the side stream where it was measured to pay (results/2026-11-22-h100-side-stream):
   // fp32/tf32 at small batch; fp16/bf16 gained nothing and would pay 0.4 MiB/sample of arena.
   eopts.side_stream = args.streams == "2" ||
@@ -366,8 +370,8 @@ Commands define_commands(CLI::App& app, Args& args) {
       ->capture_default_str();
   compile_cmd
       ->add_option("--pad-input-channels", args.pad_input_channels,
-                   "fp16/bf16: pad the input's channels (RGB: 3) with zeros up to a multiple of "
-                   "this, for tensor-core kernels in the first convolution (0: off)")
+                   "NHWC storage: pad the input's channels (RGB: 3) with zeros up to a multiple "
+                   "of this, for tensor-core kernels in the first convolution (0: off)")
       ->check(CLI::IsMember({0, 4, 8}))
       ->capture_default_str();
   compile_cmd
@@ -375,6 +379,11 @@ Commands define_commands(CLI::App& app, Args& args) {
                    "legacy conv API: 2 runs each side branch (ResNet's downsample) on a second "
                    "stream beside the main branch; 1: one stream; auto: 2 for fp32/tf32")
       ->check(CLI::IsMember({"auto", "1", "2"}))
+      ->capture_default_str();
+  compile_cmd
+      ->add_option("--layout", args.layout,
+                   "activation storage: auto (fp32 NCHW; tf32, fp16, bf16 NHWC), nchw or nhwc")
+      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
       ->capture_default_str();
   add_pass_options(compile_cmd);
 

@@ -82,7 +82,12 @@ bool issues_work(const std::string& text) {
 
 std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options,
                               Diagnostics& diags) {
-  const Target& t = target(options.precision);
+  Target layout_target = target(options.precision);
+  if (options.layout != Layout::kAuto) {
+    layout_target.nhwc = options.layout == Layout::kNHWC;
+    layout_target.cudnn_format = layout_target.nhwc ? "CUDNN_TENSOR_NHWC" : "CUDNN_TENSOR_NCHW";
+  }
+  const Target& t = layout_target;
   const bool graph_api_requested = options.conv_api == ConvApi::kGraph;
   // Emission order: side branches hoisted to run on a second stream (legacy conv API only).
   std::vector<SideBranch> branches;

@@ -637,6 +637,11 @@ std::optional<Generated> emit_trainer(const ir::Graph& graph, const EmitOptions&
                 "the trainer is fp32 (TF32 off) for now: compile with --precision fp32");
     return std::nullopt;
   }
+  if (options.layout == Layout::kNHWC) {
+    diags.error(SourceLoc{graph.name, 0, 0},
+                "the trainer stores activations NCHW: drop --layout nhwc");
+    return std::nullopt;
+  }
   return train::TrainerEmitter(graph, options, diags).run();
 }
 

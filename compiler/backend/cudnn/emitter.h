@@ -28,13 +28,18 @@ enum class ConvApi { kLegacy, kGraph };
 // convolution's. The latter also keeps the model off cuBLAS entirely.
 enum class LinearApi { kCublas, kCudnn };
 
+// How activations are stored: the precision's own layout (fp32 NCHW; tf32, fp16, bf16 NHWC), or
+// either one forced, to measure which is faster for a model and precision (issue 16).
+enum class Layout { kAuto, kNCHW, kNHWC };
+
 struct EmitOptions {
   Precision precision = Precision::kFP32;
   ConvApi conv_api = ConvApi::kLegacy;
   LinearApi linear_api = LinearApi::kCublas;
+  Layout layout = Layout::kAuto;
   // NHWC precisions: pad a graph input whose channel count is not a multiple of this (3 for RGB)
   // up to one, with zero weights in the convolutions that read it, so that they get tensor-core
-  // kernels; 0 turns padding off. NCHW precisions (fp32, tf32) never pad.
+  // kernels; 0 turns padding off. NCHW storage (fp32 by default) never pads.
   // 4, measured (H100, fp16 ResNet-50 conv1 at batch 256): 0.59 ms unpadded, 0.41 ms padded
   // to 4, 1.22 ms padded to 8 (results/2026-11-22-h100-input-padding).
   int pad_input_channels = 4;

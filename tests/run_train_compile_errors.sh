@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `zoc compile --train` refuses what its trainer cannot do yet with a located error, exit 1, no
-# stdout and no output folder: a precision other than fp32, ceil_mode pooling, a softmax inside
-# the model. Usage: tests/run_train_compile_errors.sh ZOC SCRATCH
+# stdout and no output folder: a precision other than fp32, NHWC storage, ceil_mode pooling, a
+# softmax inside the model. Usage: tests/run_train_compile_errors.sh ZOC SCRATCH
 set -uo pipefail
 zoc=$1 scratch=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +19,8 @@ check() {  # model expected-stderr-text [zoc options]
   grep -qF "$want" "$scratch/err" || { echo "$model $*: missing '$want'; stderr:"; cat "$scratch/err"; fail=1; }
 }
 check "$here/../models/lenet.yaml" "the trainer is fp32 (TF32 off) for now" --precision fp16
+check "$here/../models/lenet.yaml" "the trainer stores activations NCHW: drop --layout nhwc" \
+  --layout nhwc
 check "$here/backend/ceil_mode_pool.yaml" \
   "ceil_mode_pool.yaml:7:5: error: layer 'pool' (maxpool2d): the trainer does not support ceil_mode"
 check "$here/backend/train_inner_softmax.yaml" \

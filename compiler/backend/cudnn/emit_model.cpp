@@ -78,109 +78,15 @@ bool issues_work(const std::string& text) {
   }
   return false;
 }
-}  // namespace
 
-std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options,
-                              Diagnostics& diags) {
-  Target layout_target = target(options.precision);
-  if (options.layout != Layout::kAuto) {
-    layout_target.nhwc = options.layout == Layout::kNHWC;
-    layout_target.cudnn_format = layout_target.nhwc ? "CUDNN_TENSOR_NHWC" : "CUDNN_TENSOR_NCHW";
-  }
-  const Target& t = layout_target;
-  const bool graph_api_requested = options.conv_api == ConvApi::kGraph;
-  // Emission order: side branches hoisted to run on a second stream (legacy conv API only).
-  std::vector<SideBranch> branches;
-  const ir::Graph g = options.side_stream && !graph_api_requested
-                          ? schedule_side_branches(model, &branches)
-                          : model;
-  passes::MemoryPlanOptions mopts;
-  mopts.element_bytes = t.element_bytes;
-  const bool graph_api = options.conv_api == ConvApi::kGraph;
-  // fp32 models read the caller's buffer in place, unless graph-API plans need fixed pointers.
-  mopts.external_input = !t.nhwc && !graph_api;
-  // A thin NHWC input (RGB: 3 channels) padded with zero channels, when only ungrouped
-  // convolutions read it (their extra input channels get zero weights).
-  const ir::Node& input = g.nodes.front();
-  const int64_t in_c = g.type(input.output).dims.empty() ? 0 : g.type(input.output).dims[0];
-  const int pad = options.pad_input_channels;
-  bool pad_input = t.nhwc && pad > 0 && in_c > 0 && in_c % pad != 0;
-  for (const ir::Node& n : g.nodes) {
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      if (n.inputs[k] != input.output) continue;
-      pad_input = pad_input && n.op == ir::OpKind::FusedConv2d && k == 0 && n.attrs.i("groups") == 1;
-    }
-  }
-  if (pad_input) mopts.input_channels_stored = (in_c + pad - 1) / pad * pad;
-  for (const SideBranch& b : branches) {  // its input is read until the join
-    mopts.live_until.push_back({g.nodes[b.node].inputs[0], b.join});
-  }
-  EmitContext ctx{g, t, passes::plan_memory(g, mopts), {}, {}, 0, graph_api, mopts.input_channels_stored,
-                  {}, {}, 0, diags, {}};
-  ctx.linear_as_conv = options.linear_api == LinearApi::kCudnn;
-  for (const ir::Node& n : g.nodes) {
-    ctx.uses_cublas = ctx.uses_cublas || (n.op == ir::OpKind::Linear && !ctx.linear_as_conv);
-  }
-  ctx.side_of.assign(g.nodes.size(), -1);
-  ctx.joins_at.assign(g.nodes.size(), {});
-  for (const SideBranch& b : branches) {
-    ctx.side_of[b.node] = ctx.side_branches;
-    ctx.joins_at[b.join].push_back(ctx.side_branches);
-    ++ctx.side_branches;
-  }
-
-  // Identifiers: sanitized layer names, made unique with a numeric suffix.
-  std::set<std::string> used;
-  for (const ir::Node& n : g.nodes) {
-    std::string id = sanitize_identifier(n.name);
-    for (int k = 2; !used.insert(id).second; ++k) id = fmt::format("{}_{}", sanitize_identifier(n.name), k);
-    ctx.ids.push_back(id);
-  }
-  const ir::TensorType& out_type = g.type(g.outputs.at(0));
-  if (g.outputs.size() != 1 || (t.nhwc && out_type.dims.size() == 3 &&
-                                out_type.dims[1] * out_type.dims[2] > 1)) {
-    diags.error(SourceLoc{g.name, 0, 0},
-                "the cuDNN backend needs one output of features [N, F] (or N x C x 1 x 1)");
-    return std::nullopt;
-  }
-  plan_weights(ctx);
-  bool ok = true;
-  // Profile marks: after every layer that issues GPU work, an event (recorded only in the
-  // profiling instantiation of run_layers) closes that layer's time interval.
-  std::vector<std::string> layer_titles;
-  for (const ir::Node& n : g.nodes) {
-    const size_t before = ctx.s.forward.str().size();
-    for (int k : ctx.joins_at[&n - g.nodes.data()]) {
-      ctx.s.forward.line("ZOC_CUDA(cudaStreamWaitEvent(stream, join_[{}], 0), \"{}\");  // side branch {} done",
-                         k, sanitize_comment(n.name), k);
-    }
-    ok = emit_layer(ctx, n) && ok;
-    if (issues_work(ctx.s.forward.str().substr(before))) {
-      layer_titles.push_back(ctx.title(n));
-      ctx.s.forward.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[{}], stream, record_flags_), \"profile\");",
-                         layer_titles.size());
-    }
-  }
-  if (!ok) return std::nullopt;
-  layer_titles.push_back("output (to fp32 for the caller)");
-  const size_t n_layers = layer_titles.size();
-
-  ir::PrintOptions popts;
-  popts.locations = false;
-  const uint64_t hash = fnv1a64(ir::print_graph(model, popts));  // the model, not the schedule
-  const std::string cls = class_name_for(g.name);
-  const std::string base = sanitize_identifier(g.name);
+// <model>.h: the Options struct and the declaration of the model class.
+std::string model_header(const EmitContext& ctx, const std::string& head, const std::string& cls,
+                         const std::string& base, uint64_t hash, size_t n_layers) {
+  const ir::Graph& g = ctx.g;
+  const Target& t = ctx.t;
+  const bool graph_api = ctx.graph_api;
   const ir::TensorType& in_type = g.type(g.nodes.front().output);
-  const int64_t outputs = out_type.sample_numel();
-  const std::string head = banner(options, g.name, hash);
-
-  Generated gen;
-  gen.class_name = cls;
-  gen.arena_bytes_per_sample = ctx.plan.arena_bytes_per_sample;
-  gen.unshared_bytes_per_sample = ctx.plan.unplanned_bytes_per_sample;
-  gen.weight_bytes = ctx.weight_bytes;
-
-  // ---------------------------------------------------------------- header
+  const int64_t outputs = g.type(g.outputs.at(0)).sample_numel();
   CodeWriter h;
   h.raw_line(head);
   h.line("// {}: the model class. Construct with create(), run with forward().", base);
@@ -323,6 +229,117 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
     h.line("// One descriptor bundle per layer.");
     h.append(ctx.s.members);
   }
+
+  return h.str();
+}
+
+// The precision's target with its activation storage overridden by --layout.
+Target storage_target(const EmitOptions& options) {
+  Target t = target(options.precision);
+  if (options.layout != Layout::kAuto) {
+    t.nhwc = options.layout == Layout::kNHWC;
+    t.cudnn_format = t.nhwc ? "CUDNN_TENSOR_NHWC" : "CUDNN_TENSOR_NCHW";
+  }
+  return t;
+}
+}  // namespace
+
+std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options,
+                              Diagnostics& diags) {
+  const Target layout_target = storage_target(options);
+  const Target& t = layout_target;
+  const bool graph_api_requested = options.conv_api == ConvApi::kGraph;
+  // Emission order: side branches hoisted to run on a second stream (legacy conv API only).
+  std::vector<SideBranch> branches;
+  const ir::Graph g = options.side_stream && !graph_api_requested
+                          ? schedule_side_branches(model, &branches)
+                          : model;
+  passes::MemoryPlanOptions mopts;
+  mopts.element_bytes = t.element_bytes;
+  const bool graph_api = options.conv_api == ConvApi::kGraph;
+  // fp32 models read the caller's buffer in place, unless graph-API plans need fixed pointers.
+  mopts.external_input = !t.nhwc && !graph_api;
+  // A thin NHWC input (RGB: 3 channels) padded with zero channels, when only ungrouped
+  // convolutions read it (their extra input channels get zero weights).
+  const ir::Node& input = g.nodes.front();
+  const int64_t in_c = g.type(input.output).dims.empty() ? 0 : g.type(input.output).dims[0];
+  const int pad = options.pad_input_channels;
+  bool pad_input = t.nhwc && pad > 0 && in_c > 0 && in_c % pad != 0;
+  for (const ir::Node& n : g.nodes) {
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] != input.output) continue;
+      pad_input = pad_input && n.op == ir::OpKind::FusedConv2d && k == 0 && n.attrs.i("groups") == 1;
+    }
+  }
+  if (pad_input) mopts.input_channels_stored = (in_c + pad - 1) / pad * pad;
+  for (const SideBranch& b : branches) {  // its input is read until the join
+    mopts.live_until.push_back({g.nodes[b.node].inputs[0], b.join});
+  }
+  EmitContext ctx{g, t, passes::plan_memory(g, mopts), {}, {}, 0, graph_api, mopts.input_channels_stored,
+                  {}, {}, 0, diags, {}};
+  ctx.linear_as_conv = options.linear_api == LinearApi::kCudnn;
+  for (const ir::Node& n : g.nodes) {
+    ctx.uses_cublas = ctx.uses_cublas || (n.op == ir::OpKind::Linear && !ctx.linear_as_conv);
+  }
+  ctx.side_of.assign(g.nodes.size(), -1);
+  ctx.joins_at.assign(g.nodes.size(), {});
+  for (const SideBranch& b : branches) {
+    ctx.side_of[b.node] = ctx.side_branches;
+    ctx.joins_at[b.join].push_back(ctx.side_branches);
+    ++ctx.side_branches;
+  }
+
+  // Identifiers: sanitized layer names, made unique with a numeric suffix.
+  std::set<std::string> used;
+  for (const ir::Node& n : g.nodes) {
+    std::string id = sanitize_identifier(n.name);
+    for (int k = 2; !used.insert(id).second; ++k) id = fmt::format("{}_{}", sanitize_identifier(n.name), k);
+    ctx.ids.push_back(id);
+  }
+  const ir::TensorType& out_type = g.type(g.outputs.at(0));
+  if (g.outputs.size() != 1 || (t.nhwc && out_type.dims.size() == 3 &&
+                                out_type.dims[1] * out_type.dims[2] > 1)) {
+    diags.error(SourceLoc{g.name, 0, 0},
+                "the cuDNN backend needs one output of features [N, F] (or N x C x 1 x 1)");
+    return std::nullopt;
+  }
+  plan_weights(ctx);
+  bool ok = true;
+  // Profile marks: after every layer that issues GPU work, an event (recorded only in the
+  // profiling instantiation of run_layers) closes that layer's time interval.
+  std::vector<std::string> layer_titles;
+  for (const ir::Node& n : g.nodes) {
+    const size_t before = ctx.s.forward.str().size();
+    for (int k : ctx.joins_at[&n - g.nodes.data()]) {
+      ctx.s.forward.line("ZOC_CUDA(cudaStreamWaitEvent(stream, join_[{}], 0), \"{}\");  // side branch {} done",
+                         k, sanitize_comment(n.name), k);
+    }
+    ok = emit_layer(ctx, n) && ok;
+    if (issues_work(ctx.s.forward.str().substr(before))) {
+      layer_titles.push_back(ctx.title(n));
+      ctx.s.forward.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[{}], stream, record_flags_), \"profile\");",
+                         layer_titles.size());
+    }
+  }
+  if (!ok) return std::nullopt;
+  layer_titles.push_back("output (to fp32 for the caller)");
+  const size_t n_layers = layer_titles.size();
+
+  ir::PrintOptions popts;
+  popts.locations = false;
+  const uint64_t hash = fnv1a64(ir::print_graph(model, popts));  // the model, not the schedule
+  const std::string cls = class_name_for(g.name);
+  const std::string base = sanitize_identifier(g.name);
+  const int64_t outputs = out_type.sample_numel();
+  const std::string head = banner(options, g.name, hash);
+
+  Generated gen;
+  gen.class_name = cls;
+  gen.arena_bytes_per_sample = ctx.plan.arena_bytes_per_sample;
+  gen.unshared_bytes_per_sample = ctx.plan.unplanned_bytes_per_sample;
+  gen.weight_bytes = ctx.weight_bytes;
+
+  const std::string header = model_header(ctx, head, cls, base, hash, n_layers);
 
   // The files beside the model class: emit_files.cpp.
   const std::string kernels_h = kernels_header(head, base), kernels_cu = kernels_source(head, base, t);
@@ -681,7 +698,7 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
 
   // ---------------------------------------------------------------- main.cpp, CMakeLists.txt
   gen.files = {{"CMakeLists.txt", cmake_lists(banner(options, g.name, hash, "#"), base)},
-               {base + ".h", h.str()},
+               {base + ".h", header},
                {base + ".cpp", c.str()},
                {base + "_kernels.h", kernels_h},
                {base + "_kernels.cu", kernels_cu},

@@ -10,14 +10,17 @@
 # run at a time. The table is printed last; full logs and rows go to $OUT.
 #
 # TUNE=1 times with the algorithms chosen by measurement at each batch (--tune, as the GPU
-# check's "tuned" rows) instead of cuDNN's heuristics.
+# check's "tuned" rows) instead of cuDNN's heuristics; the batch-8 accuracy check then runs
+# tuned too, so that the engines tuning picks are the ones checked. BATCHES (default "1 256")
+# are the timed batch sizes; RUN_TIMEOUT_S (default 120) bounds each run, tuning included.
 #
 # RACECHECK names variants to run under compute-sanitizer racecheck afterwards (batch 2, CUDA
 # graph; up to four at a time, each within RACECHECK_TIMEOUT_S, default 240); their summary lines
 # are printed with the table.
 #
 # Usage: tools/gpu_variants.sh MODEL VARIANTS_DIR
-#        (environment: OUT, default ./variants_out; TUNE=1; RACECHECK="name ..."; RACECHECK_TIMEOUT_S)
+#        (environment: OUT, default ./variants_out; TUNE=1; BATCHES; RUN_TIMEOUT_S;
+#         RACECHECK="name ..."; RACECHECK_TIMEOUT_S)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODEL=$1
@@ -49,22 +52,26 @@ for name in "${NAMES[@]}"; do
   bin=$WORK/build/$name/${MODEL}_main
   prec=$(sed -n 's/.*static constexpr const char\* kPrecision = "\([a-z0-9]*\)".*/\1/p' \
          "$DIR/$name/$MODEL.h")
-  log=$OUT/logs/check_$name.log
-  timeout 120 "$bin" --weights "$WORK/ref/weights.safetensors" --input "$WORK/ref/input.npy" \
-    --output "$WORK/out/$name.npy" --iters 0 --top 0 --graph >"$log" 2>&1
+  log=$OUT/logs/check_$name.log tune=()
+  [ "${TUNE:-0}" = 1 ] && tune=(--tune "$WORK/plans/${name}_b8.plan")
+  timeout "${RUN_TIMEOUT_S:-120}" "$bin" --weights "$WORK/ref/weights.safetensors" \
+    --input "$WORK/ref/input.npy" --output "$WORK/out/$name.npy" --iters 0 --top 0 --graph \
+    "${tune[@]}" >"$log" 2>&1
   "${CMP[@]}" compare --rows "$OUT/rows" --model "$name" --precision "$prec" --batch 8 \
     --mode graph --ref "$WORK/ref/output.npy" --out "$WORK/out/$name.npy" --log "$log" --rc $? \
     --what "run failed" | tee -a "$OUT/summary.txt"
-  for n in 1 256; do
+  for n in ${BATCHES:-1 256}; do
     log=$OUT/logs/latency_${name}_b$n.log tune=()
     [ "${TUNE:-0}" = 1 ] && tune=(--tune "$WORK/plans/${name}_b$n.plan")
-    timeout 120 "$bin" --weights "$WORK/ref/weights.safetensors" --batch $n --graph --top 0 \
+    timeout "${RUN_TIMEOUT_S:-120}" "$bin" --weights "$WORK/ref/weights.safetensors" --batch $n \
+      --graph --top 0 \
       --iters 100 --warmup 20 --profile 20 "${tune[@]}" --json "$WORK/json/${name}_b$n.json" \
       >"$log" 2>&1
     "${CMP[@]}" latency-row --rows "$OUT/rows" --model "$name" --precision "$prec" --batch $n \
       --json "$WORK/json/${name}_b$n.json" --log "$log" --rc $? --graph >/dev/null
-    printf '%-24s b%-4d %s | first layer: %s\n' "$name" $n \
+    printf '%-24s b%-4d %s |%s first layer: %s\n' "$name" $n \
       "$(grep -h '^latency' "$log" | sed 's/.*: //; s/, p99.*//')" \
+      "$(grep -h '^tuned batch' "$log" | sed 's/.* in \([0-9.]* s\).*/ tuned in \1 |/')" \
       "$(grep -h '^ .* conv1 + ' "$log" | sed 's/  */ /g')" | tee -a "$OUT/summary.txt"
   done
 done
@@ -80,5 +87,6 @@ for name in ${RACECHECK:-}; do
       "$(tail -n 1 "$log")" | tee -a "$OUT/summary.txt" ) &
 done
 wait
+cp -r "$WORK/plans" "$OUT/" 2>/dev/null  # what tuning chose, per variant and batch
 "${CMP[@]}" report --rows "$OUT/rows" --out "$OUT" --env "$OUT/env.json" >/dev/null 2>&1
 cat "$OUT/results.md" 2>/dev/null | tail -n 40

@@ -4,413 +4,28 @@
 // Why: cuDNN 9's deprecated cudnnConvolutionBiasActivationForward costs about 100 us of host time
 // per fp16 NHWC call on an H200 (23 us in fp32 NCHW), as if it described and planned the whole
 // fusion again on every call, so a generated ResNet-50 without a CUDA graph is host-bound at
-// 6.8 ms per forward. Here all of that is done once, at construction: the tensor, operation and
-// operation-graph descriptors, the engine choice (heuristics mode A, then FALLBACK), the finalized
-// execution plan and the variant pack holding the device pointers (fixed: weights and arena
-// offsets are known when the model is built); forward() is left with cudnnBackendExecute. A plan
-// is specific to its batch size: a model builds one per batch it runs, outside forward() (e.g. in
-// set_batch), or one for its maximum batch only. The graph follows the legacy call's formula
-// y = act(conv(x, w) + z + bias), in the order of cudnn-frontend's ConvBiasAct sample:
-//   conv_fwd(x, w) -> [add z] -> add bias (1xKx1x1, broadcast, same type as y) -> [relu] -> y
-// with fp32 virtual intermediates and fp32 compute. When no engine supports the graph, build()
-// returns an error for which is_no_engine_error() is true, so the caller can keep the legacy call.
+// 6.8 ms per forward. Here all of that is done once, at construction: the operation graph
+// (zoc/cudnn_graph_ops.h), the engine config (zoc/cudnn_graph_engine.h: heuristics mode A, then
+// FALLBACK, or exactly the config a plan file names), the finalized execution plan and the
+// variant pack holding the device pointers (fixed: weights and arena offsets are known when the
+// model is built); forward() is left with cudnnBackendExecute. A plan is specific to its batch
+// size: a model builds one per batch it runs, outside forward() (e.g. in set_batch), or one for
+// its maximum batch only. When no engine supports the graph, build() returns an error for which
+// is_no_engine_error() is true, so the caller can keep the legacy call.
 // Header-only C++17; needs cudnn.h and cuda_runtime.h (through cuda_check.h and device.h).
 #pragma once
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include <algorithm>
-#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "zoc/cuda_check.h"
-#include "zoc/device.h"
-#include "zoc/expected.h"
+#include "zoc/cudnn_graph_engine.h"
+#include "zoc/cudnn_graph_ops.h"
 
 namespace zoc {
-
-struct FusedConvSpec {
-  int n, c, h, w;  // input, dims in NCHW order whatever the layout
-  int k, r, s;     // output channels, kernel height and width (groups = 1)
-  int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
-  int out_h, out_w;
-  bool residual;            // y = act(conv + z + bias), z shaped like y
-  bool relu;                // else identity
-  cudnnDataType_t io_type;  // CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16 or CUDNN_DATA_FLOAT
-  bool nhwc;                // NHWC activations and KRSC filters; else NCHW and KCRS
-  bool allow_tf32 = false;  // fp32 only: accept engines that round inputs to TF32 (tensor cores)
-};
-
-// The error of a graph that no engine can run contains this text (see is_no_engine_error).
-constexpr const char kNoEngineMarker[] = "no cuDNN engine supports this fused convolution";
-
-inline bool is_no_engine_error(const Error& e) {
-  return e.message.find(kNoEngineMarker) != std::string::npos;
-}
-
-namespace graph_detail {
-
-constexpr int64_t kUidX = 1, kUidW = 2, kUidB = 3, kUidZ = 4, kUidY = 5;
-constexpr int64_t kUidConv = 101, kUidAddZ = 102, kUidAddB = 103;  // virtual
-constexpr int64_t kAlignment = 16;      // bytes; bind() checks every pointer against it
-constexpr int kMaxConfigs = 256;        // heuristics results read per mode
-constexpr int kMaxAttemptsPerMode = 8;  // plan finalizations per mode: the good ones come first
-
-inline Error backend_error(const char* layer, int line, const std::string& step,
-                           cudnnStatus_t status) {
-  std::string text = (layer && *layer) ? "layer '" + std::string(layer) + "'" : "zoc";
-  text += " (cudnn_graph.h:" + std::to_string(line) + "): cuDNN graph API: " + step +
-          " failed: " + detail::cudnn_status_text(status);
-  return Error{std::move(text)};
-}
-
-inline bool is_not_supported(cudnnStatus_t s) {
-  return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED;
-}
-
-}  // namespace graph_detail
-}  // namespace zoc
-
-// Evaluates `call` (a cudnnBackend* call) once; on failure returns an Error naming `step` (a
-// std::string expression, evaluated only on failure) and cuDNN's own explanation.
-#define ZOC_BACKEND(call, step, layer)                                                           \
-  do {                                                                                           \
-    const cudnnStatus_t zoc_backend_status_ = (call);                                            \
-    if (zoc_backend_status_ != CUDNN_STATUS_SUCCESS) {                                           \
-      return ::zoc::graph_detail::backend_error((layer), __LINE__, (step), zoc_backend_status_); \
-    }                                                                                            \
-  } while (0)
-
-// Sets one attribute; the error names the attribute and the descriptor (`what`).
-#define ZOC_SET_ATTR(desc, attr, type, count, ptr, what, layer)               \
-  ZOC_BACKEND(cudnnBackendSetAttribute((desc).get(), attr, type, count, ptr), \
-              std::string("set " #attr " on ") + (what), layer)
-
-// Sets an attribute that is one backend descriptor (`raw`, a cudnnBackendDescriptor_t).
-#define ZOC_SET_DESC(desc, attr, raw, what, layer)                                           \
-  do {                                                                                       \
-    cudnnBackendDescriptor_t zoc_raw_desc_ = (raw);                                          \
-    ZOC_SET_ATTR(desc, attr, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &zoc_raw_desc_, what, layer); \
-  } while (0)
-
-namespace zoc {
-
-// Owns one backend descriptor; move-only, destroyed with its owner on every path.
-class BackendDesc {
- public:
-  BackendDesc() = default;
-  ~BackendDesc() { reset(); }
-  BackendDesc(BackendDesc&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
-  BackendDesc& operator=(BackendDesc&& o) noexcept {
-    if (this != &o) {
-      reset();
-      d_ = std::exchange(o.d_, nullptr);
-    }
-    return *this;
-  }
-  BackendDesc(const BackendDesc&) = delete;
-  BackendDesc& operator=(const BackendDesc&) = delete;
-
-  static Expected<BackendDesc> create(cudnnBackendDescriptorType_t type, const std::string& what,
-                                      const char* layer) {
-    BackendDesc d;
-    ZOC_BACKEND(cudnnBackendCreateDescriptor(type, &d.d_), "create descriptor for " + what, layer);
-    return Expected<BackendDesc>(std::move(d));
-  }
-  cudnnBackendDescriptor_t get() const { return d_; }
-  void reset() {
-    if (d_) (void)cudnnBackendDestroyDescriptor(d_);  // nothing useful to do with a failure here
-    d_ = nullptr;
-  }
-
- private:
-  cudnnBackendDescriptor_t d_ = nullptr;
-};
-
-namespace graph_detail {
-
-inline Status finalize(const BackendDesc& d, const std::string& what, const char* layer) {
-  ZOC_BACKEND(cudnnBackendFinalize(d.get()), "finalize " + what, layer);
-  return Status();
-}
-
-// dims in NCHW order (n, c, h, w) -> strides of the chosen layout.
-inline void strides_for(const int64_t d[4], bool nhwc, int64_t out[4]) {
-  out[0] = d[1] * d[2] * d[3];
-  out[1] = nhwc ? 1 : d[2] * d[3];
-  out[2] = nhwc ? d[1] * d[3] : d[3];
-  out[3] = nhwc ? d[1] : 1;
-}
-
-// Moves `d` into the keep list (creation order) and returns its handle for wiring.
-inline cudnnBackendDescriptor_t keep_desc(std::vector<BackendDesc>* keep, BackendDesc d) {
-  keep->push_back(std::move(d));
-  return keep->back().get();
-}
-
-inline Expected<cudnnBackendDescriptor_t> make_tensor(int64_t uid, cudnnDataType_t type,
-                                                      const int64_t dims[4], bool nhwc,
-                                                      bool is_virtual, const char* name,
-                                                      std::vector<BackendDesc>* keep,
-                                                      const char* layer) {
-  const std::string what = std::string("tensor '") + name + "'";
-  ZOC_ASSIGN_OR_RETURN(BackendDesc t,
-                       BackendDesc::create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, what, layer));
-  int64_t strides[4];
-  strides_for(dims, nhwc, strides);
-  int64_t alignment = kAlignment;
-  bool virt = is_virtual;
-  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type, what, layer);
-  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, what, layer);
-  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides, what, layer);
-  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, what, layer);
-  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment, what, layer);
-  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt, what, layer);
-  ZOC_TRY(finalize(t, what, layer));
-  return keep_desc(keep, std::move(t));
-}
-
-// One pointwise operation y = mode(x[, b]) computed in fp32; returns the operation.
-inline Expected<cudnnBackendDescriptor_t> make_pointwise(
-    cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
-    cudnnBackendDescriptor_t y, const char* name, std::vector<BackendDesc>* keep,
-    const char* layer) {
-  const std::string what = std::string("pointwise descriptor '") + name + "'";
-  ZOC_ASSIGN_OR_RETURN(BackendDesc pw,
-                       BackendDesc::create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, what, layer));
-  cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, what, layer);
-  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, what, layer);
-  ZOC_TRY(finalize(pw, what, layer));
-  const cudnnBackendDescriptor_t raw_pw = keep_desc(keep, std::move(pw));
-
-  const std::string op_what = std::string("pointwise operation '") + name + "'";
-  ZOC_ASSIGN_OR_RETURN(
-      BackendDesc op,
-      BackendDesc::create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op_what, layer));
-  float one = 1.0f;
-  ZOC_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, raw_pw, op_what, layer);
-  ZOC_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x, op_what, layer);
-  if (b) ZOC_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b, op_what, layer);
-  ZOC_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y, op_what, layer);
-  ZOC_SET_ATTR(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one, op_what,
-               layer);
-  ZOC_SET_ATTR(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one, op_what,
-               layer);
-  ZOC_TRY(finalize(op, op_what, layer));
-  return keep_desc(keep, std::move(op));
-}
-
-// Builds and finalizes the operation graph of `s` and returns it; every descriptor goes into
-// *keep in creation order (users after what they use), to outlive the plans made from it.
-// `handle` may be null (it names the device for the heuristics; optional since cuDNN 9.8).
-inline Expected<cudnnBackendDescriptor_t> make_op_graph(cudnnHandle_t handle,
-                                                        const FusedConvSpec& s,
-                                                        std::vector<BackendDesc>* keep,
-                                                        const char* layer) {
-  const int64_t xd[4] = {s.n, s.c, s.h, s.w}, wd[4] = {s.k, s.c, s.r, s.s};
-  const int64_t yd[4] = {s.n, s.k, s.out_h, s.out_w}, bd[4] = {1, s.k, 1, 1};
-  const cudnnDataType_t io = s.io_type, f32 = CUDNN_DATA_FLOAT;
-  using T = cudnnBackendDescriptor_t;
-  ZOC_ASSIGN_OR_RETURN(const T x, make_tensor(kUidX, io, xd, s.nhwc, false, "x", keep, layer));
-  ZOC_ASSIGN_OR_RETURN(const T w, make_tensor(kUidW, io, wd, s.nhwc, false, "w", keep, layer));
-  ZOC_ASSIGN_OR_RETURN(const T b, make_tensor(kUidB, io, bd, s.nhwc, false, "bias", keep, layer));
-  ZOC_ASSIGN_OR_RETURN(const T y, make_tensor(kUidY, io, yd, s.nhwc, false, "y", keep, layer));
-  ZOC_ASSIGN_OR_RETURN(const T conv_out,
-                       make_tensor(kUidConv, f32, yd, s.nhwc, true, "conv_out", keep, layer));
-
-  // Convolution: conv_out = conv(x, w), alpha 1, beta 0, cross-correlation as in PyTorch.
-  const char* cd_what = "convolution descriptor";
-  ZOC_ASSIGN_OR_RETURN(BackendDesc cd,
-                       BackendDesc::create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, cd_what, layer));
-  cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  int64_t dims = 2, pad[2] = {s.pad_h, s.pad_w}, stride[2] = {s.stride_h, s.stride_w},
-          dil[2] = {s.dil_h, s.dil_w};
-  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, cd_what,
-               layer);
-  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, cd_what,
-               layer);
-  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims, cd_what, layer);
-  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad, cd_what, layer);
-  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad, cd_what, layer);
-  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride, cd_what,
-               layer);
-  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil, cd_what, layer);
-  ZOC_TRY(finalize(cd, cd_what, layer));
-  const T raw_cd = keep_desc(keep, std::move(cd));
-
-  const char* what = "convolution operation";
-  ZOC_ASSIGN_OR_RETURN(
-      BackendDesc conv,
-      BackendDesc::create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, what, layer));
-  float alpha = 1.0f, beta = 0.0f;
-  ZOC_SET_DESC(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x, what, layer);
-  ZOC_SET_DESC(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w, what, layer);
-  ZOC_SET_DESC(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, conv_out, what, layer);
-  ZOC_SET_DESC(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, raw_cd, what, layer);
-  ZOC_SET_ATTR(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha,
-               what, layer);
-  ZOC_SET_ATTR(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta,
-               what, layer);
-  ZOC_TRY(finalize(conv, what, layer));
-  std::vector<T> ops = {keep_desc(keep, std::move(conv))};
-
-  // Epilogue: [+ z] + bias [relu]; each op reads the previous op's (virtual, fp32) output.
-  T cur = conv_out;
-  if (s.residual) {
-    ZOC_ASSIGN_OR_RETURN(const T z, make_tensor(kUidZ, io, yd, s.nhwc, false, "z", keep, layer));
-    ZOC_ASSIGN_OR_RETURN(const T after_z,
-                         make_tensor(kUidAddZ, f32, yd, s.nhwc, true, "after_add_z", keep, layer));
-    ZOC_ASSIGN_OR_RETURN(
-        const T op, make_pointwise(CUDNN_POINTWISE_ADD, cur, z, after_z, "add_z", keep, layer));
-    ops.push_back(op);
-    cur = after_z;
-  }
-  T bias_out = y;
-  if (s.relu) {
-    ZOC_ASSIGN_OR_RETURN(
-        bias_out, make_tensor(kUidAddB, f32, yd, s.nhwc, true, "after_add_bias", keep, layer));
-  }
-  ZOC_ASSIGN_OR_RETURN(const T add_b, make_pointwise(CUDNN_POINTWISE_ADD, cur, b, bias_out,
-                                                     "add_bias", keep, layer));
-  ops.push_back(add_b);
-  if (s.relu) {
-    ZOC_ASSIGN_OR_RETURN(const T relu, make_pointwise(CUDNN_POINTWISE_RELU_FWD, bias_out, nullptr,
-                                                      y, "relu", keep, layer));
-    ops.push_back(relu);
-  }
-
-  ZOC_ASSIGN_OR_RETURN(
-      BackendDesc graph,
-      BackendDesc::create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph", layer));
-  ZOC_SET_ATTR(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-               int64_t(ops.size()), ops.data(), "operation graph", layer);
-  if (handle) {
-    cudnnHandle_t hh = handle;
-    ZOC_SET_ATTR(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &hh,
-                 "operation graph", layer);
-  }
-  const cudnnStatus_t st = cudnnBackendFinalize(graph.get());
-  if (st != CUDNN_STATUS_SUCCESS) {
-    const std::string step = is_not_supported(st)
-                                 ? std::string(kNoEngineMarker) + ": finalize operation graph"
-                                 : std::string("finalize operation graph");
-    return backend_error(layer, __LINE__, step, st);
-  }
-  return keep_desc(keep, std::move(graph));
-}
-
-// Reads an INT64 attribute; `what` names it for the error.
-inline Expected<int64_t> get_int64(const BackendDesc& d, cudnnBackendAttributeName_t attr,
-                                   const char* what, const char* layer) {
-  int64_t value = 0, count = 0;
-  ZOC_BACKEND(cudnnBackendGetAttribute(d.get(), attr, CUDNN_TYPE_INT64, 1, &count, &value),
-              std::string("get ") + what, layer);
-  return value;
-}
-
-// What an engine config is: the engine's global index, its notes and knob choices.
-struct ConfigInfo {
-  int64_t engine = -1;
-  std::vector<int> numerical, behavior;
-  std::string knobs;  // "k<type>=<value>,..." (filled only when asked for)
-  bool has_numerical(int note) const {
-    return std::find(numerical.begin(), numerical.end(), note) != numerical.end();
-  }
-  bool has_behavior(int note) const {
-    return std::find(behavior.begin(), behavior.end(), note) != behavior.end();
-  }
-};
-
-inline Expected<ConfigInfo> describe_config(const BackendDesc& cfg, bool with_knobs,
-                                            const char* layer) {
-  ConfigInfo info;
-  ZOC_ASSIGN_OR_RETURN(BackendDesc engine,
-                       BackendDesc::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine", layer));
-  cudnnBackendDescriptor_t raw = engine.get();
-  int64_t count = 0;
-  ZOC_BACKEND(cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
-                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &raw),
-              "get CUDNN_ATTR_ENGINECFG_ENGINE", layer);
-  ZOC_ASSIGN_OR_RETURN(info.engine, get_int64(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
-                                              "CUDNN_ATTR_ENGINE_GLOBAL_INDEX", layer));
-  cudnnBackendNumericalNote_t num[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-  ZOC_BACKEND(cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
-                                       CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT,
-                                       &count, num),
-              "get CUDNN_ATTR_ENGINE_NUMERICAL_NOTE", layer);
-  for (int64_t i = 0; i < count && i < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; ++i)
-    info.numerical.push_back(num[i]);
-  cudnnBackendBehaviorNote_t beh[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
-  ZOC_BACKEND(cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
-                                       CUDNN_TYPE_BEHAVIOR_NOTE, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT,
-                                       &count, beh),
-              "get CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE", layer);
-  for (int64_t i = 0; i < count && i < CUDNN_BEHAVIOR_NOTE_TYPE_COUNT; ++i)
-    info.behavior.push_back(beh[i]);
-  if (!with_knobs) return info;
-
-  std::vector<BackendDesc> knobs;
-  std::vector<cudnnBackendDescriptor_t> raw_knobs;
-  for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
-    ZOC_ASSIGN_OR_RETURN(BackendDesc k, BackendDesc::create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR,
-                                                            "knob choice", layer));
-    raw_knobs.push_back(k.get());
-    knobs.push_back(std::move(k));
-  }
-  ZOC_BACKEND(cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
-                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, CUDNN_KNOB_TYPE_COUNTS,
-                                       &count, raw_knobs.data()),
-              "get CUDNN_ATTR_ENGINECFG_KNOB_CHOICES", layer);
-  for (int64_t i = 0; i < count && i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
-    cudnnBackendKnobType_t type = CUDNN_KNOB_TYPE_COUNTS;
-    int64_t value = 0, n = 0;
-    ZOC_BACKEND(cudnnBackendGetAttribute(raw_knobs[size_t(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
-                                         CUDNN_TYPE_KNOB_TYPE, 1, &n, &type),
-                "get CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE", layer);
-    ZOC_BACKEND(cudnnBackendGetAttribute(raw_knobs[size_t(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
-                                         CUDNN_TYPE_INT64, 1, &n, &value),
-                "get CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE", layer);
-    info.knobs +=
-        (info.knobs.empty() ? "k" : ",k") + std::to_string(int(type)) + "=" + std::to_string(value);
-  }
-  return info;
-}
-
-inline Status validate(const FusedConvSpec& s, const char* layer) {
-  const std::string who = "layer '" + std::string(layer ? layer : "") + "': FusedConvSpec: ";
-  const int v[] = {s.n,        s.c,        s.h,     s.w,     s.k,     s.r,    s.s,
-                   s.stride_h, s.stride_w, s.dil_h, s.dil_w, s.out_h, s.out_w};
-  for (int x : v) {
-    if (x < 1) return Error{who + "sizes, strides and dilations must be >= 1"};
-  }
-  if (s.pad_h < 0 || s.pad_w < 0) return Error{who + "negative padding"};
-  const int64_t oh =
-      (int64_t(s.h) + 2 * int64_t(s.pad_h) - int64_t(s.dil_h) * (s.r - 1) - 1) / s.stride_h + 1;
-  const int64_t ow =
-      (int64_t(s.w) + 2 * int64_t(s.pad_w) - int64_t(s.dil_w) * (s.s - 1) - 1) / s.stride_w + 1;
-  if (oh != s.out_h || ow != s.out_w) {
-    return Error{who + "output " + std::to_string(s.out_h) + "x" + std::to_string(s.out_w) +
-                 " does not match the convolution's " + std::to_string(oh) + "x" +
-                 std::to_string(ow)};
-  }
-  if (s.io_type != CUDNN_DATA_HALF && s.io_type != CUDNN_DATA_BFLOAT16 &&
-      s.io_type != CUDNN_DATA_FLOAT) {
-    return Error{who + "io_type must be CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16 or CUDNN_DATA_FLOAT"};
-  }
-  // Element counts of x, w and y must fit in int64 (each factor is < 2^31, so two steps suffice).
-  const double biggest =
-      double(s.n) * std::max(double(s.c) * s.h * s.w, double(s.k) * s.out_h * s.out_w);
-  if (biggest > 9.0e18 || double(s.k) * s.c * s.r * s.s > 9.0e18)
-    return Error{who + "tensor too large"};
-  return Status();
-}
-
-}  // namespace graph_detail
 
 class FusedConvPlan {
  public:
@@ -438,116 +53,77 @@ class FusedConvPlan {
                                        size_t workspace_limit, const char* layer,
                                        cudnnBackendDescriptor_t device_prop = nullptr) {
     using namespace graph_detail;
+    constexpr int kMaxAttempts = 16;  // plan finalizations: the good configs come first
     ZOC_TRY(validate(s, layer));
     FusedConvPlan p;  // owns every descriptor from here on, on every path
     p.spec_ = s;
     ZOC_ASSIGN_OR_RETURN(const cudnnBackendDescriptor_t graph,
                          make_op_graph(handle, s, &p.keep_, layer));
-
-    // Engine choice: heuristics mode A, then FALLBACK; the first config that finalizes wins.
     std::string tried;  // why the rejected configs were rejected, for the error message
-    auto note = [&tried](const std::string& why) {
-      if (tried.size() < 3000) tried += "; " + why;
-    };
+    ZOC_ASSIGN_OR_RETURN(std::vector<OfferedConfig> offered,
+                         all_offered(s, graph, device_prop, false, &tried, layer));
     int attempts = 0;
-    const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
-    for (int m = 0; m < 2; ++m) {
-      const char* mode_name = m == 0 ? "A" : "FALLBACK";
-      const std::string heur_what = std::string("heuristics (mode ") + mode_name + ")";
-      ZOC_ASSIGN_OR_RETURN(
-          BackendDesc heur,
-          BackendDesc::create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, heur_what, layer));
-      cudnnBackendHeurMode_t mode = modes[m];
-      ZOC_SET_DESC(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph, heur_what, layer);
-      ZOC_SET_ATTR(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, heur_what,
-                   layer);
-      if (device_prop) {
-        ZOC_SET_DESC(heur, CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, device_prop, heur_what, layer);
-      }
-      cudnnStatus_t st = cudnnBackendFinalize(heur.get());
-      if (st != CUDNN_STATUS_SUCCESS) {
-        note(heur_what + ": " + detail::cudnn_status_text(st));
-        continue;
-      }
-      int64_t count = 0;
-      ZOC_BACKEND(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
-                  "get the number of CUDNN_ATTR_ENGINEHEUR_RESULTS of " + heur_what, layer);
-      if (count > kMaxConfigs) count = kMaxConfigs;
-      if (count <= 0) {
-        note(heur_what + ": no engine configs");
-        continue;
-      }
-      std::vector<BackendDesc> cfgs;
-      std::vector<cudnnBackendDescriptor_t> raw;
-      for (int64_t i = 0; i < count; ++i) {
-        ZOC_ASSIGN_OR_RETURN(BackendDesc c, BackendDesc::create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
-                                                                "engine config", layer));
-        raw.push_back(c.get());
-        cfgs.push_back(std::move(c));
-      }
-      int64_t got = 0;
-      ZOC_BACKEND(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()),
-                  "get CUDNN_ATTR_ENGINEHEUR_RESULTS of " + heur_what, layer);
-      if (got <= 0) note(heur_what + ": " + std::to_string(count) + " configs listed, none given");
-      int mode_attempts = 0;
-      for (int64_t i = 0; i < got && i < count && mode_attempts < kMaxAttemptsPerMode; ++i) {
-        BackendDesc& cfg = cfgs[size_t(i)];
-        const std::string tag = std::string(mode_name) + "#" + std::to_string(i);
-        ZOC_ASSIGN_OR_RETURN(ConfigInfo info, describe_config(cfg, false, layer));
-        const bool fp32_strict = s.io_type == CUDNN_DATA_FLOAT && !s.allow_tf32;
-        if (info.has_numerical(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
-            info.has_numerical(CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) ||
-            (fp32_strict && info.has_numerical(CUDNN_NUMERICAL_NOTE_TENSOR_CORE))) {
-          note(tag + " eng" + std::to_string(info.engine) +
-               ": skipped (reduced-precision numerics)");
-          continue;
-        }
-        ++attempts, ++mode_attempts;
-        ZOC_ASSIGN_OR_RETURN(
-            BackendDesc plan,
-            BackendDesc::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan", layer));
-        ZOC_SET_DESC(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg.get(), "execution plan",
-                     layer);
-        if (device_prop) {
-          ZOC_SET_DESC(plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, device_prop, "execution plan",
-                       layer);
-        }
-        st = cudnnBackendFinalize(plan.get());
-        if (st != CUDNN_STATUS_SUCCESS) {
-          note(tag + " eng" + std::to_string(info.engine) + ": " + detail::cudnn_status_text(st));
-          continue;
-        }
-        ZOC_ASSIGN_OR_RETURN(int64_t ws,
-                             get_int64(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                       "CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE", layer));
-        if (ws < 0 || uint64_t(ws) > workspace_limit) {
-          note(tag + " eng" + std::to_string(info.engine) + ": workspace " + std::to_string(ws) +
-               " bytes over the limit");
-          continue;
-        }
-        ZOC_ASSIGN_OR_RETURN(ConfigInfo full, describe_config(cfg, true, layer));
-        p.workspace_ = size_t(ws);
-        p.name_ = tag + " eng" + std::to_string(full.engine);
-        if (full.has_behavior(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) p.name_ += " rtc";
-        if (full.has_numerical(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) p.name_ += " tc";
-        if (full.has_numerical(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) p.name_ += " nondet";
-        if (full.has_numerical(CUDNN_NUMERICAL_NOTE_WINOGRAD)) p.name_ += " winograd";
-        if (!full.knobs.empty()) p.name_ += " {" + full.knobs + "}";
-        p.keep_.push_back(std::move(heur));
-        p.keep_.push_back(std::move(cfg));
-        p.plan_ = std::move(plan);
-        return Expected<FusedConvPlan>(std::move(p));
-      }
+    for (OfferedConfig& o : offered) {
+      if (attempts++ == kMaxAttempts) break;
+      ZOC_ASSIGN_OR_RETURN(bool ok, p.adopt(std::move(o.cfg), o.info, o.tag, workspace_limit,
+                                            device_prop, &tried, layer));
+      if (ok) return Expected<FusedConvPlan>(std::move(p));
     }
     return Error{"layer '" + std::string(layer ? layer : "") + "': " + kNoEngineMarker + " (" +
                  std::to_string(attempts) + " plans tried" + tried + ")"};
   }
 
+  // Builds exactly the engine config `choice` (from a plan file, or a tuning candidate) for `s`.
+  // An error when it does not finalize or needs more than `workspace_limit` bytes.
+  static Expected<FusedConvPlan> build_choice(cudnnHandle_t handle, const FusedConvSpec& s,
+                                              const EngineChoice& choice, size_t workspace_limit,
+                                              const char* layer,
+                                              cudnnBackendDescriptor_t device_prop = nullptr) {
+    using namespace graph_detail;
+    ZOC_TRY(validate(s, layer));
+    FusedConvPlan p;
+    p.spec_ = s;
+    ZOC_ASSIGN_OR_RETURN(const cudnnBackendDescriptor_t graph,
+                         make_op_graph(handle, s, &p.keep_, layer));
+    ZOC_ASSIGN_OR_RETURN(BackendDesc cfg, make_config(graph, choice, &p.keep_, layer));
+    ZOC_ASSIGN_OR_RETURN(ConfigInfo info, describe_config(cfg, layer));
+    std::string why;
+    ZOC_ASSIGN_OR_RETURN(bool ok, p.adopt(std::move(cfg), info, "plan", workspace_limit,
+                                          device_prop, &why, layer));
+    if (!ok) {
+      return Error{"layer '" + std::string(layer ? layer : "") + "': engine config " +
+                   std::to_string(choice.engine) + " {" + choice.knob_text() +
+                   "} cannot run: " + why.substr(2)};
+    }
+    return Expected<FusedConvPlan>(std::move(p));
+  }
+
+  // The engine configs worth timing for `s`: all that heuristics modes A and B and the fallback
+  // list offer within the precision's numerics, each once, A's best first; at most `max`.
+  static Expected<std::vector<EngineChoice>> candidates(cudnnHandle_t handle,
+                                                        const FusedConvSpec& s, size_t max,
+                                                        const char* layer) {
+    using namespace graph_detail;
+    ZOC_TRY(validate(s, layer));
+    std::vector<BackendDesc> keep;
+    ZOC_ASSIGN_OR_RETURN(const cudnnBackendDescriptor_t graph,
+                         make_op_graph(handle, s, &keep, layer));
+    std::string notes;
+    ZOC_ASSIGN_OR_RETURN(std::vector<OfferedConfig> offered,
+                         all_offered(s, graph, nullptr, true, &notes, layer));
+    std::vector<EngineChoice> out;
+    for (const OfferedConfig& o : offered) {
+      if (out.size() == max) break;
+      out.push_back(o.info.choice);
+    }
+    while (!keep.empty()) keep.pop_back();  // users before what they use
+    return out;
+  }
+
   size_t workspace_bytes() const { return workspace_; }
   const FusedConvSpec& spec() const { return spec_; }
-  // "A#0 eng12 rtc tc {k2=3,...}": heuristics mode and rank, engine index, notes, knob choices.
+  const EngineChoice& choice() const { return choice_; }
+  // "A#0 eng12 rtc tc {k2=3,...}": heuristics mode and rank (or "plan"), engine, notes, knobs.
   std::string engine_name() const { return name_; }
 
   // Binds the device pointers into a prebuilt variant pack; call again to rebind. `z` must be
@@ -592,6 +168,10 @@ class FusedConvPlan {
     return Status();
   }
 
+  // The finalized plan and the bound variant pack (null before bind), for timing loops.
+  cudnnBackendDescriptor_t plan() const { return plan_.get(); }
+  cudnnBackendDescriptor_t pack() const { return pack_.get(); }
+
   // One cudnnBackendExecute on the handle's stream with the bound pointers.
   Status run(cudnnHandle_t handle, const char* layer) const {
     if (!pack_.get())
@@ -602,6 +182,42 @@ class FusedConvPlan {
   }
 
  private:
+  // Finalizes an execution plan of `cfg` and keeps it when its workspace fits: true; false
+  // (with the reason appended to *why) when cuDNN cannot finalize it or it needs too much.
+  Expected<bool> adopt(BackendDesc cfg, const graph_detail::ConfigInfo& info,
+                       const std::string& tag, size_t workspace_limit,
+                       cudnnBackendDescriptor_t device_prop, std::string* why, const char* layer) {
+    using namespace graph_detail;
+    const std::string name = tag + " " + info.name();
+    ZOC_ASSIGN_OR_RETURN(
+        BackendDesc plan,
+        BackendDesc::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan", layer));
+    ZOC_SET_DESC(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg.get(), "execution plan",
+                 layer);
+    if (device_prop) {
+      ZOC_SET_DESC(plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, device_prop, "execution plan",
+                   layer);
+    }
+    const cudnnStatus_t st = cudnnBackendFinalize(plan.get());
+    if (st != CUDNN_STATUS_SUCCESS) {
+      if (why->size() < 3000) *why += "; " + name + ": " + detail::cudnn_status_text(st);
+      return false;
+    }
+    ZOC_ASSIGN_OR_RETURN(int64_t ws, get_int64(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                               "CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE", layer));
+    if (ws < 0 || uint64_t(ws) > workspace_limit) {
+      if (why->size() < 3000) {
+        *why += "; " + name + ": workspace " + std::to_string(ws) + " bytes over the limit";
+      }
+      return false;
+    }
+    workspace_ = size_t(ws);
+    name_ = name;
+    choice_ = info.choice;
+    keep_.push_back(std::move(cfg));
+    plan_ = std::move(plan);
+    return true;
+  }
   void release() {  // plan and pack first, then what they were built from, newest first
     pack_.reset();
     plan_.reset();
@@ -611,6 +227,7 @@ class FusedConvPlan {
     spec_ = o.spec_;
     workspace_ = std::exchange(o.workspace_, 0);
     name_ = std::move(o.name_);
+    choice_ = std::move(o.choice_);
     keep_ = std::move(o.keep_);
     o.keep_.clear();
     plan_ = std::move(o.plan_);
@@ -620,6 +237,7 @@ class FusedConvPlan {
   FusedConvSpec spec_{};
   size_t workspace_ = 0;
   std::string name_;
+  EngineChoice choice_;
   std::vector<BackendDesc> keep_;
   BackendDesc plan_, pack_;
 };

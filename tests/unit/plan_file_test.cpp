@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -17,8 +19,10 @@ zoc::PlanFile sample() {
   p.model = "resnet50";
   p.precision = "fp16";
   p.ir_hash = "0123456789abcdef";
-  p.set({"conv1", 1, 1, 1, 4096, 0.0123});
-  p.set({"layer1.0.conv2", 256, 6, 2, 0, 0.25});
+  p.set({"conv1", 1, 1, 1, 4096, 0.0123, -1, ""});
+  p.set({"layer1.0.conv2", 256, 6, 2, 0, 0.25, -1, ""});
+  p.set({"layer1.0.conv3", 8, 0, 0, 1 << 20, 0.031, 42, "k2=3,k14=-1"});  // a graph-API config
+  p.set({"fc", 8, 0, 0, 0, 0.002, 7, "-"});
   return p;
 }
 
@@ -38,19 +42,43 @@ TEST(PlanFile, RoundTripKeepsEveryChoice) {
   EXPECT_EQ(back->find("conv1", 1)->workspace, 4096u);
   EXPECT_EQ(back->find("conv1", 2), nullptr);
   EXPECT_EQ(back->gpu, "NVIDIA H200");  // a name with a space survives
+  ASSERT_NE(back->find("layer1.0.conv3", 8), nullptr);
+  EXPECT_EQ(back->find("layer1.0.conv3", 8)->engine, 42);
+  EXPECT_EQ(back->find("layer1.0.conv3", 8)->knobs, "k2=3,k14=-1");
+  EXPECT_EQ(back->find("layer1.0.conv2", 256)->engine, -1);  // a legacy choice stays legacy
+  EXPECT_NE(p.text().find("graph 8 42 k2=3,k14=-1 1048576 0.03100 layer1.0.conv3\n"),
+            std::string::npos);
+}
+
+TEST(PlanFile, KnobListsParseAndPrintBack) {
+  std::vector<std::pair<int, int64_t>> knobs;
+  ASSERT_TRUE(zoc::parse_knob_list("k2=3,k14=-1", &knobs));
+  ASSERT_EQ(knobs.size(), 2u);
+  EXPECT_EQ(knobs[1], (std::pair<int, int64_t>{14, -1}));
+  EXPECT_EQ(zoc::knob_list_text(knobs), "k2=3,k14=-1");
+  ASSERT_TRUE(zoc::parse_knob_list("-", &knobs));
+  EXPECT_TRUE(knobs.empty());
+  EXPECT_EQ(zoc::knob_list_text(knobs), "-");
+  for (const char* bad : {"", ",", "k2=3,", "k2", "k=3", "2=3", "k2=3x", "k-1=3", "k300=1",
+                          "k2 =3", "k2=3,,k4=1", "x2=3"}) {
+    EXPECT_FALSE(zoc::parse_knob_list(bad, &knobs)) << bad;
+  }
 }
 
 TEST(PlanFile, SetReplacesTheChoiceForALayerAndBatch) {
   zoc::PlanFile p = sample();
-  p.set({"conv1", 1, 0, 0, 0, 0.5});
-  EXPECT_EQ(p.choices.size(), 2u);
+  p.set({"conv1", 1, 0, 0, 0, 0.5, -1, ""});
+  EXPECT_EQ(p.choices.size(), 4u);
   EXPECT_EQ(p.find("conv1", 1)->algo, 0);
+  p.set({"conv1", 1, 0, 0, 0, 0.4, 9, "k1=2"});  // a graph-API choice replaces a legacy one
+  EXPECT_EQ(p.choices.size(), 4u);
+  EXPECT_EQ(p.find("conv1", 1)->engine, 9);
 }
 
 TEST(PlanFile, LargestWorkspaceCoversTheBatchesAModelCanRun) {
   zoc::PlanFile p = sample();  // conv1 at batch 1: 4096 bytes; layer1.0.conv2 at 256: 0
-  p.set({"conv1", 64, 1, 1, 1 << 20, 0.1});
-  p.set({"conv1", 128, 1, 1, 1ull << 40, 0.1});  // over any limit below
+  p.set({"conv1", 64, 1, 1, 1 << 20, 0.1, -1, ""});
+  p.set({"conv1", 128, 1, 1, 1ull << 40, 0.1, -1, ""});  // over any limit below
   EXPECT_EQ(p.largest_workspace(1, 1 << 30), 4096u);
   EXPECT_EQ(p.largest_workspace(64, 1 << 30), uint64_t(1) << 20);
   EXPECT_EQ(p.largest_workspace(256, 1 << 30), uint64_t(1) << 20);
@@ -93,7 +121,14 @@ TEST(PlanFile, MalformedFilesAreLocatedErrors) {
   EXPECT_EQ(error_of("zoc-plan 1\nmodel m fp16\n"),
             "p.plan:2: 'model' needs a name, a precision and an IR hash");
   EXPECT_EQ(error_of(head + "engine 3\n"),
-            "p.plan:5: unknown line 'engine' (expected gpu, cudnn, model or conv)");
+            "p.plan:5: unknown line 'engine' (expected gpu, cudnn, model, conv or graph)");
+  EXPECT_EQ(error_of(head + "graph 1 42 k2=3 0 0.1\n"),
+            "p.plan:5: expected 'graph BATCH ENGINE KNOBS WORKSPACE MS LAYER'");
+  EXPECT_EQ(error_of(head + "graph 1 -3 k2=3 0 0.1 conv1\n"), "p.plan:5: engine out of range");
+  EXPECT_EQ(error_of(head + "graph 1 42 k2=,k3=1 0 0.1 conv1\n"),
+            "p.plan:5: knobs must be '-' or 'k<type>=<value>,...', got 'k2=,k3=1'");
+  EXPECT_EQ(error_of(head + "graph 1 42 - 0 0.1 conv1\nconv 1 2 1 0 0.1 conv1\n"),
+            "p.plan:6: a second choice for layer 'conv1' at batch 1");
   EXPECT_EQ(error_of(head + "conv -1 1 1 0 0.1 conv1\n"), "p.plan:5: batch out of range 1..65536");
   EXPECT_EQ(error_of(head + "conv 1 1 1 -5 0.1 conv1\n"), "p.plan:5: workspace out of range");
   EXPECT_EQ(error_of(head + "gpu Other\n"), "p.plan:5: a second 'gpu' line");

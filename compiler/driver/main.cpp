@@ -38,7 +38,7 @@ struct Args {
   int64_t batch = 1;
   int top_k = 5;
   std::string precision = "fp32";
-  std::string conv_api = "legacy";  // --conv-api legacy|graph
+  std::string conv_api = "auto";  // --conv-api auto|legacy|graph
   std::string linear_api = "cublas";  // --linear cublas|cudnn
   bool train = false;                 // zoc compile --train
   bool force = false;                 // zoc compile --force: replace a folder zoc did not write
@@ -236,8 +236,15 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   if (!args.train && !optimize(g, args, diags)) return finish(diags);
   zoc::cudnn::EmitOptions eopts;
   eopts.precision = *precision;
-  eopts.conv_api =
-      args.conv_api == "graph" ? zoc::cudnn::ConvApi::kGraph : zoc::cudnn::ConvApi::kLegacy;
+  // auto: the API measured faster for the precision, both tuned (H100, ResNet-50,
+  // results/2026-11-24-h100-graph-engines): the graph API in fp32 (62.1 -> 52.9 ms at batch 256)
+  // and tf32 (14.4 -> 13.7 ms); the legacy call in fp16/bf16 (0.31 vs 0.33 ms at batch 1). The
+  // trainer's convolutions are legacy calls whatever this says.
+  const bool fp32_or_tf32 = *precision == zoc::cudnn::Precision::kFP32 ||
+                            *precision == zoc::cudnn::Precision::kTF32;
+  const bool graph = args.conv_api == "graph" || (args.conv_api == "auto" && fp32_or_tf32 &&
+                                                   !args.train);
+  eopts.conv_api = graph ? zoc::cudnn::ConvApi::kGraph : zoc::cudnn::ConvApi::kLegacy;
   eopts.linear_api =
       args.linear_api == "cudnn" ? zoc::cudnn::LinearApi::kCudnn : zoc::cudnn::LinearApi::kCublas;
   eopts.pad_input_channels = args.pad_input_channels;
@@ -246,9 +253,7 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
                                          : zoc::cudnn::Layout::kAuto;
   // auto: the side stream where it was measured to pay (results/2026-11-22-h100-side-stream):
   // fp32/tf32 at small batch; fp16/bf16 gained nothing and would pay 0.4 MiB/sample of arena.
-  eopts.side_stream = args.streams == "2" ||
-                      (args.streams == "auto" && (*precision == zoc::cudnn::Precision::kFP32 ||
-                                                  *precision == zoc::cudnn::Precision::kTF32));
+  eopts.side_stream = args.streams == "2" || (args.streams == "auto" && fp32_or_tf32);
   eopts.command = args.command_line;
   eopts.zoc_version = ZOC_VERSION;
   auto gen = args.train ? zoc::cudnn::emit_trainer(g, eopts, diags) : zoc::cudnn::emit(g, eopts, diags);
@@ -356,8 +361,9 @@ Commands define_commands(CLI::App& app, Args& args) {
   compile_cmd->add_option("--input", args.input_dims,
                           "input size CxHxW (default: the model's; required for .pt models)");
   compile_cmd->add_option("--conv-api", args.conv_api,
-                          "fused convolutions via cuDNN's 'legacy' call or 'graph' API plans")
-      ->check(CLI::IsMember({"legacy", "graph"}))
+                          "fused convolutions via cuDNN's 'legacy' call or 'graph' API plans; "
+                          "auto: graph for fp32/tf32, legacy for fp16/bf16 (measured faster)")
+      ->check(CLI::IsMember({"auto", "legacy", "graph"}))
       ->capture_default_str();
   compile_cmd->add_flag("--train", args.train,
                         "generate a trainer (training-mode forward, cross-entropy, backward, "
@@ -376,8 +382,8 @@ Commands define_commands(CLI::App& app, Args& args) {
       ->capture_default_str();
   compile_cmd
       ->add_option("--streams", args.streams,
-                   "legacy conv API: 2 runs each side branch (ResNet's downsample) on a second "
-                   "stream beside the main branch; 1: one stream; auto: 2 for fp32/tf32")
+                   "2 runs each side branch (ResNet's downsample) on a second stream beside "
+                   "the main branch; 1: one stream; auto: 2 for fp32/tf32")
       ->check(CLI::IsMember({"auto", "1", "2"}))
       ->capture_default_str();
   compile_cmd

@@ -93,22 +93,19 @@ void emit_conv_call(EmitContext& ctx, const ir::Node& n, size_t i, const ConvGeo
     ctx.s.members.line("zoc::ConvLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
     ctx.s.create.line("ZOC_TRY({}_.create(kConv_{}, kTypes, {}));", id, id, ctx.name_literal(n));
   }
-  if (graph) {
-    ctx.s.describe.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, {}));", id,
-                        ctx.name_literal(n));
-  } else if (side >= 0) {  // its own workspace: it may run while the main branch uses the other
-    ctx.s.describe.line("ZOC_TRY({}_.describe(cudnn_, n, side_limit_, {}, &plan_));", id,
-                        ctx.name_literal(n));
+  if (side >= 0) {  // its own workspace: it may run while the main branch uses the other
+    // (a graph-API plan is built on the handle that runs it)
+    ctx.s.describe.line("ZOC_TRY({}_.describe({}, n, side_limit_, {}, &plan_));", id,
+                        graph ? "cudnn_side_" : "cudnn_", ctx.name_literal(n));
   } else {
     ctx.s.describe.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, {}, &plan_));", id,
                         ctx.name_literal(n));
   }
-  if (!graph) {
-    ctx.s.tune.line("ZOC_TRY({}_.tune(cudnn_, n, {}, w + kW_{}, w + kB_{}, {}, {}, scratch->get(), "
-                    "scratch_bytes, stream, {}, &choice));",
-                    id, ctx.ptr(n.inputs[0]), id, id, z, ctx.ptr(n.output), ctx.name_literal(n));
-    ctx.s.tune.line("plan->set(choice);");
-  }
+  // Both APIs time their candidates on the real call (the graph API its engine configs).
+  ctx.s.tune.line("ZOC_TRY({}_.tune(cudnn_, n, {}, w + kW_{}, w + kB_{}, {}, {}, scratch->get(), "
+                  "scratch_bytes, stream, {}, &choice));",
+                  id, ctx.ptr(n.inputs[0]), id, id, z, ctx.ptr(n.output), ctx.name_literal(n));
+  ctx.s.tune.line("plan->set(choice);");
   if (side >= 0) {
     ctx.s.describe.line("side_need_ = std::max(side_need_, {}_.workspace);", id);
   } else {
@@ -117,14 +114,6 @@ void emit_conv_call(EmitContext& ctx, const ir::Node& n, size_t i, const ConvGeo
   ctx.s.destroy.line("{}_.destroy();", id);
 
   comment(ctx, n, summary);
-  if (graph) {
-    ctx.s.bind.line("ZOC_TRY({}_.bind({}, w + kW_{}, w + kB_{}, {}, {}, workspace_, {}));", id,
-                    ctx.ptr(n.inputs[0]), id, id, z, ctx.ptr(n.output), ctx.name_literal(n));
-    ctx.s.forward.line("ZOC_TRY({}_.run(cudnn_, {}));  // x {}, y {}{}", id, ctx.name_literal(n),
-                       ctx.ptr(n.inputs[0]), ctx.ptr(n.output),
-                       g.residual ? ", z " + z : "");
-    return;
-  }
   if (side >= 0) {
     ctx.s.forward.line("// ... on the side stream, beside the main branch until layer {} joins it",
                        sanitize_comment(ctx.g.nodes[static_cast<size_t>(join_of(ctx, side))].name));
@@ -132,17 +121,26 @@ void emit_conv_call(EmitContext& ctx, const ir::Node& n, size_t i, const ConvGeo
     ctx.s.forward.line("ZOC_CUDA(cudaStreamWaitEvent(side_, fork_[{}], 0), {});", side,
                        ctx.name_literal(n));
   }
-  ctx.s.forward.line(
-      "ZOC_CUDNN(cudnnConvolutionBiasActivationForward({handle}, &kOne, {id}_.x, {in}, {id}_.w, "
-      "w + kW_{id}, {id}_.conv, {id}_.algo, {ws}, {id}_.workspace, {alpha2}, {id}_.y, {z}, "
-      "{id}_.bias, w + kB_{id}, {id}_.act, {id}_.y, {out}),",
-      fmt::arg("handle", side >= 0 ? "cudnn_side_" : "cudnn_"),
-      fmt::arg("ws", side >= 0 ? "side_workspace_" : "workspace_"),
-      fmt::arg("id", id), fmt::arg("in", ctx.ptr(n.inputs[0])),
-      fmt::arg("alpha2", g.residual ? "&kOne" : "&kZero"),
-      fmt::arg("z", g.residual ? z : ctx.ptr(n.output)),
-      fmt::arg("out", ctx.ptr(n.output)));
-  ctx.s.forward.line("          {});", ctx.name_literal(n));
+  if (graph) {
+    ctx.s.bind.line("ZOC_TRY({}_.bind({}, w + kW_{}, w + kB_{}, {}, {}, {}, {}));", id,
+                    ctx.ptr(n.inputs[0]), id, id, z, ctx.ptr(n.output),
+                    side >= 0 ? "side_workspace_" : "workspace_", ctx.name_literal(n));
+    ctx.s.forward.line("ZOC_TRY({}_.run({}, {}));  // x {}, y {}{}", id,
+                       side >= 0 ? "cudnn_side_" : "cudnn_", ctx.name_literal(n),
+                       ctx.ptr(n.inputs[0]), ctx.ptr(n.output), g.residual ? ", z " + z : "");
+  } else {
+    ctx.s.forward.line(
+        "ZOC_CUDNN(cudnnConvolutionBiasActivationForward({handle}, &kOne, {id}_.x, {in}, {id}_.w, "
+        "w + kW_{id}, {id}_.conv, {id}_.algo, {ws}, {id}_.workspace, {alpha2}, {id}_.y, {z}, "
+        "{id}_.bias, w + kB_{id}, {id}_.act, {id}_.y, {out}),",
+        fmt::arg("handle", side >= 0 ? "cudnn_side_" : "cudnn_"),
+        fmt::arg("ws", side >= 0 ? "side_workspace_" : "workspace_"),
+        fmt::arg("id", id), fmt::arg("in", ctx.ptr(n.inputs[0])),
+        fmt::arg("alpha2", g.residual ? "&kOne" : "&kZero"),
+        fmt::arg("z", g.residual ? z : ctx.ptr(n.output)),
+        fmt::arg("out", ctx.ptr(n.output)));
+    ctx.s.forward.line("          {});", ctx.name_literal(n));
+  }
   if (side >= 0) {
     ctx.s.forward.line("ZOC_CUDA(cudaEventRecord(join_[{}], side_), {});", side, ctx.name_literal(n));
   }

@@ -248,12 +248,9 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
                               Diagnostics& diags) {
   const Target layout_target = storage_target(options);
   const Target& t = layout_target;
-  const bool graph_api_requested = options.conv_api == ConvApi::kGraph;
-  // Emission order: side branches hoisted to run on a second stream (legacy conv API only).
+  // Emission order: side branches hoisted to run on a second stream.
   std::vector<SideBranch> branches;
-  const ir::Graph g = options.side_stream && !graph_api_requested
-                          ? schedule_side_branches(model, &branches)
-                          : model;
+  const ir::Graph g = options.side_stream ? schedule_side_branches(model, &branches) : model;
   passes::MemoryPlanOptions mopts;
   mopts.element_bytes = t.element_bytes;
   const bool graph_api = options.conv_api == ConvApi::kGraph;
@@ -648,7 +645,7 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
       c.line("const char* const w = static_cast<const char*>(weights_);");
       c.line("zoc::PlanChoice choice;");
       if (ctx.s.tune.empty()) {
-        c.line("// Every convolution is a graph-API plan (cuDNN's engine heuristics): nothing to time.");
+        c.line("// No convolution: nothing to time.");
         c.line("(void)a, (void)w, (void)B, (void)n;");
       } else {
         c.append(ctx.s.tune);

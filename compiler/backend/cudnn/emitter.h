@@ -43,7 +43,7 @@ struct EmitOptions {
   // 4, measured (H100, fp16 ResNet-50 conv1 at batch 256): 0.59 ms unpadded, 0.41 ms padded
   // to 4, 1.22 ms padded to 8 (results/2026-11-22-h100-input-padding).
   int pad_input_channels = 4;
-  // Legacy conv API: run each side branch (ResNet's downsample convolution) on a second stream,
+  // Run each side branch (ResNet's downsample convolution) on a second stream,
   // beside the main branch, joined by events (schedule.h). Off: one stream, graph order.
   // Measured on an H100 (results/2026-11-22-h100-side-stream): fp32 batch 1 1.895 -> 1.842 ms;
   // fp16 no change. `zoc compile --streams auto` turns it on for fp32/tf32 only.

@@ -3,7 +3,8 @@
 //
 // cuDNN's heuristics pick a convolution algorithm from a model of the GPU; timing every
 // candidate on the real GPU sometimes finds a faster one. `<model>_main --tune PLAN` times them
-// (ConvLayer::tune) and writes this file; a model created with Options::plan_file uses the
+// (ConvLayer::tune for the legacy API, GraphConvLayer::tune for graph-API engine configs) and
+// writes this file; a model created with Options::plan_file uses the
 // measured choice of every layer and batch size it holds, and cuDNN's heuristics for the rest.
 // A plan made on another GPU, another cuDNN or another model (IR hash) is not used at all: the
 // caller gets a warning and the heuristics. A malformed file is an error naming file and line.
@@ -14,6 +15,10 @@
 //   cudnn 91900
 //   model resnet50 fp16 7c0d2a0fe3f1b9aa
 //   conv <batch> <algo> <math type> <workspace bytes> <median ms> <layer name>
+//   graph <batch> <engine> <knobs> <workspace bytes> <median ms> <layer name>
+//
+// A `graph` line is a graph-API engine config: cuDNN's global engine index and its knob choices
+// ("k<knob type>=<value>,..." or "-" for none), from which the execution plan is rebuilt exactly.
 //
 // Dependency-free C++17 (no CUDA): unit-tested on machines without a GPU.
 #pragma once
@@ -31,13 +36,45 @@
 
 namespace zoc {
 
+// Parses a knob list "k<type>=<value>,..." ("-": none) into (type, value) pairs; false when
+// malformed. Types are cudnnBackendKnobType_t values (0..255), values any int64.
+inline bool parse_knob_list(const std::string& text, std::vector<std::pair<int, int64_t>>* out) {
+  out->clear();
+  if (text == "-") return true;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    int type = -1;
+    long long value = 0;
+    char k = 0, eq = 0;
+    std::istringstream one(item);
+    if (!(one >> k >> type >> eq >> value) || k != 'k' || eq != '=' || !(one >> std::ws).eof() ||
+        type < 0 || type > 255 || out->size() >= 64 || item.find(' ') != std::string::npos) {
+      return false;
+    }
+    out->push_back({type, int64_t(value)});
+  }
+  return !out->empty() && text.back() != ',';
+}
+
+inline std::string knob_list_text(const std::vector<std::pair<int, int64_t>>& knobs) {
+  if (knobs.empty()) return "-";
+  std::string text;
+  for (const auto& [type, value] : knobs) {
+    text += (text.empty() ? "k" : ",k") + std::to_string(type) + "=" + std::to_string(value);
+  }
+  return text;
+}
+
 struct PlanChoice {
   std::string layer;
   int batch = 0;
-  int algo = 0;          // cudnnConvolutionFwdAlgo_t
-  int math = 0;          // cudnnMathType_t
+  int algo = 0;          // cudnnConvolutionFwdAlgo_t (legacy API)
+  int math = 0;          // cudnnMathType_t (legacy API)
   uint64_t workspace = 0;
   double ms = 0;         // the measured median, for the reader
+  int64_t engine = -1;   // graph API: cuDNN's global engine index; -1: a legacy choice
+  std::string knobs{};   // graph API: knob_list_text() of the engine config's knob choices
 };
 
 struct PlanFile {
@@ -99,8 +136,13 @@ struct PlanFile {
     for (const PlanChoice& c : choices) {
       char ms[32];
       std::snprintf(ms, sizeof(ms), "%.5f", c.ms);
-      out << "conv " << c.batch << " " << c.algo << " " << c.math << " " << c.workspace << " " << ms
-          << " " << c.layer << "\n";
+      if (c.engine >= 0) {
+        out << "graph " << c.batch << " " << c.engine << " " << (c.knobs.empty() ? "-" : c.knobs)
+            << " " << c.workspace << " " << ms << " " << c.layer << "\n";
+      } else {
+        out << "conv " << c.batch << " " << c.algo << " " << c.math << " " << c.workspace << " "
+            << ms << " " << c.layer << "\n";
+      }
     }
     return out.str();
   }
@@ -164,19 +206,28 @@ struct PlanFile {
           return at("'model' needs a name, a precision and an IR hash");
         }
         have_model = true;
-      } else if (key == "conv") {
+      } else if (key == "conv" || key == "graph") {
         PlanChoice c;
         std::string extra;
         long long workspace = -1;  // signed: ">>" into an unsigned would wrap "-5"
-        if (!(fields >> c.batch >> c.algo >> c.math >> workspace >> c.ms >> c.layer) ||
-            (fields >> extra)) {
-          return at("expected 'conv BATCH ALGO MATH WORKSPACE MS LAYER'");
+        const bool graph = key == "graph";
+        bool read = graph ? bool(fields >> c.batch >> c.engine >> c.knobs)
+                          : bool(fields >> c.batch >> c.algo >> c.math);
+        read = read && (fields >> workspace >> c.ms >> c.layer) && !(fields >> extra);
+        if (!read) {
+          return at(graph ? "expected 'graph BATCH ENGINE KNOBS WORKSPACE MS LAYER'"
+                          : "expected 'conv BATCH ALGO MATH WORKSPACE MS LAYER'");
         }
         if (workspace < 0) return at("workspace out of range");
         c.workspace = static_cast<uint64_t>(workspace);
         if (c.batch < 1 || c.batch > 65536) return at("batch out of range 1..65536");
-        if (c.algo < 0 || c.algo > 16 || c.math < 0 || c.math > 8) {
+        if (!graph && (c.algo < 0 || c.algo > 16 || c.math < 0 || c.math > 8)) {
           return at("algorithm or math type out of range");
+        }
+        std::vector<std::pair<int, int64_t>> knobs;
+        if (graph && (c.engine < 0 || c.engine > 1000000)) return at("engine out of range");
+        if (graph && !parse_knob_list(c.knobs, &knobs)) {
+          return at("knobs must be '-' or 'k<type>=<value>,...', got '" + c.knobs + "'");
         }
         if (!(c.ms >= 0 && c.ms < 1e9)) return at("time out of range");
         if (!seen.insert({c.layer, c.batch}).second) {
@@ -185,7 +236,7 @@ struct PlanFile {
         }
         plan.choices.push_back(c);
       } else {
-        return at("unknown line '" + key + "' (expected gpu, cudnn, model or conv)");
+        return at("unknown line '" + key + "' (expected gpu, cudnn, model, conv or graph)");
       }
     }
     if (number == 0) return Error{path + ": empty file (not a zoc plan file)"};

@@ -2,7 +2,7 @@
 # The cuDNN graph-API prototype check, in one GPU-machine call: builds tests/gpu's cudnn_graph_test
 # exactly as tools/gpu_check.sh builds the runtime tests (the torch wheel's cuDNN 9.19, linked by
 # full path, its folder first on LD_LIBRARY_PATH, CMake and ninja from /opt/torch/.venv) and runs
-# it. That test decides whether runtime/zoc/cudnn_graph.h (prebuilt backend-API plans, one
+# it. That test decides whether runtime/zoc/cudnn/graph.h (prebuilt backend-API plans, one
 # cudnnBackendExecute per fused convolution) can replace the legacy
 # cudnnConvolutionBiasActivationForward, whose ~100 us of host time per call dominates an fp16
 # forward without a CUDA graph. It prints one line per case as it goes and a table last; the

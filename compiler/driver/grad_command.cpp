@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "compiler/backend/reference/train_step.h"
-#include "zoc/safetensors.h"
-#include "zoc/train_batch.h"
+#include "zoc/io/safetensors.h"
+#include "zoc/train/batch.h"
 
 namespace zoc {
 

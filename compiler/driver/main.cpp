@@ -21,7 +21,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
 #include "compiler/weights/weights.h"
-#include "zoc/npy.h"
+#include "zoc/io/npy.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "compiler/backend/cudnn/emitter.h"
-#include "zoc/expected.h"
+#include "zoc/core/expected.h"
 
 namespace zoc {
 

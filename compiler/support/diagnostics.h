@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "zoc/expected.h"
+#include "zoc/core/expected.h"
 
 namespace zoc {
 

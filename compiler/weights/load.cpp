@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "compiler/weights/weights.h"
-#include "zoc/safetensors.h"
+#include "zoc/io/safetensors.h"
 
 namespace zoc {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "lenet_kernels.h"
 #include "lenet_weights.h"
-#include "zoc/cuda_check.h"
-#include "zoc/device.h"
-#include "zoc/weight_source.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/device.h"
+#include "zoc/core/weight_source.h"
 
 namespace zoc_model {
 

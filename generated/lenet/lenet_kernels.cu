@@ -5,7 +5,7 @@
 // Custom kernels of lenet, instantiated for its element type (float).
 #include "lenet_kernels.h"
 
-#include "zoc/kernels.cuh"
+#include "zoc/core/kernels.cuh"
 
 namespace zoc_model::kernels {
 

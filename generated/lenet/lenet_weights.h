@@ -8,9 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "zoc/expected.h"
-#include "zoc/pack.h"
-#include "zoc/weight_source.h"
+#include "zoc/core/expected.h"
+#include "zoc/core/pack.h"
+#include "zoc/core/weight_source.h"
 
 namespace zoc_model::lenet_weights {
 

@@ -2,8 +2,8 @@
 // Command: zoc compile models/lenet.yaml -o generated/lenet --precision fp32
 // Model: lenet, precision fp32, convolutions via cuDNN's graph API, IR hash 2746885f034c476f
 
-// The command-line runner of Lenet: see zoc/main_harness.h for its options.
+// The command-line runner of Lenet: see zoc/runner/main_harness.h for its options.
 #include "lenet.h"
-#include "zoc/main_harness.h"
+#include "zoc/runner/main_harness.h"
 
 int main(int argc, char** argv) { return zoc::run_main<zoc_model::Lenet>(argc, argv); }

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "zoc/cuda_check.h"
-#include "zoc/init.h"
-#include "zoc/weight_source.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/init.h"
+#include "zoc/core/weight_source.h"
 #include "lenet_train_kernels.h"
 
 namespace zoc_model {
@@ -176,7 +176,7 @@ zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n,
   ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(85456) * B, p + 3263360, n, 1024, stream), "fc1");
   // relu3: relu  (models/lenet.yaml:20:5)
   ZOC_TRY(relu3_.forward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, "relu3"));
-  // dropout: p = 0.5, a mask drawn from (seed, step, layer, element) by zoc/train_kernels.cuh  (models/lenet.yaml:21:5)
+  // dropout: p = 0.5, a mask drawn from (seed, step, layer, element) by zoc/train/kernels.cuh  (models/lenet.yaml:21:5)
   ZOC_CUDA(train_kernels::dropout(a + size_t(86480) * B, a + size_t(87504) * B, int64_t(n) * 1024, dropout_ ? 0.5f : 0.0f, dropout_seed_, draws_, 10, false, stream), "dropout");
   // fc2: linear 1024 -> 10: y = x W^T + b  (models/lenet.yaml:22:5)
   ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, p + 3264384, 1024, a + size_t(87504) * B, 1024, &kZero, a + size_t(88528) * B, 10), "fc2");

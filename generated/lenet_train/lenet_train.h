@@ -3,7 +3,7 @@
 // Model: lenet (trainer), precision fp32, convolutions via cuDNN's legacy API, IR hash 1ffd62d194733045
 
 // LenetTrainer: one training step of model 'lenet' on the GPU, fp32 with TF32 off (see
-// zoc/train_layers.h). step() runs forward, softmax cross-entropy and backward and
+// zoc/train/layers.h). step() runs forward, softmax cross-entropy and backward and
 // leaves the loss, logits and parameter gradients on the device; sgd() applies them.
 #pragma once
 
@@ -15,9 +15,9 @@
 #include <memory>
 #include <string>
 
-#include "zoc/expected.h"
-#include "zoc/train_dist.h"
-#include "zoc/train_layers.h"
+#include "zoc/core/expected.h"
+#include "zoc/train/dist.h"
+#include "zoc/train/layers.h"
 
 namespace zoc_model {
 
@@ -42,7 +42,7 @@ class LenetTrainer {
   static const char* const kCounterNames[];
 
   // weights: a safetensors file with state_dict names, or empty for PyTorch's default
-  // initialization drawn with `seed` (zoc/init.h). Steps take up to max_batch samples.
+  // initialization drawn with `seed` (zoc/core/init.h). Steps take up to max_batch samples.
   // benchmark: pick each convolution's algorithms by timing cuDNN's exact fp32 candidates
   // (as cudnn.benchmark), else by cuDNN's heuristics; deterministic: only algorithms
   // cuDNN marks deterministic, so that the same steps give the same bits.
@@ -71,7 +71,7 @@ class LenetTrainer {
   // (seed, number of steps taken, element); set_steps() continues a resumed run.
   void set_dropout(bool on) { dropout_ = on; }
   zoc::Status set_steps(uint64_t steps);
-  // Gradient buckets for data-parallel training (zoc/train_dist.h), in the order the
+  // Gradient buckets for data-parallel training (zoc/train/dist.h), in the order the
   // backward pass completes them: [offset, offset + count) of grads().
   struct Bucket {
     size_t offset, count;

@@ -2,10 +2,10 @@
 // Command: zoc compile models/lenet.yaml -o generated/lenet_train --precision fp32 --train
 // Model: lenet (trainer), precision fp32, convolutions via cuDNN's legacy API, IR hash 1ffd62d194733045
 
-// The trainer's custom kernels (zoc/train_kernels.cuh), behind lenet_train_kernels.h.
+// The trainer's custom kernels (zoc/train/kernels.cuh), behind lenet_train_kernels.h.
 #include "lenet_train_kernels.h"
 
-#include "zoc/train_kernels.cuh"
+#include "zoc/train/kernels.cuh"
 
 namespace zoc_model::train_kernels {
 

@@ -2,8 +2,8 @@
 // Command: zoc compile models/lenet.yaml -o generated/lenet_train --precision fp32 --train
 // Model: lenet (trainer), precision fp32, convolutions via cuDNN's legacy API, IR hash 1ffd62d194733045
 
-// The command-line runner of LenetTrainer: see zoc/train_main.h for its options.
+// The command-line runner of LenetTrainer: see zoc/train/main.h for its options.
 #include "lenet_train.h"
-#include "zoc/train_main.h"
+#include "zoc/train/main.h"
 
 int main(int argc, char** argv) { return zoc::run_train_main<zoc_model::LenetTrainer>(argc, argv); }

@@ -2,8 +2,8 @@
 // Command: zoc compile models/resnet50.yaml -o generated/resnet50 --precision fp16
 // Model: resnet50, precision fp16, convolutions via cuDNN's legacy API, IR hash 1a194f046986403b
 
-// The command-line runner of Resnet50: see zoc/main_harness.h for its options.
+// The command-line runner of Resnet50: see zoc/runner/main_harness.h for its options.
 #include "resnet50.h"
-#include "zoc/main_harness.h"
+#include "zoc/runner/main_harness.h"
 
 int main(int argc, char** argv) { return zoc::run_main<zoc_model::Resnet50>(argc, argv); }

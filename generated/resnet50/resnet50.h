@@ -14,9 +14,9 @@
 #include <memory>
 #include <string>
 
-#include "zoc/cudnn_layers.h"
-#include "zoc/expected.h"
-#include "zoc/plan_file.h"
+#include "zoc/cudnn/layers.h"
+#include "zoc/core/expected.h"
+#include "zoc/cudnn/plan_file.h"
 
 namespace zoc_model {
 
@@ -25,7 +25,7 @@ struct Options {
   size_t workspace_limit = size_t(1) << 30;  // cap on the cuDNN workspace, bytes
   uint64_t seed = 0;     // seed of the default weights when no file is given
   bool strict = false;   // NaN/Inf in the weights file is an error, not a warning
-  // Measured per-layer algorithm choices (zoc/plan_file.h, written by tune()); empty:
+  // Measured per-layer algorithm choices (zoc/cudnn/plan_file.h, written by tune()); empty:
   // cuDNN's heuristics. A plan for another GPU, cuDNN or model is ignored with a warning.
   std::string plan_file;
 };

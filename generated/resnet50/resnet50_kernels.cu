@@ -5,7 +5,7 @@
 // Custom kernels of resnet50, instantiated for its element type (__half).
 #include "resnet50_kernels.h"
 
-#include "zoc/kernels.cuh"
+#include "zoc/core/kernels.cuh"
 
 namespace zoc_model::kernels {
 

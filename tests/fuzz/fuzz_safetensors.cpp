@@ -2,7 +2,7 @@
 //
 // Weights files are untrusted (DESIGN.md lists the ways they break), and two programs read them:
 // the compiler (`zoc run/ir --weights`, compiler/weights) and every generated model, through the
-// dependency-free runtime reader (runtime/zoc/safetensors.h). This drives:
+// dependency-free runtime reader (runtime/zoc/io/safetensors.h). This drives:
 // - the runtime reader from memory (st::File::from_bytes) and from a file (st::File::open, the
 //   mmap path), which must agree; for a file both accept, every tensor view must lie inside the
 //   input and match its shape and dtype, every float tensor is converted (to_float32) and
@@ -20,7 +20,7 @@
 #include "compiler/driver/model_loader.h"
 #include "compiler/weights/weights.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "zoc/safetensors.h"
+#include "zoc/io/safetensors.h"
 
 namespace {
 

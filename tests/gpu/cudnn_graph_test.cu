@@ -1,5 +1,5 @@
 // GPU test that decides whether zoc's fused convolutions move to cuDNN's backend (graph) API:
-// runtime/zoc/cudnn_graph.h's FusedConvPlan against the legacy
+// runtime/zoc/cudnn/graph.h's FusedConvPlan against the legacy
 // cudnnConvolutionBiasActivationForward (through zoc::ConvLayer, exactly as generated code calls
 // it) on representative ResNet-50 layers.
 //
@@ -29,11 +29,11 @@
 #include <string>
 #include <vector>
 
-#include "zoc/cuda_check.h"
-#include "zoc/cudnn_graph.h"
-#include "zoc/cudnn_layers.h"
-#include "zoc/device.h"
-#include "zoc/timing.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/cudnn/graph.h"
+#include "zoc/cudnn/layers.h"
+#include "zoc/core/device.h"
+#include "zoc/core/timing.h"
 
 namespace {
 

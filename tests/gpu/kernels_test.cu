@@ -1,4 +1,4 @@
-// GPU test of runtime/zoc/kernels.cuh against CPU computations.
+// GPU test of runtime/zoc/core/kernels.cuh against CPU computations.
 //
 // The custom kernels sit between cuDNN calls in every generated model, where a wrong index or a
 // missed tail element corrupts results silently; this program checks each launcher for float,
@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "zoc/kernels.cuh"
+#include "zoc/core/kernels.cuh"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// GPU test of the runtime headers the generated folders carry: cuda_check.h, device.h,
-// timing.h and main_harness.h.
+// GPU test of the runtime headers the generated folders carry: core/cuda_check.h, core/device.h,
+// core/timing.h and runner/main_harness.h.
 //
 // These headers decide what a user sees when something goes wrong (the error texts are part of
 // the interface, DESIGN.md) and how every latency is measured, so they are tested on their own,
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "zoc/cuda_check.h"
-#include "zoc/device.h"
-#include "zoc/main_harness.h"
-#include "zoc/timing.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/device.h"
+#include "zoc/runner/main_harness.h"
+#include "zoc/core/timing.h"
 
 namespace {
 

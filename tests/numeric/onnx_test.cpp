@@ -21,8 +21,8 @@
 #include "compiler/passes/pipeline.h"
 #include "compiler/weights/weights.h"
 #include "tests/numeric/ir_compare.h"
-#include "zoc/npy.h"
-#include "zoc/safetensors.h"
+#include "zoc/io/npy.h"
+#include "zoc/io/safetensors.h"
 
 namespace zoc {
 namespace {

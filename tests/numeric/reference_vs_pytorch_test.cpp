@@ -15,7 +15,7 @@
 #include "compiler/backend/reference/interpreter.h"
 #include "compiler/driver/model_loader.h"
 #include "compiler/weights/weights.h"
-#include "zoc/npy.h"
+#include "zoc/io/npy.h"
 
 namespace zoc {
 namespace {

@@ -23,7 +23,7 @@
 #include "compiler/passes/pipeline.h"
 #include "compiler/weights/weights.h"
 #include "tests/numeric/ir_compare.h"
-#include "zoc/npy.h"
+#include "zoc/io/npy.h"
 
 namespace zoc {
 namespace {

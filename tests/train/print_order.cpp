@@ -1,4 +1,4 @@
-// Prints what runtime/zoc/datasets.h computes, so that tests/train/test_train.py can check the
+// Prints what runtime/zoc/train/datasets.h computes, so that tests/train/test_train.py can check the
 // Python baselines' pure-Python copies (tools/train/mt19937_64.py, idx_data.py) against it bit
 // for bit: the data order and normalization must be identical in every implementation of a
 // training run, and C++ is where they are defined.
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "train_data.h"
-#include "zoc/datasets.h"
+#include "zoc/train/datasets.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-// Training-data readers (runtime/zoc/datasets.h): MNIST idx and CIFAR-10 binary files built
+// Training-data readers (runtime/zoc/train/datasets.h): MNIST idx and CIFAR-10 binary files built
 // byte by byte here, every malformed variant rejected with the file and the reason, and the
 // seeded shuffle and normalization pinned to their stated rules.
-#include "zoc/datasets.h"
+#include "zoc/train/datasets.h"
 
 #include <gtest/gtest.h>
 

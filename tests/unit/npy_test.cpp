@@ -1,4 +1,4 @@
-// Unit tests of runtime/zoc/npy.h: numpy-identical output, round trips, float conversion, and
+// Unit tests of runtime/zoc/io/npy.h: numpy-identical output, round trips, float conversion, and
 // every error path of the reader.
 //
 // .npy files carry inputs and reference outputs between PyTorch and zoc, so the writer must
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "zoc/npy.h"
+#include "zoc/io/npy.h"
 
 namespace fs = std::filesystem;
 

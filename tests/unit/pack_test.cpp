@@ -1,7 +1,7 @@
-// Weight packing for linear layers (runtime/zoc/pack.h): the column permutation that matches an
+// Weight packing for linear layers (runtime/zoc/core/pack.h): the column permutation that matches an
 // NHWC flatten, and the bias a linear layer run as a cuDNN convolution (--linear cudnn) always
 // needs: the layer's own, or zeros when it has none.
-#include "zoc/pack.h"
+#include "zoc/core/pack.h"
 
 #include <gtest/gtest.h>
 

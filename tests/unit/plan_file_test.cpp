@@ -1,7 +1,7 @@
-// Plan files (runtime/zoc/plan_file.h): what `<model>_main --tune` writes and a generated model
+// Plan files (runtime/zoc/cudnn/plan_file.h): what `<model>_main --tune` writes and a generated model
 // reads. A round trip keeps every choice; a plan from another GPU, cuDNN or model is recognized
 // as such; a malformed file is an error naming its line, never a crash or a silent default.
-#include "zoc/plan_file.h"
+#include "zoc/cudnn/plan_file.h"
 
 #include <gtest/gtest.h>
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "zoc/safetensors.h"
+#include "zoc/io/safetensors.h"
 
 namespace fs = std::filesystem;
 

@@ -1,4 +1,4 @@
-// Unit tests of runtime/zoc/safetensors.h: writer/reader round trips, the exact file layout,
+// Unit tests of runtime/zoc/io/safetensors.h: writer/reader round trips, the exact file layout,
 // fp16/bf16 conversions, to_float32 and the writer's own validation.
 //
 // The reader's error paths are covered file by file in safetensors_bad_inputs_test.cpp; here we
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "zoc/safetensors.h"
+#include "zoc/io/safetensors.h"
 
 namespace fs = std::filesystem;
 using zoc::Status;

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "tests/unit/test_util.h"
-#include "zoc/train_checkpoint.h"
+#include "zoc/train/checkpoint.h"
 
 namespace zoc {
 namespace {

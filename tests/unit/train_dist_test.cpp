@@ -1,4 +1,4 @@
-// Tests the CUDA-free half of data-parallel training (zoc/train_dist.h, issue 21): the launch
+// Tests the CUDA-free half of data-parallel training (zoc/train/dist.h, issue 21): the launch
 // environment with its errors, each rank's share of the data order (together exactly the
 // single-process batches), and the TCP rendezvous that hands NCCL's id to every rank.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "zoc/datasets.h"
-#include "zoc/train_dist.h"
+#include "zoc/train/datasets.h"
+#include "zoc/train/dist.h"
 
 namespace zoc::train {
 namespace {

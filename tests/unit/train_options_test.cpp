@@ -1,4 +1,4 @@
-// The generated trainers' command line (zoc/train_options.h), on the CPU: both modes parse,
+// The generated trainers' command line (zoc/train/options.h), on the CPU: both modes parse,
 // every malformed option is refused with a message naming it, the learning-rate schedule equals
 // tools/train/train_pytorch.py's learning_rate() (values printed by it), and a checkpoint's
 // optimizer state is named as documented.
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "zoc/train_options.h"
+#include "zoc/train/options.h"
 
 namespace {
 

@@ -249,7 +249,7 @@ class Bench:
         if not why:
             helptext = subprocess.run([binary, "--help"], capture_output=True, text=True).stdout
             if "--batches" not in helptext:
-                why = ("%s predates the harness's --batches (runtime/zoc/main_harness.h): "
+                why = ("%s predates the harness's --batches (runtime/zoc/runner/main_harness.h): "
                        "regenerate with tools/harness/prepare.sh" % folder)
         if why:
             return self.skipped(step, v, g, why)

@@ -6,7 +6,7 @@
 # device tool's `carry`, where tools/harness/run.sh builds and measures it.
 #
 # zoc is built (or brought up to date) in its own folder, build-harness/, so that the runtime
-# headers it embeds into every generated folder (runtime/zoc/main_harness.h among them) are the
+# headers it embeds into every generated folder (runtime/zoc/runner/main_harness.h among them) are the
 # current ones; ZOC=/path/to/zoc uses another binary instead. GEN_DIR is emptied first; zoc
 # writes each folder atomically, and any failure stops this script with a non-zero status.
 #

@@ -64,7 +64,7 @@ print(json.dumps({"date_utc": datetime.datetime.utcnow().isoformat(timespec="sec
                   "cudnn": torch.backends.cudnn.version()}, indent=1))
 EOF
 
-# Raw idx for the C++ reader (runtime/zoc/datasets.h takes no gzip); Python reads either.
+# Raw idx for the C++ reader (runtime/zoc/train/datasets.h takes no gzip); Python reads either.
 for base in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte \
             t10k-labels-idx1-ubyte; do
   if [ -f "$DATA/$base" ]; then cp "$DATA/$base" "$WORK/data/$base"

@@ -1,6 +1,6 @@
 """Fashion-MNIST (MNIST idx format) for the Python baselines, read and normalized as zoc does.
 
-The generated trainer reads its data with runtime/zoc/datasets.h; for the comparison to mean
+The generated trainer reads its data with runtime/zoc/train/datasets.h; for the comparison to mean
 anything the Python side must see the same images, in the same order, with bit-identical
 normalized values. This module validates idx files like `zoc::data::read_idx` (magic numbers,
 counts, exact sizes, label range) and accepts them gzip-compressed too (detected from the

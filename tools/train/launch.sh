@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts a data-parallel zoc trainer as N processes on this machine, one GPU each, with the
 # environment torchrun gives its workers (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
-# MASTER_PORT; zoc/train_dist.h reads it). zoc's rank 0 listens on MASTER_PORT itself, which
+# MASTER_PORT; zoc/train/dist.h reads it). zoc's rank 0 listens on MASTER_PORT itself, which
 # torchrun's own store would occupy, hence this launcher. All processes share stdout/stderr
 # (only rank 0 logs); if one fails, the others are stopped and its exit status is returned.
 # Usage: tools/train/launch.sh N COMMAND [ARGS...]   (MASTER_PORT: default 29500 + a random 0..999)

@@ -2,7 +2,7 @@
 
 Every implementation of a training run (the generated trainer, LibTorch, PyTorch eager) must
 visit the training set in the same order, and that order is defined in C++ by
-`zoc::data::shuffled_order` (runtime/zoc/datasets.h): Fisher-Yates from the last index down,
+`zoc::data::shuffled_order` (runtime/zoc/train/datasets.h): Fisher-Yates from the last index down,
 j = rng() % (i + 1), rng = std::mt19937_64(seed * 16 + 3 + epoch). The C++ standard fixes the
 generator's output, so this module reproduces it from the published MT19937-64 parameters (the
 same ones the standard lists for mt19937_64) instead of relying on numpy or random, whose

@@ -3,7 +3,7 @@
 //
 // The LibTorch baseline and the tests' order printer share this header so that the constants
 // the Python side uses (idx_data.py) exist once on the C++ side too; everything else is
-// runtime/zoc/datasets.h, the reader the generated trainer will use. Dependency-free C++17.
+// runtime/zoc/train/datasets.h, the reader the generated trainer will use. Dependency-free C++17.
 #pragma once
 
 #include <algorithm>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "zoc/datasets.h"
-#include "zoc/expected.h"
+#include "zoc/train/datasets.h"
+#include "zoc/core/expected.h"
 
 namespace train {
 

@@ -8,7 +8,7 @@
 // same ATen ops as the Python modules (so that on the CPU the two agree to the last bits), and
 // loading insists that every parameter and buffer is in the file with its shape and that every
 // tensor of the file is used. Files are read and written with zoc's own safetensors code
-// (runtime/zoc/safetensors.h). Errors are returned as zoc::Status naming the file and tensor.
+// (runtime/zoc/io/safetensors.h). Errors are returned as zoc::Status naming the file and tensor.
 #pragma once
 
 #include <torch/torch.h>
@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "resnet50_module.h"
-#include "zoc/expected.h"
-#include "zoc/safetensors.h"
+#include "zoc/core/expected.h"
+#include "zoc/io/safetensors.h"
 
 namespace train {
 

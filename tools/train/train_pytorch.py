@@ -3,7 +3,7 @@
 
 zoc's generated trainer must match PyTorch's accuracy and beat its time per step; this is the
 PyTorch side of that comparison, and train_libtorch.cpp the LibTorch side. Both follow
-tools/train/README.md to the letter: the data order of runtime/zoc/datasets.h (reproduced by
+tools/train/README.md to the letter: the data order of runtime/zoc/train/datasets.h (reproduced by
 mt19937_64.py), the normalization table of idx_data.py, initial weights from one safetensors file
 (nets.py), SGD with the stated hyperparameters and schedule, fp32 with TF32 off, and the same
 per-epoch CSV. The whole normalized training set is kept on the device and each batch gathered

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "zoc/expected.h"
+#include "zoc/core/expected.h"
 
 namespace clang {
 class ASTUnit;

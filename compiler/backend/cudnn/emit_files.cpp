@@ -45,7 +45,7 @@ std::string kernels_source(const std::string& head, const std::string& base, con
   cu.line("// Custom kernels of {}, instantiated for its element type ({}).", base, t.cuda_type);
   cu.line("#include \"{}_kernels.h\"", base);
   cu.blank();
-  cu.line("#include \"zoc/kernels.cuh\"");
+  cu.line("#include \"zoc/core/kernels.cuh\"");
   cu.blank();
   {
     auto ns = cu.ns("namespace zoc_model::kernels", "}  // namespace zoc_model::kernels");
@@ -91,9 +91,9 @@ std::string weights_header(const EmitContext& ctx, const std::string& head, cons
   wh.line("#include <cstddef>");
   wh.line("#include <cstdint>");
   wh.blank();
-  wh.line("#include \"zoc/expected.h\"");
-  wh.line("#include \"zoc/pack.h\"");
-  wh.line("#include \"zoc/weight_source.h\"");
+  wh.line("#include \"zoc/core/expected.h\"");
+  wh.line("#include \"zoc/core/pack.h\"");
+  wh.line("#include \"zoc/core/weight_source.h\"");
   wh.blank();
   {
     auto ns = wh.ns(fmt::format("namespace zoc_model::{}_weights", base),

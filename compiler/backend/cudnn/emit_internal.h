@@ -77,7 +77,7 @@ std::string kernels_source(const std::string& head, const std::string& base, con
 std::string weights_header(const EmitContext& ctx, const std::string& head, const std::string& base);
 // main.cpp: `return zoc::<entry><zoc_model::<cls>>(argc, argv);` from zoc/<runtime_header>.
 std::string runner_main(const std::string& head, const std::string& base, const std::string& cls,
-                        const std::string& runtime_header = "main_harness.h",
+                        const std::string& runtime_header = "runner/main_harness.h",
                         const std::string& entry = "run_main");
 std::string cmake_lists(const std::string& hash_banner, const std::string& base);
 

@@ -10,7 +10,7 @@
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/ir/printer.h"
 #include "compiler/support/sanitize.h"
-#include "zoc/init.h"
+#include "zoc/core/init.h"
 
 namespace zoc::cudnn {
 
@@ -101,10 +101,10 @@ std::string model_header(const EmitContext& ctx, const std::string& head, const 
   h.line("#include <memory>");
   h.line("#include <string>");
   h.blank();
-  h.line("#include \"zoc/cudnn_layers.h\"");
-  if (graph_api) h.line("#include \"zoc/cudnn_graph_layer.h\"");
-  h.line("#include \"zoc/expected.h\"");
-  h.line("#include \"zoc/plan_file.h\"");
+  h.line("#include \"zoc/cudnn/layers.h\"");
+  if (graph_api) h.line("#include \"zoc/cudnn/graph_layer.h\"");
+  h.line("#include \"zoc/core/expected.h\"");
+  h.line("#include \"zoc/cudnn/plan_file.h\"");
   h.blank();
   {
     auto ns = h.ns("namespace zoc_model", "}  // namespace zoc_model");
@@ -115,7 +115,7 @@ std::string model_header(const EmitContext& ctx, const std::string& head, const 
       h.line("size_t workspace_limit = size_t(1) << 30;  // cap on the cuDNN workspace, bytes");
       h.line("uint64_t seed = 0;     // seed of the default weights when no file is given");
       h.line("bool strict = false;   // NaN/Inf in the weights file is an error, not a warning");
-      h.line("// Measured per-layer algorithm choices (zoc/plan_file.h, written by tune()); empty:");
+      h.line("// Measured per-layer algorithm choices (zoc/cudnn/plan_file.h, written by tune()); empty:");
       h.line("// cuDNN's heuristics. A plan for another GPU, cuDNN or model is ignored with a warning.");
       h.line("std::string plan_file;");
     }
@@ -353,9 +353,9 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
   c.blank();
   c.line("#include \"{}_kernels.h\"", base);
   c.line("#include \"{}_weights.h\"", base);
-  c.line("#include \"zoc/cuda_check.h\"");
-  c.line("#include \"zoc/device.h\"");
-  c.line("#include \"zoc/weight_source.h\"");
+  c.line("#include \"zoc/core/cuda_check.h\"");
+  c.line("#include \"zoc/core/device.h\"");
+  c.line("#include \"zoc/core/weight_source.h\"");
   c.blank();
   {
     auto ns = c.ns("namespace zoc_model", "}  // namespace zoc_model");

@@ -1,6 +1,6 @@
 // The trainer emitter's per-layer part (see train_emitter.h): each op's training-mode forward
 // call and its backward call, which adds into its input's gradient (parameter gradients are
-// overwritten), through zoc/train_layers.h, cuBLAS and zoc/train_kernels.cuh.
+// overwritten), through zoc/train/layers.h, cuBLAS and zoc/train/kernels.cuh.
 #include "compiler/backend/cudnn/train_emitter.h"
 
 namespace zoc::cudnn::train {
@@ -126,7 +126,7 @@ bool TrainerEmitter::emit_node(const ir::Node& n) {
     case ir::OpKind::Dropout: {
       const int64_t count = g_.type(n.output).sample_numel();
       comment(forward_, n, fmt::format("p = {:.9g}, a mask drawn from (seed, step, layer, element) "
-                                       "by zoc/train_kernels.cuh", a.f("p")));
+                                       "by zoc/train/kernels.cuh", a.f("p")));
       has_dropout_ = true;
       forward_.line("ZOC_CUDA(train_kernels::dropout({}, {}, int64_t(n) * {}, dropout_ ? {:.9g}f : "
                     "0.0f, dropout_seed_, draws_, {}, false, stream), {});",

@@ -1,6 +1,6 @@
 // The trainer's data-parallel hooks (issue 21): where in the backward pass each bucket of the
 // gradient buffer is complete, so that its all-reduce starts there and overlaps the rest of the
-// backward pass (zoc/train_dist.h runs them), and the CMake section that finds NCCL.
+// backward pass (zoc/train/dist.h runs them), and the CMake section that finds NCCL.
 //
 // Buckets follow PyTorch DDP's defaults: gradients are grouped, from the last parameter (the
 // first the backward pass finishes) towards the first, into about 25 MB per bucket, the first
@@ -60,7 +60,7 @@ void TrainerEmitter::emit_bucket_hooks(size_t k) {
 }
 
 void TrainerEmitter::emit_sync_members(CodeWriter& h) const {
-  h.line("// Gradient buckets for data-parallel training (zoc/train_dist.h), in the order the");
+  h.line("// Gradient buckets for data-parallel training (zoc/train/dist.h), in the order the");
   h.line("// backward pass completes them: [offset, offset + count) of grads().");
   h.line("struct Bucket {{");
   h.line("  size_t offset, count;");
@@ -81,7 +81,7 @@ void TrainerEmitter::emit_bucket_table(CodeWriter& c, const std::string& cls) co
 
 std::string TrainerEmitter::nccl_cmake(const std::string& base) const {
   CodeWriter cm;
-  cm.line("# Data-parallel training (zoc/train_dist.h) needs NCCL, from NCCL_ROOT or the CUDA");
+  cm.line("# Data-parallel training (zoc/train/dist.h) needs NCCL, from NCCL_ROOT or the CUDA");
   cm.line("# toolkit; without it the trainer runs in one process (WORLD_SIZE > 1 is refused).");
   cm.line("find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${{NCCL_ROOT}}/include ${{CUDAToolkit_INCLUDE_DIRS}})");
   cm.line("find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2");

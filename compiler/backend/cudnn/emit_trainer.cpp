@@ -22,7 +22,7 @@
 #include "compiler/backend/cudnn/train_emitter.h"
 #include "compiler/ir/printer.h"
 #include "compiler/weights/weights.h"
-#include "zoc/init.h"
+#include "zoc/core/init.h"
 
 namespace zoc::cudnn {
 namespace train {
@@ -204,7 +204,7 @@ std::optional<Generated> TrainerEmitter::run() {
   h.raw_line(head);
   h.line("// {}: one training step of model '{}' on the GPU, fp32 with TF32 off (see", cls,
          sanitize_comment(g_.name));
-  h.line("// zoc/train_layers.h). step() runs forward, softmax cross-entropy and backward and");
+  h.line("// zoc/train/layers.h). step() runs forward, softmax cross-entropy and backward and");
   h.line("// leaves the loss, logits and parameter gradients on the device; sgd() applies them.");
   h.line("#pragma once");
   h.blank();
@@ -216,9 +216,9 @@ std::optional<Generated> TrainerEmitter::run() {
   h.line("#include <memory>");
   h.line("#include <string>");
   h.blank();
-  h.line("#include \"zoc/expected.h\"");
-  h.line("#include \"zoc/train_dist.h\"");
-  h.line("#include \"zoc/train_layers.h\"");
+  h.line("#include \"zoc/core/expected.h\"");
+  h.line("#include \"zoc/train/dist.h\"");
+  h.line("#include \"zoc/train/layers.h\"");
   h.blank();
   {
     auto ns = h.ns("namespace zoc_model", "}  // namespace zoc_model");
@@ -245,7 +245,7 @@ std::optional<Generated> TrainerEmitter::run() {
     h.line("static const char* const kCounterNames[];");
     h.blank();
     h.line("// weights: a safetensors file with state_dict names, or empty for PyTorch's default");
-    h.line("// initialization drawn with `seed` (zoc/init.h). Steps take up to max_batch samples.");
+    h.line("// initialization drawn with `seed` (zoc/core/init.h). Steps take up to max_batch samples.");
     h.line("// benchmark: pick each convolution's algorithms by timing cuDNN's exact fp32 candidates");
     h.line("// (as cudnn.benchmark), else by cuDNN's heuristics; deterministic: only algorithms");
     h.line("// cuDNN marks deterministic, so that the same steps give the same bits.");
@@ -327,9 +327,9 @@ std::optional<Generated> TrainerEmitter::run() {
   c.line("#include <algorithm>");
   c.line("#include <vector>");
   c.blank();
-  c.line("#include \"zoc/cuda_check.h\"");
-  c.line("#include \"zoc/init.h\"");
-  c.line("#include \"zoc/weight_source.h\"");
+  c.line("#include \"zoc/core/cuda_check.h\"");
+  c.line("#include \"zoc/core/init.h\"");
+  c.line("#include \"zoc/core/weight_source.h\"");
   c.line("#include \"{}_kernels.h\"", base);
   c.blank();
   {
@@ -550,7 +550,7 @@ std::optional<Generated> TrainerEmitter::run() {
   }
 
   // The custom kernels' host functions: declared for the C++ side, defined in the .cu file by
-  // forwarding to zoc/train_kernels.cuh (nvcc only), as the inference code's kernels are.
+  // forwarding to zoc/train/kernels.cuh (nvcc only), as the inference code's kernels are.
   struct KernelFn {
     const char* name;
     const char* params;
@@ -599,10 +599,10 @@ std::optional<Generated> TrainerEmitter::run() {
 
   CodeWriter kc;
   kc.raw_line(head);
-  kc.line("// The trainer's custom kernels (zoc/train_kernels.cuh), behind {}_kernels.h.", base);
+  kc.line("// The trainer's custom kernels (zoc/train/kernels.cuh), behind {}_kernels.h.", base);
   kc.line("#include \"{}_kernels.h\"", base);
   kc.blank();
-  kc.line("#include \"zoc/train_kernels.cuh\"");
+  kc.line("#include \"zoc/train/kernels.cuh\"");
   kc.blank();
   kc.line("namespace zoc_model::train_kernels {{");
   kc.blank();
@@ -623,7 +623,7 @@ std::optional<Generated> TrainerEmitter::run() {
                {base + ".h", h.str()},
                {base + ".cpp", c.str()},       {base + "_kernels.h", kh.str()},
                {base + "_kernels.cu", kc.str()},
-               {"main.cpp", runner_main(head, base, cls, "train_main.h", "run_train_main")}};
+               {"main.cpp", runner_main(head, base, cls, "train/main.h", "run_train_main")}};
   add_runtime_files(gen.files);
   return gen;
 }

@@ -19,7 +19,7 @@ namespace zoc::cudnn {
 
 // How fused convolutions are called: cuDNN's legacy cudnnConvolutionBiasActivationForward, or a
 // graph-API execution plan per layer built ahead and run with cudnnBackendExecute (far less host
-// time per call; see runtime/zoc/cudnn_graph_layer.h).
+// time per call; see runtime/zoc/cudnn/graph_layer.h).
 enum class ConvApi { kLegacy, kGraph };
 
 // How linear layers are called: cuBLAS's GEMM after a kernel that writes the bias into the

@@ -7,7 +7,7 @@
 #include "compiler/backend/reference/kernels.h"
 #include "compiler/backend/reference/node_shapes.h"
 #include "compiler/support/checked_math.h"
-#include "zoc/fold.h"
+#include "zoc/core/fold.h"
 
 namespace zoc::ref {
 namespace {
@@ -150,7 +150,7 @@ Status Runner::exec(const ir::Node& node) {
 }
 
 // conv + bias (+ folded BN) (+ residual) (+ ReLU), computed as the unfused layers would be,
-// with the BN folded by the same arithmetic the generated code uses (zoc/fold.h).
+// with the BN folded by the same arithmetic the generated code uses (zoc/core/fold.h).
 Status Runner::fused_conv(const ir::Node& node, Tensor& out) {
   const ir::Attrs& a = node.attrs;
   const Conv2dShape cs = conv_shape_of(g_, node, n_);

@@ -10,7 +10,7 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/weights/weights.h"
-#include "zoc/expected.h"
+#include "zoc/core/expected.h"
 
 namespace zoc::ref {
 

@@ -19,7 +19,7 @@
 #include "compiler/backend/reference/interpreter.h"
 #include "compiler/ir/graph.h"
 #include "compiler/weights/weights.h"
-#include "zoc/expected.h"
+#include "zoc/core/expected.h"
 
 namespace zoc::ref {
 

@@ -13,7 +13,7 @@
 
 #include "compiler/frontend/onnx/internal.h"
 #include "compiler/support/checked_math.h"
-#include "zoc/safetensors_util.h"
+#include "zoc/io/safetensors_util.h"
 
 namespace zoc::onnx {
 namespace detail {

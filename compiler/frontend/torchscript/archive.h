@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "zoc/expected.h"
+#include "zoc/core/expected.h"
 
 namespace zoc::torchscript {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "zoc/expected.h"
+#include "zoc/core/expected.h"
 
 namespace zoc::torchscript {
 

@@ -20,7 +20,7 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/support/diagnostics.h"
-#include "zoc/safetensors.h"
+#include "zoc/io/safetensors.h"
 
 namespace zoc::torchscript {
 

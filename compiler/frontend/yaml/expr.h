@@ -14,7 +14,7 @@
 #include <string_view>
 #include <variant>
 
-#include "zoc/expected.h"
+#include "zoc/core/expected.h"
 
 namespace zoc::yaml {
 

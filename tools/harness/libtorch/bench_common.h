@@ -38,8 +38,8 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "zoc/npy.h"
-#include "zoc/safetensors.h"
+#include "zoc/io/npy.h"
+#include "zoc/io/safetensors.h"
 
 namespace bench {
 

@@ -8,8 +8,8 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include "zoc/cuda_check.h"
-#include "zoc/expected.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/expected.h"
 
 namespace zoc_case {
 

@@ -3,8 +3,8 @@
 // expect: 17:29 exception-thrown
 #include <cuda_runtime.h>
 
-#include "zoc/cuda_check.h"
-#include "zoc/expected.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/expected.h"
 
 namespace zoc_case {
 

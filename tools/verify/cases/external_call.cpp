@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "zoc/cuda_check.h"
-#include "zoc/expected.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/expected.h"
 
 namespace zoc_case {
 

@@ -11,8 +11,8 @@
 
 #include <cstdlib>
 
-#include "zoc/cuda_check.h"
-#include "zoc/expected.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/expected.h"
 
 namespace zoc_case {
 

@@ -6,8 +6,8 @@
 
 #include <functional>
 
-#include "zoc/cuda_check.h"
-#include "zoc/expected.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/expected.h"
 
 namespace zoc_case {
 

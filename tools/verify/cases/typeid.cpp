@@ -4,8 +4,8 @@
 
 #include <typeinfo>
 
-#include "zoc/cuda_check.h"
-#include "zoc/expected.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/expected.h"
 
 namespace zoc_case {
 

@@ -3,8 +3,8 @@
 // expect: 14:3 virtual-decl
 #include <cuda_runtime.h>
 
-#include "zoc/cuda_check.h"
-#include "zoc/expected.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/expected.h"
 
 namespace zoc_case {
 

@@ -14,8 +14,8 @@
 #include <string>
 
 #include "model_kernels.h"
-#include "zoc/cuda_check.h"
-#include "zoc/device.h"
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/device.h"
 
 namespace zoc_case {
 

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "zoc/expected.h"
+#include "zoc/core/expected.h"
 
 namespace zoc_case {
 

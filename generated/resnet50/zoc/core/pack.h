@@ -1,0 +1,160 @@
+// Packing weights into the layout and precision the generated code's library calls expect.
+//
+// The generated constructor calls one of these per layer: it fetches the layer's tensors by
+// PyTorch name from a WeightSource, folds BatchNorm (zoc/core/fold.h, in double), reorders conv
+// filters to KRSC for NHWC models (zero-padding input channels where the model pads them),
+// permutes the classifier's columns when the flattened features are in (h, w, c) order, and
+// converts to fp32, fp16 or bf16 into a host staging buffer that is copied to the GPU once.
+// Dependency-free C++17.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "zoc/core/expected.h"
+#include "zoc/core/fold.h"
+#include "zoc/io/safetensors_util.h"
+#include "zoc/core/weight_source.h"
+
+namespace zoc {
+
+enum class DeviceDType { kF32, kF16, kBF16 };
+
+inline size_t device_dtype_size(DeviceDType t) { return t == DeviceDType::kF32 ? 4 : 2; }
+
+// dst[i] = convert(src[i]); dst need not be aligned.
+inline void store_as(DeviceDType t, const float* src, int64_t count, uint8_t* dst) {
+  for (int64_t i = 0; i < count; ++i) {
+    if (t == DeviceDType::kF32) {
+      std::memcpy(dst + 4 * i, &src[i], 4);
+    } else {
+      const uint16_t v = t == DeviceDType::kF16 ? st::float_to_half(src[i]) : st::float_to_bf16(src[i]);
+      std::memcpy(dst + 2 * i, &v, 2);
+    }
+  }
+}
+
+struct ConvPackSpec {
+  const char* weight;  // "<conv>.weight", [k, c, r, s]
+  const char* bias;    // "<conv>.bias" or nullptr
+  const char* bn;      // folded BatchNorm layer name ("<bn>") or nullptr
+  double eps;          // the BN's eps
+  int64_t k, c, r, s;  // c = input channels per group
+  bool nhwc;           // store KRSC instead of KCRS
+  int64_t c_padded;    // >= c; extra input channels get zero weights (NHWC only)
+  DeviceDType dtype;
+};
+
+// Writes the folded filter ([k, c_padded, r, s] or KRSC) to w_dst and the bias [k] to b_dst.
+inline Status pack_conv(WeightSource& src, const ConvPackSpec& p, uint8_t* w_dst,
+                        uint8_t* b_dst) {
+  const int64_t fan_in = p.c * p.r * p.s;
+  auto w = src.get(p.weight, {p.k, p.c, p.r, p.s}, InitRule::kUniformFanIn, fan_in);
+  if (!w) return w.error();
+  std::vector<float> bias;
+  if (p.bias) {
+    auto b = src.get(p.bias, {p.k}, InitRule::kUniformFanIn, fan_in);
+    if (!b) return b.error();
+    bias = std::move(*b);
+  }
+  std::vector<float> gamma, beta, mean, var;
+  if (p.bn) {
+    const std::string bn = p.bn;
+    struct Part {
+      const char* suffix;
+      InitRule rule;
+      std::vector<float>* out;
+    } parts[] = {{".weight", InitRule::kOnes, &gamma},
+                 {".bias", InitRule::kZeros, &beta},
+                 {".running_mean", InitRule::kZeros, &mean},
+                 {".running_var", InitRule::kOnes, &var}};
+    for (const Part& part : parts) {
+      auto v = src.get(bn + part.suffix, {p.k}, part.rule, 0);
+      if (!v) return v.error();
+      *part.out = std::move(*v);
+    }
+    src.ignore(bn + ".num_batches_tracked");
+  }
+  const int64_t per_k = p.c * p.r * p.s;
+  std::vector<float> folded(w->size()), b(static_cast<size_t>(p.k));
+  fold_conv_bias_bn(w->data(), p.bias ? bias.data() : nullptr, p.bn ? gamma.data() : nullptr,
+                    p.bn ? beta.data() : nullptr, p.bn ? mean.data() : nullptr,
+                    p.bn ? var.data() : nullptr, p.eps, p.k, per_k, folded.data(), b.data());
+  std::vector<float> out;
+  if (p.nhwc) {
+    // KCRS -> KRSC with c padded to c_padded.
+    out.assign(static_cast<size_t>(p.k * p.r * p.s * p.c_padded), 0.0f);
+    for (int64_t k = 0; k < p.k; ++k)
+      for (int64_t c = 0; c < p.c; ++c)
+        for (int64_t r = 0; r < p.r; ++r)
+          for (int64_t s = 0; s < p.s; ++s)
+            out[((k * p.r + r) * p.s + s) * p.c_padded + c] =
+                folded[((k * p.c + c) * p.r + r) * p.s + s];
+  } else {
+    out = std::move(folded);
+  }
+  store_as(p.dtype, out.data(), static_cast<int64_t>(out.size()), w_dst);
+  store_as(p.dtype, b.data(), p.k, b_dst);
+  return Status::success();
+}
+
+struct LinearPackSpec {
+  const char* weight;  // [out, in]
+  const char* bias;    // [out] or nullptr
+  int64_t out, in;
+  // When the input features come from flattening an NHWC tensor of (c, h, w) with h*w > 1,
+  // the device holds them in (h, w, c) order; the weight's columns are permuted to match.
+  int64_t hwc_c, hwc_h, hwc_w;  // 0 when no permutation
+  DeviceDType dtype;
+};
+
+// Writes W [out, in] (row-major, columns possibly permuted) and the bias [out]: the layer's,
+// or zeros when it has none and b_dst is given (the linear runs as a convolution).
+inline Status pack_linear(WeightSource& src, const LinearPackSpec& p, uint8_t* w_dst,
+                          uint8_t* b_dst) {
+  auto w = src.get(p.weight, {p.out, p.in}, InitRule::kUniformFanIn, p.in);
+  if (!w) return w.error();
+  if (p.hwc_c > 0) {
+    if (p.hwc_c * p.hwc_h * p.hwc_w != p.in) {
+      return Error{std::string("pack_linear: ") + p.weight + ": permutation does not match"};
+    }
+    std::vector<float> perm(w->size());
+    for (int64_t o = 0; o < p.out; ++o)
+      for (int64_t c = 0; c < p.hwc_c; ++c)
+        for (int64_t h = 0; h < p.hwc_h; ++h)
+          for (int64_t x = 0; x < p.hwc_w; ++x)
+            perm[o * p.in + (h * p.hwc_w + x) * p.hwc_c + c] =
+                (*w)[o * p.in + (c * p.hwc_h + h) * p.hwc_w + x];
+    *w = std::move(perm);
+  }
+  store_as(p.dtype, w->data(), static_cast<int64_t>(w->size()), w_dst);
+  if (p.bias) {
+    auto b = src.get(p.bias, {p.out}, InitRule::kUniformFanIn, p.in);
+    if (!b) return b.error();
+    store_as(p.dtype, b->data(), p.out, b_dst);
+  } else if (b_dst) {  // run as a convolution, which always adds a bias
+    const std::vector<float> zeros(static_cast<size_t>(p.out), 0.0f);
+    store_as(p.dtype, zeros.data(), p.out, b_dst);
+  }
+  return Status::success();
+}
+
+// A BatchNorm that could not be folded: scale, bias, mean, var as float32 (what cuDNN's
+// batch-norm inference takes for every data type), in that order, each [c].
+inline Status pack_batchnorm(WeightSource& src, const char* bn, int64_t c, uint8_t* dst) {
+  const std::string name = bn;
+  const std::pair<const char*, InitRule> parts[] = {{".weight", InitRule::kOnes},
+                                                    {".bias", InitRule::kZeros},
+                                                    {".running_mean", InitRule::kZeros},
+                                                    {".running_var", InitRule::kOnes}};
+  for (int i = 0; i < 4; ++i) {
+    auto v = src.get(name + parts[i].first, {c}, parts[i].second, 0);
+    if (!v) return v.error();
+    store_as(DeviceDType::kF32, v->data(), c, dst + i * c * 4);
+  }
+  src.ignore(name + ".num_batches_tracked");
+  return Status::success();
+}
+
+}  // namespace zoc

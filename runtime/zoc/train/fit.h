@@ -1,0 +1,235 @@
+// What the epoch loop of generated trainers (zoc/train/loop.h, which says what a run does) reads
+// and writes besides the model: the data set with its stated normalization constants, the
+// BatchNorm counters of a weights file, and checkpoints (written with checkpoint.h's
+// crash-safe pair; --resume checks that the checkpoint continues the same run). CUDA is used
+// only to move momenta and weights between the device and the files.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "zoc/core/cuda_check.h"
+#include "zoc/train/datasets.h"
+#include "zoc/core/expected.h"
+#include "zoc/io/safetensors.h"
+#include "zoc/train/checkpoint.h"
+#include "zoc/train/dist.h"
+#include "zoc/train/options.h"
+
+namespace zoc {
+
+// The data set's files and normalization constants, every one stated here.
+struct DataSplits {
+  data::ImageSet train, test;
+  std::vector<float> mean, stddev;
+};
+
+inline Expected<DataSplits> load_data(const FitArgs& a, int classes) {
+  DataSplits d;
+  const std::string& dir = a.data;
+  if (a.dataset == "fashion-mnist" || a.dataset == "mnist") {
+    auto tr = data::read_idx(dir + "/train-images-idx3-ubyte", dir + "/train-labels-idx1-ubyte",
+                             classes);
+    if (!tr) return tr.error();
+    auto te = data::read_idx(dir + "/t10k-images-idx3-ubyte", dir + "/t10k-labels-idx1-ubyte",
+                             classes);
+    if (!te) return te.error();
+    d.train = std::move(*tr);
+    d.test = std::move(*te);
+    // Measured over the 60000 training images (tools/train/README.md; MNIST's usual constants).
+    d.mean = {a.dataset == "mnist" ? 0.1307f : 0.2860f};
+    d.stddev = {a.dataset == "mnist" ? 0.3081f : 0.3530f};
+  } else if (a.dataset == "cifar10") {
+    std::vector<std::string> files;
+    for (int k = 1; k <= 5; ++k) files.push_back(dir + "/data_batch_" + std::to_string(k) + ".bin");
+    auto tr = data::read_cifar10(files);
+    if (!tr) return tr.error();
+    auto te = data::read_cifar10({dir + "/test_batch.bin"});
+    if (!te) return te.error();
+    d.train = std::move(*tr);
+    d.test = std::move(*te);
+    d.mean = {0.4914f, 0.4822f, 0.4465f};  // the training set's per-channel statistics
+    d.stddev = {0.2470f, 0.2435f, 0.2616f};
+  } else {
+    return Error{"--dataset " + a.dataset + ": expected fashion-mnist, mnist or cifar10"};
+  }
+  if (!a.mean.empty()) d.mean = a.mean;
+  if (!a.stddev.empty()) d.stddev = a.stddev;
+  if (d.mean.size() != size_t(d.train.channels) || d.stddev.size() != size_t(d.train.channels)) {
+    return Error{"--mean/--std: " + std::to_string(d.train.channels) + " value(s) needed, one per "
+                 "channel of " + a.dataset};
+  }
+  for (float s : d.stddev) {
+    if (!(s > 0.0f)) return Error{"--std: every value must be positive"};
+  }
+  return d;
+}
+
+// BatchNorm's num_batches_tracked in a weights file, in kCounterNames order: 0 where the file
+// has none, as PyTorch starts counting.
+template <class Trainer>
+std::vector<int64_t> read_counters(const st::File& f) {
+  std::vector<int64_t> counts;
+  for (const char* const* c = Trainer::kCounterNames; *c; ++c) {
+    const st::TensorView* v = f.find(*c);
+    int64_t n = 0;
+    if (v && v->dtype == st::DType::I64 && v->numel() == 1) std::memcpy(&n, v->data, sizeof n);
+    counts.push_back(n);
+  }
+  return counts;
+}
+
+// The same from a path; an empty path has no counters (all 0).
+template <class Trainer>
+Expected<std::vector<int64_t>> read_counters(const std::string& path) {
+  if (path.empty()) {
+    std::vector<int64_t> zeros;
+    for (const char* const* c = Trainer::kCounterNames; *c; ++c) zeros.push_back(0);
+    return zeros;
+  }
+  auto f = st::File::open(path);
+  if (!f) return f.error();
+  return read_counters<Trainer>(*f);
+}
+
+namespace detail {
+
+// The state a checkpoint adds to the weights, to continue exactly where it stopped.
+struct Resumed {
+  int epochs_done = 0;
+  uint64_t steps_done = 0;
+  std::vector<int64_t> counters;  // num_batches_tracked, in kCounterNames order
+};
+
+template <class Trainer>
+Expected<Resumed> read_resume(const FitArgs& a, Trainer& t, int steps_per_epoch) {
+  Resumed r;
+  auto pair = open_checkpoint_pair(a.resume);  // the weights and the optimizer state of one epoch
+  if (!pair) return pair.error();
+  st::File* const weights = &pair->weights;
+  st::File* const f = &pair->optim;
+  r.counters = read_counters<Trainer>(*weights);
+  const std::string path = f->path();
+  auto number = [&](const st::File& file, const char* key) -> Expected<unsigned long long> {
+    const std::string v = checkpoint_meta(file, key);
+    try {
+      size_t used = 0;
+      const unsigned long long x = std::stoull(v, &used);
+      if (used == v.size() && !v.empty() && v[0] != '-') return x;
+    } catch (const std::exception&) {
+    }
+    return Error{file.path() + ": metadata '" + key + "' is missing or not a non-negative integer "
+                 "(not a checkpoint written by a zoc trainer?)"};
+  };
+  auto epochs_done = number(*f, "epochs_done");
+  if (!epochs_done) return epochs_done.error();
+  auto steps_done = number(*f, "steps_done");
+  if (!steps_done) return steps_done.error();
+  auto seed = number(*f, "seed");
+  if (!seed) return seed.error();
+  auto batch = number(*f, "batch");
+  if (!batch) return batch.error();
+  auto epochs = number(*f, "epochs");
+  if (!epochs) return epochs.error();
+  // The learning rate of every step follows from the schedule and (except constant) the
+  // epoch count: a different one would not continue the same run.
+  const std::string schedule = checkpoint_meta(*f, "schedule");
+  if (schedule != a.schedule || (a.schedule != "constant" && *epochs != uint64_t(a.epochs))) {
+    return Error{path + ": the checkpoint was trained with --schedule " + schedule +
+                 " --epochs " + std::to_string(*epochs) + "; this run has --schedule " +
+                 a.schedule + " --epochs " + std::to_string(a.epochs)};
+  }
+  // The order of epoch e depends on (seed, e) and its batches on the batch size: anything else
+  // would not continue the same run.
+  if (*seed != a.seed || *batch != uint64_t(a.batch)) {
+    return Error{path + ": the checkpoint was trained with --seed " + std::to_string(*seed) +
+                 " --batch " + std::to_string(*batch) + "; this run has --seed " +
+                 std::to_string(a.seed) + " --batch " + std::to_string(a.batch)};
+  }
+  if (*epochs_done < 1 || *epochs_done >= uint64_t(a.epochs)) {
+    return Error{path + ": " + std::to_string(*epochs_done) + " epochs are done, --epochs " +
+                 std::to_string(a.epochs) + " leaves nothing to train"};
+  }
+  if (*steps_done != *epochs_done * uint64_t(steps_per_epoch)) {
+    return Error{path + ": " + std::to_string(*steps_done) + " steps in " +
+                 std::to_string(*epochs_done) + " epochs, but this run takes " +
+                 std::to_string(steps_per_epoch) + " per epoch (--max-steps?)"};
+  }
+  std::vector<float> momenta(Trainer::kParamElements, 0.0f);
+  for (int i = 0; i < Trainer::kNumParams; ++i) {
+    const auto& p = Trainer::kParamTable[i];
+    if (!p.trainable) continue;
+    const std::string name = std::string("momentum.") + p.name;
+    const st::TensorView* v = f->find(name);
+    if (!v || v->dtype != st::DType::F32 || size_t(v->numel()) != p.count) {
+      return Error{path + ": tensor " + name + " is missing or not F32 with " +
+                   std::to_string(p.count) + " elements"};
+    }
+    std::memcpy(momenta.data() + p.offset, v->data, p.count * sizeof(float));
+  }
+  ZOC_CUDA(cudaMemcpy(t.momenta(), momenta.data(), momenta.size() * sizeof(float),
+                      cudaMemcpyHostToDevice),
+           "resume");
+  r.epochs_done = int(*epochs_done);
+  r.steps_done = uint64_t(*steps_done);
+  for (int64_t& c : r.counters) c -= int64_t(r.steps_done);  // write_checkpoint adds them back
+  return r;
+}
+
+template <class Trainer>
+Status write_checkpoint(const FitArgs& a, Trainer& t, int epochs_done, uint64_t steps_done,
+                        const std::vector<int64_t>& counters_before) {
+  std::vector<float> params(Trainer::kParamElements), momenta(Trainer::kParamElements);
+  ZOC_CUDA(cudaMemcpy(params.data(), t.params(), params.size() * sizeof(float),
+                      cudaMemcpyDeviceToHost),
+           "checkpoint");
+  ZOC_CUDA(cudaMemcpy(momenta.data(), t.momenta(), momenta.size() * sizeof(float),
+                      cudaMemcpyDeviceToHost),
+           "checkpoint");
+  std::vector<st::TensorToWrite> w, o;
+  std::vector<std::string> names;
+  names.reserve(Trainer::kNumParams);
+  for (int i = 0; i < Trainer::kNumParams; ++i) {
+    const auto& p = Trainer::kParamTable[i];
+    const std::vector<int64_t> shape(p.shape, p.shape + p.rank);
+    w.push_back({p.name, st::DType::F32, shape, params.data() + p.offset, p.count * sizeof(float)});
+    if (p.trainable) {
+      names.push_back(std::string("momentum.") + p.name);
+      o.push_back({names.back(), st::DType::F32, shape, momenta.data() + p.offset,
+                   p.count * sizeof(float)});
+    }
+  }
+  // num_batches_tracked: what the starting weights had plus one per training-mode forward.
+  std::vector<int64_t> counts = counters_before;
+  for (int64_t& c : counts) c += int64_t(steps_done);
+  size_t k = 0;
+  for (const char* const* c = Trainer::kCounterNames; *c; ++c, ++k) {
+    w.push_back({*c, st::DType::I64, {}, &counts[k], sizeof(int64_t)});
+  }
+  const std::string meta_epochs = std::to_string(epochs_done);
+  return write_checkpoint_pair(a.checkpoint, w,
+                               {{"format", "pt"}, {"producer", "zoc trainer"},
+                                {"epochs_done", meta_epochs}},
+                               o,
+                        {{"producer", "zoc trainer"},
+                         {"optimizer", "SGD momentum " + std::to_string(a.momentum) +
+                                           " weight_decay " + std::to_string(a.weight_decay)},
+                         {"epochs_done", meta_epochs},
+                         {"steps_done", std::to_string(steps_done)},
+                         {"seed", std::to_string(a.seed)},
+                         {"batch", std::to_string(a.batch)},
+                         {"epochs", std::to_string(a.epochs)},
+                         {"schedule", a.schedule}});
+}
+
+}  // namespace detail
+
+}  // namespace zoc

@@ -1,0 +1,158 @@
+// The options of generated trainers' runner (issue 8), kept free of CUDA so that the CPU tests
+// check them: the two modes' arguments and their parser (zoc/train/main.h documents the command
+// line), the learning-rate schedule shared with tools/train/train_pytorch.py, and where a
+// checkpoint's optimizer state lives. Dependency-free C++17.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "zoc/core/expected.h"
+
+namespace zoc {
+
+struct FitArgs {
+  std::string data, dataset = "fashion-mnist", weights, checkpoint, resume, csv, json;
+  int epochs = 5, batch = 128, max_steps = 0;
+  uint64_t seed = 0;
+  double lr = 0.1, momentum = 0.9, weight_decay = 5e-4;
+  std::string schedule = "cosine";
+  bool dropout = true;
+  bool graph = true;      // each step's forward, loss and backward as one CUDA graph launch
+  bool benchmark = true;  // time cuDNN's exact candidates per convolution (cudnn.benchmark)
+  bool deterministic = false;  // only convolution algorithms cuDNN marks deterministic
+  std::vector<float> mean, stddev;  // empty: the data set's stated constants
+};
+
+// The rate of step `step` of epoch `epoch` (0-based), as tools/train/train_pytorch.py computes it.
+inline double scheduled_lr(const std::string& schedule, double base, int epoch, int epochs,
+                           int step, int steps_per_epoch) {
+  if (schedule == "constant") return base;
+  if (schedule == "step") {
+    const int m1 = (epochs + 1) / 2, m2 = (3 * epochs + 3) / 4;
+    return base * std::pow(0.1, (epoch >= m1 ? 1 : 0) + (epoch >= m2 ? 1 : 0));
+  }
+  const double t = double(epoch) * steps_per_epoch + step;
+  const double pi = 3.14159265358979323846;  // Python's math.pi
+  return base * 0.5 * (1.0 + std::cos(pi * t / (double(epochs) * steps_per_epoch)));
+}
+
+// A checkpoint's optimizer state (momenta, steps, seed, batch): beside it, `.optim.safetensors`
+// in place of `.safetensors`.
+inline std::string optim_path_for(const std::string& checkpoint) {
+  const std::string ext = ".safetensors";
+  if (checkpoint.size() > ext.size() &&
+      checkpoint.compare(checkpoint.size() - ext.size(), ext.size(), ext) == 0) {
+    return checkpoint.substr(0, checkpoint.size() - ext.size()) + ".optim" + ext;
+  }
+  return checkpoint + ".optim.safetensors";
+}
+
+// Both modes: fit_args holds the options they share (weights, seed, SGD's settings, the
+// algorithm choice); the rest are the one-batch mode's.
+struct TrainArgs {
+  std::string batch_file, out, weights_out;
+  int steps = 0;
+  bool fit = false;  // --data given: the epoch loop
+  FitArgs fit_args;
+};
+
+namespace detail {
+inline std::vector<float> float_list(const std::string& v) {
+  std::vector<float> out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t end = std::min(v.find(',', start), v.size());
+    size_t used = 0;
+    const std::string item = v.substr(start, end - start);
+    out.push_back(std::stof(item, &used));
+    if (used != item.size()) throw std::invalid_argument(item);
+    start = end + 1;
+  }
+  return out;
+}
+}  // namespace detail
+
+inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
+  TrainArgs a;
+  FitArgs& f = a.fit_args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (k == "--no-dropout" || k == "--no-graph" || k == "--no-benchmark") {
+      (k == "--no-dropout" ? f.dropout : k == "--no-graph" ? f.graph : f.benchmark) = false;
+      continue;
+    }
+    if (k == "--deterministic") {
+      f.deterministic = true;
+      continue;
+    }
+    if (i + 1 >= argc) return Error{"option " + k + " needs a value"};
+    const std::string v = argv[++i];
+    auto whole = [&](auto parse) {  // the whole value must be the number
+      size_t used = 0;
+      auto x = parse(v, &used);
+      if (used != v.size()) throw std::invalid_argument(v);
+      return x;
+    };
+    auto to_int = [](const std::string& s, size_t* u) { return std::stoi(s, u); };
+    auto to_u64 = [](const std::string& s, size_t* u) { return std::stoull(s, u); };
+    auto to_double = [](const std::string& s, size_t* u) { return std::stod(s, u); };
+    try {
+      if (k == "--weights") f.weights = v;
+      else if (k == "--batch-file") a.batch_file = v;
+      else if (k == "--out") a.out = v;
+      else if (k == "--weights-out") a.weights_out = v;
+      else if (k == "--seed") f.seed = whole(to_u64);
+      else if (k == "--steps") a.steps = whole(to_int);
+      else if (k == "--lr") f.lr = whole(to_double);
+      else if (k == "--momentum") f.momentum = whole(to_double);
+      else if (k == "--weight-decay") f.weight_decay = whole(to_double);
+      else if (k == "--data") { f.data = v; a.fit = true; }
+      else if (k == "--dataset") f.dataset = v;
+      else if (k == "--epochs") f.epochs = whole(to_int);
+      else if (k == "--batch") f.batch = whole(to_int);
+      else if (k == "--max-steps") f.max_steps = whole(to_int);
+      else if (k == "--schedule") f.schedule = v;
+      else if (k == "--csv") f.csv = v;
+      else if (k == "--json") f.json = v;
+      else if (k == "--checkpoint") f.checkpoint = v;
+      else if (k == "--resume") f.resume = v;
+      else if (k == "--mean") f.mean = detail::float_list(v);
+      else if (k == "--std") f.stddev = detail::float_list(v);
+      else return Error{"unknown option " + k};
+    } catch (const std::exception&) {
+      return Error{"option " + k + ": '" + v + "' is not a valid number"};
+    }
+  }
+  if (a.fit) {
+    if (!a.batch_file.empty() || !a.out.empty()) {
+      return Error{"--data (train) and --batch-file/--out (one batch) are different modes"};
+    }
+    if (f.epochs < 1 || f.epochs > 100000) return Error{"--epochs must be in 1..100000"};
+    if (f.batch < 2 || f.batch > 65536) {
+      return Error{"--batch must be in 2..65536 (training-mode batch norm needs two samples)"};
+    }
+    if (f.max_steps < 0) return Error{"--max-steps must be >= 0"};
+    if (f.schedule != "cosine" && f.schedule != "step" && f.schedule != "constant") {
+      return Error{"--schedule " + f.schedule + ": expected cosine, step or constant"};
+    }
+    if (!(f.lr > 0) || !(f.momentum >= 0) || !(f.weight_decay >= 0)) {
+      return Error{"--lr must be positive, --momentum and --weight-decay non-negative"};
+    }
+    if (!f.resume.empty() && !f.weights.empty()) {
+      return Error{"--resume already gives the weights: drop --weights"};
+    }
+    return a;
+  }
+  if (a.batch_file.empty() || a.out.empty()) {
+    return Error{"either --data DIR (train) or --batch-file B --out G (one batch) is required"};
+  }
+  if (a.steps < 0 || a.steps > 100000) return Error{"--steps must be in 0..100000"};
+  return a;
+}
+
+}  // namespace zoc

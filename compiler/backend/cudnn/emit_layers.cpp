@@ -432,6 +432,7 @@ bool emit_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::Conv2d:
     case ir::OpKind::Dropout:
       return unsupported(ctx, n, "this op before the inference passes (run the pass pipeline)");
+    default: break;  // training-graph ops and ops not built yet
   }
   return unsupported(ctx, n, "this op");
 }

@@ -148,6 +148,7 @@ bool TrainerEmitter::emit_node(const ir::Node& n) {
     case ir::OpKind::FusedConv2d:
       return unsupported(n, "fused layers: compile the model as written (--train skips the "
                             "inference passes)");
+    default: break;
   }
   return unsupported(n, "this op");
 }

@@ -2,29 +2,16 @@
 // Command: zoc compile models/lenet.yaml -o generated/lenet --precision fp32
 // Model: lenet, precision fp32, convolutions via cuDNN's graph API, IR hash 2746885f034c476f
 
-// lenet: construction (descriptors, weights, memory) and the forward pass.
+// lenet: the model's constants and its layer sequence.
 #include "lenet.h"
 
-#include <algorithm>
-#include <cstdio>
-#include <vector>
-
-#include "lenet_kernels.h"
 #include "lenet_weights.h"
-#include "zoc/core/cuda_check.h"
-#include "zoc/core/device.h"
-#include "zoc/core/weight_source.h"
 
 namespace zoc_model {
 
 namespace {
 
-constexpr float kOne = 1.0f, kZero = 0.0f;
-constexpr zoc::Precision kTypes = {CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_FMA_MATH, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-using namespace lenet_weights;  // kW_/kB_ weight offsets
-constexpr cudaDataType_t kBlasType = CUDA_R_32F;
-constexpr cublasComputeType_t kBlasCompute = CUBLAS_COMPUTE_32F;
-constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;
+using namespace lenet_weights;  // kW_/kB_: byte offsets into the packed weights
 
 // Activation arena: per-sample byte offsets, scaled by max_batch at run time.
 // activation arena 0.120 MiB per sample (unshared: 0.191 MiB per sample).
@@ -37,287 +24,61 @@ constexpr size_t kA_fc1 = 0;  // %fc1: Nx1024 fp32
 constexpr size_t kA_relu3 = 4096;  // %relu3: Nx1024 fp32
 constexpr size_t kA_fc2 = 0;  // %fc2: Nx10 fp32
 
-// Layer shapes and weight offsets (bytes into the packed weight buffer).
-constexpr zoc::ConvShape kConv_conv1 = {1, 28, 28, 32, 5, 5, 2, 2, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::PoolShape kPool_pool1 = {CUDNN_POOLING_MAX, 32, 28, 28, 2, 2, 0, 0, 2, 2, 14, 14};
-constexpr zoc::ConvShape kConv_conv2 = {32, 14, 14, 64, 5, 5, 2, 2, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::PoolShape kPool_pool2 = {CUDNN_POOLING_MAX, 64, 14, 14, 2, 2, 0, 0, 2, 2, 7, 7};
+// Each layer's shapes, tensors and weights (zoc/cudnn/model_calls.h).
+constexpr zoc::InputCall kIn_input = {1, 28, 28, 1, kA_input};
+constexpr zoc::ConvCall kConv_conv1 = {{1, 28, 28, 32, 5, 5, 2, 2, 1, 1, 1, 1, 1, 28, 28, true}, kA_input, kW_conv1,
+    kB_conv1, zoc::kNoTensor, kA_conv1};
+constexpr zoc::PoolCall kPool_pool1 = {{CUDNN_POOLING_MAX, 32, 28, 28, 2, 2, 0, 0, 2, 2, 14, 14}, kA_conv1, kA_pool1};
+constexpr zoc::ConvCall kConv_conv2 = {{32, 14, 14, 64, 5, 5, 2, 2, 1, 1, 1, 1, 1, 14, 14, true}, kA_pool1, kW_conv2,
+    kB_conv2, zoc::kNoTensor, kA_conv2};
+constexpr zoc::PoolCall kPool_pool2 = {{CUDNN_POOLING_MAX, 64, 14, 14, 2, 2, 0, 0, 2, 2, 7, 7}, kA_conv2, kA_pool2};
+constexpr zoc::LinearCall kFc_fc1 = {3136, 1024, kW_fc1, kB_fc1, kA_pool2, kA_fc1};
+constexpr zoc::ActivationCall kAct_relu3 = {CUDNN_ACTIVATION_RELU, 1024, 1, 1, kA_fc1, kA_relu3};
+constexpr zoc::LinearCall kFc_fc2 = {1024, 10, kW_fc2, kB_fc2, kA_relu3, kA_fc2};
 }  // namespace
 
-zoc::Expected<std::unique_ptr<Lenet>> Lenet::create(const std::string& weights_path, int max_batch,
-                                                 const Options& options) {
-  std::unique_ptr<Lenet> model(new Lenet());
-  ZOC_TRY(model->init(weights_path, max_batch, options));
-  return zoc::Expected<std::unique_ptr<Lenet>>(std::move(model));
+const char* const Lenet::kTitles[Lenet::kLayers] = {
+    "input",
+    "conv1 + relu1",
+    "pool1",
+    "conv2 + relu2",
+    "pool2",
+    "fc1",
+    "relu3",
+    "fc2",
+    "output (to fp32 for the caller)",
+};
+
+zoc::Status Lenet::pack(zoc::WeightSource& source, uint8_t* staging) {
+  static_assert(kWeightBytes == lenet_weights::kWeightBytes);
+  return lenet_weights::pack(source, staging);
 }
 
-zoc::Status Lenet::init(const std::string& weights_path, int max_batch, const Options& options) {
-  if (max_batch < 1 || max_batch > 65536) {
-    return zoc::Error{"Lenet: max_batch " + std::to_string(max_batch) + " is out of range 1..65536"};
-  }
-  options_ = options;
-  max_batch_ = max_batch;
-  ZOC_CUDNN(cudnnCreate(&cudnn_), "init");
-  ZOC_CUBLAS(cublasCreate(&cublas_), "init");
-  ZOC_CUDA(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes), "init");
-  ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "init");
-
-  // Descriptors: every one the forward pass uses is created here.
-  ZOC_TRY(conv1_.create(kConv_conv1, kTypes, false, "conv1"));
-  ZOC_TRY(pool1_.create(kPool_pool1, kTypes, "pool1"));
-  ZOC_TRY(conv2_.create(kConv_conv2, kTypes, false, "conv2"));
-  ZOC_TRY(pool2_.create(kPool_pool2, kTypes, "pool2"));
-  ZOC_TRY(relu3_.create(CUDNN_ACTIVATION_RELU, 1024, 1, 1, kTypes, "relu3"));
-
-  // Weights: validated, BN-folded, converted to fp32 NCHW and copied to the GPU once.
-  auto opened = weights_path.empty() ? zoc::Expected<zoc::WeightSource>(zoc::WeightSource::seeded(options.seed))
-                                     : zoc::WeightSource::open(weights_path, options.strict);
-  if (!opened) return opened.error();
-  zoc::WeightSource& source = *opened;
-  static_assert(Lenet::kWeightBytes == lenet_weights::kWeightBytes);
-  std::vector<uint8_t> staging(kWeightBytes);
-  ZOC_TRY(lenet_weights::pack(source, staging.data()));
-  for (const std::string& warning : source.warnings()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
-  ZOC_CUDA(cudaMalloc(&weights_, kWeightBytes), "weights");
-  ZOC_CUDA(cudaMemcpy(weights_, staging.data(), kWeightBytes, cudaMemcpyHostToDevice), "weights");
-
-  // Measured algorithm choices, if a plan file is given and was made here.
-  if (!options.plan_file.empty()) {
-    auto plan = zoc::PlanFile::load(options.plan_file);
-    if (!plan) return plan.error();
-    std::string gpu;
-    ZOC_TRY(zoc::gpu_name(&gpu));
-    const std::string why = plan->mismatch(gpu, cudnnGetVersion(), kName, kPrecision, kIrHash);
-    if (why.empty()) {
-      plan_ = std::move(*plan);
-    } else {
-      std::fprintf(stderr, "warning: %s: not used (%s); using cuDNN's heuristics\n",
-                   options.plan_file.c_str(), why.c_str());
-    }
-  }
-  // Activations and workspace, sized for max_batch.
-  ZOC_CUDA(cudaMalloc(&arena_, kArenaBytesPerSample * size_t(max_batch)), "arena");
-  size_t need = 0;
-  ZOC_TRY(set_batch(max_batch, options.workspace_limit, &need));
-  // Room for the plan's measured choices at every batch size up to max_batch too.
-  need = std::max<size_t>(need, plan_.largest_workspace(max_batch, options.workspace_limit));
-  workspace_bytes_ = need;
-  if (need > 0) ZOC_CUDA(cudaMalloc(&workspace_, need), "workspace");
-  ZOC_TRY(bind_layers());
-  batch_ = max_batch;
-  // The weight upload ran on the legacy default stream, which the caller's
-  // non-blocking stream does not wait for.
-  ZOC_CUDA(cudaDeviceSynchronize(), "init");
-  return zoc::Status::success();
-}
-
-Lenet::~Lenet() {
-  if (graph_) cudaGraphExecDestroy(graph_);
-  if (profile_graph_) cudaGraphExecDestroy(profile_graph_);
-  for (cudaEvent_t e : marks_) if (e) cudaEventDestroy(e);
-  conv1_.destroy();
-  pool1_.destroy();
-  conv2_.destroy();
-  pool2_.destroy();
-  relu3_.destroy();
-  if (arena_) cudaFree(arena_);
-  if (workspace_) cudaFree(workspace_);
-  if (weights_) cudaFree(weights_);
-  if (blas_workspace_) cudaFree(blas_workspace_);
-  if (cublas_) cublasDestroy(cublas_);
-  if (cudnn_) cudnnDestroy(cudnn_);
-}
-
-// Describes every tensor for batch n and picks each convolution's algorithm within
-// workspace_limit; reports the largest workspace the choices need. Host-side only.
-zoc::Status Lenet::set_batch(int n, size_t workspace_limit, size_t* workspace_need) {
-  size_t need = 0;
-  ZOC_TRY(conv1_.describe(cudnn_, n, workspace_limit, "conv1", &plan_));
-  need = std::max(need, conv1_.workspace);
-  ZOC_TRY(pool1_.describe(n, "pool1"));
-  ZOC_TRY(conv2_.describe(cudnn_, n, workspace_limit, "conv2", &plan_));
-  need = std::max(need, conv2_.workspace);
-  ZOC_TRY(pool2_.describe(n, "pool2"));
-  ZOC_TRY(relu3_.describe(n, "relu3"));
-  *workspace_need = need;
-  return zoc::Status::success();
-}
-
-zoc::Status Lenet::prepare(int batch) {
-  ZOC_TRY(zoc::check_batch(batch, max_batch_));
-  batch_ = 0;  // until every layer describes `batch` (a failure part-way re-prepares)
-  size_t need = 0;
-  ZOC_TRY(set_batch(batch, workspace_bytes_, &need));
-  ZOC_TRY(bind_layers());
-  batch_ = batch;
-  return zoc::Status::success();
-}
-
-zoc::Status Lenet::begin(const float* input, float* output, int batch) {
-  ZOC_TRY(zoc::check_batch(batch, max_batch_));
-  if (input != checked_input_ || output != checked_output_) {
-    ZOC_TRY(zoc::check_device_pointer(input, "forward: input"));
-    ZOC_TRY(zoc::check_device_pointer(output, "forward: output"));
-    checked_input_ = input;
-    checked_output_ = output;
-  }
-  if (batch != batch_) ZOC_TRY(prepare(batch));  // zoc-verify: one-time
-  return zoc::Status::success();
-}
-
-zoc::Status Lenet::forward(const float* input, float* output, int batch, cudaStream_t stream) {
-  ZOC_TRY(begin(input, output, batch));
-  if (!options_.cuda_graph) return run_layers<false>(input, output, stream);
-  if (!graph_ || graph_batch_ != batch || graph_input_ != input || graph_output_ != output) {
-    // The one-time path (per batch size and buffer pair), the only one that creates objects.
-    ZOC_TRY(capture<false>(&graph_, input, output, stream));  // zoc-verify: one-time
-    graph_batch_ = batch;
-    graph_input_ = input;
-    graph_output_ = output;
-  }
-  ZOC_CUDA(cudaGraphLaunch(graph_, stream), "forward: graph launch");
-  return zoc::Status::success();
-}
-
-template <bool kProfile>
-zoc::Status Lenet::capture(cudaGraphExec_t* exec, const float* input, float* output, cudaStream_t stream) {
-  ZOC_TRY(run_layers<kProfile>(input, output, stream));
-  if (*exec) cudaGraphExecDestroy(*exec);
-  *exec = nullptr;
-  cudaGraph_t graph = nullptr;
-  ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "forward: capture");
-  record_flags_ = cudaEventRecordExternal;
-  const zoc::Status captured = run_layers<kProfile>(input, output, stream);
-  record_flags_ = cudaEventRecordDefault;
-  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-  if (!captured.ok() || ended != cudaSuccess) {
-    if (graph) cudaGraphDestroy(graph);
-    if (!captured.ok()) return captured;
-  }
-  ZOC_CUDA(ended, "forward: capture");
-  const cudaError_t made = cudaGraphInstantiate(exec, graph, 0);
-  cudaGraphDestroy(graph);
-  ZOC_CUDA(made, "forward: graph instantiation");
-  return zoc::Status::success();
-}
-
-const char* Lenet::layer_name(int k) {
-  static const char* const kNames[kLayers] = {
-      "input",
-      "conv1 + relu1",
-      "pool1",
-      "conv2 + relu2",
-      "pool2",
-      "fc1",
-      "relu3",
-      "fc2",
-      "output (to fp32 for the caller)",
-  };
-  return k >= 0 && k < kLayers ? kNames[k] : "?";
-}
-
-zoc::Status Lenet::profile(const float* input, float* output, int batch, cudaStream_t stream, float* layer_ms, float* total_ms) {
-  ZOC_TRY(begin(input, output, batch));
-  if (!marks_[0]) {
-    for (cudaEvent_t& e : marks_) ZOC_CUDA(cudaEventCreate(&e), "profile");
-  }
-  if (!options_.cuda_graph) {
-    ZOC_TRY(run_layers<true>(input, output, stream));
-  } else {
-    if (!profile_graph_ || profile_batch_ != batch || profile_input_ != input ||
-        profile_output_ != output) {
-      ZOC_TRY(capture<true>(&profile_graph_, input, output, stream));
-      profile_batch_ = batch;
-      profile_input_ = input;
-      profile_output_ = output;
-    }
-    ZOC_CUDA(cudaGraphLaunch(profile_graph_, stream), "profile: graph launch");
-  }
-  ZOC_CUDA(cudaEventSynchronize(marks_[kLayers]), "profile");
-  for (int k = 0; k < kLayers; ++k) {
-    ZOC_CUDA(cudaEventElapsedTime(&layer_ms[k], marks_[k], marks_[k + 1]), "profile");
-  }
-  ZOC_CUDA(cudaEventElapsedTime(total_ms, marks_[0], marks_[kLayers]), "profile");
-  return zoc::Status::success();
-}
-
-zoc::Status Lenet::tune(const float* input, float* output, int batch, cudaStream_t stream, zoc::PlanFile* plan) {
-  ZOC_TRY(begin(input, output, batch));
-  ZOC_TRY(run_layers<false>(input, output, stream));  // real activations to time on
-  ZOC_CUDA(cudaStreamSynchronize(stream), "tune");
-  batch_ = 0;  // tuning re-describes layers: prepare() again below, or on the next call
-  ZOC_TRY(zoc::gpu_name(&plan->gpu));
-  plan->cudnn = cudnnGetVersion();
-  plan->model = kName;
-  plan->precision = kPrecision;
-  plan->ir_hash = kIrHash;
-  const size_t scratch_bytes = std::min(options_.workspace_limit, size_t(1) << 30);
-  auto scratch = zoc::DeviceBuffer::allocate(std::max<size_t>(scratch_bytes, 1), "tune: workspace");
-  if (!scratch) return scratch.error();
-  const int n = batch;
-  const size_t B = size_t(max_batch_);  // arena offsets are per sample
-  char* const a = static_cast<char*>(arena_);
-  const char* const w = static_cast<const char*>(weights_);
-  zoc::PlanChoice choice;
-  ZOC_TRY(conv1_.tune(cudnn_, n, a + kA_input * B, w + kW_conv1, w + kB_conv1, nullptr, a + kA_conv1 * B, scratch->get(), scratch_bytes, stream, "conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(conv2_.tune(cudnn_, n, a + kA_pool1 * B, w + kW_conv2, w + kB_conv2, nullptr, a + kA_conv2 * B, scratch->get(), scratch_bytes, stream, "conv2", &choice));
-  plan->set(choice);
-  // Back to the model's own choices (tuning left each layer on its fastest).
-  return prepare(batch);
-}
-
-// Binds every execution plan to its input, weights, residual, output and workspace.
-zoc::Status Lenet::bind_layers() {
-  const size_t B = size_t(max_batch_);  // arena offsets are per sample
-  char* const a = static_cast<char*>(arena_);
-  const char* const w = static_cast<const char*>(weights_);
-  ZOC_TRY(conv1_.bind(a + kA_input * B, w + kW_conv1, w + kB_conv1, nullptr, a + kA_conv1 * B, workspace_, "conv1"));
-  ZOC_TRY(conv2_.bind(a + kA_pool1 * B, w + kW_conv2, w + kB_conv2, nullptr, a + kA_conv2 * B, workspace_, "conv2"));
-  return zoc::Status::success();
-}
-
-// The forward pass: one library call or kernel per layer, in order.
-template <bool kProfile>
-zoc::Status Lenet::run_layers(const float* input, float* output, cudaStream_t stream) {
-  ZOC_CUDNN(cudnnSetStream(cudnn_, stream), "forward");
-  ZOC_CUBLAS(cublasSetStream(cublas_, stream), "forward");
-  const int n = batch_;
-  const size_t B = size_t(max_batch_);  // arena offsets are per sample
-  char* const a = static_cast<char*>(arena_);
-  const char* const w = static_cast<const char*>(weights_);
-  (void)input;
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[0], stream, record_flags_), "profile");
-  // input: fp32 NCHW from the caller, copied into the arena (plans bind fixed pointers)  (models/lenet.yaml:10:8)
-  ZOC_CUDA(cudaMemcpyAsync(a + kA_input * B, input, size_t(n) * 784 * sizeof(float), cudaMemcpyDeviceToDevice, stream), "input");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[1], stream, record_flags_), "profile");
-  // conv1 + relu1: conv 5x5/1, 1->32, 28x28 -> 28x28, relu  (models/lenet.yaml:12:5)
-  ZOC_TRY(conv1_.run(cudnn_, "conv1"));  // x a + kA_input * B, y a + kA_conv1 * B
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[2], stream, record_flags_), "profile");
-  // pool1: max pool 2x2/2 pad 0, 28x28 -> 14x14  (models/lenet.yaml:14:5)
-  ZOC_CUDNN(cudnnPoolingForward(cudnn_, pool1_.pool, &kOne, pool1_.x, a + kA_conv1 * B, &kZero, pool1_.y, a + kA_pool1 * B), "pool1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[3], stream, record_flags_), "profile");
-  // conv2 + relu2: conv 5x5/1, 32->64, 14x14 -> 14x14, relu  (models/lenet.yaml:15:5)
-  ZOC_TRY(conv2_.run(cudnn_, "conv2"));  // x a + kA_pool1 * B, y a + kA_conv2 * B
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[4], stream, record_flags_), "profile");
-  // pool2: max pool 2x2/2 pad 0, 14x14 -> 7x7  (models/lenet.yaml:17:5)
-  ZOC_CUDNN(cudnnPoolingForward(cudnn_, pool2_.pool, &kOne, pool2_.x, a + kA_conv2 * B, &kZero, pool2_.y, a + kA_pool2 * B), "pool2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[5], stream, record_flags_), "profile");
-  // flatten: a view of its input (no data movement)  (models/lenet.yaml:18:5)
-  // fc1: linear 3136 -> 1024  (models/lenet.yaml:19:5)
-  ZOC_CUDA(kernels::bias_rows(a + kA_fc1 * B, w + kB_fc1, n, 1024, stream), "fc1");
-  ZOC_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 1024, n, 3136, &kOne, w + kW_fc1, kBlasType, 3136, a + kA_pool2 * B, kBlasType, 3136, &kOne, a + kA_fc1 * B, kBlasType, 1024, kBlasCompute, CUBLAS_GEMM_DEFAULT), "fc1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[6], stream, record_flags_), "profile");
-  // relu3: relu  (models/lenet.yaml:20:5)
-  ZOC_CUDNN(cudnnActivationForward(cudnn_, relu3_.act, &kOne, relu3_.tensor.t, a + kA_fc1 * B, &kZero, relu3_.tensor.t, a + kA_relu3 * B), "relu3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[7], stream, record_flags_), "profile");
-  // fc2: linear 1024 -> 10  (models/lenet.yaml:22:5)
-  ZOC_CUDA(kernels::bias_rows(a + kA_fc2 * B, w + kB_fc2, n, 10, stream), "fc2");
-  ZOC_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, w + kW_fc2, kBlasType, 1024, a + kA_relu3 * B, kBlasType, 1024, &kOne, a + kA_fc2 * B, kBlasType, 10, kBlasCompute, CUBLAS_GEMM_DEFAULT), "fc2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[8], stream, record_flags_), "profile");
+// The forward pass in order: one call per layer (and a join where a side branch ends).
+template <class V>
+zoc::Status Lenet::layers(V& v) {
+  // input: fp32 NCHW from the caller, copied into the arena (plans bind fixed pointers) (models/lenet.yaml:10:8)
+  ZOC_TRY(v.input_copy(kIn_input));
+  // conv1 + relu1: conv 5x5/1, 1->32, 28x28 -> 28x28, relu (models/lenet.yaml:12:5)
+  ZOC_TRY(v.conv(conv1_, kConv_conv1, "conv1"));
+  // pool1: max pool 2x2/2 pad 0, 28x28 -> 14x14 (models/lenet.yaml:14:5)
+  ZOC_TRY(v.pool(pool1_, kPool_pool1, "pool1"));
+  // conv2 + relu2: conv 5x5/1, 32->64, 14x14 -> 14x14, relu (models/lenet.yaml:15:5)
+  ZOC_TRY(v.conv(conv2_, kConv_conv2, "conv2"));
+  // pool2: max pool 2x2/2 pad 0, 14x14 -> 7x7 (models/lenet.yaml:17:5)
+  ZOC_TRY(v.pool(pool2_, kPool_pool2, "pool2"));
+  // flatten: a view of its input (no data movement) (models/lenet.yaml:18:5)
+  // fc1: linear 3136 -> 1024 (models/lenet.yaml:19:5)
+  ZOC_TRY(v.linear(kFc_fc1, "fc1"));
+  // relu3: relu (models/lenet.yaml:20:5)
+  ZOC_TRY(v.activation(relu3_, kAct_relu3, "relu3"));
+  // fc2: linear 1024 -> 10 (models/lenet.yaml:22:5)
+  ZOC_TRY(v.linear(kFc_fc2, "fc2"));
   // output: fp32 [n, 10] for the caller
-  ZOC_CUDA(cudaMemcpyAsync(output, a + kA_fc2 * B, size_t(n) * kOutputs * sizeof(float), cudaMemcpyDeviceToDevice, stream), "output");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[9], stream, record_flags_), "profile");
+  ZOC_TRY(v.output_copy({kA_fc2, 10}));
   return zoc::Status::success();
 }
 }  // namespace zoc_model
+
+// The shared skeleton and this layer sequence, for every step (zoc/cudnn/model.h).
+ZOC_MODEL_INSTANTIATE(zoc_model::Lenet);

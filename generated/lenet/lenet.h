@@ -2,124 +2,54 @@
 // Command: zoc compile models/lenet.yaml -o generated/lenet --precision fp32
 // Model: lenet, precision fp32, convolutions via cuDNN's graph API, IR hash 2746885f034c476f
 
-// lenet: the model class. Construct with create(), run with forward().
+// lenet: the model class. Construct with create(), run with forward(); what every model
+// shares (create, forward, prepare, profile, tune) is zoc/cudnn/model.h.
 #pragma once
-
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <cudnn.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <string>
 
-#include "zoc/cudnn/layers.h"
 #include "zoc/cudnn/graph_layer.h"
-#include "zoc/core/expected.h"
-#include "zoc/cudnn/plan_file.h"
+#include "zoc/cudnn/layers.h"
+#include "zoc/cudnn/model.h"
 
 namespace zoc_model {
 
-struct Options {
-  bool cuda_graph = false;  // capture forward() once per batch size and replay it
-  size_t workspace_limit = size_t(1) << 30;  // cap on the cuDNN workspace, bytes
-  uint64_t seed = 0;     // seed of the default weights when no file is given
-  bool strict = false;   // NaN/Inf in the weights file is an error, not a warning
-  // Measured per-layer algorithm choices (zoc/cudnn/plan_file.h, written by tune()); empty:
-  // cuDNN's heuristics. A plan for another GPU, cuDNN or model is ignored with a warning.
-  std::string plan_file;
-};
+using Options = zoc::ModelOptions;
 
 // Lenet: lenet (input N x 1 x 28 x 28 fp32 NCHW, output N x 10 fp32).
-class Lenet {
-   public:
+class Lenet : public zoc::Model<Lenet> {
+ public:
   static constexpr const char* kName = "lenet";
+  static constexpr const char* kClassName = "Lenet";
   static constexpr const char* kPrecision = "fp32";
   static constexpr int kInputC = 1, kInputH = 28, kInputW = 28;
   static constexpr int kOutputs = 10;
   static constexpr size_t kArenaBytesPerSample = 125440;
   static constexpr size_t kWeightBytes = 13099008;
   static constexpr const char* kIrHash = "2746885f034c476f";  // of the optimized graph
-
-  // Loads weights (safetensors with PyTorch names; empty path: seeded PyTorch-default
-  // init), creates every descriptor and allocates all device memory for max_batch.
-  static zoc::Expected<std::unique_ptr<Lenet>> create(const std::string& weights_path,
-                                                    int max_batch, const Options& options);
-  ~Lenet();
-  Lenet(const Lenet&) = delete;
-  Lenet& operator=(const Lenet&) = delete;
-
-  // input: device fp32 NCHW [batch, C, H, W]; output: device fp32 [batch, kOutputs].
-  // Allocates nothing; a new batch size re-describes tensors (host-side) first.
-  zoc::Status forward(const float* input, float* output, int batch, cudaStream_t stream);
-
-  // Re-describes every tensor and re-plans every layer for a new batch size (host-side,
-  // no allocation). forward() does this itself on a batch change; calling it ahead keeps
-  // that one-time work out of the timed path.
-  zoc::Status prepare(int batch);
-
+  static constexpr zoc::Precision kTypes = {CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_FMA_MATH,
+                                            CUDA_R_32F, CUBLAS_COMPUTE_32F};
   // Layers that issue GPU work, in forward order, and the source layers each stands for.
   static constexpr int kLayers = 9;
-  static const char* layer_name(int k);  // 0 <= k < kLayers
-  // One forward pass with a CUDA event between layers (inside a CUDA graph when
-  // options.cuda_graph, like forward()); layer_ms[kLayers] receives each layer's GPU time,
-  // *total_ms the first to last event. Creates its events and graph on first use.
-  zoc::Status profile(const float* input, float* output, int batch, cudaStream_t stream,
-                      float* layer_ms, float* total_ms);
+  static const char* const kTitles[kLayers];
+  // Side branches (downsample convolutions) run on a second stream, joined by events.
+  static constexpr int kSideBranches = 0;
+  static constexpr bool kUsesCublas = true;
 
-  // Times every usable algorithm of every convolution (legacy API) at `batch`, within
-  // options.workspace_limit (at most 1 GiB), on the activations of a real forward, and
-  // records the fastest of each in *plan (whose header it fills). The model keeps its own
-  // choices: create it again with Options::plan_file to use the plan. Synchronizes.
-  zoc::Status tune(const float* input, float* output, int batch, cudaStream_t stream,
-                   zoc::PlanFile* plan);
+  ~Lenet() { release(); }
 
-  int max_batch() const { return max_batch_; }
-  size_t arena_bytes() const { return kArenaBytesPerSample * size_t(max_batch_); }
-  size_t workspace_bytes() const { return workspace_bytes_; }
-  size_t weight_bytes() const { return kWeightBytes; }
-
-   private:
+ private:
+  friend class zoc::Model<Lenet>;
   Lenet() = default;
-  zoc::Status init(const std::string& weights_path, int max_batch, const Options& options);
-  zoc::Status set_batch(int n, size_t workspace_limit, size_t* workspace_need);
-  // Checks a call's batch and pointers and prepares a new batch size.
-  zoc::Status begin(const float* input, float* output, int batch);
-  // The straight line of layers; the kProfile instantiation also records marks_.
-  template <bool kProfile>
-  zoc::Status run_layers(const float* input, float* output, cudaStream_t stream);
-  // Runs run_layers once (first launches load kernels), then captures it into *exec.
-  template <bool kProfile>
-  zoc::Status capture(cudaGraphExec_t* exec, const float* input, float* output, cudaStream_t stream);
-  zoc::Status bind_layers();  // fixes the device pointers of every execution plan
+  // The layers in forward order, each once (the .cpp): every step of zoc/cudnn/model.h
+  // (create, describe, bind, run, tune, destroy) walks this sequence.
+  template <class V>
+  zoc::Status layers(V& v);
+  // Packs a weights file for the device, on the host (<model>_weights.h).
+  static zoc::Status pack(zoc::WeightSource& source, uint8_t* staging);
 
-  Options options_;
-  zoc::PlanFile plan_;  // from options.plan_file, if it matches this GPU and model
-  int max_batch_ = 0;
-  int batch_ = 0;  // the batch size the descriptors currently describe
-  cudnnHandle_t cudnn_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
-  void* weights_ = nullptr;    // kWeightBytes, packed at construction
-  void* arena_ = nullptr;      // activations: kArenaBytesPerSample * max_batch
-  void* workspace_ = nullptr;  // cuDNN workspace
-  size_t workspace_bytes_ = 0;
-  void* blas_workspace_ = nullptr;  // cuBLAS workspace (so graph capture never allocates)
-  const float* checked_input_ = nullptr;  // the last pointers validated by forward()
-  float* checked_output_ = nullptr;
-  cudaGraphExec_t graph_ = nullptr;
-  int graph_batch_ = 0;
-  const float* graph_input_ = nullptr;
-  float* graph_output_ = nullptr;
-  cudaEvent_t marks_[kLayers + 1] = {};  // profile(): before, then after each layer
-  cudaGraphExec_t profile_graph_ = nullptr;
-  // cudaEventRecordExternal while capturing (the marks become graph nodes), else default.
-  unsigned record_flags_ = cudaEventRecordDefault;
-  int profile_batch_ = 0;
-  const float* profile_input_ = nullptr;
-  float* profile_output_ = nullptr;
-
-  // One descriptor bundle per layer.
+  // One descriptor bundle per layer that needs one.
   zoc::GraphConvLayer conv1_;  // conv1 + relu1
   zoc::PoolLayer pool1_;  // pool1
   zoc::GraphConvLayer conv2_;  // conv2 + relu2
@@ -127,3 +57,6 @@ class Lenet {
   zoc::ActivationLayer relu3_;  // relu3
 };
 }  // namespace zoc_model
+
+// Instantiated once, in lenet.cpp.
+extern template class zoc::Model<zoc_model::Lenet>;

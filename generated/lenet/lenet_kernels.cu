@@ -2,25 +2,28 @@
 // Command: zoc compile models/lenet.yaml -o generated/lenet --precision fp32
 // Model: lenet, precision fp32, convolutions via cuDNN's graph API, IR hash 2746885f034c476f
 
-// Custom kernels of lenet, instantiated for its element type (float).
-#include "lenet_kernels.h"
-
+// Custom kernels of lenet, for its element type (float): the host functions
+// zoc/core/model_kernels.h declares.
 #include "zoc/core/kernels.cuh"
+#include "zoc/core/model_kernels.h"
 
-namespace zoc_model::kernels {
+namespace zoc::model_kernels {
 
 using T = float;
 
-cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, int c_stored, cudaStream_t stream) {
-  return zoc::kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, c_stored, stream);
+cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, int c_stored,
+                          cudaStream_t stream) {
+  return kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, c_stored, stream);
 }
 cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t stream) {
-  return zoc::kernels::launch_to_float<T>(static_cast<const T*>(in), out, count, stream);
+  return kernels::launch_to_float<T>(static_cast<const T*>(in), out, count, stream);
 }
 cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, cudaStream_t stream) {
-  return zoc::kernels::launch_bias_rows<T>(static_cast<T*>(y), static_cast<const T*>(bias), rows, cols, stream);
+  return kernels::launch_bias_rows<T>(static_cast<T*>(y), static_cast<const T*>(bias), rows, cols,
+                                      stream);
 }
 cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream) {
-  return zoc::kernels::launch_add<T>(static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), count, false, stream);
+  return kernels::launch_add<T>(static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), count,
+                                false, stream);
 }
-}  // namespace zoc_model::kernels
+}  // namespace zoc::model_kernels

@@ -22,7 +22,7 @@
 namespace zoc_model {
 
 class LenetTrainer {
-   public:
+ public:
   static constexpr const char* kModelName = "lenet";
   static constexpr int kInputC = 1, kInputH = 28, kInputW = 28, kClasses = 10;
   struct Param {
@@ -93,7 +93,7 @@ class LenetTrainer {
   size_t device_bytes() const { return device_bytes_; }
   const float* logits() const { return acts_ + size_t(88528) * max_batch_; }  // [n, kClasses]
 
-   private:
+ private:
   LenetTrainer() = default;
   zoc::Status describe(int n);  // every layer for batch n; picks algorithms
   int max_batch_ = 0, batch_ = 0;

@@ -2,29 +2,16 @@
 // Command: zoc compile models/resnet50.yaml -o generated/resnet50 --precision fp16
 // Model: resnet50, precision fp16, convolutions via cuDNN's legacy API, IR hash 1a194f046986403b
 
-// resnet50: construction (descriptors, weights, memory) and the forward pass.
+// resnet50: the model's constants and its layer sequence.
 #include "resnet50.h"
 
-#include <algorithm>
-#include <cstdio>
-#include <vector>
-
-#include "resnet50_kernels.h"
 #include "resnet50_weights.h"
-#include "zoc/core/cuda_check.h"
-#include "zoc/core/device.h"
-#include "zoc/core/weight_source.h"
 
 namespace zoc_model {
 
 namespace {
 
-constexpr float kOne = 1.0f, kZero = 0.0f;
-constexpr zoc::Precision kTypes = {CUDNN_DATA_HALF, CUDNN_TENSOR_NHWC, CUDNN_TENSOR_OP_MATH, CUDA_R_16F, CUBLAS_COMPUTE_32F};
-using namespace resnet50_weights;  // kW_/kB_ weight offsets
-constexpr cudaDataType_t kBlasType = CUDA_R_16F;
-constexpr cublasComputeType_t kBlasCompute = CUBLAS_COMPUTE_32F;
-constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;
+using namespace resnet50_weights;  // kW_/kB_: byte offsets into the packed weights
 
 // Activation arena: per-sample byte offsets, scaled by max_batch at run time.
 // activation arena 3.445 MiB per sample (unshared: 21.970 MiB per sample).
@@ -86,877 +73,363 @@ constexpr size_t kA_layer4_2_conv3 = 200704;  // %layer4.2.conv3: Nx2048x7x7 fp1
 constexpr size_t kA_avgpool = 0;  // %avgpool: Nx2048x1x1 fp16
 constexpr size_t kA_fc = 4096;  // %fc: Nx1000 fp16
 
-// Layer shapes and weight offsets (bytes into the packed weight buffer).
-constexpr zoc::ConvShape kConv_conv1 = {4, 224, 224, 64, 7, 7, 3, 3, 2, 2, 1, 1, 1, 112, 112, true};
-constexpr zoc::PoolShape kPool_maxpool = {CUDNN_POOLING_MAX, 64, 112, 112, 3, 3, 1, 1, 2, 2, 56, 56};
-constexpr zoc::ConvShape kConv_layer1_0_conv1 = {64, 56, 56, 64, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr zoc::ConvShape kConv_layer1_0_conv2 = {64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr zoc::ConvShape kConv_layer1_0_downsample_0 = {64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, false};
-constexpr zoc::ConvShape kConv_layer1_0_conv3 = {64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr zoc::ConvShape kConv_layer1_1_conv1 = {256, 56, 56, 64, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr zoc::ConvShape kConv_layer1_1_conv2 = {64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr zoc::ConvShape kConv_layer1_1_conv3 = {64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr zoc::ConvShape kConv_layer1_2_conv1 = {256, 56, 56, 64, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr zoc::ConvShape kConv_layer1_2_conv2 = {64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr zoc::ConvShape kConv_layer1_2_conv3 = {64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr zoc::ConvShape kConv_layer2_0_conv1 = {256, 56, 56, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true};
-constexpr zoc::ConvShape kConv_layer2_0_conv2 = {128, 56, 56, 128, 3, 3, 1, 1, 2, 2, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer2_0_downsample_0 = {256, 56, 56, 512, 1, 1, 0, 0, 2, 2, 1, 1, 1, 28, 28, false};
-constexpr zoc::ConvShape kConv_layer2_0_conv3 = {128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer2_1_conv1 = {512, 28, 28, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer2_1_conv2 = {128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer2_1_conv3 = {128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer2_2_conv1 = {512, 28, 28, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer2_2_conv2 = {128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer2_2_conv3 = {128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer2_3_conv1 = {512, 28, 28, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer2_3_conv2 = {128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer2_3_conv3 = {128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer3_0_conv1 = {512, 28, 28, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true};
-constexpr zoc::ConvShape kConv_layer3_0_conv2 = {256, 28, 28, 256, 3, 3, 1, 1, 2, 2, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_0_downsample_0 = {512, 28, 28, 1024, 1, 1, 0, 0, 2, 2, 1, 1, 1, 14, 14, false};
-constexpr zoc::ConvShape kConv_layer3_0_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_1_conv1 = {1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_1_conv2 = {256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_1_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_2_conv1 = {1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_2_conv2 = {256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_2_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_3_conv1 = {1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_3_conv2 = {256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_3_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_4_conv1 = {1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_4_conv2 = {256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_4_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_5_conv1 = {1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_5_conv2 = {256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer3_5_conv3 = {256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer4_0_conv1 = {1024, 14, 14, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true};
-constexpr zoc::ConvShape kConv_layer4_0_conv2 = {512, 14, 14, 512, 3, 3, 1, 1, 2, 2, 1, 1, 1, 7, 7, true};
-constexpr zoc::ConvShape kConv_layer4_0_downsample_0 = {1024, 14, 14, 2048, 1, 1, 0, 0, 2, 2, 1, 1, 1, 7, 7, false};
-constexpr zoc::ConvShape kConv_layer4_0_conv3 = {512, 7, 7, 2048, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr zoc::ConvShape kConv_layer4_1_conv1 = {2048, 7, 7, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr zoc::ConvShape kConv_layer4_1_conv2 = {512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr zoc::ConvShape kConv_layer4_1_conv3 = {512, 7, 7, 2048, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr zoc::ConvShape kConv_layer4_2_conv1 = {2048, 7, 7, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr zoc::ConvShape kConv_layer4_2_conv2 = {512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr zoc::ConvShape kConv_layer4_2_conv3 = {512, 7, 7, 2048, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true};
-constexpr zoc::PoolShape kPool_avgpool = {CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, 2048, 7, 7, 7, 7, 0, 0, 7, 7, 1, 1};
+// Each layer's shapes, tensors and weights (zoc/cudnn/model_calls.h).
+constexpr zoc::InputCall kIn_input = {3, 224, 224, 4, kA_input};
+constexpr zoc::ConvCall kConv_conv1 = {{4, 224, 224, 64, 7, 7, 3, 3, 2, 2, 1, 1, 1, 112, 112, true}, kA_input, kW_conv1,
+    kB_conv1, zoc::kNoTensor, kA_conv1};
+constexpr zoc::PoolCall kPool_maxpool = {{CUDNN_POOLING_MAX, 64, 112, 112, 3, 3, 1, 1, 2, 2, 56, 56}, kA_conv1,
+    kA_maxpool};
+constexpr zoc::ConvCall kConv_layer1_0_conv1 = {{64, 56, 56, 64, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true}, kA_maxpool,
+    kW_layer1_0_conv1, kB_layer1_0_conv1, zoc::kNoTensor, kA_layer1_0_conv1};
+constexpr zoc::ConvCall kConv_layer1_0_conv2 = {{64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 56, 56, true},
+    kA_layer1_0_conv1, kW_layer1_0_conv2, kB_layer1_0_conv2, zoc::kNoTensor, kA_layer1_0_conv2};
+constexpr zoc::ConvCall kConv_layer1_0_downsample_0 = {{64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, false},
+    kA_maxpool, kW_layer1_0_downsample_0, kB_layer1_0_downsample_0, zoc::kNoTensor, kA_layer1_0_downsample_0};
+constexpr zoc::ConvCall kConv_layer1_0_conv3 = {{64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true},
+    kA_layer1_0_conv2, kW_layer1_0_conv3, kB_layer1_0_conv3, kA_layer1_0_downsample_0, kA_layer1_0_conv3};
+constexpr zoc::ConvCall kConv_layer1_1_conv1 = {{256, 56, 56, 64, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true},
+    kA_layer1_0_conv3, kW_layer1_1_conv1, kB_layer1_1_conv1, zoc::kNoTensor, kA_layer1_1_conv1};
+constexpr zoc::ConvCall kConv_layer1_1_conv2 = {{64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 56, 56, true},
+    kA_layer1_1_conv1, kW_layer1_1_conv2, kB_layer1_1_conv2, zoc::kNoTensor, kA_layer1_1_conv2};
+constexpr zoc::ConvCall kConv_layer1_1_conv3 = {{64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true},
+    kA_layer1_1_conv2, kW_layer1_1_conv3, kB_layer1_1_conv3, kA_layer1_0_conv3, kA_layer1_1_conv3};
+constexpr zoc::ConvCall kConv_layer1_2_conv1 = {{256, 56, 56, 64, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true},
+    kA_layer1_1_conv3, kW_layer1_2_conv1, kB_layer1_2_conv1, zoc::kNoTensor, kA_layer1_2_conv1};
+constexpr zoc::ConvCall kConv_layer1_2_conv2 = {{64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 56, 56, true},
+    kA_layer1_2_conv1, kW_layer1_2_conv2, kB_layer1_2_conv2, zoc::kNoTensor, kA_layer1_2_conv2};
+constexpr zoc::ConvCall kConv_layer1_2_conv3 = {{64, 56, 56, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true},
+    kA_layer1_2_conv2, kW_layer1_2_conv3, kB_layer1_2_conv3, kA_layer1_1_conv3, kA_layer1_2_conv3};
+constexpr zoc::ConvCall kConv_layer2_0_conv1 = {{256, 56, 56, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 56, 56, true},
+    kA_layer1_2_conv3, kW_layer2_0_conv1, kB_layer2_0_conv1, zoc::kNoTensor, kA_layer2_0_conv1};
+constexpr zoc::ConvCall kConv_layer2_0_conv2 = {{128, 56, 56, 128, 3, 3, 1, 1, 2, 2, 1, 1, 1, 28, 28, true},
+    kA_layer2_0_conv1, kW_layer2_0_conv2, kB_layer2_0_conv2, zoc::kNoTensor, kA_layer2_0_conv2};
+constexpr zoc::ConvCall kConv_layer2_0_downsample_0 = {{256, 56, 56, 512, 1, 1, 0, 0, 2, 2, 1, 1, 1, 28, 28, false},
+    kA_layer1_2_conv3, kW_layer2_0_downsample_0, kB_layer2_0_downsample_0, zoc::kNoTensor, kA_layer2_0_downsample_0};
+constexpr zoc::ConvCall kConv_layer2_0_conv3 = {{128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true},
+    kA_layer2_0_conv2, kW_layer2_0_conv3, kB_layer2_0_conv3, kA_layer2_0_downsample_0, kA_layer2_0_conv3};
+constexpr zoc::ConvCall kConv_layer2_1_conv1 = {{512, 28, 28, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true},
+    kA_layer2_0_conv3, kW_layer2_1_conv1, kB_layer2_1_conv1, zoc::kNoTensor, kA_layer2_1_conv1};
+constexpr zoc::ConvCall kConv_layer2_1_conv2 = {{128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 28, 28, true},
+    kA_layer2_1_conv1, kW_layer2_1_conv2, kB_layer2_1_conv2, zoc::kNoTensor, kA_layer2_1_conv2};
+constexpr zoc::ConvCall kConv_layer2_1_conv3 = {{128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true},
+    kA_layer2_1_conv2, kW_layer2_1_conv3, kB_layer2_1_conv3, kA_layer2_0_conv3, kA_layer2_1_conv3};
+constexpr zoc::ConvCall kConv_layer2_2_conv1 = {{512, 28, 28, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true},
+    kA_layer2_1_conv3, kW_layer2_2_conv1, kB_layer2_2_conv1, zoc::kNoTensor, kA_layer2_2_conv1};
+constexpr zoc::ConvCall kConv_layer2_2_conv2 = {{128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 28, 28, true},
+    kA_layer2_2_conv1, kW_layer2_2_conv2, kB_layer2_2_conv2, zoc::kNoTensor, kA_layer2_2_conv2};
+constexpr zoc::ConvCall kConv_layer2_2_conv3 = {{128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true},
+    kA_layer2_2_conv2, kW_layer2_2_conv3, kB_layer2_2_conv3, kA_layer2_1_conv3, kA_layer2_2_conv3};
+constexpr zoc::ConvCall kConv_layer2_3_conv1 = {{512, 28, 28, 128, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true},
+    kA_layer2_2_conv3, kW_layer2_3_conv1, kB_layer2_3_conv1, zoc::kNoTensor, kA_layer2_3_conv1};
+constexpr zoc::ConvCall kConv_layer2_3_conv2 = {{128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 28, 28, true},
+    kA_layer2_3_conv1, kW_layer2_3_conv2, kB_layer2_3_conv2, zoc::kNoTensor, kA_layer2_3_conv2};
+constexpr zoc::ConvCall kConv_layer2_3_conv3 = {{128, 28, 28, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true},
+    kA_layer2_3_conv2, kW_layer2_3_conv3, kB_layer2_3_conv3, kA_layer2_2_conv3, kA_layer2_3_conv3};
+constexpr zoc::ConvCall kConv_layer3_0_conv1 = {{512, 28, 28, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 28, 28, true},
+    kA_layer2_3_conv3, kW_layer3_0_conv1, kB_layer3_0_conv1, zoc::kNoTensor, kA_layer3_0_conv1};
+constexpr zoc::ConvCall kConv_layer3_0_conv2 = {{256, 28, 28, 256, 3, 3, 1, 1, 2, 2, 1, 1, 1, 14, 14, true},
+    kA_layer3_0_conv1, kW_layer3_0_conv2, kB_layer3_0_conv2, zoc::kNoTensor, kA_layer3_0_conv2};
+constexpr zoc::ConvCall kConv_layer3_0_downsample_0 = {{512, 28, 28, 1024, 1, 1, 0, 0, 2, 2, 1, 1, 1, 14, 14, false},
+    kA_layer2_3_conv3, kW_layer3_0_downsample_0, kB_layer3_0_downsample_0, zoc::kNoTensor, kA_layer3_0_downsample_0};
+constexpr zoc::ConvCall kConv_layer3_0_conv3 = {{256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_0_conv2, kW_layer3_0_conv3, kB_layer3_0_conv3, kA_layer3_0_downsample_0, kA_layer3_0_conv3};
+constexpr zoc::ConvCall kConv_layer3_1_conv1 = {{1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_0_conv3, kW_layer3_1_conv1, kB_layer3_1_conv1, zoc::kNoTensor, kA_layer3_1_conv1};
+constexpr zoc::ConvCall kConv_layer3_1_conv2 = {{256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_1_conv1, kW_layer3_1_conv2, kB_layer3_1_conv2, zoc::kNoTensor, kA_layer3_1_conv2};
+constexpr zoc::ConvCall kConv_layer3_1_conv3 = {{256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_1_conv2, kW_layer3_1_conv3, kB_layer3_1_conv3, kA_layer3_0_conv3, kA_layer3_1_conv3};
+constexpr zoc::ConvCall kConv_layer3_2_conv1 = {{1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_1_conv3, kW_layer3_2_conv1, kB_layer3_2_conv1, zoc::kNoTensor, kA_layer3_2_conv1};
+constexpr zoc::ConvCall kConv_layer3_2_conv2 = {{256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_2_conv1, kW_layer3_2_conv2, kB_layer3_2_conv2, zoc::kNoTensor, kA_layer3_2_conv2};
+constexpr zoc::ConvCall kConv_layer3_2_conv3 = {{256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_2_conv2, kW_layer3_2_conv3, kB_layer3_2_conv3, kA_layer3_1_conv3, kA_layer3_2_conv3};
+constexpr zoc::ConvCall kConv_layer3_3_conv1 = {{1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_2_conv3, kW_layer3_3_conv1, kB_layer3_3_conv1, zoc::kNoTensor, kA_layer3_3_conv1};
+constexpr zoc::ConvCall kConv_layer3_3_conv2 = {{256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_3_conv1, kW_layer3_3_conv2, kB_layer3_3_conv2, zoc::kNoTensor, kA_layer3_3_conv2};
+constexpr zoc::ConvCall kConv_layer3_3_conv3 = {{256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_3_conv2, kW_layer3_3_conv3, kB_layer3_3_conv3, kA_layer3_2_conv3, kA_layer3_3_conv3};
+constexpr zoc::ConvCall kConv_layer3_4_conv1 = {{1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_3_conv3, kW_layer3_4_conv1, kB_layer3_4_conv1, zoc::kNoTensor, kA_layer3_4_conv1};
+constexpr zoc::ConvCall kConv_layer3_4_conv2 = {{256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_4_conv1, kW_layer3_4_conv2, kB_layer3_4_conv2, zoc::kNoTensor, kA_layer3_4_conv2};
+constexpr zoc::ConvCall kConv_layer3_4_conv3 = {{256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_4_conv2, kW_layer3_4_conv3, kB_layer3_4_conv3, kA_layer3_3_conv3, kA_layer3_4_conv3};
+constexpr zoc::ConvCall kConv_layer3_5_conv1 = {{1024, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_4_conv3, kW_layer3_5_conv1, kB_layer3_5_conv1, zoc::kNoTensor, kA_layer3_5_conv1};
+constexpr zoc::ConvCall kConv_layer3_5_conv2 = {{256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_5_conv1, kW_layer3_5_conv2, kB_layer3_5_conv2, zoc::kNoTensor, kA_layer3_5_conv2};
+constexpr zoc::ConvCall kConv_layer3_5_conv3 = {{256, 14, 14, 1024, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_5_conv2, kW_layer3_5_conv3, kB_layer3_5_conv3, kA_layer3_4_conv3, kA_layer3_5_conv3};
+constexpr zoc::ConvCall kConv_layer4_0_conv1 = {{1024, 14, 14, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 14, 14, true},
+    kA_layer3_5_conv3, kW_layer4_0_conv1, kB_layer4_0_conv1, zoc::kNoTensor, kA_layer4_0_conv1};
+constexpr zoc::ConvCall kConv_layer4_0_conv2 = {{512, 14, 14, 512, 3, 3, 1, 1, 2, 2, 1, 1, 1, 7, 7, true},
+    kA_layer4_0_conv1, kW_layer4_0_conv2, kB_layer4_0_conv2, zoc::kNoTensor, kA_layer4_0_conv2};
+constexpr zoc::ConvCall kConv_layer4_0_downsample_0 = {{1024, 14, 14, 2048, 1, 1, 0, 0, 2, 2, 1, 1, 1, 7, 7, false},
+    kA_layer3_5_conv3, kW_layer4_0_downsample_0, kB_layer4_0_downsample_0, zoc::kNoTensor, kA_layer4_0_downsample_0};
+constexpr zoc::ConvCall kConv_layer4_0_conv3 = {{512, 7, 7, 2048, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true},
+    kA_layer4_0_conv2, kW_layer4_0_conv3, kB_layer4_0_conv3, kA_layer4_0_downsample_0, kA_layer4_0_conv3};
+constexpr zoc::ConvCall kConv_layer4_1_conv1 = {{2048, 7, 7, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true},
+    kA_layer4_0_conv3, kW_layer4_1_conv1, kB_layer4_1_conv1, zoc::kNoTensor, kA_layer4_1_conv1};
+constexpr zoc::ConvCall kConv_layer4_1_conv2 = {{512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 7, 7, true},
+    kA_layer4_1_conv1, kW_layer4_1_conv2, kB_layer4_1_conv2, zoc::kNoTensor, kA_layer4_1_conv2};
+constexpr zoc::ConvCall kConv_layer4_1_conv3 = {{512, 7, 7, 2048, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true},
+    kA_layer4_1_conv2, kW_layer4_1_conv3, kB_layer4_1_conv3, kA_layer4_0_conv3, kA_layer4_1_conv3};
+constexpr zoc::ConvCall kConv_layer4_2_conv1 = {{2048, 7, 7, 512, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true},
+    kA_layer4_1_conv3, kW_layer4_2_conv1, kB_layer4_2_conv1, zoc::kNoTensor, kA_layer4_2_conv1};
+constexpr zoc::ConvCall kConv_layer4_2_conv2 = {{512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 7, 7, true},
+    kA_layer4_2_conv1, kW_layer4_2_conv2, kB_layer4_2_conv2, zoc::kNoTensor, kA_layer4_2_conv2};
+constexpr zoc::ConvCall kConv_layer4_2_conv3 = {{512, 7, 7, 2048, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true},
+    kA_layer4_2_conv2, kW_layer4_2_conv3, kB_layer4_2_conv3, kA_layer4_1_conv3, kA_layer4_2_conv3};
+constexpr zoc::PoolCall kPool_avgpool = {
+    {CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, 2048, 7, 7, 7, 7, 0, 0, 7, 7, 1, 1}, kA_layer4_2_conv3, kA_avgpool};
+constexpr zoc::LinearCall kFc_fc = {2048, 1000, kW_fc, kB_fc, kA_avgpool, kA_fc};
 }  // namespace
 
-zoc::Expected<std::unique_ptr<Resnet50>> Resnet50::create(const std::string& weights_path, int max_batch,
-                                                 const Options& options) {
-  std::unique_ptr<Resnet50> model(new Resnet50());
-  ZOC_TRY(model->init(weights_path, max_batch, options));
-  return zoc::Expected<std::unique_ptr<Resnet50>>(std::move(model));
+const char* const Resnet50::kTitles[Resnet50::kLayers] = {
+    "input",
+    "conv1 + bn1 + relu",
+    "maxpool",
+    "layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1",
+    "layer1.0.conv2 + layer1.0.bn2 + layer1.0.relu2",
+    "layer1.0.downsample.0 + layer1.0.downsample.1",
+    "layer1.0.conv3 + layer1.0.bn3 + layer1.0.add + layer1.0.relu3",
+    "layer1.1.conv1 + layer1.1.bn1 + layer1.1.relu1",
+    "layer1.1.conv2 + layer1.1.bn2 + layer1.1.relu2",
+    "layer1.1.conv3 + layer1.1.bn3 + layer1.1.add + layer1.1.relu3",
+    "layer1.2.conv1 + layer1.2.bn1 + layer1.2.relu1",
+    "layer1.2.conv2 + layer1.2.bn2 + layer1.2.relu2",
+    "layer1.2.conv3 + layer1.2.bn3 + layer1.2.add + layer1.2.relu3",
+    "layer2.0.conv1 + layer2.0.bn1 + layer2.0.relu1",
+    "layer2.0.conv2 + layer2.0.bn2 + layer2.0.relu2",
+    "layer2.0.downsample.0 + layer2.0.downsample.1",
+    "layer2.0.conv3 + layer2.0.bn3 + layer2.0.add + layer2.0.relu3",
+    "layer2.1.conv1 + layer2.1.bn1 + layer2.1.relu1",
+    "layer2.1.conv2 + layer2.1.bn2 + layer2.1.relu2",
+    "layer2.1.conv3 + layer2.1.bn3 + layer2.1.add + layer2.1.relu3",
+    "layer2.2.conv1 + layer2.2.bn1 + layer2.2.relu1",
+    "layer2.2.conv2 + layer2.2.bn2 + layer2.2.relu2",
+    "layer2.2.conv3 + layer2.2.bn3 + layer2.2.add + layer2.2.relu3",
+    "layer2.3.conv1 + layer2.3.bn1 + layer2.3.relu1",
+    "layer2.3.conv2 + layer2.3.bn2 + layer2.3.relu2",
+    "layer2.3.conv3 + layer2.3.bn3 + layer2.3.add + layer2.3.relu3",
+    "layer3.0.conv1 + layer3.0.bn1 + layer3.0.relu1",
+    "layer3.0.conv2 + layer3.0.bn2 + layer3.0.relu2",
+    "layer3.0.downsample.0 + layer3.0.downsample.1",
+    "layer3.0.conv3 + layer3.0.bn3 + layer3.0.add + layer3.0.relu3",
+    "layer3.1.conv1 + layer3.1.bn1 + layer3.1.relu1",
+    "layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2",
+    "layer3.1.conv3 + layer3.1.bn3 + layer3.1.add + layer3.1.relu3",
+    "layer3.2.conv1 + layer3.2.bn1 + layer3.2.relu1",
+    "layer3.2.conv2 + layer3.2.bn2 + layer3.2.relu2",
+    "layer3.2.conv3 + layer3.2.bn3 + layer3.2.add + layer3.2.relu3",
+    "layer3.3.conv1 + layer3.3.bn1 + layer3.3.relu1",
+    "layer3.3.conv2 + layer3.3.bn2 + layer3.3.relu2",
+    "layer3.3.conv3 + layer3.3.bn3 + layer3.3.add + layer3.3.relu3",
+    "layer3.4.conv1 + layer3.4.bn1 + layer3.4.relu1",
+    "layer3.4.conv2 + layer3.4.bn2 + layer3.4.relu2",
+    "layer3.4.conv3 + layer3.4.bn3 + layer3.4.add + layer3.4.relu3",
+    "layer3.5.conv1 + layer3.5.bn1 + layer3.5.relu1",
+    "layer3.5.conv2 + layer3.5.bn2 + layer3.5.relu2",
+    "layer3.5.conv3 + layer3.5.bn3 + layer3.5.add + layer3.5.relu3",
+    "layer4.0.conv1 + layer4.0.bn1 + layer4.0.relu1",
+    "layer4.0.conv2 + layer4.0.bn2 + layer4.0.relu2",
+    "layer4.0.downsample.0 + layer4.0.downsample.1",
+    "layer4.0.conv3 + layer4.0.bn3 + layer4.0.add + layer4.0.relu3",
+    "layer4.1.conv1 + layer4.1.bn1 + layer4.1.relu1",
+    "layer4.1.conv2 + layer4.1.bn2 + layer4.1.relu2",
+    "layer4.1.conv3 + layer4.1.bn3 + layer4.1.add + layer4.1.relu3",
+    "layer4.2.conv1 + layer4.2.bn1 + layer4.2.relu1",
+    "layer4.2.conv2 + layer4.2.bn2 + layer4.2.relu2",
+    "layer4.2.conv3 + layer4.2.bn3 + layer4.2.add + layer4.2.relu3",
+    "avgpool",
+    "fc",
+    "output (to fp32 for the caller)",
+};
+
+zoc::Status Resnet50::pack(zoc::WeightSource& source, uint8_t* staging) {
+  static_assert(kWeightBytes == resnet50_weights::kWeightBytes);
+  return resnet50_weights::pack(source, staging);
 }
 
-zoc::Status Resnet50::init(const std::string& weights_path, int max_batch, const Options& options) {
-  if (max_batch < 1 || max_batch > 65536) {
-    return zoc::Error{"Resnet50: max_batch " + std::to_string(max_batch) + " is out of range 1..65536"};
-  }
-  options_ = options;
-  max_batch_ = max_batch;
-  ZOC_CUDNN(cudnnCreate(&cudnn_), "init");
-  ZOC_CUBLAS(cublasCreate(&cublas_), "init");
-  ZOC_CUDA(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes), "init");
-  ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "init");
-
-  // Descriptors: every one the forward pass uses is created here.
-  ZOC_TRY(conv1_.create(kConv_conv1, kTypes, "conv1"));
-  ZOC_TRY(maxpool_.create(kPool_maxpool, kTypes, "maxpool"));
-  ZOC_TRY(layer1_0_conv1_.create(kConv_layer1_0_conv1, kTypes, "layer1.0.conv1"));
-  ZOC_TRY(layer1_0_conv2_.create(kConv_layer1_0_conv2, kTypes, "layer1.0.conv2"));
-  ZOC_TRY(layer1_0_downsample_0_.create(kConv_layer1_0_downsample_0, kTypes, "layer1.0.downsample.0"));
-  ZOC_TRY(layer1_0_conv3_.create(kConv_layer1_0_conv3, kTypes, "layer1.0.conv3"));
-  ZOC_TRY(layer1_1_conv1_.create(kConv_layer1_1_conv1, kTypes, "layer1.1.conv1"));
-  ZOC_TRY(layer1_1_conv2_.create(kConv_layer1_1_conv2, kTypes, "layer1.1.conv2"));
-  ZOC_TRY(layer1_1_conv3_.create(kConv_layer1_1_conv3, kTypes, "layer1.1.conv3"));
-  ZOC_TRY(layer1_2_conv1_.create(kConv_layer1_2_conv1, kTypes, "layer1.2.conv1"));
-  ZOC_TRY(layer1_2_conv2_.create(kConv_layer1_2_conv2, kTypes, "layer1.2.conv2"));
-  ZOC_TRY(layer1_2_conv3_.create(kConv_layer1_2_conv3, kTypes, "layer1.2.conv3"));
-  ZOC_TRY(layer2_0_conv1_.create(kConv_layer2_0_conv1, kTypes, "layer2.0.conv1"));
-  ZOC_TRY(layer2_0_conv2_.create(kConv_layer2_0_conv2, kTypes, "layer2.0.conv2"));
-  ZOC_TRY(layer2_0_downsample_0_.create(kConv_layer2_0_downsample_0, kTypes, "layer2.0.downsample.0"));
-  ZOC_TRY(layer2_0_conv3_.create(kConv_layer2_0_conv3, kTypes, "layer2.0.conv3"));
-  ZOC_TRY(layer2_1_conv1_.create(kConv_layer2_1_conv1, kTypes, "layer2.1.conv1"));
-  ZOC_TRY(layer2_1_conv2_.create(kConv_layer2_1_conv2, kTypes, "layer2.1.conv2"));
-  ZOC_TRY(layer2_1_conv3_.create(kConv_layer2_1_conv3, kTypes, "layer2.1.conv3"));
-  ZOC_TRY(layer2_2_conv1_.create(kConv_layer2_2_conv1, kTypes, "layer2.2.conv1"));
-  ZOC_TRY(layer2_2_conv2_.create(kConv_layer2_2_conv2, kTypes, "layer2.2.conv2"));
-  ZOC_TRY(layer2_2_conv3_.create(kConv_layer2_2_conv3, kTypes, "layer2.2.conv3"));
-  ZOC_TRY(layer2_3_conv1_.create(kConv_layer2_3_conv1, kTypes, "layer2.3.conv1"));
-  ZOC_TRY(layer2_3_conv2_.create(kConv_layer2_3_conv2, kTypes, "layer2.3.conv2"));
-  ZOC_TRY(layer2_3_conv3_.create(kConv_layer2_3_conv3, kTypes, "layer2.3.conv3"));
-  ZOC_TRY(layer3_0_conv1_.create(kConv_layer3_0_conv1, kTypes, "layer3.0.conv1"));
-  ZOC_TRY(layer3_0_conv2_.create(kConv_layer3_0_conv2, kTypes, "layer3.0.conv2"));
-  ZOC_TRY(layer3_0_downsample_0_.create(kConv_layer3_0_downsample_0, kTypes, "layer3.0.downsample.0"));
-  ZOC_TRY(layer3_0_conv3_.create(kConv_layer3_0_conv3, kTypes, "layer3.0.conv3"));
-  ZOC_TRY(layer3_1_conv1_.create(kConv_layer3_1_conv1, kTypes, "layer3.1.conv1"));
-  ZOC_TRY(layer3_1_conv2_.create(kConv_layer3_1_conv2, kTypes, "layer3.1.conv2"));
-  ZOC_TRY(layer3_1_conv3_.create(kConv_layer3_1_conv3, kTypes, "layer3.1.conv3"));
-  ZOC_TRY(layer3_2_conv1_.create(kConv_layer3_2_conv1, kTypes, "layer3.2.conv1"));
-  ZOC_TRY(layer3_2_conv2_.create(kConv_layer3_2_conv2, kTypes, "layer3.2.conv2"));
-  ZOC_TRY(layer3_2_conv3_.create(kConv_layer3_2_conv3, kTypes, "layer3.2.conv3"));
-  ZOC_TRY(layer3_3_conv1_.create(kConv_layer3_3_conv1, kTypes, "layer3.3.conv1"));
-  ZOC_TRY(layer3_3_conv2_.create(kConv_layer3_3_conv2, kTypes, "layer3.3.conv2"));
-  ZOC_TRY(layer3_3_conv3_.create(kConv_layer3_3_conv3, kTypes, "layer3.3.conv3"));
-  ZOC_TRY(layer3_4_conv1_.create(kConv_layer3_4_conv1, kTypes, "layer3.4.conv1"));
-  ZOC_TRY(layer3_4_conv2_.create(kConv_layer3_4_conv2, kTypes, "layer3.4.conv2"));
-  ZOC_TRY(layer3_4_conv3_.create(kConv_layer3_4_conv3, kTypes, "layer3.4.conv3"));
-  ZOC_TRY(layer3_5_conv1_.create(kConv_layer3_5_conv1, kTypes, "layer3.5.conv1"));
-  ZOC_TRY(layer3_5_conv2_.create(kConv_layer3_5_conv2, kTypes, "layer3.5.conv2"));
-  ZOC_TRY(layer3_5_conv3_.create(kConv_layer3_5_conv3, kTypes, "layer3.5.conv3"));
-  ZOC_TRY(layer4_0_conv1_.create(kConv_layer4_0_conv1, kTypes, "layer4.0.conv1"));
-  ZOC_TRY(layer4_0_conv2_.create(kConv_layer4_0_conv2, kTypes, "layer4.0.conv2"));
-  ZOC_TRY(layer4_0_downsample_0_.create(kConv_layer4_0_downsample_0, kTypes, "layer4.0.downsample.0"));
-  ZOC_TRY(layer4_0_conv3_.create(kConv_layer4_0_conv3, kTypes, "layer4.0.conv3"));
-  ZOC_TRY(layer4_1_conv1_.create(kConv_layer4_1_conv1, kTypes, "layer4.1.conv1"));
-  ZOC_TRY(layer4_1_conv2_.create(kConv_layer4_1_conv2, kTypes, "layer4.1.conv2"));
-  ZOC_TRY(layer4_1_conv3_.create(kConv_layer4_1_conv3, kTypes, "layer4.1.conv3"));
-  ZOC_TRY(layer4_2_conv1_.create(kConv_layer4_2_conv1, kTypes, "layer4.2.conv1"));
-  ZOC_TRY(layer4_2_conv2_.create(kConv_layer4_2_conv2, kTypes, "layer4.2.conv2"));
-  ZOC_TRY(layer4_2_conv3_.create(kConv_layer4_2_conv3, kTypes, "layer4.2.conv3"));
-  ZOC_TRY(avgpool_.create(kPool_avgpool, kTypes, "avgpool"));
-
-  // Weights: validated, BN-folded, converted to fp16 NHWC and copied to the GPU once.
-  auto opened = weights_path.empty() ? zoc::Expected<zoc::WeightSource>(zoc::WeightSource::seeded(options.seed))
-                                     : zoc::WeightSource::open(weights_path, options.strict);
-  if (!opened) return opened.error();
-  zoc::WeightSource& source = *opened;
-  static_assert(Resnet50::kWeightBytes == resnet50_weights::kWeightBytes);
-  std::vector<uint8_t> staging(kWeightBytes);
-  ZOC_TRY(resnet50_weights::pack(source, staging.data()));
-  for (const std::string& warning : source.warnings()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
-  ZOC_CUDA(cudaMalloc(&weights_, kWeightBytes), "weights");
-  ZOC_CUDA(cudaMemcpy(weights_, staging.data(), kWeightBytes, cudaMemcpyHostToDevice), "weights");
-
-  // Measured algorithm choices, if a plan file is given and was made here.
-  if (!options.plan_file.empty()) {
-    auto plan = zoc::PlanFile::load(options.plan_file);
-    if (!plan) return plan.error();
-    std::string gpu;
-    ZOC_TRY(zoc::gpu_name(&gpu));
-    const std::string why = plan->mismatch(gpu, cudnnGetVersion(), kName, kPrecision, kIrHash);
-    if (why.empty()) {
-      plan_ = std::move(*plan);
-    } else {
-      std::fprintf(stderr, "warning: %s: not used (%s); using cuDNN's heuristics\n",
-                   options.plan_file.c_str(), why.c_str());
-    }
-  }
-  // Activations and workspace, sized for max_batch.
-  ZOC_CUDA(cudaMalloc(&arena_, kArenaBytesPerSample * size_t(max_batch)), "arena");
-  size_t need = 0;
-  ZOC_TRY(set_batch(max_batch, options.workspace_limit, &need));
-  // Room for the plan's measured choices at every batch size up to max_batch too.
-  need = std::max<size_t>(need, plan_.largest_workspace(max_batch, options.workspace_limit));
-  workspace_bytes_ = need;
-  if (need > 0) ZOC_CUDA(cudaMalloc(&workspace_, need), "workspace");
-  batch_ = max_batch;
-  // The weight upload ran on the legacy default stream, which the caller's
-  // non-blocking stream does not wait for.
-  ZOC_CUDA(cudaDeviceSynchronize(), "init");
-  return zoc::Status::success();
-}
-
-Resnet50::~Resnet50() {
-  if (graph_) cudaGraphExecDestroy(graph_);
-  if (profile_graph_) cudaGraphExecDestroy(profile_graph_);
-  for (cudaEvent_t e : marks_) if (e) cudaEventDestroy(e);
-  conv1_.destroy();
-  maxpool_.destroy();
-  layer1_0_conv1_.destroy();
-  layer1_0_conv2_.destroy();
-  layer1_0_downsample_0_.destroy();
-  layer1_0_conv3_.destroy();
-  layer1_1_conv1_.destroy();
-  layer1_1_conv2_.destroy();
-  layer1_1_conv3_.destroy();
-  layer1_2_conv1_.destroy();
-  layer1_2_conv2_.destroy();
-  layer1_2_conv3_.destroy();
-  layer2_0_conv1_.destroy();
-  layer2_0_conv2_.destroy();
-  layer2_0_downsample_0_.destroy();
-  layer2_0_conv3_.destroy();
-  layer2_1_conv1_.destroy();
-  layer2_1_conv2_.destroy();
-  layer2_1_conv3_.destroy();
-  layer2_2_conv1_.destroy();
-  layer2_2_conv2_.destroy();
-  layer2_2_conv3_.destroy();
-  layer2_3_conv1_.destroy();
-  layer2_3_conv2_.destroy();
-  layer2_3_conv3_.destroy();
-  layer3_0_conv1_.destroy();
-  layer3_0_conv2_.destroy();
-  layer3_0_downsample_0_.destroy();
-  layer3_0_conv3_.destroy();
-  layer3_1_conv1_.destroy();
-  layer3_1_conv2_.destroy();
-  layer3_1_conv3_.destroy();
-  layer3_2_conv1_.destroy();
-  layer3_2_conv2_.destroy();
-  layer3_2_conv3_.destroy();
-  layer3_3_conv1_.destroy();
-  layer3_3_conv2_.destroy();
-  layer3_3_conv3_.destroy();
-  layer3_4_conv1_.destroy();
-  layer3_4_conv2_.destroy();
-  layer3_4_conv3_.destroy();
-  layer3_5_conv1_.destroy();
-  layer3_5_conv2_.destroy();
-  layer3_5_conv3_.destroy();
-  layer4_0_conv1_.destroy();
-  layer4_0_conv2_.destroy();
-  layer4_0_downsample_0_.destroy();
-  layer4_0_conv3_.destroy();
-  layer4_1_conv1_.destroy();
-  layer4_1_conv2_.destroy();
-  layer4_1_conv3_.destroy();
-  layer4_2_conv1_.destroy();
-  layer4_2_conv2_.destroy();
-  layer4_2_conv3_.destroy();
-  avgpool_.destroy();
-  if (arena_) cudaFree(arena_);
-  if (workspace_) cudaFree(workspace_);
-  if (weights_) cudaFree(weights_);
-  if (blas_workspace_) cudaFree(blas_workspace_);
-  if (cublas_) cublasDestroy(cublas_);
-  if (cudnn_) cudnnDestroy(cudnn_);
-}
-
-// Describes every tensor for batch n and picks each convolution's algorithm within
-// workspace_limit; reports the largest workspace the choices need. Host-side only.
-zoc::Status Resnet50::set_batch(int n, size_t workspace_limit, size_t* workspace_need) {
-  size_t need = 0;
-  ZOC_TRY(conv1_.describe(cudnn_, n, workspace_limit, "conv1", &plan_));
-  need = std::max(need, conv1_.workspace);
-  ZOC_TRY(maxpool_.describe(n, "maxpool"));
-  ZOC_TRY(layer1_0_conv1_.describe(cudnn_, n, workspace_limit, "layer1.0.conv1", &plan_));
-  need = std::max(need, layer1_0_conv1_.workspace);
-  ZOC_TRY(layer1_0_conv2_.describe(cudnn_, n, workspace_limit, "layer1.0.conv2", &plan_));
-  need = std::max(need, layer1_0_conv2_.workspace);
-  ZOC_TRY(layer1_0_downsample_0_.describe(cudnn_, n, workspace_limit, "layer1.0.downsample.0", &plan_));
-  need = std::max(need, layer1_0_downsample_0_.workspace);
-  ZOC_TRY(layer1_0_conv3_.describe(cudnn_, n, workspace_limit, "layer1.0.conv3", &plan_));
-  need = std::max(need, layer1_0_conv3_.workspace);
-  ZOC_TRY(layer1_1_conv1_.describe(cudnn_, n, workspace_limit, "layer1.1.conv1", &plan_));
-  need = std::max(need, layer1_1_conv1_.workspace);
-  ZOC_TRY(layer1_1_conv2_.describe(cudnn_, n, workspace_limit, "layer1.1.conv2", &plan_));
-  need = std::max(need, layer1_1_conv2_.workspace);
-  ZOC_TRY(layer1_1_conv3_.describe(cudnn_, n, workspace_limit, "layer1.1.conv3", &plan_));
-  need = std::max(need, layer1_1_conv3_.workspace);
-  ZOC_TRY(layer1_2_conv1_.describe(cudnn_, n, workspace_limit, "layer1.2.conv1", &plan_));
-  need = std::max(need, layer1_2_conv1_.workspace);
-  ZOC_TRY(layer1_2_conv2_.describe(cudnn_, n, workspace_limit, "layer1.2.conv2", &plan_));
-  need = std::max(need, layer1_2_conv2_.workspace);
-  ZOC_TRY(layer1_2_conv3_.describe(cudnn_, n, workspace_limit, "layer1.2.conv3", &plan_));
-  need = std::max(need, layer1_2_conv3_.workspace);
-  ZOC_TRY(layer2_0_conv1_.describe(cudnn_, n, workspace_limit, "layer2.0.conv1", &plan_));
-  need = std::max(need, layer2_0_conv1_.workspace);
-  ZOC_TRY(layer2_0_conv2_.describe(cudnn_, n, workspace_limit, "layer2.0.conv2", &plan_));
-  need = std::max(need, layer2_0_conv2_.workspace);
-  ZOC_TRY(layer2_0_downsample_0_.describe(cudnn_, n, workspace_limit, "layer2.0.downsample.0", &plan_));
-  need = std::max(need, layer2_0_downsample_0_.workspace);
-  ZOC_TRY(layer2_0_conv3_.describe(cudnn_, n, workspace_limit, "layer2.0.conv3", &plan_));
-  need = std::max(need, layer2_0_conv3_.workspace);
-  ZOC_TRY(layer2_1_conv1_.describe(cudnn_, n, workspace_limit, "layer2.1.conv1", &plan_));
-  need = std::max(need, layer2_1_conv1_.workspace);
-  ZOC_TRY(layer2_1_conv2_.describe(cudnn_, n, workspace_limit, "layer2.1.conv2", &plan_));
-  need = std::max(need, layer2_1_conv2_.workspace);
-  ZOC_TRY(layer2_1_conv3_.describe(cudnn_, n, workspace_limit, "layer2.1.conv3", &plan_));
-  need = std::max(need, layer2_1_conv3_.workspace);
-  ZOC_TRY(layer2_2_conv1_.describe(cudnn_, n, workspace_limit, "layer2.2.conv1", &plan_));
-  need = std::max(need, layer2_2_conv1_.workspace);
-  ZOC_TRY(layer2_2_conv2_.describe(cudnn_, n, workspace_limit, "layer2.2.conv2", &plan_));
-  need = std::max(need, layer2_2_conv2_.workspace);
-  ZOC_TRY(layer2_2_conv3_.describe(cudnn_, n, workspace_limit, "layer2.2.conv3", &plan_));
-  need = std::max(need, layer2_2_conv3_.workspace);
-  ZOC_TRY(layer2_3_conv1_.describe(cudnn_, n, workspace_limit, "layer2.3.conv1", &plan_));
-  need = std::max(need, layer2_3_conv1_.workspace);
-  ZOC_TRY(layer2_3_conv2_.describe(cudnn_, n, workspace_limit, "layer2.3.conv2", &plan_));
-  need = std::max(need, layer2_3_conv2_.workspace);
-  ZOC_TRY(layer2_3_conv3_.describe(cudnn_, n, workspace_limit, "layer2.3.conv3", &plan_));
-  need = std::max(need, layer2_3_conv3_.workspace);
-  ZOC_TRY(layer3_0_conv1_.describe(cudnn_, n, workspace_limit, "layer3.0.conv1", &plan_));
-  need = std::max(need, layer3_0_conv1_.workspace);
-  ZOC_TRY(layer3_0_conv2_.describe(cudnn_, n, workspace_limit, "layer3.0.conv2", &plan_));
-  need = std::max(need, layer3_0_conv2_.workspace);
-  ZOC_TRY(layer3_0_downsample_0_.describe(cudnn_, n, workspace_limit, "layer3.0.downsample.0", &plan_));
-  need = std::max(need, layer3_0_downsample_0_.workspace);
-  ZOC_TRY(layer3_0_conv3_.describe(cudnn_, n, workspace_limit, "layer3.0.conv3", &plan_));
-  need = std::max(need, layer3_0_conv3_.workspace);
-  ZOC_TRY(layer3_1_conv1_.describe(cudnn_, n, workspace_limit, "layer3.1.conv1", &plan_));
-  need = std::max(need, layer3_1_conv1_.workspace);
-  ZOC_TRY(layer3_1_conv2_.describe(cudnn_, n, workspace_limit, "layer3.1.conv2", &plan_));
-  need = std::max(need, layer3_1_conv2_.workspace);
-  ZOC_TRY(layer3_1_conv3_.describe(cudnn_, n, workspace_limit, "layer3.1.conv3", &plan_));
-  need = std::max(need, layer3_1_conv3_.workspace);
-  ZOC_TRY(layer3_2_conv1_.describe(cudnn_, n, workspace_limit, "layer3.2.conv1", &plan_));
-  need = std::max(need, layer3_2_conv1_.workspace);
-  ZOC_TRY(layer3_2_conv2_.describe(cudnn_, n, workspace_limit, "layer3.2.conv2", &plan_));
-  need = std::max(need, layer3_2_conv2_.workspace);
-  ZOC_TRY(layer3_2_conv3_.describe(cudnn_, n, workspace_limit, "layer3.2.conv3", &plan_));
-  need = std::max(need, layer3_2_conv3_.workspace);
-  ZOC_TRY(layer3_3_conv1_.describe(cudnn_, n, workspace_limit, "layer3.3.conv1", &plan_));
-  need = std::max(need, layer3_3_conv1_.workspace);
-  ZOC_TRY(layer3_3_conv2_.describe(cudnn_, n, workspace_limit, "layer3.3.conv2", &plan_));
-  need = std::max(need, layer3_3_conv2_.workspace);
-  ZOC_TRY(layer3_3_conv3_.describe(cudnn_, n, workspace_limit, "layer3.3.conv3", &plan_));
-  need = std::max(need, layer3_3_conv3_.workspace);
-  ZOC_TRY(layer3_4_conv1_.describe(cudnn_, n, workspace_limit, "layer3.4.conv1", &plan_));
-  need = std::max(need, layer3_4_conv1_.workspace);
-  ZOC_TRY(layer3_4_conv2_.describe(cudnn_, n, workspace_limit, "layer3.4.conv2", &plan_));
-  need = std::max(need, layer3_4_conv2_.workspace);
-  ZOC_TRY(layer3_4_conv3_.describe(cudnn_, n, workspace_limit, "layer3.4.conv3", &plan_));
-  need = std::max(need, layer3_4_conv3_.workspace);
-  ZOC_TRY(layer3_5_conv1_.describe(cudnn_, n, workspace_limit, "layer3.5.conv1", &plan_));
-  need = std::max(need, layer3_5_conv1_.workspace);
-  ZOC_TRY(layer3_5_conv2_.describe(cudnn_, n, workspace_limit, "layer3.5.conv2", &plan_));
-  need = std::max(need, layer3_5_conv2_.workspace);
-  ZOC_TRY(layer3_5_conv3_.describe(cudnn_, n, workspace_limit, "layer3.5.conv3", &plan_));
-  need = std::max(need, layer3_5_conv3_.workspace);
-  ZOC_TRY(layer4_0_conv1_.describe(cudnn_, n, workspace_limit, "layer4.0.conv1", &plan_));
-  need = std::max(need, layer4_0_conv1_.workspace);
-  ZOC_TRY(layer4_0_conv2_.describe(cudnn_, n, workspace_limit, "layer4.0.conv2", &plan_));
-  need = std::max(need, layer4_0_conv2_.workspace);
-  ZOC_TRY(layer4_0_downsample_0_.describe(cudnn_, n, workspace_limit, "layer4.0.downsample.0", &plan_));
-  need = std::max(need, layer4_0_downsample_0_.workspace);
-  ZOC_TRY(layer4_0_conv3_.describe(cudnn_, n, workspace_limit, "layer4.0.conv3", &plan_));
-  need = std::max(need, layer4_0_conv3_.workspace);
-  ZOC_TRY(layer4_1_conv1_.describe(cudnn_, n, workspace_limit, "layer4.1.conv1", &plan_));
-  need = std::max(need, layer4_1_conv1_.workspace);
-  ZOC_TRY(layer4_1_conv2_.describe(cudnn_, n, workspace_limit, "layer4.1.conv2", &plan_));
-  need = std::max(need, layer4_1_conv2_.workspace);
-  ZOC_TRY(layer4_1_conv3_.describe(cudnn_, n, workspace_limit, "layer4.1.conv3", &plan_));
-  need = std::max(need, layer4_1_conv3_.workspace);
-  ZOC_TRY(layer4_2_conv1_.describe(cudnn_, n, workspace_limit, "layer4.2.conv1", &plan_));
-  need = std::max(need, layer4_2_conv1_.workspace);
-  ZOC_TRY(layer4_2_conv2_.describe(cudnn_, n, workspace_limit, "layer4.2.conv2", &plan_));
-  need = std::max(need, layer4_2_conv2_.workspace);
-  ZOC_TRY(layer4_2_conv3_.describe(cudnn_, n, workspace_limit, "layer4.2.conv3", &plan_));
-  need = std::max(need, layer4_2_conv3_.workspace);
-  ZOC_TRY(avgpool_.describe(n, "avgpool"));
-  *workspace_need = need;
-  return zoc::Status::success();
-}
-
-zoc::Status Resnet50::prepare(int batch) {
-  ZOC_TRY(zoc::check_batch(batch, max_batch_));
-  batch_ = 0;  // until every layer describes `batch` (a failure part-way re-prepares)
-  size_t need = 0;
-  ZOC_TRY(set_batch(batch, workspace_bytes_, &need));
-  batch_ = batch;
-  return zoc::Status::success();
-}
-
-zoc::Status Resnet50::begin(const float* input, float* output, int batch) {
-  ZOC_TRY(zoc::check_batch(batch, max_batch_));
-  if (input != checked_input_ || output != checked_output_) {
-    ZOC_TRY(zoc::check_device_pointer(input, "forward: input"));
-    ZOC_TRY(zoc::check_device_pointer(output, "forward: output"));
-    checked_input_ = input;
-    checked_output_ = output;
-  }
-  if (batch != batch_) ZOC_TRY(prepare(batch));  // zoc-verify: one-time
-  return zoc::Status::success();
-}
-
-zoc::Status Resnet50::forward(const float* input, float* output, int batch, cudaStream_t stream) {
-  ZOC_TRY(begin(input, output, batch));
-  if (!options_.cuda_graph) return run_layers<false>(input, output, stream);
-  if (!graph_ || graph_batch_ != batch || graph_input_ != input || graph_output_ != output) {
-    // The one-time path (per batch size and buffer pair), the only one that creates objects.
-    ZOC_TRY(capture<false>(&graph_, input, output, stream));  // zoc-verify: one-time
-    graph_batch_ = batch;
-    graph_input_ = input;
-    graph_output_ = output;
-  }
-  ZOC_CUDA(cudaGraphLaunch(graph_, stream), "forward: graph launch");
-  return zoc::Status::success();
-}
-
-template <bool kProfile>
-zoc::Status Resnet50::capture(cudaGraphExec_t* exec, const float* input, float* output, cudaStream_t stream) {
-  ZOC_TRY(run_layers<kProfile>(input, output, stream));
-  if (*exec) cudaGraphExecDestroy(*exec);
-  *exec = nullptr;
-  cudaGraph_t graph = nullptr;
-  ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "forward: capture");
-  record_flags_ = cudaEventRecordExternal;
-  const zoc::Status captured = run_layers<kProfile>(input, output, stream);
-  record_flags_ = cudaEventRecordDefault;
-  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-  if (!captured.ok() || ended != cudaSuccess) {
-    if (graph) cudaGraphDestroy(graph);
-    if (!captured.ok()) return captured;
-  }
-  ZOC_CUDA(ended, "forward: capture");
-  const cudaError_t made = cudaGraphInstantiate(exec, graph, 0);
-  cudaGraphDestroy(graph);
-  ZOC_CUDA(made, "forward: graph instantiation");
-  return zoc::Status::success();
-}
-
-const char* Resnet50::layer_name(int k) {
-  static const char* const kNames[kLayers] = {
-      "input",
-      "conv1 + bn1 + relu",
-      "maxpool",
-      "layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1",
-      "layer1.0.conv2 + layer1.0.bn2 + layer1.0.relu2",
-      "layer1.0.downsample.0 + layer1.0.downsample.1",
-      "layer1.0.conv3 + layer1.0.bn3 + layer1.0.add + layer1.0.relu3",
-      "layer1.1.conv1 + layer1.1.bn1 + layer1.1.relu1",
-      "layer1.1.conv2 + layer1.1.bn2 + layer1.1.relu2",
-      "layer1.1.conv3 + layer1.1.bn3 + layer1.1.add + layer1.1.relu3",
-      "layer1.2.conv1 + layer1.2.bn1 + layer1.2.relu1",
-      "layer1.2.conv2 + layer1.2.bn2 + layer1.2.relu2",
-      "layer1.2.conv3 + layer1.2.bn3 + layer1.2.add + layer1.2.relu3",
-      "layer2.0.conv1 + layer2.0.bn1 + layer2.0.relu1",
-      "layer2.0.conv2 + layer2.0.bn2 + layer2.0.relu2",
-      "layer2.0.downsample.0 + layer2.0.downsample.1",
-      "layer2.0.conv3 + layer2.0.bn3 + layer2.0.add + layer2.0.relu3",
-      "layer2.1.conv1 + layer2.1.bn1 + layer2.1.relu1",
-      "layer2.1.conv2 + layer2.1.bn2 + layer2.1.relu2",
-      "layer2.1.conv3 + layer2.1.bn3 + layer2.1.add + layer2.1.relu3",
-      "layer2.2.conv1 + layer2.2.bn1 + layer2.2.relu1",
-      "layer2.2.conv2 + layer2.2.bn2 + layer2.2.relu2",
-      "layer2.2.conv3 + layer2.2.bn3 + layer2.2.add + layer2.2.relu3",
-      "layer2.3.conv1 + layer2.3.bn1 + layer2.3.relu1",
-      "layer2.3.conv2 + layer2.3.bn2 + layer2.3.relu2",
-      "layer2.3.conv3 + layer2.3.bn3 + layer2.3.add + layer2.3.relu3",
-      "layer3.0.conv1 + layer3.0.bn1 + layer3.0.relu1",
-      "layer3.0.conv2 + layer3.0.bn2 + layer3.0.relu2",
-      "layer3.0.downsample.0 + layer3.0.downsample.1",
-      "layer3.0.conv3 + layer3.0.bn3 + layer3.0.add + layer3.0.relu3",
-      "layer3.1.conv1 + layer3.1.bn1 + layer3.1.relu1",
-      "layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2",
-      "layer3.1.conv3 + layer3.1.bn3 + layer3.1.add + layer3.1.relu3",
-      "layer3.2.conv1 + layer3.2.bn1 + layer3.2.relu1",
-      "layer3.2.conv2 + layer3.2.bn2 + layer3.2.relu2",
-      "layer3.2.conv3 + layer3.2.bn3 + layer3.2.add + layer3.2.relu3",
-      "layer3.3.conv1 + layer3.3.bn1 + layer3.3.relu1",
-      "layer3.3.conv2 + layer3.3.bn2 + layer3.3.relu2",
-      "layer3.3.conv3 + layer3.3.bn3 + layer3.3.add + layer3.3.relu3",
-      "layer3.4.conv1 + layer3.4.bn1 + layer3.4.relu1",
-      "layer3.4.conv2 + layer3.4.bn2 + layer3.4.relu2",
-      "layer3.4.conv3 + layer3.4.bn3 + layer3.4.add + layer3.4.relu3",
-      "layer3.5.conv1 + layer3.5.bn1 + layer3.5.relu1",
-      "layer3.5.conv2 + layer3.5.bn2 + layer3.5.relu2",
-      "layer3.5.conv3 + layer3.5.bn3 + layer3.5.add + layer3.5.relu3",
-      "layer4.0.conv1 + layer4.0.bn1 + layer4.0.relu1",
-      "layer4.0.conv2 + layer4.0.bn2 + layer4.0.relu2",
-      "layer4.0.downsample.0 + layer4.0.downsample.1",
-      "layer4.0.conv3 + layer4.0.bn3 + layer4.0.add + layer4.0.relu3",
-      "layer4.1.conv1 + layer4.1.bn1 + layer4.1.relu1",
-      "layer4.1.conv2 + layer4.1.bn2 + layer4.1.relu2",
-      "layer4.1.conv3 + layer4.1.bn3 + layer4.1.add + layer4.1.relu3",
-      "layer4.2.conv1 + layer4.2.bn1 + layer4.2.relu1",
-      "layer4.2.conv2 + layer4.2.bn2 + layer4.2.relu2",
-      "layer4.2.conv3 + layer4.2.bn3 + layer4.2.add + layer4.2.relu3",
-      "avgpool",
-      "fc",
-      "output (to fp32 for the caller)",
-  };
-  return k >= 0 && k < kLayers ? kNames[k] : "?";
-}
-
-zoc::Status Resnet50::profile(const float* input, float* output, int batch, cudaStream_t stream, float* layer_ms, float* total_ms) {
-  ZOC_TRY(begin(input, output, batch));
-  if (!marks_[0]) {
-    for (cudaEvent_t& e : marks_) ZOC_CUDA(cudaEventCreate(&e), "profile");
-  }
-  if (!options_.cuda_graph) {
-    ZOC_TRY(run_layers<true>(input, output, stream));
-  } else {
-    if (!profile_graph_ || profile_batch_ != batch || profile_input_ != input ||
-        profile_output_ != output) {
-      ZOC_TRY(capture<true>(&profile_graph_, input, output, stream));
-      profile_batch_ = batch;
-      profile_input_ = input;
-      profile_output_ = output;
-    }
-    ZOC_CUDA(cudaGraphLaunch(profile_graph_, stream), "profile: graph launch");
-  }
-  ZOC_CUDA(cudaEventSynchronize(marks_[kLayers]), "profile");
-  for (int k = 0; k < kLayers; ++k) {
-    ZOC_CUDA(cudaEventElapsedTime(&layer_ms[k], marks_[k], marks_[k + 1]), "profile");
-  }
-  ZOC_CUDA(cudaEventElapsedTime(total_ms, marks_[0], marks_[kLayers]), "profile");
-  return zoc::Status::success();
-}
-
-zoc::Status Resnet50::tune(const float* input, float* output, int batch, cudaStream_t stream, zoc::PlanFile* plan) {
-  ZOC_TRY(begin(input, output, batch));
-  ZOC_TRY(run_layers<false>(input, output, stream));  // real activations to time on
-  ZOC_CUDA(cudaStreamSynchronize(stream), "tune");
-  batch_ = 0;  // tuning re-describes layers: prepare() again below, or on the next call
-  ZOC_TRY(zoc::gpu_name(&plan->gpu));
-  plan->cudnn = cudnnGetVersion();
-  plan->model = kName;
-  plan->precision = kPrecision;
-  plan->ir_hash = kIrHash;
-  const size_t scratch_bytes = std::min(options_.workspace_limit, size_t(1) << 30);
-  auto scratch = zoc::DeviceBuffer::allocate(std::max<size_t>(scratch_bytes, 1), "tune: workspace");
-  if (!scratch) return scratch.error();
-  const int n = batch;
-  const size_t B = size_t(max_batch_);  // arena offsets are per sample
-  char* const a = static_cast<char*>(arena_);
-  const char* const w = static_cast<const char*>(weights_);
-  zoc::PlanChoice choice;
-  ZOC_TRY(conv1_.tune(cudnn_, n, a + kA_input * B, w + kW_conv1, w + kB_conv1, nullptr, a + kA_conv1 * B, scratch->get(), scratch_bytes, stream, "conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer1_0_conv1_.tune(cudnn_, n, a + kA_maxpool * B, w + kW_layer1_0_conv1, w + kB_layer1_0_conv1, nullptr, a + kA_layer1_0_conv1 * B, scratch->get(), scratch_bytes, stream, "layer1.0.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer1_0_conv2_.tune(cudnn_, n, a + kA_layer1_0_conv1 * B, w + kW_layer1_0_conv2, w + kB_layer1_0_conv2, nullptr, a + kA_layer1_0_conv2 * B, scratch->get(), scratch_bytes, stream, "layer1.0.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer1_0_downsample_0_.tune(cudnn_, n, a + kA_maxpool * B, w + kW_layer1_0_downsample_0, w + kB_layer1_0_downsample_0, nullptr, a + kA_layer1_0_downsample_0 * B, scratch->get(), scratch_bytes, stream, "layer1.0.downsample.0", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer1_0_conv3_.tune(cudnn_, n, a + kA_layer1_0_conv2 * B, w + kW_layer1_0_conv3, w + kB_layer1_0_conv3, a + kA_layer1_0_downsample_0 * B, a + kA_layer1_0_conv3 * B, scratch->get(), scratch_bytes, stream, "layer1.0.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer1_1_conv1_.tune(cudnn_, n, a + kA_layer1_0_conv3 * B, w + kW_layer1_1_conv1, w + kB_layer1_1_conv1, nullptr, a + kA_layer1_1_conv1 * B, scratch->get(), scratch_bytes, stream, "layer1.1.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer1_1_conv2_.tune(cudnn_, n, a + kA_layer1_1_conv1 * B, w + kW_layer1_1_conv2, w + kB_layer1_1_conv2, nullptr, a + kA_layer1_1_conv2 * B, scratch->get(), scratch_bytes, stream, "layer1.1.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer1_1_conv3_.tune(cudnn_, n, a + kA_layer1_1_conv2 * B, w + kW_layer1_1_conv3, w + kB_layer1_1_conv3, a + kA_layer1_0_conv3 * B, a + kA_layer1_1_conv3 * B, scratch->get(), scratch_bytes, stream, "layer1.1.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer1_2_conv1_.tune(cudnn_, n, a + kA_layer1_1_conv3 * B, w + kW_layer1_2_conv1, w + kB_layer1_2_conv1, nullptr, a + kA_layer1_2_conv1 * B, scratch->get(), scratch_bytes, stream, "layer1.2.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer1_2_conv2_.tune(cudnn_, n, a + kA_layer1_2_conv1 * B, w + kW_layer1_2_conv2, w + kB_layer1_2_conv2, nullptr, a + kA_layer1_2_conv2 * B, scratch->get(), scratch_bytes, stream, "layer1.2.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer1_2_conv3_.tune(cudnn_, n, a + kA_layer1_2_conv2 * B, w + kW_layer1_2_conv3, w + kB_layer1_2_conv3, a + kA_layer1_1_conv3 * B, a + kA_layer1_2_conv3 * B, scratch->get(), scratch_bytes, stream, "layer1.2.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_0_conv1_.tune(cudnn_, n, a + kA_layer1_2_conv3 * B, w + kW_layer2_0_conv1, w + kB_layer2_0_conv1, nullptr, a + kA_layer2_0_conv1 * B, scratch->get(), scratch_bytes, stream, "layer2.0.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_0_conv2_.tune(cudnn_, n, a + kA_layer2_0_conv1 * B, w + kW_layer2_0_conv2, w + kB_layer2_0_conv2, nullptr, a + kA_layer2_0_conv2 * B, scratch->get(), scratch_bytes, stream, "layer2.0.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_0_downsample_0_.tune(cudnn_, n, a + kA_layer1_2_conv3 * B, w + kW_layer2_0_downsample_0, w + kB_layer2_0_downsample_0, nullptr, a + kA_layer2_0_downsample_0 * B, scratch->get(), scratch_bytes, stream, "layer2.0.downsample.0", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_0_conv3_.tune(cudnn_, n, a + kA_layer2_0_conv2 * B, w + kW_layer2_0_conv3, w + kB_layer2_0_conv3, a + kA_layer2_0_downsample_0 * B, a + kA_layer2_0_conv3 * B, scratch->get(), scratch_bytes, stream, "layer2.0.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_1_conv1_.tune(cudnn_, n, a + kA_layer2_0_conv3 * B, w + kW_layer2_1_conv1, w + kB_layer2_1_conv1, nullptr, a + kA_layer2_1_conv1 * B, scratch->get(), scratch_bytes, stream, "layer2.1.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_1_conv2_.tune(cudnn_, n, a + kA_layer2_1_conv1 * B, w + kW_layer2_1_conv2, w + kB_layer2_1_conv2, nullptr, a + kA_layer2_1_conv2 * B, scratch->get(), scratch_bytes, stream, "layer2.1.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_1_conv3_.tune(cudnn_, n, a + kA_layer2_1_conv2 * B, w + kW_layer2_1_conv3, w + kB_layer2_1_conv3, a + kA_layer2_0_conv3 * B, a + kA_layer2_1_conv3 * B, scratch->get(), scratch_bytes, stream, "layer2.1.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_2_conv1_.tune(cudnn_, n, a + kA_layer2_1_conv3 * B, w + kW_layer2_2_conv1, w + kB_layer2_2_conv1, nullptr, a + kA_layer2_2_conv1 * B, scratch->get(), scratch_bytes, stream, "layer2.2.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_2_conv2_.tune(cudnn_, n, a + kA_layer2_2_conv1 * B, w + kW_layer2_2_conv2, w + kB_layer2_2_conv2, nullptr, a + kA_layer2_2_conv2 * B, scratch->get(), scratch_bytes, stream, "layer2.2.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_2_conv3_.tune(cudnn_, n, a + kA_layer2_2_conv2 * B, w + kW_layer2_2_conv3, w + kB_layer2_2_conv3, a + kA_layer2_1_conv3 * B, a + kA_layer2_2_conv3 * B, scratch->get(), scratch_bytes, stream, "layer2.2.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_3_conv1_.tune(cudnn_, n, a + kA_layer2_2_conv3 * B, w + kW_layer2_3_conv1, w + kB_layer2_3_conv1, nullptr, a + kA_layer2_3_conv1 * B, scratch->get(), scratch_bytes, stream, "layer2.3.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_3_conv2_.tune(cudnn_, n, a + kA_layer2_3_conv1 * B, w + kW_layer2_3_conv2, w + kB_layer2_3_conv2, nullptr, a + kA_layer2_3_conv2 * B, scratch->get(), scratch_bytes, stream, "layer2.3.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer2_3_conv3_.tune(cudnn_, n, a + kA_layer2_3_conv2 * B, w + kW_layer2_3_conv3, w + kB_layer2_3_conv3, a + kA_layer2_2_conv3 * B, a + kA_layer2_3_conv3 * B, scratch->get(), scratch_bytes, stream, "layer2.3.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_0_conv1_.tune(cudnn_, n, a + kA_layer2_3_conv3 * B, w + kW_layer3_0_conv1, w + kB_layer3_0_conv1, nullptr, a + kA_layer3_0_conv1 * B, scratch->get(), scratch_bytes, stream, "layer3.0.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_0_conv2_.tune(cudnn_, n, a + kA_layer3_0_conv1 * B, w + kW_layer3_0_conv2, w + kB_layer3_0_conv2, nullptr, a + kA_layer3_0_conv2 * B, scratch->get(), scratch_bytes, stream, "layer3.0.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_0_downsample_0_.tune(cudnn_, n, a + kA_layer2_3_conv3 * B, w + kW_layer3_0_downsample_0, w + kB_layer3_0_downsample_0, nullptr, a + kA_layer3_0_downsample_0 * B, scratch->get(), scratch_bytes, stream, "layer3.0.downsample.0", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_0_conv3_.tune(cudnn_, n, a + kA_layer3_0_conv2 * B, w + kW_layer3_0_conv3, w + kB_layer3_0_conv3, a + kA_layer3_0_downsample_0 * B, a + kA_layer3_0_conv3 * B, scratch->get(), scratch_bytes, stream, "layer3.0.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_1_conv1_.tune(cudnn_, n, a + kA_layer3_0_conv3 * B, w + kW_layer3_1_conv1, w + kB_layer3_1_conv1, nullptr, a + kA_layer3_1_conv1 * B, scratch->get(), scratch_bytes, stream, "layer3.1.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_1_conv2_.tune(cudnn_, n, a + kA_layer3_1_conv1 * B, w + kW_layer3_1_conv2, w + kB_layer3_1_conv2, nullptr, a + kA_layer3_1_conv2 * B, scratch->get(), scratch_bytes, stream, "layer3.1.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_1_conv3_.tune(cudnn_, n, a + kA_layer3_1_conv2 * B, w + kW_layer3_1_conv3, w + kB_layer3_1_conv3, a + kA_layer3_0_conv3 * B, a + kA_layer3_1_conv3 * B, scratch->get(), scratch_bytes, stream, "layer3.1.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_2_conv1_.tune(cudnn_, n, a + kA_layer3_1_conv3 * B, w + kW_layer3_2_conv1, w + kB_layer3_2_conv1, nullptr, a + kA_layer3_2_conv1 * B, scratch->get(), scratch_bytes, stream, "layer3.2.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_2_conv2_.tune(cudnn_, n, a + kA_layer3_2_conv1 * B, w + kW_layer3_2_conv2, w + kB_layer3_2_conv2, nullptr, a + kA_layer3_2_conv2 * B, scratch->get(), scratch_bytes, stream, "layer3.2.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_2_conv3_.tune(cudnn_, n, a + kA_layer3_2_conv2 * B, w + kW_layer3_2_conv3, w + kB_layer3_2_conv3, a + kA_layer3_1_conv3 * B, a + kA_layer3_2_conv3 * B, scratch->get(), scratch_bytes, stream, "layer3.2.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_3_conv1_.tune(cudnn_, n, a + kA_layer3_2_conv3 * B, w + kW_layer3_3_conv1, w + kB_layer3_3_conv1, nullptr, a + kA_layer3_3_conv1 * B, scratch->get(), scratch_bytes, stream, "layer3.3.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_3_conv2_.tune(cudnn_, n, a + kA_layer3_3_conv1 * B, w + kW_layer3_3_conv2, w + kB_layer3_3_conv2, nullptr, a + kA_layer3_3_conv2 * B, scratch->get(), scratch_bytes, stream, "layer3.3.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_3_conv3_.tune(cudnn_, n, a + kA_layer3_3_conv2 * B, w + kW_layer3_3_conv3, w + kB_layer3_3_conv3, a + kA_layer3_2_conv3 * B, a + kA_layer3_3_conv3 * B, scratch->get(), scratch_bytes, stream, "layer3.3.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_4_conv1_.tune(cudnn_, n, a + kA_layer3_3_conv3 * B, w + kW_layer3_4_conv1, w + kB_layer3_4_conv1, nullptr, a + kA_layer3_4_conv1 * B, scratch->get(), scratch_bytes, stream, "layer3.4.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_4_conv2_.tune(cudnn_, n, a + kA_layer3_4_conv1 * B, w + kW_layer3_4_conv2, w + kB_layer3_4_conv2, nullptr, a + kA_layer3_4_conv2 * B, scratch->get(), scratch_bytes, stream, "layer3.4.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_4_conv3_.tune(cudnn_, n, a + kA_layer3_4_conv2 * B, w + kW_layer3_4_conv3, w + kB_layer3_4_conv3, a + kA_layer3_3_conv3 * B, a + kA_layer3_4_conv3 * B, scratch->get(), scratch_bytes, stream, "layer3.4.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_5_conv1_.tune(cudnn_, n, a + kA_layer3_4_conv3 * B, w + kW_layer3_5_conv1, w + kB_layer3_5_conv1, nullptr, a + kA_layer3_5_conv1 * B, scratch->get(), scratch_bytes, stream, "layer3.5.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_5_conv2_.tune(cudnn_, n, a + kA_layer3_5_conv1 * B, w + kW_layer3_5_conv2, w + kB_layer3_5_conv2, nullptr, a + kA_layer3_5_conv2 * B, scratch->get(), scratch_bytes, stream, "layer3.5.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer3_5_conv3_.tune(cudnn_, n, a + kA_layer3_5_conv2 * B, w + kW_layer3_5_conv3, w + kB_layer3_5_conv3, a + kA_layer3_4_conv3 * B, a + kA_layer3_5_conv3 * B, scratch->get(), scratch_bytes, stream, "layer3.5.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer4_0_conv1_.tune(cudnn_, n, a + kA_layer3_5_conv3 * B, w + kW_layer4_0_conv1, w + kB_layer4_0_conv1, nullptr, a + kA_layer4_0_conv1 * B, scratch->get(), scratch_bytes, stream, "layer4.0.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer4_0_conv2_.tune(cudnn_, n, a + kA_layer4_0_conv1 * B, w + kW_layer4_0_conv2, w + kB_layer4_0_conv2, nullptr, a + kA_layer4_0_conv2 * B, scratch->get(), scratch_bytes, stream, "layer4.0.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer4_0_downsample_0_.tune(cudnn_, n, a + kA_layer3_5_conv3 * B, w + kW_layer4_0_downsample_0, w + kB_layer4_0_downsample_0, nullptr, a + kA_layer4_0_downsample_0 * B, scratch->get(), scratch_bytes, stream, "layer4.0.downsample.0", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer4_0_conv3_.tune(cudnn_, n, a + kA_layer4_0_conv2 * B, w + kW_layer4_0_conv3, w + kB_layer4_0_conv3, a + kA_layer4_0_downsample_0 * B, a + kA_layer4_0_conv3 * B, scratch->get(), scratch_bytes, stream, "layer4.0.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer4_1_conv1_.tune(cudnn_, n, a + kA_layer4_0_conv3 * B, w + kW_layer4_1_conv1, w + kB_layer4_1_conv1, nullptr, a + kA_layer4_1_conv1 * B, scratch->get(), scratch_bytes, stream, "layer4.1.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer4_1_conv2_.tune(cudnn_, n, a + kA_layer4_1_conv1 * B, w + kW_layer4_1_conv2, w + kB_layer4_1_conv2, nullptr, a + kA_layer4_1_conv2 * B, scratch->get(), scratch_bytes, stream, "layer4.1.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer4_1_conv3_.tune(cudnn_, n, a + kA_layer4_1_conv2 * B, w + kW_layer4_1_conv3, w + kB_layer4_1_conv3, a + kA_layer4_0_conv3 * B, a + kA_layer4_1_conv3 * B, scratch->get(), scratch_bytes, stream, "layer4.1.conv3", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer4_2_conv1_.tune(cudnn_, n, a + kA_layer4_1_conv3 * B, w + kW_layer4_2_conv1, w + kB_layer4_2_conv1, nullptr, a + kA_layer4_2_conv1 * B, scratch->get(), scratch_bytes, stream, "layer4.2.conv1", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer4_2_conv2_.tune(cudnn_, n, a + kA_layer4_2_conv1 * B, w + kW_layer4_2_conv2, w + kB_layer4_2_conv2, nullptr, a + kA_layer4_2_conv2 * B, scratch->get(), scratch_bytes, stream, "layer4.2.conv2", &choice));
-  plan->set(choice);
-  ZOC_TRY(layer4_2_conv3_.tune(cudnn_, n, a + kA_layer4_2_conv2 * B, w + kW_layer4_2_conv3, w + kB_layer4_2_conv3, a + kA_layer4_1_conv3 * B, a + kA_layer4_2_conv3 * B, scratch->get(), scratch_bytes, stream, "layer4.2.conv3", &choice));
-  plan->set(choice);
-  // Back to the model's own choices (tuning left each layer on its fastest).
-  return prepare(batch);
-}
-
-// The forward pass: one library call or kernel per layer, in order.
-template <bool kProfile>
-zoc::Status Resnet50::run_layers(const float* input, float* output, cudaStream_t stream) {
-  ZOC_CUDNN(cudnnSetStream(cudnn_, stream), "forward");
-  ZOC_CUBLAS(cublasSetStream(cublas_, stream), "forward");
-  const int n = batch_;
-  const size_t B = size_t(max_batch_);  // arena offsets are per sample
-  char* const a = static_cast<char*>(arena_);
-  const char* const w = static_cast<const char*>(weights_);
-  (void)input;
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[0], stream, record_flags_), "profile");
-  // input: fp32 NCHW from the caller -> NHWC in the model's precision, 3 channels zero-padded to 4  (models/resnet50.yaml:11:8)
-  ZOC_CUDA(kernels::input_to_nhwc(input, a + kA_input * B, n, 3, 224, 224, 4, stream), "input");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[1], stream, record_flags_), "profile");
-  // conv1 + bn1 + relu: conv 7x7/2, 3->64, 224x224 -> 112x112, relu  (models/resnet50.yaml:14:5)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, conv1_.x, a + kA_input * B, conv1_.w, w + kW_conv1, conv1_.conv, conv1_.algo, workspace_, conv1_.workspace, &kZero, conv1_.y, a + kA_conv1 * B, conv1_.bias, w + kB_conv1, conv1_.act, conv1_.y, a + kA_conv1 * B),
-            "conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[2], stream, record_flags_), "profile");
-  // maxpool: max pool 3x3/2 pad 1, 112x112 -> 56x56  (models/resnet50.yaml:17:5)
-  ZOC_CUDNN(cudnnPoolingForward(cudnn_, maxpool_.pool, &kOne, maxpool_.x, a + kA_conv1 * B, &kZero, maxpool_.y, a + kA_maxpool * B), "maxpool");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[3], stream, record_flags_), "profile");
-  // layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1: conv 1x1/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_conv1_.x, a + kA_maxpool * B, layer1_0_conv1_.w, w + kW_layer1_0_conv1, layer1_0_conv1_.conv, layer1_0_conv1_.algo, workspace_, layer1_0_conv1_.workspace, &kZero, layer1_0_conv1_.y, a + kA_layer1_0_conv1 * B, layer1_0_conv1_.bias, w + kB_layer1_0_conv1, layer1_0_conv1_.act, layer1_0_conv1_.y, a + kA_layer1_0_conv1 * B),
-            "layer1.0.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[4], stream, record_flags_), "profile");
-  // layer1.0.conv2 + layer1.0.bn2 + layer1.0.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_conv2_.x, a + kA_layer1_0_conv1 * B, layer1_0_conv2_.w, w + kW_layer1_0_conv2, layer1_0_conv2_.conv, layer1_0_conv2_.algo, workspace_, layer1_0_conv2_.workspace, &kZero, layer1_0_conv2_.y, a + kA_layer1_0_conv2 * B, layer1_0_conv2_.bias, w + kB_layer1_0_conv2, layer1_0_conv2_.act, layer1_0_conv2_.y, a + kA_layer1_0_conv2 * B),
-            "layer1.0.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[5], stream, record_flags_), "profile");
-  // layer1.0.downsample.0 + layer1.0.downsample.1: conv 1x1/1, 64->256, 56x56 -> 56x56  (models/resnet_blocks.yaml:43:15)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_downsample_0_.x, a + kA_maxpool * B, layer1_0_downsample_0_.w, w + kW_layer1_0_downsample_0, layer1_0_downsample_0_.conv, layer1_0_downsample_0_.algo, workspace_, layer1_0_downsample_0_.workspace, &kZero, layer1_0_downsample_0_.y, a + kA_layer1_0_downsample_0 * B, layer1_0_downsample_0_.bias, w + kB_layer1_0_downsample_0, layer1_0_downsample_0_.act, layer1_0_downsample_0_.y, a + kA_layer1_0_downsample_0 * B),
-            "layer1.0.downsample.0");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[6], stream, record_flags_), "profile");
-  // layer1.0.conv3 + layer1.0.bn3 + layer1.0.add + layer1.0.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_0_conv3_.x, a + kA_layer1_0_conv2 * B, layer1_0_conv3_.w, w + kW_layer1_0_conv3, layer1_0_conv3_.conv, layer1_0_conv3_.algo, workspace_, layer1_0_conv3_.workspace, &kOne, layer1_0_conv3_.y, a + kA_layer1_0_downsample_0 * B, layer1_0_conv3_.bias, w + kB_layer1_0_conv3, layer1_0_conv3_.act, layer1_0_conv3_.y, a + kA_layer1_0_conv3 * B),
-            "layer1.0.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[7], stream, record_flags_), "profile");
-  // layer1.1.conv1 + layer1.1.bn1 + layer1.1.relu1: conv 1x1/1, 256->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_1_conv1_.x, a + kA_layer1_0_conv3 * B, layer1_1_conv1_.w, w + kW_layer1_1_conv1, layer1_1_conv1_.conv, layer1_1_conv1_.algo, workspace_, layer1_1_conv1_.workspace, &kZero, layer1_1_conv1_.y, a + kA_layer1_1_conv1 * B, layer1_1_conv1_.bias, w + kB_layer1_1_conv1, layer1_1_conv1_.act, layer1_1_conv1_.y, a + kA_layer1_1_conv1 * B),
-            "layer1.1.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[8], stream, record_flags_), "profile");
-  // layer1.1.conv2 + layer1.1.bn2 + layer1.1.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_1_conv2_.x, a + kA_layer1_1_conv1 * B, layer1_1_conv2_.w, w + kW_layer1_1_conv2, layer1_1_conv2_.conv, layer1_1_conv2_.algo, workspace_, layer1_1_conv2_.workspace, &kZero, layer1_1_conv2_.y, a + kA_layer1_1_conv2 * B, layer1_1_conv2_.bias, w + kB_layer1_1_conv2, layer1_1_conv2_.act, layer1_1_conv2_.y, a + kA_layer1_1_conv2 * B),
-            "layer1.1.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[9], stream, record_flags_), "profile");
-  // layer1.1.conv3 + layer1.1.bn3 + layer1.1.add + layer1.1.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_1_conv3_.x, a + kA_layer1_1_conv2 * B, layer1_1_conv3_.w, w + kW_layer1_1_conv3, layer1_1_conv3_.conv, layer1_1_conv3_.algo, workspace_, layer1_1_conv3_.workspace, &kOne, layer1_1_conv3_.y, a + kA_layer1_0_conv3 * B, layer1_1_conv3_.bias, w + kB_layer1_1_conv3, layer1_1_conv3_.act, layer1_1_conv3_.y, a + kA_layer1_1_conv3 * B),
-            "layer1.1.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[10], stream, record_flags_), "profile");
-  // layer1.2.conv1 + layer1.2.bn1 + layer1.2.relu1: conv 1x1/1, 256->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_2_conv1_.x, a + kA_layer1_1_conv3 * B, layer1_2_conv1_.w, w + kW_layer1_2_conv1, layer1_2_conv1_.conv, layer1_2_conv1_.algo, workspace_, layer1_2_conv1_.workspace, &kZero, layer1_2_conv1_.y, a + kA_layer1_2_conv1 * B, layer1_2_conv1_.bias, w + kB_layer1_2_conv1, layer1_2_conv1_.act, layer1_2_conv1_.y, a + kA_layer1_2_conv1 * B),
-            "layer1.2.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[11], stream, record_flags_), "profile");
-  // layer1.2.conv2 + layer1.2.bn2 + layer1.2.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_2_conv2_.x, a + kA_layer1_2_conv1 * B, layer1_2_conv2_.w, w + kW_layer1_2_conv2, layer1_2_conv2_.conv, layer1_2_conv2_.algo, workspace_, layer1_2_conv2_.workspace, &kZero, layer1_2_conv2_.y, a + kA_layer1_2_conv2 * B, layer1_2_conv2_.bias, w + kB_layer1_2_conv2, layer1_2_conv2_.act, layer1_2_conv2_.y, a + kA_layer1_2_conv2 * B),
-            "layer1.2.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[12], stream, record_flags_), "profile");
-  // layer1.2.conv3 + layer1.2.bn3 + layer1.2.add + layer1.2.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer1_2_conv3_.x, a + kA_layer1_2_conv2 * B, layer1_2_conv3_.w, w + kW_layer1_2_conv3, layer1_2_conv3_.conv, layer1_2_conv3_.algo, workspace_, layer1_2_conv3_.workspace, &kOne, layer1_2_conv3_.y, a + kA_layer1_1_conv3 * B, layer1_2_conv3_.bias, w + kB_layer1_2_conv3, layer1_2_conv3_.act, layer1_2_conv3_.y, a + kA_layer1_2_conv3 * B),
-            "layer1.2.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[13], stream, record_flags_), "profile");
-  // layer2.0.conv1 + layer2.0.bn1 + layer2.0.relu1: conv 1x1/1, 256->128, 56x56 -> 56x56, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_conv1_.x, a + kA_layer1_2_conv3 * B, layer2_0_conv1_.w, w + kW_layer2_0_conv1, layer2_0_conv1_.conv, layer2_0_conv1_.algo, workspace_, layer2_0_conv1_.workspace, &kZero, layer2_0_conv1_.y, a + kA_layer2_0_conv1 * B, layer2_0_conv1_.bias, w + kB_layer2_0_conv1, layer2_0_conv1_.act, layer2_0_conv1_.y, a + kA_layer2_0_conv1 * B),
-            "layer2.0.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[14], stream, record_flags_), "profile");
-  // layer2.0.conv2 + layer2.0.bn2 + layer2.0.relu2: conv 3x3/2, 128->128, 56x56 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_conv2_.x, a + kA_layer2_0_conv1 * B, layer2_0_conv2_.w, w + kW_layer2_0_conv2, layer2_0_conv2_.conv, layer2_0_conv2_.algo, workspace_, layer2_0_conv2_.workspace, &kZero, layer2_0_conv2_.y, a + kA_layer2_0_conv2 * B, layer2_0_conv2_.bias, w + kB_layer2_0_conv2, layer2_0_conv2_.act, layer2_0_conv2_.y, a + kA_layer2_0_conv2 * B),
-            "layer2.0.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[15], stream, record_flags_), "profile");
-  // layer2.0.downsample.0 + layer2.0.downsample.1: conv 1x1/2, 256->512, 56x56 -> 28x28  (models/resnet_blocks.yaml:43:15)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_downsample_0_.x, a + kA_layer1_2_conv3 * B, layer2_0_downsample_0_.w, w + kW_layer2_0_downsample_0, layer2_0_downsample_0_.conv, layer2_0_downsample_0_.algo, workspace_, layer2_0_downsample_0_.workspace, &kZero, layer2_0_downsample_0_.y, a + kA_layer2_0_downsample_0 * B, layer2_0_downsample_0_.bias, w + kB_layer2_0_downsample_0, layer2_0_downsample_0_.act, layer2_0_downsample_0_.y, a + kA_layer2_0_downsample_0 * B),
-            "layer2.0.downsample.0");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[16], stream, record_flags_), "profile");
-  // layer2.0.conv3 + layer2.0.bn3 + layer2.0.add + layer2.0.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_0_conv3_.x, a + kA_layer2_0_conv2 * B, layer2_0_conv3_.w, w + kW_layer2_0_conv3, layer2_0_conv3_.conv, layer2_0_conv3_.algo, workspace_, layer2_0_conv3_.workspace, &kOne, layer2_0_conv3_.y, a + kA_layer2_0_downsample_0 * B, layer2_0_conv3_.bias, w + kB_layer2_0_conv3, layer2_0_conv3_.act, layer2_0_conv3_.y, a + kA_layer2_0_conv3 * B),
-            "layer2.0.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[17], stream, record_flags_), "profile");
-  // layer2.1.conv1 + layer2.1.bn1 + layer2.1.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_1_conv1_.x, a + kA_layer2_0_conv3 * B, layer2_1_conv1_.w, w + kW_layer2_1_conv1, layer2_1_conv1_.conv, layer2_1_conv1_.algo, workspace_, layer2_1_conv1_.workspace, &kZero, layer2_1_conv1_.y, a + kA_layer2_1_conv1 * B, layer2_1_conv1_.bias, w + kB_layer2_1_conv1, layer2_1_conv1_.act, layer2_1_conv1_.y, a + kA_layer2_1_conv1 * B),
-            "layer2.1.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[18], stream, record_flags_), "profile");
-  // layer2.1.conv2 + layer2.1.bn2 + layer2.1.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_1_conv2_.x, a + kA_layer2_1_conv1 * B, layer2_1_conv2_.w, w + kW_layer2_1_conv2, layer2_1_conv2_.conv, layer2_1_conv2_.algo, workspace_, layer2_1_conv2_.workspace, &kZero, layer2_1_conv2_.y, a + kA_layer2_1_conv2 * B, layer2_1_conv2_.bias, w + kB_layer2_1_conv2, layer2_1_conv2_.act, layer2_1_conv2_.y, a + kA_layer2_1_conv2 * B),
-            "layer2.1.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[19], stream, record_flags_), "profile");
-  // layer2.1.conv3 + layer2.1.bn3 + layer2.1.add + layer2.1.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_1_conv3_.x, a + kA_layer2_1_conv2 * B, layer2_1_conv3_.w, w + kW_layer2_1_conv3, layer2_1_conv3_.conv, layer2_1_conv3_.algo, workspace_, layer2_1_conv3_.workspace, &kOne, layer2_1_conv3_.y, a + kA_layer2_0_conv3 * B, layer2_1_conv3_.bias, w + kB_layer2_1_conv3, layer2_1_conv3_.act, layer2_1_conv3_.y, a + kA_layer2_1_conv3 * B),
-            "layer2.1.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[20], stream, record_flags_), "profile");
-  // layer2.2.conv1 + layer2.2.bn1 + layer2.2.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_2_conv1_.x, a + kA_layer2_1_conv3 * B, layer2_2_conv1_.w, w + kW_layer2_2_conv1, layer2_2_conv1_.conv, layer2_2_conv1_.algo, workspace_, layer2_2_conv1_.workspace, &kZero, layer2_2_conv1_.y, a + kA_layer2_2_conv1 * B, layer2_2_conv1_.bias, w + kB_layer2_2_conv1, layer2_2_conv1_.act, layer2_2_conv1_.y, a + kA_layer2_2_conv1 * B),
-            "layer2.2.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[21], stream, record_flags_), "profile");
-  // layer2.2.conv2 + layer2.2.bn2 + layer2.2.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_2_conv2_.x, a + kA_layer2_2_conv1 * B, layer2_2_conv2_.w, w + kW_layer2_2_conv2, layer2_2_conv2_.conv, layer2_2_conv2_.algo, workspace_, layer2_2_conv2_.workspace, &kZero, layer2_2_conv2_.y, a + kA_layer2_2_conv2 * B, layer2_2_conv2_.bias, w + kB_layer2_2_conv2, layer2_2_conv2_.act, layer2_2_conv2_.y, a + kA_layer2_2_conv2 * B),
-            "layer2.2.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[22], stream, record_flags_), "profile");
-  // layer2.2.conv3 + layer2.2.bn3 + layer2.2.add + layer2.2.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_2_conv3_.x, a + kA_layer2_2_conv2 * B, layer2_2_conv3_.w, w + kW_layer2_2_conv3, layer2_2_conv3_.conv, layer2_2_conv3_.algo, workspace_, layer2_2_conv3_.workspace, &kOne, layer2_2_conv3_.y, a + kA_layer2_1_conv3 * B, layer2_2_conv3_.bias, w + kB_layer2_2_conv3, layer2_2_conv3_.act, layer2_2_conv3_.y, a + kA_layer2_2_conv3 * B),
-            "layer2.2.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[23], stream, record_flags_), "profile");
-  // layer2.3.conv1 + layer2.3.bn1 + layer2.3.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_3_conv1_.x, a + kA_layer2_2_conv3 * B, layer2_3_conv1_.w, w + kW_layer2_3_conv1, layer2_3_conv1_.conv, layer2_3_conv1_.algo, workspace_, layer2_3_conv1_.workspace, &kZero, layer2_3_conv1_.y, a + kA_layer2_3_conv1 * B, layer2_3_conv1_.bias, w + kB_layer2_3_conv1, layer2_3_conv1_.act, layer2_3_conv1_.y, a + kA_layer2_3_conv1 * B),
-            "layer2.3.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[24], stream, record_flags_), "profile");
-  // layer2.3.conv2 + layer2.3.bn2 + layer2.3.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_3_conv2_.x, a + kA_layer2_3_conv1 * B, layer2_3_conv2_.w, w + kW_layer2_3_conv2, layer2_3_conv2_.conv, layer2_3_conv2_.algo, workspace_, layer2_3_conv2_.workspace, &kZero, layer2_3_conv2_.y, a + kA_layer2_3_conv2 * B, layer2_3_conv2_.bias, w + kB_layer2_3_conv2, layer2_3_conv2_.act, layer2_3_conv2_.y, a + kA_layer2_3_conv2 * B),
-            "layer2.3.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[25], stream, record_flags_), "profile");
-  // layer2.3.conv3 + layer2.3.bn3 + layer2.3.add + layer2.3.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer2_3_conv3_.x, a + kA_layer2_3_conv2 * B, layer2_3_conv3_.w, w + kW_layer2_3_conv3, layer2_3_conv3_.conv, layer2_3_conv3_.algo, workspace_, layer2_3_conv3_.workspace, &kOne, layer2_3_conv3_.y, a + kA_layer2_2_conv3 * B, layer2_3_conv3_.bias, w + kB_layer2_3_conv3, layer2_3_conv3_.act, layer2_3_conv3_.y, a + kA_layer2_3_conv3 * B),
-            "layer2.3.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[26], stream, record_flags_), "profile");
-  // layer3.0.conv1 + layer3.0.bn1 + layer3.0.relu1: conv 1x1/1, 512->256, 28x28 -> 28x28, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_conv1_.x, a + kA_layer2_3_conv3 * B, layer3_0_conv1_.w, w + kW_layer3_0_conv1, layer3_0_conv1_.conv, layer3_0_conv1_.algo, workspace_, layer3_0_conv1_.workspace, &kZero, layer3_0_conv1_.y, a + kA_layer3_0_conv1 * B, layer3_0_conv1_.bias, w + kB_layer3_0_conv1, layer3_0_conv1_.act, layer3_0_conv1_.y, a + kA_layer3_0_conv1 * B),
-            "layer3.0.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[27], stream, record_flags_), "profile");
-  // layer3.0.conv2 + layer3.0.bn2 + layer3.0.relu2: conv 3x3/2, 256->256, 28x28 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_conv2_.x, a + kA_layer3_0_conv1 * B, layer3_0_conv2_.w, w + kW_layer3_0_conv2, layer3_0_conv2_.conv, layer3_0_conv2_.algo, workspace_, layer3_0_conv2_.workspace, &kZero, layer3_0_conv2_.y, a + kA_layer3_0_conv2 * B, layer3_0_conv2_.bias, w + kB_layer3_0_conv2, layer3_0_conv2_.act, layer3_0_conv2_.y, a + kA_layer3_0_conv2 * B),
-            "layer3.0.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[28], stream, record_flags_), "profile");
-  // layer3.0.downsample.0 + layer3.0.downsample.1: conv 1x1/2, 512->1024, 28x28 -> 14x14  (models/resnet_blocks.yaml:43:15)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_downsample_0_.x, a + kA_layer2_3_conv3 * B, layer3_0_downsample_0_.w, w + kW_layer3_0_downsample_0, layer3_0_downsample_0_.conv, layer3_0_downsample_0_.algo, workspace_, layer3_0_downsample_0_.workspace, &kZero, layer3_0_downsample_0_.y, a + kA_layer3_0_downsample_0 * B, layer3_0_downsample_0_.bias, w + kB_layer3_0_downsample_0, layer3_0_downsample_0_.act, layer3_0_downsample_0_.y, a + kA_layer3_0_downsample_0 * B),
-            "layer3.0.downsample.0");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[29], stream, record_flags_), "profile");
-  // layer3.0.conv3 + layer3.0.bn3 + layer3.0.add + layer3.0.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_0_conv3_.x, a + kA_layer3_0_conv2 * B, layer3_0_conv3_.w, w + kW_layer3_0_conv3, layer3_0_conv3_.conv, layer3_0_conv3_.algo, workspace_, layer3_0_conv3_.workspace, &kOne, layer3_0_conv3_.y, a + kA_layer3_0_downsample_0 * B, layer3_0_conv3_.bias, w + kB_layer3_0_conv3, layer3_0_conv3_.act, layer3_0_conv3_.y, a + kA_layer3_0_conv3 * B),
-            "layer3.0.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[30], stream, record_flags_), "profile");
-  // layer3.1.conv1 + layer3.1.bn1 + layer3.1.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_1_conv1_.x, a + kA_layer3_0_conv3 * B, layer3_1_conv1_.w, w + kW_layer3_1_conv1, layer3_1_conv1_.conv, layer3_1_conv1_.algo, workspace_, layer3_1_conv1_.workspace, &kZero, layer3_1_conv1_.y, a + kA_layer3_1_conv1 * B, layer3_1_conv1_.bias, w + kB_layer3_1_conv1, layer3_1_conv1_.act, layer3_1_conv1_.y, a + kA_layer3_1_conv1 * B),
-            "layer3.1.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[31], stream, record_flags_), "profile");
-  // layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_1_conv2_.x, a + kA_layer3_1_conv1 * B, layer3_1_conv2_.w, w + kW_layer3_1_conv2, layer3_1_conv2_.conv, layer3_1_conv2_.algo, workspace_, layer3_1_conv2_.workspace, &kZero, layer3_1_conv2_.y, a + kA_layer3_1_conv2 * B, layer3_1_conv2_.bias, w + kB_layer3_1_conv2, layer3_1_conv2_.act, layer3_1_conv2_.y, a + kA_layer3_1_conv2 * B),
-            "layer3.1.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[32], stream, record_flags_), "profile");
-  // layer3.1.conv3 + layer3.1.bn3 + layer3.1.add + layer3.1.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_1_conv3_.x, a + kA_layer3_1_conv2 * B, layer3_1_conv3_.w, w + kW_layer3_1_conv3, layer3_1_conv3_.conv, layer3_1_conv3_.algo, workspace_, layer3_1_conv3_.workspace, &kOne, layer3_1_conv3_.y, a + kA_layer3_0_conv3 * B, layer3_1_conv3_.bias, w + kB_layer3_1_conv3, layer3_1_conv3_.act, layer3_1_conv3_.y, a + kA_layer3_1_conv3 * B),
-            "layer3.1.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[33], stream, record_flags_), "profile");
-  // layer3.2.conv1 + layer3.2.bn1 + layer3.2.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_2_conv1_.x, a + kA_layer3_1_conv3 * B, layer3_2_conv1_.w, w + kW_layer3_2_conv1, layer3_2_conv1_.conv, layer3_2_conv1_.algo, workspace_, layer3_2_conv1_.workspace, &kZero, layer3_2_conv1_.y, a + kA_layer3_2_conv1 * B, layer3_2_conv1_.bias, w + kB_layer3_2_conv1, layer3_2_conv1_.act, layer3_2_conv1_.y, a + kA_layer3_2_conv1 * B),
-            "layer3.2.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[34], stream, record_flags_), "profile");
-  // layer3.2.conv2 + layer3.2.bn2 + layer3.2.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_2_conv2_.x, a + kA_layer3_2_conv1 * B, layer3_2_conv2_.w, w + kW_layer3_2_conv2, layer3_2_conv2_.conv, layer3_2_conv2_.algo, workspace_, layer3_2_conv2_.workspace, &kZero, layer3_2_conv2_.y, a + kA_layer3_2_conv2 * B, layer3_2_conv2_.bias, w + kB_layer3_2_conv2, layer3_2_conv2_.act, layer3_2_conv2_.y, a + kA_layer3_2_conv2 * B),
-            "layer3.2.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[35], stream, record_flags_), "profile");
-  // layer3.2.conv3 + layer3.2.bn3 + layer3.2.add + layer3.2.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_2_conv3_.x, a + kA_layer3_2_conv2 * B, layer3_2_conv3_.w, w + kW_layer3_2_conv3, layer3_2_conv3_.conv, layer3_2_conv3_.algo, workspace_, layer3_2_conv3_.workspace, &kOne, layer3_2_conv3_.y, a + kA_layer3_1_conv3 * B, layer3_2_conv3_.bias, w + kB_layer3_2_conv3, layer3_2_conv3_.act, layer3_2_conv3_.y, a + kA_layer3_2_conv3 * B),
-            "layer3.2.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[36], stream, record_flags_), "profile");
-  // layer3.3.conv1 + layer3.3.bn1 + layer3.3.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_3_conv1_.x, a + kA_layer3_2_conv3 * B, layer3_3_conv1_.w, w + kW_layer3_3_conv1, layer3_3_conv1_.conv, layer3_3_conv1_.algo, workspace_, layer3_3_conv1_.workspace, &kZero, layer3_3_conv1_.y, a + kA_layer3_3_conv1 * B, layer3_3_conv1_.bias, w + kB_layer3_3_conv1, layer3_3_conv1_.act, layer3_3_conv1_.y, a + kA_layer3_3_conv1 * B),
-            "layer3.3.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[37], stream, record_flags_), "profile");
-  // layer3.3.conv2 + layer3.3.bn2 + layer3.3.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_3_conv2_.x, a + kA_layer3_3_conv1 * B, layer3_3_conv2_.w, w + kW_layer3_3_conv2, layer3_3_conv2_.conv, layer3_3_conv2_.algo, workspace_, layer3_3_conv2_.workspace, &kZero, layer3_3_conv2_.y, a + kA_layer3_3_conv2 * B, layer3_3_conv2_.bias, w + kB_layer3_3_conv2, layer3_3_conv2_.act, layer3_3_conv2_.y, a + kA_layer3_3_conv2 * B),
-            "layer3.3.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[38], stream, record_flags_), "profile");
-  // layer3.3.conv3 + layer3.3.bn3 + layer3.3.add + layer3.3.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_3_conv3_.x, a + kA_layer3_3_conv2 * B, layer3_3_conv3_.w, w + kW_layer3_3_conv3, layer3_3_conv3_.conv, layer3_3_conv3_.algo, workspace_, layer3_3_conv3_.workspace, &kOne, layer3_3_conv3_.y, a + kA_layer3_2_conv3 * B, layer3_3_conv3_.bias, w + kB_layer3_3_conv3, layer3_3_conv3_.act, layer3_3_conv3_.y, a + kA_layer3_3_conv3 * B),
-            "layer3.3.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[39], stream, record_flags_), "profile");
-  // layer3.4.conv1 + layer3.4.bn1 + layer3.4.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_4_conv1_.x, a + kA_layer3_3_conv3 * B, layer3_4_conv1_.w, w + kW_layer3_4_conv1, layer3_4_conv1_.conv, layer3_4_conv1_.algo, workspace_, layer3_4_conv1_.workspace, &kZero, layer3_4_conv1_.y, a + kA_layer3_4_conv1 * B, layer3_4_conv1_.bias, w + kB_layer3_4_conv1, layer3_4_conv1_.act, layer3_4_conv1_.y, a + kA_layer3_4_conv1 * B),
-            "layer3.4.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[40], stream, record_flags_), "profile");
-  // layer3.4.conv2 + layer3.4.bn2 + layer3.4.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_4_conv2_.x, a + kA_layer3_4_conv1 * B, layer3_4_conv2_.w, w + kW_layer3_4_conv2, layer3_4_conv2_.conv, layer3_4_conv2_.algo, workspace_, layer3_4_conv2_.workspace, &kZero, layer3_4_conv2_.y, a + kA_layer3_4_conv2 * B, layer3_4_conv2_.bias, w + kB_layer3_4_conv2, layer3_4_conv2_.act, layer3_4_conv2_.y, a + kA_layer3_4_conv2 * B),
-            "layer3.4.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[41], stream, record_flags_), "profile");
-  // layer3.4.conv3 + layer3.4.bn3 + layer3.4.add + layer3.4.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_4_conv3_.x, a + kA_layer3_4_conv2 * B, layer3_4_conv3_.w, w + kW_layer3_4_conv3, layer3_4_conv3_.conv, layer3_4_conv3_.algo, workspace_, layer3_4_conv3_.workspace, &kOne, layer3_4_conv3_.y, a + kA_layer3_3_conv3 * B, layer3_4_conv3_.bias, w + kB_layer3_4_conv3, layer3_4_conv3_.act, layer3_4_conv3_.y, a + kA_layer3_4_conv3 * B),
-            "layer3.4.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[42], stream, record_flags_), "profile");
-  // layer3.5.conv1 + layer3.5.bn1 + layer3.5.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_5_conv1_.x, a + kA_layer3_4_conv3 * B, layer3_5_conv1_.w, w + kW_layer3_5_conv1, layer3_5_conv1_.conv, layer3_5_conv1_.algo, workspace_, layer3_5_conv1_.workspace, &kZero, layer3_5_conv1_.y, a + kA_layer3_5_conv1 * B, layer3_5_conv1_.bias, w + kB_layer3_5_conv1, layer3_5_conv1_.act, layer3_5_conv1_.y, a + kA_layer3_5_conv1 * B),
-            "layer3.5.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[43], stream, record_flags_), "profile");
-  // layer3.5.conv2 + layer3.5.bn2 + layer3.5.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_5_conv2_.x, a + kA_layer3_5_conv1 * B, layer3_5_conv2_.w, w + kW_layer3_5_conv2, layer3_5_conv2_.conv, layer3_5_conv2_.algo, workspace_, layer3_5_conv2_.workspace, &kZero, layer3_5_conv2_.y, a + kA_layer3_5_conv2 * B, layer3_5_conv2_.bias, w + kB_layer3_5_conv2, layer3_5_conv2_.act, layer3_5_conv2_.y, a + kA_layer3_5_conv2 * B),
-            "layer3.5.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[44], stream, record_flags_), "profile");
-  // layer3.5.conv3 + layer3.5.bn3 + layer3.5.add + layer3.5.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer3_5_conv3_.x, a + kA_layer3_5_conv2 * B, layer3_5_conv3_.w, w + kW_layer3_5_conv3, layer3_5_conv3_.conv, layer3_5_conv3_.algo, workspace_, layer3_5_conv3_.workspace, &kOne, layer3_5_conv3_.y, a + kA_layer3_4_conv3 * B, layer3_5_conv3_.bias, w + kB_layer3_5_conv3, layer3_5_conv3_.act, layer3_5_conv3_.y, a + kA_layer3_5_conv3 * B),
-            "layer3.5.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[45], stream, record_flags_), "profile");
-  // layer4.0.conv1 + layer4.0.bn1 + layer4.0.relu1: conv 1x1/1, 1024->512, 14x14 -> 14x14, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_conv1_.x, a + kA_layer3_5_conv3 * B, layer4_0_conv1_.w, w + kW_layer4_0_conv1, layer4_0_conv1_.conv, layer4_0_conv1_.algo, workspace_, layer4_0_conv1_.workspace, &kZero, layer4_0_conv1_.y, a + kA_layer4_0_conv1 * B, layer4_0_conv1_.bias, w + kB_layer4_0_conv1, layer4_0_conv1_.act, layer4_0_conv1_.y, a + kA_layer4_0_conv1 * B),
-            "layer4.0.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[46], stream, record_flags_), "profile");
-  // layer4.0.conv2 + layer4.0.bn2 + layer4.0.relu2: conv 3x3/2, 512->512, 14x14 -> 7x7, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_conv2_.x, a + kA_layer4_0_conv1 * B, layer4_0_conv2_.w, w + kW_layer4_0_conv2, layer4_0_conv2_.conv, layer4_0_conv2_.algo, workspace_, layer4_0_conv2_.workspace, &kZero, layer4_0_conv2_.y, a + kA_layer4_0_conv2 * B, layer4_0_conv2_.bias, w + kB_layer4_0_conv2, layer4_0_conv2_.act, layer4_0_conv2_.y, a + kA_layer4_0_conv2 * B),
-            "layer4.0.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[47], stream, record_flags_), "profile");
-  // layer4.0.downsample.0 + layer4.0.downsample.1: conv 1x1/2, 1024->2048, 14x14 -> 7x7  (models/resnet_blocks.yaml:43:15)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_downsample_0_.x, a + kA_layer3_5_conv3 * B, layer4_0_downsample_0_.w, w + kW_layer4_0_downsample_0, layer4_0_downsample_0_.conv, layer4_0_downsample_0_.algo, workspace_, layer4_0_downsample_0_.workspace, &kZero, layer4_0_downsample_0_.y, a + kA_layer4_0_downsample_0 * B, layer4_0_downsample_0_.bias, w + kB_layer4_0_downsample_0, layer4_0_downsample_0_.act, layer4_0_downsample_0_.y, a + kA_layer4_0_downsample_0 * B),
-            "layer4.0.downsample.0");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[48], stream, record_flags_), "profile");
-  // layer4.0.conv3 + layer4.0.bn3 + layer4.0.add + layer4.0.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_0_conv3_.x, a + kA_layer4_0_conv2 * B, layer4_0_conv3_.w, w + kW_layer4_0_conv3, layer4_0_conv3_.conv, layer4_0_conv3_.algo, workspace_, layer4_0_conv3_.workspace, &kOne, layer4_0_conv3_.y, a + kA_layer4_0_downsample_0 * B, layer4_0_conv3_.bias, w + kB_layer4_0_conv3, layer4_0_conv3_.act, layer4_0_conv3_.y, a + kA_layer4_0_conv3 * B),
-            "layer4.0.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[49], stream, record_flags_), "profile");
-  // layer4.1.conv1 + layer4.1.bn1 + layer4.1.relu1: conv 1x1/1, 2048->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_1_conv1_.x, a + kA_layer4_0_conv3 * B, layer4_1_conv1_.w, w + kW_layer4_1_conv1, layer4_1_conv1_.conv, layer4_1_conv1_.algo, workspace_, layer4_1_conv1_.workspace, &kZero, layer4_1_conv1_.y, a + kA_layer4_1_conv1 * B, layer4_1_conv1_.bias, w + kB_layer4_1_conv1, layer4_1_conv1_.act, layer4_1_conv1_.y, a + kA_layer4_1_conv1 * B),
-            "layer4.1.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[50], stream, record_flags_), "profile");
-  // layer4.1.conv2 + layer4.1.bn2 + layer4.1.relu2: conv 3x3/1, 512->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_1_conv2_.x, a + kA_layer4_1_conv1 * B, layer4_1_conv2_.w, w + kW_layer4_1_conv2, layer4_1_conv2_.conv, layer4_1_conv2_.algo, workspace_, layer4_1_conv2_.workspace, &kZero, layer4_1_conv2_.y, a + kA_layer4_1_conv2 * B, layer4_1_conv2_.bias, w + kB_layer4_1_conv2, layer4_1_conv2_.act, layer4_1_conv2_.y, a + kA_layer4_1_conv2 * B),
-            "layer4.1.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[51], stream, record_flags_), "profile");
-  // layer4.1.conv3 + layer4.1.bn3 + layer4.1.add + layer4.1.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_1_conv3_.x, a + kA_layer4_1_conv2 * B, layer4_1_conv3_.w, w + kW_layer4_1_conv3, layer4_1_conv3_.conv, layer4_1_conv3_.algo, workspace_, layer4_1_conv3_.workspace, &kOne, layer4_1_conv3_.y, a + kA_layer4_0_conv3 * B, layer4_1_conv3_.bias, w + kB_layer4_1_conv3, layer4_1_conv3_.act, layer4_1_conv3_.y, a + kA_layer4_1_conv3 * B),
-            "layer4.1.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[52], stream, record_flags_), "profile");
-  // layer4.2.conv1 + layer4.2.bn1 + layer4.2.relu1: conv 1x1/1, 2048->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:31:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_2_conv1_.x, a + kA_layer4_1_conv3 * B, layer4_2_conv1_.w, w + kW_layer4_2_conv1, layer4_2_conv1_.conv, layer4_2_conv1_.algo, workspace_, layer4_2_conv1_.workspace, &kZero, layer4_2_conv1_.y, a + kA_layer4_2_conv1 * B, layer4_2_conv1_.bias, w + kB_layer4_2_conv1, layer4_2_conv1_.act, layer4_2_conv1_.y, a + kA_layer4_2_conv1 * B),
-            "layer4.2.conv1");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[53], stream, record_flags_), "profile");
-  // layer4.2.conv2 + layer4.2.bn2 + layer4.2.relu2: conv 3x3/1, 512->512, 7x7 -> 7x7, relu  (models/resnet_blocks.yaml:34:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_2_conv2_.x, a + kA_layer4_2_conv1 * B, layer4_2_conv2_.w, w + kW_layer4_2_conv2, layer4_2_conv2_.conv, layer4_2_conv2_.algo, workspace_, layer4_2_conv2_.workspace, &kZero, layer4_2_conv2_.y, a + kA_layer4_2_conv2 * B, layer4_2_conv2_.bias, w + kB_layer4_2_conv2, layer4_2_conv2_.act, layer4_2_conv2_.y, a + kA_layer4_2_conv2 * B),
-            "layer4.2.conv2");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[54], stream, record_flags_), "profile");
-  // layer4.2.conv3 + layer4.2.bn3 + layer4.2.add + layer4.2.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu  (models/resnet_blocks.yaml:37:9)
-  ZOC_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &kOne, layer4_2_conv3_.x, a + kA_layer4_2_conv2 * B, layer4_2_conv3_.w, w + kW_layer4_2_conv3, layer4_2_conv3_.conv, layer4_2_conv3_.algo, workspace_, layer4_2_conv3_.workspace, &kOne, layer4_2_conv3_.y, a + kA_layer4_1_conv3 * B, layer4_2_conv3_.bias, w + kB_layer4_2_conv3, layer4_2_conv3_.act, layer4_2_conv3_.y, a + kA_layer4_2_conv3 * B),
-            "layer4.2.conv3");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[55], stream, record_flags_), "profile");
-  // avgpool: global average pool 7x7  (models/resnet50.yaml:25:5)
-  ZOC_CUDNN(cudnnPoolingForward(cudnn_, avgpool_.pool, &kOne, avgpool_.x, a + kA_layer4_2_conv3 * B, &kZero, avgpool_.y, a + kA_avgpool * B), "avgpool");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[56], stream, record_flags_), "profile");
-  // flatten: a view of its input (no data movement)  (models/resnet50.yaml:26:5)
-  // fc: linear 2048 -> 1000  (models/resnet50.yaml:27:5)
-  ZOC_CUDA(kernels::bias_rows(a + kA_fc * B, w + kB_fc, n, 1000, stream), "fc");
-  ZOC_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 1000, n, 2048, &kOne, w + kW_fc, kBlasType, 2048, a + kA_avgpool * B, kBlasType, 2048, &kOne, a + kA_fc * B, kBlasType, 1000, kBlasCompute, CUBLAS_GEMM_DEFAULT), "fc");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[57], stream, record_flags_), "profile");
+// The forward pass in order: one call per layer (and a join where a side branch ends).
+template <class V>
+zoc::Status Resnet50::layers(V& v) {
+  // input: fp32 NCHW from the caller -> NHWC in the model's precision, 3 channels zero-padded to 4
+  // (models/resnet50.yaml:11:8)
+  ZOC_TRY(v.input_to_nhwc(kIn_input));
+  // conv1 + bn1 + relu: conv 7x7/2, 3->64, 224x224 -> 112x112, relu (models/resnet50.yaml:14:5)
+  ZOC_TRY(v.conv(conv1_, kConv_conv1, "conv1"));
+  // maxpool: max pool 3x3/2 pad 1, 112x112 -> 56x56 (models/resnet50.yaml:17:5)
+  ZOC_TRY(v.pool(maxpool_, kPool_maxpool, "maxpool"));
+  // layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1: conv 1x1/1, 64->64, 56x56 -> 56x56, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer1_0_conv1_, kConv_layer1_0_conv1, "layer1.0.conv1"));
+  // layer1.0.conv2 + layer1.0.bn2 + layer1.0.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer1_0_conv2_, kConv_layer1_0_conv2, "layer1.0.conv2"));
+  // layer1.0.downsample.0 + layer1.0.downsample.1: conv 1x1/1, 64->256, 56x56 -> 56x56
+  // (models/resnet_blocks.yaml:43:15)
+  ZOC_TRY(v.conv(layer1_0_downsample_0_, kConv_layer1_0_downsample_0, "layer1.0.downsample.0"));
+  // layer1.0.conv3 + layer1.0.bn3 + layer1.0.add + layer1.0.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer1_0_conv3_, kConv_layer1_0_conv3, "layer1.0.conv3"));
+  // layer1.1.conv1 + layer1.1.bn1 + layer1.1.relu1: conv 1x1/1, 256->64, 56x56 -> 56x56, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer1_1_conv1_, kConv_layer1_1_conv1, "layer1.1.conv1"));
+  // layer1.1.conv2 + layer1.1.bn2 + layer1.1.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer1_1_conv2_, kConv_layer1_1_conv2, "layer1.1.conv2"));
+  // layer1.1.conv3 + layer1.1.bn3 + layer1.1.add + layer1.1.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer1_1_conv3_, kConv_layer1_1_conv3, "layer1.1.conv3"));
+  // layer1.2.conv1 + layer1.2.bn1 + layer1.2.relu1: conv 1x1/1, 256->64, 56x56 -> 56x56, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer1_2_conv1_, kConv_layer1_2_conv1, "layer1.2.conv1"));
+  // layer1.2.conv2 + layer1.2.bn2 + layer1.2.relu2: conv 3x3/1, 64->64, 56x56 -> 56x56, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer1_2_conv2_, kConv_layer1_2_conv2, "layer1.2.conv2"));
+  // layer1.2.conv3 + layer1.2.bn3 + layer1.2.add + layer1.2.relu3: conv 1x1/1, 64->256, 56x56 -> 56x56, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer1_2_conv3_, kConv_layer1_2_conv3, "layer1.2.conv3"));
+  // layer2.0.conv1 + layer2.0.bn1 + layer2.0.relu1: conv 1x1/1, 256->128, 56x56 -> 56x56, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer2_0_conv1_, kConv_layer2_0_conv1, "layer2.0.conv1"));
+  // layer2.0.conv2 + layer2.0.bn2 + layer2.0.relu2: conv 3x3/2, 128->128, 56x56 -> 28x28, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer2_0_conv2_, kConv_layer2_0_conv2, "layer2.0.conv2"));
+  // layer2.0.downsample.0 + layer2.0.downsample.1: conv 1x1/2, 256->512, 56x56 -> 28x28
+  // (models/resnet_blocks.yaml:43:15)
+  ZOC_TRY(v.conv(layer2_0_downsample_0_, kConv_layer2_0_downsample_0, "layer2.0.downsample.0"));
+  // layer2.0.conv3 + layer2.0.bn3 + layer2.0.add + layer2.0.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer2_0_conv3_, kConv_layer2_0_conv3, "layer2.0.conv3"));
+  // layer2.1.conv1 + layer2.1.bn1 + layer2.1.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer2_1_conv1_, kConv_layer2_1_conv1, "layer2.1.conv1"));
+  // layer2.1.conv2 + layer2.1.bn2 + layer2.1.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer2_1_conv2_, kConv_layer2_1_conv2, "layer2.1.conv2"));
+  // layer2.1.conv3 + layer2.1.bn3 + layer2.1.add + layer2.1.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer2_1_conv3_, kConv_layer2_1_conv3, "layer2.1.conv3"));
+  // layer2.2.conv1 + layer2.2.bn1 + layer2.2.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer2_2_conv1_, kConv_layer2_2_conv1, "layer2.2.conv1"));
+  // layer2.2.conv2 + layer2.2.bn2 + layer2.2.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer2_2_conv2_, kConv_layer2_2_conv2, "layer2.2.conv2"));
+  // layer2.2.conv3 + layer2.2.bn3 + layer2.2.add + layer2.2.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer2_2_conv3_, kConv_layer2_2_conv3, "layer2.2.conv3"));
+  // layer2.3.conv1 + layer2.3.bn1 + layer2.3.relu1: conv 1x1/1, 512->128, 28x28 -> 28x28, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer2_3_conv1_, kConv_layer2_3_conv1, "layer2.3.conv1"));
+  // layer2.3.conv2 + layer2.3.bn2 + layer2.3.relu2: conv 3x3/1, 128->128, 28x28 -> 28x28, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer2_3_conv2_, kConv_layer2_3_conv2, "layer2.3.conv2"));
+  // layer2.3.conv3 + layer2.3.bn3 + layer2.3.add + layer2.3.relu3: conv 1x1/1, 128->512, 28x28 -> 28x28, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer2_3_conv3_, kConv_layer2_3_conv3, "layer2.3.conv3"));
+  // layer3.0.conv1 + layer3.0.bn1 + layer3.0.relu1: conv 1x1/1, 512->256, 28x28 -> 28x28, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer3_0_conv1_, kConv_layer3_0_conv1, "layer3.0.conv1"));
+  // layer3.0.conv2 + layer3.0.bn2 + layer3.0.relu2: conv 3x3/2, 256->256, 28x28 -> 14x14, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer3_0_conv2_, kConv_layer3_0_conv2, "layer3.0.conv2"));
+  // layer3.0.downsample.0 + layer3.0.downsample.1: conv 1x1/2, 512->1024, 28x28 -> 14x14
+  // (models/resnet_blocks.yaml:43:15)
+  ZOC_TRY(v.conv(layer3_0_downsample_0_, kConv_layer3_0_downsample_0, "layer3.0.downsample.0"));
+  // layer3.0.conv3 + layer3.0.bn3 + layer3.0.add + layer3.0.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer3_0_conv3_, kConv_layer3_0_conv3, "layer3.0.conv3"));
+  // layer3.1.conv1 + layer3.1.bn1 + layer3.1.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer3_1_conv1_, kConv_layer3_1_conv1, "layer3.1.conv1"));
+  // layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer3_1_conv2_, kConv_layer3_1_conv2, "layer3.1.conv2"));
+  // layer3.1.conv3 + layer3.1.bn3 + layer3.1.add + layer3.1.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer3_1_conv3_, kConv_layer3_1_conv3, "layer3.1.conv3"));
+  // layer3.2.conv1 + layer3.2.bn1 + layer3.2.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer3_2_conv1_, kConv_layer3_2_conv1, "layer3.2.conv1"));
+  // layer3.2.conv2 + layer3.2.bn2 + layer3.2.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer3_2_conv2_, kConv_layer3_2_conv2, "layer3.2.conv2"));
+  // layer3.2.conv3 + layer3.2.bn3 + layer3.2.add + layer3.2.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer3_2_conv3_, kConv_layer3_2_conv3, "layer3.2.conv3"));
+  // layer3.3.conv1 + layer3.3.bn1 + layer3.3.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer3_3_conv1_, kConv_layer3_3_conv1, "layer3.3.conv1"));
+  // layer3.3.conv2 + layer3.3.bn2 + layer3.3.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer3_3_conv2_, kConv_layer3_3_conv2, "layer3.3.conv2"));
+  // layer3.3.conv3 + layer3.3.bn3 + layer3.3.add + layer3.3.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer3_3_conv3_, kConv_layer3_3_conv3, "layer3.3.conv3"));
+  // layer3.4.conv1 + layer3.4.bn1 + layer3.4.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer3_4_conv1_, kConv_layer3_4_conv1, "layer3.4.conv1"));
+  // layer3.4.conv2 + layer3.4.bn2 + layer3.4.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer3_4_conv2_, kConv_layer3_4_conv2, "layer3.4.conv2"));
+  // layer3.4.conv3 + layer3.4.bn3 + layer3.4.add + layer3.4.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer3_4_conv3_, kConv_layer3_4_conv3, "layer3.4.conv3"));
+  // layer3.5.conv1 + layer3.5.bn1 + layer3.5.relu1: conv 1x1/1, 1024->256, 14x14 -> 14x14, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer3_5_conv1_, kConv_layer3_5_conv1, "layer3.5.conv1"));
+  // layer3.5.conv2 + layer3.5.bn2 + layer3.5.relu2: conv 3x3/1, 256->256, 14x14 -> 14x14, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer3_5_conv2_, kConv_layer3_5_conv2, "layer3.5.conv2"));
+  // layer3.5.conv3 + layer3.5.bn3 + layer3.5.add + layer3.5.relu3: conv 1x1/1, 256->1024, 14x14 -> 14x14, + residual,
+  // relu (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer3_5_conv3_, kConv_layer3_5_conv3, "layer3.5.conv3"));
+  // layer4.0.conv1 + layer4.0.bn1 + layer4.0.relu1: conv 1x1/1, 1024->512, 14x14 -> 14x14, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer4_0_conv1_, kConv_layer4_0_conv1, "layer4.0.conv1"));
+  // layer4.0.conv2 + layer4.0.bn2 + layer4.0.relu2: conv 3x3/2, 512->512, 14x14 -> 7x7, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer4_0_conv2_, kConv_layer4_0_conv2, "layer4.0.conv2"));
+  // layer4.0.downsample.0 + layer4.0.downsample.1: conv 1x1/2, 1024->2048, 14x14 -> 7x7
+  // (models/resnet_blocks.yaml:43:15)
+  ZOC_TRY(v.conv(layer4_0_downsample_0_, kConv_layer4_0_downsample_0, "layer4.0.downsample.0"));
+  // layer4.0.conv3 + layer4.0.bn3 + layer4.0.add + layer4.0.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu
+  // (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer4_0_conv3_, kConv_layer4_0_conv3, "layer4.0.conv3"));
+  // layer4.1.conv1 + layer4.1.bn1 + layer4.1.relu1: conv 1x1/1, 2048->512, 7x7 -> 7x7, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer4_1_conv1_, kConv_layer4_1_conv1, "layer4.1.conv1"));
+  // layer4.1.conv2 + layer4.1.bn2 + layer4.1.relu2: conv 3x3/1, 512->512, 7x7 -> 7x7, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer4_1_conv2_, kConv_layer4_1_conv2, "layer4.1.conv2"));
+  // layer4.1.conv3 + layer4.1.bn3 + layer4.1.add + layer4.1.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu
+  // (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer4_1_conv3_, kConv_layer4_1_conv3, "layer4.1.conv3"));
+  // layer4.2.conv1 + layer4.2.bn1 + layer4.2.relu1: conv 1x1/1, 2048->512, 7x7 -> 7x7, relu
+  // (models/resnet_blocks.yaml:31:9)
+  ZOC_TRY(v.conv(layer4_2_conv1_, kConv_layer4_2_conv1, "layer4.2.conv1"));
+  // layer4.2.conv2 + layer4.2.bn2 + layer4.2.relu2: conv 3x3/1, 512->512, 7x7 -> 7x7, relu
+  // (models/resnet_blocks.yaml:34:9)
+  ZOC_TRY(v.conv(layer4_2_conv2_, kConv_layer4_2_conv2, "layer4.2.conv2"));
+  // layer4.2.conv3 + layer4.2.bn3 + layer4.2.add + layer4.2.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu
+  // (models/resnet_blocks.yaml:37:9)
+  ZOC_TRY(v.conv(layer4_2_conv3_, kConv_layer4_2_conv3, "layer4.2.conv3"));
+  // avgpool: global average pool 7x7 (models/resnet50.yaml:25:5)
+  ZOC_TRY(v.pool(avgpool_, kPool_avgpool, "avgpool"));
+  // flatten: a view of its input (no data movement) (models/resnet50.yaml:26:5)
+  // fc: linear 2048 -> 1000 (models/resnet50.yaml:27:5)
+  ZOC_TRY(v.linear(kFc_fc, "fc"));
   // output: fp32 [n, 1000] for the caller
-  ZOC_CUDA(kernels::to_float(a + kA_fc * B, output, int64_t(n) * kOutputs, stream), "output");
-  if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[58], stream, record_flags_), "profile");
+  ZOC_TRY(v.output_to_float({kA_fc, 1000}));
   return zoc::Status::success();
 }
 }  // namespace zoc_model
+
+// The shared skeleton and this layer sequence, for every step (zoc/cudnn/model.h).
+ZOC_MODEL_INSTANTIATE(zoc_model::Resnet50);

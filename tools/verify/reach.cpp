@@ -27,14 +27,32 @@ struct ModelClass {
   const clang::CXXMethodDecl* forward = nullptr;  // its declaration
 };
 
+// A method named `name` declared by `record` or by one of its bases (a generated model derives
+// forward() and the rest of its skeleton from zoc::Model<M>, a template in the runtime copy).
+const clang::CXXMethodDecl* find_method(const clang::CXXRecordDecl* record, const char* name) {
+  if (!record || !record->hasDefinition()) return nullptr;
+  record = record->getDefinition();
+  for (const clang::CXXMethodDecl* method : record->methods()) {
+    if (method->getNameAsString() == name) return method;
+  }
+  for (const clang::CXXBaseSpecifier& base : record->bases()) {
+    if (const clang::CXXMethodDecl* m = find_method(base.getType()->getAsCXXRecordDecl(), name)) {
+      return m;
+    }
+  }
+  return nullptr;
+}
+
 // Classes defined in a file directly in the generated folder (<model>.h; not the zoc/ runtime
-// copy) that declare `forward`, or `step` (a generated trainer: its per-batch path is held to
-// the same rules).
+// copy) that have `forward` (declared or inherited), or `step` (a generated trainer: its
+// per-batch path is held to the same rules).
 class ModelFinder : public clang::RecursiveASTVisitor<ModelFinder> {
  public:
   ModelFinder(Locator* locator, std::vector<ModelClass>* out) : locator_(locator), out_(out) {}
   bool VisitCXXRecordDecl(clang::CXXRecordDecl* record) {
     if (!record->isThisDeclarationADefinition() || record->isDependentContext()) return true;
+    // zoc::Model<M> itself is instantiated in the folder but defined in the runtime copy.
+    if (llvm::isa<clang::ClassTemplateSpecializationDecl>(record)) return true;
     const clang::SourceManager& sm = record->getASTContext().getSourceManager();
     const Place p = locator_->place(sm, record->getLocation());
     const std::string& folder = locator_->sources().folder;
@@ -42,16 +60,15 @@ class ModelFinder : public clang::RecursiveASTVisitor<ModelFinder> {
         p.path.find('/', folder.size() + 1) != std::string::npos) {
       return true;
     }
-    for (const clang::CXXMethodDecl* method : record->methods()) {
-      // An inference model's forward, or a generated trainer's step: the per-batch paths.
-      if (method->getNameAsString() != "forward" && method->getNameAsString() != "step") continue;
-      const std::string name = record->getQualifiedNameAsString();
-      for (const ModelClass& known : *out_) {
-        if (known.record->getQualifiedNameAsString() == name) return true;
-      }
-      out_->push_back({record, method});
-      return true;
+    // An inference model's forward, or a generated trainer's step: the per-batch paths.
+    const clang::CXXMethodDecl* method = find_method(record, "forward");
+    if (!method) method = find_method(record, "step");
+    if (!method) return true;
+    const std::string name = record->getQualifiedNameAsString();
+    for (const ModelClass& known : *out_) {
+      if (known.record->getQualifiedNameAsString() == name) return true;
     }
+    out_->push_back({record, method});
     return true;
   }
 
@@ -200,10 +217,26 @@ Counts with_prefix(const Counts& all, const std::string& prefix) {
   return out;
 }
 
+// The definition of member `name` of `record` or a base: a method, or the first instantiation
+// of a member template (run_layers<kProfile>: its first is the forward pass's, kProfile false).
 const clang::FunctionDecl* member_definition(CallGraph* graph, const clang::CXXRecordDecl* record,
                                              const char* name) {
-  for (const clang::CXXMethodDecl* method : record->methods()) {
-    if (method->getNameAsString() == name) return graph->definition(method);
+  if (const clang::CXXMethodDecl* method = find_method(record, name)) {
+    return graph->definition(method);
+  }
+  if (!record || !record->hasDefinition()) return nullptr;
+  record = record->getDefinition();
+  for (const clang::Decl* decl : record->decls()) {
+    const auto* tmpl = llvm::dyn_cast<clang::FunctionTemplateDecl>(decl);
+    if (!tmpl || tmpl->getNameAsString() != name) continue;
+    for (const clang::FunctionDecl* spec : tmpl->specializations()) {
+      if (const clang::FunctionDecl* def = graph->definition(spec)) return def;
+    }
+  }
+  for (const clang::CXXBaseSpecifier& base : record->bases()) {
+    const clang::FunctionDecl* def =
+        member_definition(graph, base.getType()->getAsCXXRecordDecl(), name);
+    if (def) return def;
   }
   return nullptr;
 }

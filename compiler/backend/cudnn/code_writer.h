@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -13,6 +14,11 @@ namespace zoc::cudnn {
 
 class CodeWriter {
  public:
+  // max_columns: where wrapped() and comment() break lines; less than kMaxColumns for text that
+  // is appended indented into another writer.
+  // (Implicit, so that structs holding writers stay aggregates.)
+  CodeWriter(size_t max_columns = kMaxColumns) : max_columns_(max_columns) {}  // NOLINT
+
   template <class... Args>
   void line(fmt::format_string<Args...> f, Args&&... args) {
     raw_line(fmt::format(f, std::forward<Args>(args)...));
@@ -21,6 +27,11 @@ class CodeWriter {
     if (!text.empty()) out_.append(static_cast<size_t>(indent_) * 2, ' ');
     out_ += text;
     out_ += '\n';
+  }
+  // An access specifier inside a class block, one space in from the class (Google style).
+  void access(const std::string& text) {
+    out_.append(static_cast<size_t>(indent_ > 0 ? indent_ - 1 : 0) * 2 + 1, ' ');
+    out_ += text + "\n";
   }
   // An empty line, unless the text already ends with one (or is empty).
   void blank() {
@@ -70,12 +81,58 @@ class CodeWriter {
     return Scope(*this, std::move(close), false);
   }
 
+  // Generated lines stay within this many columns where the writer decides the breaks.
+  static constexpr size_t kMaxColumns = 120;
+
+  // `head`, then `items` separated by ", ", then `tail`, broken into lines of at most
+  // kMaxColumns with continuation lines indented four more (long initializer lists).
+  void wrapped(const std::string& head, const std::vector<std::string>& items,
+               const std::string& tail) {
+    const std::string indent(static_cast<size_t>(indent_) * 2, ' ');
+    const std::string continuation = indent + "    ";
+    std::string current = indent + head;
+    bool fresh = true;  // nothing after head or the continuation indent yet
+    for (size_t i = 0; i < items.size(); ++i) {
+      const std::string piece = items[i] + (i + 1 < items.size() ? "," : tail);
+      const size_t sep = fresh ? 0 : 1;
+      if (current != continuation && current.size() + sep + piece.size() > max_columns_) {
+        out_ += current + "\n";
+        current = continuation + piece;
+      } else {
+        current += (fresh ? "" : " ") + piece;
+      }
+      fresh = false;
+    }
+    if (items.empty()) current += tail;
+    out_ += current + "\n";
+  }
+
+  // A `//` comment, word-wrapped at kMaxColumns.
+  void comment(const std::string& text) {
+    const std::string lead(static_cast<size_t>(indent_) * 2, ' ');
+    std::string current = lead + "//";
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t end = text.find(' ', at);
+      if (end == std::string::npos) end = text.size();
+      const std::string word = text.substr(at, end - at);
+      if (current.size() > lead.size() + 2 && current.size() + 1 + word.size() > max_columns_) {
+        out_ += current + "\n";
+        current = lead + "//";
+      }
+      if (!word.empty()) current += " " + word;
+      at = end + 1;
+    }
+    out_ += current + "\n";
+  }
+
   const std::string& str() const { return out_; }
   bool empty() const { return out_.empty(); }
 
  private:
   std::string out_;
   int indent_ = 0;
+  size_t max_columns_;
 };
 
 }  // namespace zoc::cudnn

@@ -11,68 +11,44 @@
 
 namespace zoc::cudnn {
 
-std::string kernels_header(const std::string& head, const std::string& base) {
-  CodeWriter kh;
-  kh.raw_line(head);
-  kh.line("// Host wrappers of the custom kernels {} uses (defined in {}_kernels.cu, built by "
-          "nvcc).",
-          base, base);
-  kh.line("#pragma once");
-  kh.blank();
-  kh.line("#include <cuda_runtime.h>");
-  kh.line("#include <cstdint>");
-  kh.blank();
-  {
-    auto ns = kh.ns("namespace zoc_model::kernels", "}  // namespace zoc_model::kernels");
-    kh.line("// fp32 NCHW -> NHWC in the model's element type.");
-    kh.line("cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, "
-            "int c_stored, cudaStream_t stream);  // channels c..c_stored-1 are zeros");
-    kh.line("// The model's element type -> fp32.");
-    kh.line("cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t stream);");
-    kh.line("// y[r, c] = bias[c] (before a GEMM with beta = 1).");
-    kh.line("cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, "
-            "cudaStream_t stream);");
-    kh.line("// y = a + b, elementwise.");
-    kh.line("cudaError_t add(const void* a, const void* b, void* y, int64_t count, "
-            "cudaStream_t stream);");
-  }
-  return kh.str();
-}
-
+// <model>_kernels.cu: zoc/core/model_kernels.h's host functions for the model's element type,
+// forwarding to the kernel templates of zoc/core/kernels.cuh (nvcc only).
 std::string kernels_source(const std::string& head, const std::string& base, const Target& t) {
   CodeWriter cu;
   cu.raw_line(head);
-  cu.line("// Custom kernels of {}, instantiated for its element type ({}).", base, t.cuda_type);
-  cu.line("#include \"{}_kernels.h\"", base);
-  cu.blank();
+  cu.line("// Custom kernels of {}, for its element type ({}): the host functions", base, t.cuda_type);
+  cu.line("// zoc/core/model_kernels.h declares.");
   cu.line("#include \"zoc/core/kernels.cuh\"");
+  cu.line("#include \"zoc/core/model_kernels.h\"");
   cu.blank();
   {
-    auto ns = cu.ns("namespace zoc_model::kernels", "}  // namespace zoc_model::kernels");
+    auto ns = cu.ns("namespace zoc::model_kernels", "}  // namespace zoc::model_kernels");
     cu.line("using T = {};", t.cuda_type);
     cu.blank();
     {
       auto f = cu.block("cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, "
-                        "int w, int c_stored, cudaStream_t stream)");
-      cu.line("return zoc::kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, "
-              "c_stored, stream);");
+                        "int w, int c_stored,\n                          cudaStream_t stream)");
+      cu.line("return kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, c_stored, "
+              "stream);");
     }
     {
       auto f = cu.block("cudaError_t to_float(const void* in, float* out, int64_t count, "
                         "cudaStream_t stream)");
-      cu.line("return zoc::kernels::launch_to_float<T>(static_cast<const T*>(in), out, count, stream);");
+      cu.line("return kernels::launch_to_float<T>(static_cast<const T*>(in), out, count, stream);");
     }
     {
       auto f = cu.block("cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, "
                         "cudaStream_t stream)");
-      cu.line("return zoc::kernels::launch_bias_rows<T>(static_cast<T*>(y), static_cast<const T*>(bias), "
-              "rows, cols, stream);");
+      cu.line("return kernels::launch_bias_rows<T>(static_cast<T*>(y), static_cast<const T*>(bias), "
+              "rows, cols,");
+      cu.line("                                    stream);");
     }
     {
       auto f = cu.block("cudaError_t add(const void* a, const void* b, void* y, int64_t count, "
                         "cudaStream_t stream)");
-      cu.line("return zoc::kernels::launch_add<T>(static_cast<const T*>(a), static_cast<const T*>(b), "
-              "static_cast<T*>(y), count, false, stream);");
+      cu.line("return kernels::launch_add<T>(static_cast<const T*>(a), static_cast<const T*>(b), "
+              "static_cast<T*>(y), count,");
+      cu.line("                              false, stream);");
     }
   }
   return cu.str();

@@ -22,21 +22,14 @@ struct WeightSlot {
 };
 
 // Everything a layer's snippet writes into. Each op's snippet is one function (emit_layers.cpp)
-// that fills the sections it needs.
+// that fills the sections it needs; the runtime skeleton (zoc/cudnn/model.h) does the rest.
 struct Sections {
-  CodeWriter constants;  // anonymous-namespace constexpr shapes and offsets (.cpp)
+  CodeWriter constants;       // each layer's call constant: shapes, tensors, weights (.cpp)
   CodeWriter weight_offsets;  // inline constexpr packed-weight offsets (<model>_weights.h)
-  CodeWriter members;    // descriptor members (header)
-  CodeWriter create;     // descriptor creation (init)
-  CodeWriter pack;       // weight packing (<model>_weights.h, host-only)
-  CodeWriter describe;   // batch-dependent descriptor setup (set_batch)
-  CodeWriter bind;       // binding device pointers into graph-API plans (bind_layers)
-  CodeWriter forward;    // the library calls (run_layers)
-  CodeWriter describe_side;  // side-branch layers' descriptors (set_batch, own workspace)
-  CodeWriter tune;       // timing each convolution's candidate algorithms (tune)
-  CodeWriter destroy;    // descriptor destruction (destructor)
-  CodeWriter kernels;    // custom-kernel wrappers (.cu)
-  CodeWriter kernel_decls;  // their declarations (private header)
+  CodeWriter members;         // descriptor bundles (header)
+  CodeWriter pack;            // weight packing (<model>_weights.h, host-only)
+  CodeWriter layers{CodeWriter::kMaxColumns - 2};  // the layer sequence (layers<V>), indented once
+  std::vector<std::string> titles;  // per timed layer (one that issues GPU work): its sources
 };
 
 struct EmitContext {
@@ -58,8 +51,9 @@ struct EmitContext {
 
   // Channels of value v as stored in memory (the padded input's, or its type's).
   int64_t stored_channels(ir::ValueId v) const;
-  // Expression for the device address of value v inside run_layers().
-  std::string ptr(ir::ValueId v) const;
+  // The name of value v in the layer sequence: its arena offset constant (kA_<id>), or
+  // zoc::kCallerInput for an input read in place.
+  std::string tensor(ir::ValueId v) const;
   // The layer names a node stands for ("layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1").
   std::string title(const ir::Node& n) const;
   // A string literal of the node's name (for error messages).
@@ -72,7 +66,6 @@ std::string class_name_for(const std::string& model);
 std::string banner(const EmitOptions& o, const std::string& model, uint64_t hash,
                    const char* comment = "//");
 // The files beside the model class (emit_files.cpp).
-std::string kernels_header(const std::string& head, const std::string& base);
 std::string kernels_source(const std::string& head, const std::string& base, const Target& t);
 std::string weights_header(const EmitContext& ctx, const std::string& head, const std::string& base);
 // main.cpp: `return zoc::<entry><zoc_model::<cls>>(argc, argv);` from zoc/<runtime_header>.

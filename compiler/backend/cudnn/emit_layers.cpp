@@ -1,5 +1,8 @@
-// One snippet per op: what each layer contributes to the generated class (descriptor members,
-// their creation and per-batch description, weight packing, the forward call, destruction).
+// One snippet per op: what each layer contributes to the generated model. A layer is a constant
+// (its shapes, the tensors it reads and writes, its packed weights: zoc/cudnn/model_calls.h), a
+// descriptor bundle member if it needs one, its weight packing, and one call in the layer
+// sequence (`v.conv(conv1_, kConv_conv1, "conv1")`) that every step of the runtime skeleton
+// (zoc/cudnn/model.h: create, describe, bind, run, tune, destroy) walks.
 #include <fmt/format.h>
 
 #include "compiler/backend/cudnn/emit_internal.h"
@@ -40,9 +43,24 @@ std::string conv_summary(const EmitContext& ctx, const ir::Node& n) {
   return text;
 }
 
+// The layer's comment in the sequence: what it stands for, what it does, where it came from.
 void comment(EmitContext& ctx, const ir::Node& n, const std::string& what) {
   std::string loc = n.loc.known() ? fmt::format("  ({})", sanitize_comment(n.loc.str())) : "";
-  ctx.s.forward.line("// {}: {}{}", ctx.title(n), what, loc);
+  ctx.s.layers.comment(fmt::format("{}: {}{}", sanitize_comment(ctx.title(n)), what, loc));
+}
+
+// A call of the layer sequence that issues GPU work (a timed layer: it gets a profile mark).
+template <class... Args>
+void timed_call(EmitContext& ctx, const ir::Node& n, fmt::format_string<Args...> f,
+                Args&&... args) {
+  ctx.s.layers.line("ZOC_TRY({});", fmt::format(f, std::forward<Args>(args)...));
+  ctx.s.titles.push_back(ctx.title(n));
+}
+
+// `constexpr zoc::<type> <name> = {items...};`, wrapped to the column limit.
+void constant(EmitContext& ctx, const std::string& type, const std::string& name,
+              const std::vector<std::string>& items) {
+  ctx.s.constants.wrapped(fmt::format("constexpr zoc::{} {} = {{", type, name), items, "};");
 }
 
 bool unsupported(EmitContext& ctx, const ir::Node& n, const std::string& what) {
@@ -71,78 +89,30 @@ struct ConvGeom {
   bool residual = false;  // a second input added before the activation
 };
 
-// Everything of a fused convolution except its weight packing: the shape constant, the
-// descriptors (created, described per batch, tuned, destroyed) and the forward call, on the
-// side stream when the schedule put it there. `summary` is the forward comment.
+// Everything of a fused convolution except its weight packing: the call constant, the
+// descriptor bundle (legacy or graph API) and the call, on the side stream when the schedule put
+// it there. `summary` is the sequence's comment.
 void emit_conv_call(EmitContext& ctx, const ir::Node& n, size_t i, const ConvGeom& g,
                     const std::string& summary) {
   const std::string& id = ctx.ids[i];
   const int side = ctx.side_of[i];  // >= 0: runs on the side stream
-  ctx.s.constants.line(
-      "constexpr zoc::ConvShape kConv_{} = {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
-      "{}, {}, {}}};",
-      id, g.c, g.h, g.w, g.k, g.r, g.s, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dil_h,
-      g.dil_w, g.groups, g.out_h, g.out_w, g.relu ? "true" : "false");
-  const std::string z = g.residual ? ctx.ptr(n.inputs[1]) : "nullptr";
+  const std::string shape = fmt::format(
+      "{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}", g.c, g.h, g.w, g.k,
+      g.r, g.s, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dil_h, g.dil_w, g.groups, g.out_h,
+      g.out_w, g.relu ? "true" : "false");
+  constant(ctx, "ConvCall", "kConv_" + id,
+           {shape, ctx.tensor(n.inputs[0]), "kW_" + id, "kB_" + id,
+            g.residual ? ctx.tensor(n.inputs[1]) : "zoc::kNoTensor", ctx.tensor(n.output)});
   const bool graph = ctx.graph_api && g.groups == 1;
-  if (graph) {
-    ctx.s.members.line("zoc::GraphConvLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
-    ctx.s.create.line("ZOC_TRY({}_.create(kConv_{}, kTypes, {}, {}));", id, id,
-                      g.residual ? "true" : "false", ctx.name_literal(n));
-  } else {
-    ctx.s.members.line("zoc::ConvLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
-    ctx.s.create.line("ZOC_TRY({}_.create(kConv_{}, kTypes, {}));", id, id, ctx.name_literal(n));
-  }
-  if (side >= 0) {  // its own workspace: it may run while the main branch uses the other
-    // (a graph-API plan is built on the handle that runs it)
-    ctx.s.describe.line("ZOC_TRY({}_.describe({}, n, side_limit_, {}, &plan_));", id,
-                        graph ? "cudnn_side_" : "cudnn_", ctx.name_literal(n));
-  } else {
-    ctx.s.describe.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, {}, &plan_));", id,
-                        ctx.name_literal(n));
-  }
-  // Both APIs time their candidates on the real call (the graph API its engine configs).
-  ctx.s.tune.line("ZOC_TRY({}_.tune(cudnn_, n, {}, w + kW_{}, w + kB_{}, {}, {}, scratch->get(), "
-                  "scratch_bytes, stream, {}, &choice));",
-                  id, ctx.ptr(n.inputs[0]), id, id, z, ctx.ptr(n.output), ctx.name_literal(n));
-  ctx.s.tune.line("plan->set(choice);");
-  if (side >= 0) {
-    ctx.s.describe.line("side_need_ = std::max(side_need_, {}_.workspace);", id);
-  } else {
-    ctx.s.describe.line("need = std::max(need, {}_.workspace);", id);
-  }
-  ctx.s.destroy.line("{}_.destroy();", id);
-
+  ctx.s.members.line("zoc::{} {}_;  // {}", graph ? "GraphConvLayer" : "ConvLayer", id,
+                     sanitize_comment(ctx.title(n)));
   comment(ctx, n, summary);
   if (side >= 0) {
-    ctx.s.forward.line("// ... on the side stream, beside the main branch until layer {} joins it",
-                       sanitize_comment(ctx.g.nodes[static_cast<size_t>(join_of(ctx, side))].name));
-    ctx.s.forward.line("ZOC_CUDA(cudaEventRecord(fork_[{}], stream), {});", side, ctx.name_literal(n));
-    ctx.s.forward.line("ZOC_CUDA(cudaStreamWaitEvent(side_, fork_[{}], 0), {});", side,
-                       ctx.name_literal(n));
-  }
-  if (graph) {
-    ctx.s.bind.line("ZOC_TRY({}_.bind({}, w + kW_{}, w + kB_{}, {}, {}, {}, {}));", id,
-                    ctx.ptr(n.inputs[0]), id, id, z, ctx.ptr(n.output),
-                    side >= 0 ? "side_workspace_" : "workspace_", ctx.name_literal(n));
-    ctx.s.forward.line("ZOC_TRY({}_.run({}, {}));  // x {}, y {}{}", id,
-                       side >= 0 ? "cudnn_side_" : "cudnn_", ctx.name_literal(n),
-                       ctx.ptr(n.inputs[0]), ctx.ptr(n.output), g.residual ? ", z " + z : "");
+    ctx.s.layers.line("// ... on the side stream, beside the main branch until layer {} joins it",
+                      sanitize_comment(ctx.g.nodes[static_cast<size_t>(join_of(ctx, side))].name));
+    timed_call(ctx, n, "v.side_conv({}_, kConv_{}, {}, {})", id, id, side, ctx.name_literal(n));
   } else {
-    ctx.s.forward.line(
-        "ZOC_CUDNN(cudnnConvolutionBiasActivationForward({handle}, &kOne, {id}_.x, {in}, {id}_.w, "
-        "w + kW_{id}, {id}_.conv, {id}_.algo, {ws}, {id}_.workspace, {alpha2}, {id}_.y, {z}, "
-        "{id}_.bias, w + kB_{id}, {id}_.act, {id}_.y, {out}),",
-        fmt::arg("handle", side >= 0 ? "cudnn_side_" : "cudnn_"),
-        fmt::arg("ws", side >= 0 ? "side_workspace_" : "workspace_"),
-        fmt::arg("id", id), fmt::arg("in", ctx.ptr(n.inputs[0])),
-        fmt::arg("alpha2", g.residual ? "&kOne" : "&kZero"),
-        fmt::arg("z", g.residual ? z : ctx.ptr(n.output)),
-        fmt::arg("out", ctx.ptr(n.output)));
-    ctx.s.forward.line("          {});", ctx.name_literal(n));
-  }
-  if (side >= 0) {
-    ctx.s.forward.line("ZOC_CUDA(cudaEventRecord(join_[{}], side_), {});", side, ctx.name_literal(n));
+    timed_call(ctx, n, "v.conv({}_, kConv_{}, {})", id, id, ctx.name_literal(n));
   }
 }
 
@@ -197,19 +167,13 @@ bool emit_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
     what = fmt::format("{} pool {}x{}/{} pad {}, {}x{} -> {}x{}", is_max ? "max" : "average", kh,
                        kw, sh, ph, in.h, in.w, out.h, out.w);
   }
-  ctx.s.constants.line(
-      "constexpr zoc::PoolShape kPool_{} = {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}};", id,
-      mode, in.c, in.h, in.w, kh, kw, ph, pw, sh, sw, out.h, out.w);
+  const std::string shape =
+      fmt::format("{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}", mode, in.c, in.h, in.w, kh,
+                  kw, ph, pw, sh, sw, out.h, out.w);
+  constant(ctx, "PoolCall", "kPool_" + id, {shape, ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
   ctx.s.members.line("zoc::PoolLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
-  ctx.s.create.line("ZOC_TRY({}_.create(kPool_{}, kTypes, {}));", id, id, ctx.name_literal(n));
-  ctx.s.describe.line("ZOC_TRY({}_.describe(n, {}));", id, ctx.name_literal(n));
-  ctx.s.destroy.line("{}_.destroy();", id);
   comment(ctx, n, what);
-  ctx.s.forward.line(
-      "ZOC_CUDNN(cudnnPoolingForward(cudnn_, {id}_.pool, &kOne, {id}_.x, {in}, &kZero, {id}_.y, "
-      "{out}), {nm});",
-      fmt::arg("id", id), fmt::arg("in", ctx.ptr(n.inputs[0])), fmt::arg("out", ctx.ptr(n.output)),
-      fmt::arg("nm", ctx.name_literal(n)));
+  timed_call(ctx, n, "v.pool({}_, kPool_{}, {})", id, id, ctx.name_literal(n));
   return true;
 }
 
@@ -219,63 +183,48 @@ bool emit_activation(EmitContext& ctx, const ir::Node& n, size_t i) {
   const char* mode = n.op == ir::OpKind::Relu   ? "CUDNN_ACTIVATION_RELU"
                      : n.op == ir::OpKind::Tanh ? "CUDNN_ACTIVATION_TANH"
                                                 : "CUDNN_ACTIVATION_SIGMOID";
+  constant(ctx, "ActivationCall", "kAct_" + id,
+           {mode, std::to_string(d.c), std::to_string(d.h), std::to_string(d.w),
+            ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
   ctx.s.members.line("zoc::ActivationLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
-  ctx.s.create.line("ZOC_TRY({}_.create({}, {}, {}, {}, kTypes, {}));", id, mode, d.c, d.h,
-                    d.w, ctx.name_literal(n));
-  ctx.s.describe.line("ZOC_TRY({}_.describe(n, {}));", id, ctx.name_literal(n));
-  ctx.s.destroy.line("{}_.destroy();", id);
   comment(ctx, n, ir::op_info(n.op).name.data());
-  ctx.s.forward.line(
-      "ZOC_CUDNN(cudnnActivationForward(cudnn_, {id}_.act, &kOne, {id}_.tensor.t, {in}, &kZero, "
-      "{id}_.tensor.t, {out}), {nm});",
-      fmt::arg("id", id), fmt::arg("in", ctx.ptr(n.inputs[0])), fmt::arg("out", ctx.ptr(n.output)),
-      fmt::arg("nm", ctx.name_literal(n)));
+  timed_call(ctx, n, "v.activation({}_, kAct_{}, {})", id, id, ctx.name_literal(n));
   return true;
 }
 
 bool emit_softmax(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
   const Dims d = dims_of(ctx.g.type(n.output));
+  constant(ctx, "SoftmaxCall", "kSoftmax_" + id,
+           {std::to_string(d.c), ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
   ctx.s.members.line("zoc::TensorLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
-  ctx.s.create.line("ZOC_TRY({}_.create({}, 1, 1, kTypes, {}));", id, d.c,
-                    ctx.name_literal(n));
-  ctx.s.describe.line("ZOC_TRY({}_.describe(n, {}));", id, ctx.name_literal(n));
-  ctx.s.destroy.line("{}_.destroy();", id);
   comment(ctx, n, fmt::format("softmax over {} features", d.c));
-  ctx.s.forward.line(
-      "ZOC_CUDNN(cudnnSoftmaxForward(cudnn_, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, "
-      "&kOne, {id}_.t, {in}, &kZero, {id}_.t, {out}), {nm});",
-      fmt::arg("id", id), fmt::arg("in", ctx.ptr(n.inputs[0])), fmt::arg("out", ctx.ptr(n.output)),
-      fmt::arg("nm", ctx.name_literal(n)));
+  timed_call(ctx, n, "v.softmax({}_, kSoftmax_{}, {})", id, id, ctx.name_literal(n));
   return true;
 }
 
 bool emit_batchnorm(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
   const Dims d = dims_of(ctx.g.type(n.output));
+  constant(ctx, "BatchNormCall", "kBn_" + id,
+           {std::to_string(d.c), std::to_string(d.h), std::to_string(d.w), "kW_" + id,
+            fmt::format("{:.9g}", n.attrs.f("eps")), ctx.tensor(n.inputs[0]),
+            ctx.tensor(n.output)});
   ctx.s.members.line("zoc::BatchNormLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
-  ctx.s.create.line("ZOC_TRY({}_.create({}, {}, {}, kTypes, {}));", id, d.c, d.h, d.w,
-                    ctx.name_literal(n));
-  ctx.s.describe.line("ZOC_TRY({}_.describe(n, {}));", id, ctx.name_literal(n));
-  ctx.s.destroy.line("{}_.destroy();", id);
   ctx.s.pack.line("ZOC_TRY(zoc::pack_batchnorm(source, \"{}\", {}, staging + kW_{}));",
                   sanitize_comment(n.name), d.c, id);
   comment(ctx, n, "batch norm (not folded: no conv before it)");
-  ctx.s.forward.line(
-      "ZOC_CUDNN(cudnnBatchNormalizationForwardInference(cudnn_, CUDNN_BATCHNORM_SPATIAL, &kOne, "
-      "&kZero, {id}_.tensor.t, {in}, {id}_.tensor.t, {out}, {id}_.params, w + kW_{id}, "
-      "w + kW_{id} + {c4}, w + kW_{id} + {c8}, w + kW_{id} + {c12}, {eps:.9g}), {nm});",
-      fmt::arg("id", id), fmt::arg("in", ctx.ptr(n.inputs[0])), fmt::arg("out", ctx.ptr(n.output)),
-      fmt::arg("c4", 4 * d.c), fmt::arg("c8", 8 * d.c), fmt::arg("c12", 12 * d.c),
-      fmt::arg("eps", n.attrs.f("eps")), fmt::arg("nm", ctx.name_literal(n)));
+  timed_call(ctx, n, "v.batchnorm({}_, kBn_{}, {})", id, id, ctx.name_literal(n));
   return true;
 }
 
-bool emit_add(EmitContext& ctx, const ir::Node& n) {
+bool emit_add(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const std::string& id = ctx.ids[i];
+  constant(ctx, "AddCall", "kAdd_" + id,
+           {ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]), ctx.tensor(n.output),
+            std::to_string(ctx.g.type(n.output).sample_numel())});
   comment(ctx, n, "elementwise add");
-  ctx.s.forward.line("ZOC_CUDA(kernels::add({}, {}, {}, int64_t(n) * {}, stream), {});",
-                     ctx.ptr(n.inputs[0]), ctx.ptr(n.inputs[1]), ctx.ptr(n.output),
-                     ctx.g.type(n.output).sample_numel(), ctx.name_literal(n));
+  timed_call(ctx, n, "v.add(kAdd_{}, {})", id, ctx.name_literal(n));
   return true;
 }
 
@@ -310,46 +259,55 @@ bool emit_linear(EmitContext& ctx, const ir::Node& n, size_t i) {
                                bias ? " and the bias in its epilogue" : ""));
     return true;
   }
+  constant(ctx, "LinearCall", "kFc_" + id,
+           {std::to_string(in), std::to_string(out), "kW_" + id,
+            bias ? "kB_" + id : "zoc::kNoTensor", ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
   comment(ctx, n, fmt::format("linear {} -> {}{}", in, out,
                               hwc.c ? " (columns permuted to the NHWC flatten order)" : ""));
-  if (bias) {
-    ctx.s.forward.line("ZOC_CUDA(kernels::bias_rows({}, w + kB_{}, n, {}, stream), {});",
-                       ctx.ptr(n.output), id, out, ctx.name_literal(n));
-  }
-  // Row-major y[n, out] = x[n, in] W^T is column-major y^T = W^T^T x^T: op(A) = W (lda = in).
-  ctx.s.forward.line(
-      "ZOC_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, {out}, n, {in}, &kOne, "
-      "w + kW_{id}, kBlasType, {in}, {x}, kBlasType, {in}, {beta}, {y}, kBlasType, {out}, "
-      "kBlasCompute, CUBLAS_GEMM_DEFAULT), {nm});",
-      fmt::arg("out", out), fmt::arg("in", in), fmt::arg("id", id),
-      fmt::arg("x", ctx.ptr(n.inputs[0])), fmt::arg("beta", bias ? "&kOne" : "&kZero"),
-      fmt::arg("y", ctx.ptr(n.output)), fmt::arg("nm", ctx.name_literal(n)));
+  timed_call(ctx, n, "v.linear(kFc_{}, {})", id, ctx.name_literal(n));
   return true;
 }
 
-bool emit_concat(EmitContext& ctx, const ir::Node& n) {
+bool emit_concat(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const std::string& id = ctx.ids[i];
   const Dims out = dims_of(ctx.g.type(n.output));
   const int64_t e = ctx.t.element_bytes;
-  comment(ctx, n, fmt::format("concatenate {} inputs along channels", n.inputs.size()));
+  ctx.s.constants.line("constexpr zoc::CopyCall kCat_{}[] = {{", id);
   int64_t c_off = 0;
   for (ir::ValueId v : n.inputs) {
     const Dims d = dims_of(ctx.g.type(v));
-    if (ctx.t.nhwc) {
-      ctx.s.forward.line(
-          "ZOC_CUDA(cudaMemcpy2DAsync({} + {}, {}, {}, {}, {}, size_t(n) * {}, "
-          "cudaMemcpyDeviceToDevice, stream), {});",
-          ctx.ptr(n.output), c_off * e, out.c * e, ctx.ptr(v), d.c * e, d.c * e, d.h * d.w,
-          ctx.name_literal(n));
-    } else {
-      const int64_t plane = d.h * d.w * e;
-      ctx.s.forward.line(
-          "ZOC_CUDA(cudaMemcpy2DAsync({} + {}, {}, {}, {}, {}, size_t(n), "
-          "cudaMemcpyDeviceToDevice, stream), {});",
-          ctx.ptr(n.output), c_off * plane, out.c * plane, ctx.ptr(v), d.c * plane, d.c * plane,
-          ctx.name_literal(n));
-    }
+    // NHWC: every pixel's channels are a row; NCHW: a sample's channel planes are one row.
+    const int64_t unit = ctx.t.nhwc ? e : d.h * d.w * e;
+    const int64_t rows = ctx.t.nhwc ? d.h * d.w : 1;
+    ctx.s.constants.line("    {{{}, {}, {}, {}, {}, {}, {}}},", ctx.tensor(v), ctx.tensor(n.output),
+                         c_off * unit, out.c * unit, d.c * unit, d.c * unit, rows);
     c_off += d.c;
   }
+  ctx.s.constants.line("}};");
+  comment(ctx, n, fmt::format("concatenate {} inputs along channels", n.inputs.size()));
+  timed_call(ctx, n, "v.concat(kCat_{}, {})", id, ctx.name_literal(n));
+  return true;
+}
+
+bool emit_input(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims d = dims_of(ctx.g.type(n.output));
+  const int64_t stored = ctx.stored_channels(n.output);
+  const std::string name = "kIn_" + ctx.ids[i];
+  if (ctx.t.nhwc) {
+    comment(ctx, n, stored == d.c ? std::string("fp32 NCHW from the caller -> NHWC in the model's precision")
+                                  : fmt::format("fp32 NCHW from the caller -> NHWC in the model's "
+                                                "precision, {} channels zero-padded to {}",
+                                                d.c, stored));
+  } else if (ctx.plan.slots[n.output].offset >= 0) {
+    comment(ctx, n, "fp32 NCHW from the caller, copied into the arena (plans bind fixed pointers)");
+  } else {
+    comment(ctx, n, "read in place from the caller's fp32 NCHW buffer");
+    return true;
+  }
+  constant(ctx, "InputCall", name,
+           {std::to_string(d.c), std::to_string(d.h), std::to_string(d.w), std::to_string(stored),
+            ctx.tensor(n.output)});
+  timed_call(ctx, n, "v.{}({})", ctx.t.nhwc ? "input_to_nhwc" : "input_copy", name);
   return true;
 }
 
@@ -392,28 +350,11 @@ bool emit_layer(EmitContext& ctx, const ir::Node& n) {
   if (ctx.weights[i].bias >= 0) {
     ctx.s.weight_offsets.line("inline constexpr size_t kB_{} = {};", ctx.ids[i], ctx.weights[i].bias);
   }
+  for (int k : ctx.joins_at[i]) {
+    ctx.s.layers.line("ZOC_TRY(v.join({}, {}));  // side branch {} done", k, ctx.name_literal(n), k);
+  }
   switch (n.op) {
-    case ir::OpKind::Input:
-      if (ctx.t.nhwc) {
-        const Dims d = dims_of(ctx.g.type(n.output));
-        const int64_t stored = ctx.stored_channels(n.output);
-        comment(ctx, n, stored == d.c ? std::string("fp32 NCHW from the caller -> NHWC in the model's precision")
-                                      : fmt::format("fp32 NCHW from the caller -> NHWC in the model's "
-                                                    "precision, {} channels zero-padded to {}",
-                                                    d.c, stored));
-        ctx.s.forward.line("ZOC_CUDA(kernels::input_to_nhwc(input, {}, n, {}, {}, {}, {}, stream), "
-                           "\"input\");",
-                           ctx.ptr(n.output), d.c, d.h, d.w, stored);
-      } else if (ctx.plan.slots[n.output].offset >= 0) {
-        const Dims d = dims_of(ctx.g.type(n.output));
-        comment(ctx, n, "fp32 NCHW from the caller, copied into the arena (plans bind fixed pointers)");
-        ctx.s.forward.line("ZOC_CUDA(cudaMemcpyAsync({}, input, size_t(n) * {} * sizeof(float), "
-                           "cudaMemcpyDeviceToDevice, stream), \"input\");",
-                           ctx.ptr(n.output), d.c * d.h * d.w);
-      } else {
-        comment(ctx, n, "read in place from the caller's fp32 NCHW buffer");
-      }
-      return true;
+    case ir::OpKind::Input: return emit_input(ctx, n, i);
     case ir::OpKind::FusedConv2d: return emit_conv(ctx, n, i);
     case ir::OpKind::MaxPool2d:
     case ir::OpKind::AvgPool2d:
@@ -423,9 +364,9 @@ bool emit_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::Sigmoid: return emit_activation(ctx, n, i);
     case ir::OpKind::Softmax: return emit_softmax(ctx, n, i);
     case ir::OpKind::BatchNorm2d: return emit_batchnorm(ctx, n, i);
-    case ir::OpKind::Add: return emit_add(ctx, n);
+    case ir::OpKind::Add: return emit_add(ctx, n, i);
     case ir::OpKind::Linear: return emit_linear(ctx, n, i);
-    case ir::OpKind::Concat: return emit_concat(ctx, n);
+    case ir::OpKind::Concat: return emit_concat(ctx, n, i);
     case ir::OpKind::Flatten:
       comment(ctx, n, "a view of its input (no data movement)");
       return true;

@@ -42,11 +42,11 @@ std::string banner(const EmitOptions& o, const std::string& model, uint64_t hash
       fmt::arg("h", hash));
 }
 
-std::string EmitContext::ptr(ir::ValueId v) const {
+std::string EmitContext::tensor(ir::ValueId v) const {
   const auto& slot = plan.slots[v];
   const ir::ValueId root = slot.alias_of == ir::kNoValue ? v : slot.alias_of;
-  if (plan.slots[root].offset < 0) return "input";
-  return fmt::format("a + kA_{} * B", ids[g.values[root].producer]);
+  if (plan.slots[root].offset < 0) return "zoc::kCallerInput";
+  return "kA_" + ids[g.values[root].producer];
 }
 
 std::string EmitContext::title(const ir::Node& n) const {
@@ -66,65 +66,38 @@ std::string EmitContext::name_literal(const ir::Node& n) const {
 }
 
 namespace {
-// True when emitted forward text holds a statement, not only comments (a view layer emits none).
-bool issues_work(const std::string& text) {
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const size_t first = text.find_first_not_of(' ', start);
-    if (first < end && text.compare(first, 2, "//") != 0) return true;
-    start = end + 1;
-  }
-  return false;
-}
 
-// <model>.h: the Options struct and the declaration of the model class.
+// <model>.h: the model class, deriving what every model shares from zoc::Model (CRTP).
 std::string model_header(const EmitContext& ctx, const std::string& head, const std::string& cls,
-                         const std::string& base, uint64_t hash, size_t n_layers) {
+                         uint64_t hash) {
   const ir::Graph& g = ctx.g;
   const Target& t = ctx.t;
-  const bool graph_api = ctx.graph_api;
   const ir::TensorType& in_type = g.type(g.nodes.front().output);
   const int64_t outputs = g.type(g.outputs.at(0)).sample_numel();
   CodeWriter h;
   h.raw_line(head);
-  h.line("// {}: the model class. Construct with create(), run with forward().", base);
+  h.line("// {}: the model class. Construct with create(), run with forward(); what every model",
+         sanitize_identifier(g.name));
+  h.line("// shares (create, forward, prepare, profile, tune) is zoc/cudnn/model.h.");
   h.line("#pragma once");
-  h.blank();
-  h.line("#include <cublas_v2.h>");
-  h.line("#include <cuda_runtime.h>");
-  h.line("#include <cudnn.h>");
   h.blank();
   h.line("#include <cstddef>");
   h.line("#include <cstdint>");
-  h.line("#include <memory>");
-  h.line("#include <string>");
   h.blank();
+  if (ctx.graph_api) h.line("#include \"zoc/cudnn/graph_layer.h\"");
   h.line("#include \"zoc/cudnn/layers.h\"");
-  if (graph_api) h.line("#include \"zoc/cudnn/graph_layer.h\"");
-  h.line("#include \"zoc/core/expected.h\"");
-  h.line("#include \"zoc/cudnn/plan_file.h\"");
+  h.line("#include \"zoc/cudnn/model.h\"");
   h.blank();
   {
     auto ns = h.ns("namespace zoc_model", "}  // namespace zoc_model");
-    h.blank();
-    {
-      auto st = h.block("struct Options", "};");
-      h.line("bool cuda_graph = false;  // capture forward() once per batch size and replay it");
-      h.line("size_t workspace_limit = size_t(1) << 30;  // cap on the cuDNN workspace, bytes");
-      h.line("uint64_t seed = 0;     // seed of the default weights when no file is given");
-      h.line("bool strict = false;   // NaN/Inf in the weights file is an error, not a warning");
-      h.line("// Measured per-layer algorithm choices (zoc/cudnn/plan_file.h, written by tune()); empty:");
-      h.line("// cuDNN's heuristics. A plan for another GPU, cuDNN or model is ignored with a warning.");
-      h.line("std::string plan_file;");
-    }
+    h.line("using Options = zoc::ModelOptions;");
     h.blank();
     h.line("// {}: {} (input N x {} x {} x {} fp32 NCHW, output N x {} fp32).", cls,
            sanitize_comment(g.name), in_type.dims[0], in_type.dims[1], in_type.dims[2], outputs);
-    auto cl = h.block("class " + cls, "};");
-    h.raw_line(" public:");
+    auto cl = h.block(fmt::format("class {0} : public zoc::Model<{0}>", cls), "};");
+    h.access("public:");
     h.line("static constexpr const char* kName = \"{}\";", sanitize_comment(g.name));
+    h.line("static constexpr const char* kClassName = \"{}\";", cls);
     h.line("static constexpr const char* kPrecision = \"{}\";", t.name);
     h.line("static constexpr int kInputC = {}, kInputH = {}, kInputW = {};", in_type.dims[0],
            in_type.dims[1], in_type.dims[2]);
@@ -132,105 +105,88 @@ std::string model_header(const EmitContext& ctx, const std::string& head, const 
     h.line("static constexpr size_t kArenaBytesPerSample = {};", ctx.plan.arena_bytes_per_sample);
     h.line("static constexpr size_t kWeightBytes = {};", ctx.weight_bytes);
     h.line("static constexpr const char* kIrHash = \"{:016x}\";  // of the optimized graph", hash);
-    h.blank();
-    h.line("// Loads weights (safetensors with PyTorch names; empty path: seeded PyTorch-default");
-    h.line("// init), creates every descriptor and allocates all device memory for max_batch.");
-    h.line("static zoc::Expected<std::unique_ptr<{}>> create(const std::string& weights_path,",
-           cls);
-    h.line("                                                  int max_batch, const Options& options);");
-    h.line("~{}();", cls);
-    h.line("{0}(const {0}&) = delete;", cls);
-    h.line("{0}& operator=(const {0}&) = delete;", cls);
-    h.blank();
-    h.line("// input: device fp32 NCHW [batch, C, H, W]; output: device fp32 [batch, kOutputs].");
-    h.line("// Allocates nothing; a new batch size re-describes tensors (host-side) first.");
-    h.line("zoc::Status forward(const float* input, float* output, int batch, cudaStream_t stream);");
-    h.blank();
-    h.line("// Re-describes every tensor and re-plans every layer for a new batch size (host-side,");
-    h.line("// no allocation). forward() does this itself on a batch change; calling it ahead keeps");
-    h.line("// that one-time work out of the timed path.");
-    h.line("zoc::Status prepare(int batch);");
-    h.blank();
+    h.line("static constexpr zoc::Precision kTypes = {{{}, {}, {},", t.cudnn_data, t.cudnn_format,
+           t.cudnn_math);
+    h.line("                                          {}, {}}};", t.blas_type, t.blas_compute);
     h.line("// Layers that issue GPU work, in forward order, and the source layers each stands for.");
-    h.line("static constexpr int kLayers = {};", n_layers);
-    h.line("static const char* layer_name(int k);  // 0 <= k < kLayers");
-    h.line("// One forward pass with a CUDA event between layers (inside a CUDA graph when");
-    h.line("// options.cuda_graph, like forward()); layer_ms[kLayers] receives each layer's GPU time,");
-    h.line("// *total_ms the first to last event. Creates its events and graph on first use.");
-    h.line("zoc::Status profile(const float* input, float* output, int batch, cudaStream_t stream,");
-    h.line("                    float* layer_ms, float* total_ms);");
+    h.line("static constexpr int kLayers = {};", ctx.s.titles.size());
+    h.line("static const char* const kTitles[kLayers];");
+    h.line("// Side branches (downsample convolutions) run on a second stream, joined by events.");
+    h.line("static constexpr int kSideBranches = {};", ctx.side_branches);
+    h.line("static constexpr bool kUsesCublas = {};", ctx.uses_cublas ? "true" : "false");
     h.blank();
-    h.line("// Times every usable algorithm of every convolution (legacy API) at `batch`, within");
-    h.line("// options.workspace_limit (at most 1 GiB), on the activations of a real forward, and");
-    h.line("// records the fastest of each in *plan (whose header it fills). The model keeps its own");
-    h.line("// choices: create it again with Options::plan_file to use the plan. Synchronizes.");
-    h.line("zoc::Status tune(const float* input, float* output, int batch, cudaStream_t stream,");
-    h.line("                 zoc::PlanFile* plan);");
+    h.line("~{}() {{ release(); }}", cls);
     h.blank();
-    h.line("int max_batch() const {{ return max_batch_; }}");
-    h.line("size_t arena_bytes() const {{ return kArenaBytesPerSample * size_t(max_batch_); }}");
-    h.line("size_t workspace_bytes() const {{ return workspace_bytes_; }}");
-    h.line("size_t weight_bytes() const {{ return kWeightBytes; }}");
-    h.blank();
-    h.raw_line(" private:");
+    h.access("private:");
+    h.line("friend class zoc::Model<{}>;", cls);
     h.line("{}() = default;", cls);
-    h.line("zoc::Status init(const std::string& weights_path, int max_batch, const Options& options);");
-    h.line("zoc::Status set_batch(int n, size_t workspace_limit, size_t* workspace_need);");
-    h.line("// Checks a call's batch and pointers and prepares a new batch size.");
-    h.line("zoc::Status begin(const float* input, float* output, int batch);");
-    h.line("// The straight line of layers; the kProfile instantiation also records marks_.");
-    h.line("template <bool kProfile>");
-    h.line("zoc::Status run_layers(const float* input, float* output, cudaStream_t stream);");
-    h.line("// Runs run_layers once (first launches load kernels), then captures it into *exec.");
-    h.line("template <bool kProfile>");
-    h.line("zoc::Status capture(cudaGraphExec_t* exec, const float* input, float* output, "
-           "cudaStream_t stream);");
-    if (graph_api) {
-      h.line("zoc::Status bind_layers();  // fixes the device pointers of every execution plan");
-    }
+    h.line("// The layers in forward order, each once (the .cpp): every step of zoc/cudnn/model.h");
+    h.line("// (create, describe, bind, run, tune, destroy) walks this sequence.");
+    h.line("template <class V>");
+    h.line("zoc::Status layers(V& v);");
+    h.line("// Packs a weights file for the device, on the host (<model>_weights.h).");
+    h.line("static zoc::Status pack(zoc::WeightSource& source, uint8_t* staging);");
     h.blank();
-    h.line("Options options_;");
-    h.line("zoc::PlanFile plan_;  // from options.plan_file, if it matches this GPU and model");
-    h.line("int max_batch_ = 0;");
-    h.line("int batch_ = 0;  // the batch size the descriptors currently describe");
-    h.line("cudnnHandle_t cudnn_ = nullptr;");
-    if (ctx.uses_cublas) h.line("cublasHandle_t cublas_ = nullptr;");
-    h.line("void* weights_ = nullptr;    // kWeightBytes, packed at construction");
-    h.line("void* arena_ = nullptr;      // activations: kArenaBytesPerSample * max_batch");
-    h.line("void* workspace_ = nullptr;  // cuDNN workspace");
-    h.line("size_t workspace_bytes_ = 0;");
-    if (ctx.uses_cublas) {
-      h.line("void* blas_workspace_ = nullptr;  // cuBLAS workspace (so graph capture never allocates)");
-    }
-    h.line("const float* checked_input_ = nullptr;  // the last pointers validated by forward()");
-    h.line("float* checked_output_ = nullptr;");
-    h.line("cudaGraphExec_t graph_ = nullptr;");
-    h.line("int graph_batch_ = 0;");
-    h.line("const float* graph_input_ = nullptr;");
-    h.line("float* graph_output_ = nullptr;");
-    h.line("cudaEvent_t marks_[kLayers + 1] = {{}};  // profile(): before, then after each layer");
-    if (ctx.side_branches > 0) {
-      h.line("// The side stream: {} side branches (downsample convolutions) run beside the main one.",
-             ctx.side_branches);
-      h.line("cudaStream_t side_ = nullptr;");
-      h.line("cudnnHandle_t cudnn_side_ = nullptr;  // bound to side_");
-      h.line("cudaEvent_t fork_[{0}] = {{}}, join_[{0}] = {{}};", ctx.side_branches);
-      h.line("void* side_workspace_ = nullptr;  // the side layers' own cuDNN workspace");
-      h.line("size_t side_need_ = 0;   // what their algorithm choices need (set_batch)");
-      h.line("size_t side_limit_ = 0;  // their cap: options.workspace_limit, then what was allocated");
-    }
-    h.line("cudaGraphExec_t profile_graph_ = nullptr;");
-    h.line("// cudaEventRecordExternal while capturing (the marks become graph nodes), else default.");
-    h.line("unsigned record_flags_ = cudaEventRecordDefault;");
-    h.line("int profile_batch_ = 0;");
-    h.line("const float* profile_input_ = nullptr;");
-    h.line("float* profile_output_ = nullptr;");
-    h.blank();
-    h.line("// One descriptor bundle per layer.");
+    h.line("// One descriptor bundle per layer that needs one.");
     h.append(ctx.s.members);
   }
-
+  h.blank();
+  h.line("// Instantiated once, in {}.cpp.", sanitize_identifier(g.name));
+  h.line("extern template class zoc::Model<zoc_model::{}>;", cls);
   return h.str();
+}
+
+// <model>.cpp: the arena offsets, each layer's constant, the titles and the layer sequence.
+std::string model_source(const EmitContext& ctx, const std::string& head, const std::string& cls,
+                         const std::string& base) {
+  const ir::Graph& g = ctx.g;
+  CodeWriter c;
+  c.raw_line(head);
+  c.line("// {}: the model's constants and its layer sequence.", base);
+  c.line("#include \"{}.h\"", base);
+  c.blank();
+  c.line("#include \"{}_weights.h\"", base);
+  c.blank();
+  {
+    auto ns = c.ns("namespace zoc_model", "}  // namespace zoc_model");
+    {
+      auto anon = c.ns("namespace", "}  // namespace");
+      c.line("using namespace {}_weights;  // kW_/kB_: byte offsets into the packed weights", base);
+      c.blank();
+      c.line("// Activation arena: per-sample byte offsets, scaled by max_batch at run time.");
+      c.line("// {}.", ctx.plan.summary());
+      for (const ir::Node& n : g.nodes) {
+        const auto& slot = ctx.plan.slots[n.output];
+        if (slot.alias_of != ir::kNoValue || slot.offset < 0) continue;
+        std::string shape = "N";
+        for (int64_t d : g.type(n.output).dims) shape += fmt::format("x{}", d);
+        c.line("constexpr size_t kA_{} = {};  // %{}: {} {}", ctx.ids[&n - g.nodes.data()],
+               slot.offset, sanitize_comment(n.name), shape, ctx.t.name);
+      }
+      c.blank();
+      c.line("// Each layer's shapes, tensors and weights (zoc/cudnn/model_calls.h).");
+      c.append(ctx.s.constants);
+    }
+    c.blank();
+    c.line("const char* const {0}::kTitles[{0}::kLayers] = {{", cls);
+    for (const std::string& title : ctx.s.titles) c.line("    \"{}\",", sanitize_comment(title));
+    c.line("}};");
+    c.blank();
+    {
+      auto f = c.block(fmt::format("zoc::Status {}::pack(zoc::WeightSource& source, uint8_t* staging)", cls));
+      c.line("static_assert(kWeightBytes == {}_weights::kWeightBytes);", base);
+      c.line("return {}_weights::pack(source, staging);", base);
+    }
+    c.blank();
+    c.line("// The forward pass in order: one call per layer (and a join where a side branch ends).");
+    auto f = c.block(fmt::format("template <class V>\nzoc::Status {}::layers(V& v)", cls));
+    c.append(ctx.s.layers);
+    c.line("return zoc::Status::success();");
+  }
+  c.blank();
+  c.line("// The shared skeleton and this layer sequence, for every step (zoc/cudnn/model.h).");
+  c.line("ZOC_MODEL_INSTANTIATE(zoc_model::{});", cls);
+  return c.str();
 }
 
 // The precision's target with its activation storage overridden by --layout.
@@ -242,20 +198,16 @@ Target storage_target(const EmitOptions& options) {
   }
   return t;
 }
-}  // namespace
 
-std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options,
-                              Diagnostics& diags) {
-  const Target layout_target = storage_target(options);
-  const Target& t = layout_target;
-  // Emission order: side branches hoisted to run on a second stream.
-  std::vector<SideBranch> branches;
-  const ir::Graph g = options.side_stream ? schedule_side_branches(model, &branches) : model;
+// The memory plan's options: element size, where the input lives, channel padding, and the
+// side branches' inputs kept alive until their joins.
+passes::MemoryPlanOptions memory_options(const ir::Graph& g, const Target& t,
+                                         const EmitOptions& options,
+                                         const std::vector<SideBranch>& branches) {
   passes::MemoryPlanOptions mopts;
   mopts.element_bytes = t.element_bytes;
-  const bool graph_api = options.conv_api == ConvApi::kGraph;
   // fp32 models read the caller's buffer in place, unless graph-API plans need fixed pointers.
-  mopts.external_input = !t.nhwc && !graph_api;
+  mopts.external_input = !t.nhwc && options.conv_api != ConvApi::kGraph;
   // A thin NHWC input (RGB: 3 channels) padded with zero channels, when only ungrouped
   // convolutions read it (their extra input channels get zero weights).
   const ir::Node& input = g.nodes.front();
@@ -272,7 +224,35 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
   for (const SideBranch& b : branches) {  // its input is read until the join
     mopts.live_until.push_back({g.nodes[b.node].inputs[0], b.join});
   }
-  EmitContext ctx{g, t, passes::plan_memory(g, mopts), {}, {}, 0, graph_api, mopts.input_channels_stored,
+  return mopts;
+}
+
+// Identifiers: sanitized layer names, made unique with a numeric suffix; never the name of the
+// skeleton's own member (s_).
+std::vector<std::string> layer_ids(const ir::Graph& g) {
+  std::set<std::string> used = {"s"};
+  std::vector<std::string> ids;
+  for (const ir::Node& n : g.nodes) {
+    std::string id = sanitize_identifier(n.name);
+    for (int k = 2; !used.insert(id).second; ++k) {
+      id = fmt::format("{}_{}", sanitize_identifier(n.name), k);
+    }
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+}  // namespace
+
+std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options,
+                              Diagnostics& diags) {
+  const Target t = storage_target(options);
+  // Emission order: side branches hoisted to run on a second stream.
+  std::vector<SideBranch> branches;
+  const ir::Graph g = options.side_stream ? schedule_side_branches(model, &branches) : model;
+  const passes::MemoryPlanOptions mopts = memory_options(g, t, options, branches);
+  EmitContext ctx{g, t, passes::plan_memory(g, mopts), layer_ids(g), {}, 0,
+                  options.conv_api == ConvApi::kGraph, mopts.input_channels_stored,
                   {}, {}, 0, diags, {}};
   ctx.linear_as_conv = options.linear_api == LinearApi::kCudnn;
   for (const ir::Node& n : g.nodes) {
@@ -285,14 +265,6 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
     ctx.joins_at[b.join].push_back(ctx.side_branches);
     ++ctx.side_branches;
   }
-
-  // Identifiers: sanitized layer names, made unique with a numeric suffix.
-  std::set<std::string> used;
-  for (const ir::Node& n : g.nodes) {
-    std::string id = sanitize_identifier(n.name);
-    for (int k = 2; !used.insert(id).second; ++k) id = fmt::format("{}_{}", sanitize_identifier(n.name), k);
-    ctx.ids.push_back(id);
-  }
   const ir::TensorType& out_type = g.type(g.outputs.at(0));
   if (g.outputs.size() != 1 || (t.nhwc && out_type.dims.size() == 3 &&
                                 out_type.dims[1] * out_type.dims[2] > 1)) {
@@ -302,32 +274,20 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
   }
   plan_weights(ctx);
   bool ok = true;
-  // Profile marks: after every layer that issues GPU work, an event (recorded only in the
-  // profiling instantiation of run_layers) closes that layer's time interval.
-  std::vector<std::string> layer_titles;
-  for (const ir::Node& n : g.nodes) {
-    const size_t before = ctx.s.forward.str().size();
-    for (int k : ctx.joins_at[&n - g.nodes.data()]) {
-      ctx.s.forward.line("ZOC_CUDA(cudaStreamWaitEvent(stream, join_[{}], 0), \"{}\");  // side branch {} done",
-                         k, sanitize_comment(n.name), k);
-    }
-    ok = emit_layer(ctx, n) && ok;
-    if (issues_work(ctx.s.forward.str().substr(before))) {
-      layer_titles.push_back(ctx.title(n));
-      ctx.s.forward.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[{}], stream, record_flags_), \"profile\");",
-                         layer_titles.size());
-    }
-  }
+  for (const ir::Node& n : g.nodes) ok = emit_layer(ctx, n) && ok;
   if (!ok) return std::nullopt;
-  layer_titles.push_back("output (to fp32 for the caller)");
-  const size_t n_layers = layer_titles.size();
+  // The logits leave last: fp32 for the caller.
+  const int64_t outputs = out_type.sample_numel();
+  ctx.s.layers.line("// output: fp32 [n, {}] for the caller", outputs);
+  ctx.s.layers.line("ZOC_TRY(v.{}({{{}, {}}}));", t.nhwc ? "output_to_float" : "output_copy",
+                    ctx.tensor(g.outputs[0]), outputs);
+  ctx.s.titles.push_back("output (to fp32 for the caller)");
 
   ir::PrintOptions popts;
   popts.locations = false;
   const uint64_t hash = fnv1a64(ir::print_graph(model, popts));  // the model, not the schedule
   const std::string cls = class_name_for(g.name);
   const std::string base = sanitize_identifier(g.name);
-  const int64_t outputs = out_type.sample_numel();
   const std::string head = banner(options, g.name, hash);
 
   Generated gen;
@@ -335,371 +295,11 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
   gen.arena_bytes_per_sample = ctx.plan.arena_bytes_per_sample;
   gen.unshared_bytes_per_sample = ctx.plan.unplanned_bytes_per_sample;
   gen.weight_bytes = ctx.weight_bytes;
-
-  const std::string header = model_header(ctx, head, cls, base, hash, n_layers);
-
-  // The files beside the model class: emit_files.cpp.
-  const std::string kernels_h = kernels_header(head, base), kernels_cu = kernels_source(head, base, t);
-  const std::string weights_h = weights_header(ctx, head, base);
-  // ---------------------------------------------------------------- source
-  CodeWriter c;
-  c.raw_line(head);
-  c.line("// {}: construction (descriptors, weights, memory) and the forward pass.", base);
-  c.line("#include \"{}.h\"", base);
-  c.blank();
-  c.line("#include <algorithm>");
-  c.line("#include <cstdio>");
-  c.line("#include <vector>");
-  c.blank();
-  c.line("#include \"{}_kernels.h\"", base);
-  c.line("#include \"{}_weights.h\"", base);
-  c.line("#include \"zoc/core/cuda_check.h\"");
-  c.line("#include \"zoc/core/device.h\"");
-  c.line("#include \"zoc/core/weight_source.h\"");
-  c.blank();
-  {
-    auto ns = c.ns("namespace zoc_model", "}  // namespace zoc_model");
-    {
-      auto anon = c.ns("namespace", "}  // namespace");
-      c.line("constexpr float kOne = 1.0f, kZero = 0.0f;");
-      c.line("constexpr zoc::Precision kTypes = {{{}, {}, {}, {}, {}}};", t.cudnn_data,
-             t.cudnn_format, t.cudnn_math, t.blas_type, t.blas_compute);
-      c.line("using namespace {}_weights;  // kW_/kB_ weight offsets", base);
-      if (ctx.uses_cublas) {
-        c.line("constexpr cudaDataType_t kBlasType = {};", t.blas_type);
-        c.line("constexpr cublasComputeType_t kBlasCompute = {};", t.blas_compute);
-        c.line("constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;");
-      }
-      c.blank();
-      c.line("// Activation arena: per-sample byte offsets, scaled by max_batch at run time.");
-      c.line("// {}.", ctx.plan.summary());
-      for (const ir::Node& n : g.nodes) {
-        const auto& slot = ctx.plan.slots[n.output];
-        if (slot.alias_of != ir::kNoValue || slot.offset < 0) continue;
-        std::string shape = "N";
-        for (int64_t d : g.type(n.output).dims) shape += fmt::format("x{}", d);
-        c.line("constexpr size_t kA_{} = {};  // %{}: {} {}", ctx.ids[&n - g.nodes.data()],
-               slot.offset, sanitize_comment(n.name), shape, t.name);
-      }
-      c.blank();
-      c.line("// Layer shapes and weight offsets (bytes into the packed weight buffer).");
-      c.append(ctx.s.constants);
-    }
-    c.blank();
-    c.line("zoc::Expected<std::unique_ptr<{0}>> {0}::create(const std::string& weights_path, int max_batch,", cls);
-    c.line("                                                 const Options& options) {{");
-    c.line("  std::unique_ptr<{}> model(new {}());", cls, cls);
-    c.line("  ZOC_TRY(model->init(weights_path, max_batch, options));");
-    c.line("  return zoc::Expected<std::unique_ptr<{}>>(std::move(model));", cls);
-    c.raw_line("}");
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::init(const std::string& weights_path, int "
-                                   "max_batch, const Options& options)",
-                                   cls));
-      c.line("if (max_batch < 1 || max_batch > 65536) {{");
-      c.line("  return zoc::Error{{\"{}: max_batch \" + std::to_string(max_batch) + \" is out of "
-             "range 1..65536\"}};",
-             cls);
-      c.raw_line("}");
-      c.line("options_ = options;");
-      c.line("max_batch_ = max_batch;");
-      c.line("ZOC_CUDNN(cudnnCreate(&cudnn_), \"init\");");
-      if (ctx.uses_cublas) {
-        c.line("ZOC_CUBLAS(cublasCreate(&cublas_), \"init\");");
-        c.line("ZOC_CUDA(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes), \"init\");");
-        c.line("ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "
-               "\"init\");");
-      }
-      if (ctx.side_branches > 0) {
-        c.line("ZOC_CUDA(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking), \"init\");");
-        c.line("ZOC_CUDNN(cudnnCreate(&cudnn_side_), \"init\");");
-        c.line("ZOC_CUDNN(cudnnSetStream(cudnn_side_, side_), \"init\");");
-        c.line("for (int k = 0; k < {}; ++k) {{", ctx.side_branches);
-        c.line("  ZOC_CUDA(cudaEventCreateWithFlags(&fork_[k], cudaEventDisableTiming), \"init\");");
-        c.line("  ZOC_CUDA(cudaEventCreateWithFlags(&join_[k], cudaEventDisableTiming), \"init\");");
-        c.raw_line("}");
-        c.line("side_limit_ = options.workspace_limit;");
-      }
-      c.blank();
-      c.line("// Descriptors: every one the forward pass uses is created here.");
-      c.append(ctx.s.create);
-      c.blank();
-      c.line("// Weights: validated, BN-folded, converted to {} {} and copied to the GPU once.",
-             t.name, t.nhwc ? "NHWC" : "NCHW");
-      c.line("auto opened = weights_path.empty() ? zoc::Expected<zoc::WeightSource>("
-             "zoc::WeightSource::seeded(options.seed))");
-      c.line("                                   : zoc::WeightSource::open(weights_path, "
-             "options.strict);");
-      c.line("if (!opened) return opened.error();");
-      c.line("zoc::WeightSource& source = *opened;");
-      c.line("static_assert({}::kWeightBytes == {}_weights::kWeightBytes);", cls, base);
-      c.line("std::vector<uint8_t> staging(kWeightBytes);");
-      c.line("ZOC_TRY({}_weights::pack(source, staging.data()));", base);
-      c.line("for (const std::string& warning : source.warnings()) std::fprintf(stderr, "
-             "\"warning: %s\\n\", warning.c_str());");
-      c.line("ZOC_CUDA(cudaMalloc(&weights_, kWeightBytes), \"weights\");");
-      c.line("ZOC_CUDA(cudaMemcpy(weights_, staging.data(), kWeightBytes, "
-             "cudaMemcpyHostToDevice), \"weights\");");
-      c.blank();
-      c.line("// Measured algorithm choices, if a plan file is given and was made here.");
-      c.line("if (!options.plan_file.empty()) {{");
-      c.line("  auto plan = zoc::PlanFile::load(options.plan_file);");
-      c.line("  if (!plan) return plan.error();");
-      c.line("  std::string gpu;");
-      c.line("  ZOC_TRY(zoc::gpu_name(&gpu));");
-      c.line("  const std::string why = plan->mismatch(gpu, cudnnGetVersion(), kName, kPrecision, kIrHash);");
-      c.line("  if (why.empty()) {{");
-      c.line("    plan_ = std::move(*plan);");
-      c.line("  }} else {{");
-      c.line("    std::fprintf(stderr, \"warning: %s: not used (%s); using cuDNN's heuristics\\n\",");
-      c.line("                 options.plan_file.c_str(), why.c_str());");
-      c.line("  }}");
-      c.raw_line("}");
-      c.line("// Activations and workspace, sized for max_batch.");
-      c.line("ZOC_CUDA(cudaMalloc(&arena_, kArenaBytesPerSample * size_t(max_batch)), \"arena\");");
-      c.line("size_t need = 0;");
-      c.line("ZOC_TRY(set_batch(max_batch, options.workspace_limit, &need));");
-      c.line("// Room for the plan's measured choices at every batch size up to max_batch too.");
-      c.line("need = std::max<size_t>(need, plan_.largest_workspace(max_batch, options.workspace_limit));");
-      c.line("workspace_bytes_ = need;");
-      c.line("if (need > 0) ZOC_CUDA(cudaMalloc(&workspace_, need), \"workspace\");");
-      if (ctx.side_branches > 0) {
-        c.line("if (side_need_ > 0) ZOC_CUDA(cudaMalloc(&side_workspace_, side_need_), \"workspace\");");
-        c.line("side_limit_ = side_need_;");
-      }
-      if (graph_api) c.line("ZOC_TRY(bind_layers());");
-      c.line("batch_ = max_batch;");
-      c.line("// The weight upload ran on the legacy default stream, which the caller's");
-      c.line("// non-blocking stream does not wait for.");
-      c.line("ZOC_CUDA(cudaDeviceSynchronize(), \"init\");");
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("{0}::~{0}()", cls));
-      c.line("if (graph_) cudaGraphExecDestroy(graph_);");
-      c.line("if (profile_graph_) cudaGraphExecDestroy(profile_graph_);");
-      if (ctx.side_branches > 0) {
-        c.line("for (cudaEvent_t e : fork_) if (e) cudaEventDestroy(e);");
-        c.line("for (cudaEvent_t e : join_) if (e) cudaEventDestroy(e);");
-        c.line("if (side_workspace_) cudaFree(side_workspace_);");
-        c.line("if (cudnn_side_) cudnnDestroy(cudnn_side_);");
-        c.line("if (side_) cudaStreamDestroy(side_);");
-      }
-      c.line("for (cudaEvent_t e : marks_) if (e) cudaEventDestroy(e);");
-      c.append(ctx.s.destroy);
-      c.line("if (arena_) cudaFree(arena_);");
-      c.line("if (workspace_) cudaFree(workspace_);");
-      c.line("if (weights_) cudaFree(weights_);");
-      if (ctx.uses_cublas) {
-        c.line("if (blas_workspace_) cudaFree(blas_workspace_);");
-        c.line("if (cublas_) cublasDestroy(cublas_);");
-      }
-      c.line("if (cudnn_) cudnnDestroy(cudnn_);");
-    }
-    c.blank();
-    c.line("// Describes every tensor for batch n and picks each convolution's algorithm within");
-    c.line("// workspace_limit; reports the largest workspace the choices need. Host-side only.");
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::set_batch(int n, size_t workspace_limit, "
-                                   "size_t* workspace_need)",
-                                   cls));
-      c.line("size_t need = 0;");
-      if (ctx.side_branches > 0) c.line("side_need_ = 0;");
-      c.append(ctx.s.describe);
-      c.line("*workspace_need = need;");
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::prepare(int batch)", cls));
-      c.line("ZOC_TRY(zoc::check_batch(batch, max_batch_));");
-      c.line("batch_ = 0;  // until every layer describes `batch` (a failure part-way re-prepares)");
-      c.line("size_t need = 0;");
-      c.line("ZOC_TRY(set_batch(batch, workspace_bytes_, &need));");
-      if (graph_api) c.line("ZOC_TRY(bind_layers());");
-      c.line("batch_ = batch;");
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::begin(const float* input, float* output, "
-                                   "int batch)",
-                                   cls));
-      c.line("ZOC_TRY(zoc::check_batch(batch, max_batch_));");
-      c.line("if (input != checked_input_ || output != checked_output_) {{");
-      c.line("  ZOC_TRY(zoc::check_device_pointer(input, \"forward: input\"));");
-      c.line("  ZOC_TRY(zoc::check_device_pointer(output, \"forward: output\"));");
-      c.line("  checked_input_ = input;");
-      c.line("  checked_output_ = output;");
-      c.raw_line("}");
-      c.line("if (batch != batch_) ZOC_TRY(prepare(batch));  // zoc-verify: one-time");
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::forward(const float* input, float* output, "
-                                   "int batch, cudaStream_t stream)",
-                                   cls));
-      c.line("ZOC_TRY(begin(input, output, batch));");
-      c.line("if (!options_.cuda_graph) return run_layers<false>(input, output, stream);");
-      c.line("if (!graph_ || graph_batch_ != batch || graph_input_ != input || graph_output_ != "
-             "output) {{");
-      c.line("  // The one-time path (per batch size and buffer pair), the only one that creates objects.");
-      c.line("  ZOC_TRY(capture<false>(&graph_, input, output, stream));  // zoc-verify: one-time");
-      c.line("  graph_batch_ = batch;");
-      c.line("  graph_input_ = input;");
-      c.line("  graph_output_ = output;");
-      c.raw_line("}");
-      c.line("ZOC_CUDA(cudaGraphLaunch(graph_, stream), \"forward: graph launch\");");
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("template <bool kProfile>\nzoc::Status {}::capture(cudaGraphExec_t* exec, "
-                                   "const float* input, float* output, cudaStream_t stream)",
-                                   cls));
-      c.line("ZOC_TRY(run_layers<kProfile>(input, output, stream));");
-      c.line("if (*exec) cudaGraphExecDestroy(*exec);");
-      c.line("*exec = nullptr;");
-      c.line("cudaGraph_t graph = nullptr;");
-      c.line("ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "
-             "\"forward: capture\");");
-      c.line("record_flags_ = cudaEventRecordExternal;");
-      c.line("const zoc::Status captured = run_layers<kProfile>(input, output, stream);");
-      c.line("record_flags_ = cudaEventRecordDefault;");
-      if (ctx.side_branches > 0) {
-        c.line("if (!captured.ok()) {{  // a failure between a fork and its join: join the side stream");
-        c.line("  (void)cudaEventRecord(join_[0], side_);");
-        c.line("  (void)cudaStreamWaitEvent(stream, join_[0], 0);");
-        c.raw_line("}");
-      }
-      c.line("const cudaError_t ended = cudaStreamEndCapture(stream, &graph);");
-      c.line("if (!captured.ok() || ended != cudaSuccess) {{");
-      c.line("  if (graph) cudaGraphDestroy(graph);");
-      c.line("  if (!captured.ok()) return captured;");
-      c.raw_line("}");
-      c.line("ZOC_CUDA(ended, \"forward: capture\");");
-      c.line("const cudaError_t made = cudaGraphInstantiate(exec, graph, 0);");
-      c.line("cudaGraphDestroy(graph);");
-      c.line("ZOC_CUDA(made, \"forward: graph instantiation\");");
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("const char* {}::layer_name(int k)", cls));
-      c.line("static const char* const kNames[kLayers] = {{");
-      for (const std::string& title : layer_titles) c.line("    \"{}\",", sanitize_comment(title));
-      c.line("}};");
-      c.line("return k >= 0 && k < kLayers ? kNames[k] : \"?\";");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::profile(const float* input, float* output, "
-                                   "int batch, cudaStream_t stream, float* layer_ms, float* total_ms)",
-                                   cls));
-      c.line("ZOC_TRY(begin(input, output, batch));");
-      c.line("if (!marks_[0]) {{");
-      c.line("  for (cudaEvent_t& e : marks_) ZOC_CUDA(cudaEventCreate(&e), \"profile\");");
-      c.raw_line("}");
-      c.line("if (!options_.cuda_graph) {{");
-      c.line("  ZOC_TRY(run_layers<true>(input, output, stream));");
-      c.line("}} else {{");
-      c.line("  if (!profile_graph_ || profile_batch_ != batch || profile_input_ != input ||");
-      c.line("      profile_output_ != output) {{");
-      c.line("    ZOC_TRY(capture<true>(&profile_graph_, input, output, stream));");
-      c.line("    profile_batch_ = batch;");
-      c.line("    profile_input_ = input;");
-      c.line("    profile_output_ = output;");
-      c.line("  }}");
-      c.line("  ZOC_CUDA(cudaGraphLaunch(profile_graph_, stream), \"profile: graph launch\");");
-      c.raw_line("}");
-      c.line("ZOC_CUDA(cudaEventSynchronize(marks_[kLayers]), \"profile\");");
-      c.line("for (int k = 0; k < kLayers; ++k) {{");
-      c.line("  ZOC_CUDA(cudaEventElapsedTime(&layer_ms[k], marks_[k], marks_[k + 1]), \"profile\");");
-      c.raw_line("}");
-      c.line("ZOC_CUDA(cudaEventElapsedTime(total_ms, marks_[0], marks_[kLayers]), \"profile\");");
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::tune(const float* input, float* output, "
-                                   "int batch, cudaStream_t stream, zoc::PlanFile* plan)",
-                                   cls));
-      c.line("ZOC_TRY(begin(input, output, batch));");
-      c.line("ZOC_TRY(run_layers<false>(input, output, stream));  // real activations to time on");
-      c.line("ZOC_CUDA(cudaStreamSynchronize(stream), \"tune\");");
-      c.line("batch_ = 0;  // tuning re-describes layers: prepare() again below, or on the next call");
-      c.line("ZOC_TRY(zoc::gpu_name(&plan->gpu));");
-      c.line("plan->cudnn = cudnnGetVersion();");
-      c.line("plan->model = kName;");
-      c.line("plan->precision = kPrecision;");
-      c.line("plan->ir_hash = kIrHash;");
-      c.line("const size_t scratch_bytes = std::min(options_.workspace_limit, size_t(1) << 30);");
-      c.line("auto scratch = zoc::DeviceBuffer::allocate(std::max<size_t>(scratch_bytes, 1), \"tune: workspace\");");
-      c.line("if (!scratch) return scratch.error();");
-      c.line("const int n = batch;");
-      c.line("const size_t B = size_t(max_batch_);  // arena offsets are per sample");
-      c.line("char* const a = static_cast<char*>(arena_);");
-      c.line("const char* const w = static_cast<const char*>(weights_);");
-      c.line("zoc::PlanChoice choice;");
-      if (ctx.s.tune.empty()) {
-        c.line("// No convolution: nothing to time.");
-        c.line("(void)a, (void)w, (void)B, (void)n;");
-      } else {
-        c.append(ctx.s.tune);
-      }
-      c.line("// Back to the model's own choices (tuning left each layer on its fastest).");
-      c.line("return prepare(batch);");
-    }
-    c.blank();
-    if (graph_api) {
-      c.line("// Binds every execution plan to its input, weights, residual, output and workspace.");
-      auto f = c.block(fmt::format("zoc::Status {}::bind_layers()", cls));
-      c.line("const size_t B = size_t(max_batch_);  // arena offsets are per sample");
-      c.line("char* const a = static_cast<char*>(arena_);");
-      c.line("const char* const w = static_cast<const char*>(weights_);");
-      c.append(ctx.s.bind);
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    c.line("// The forward pass: one library call or kernel per layer, in order.");
-    {
-      auto f = c.block(fmt::format("template <bool kProfile>\nzoc::Status {}::run_layers(const float* input, float* output, "
-                                   "cudaStream_t stream)",
-                                   cls));
-      c.line("ZOC_CUDNN(cudnnSetStream(cudnn_, stream), \"forward\");");
-      if (ctx.uses_cublas) c.line("ZOC_CUBLAS(cublasSetStream(cublas_, stream), \"forward\");");
-      c.line("const int n = batch_;");
-      c.line("const size_t B = size_t(max_batch_);  // arena offsets are per sample");
-      c.line("char* const a = static_cast<char*>(arena_);");
-      c.line("const char* const w = static_cast<const char*>(weights_);");
-      c.line("(void)input;");
-      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[0], stream, record_flags_), \"profile\");");
-      c.append(ctx.s.forward);
-      c.line("// output: fp32 [n, {}] for the caller", outputs);
-      if (t.nhwc) {
-        c.line("ZOC_CUDA(kernels::to_float({}, output, int64_t(n) * kOutputs, stream), \"output\");",
-               ctx.ptr(g.outputs[0]));
-      } else {
-        c.line("ZOC_CUDA(cudaMemcpyAsync(output, {}, size_t(n) * kOutputs * sizeof(float), "
-               "cudaMemcpyDeviceToDevice, stream), \"output\");",
-               ctx.ptr(g.outputs[0]));
-      }
-      c.line("if constexpr (kProfile) ZOC_CUDA(cudaEventRecordWithFlags(marks_[{}], stream, record_flags_), \"profile\");",
-             n_layers);
-      c.line("return zoc::Status::success();");
-    }
-  }
-
-  // ---------------------------------------------------------------- main.cpp, CMakeLists.txt
   gen.files = {{"CMakeLists.txt", cmake_lists(banner(options, g.name, hash, "#"), base)},
-               {base + ".h", header},
-               {base + ".cpp", c.str()},
-               {base + "_kernels.h", kernels_h},
-               {base + "_kernels.cu", kernels_cu},
-               {base + "_weights.h", weights_h},
+               {base + ".h", model_header(ctx, head, cls, hash)},
+               {base + ".cpp", model_source(ctx, head, cls, base)},
+               {base + "_kernels.cu", kernels_source(head, base, t)},
+               {base + "_weights.h", weights_header(ctx, head, base)},
                {"main.cpp", runner_main(head, base, cls)}};
   add_runtime_files(gen.files);
   return gen;

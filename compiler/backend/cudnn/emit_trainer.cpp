@@ -224,7 +224,7 @@ std::optional<Generated> TrainerEmitter::run() {
     auto ns = h.ns("namespace zoc_model", "}  // namespace zoc_model");
     h.blank();
     auto c = h.block("class " + cls, "};");
-    h.raw_line(" public:");
+    h.access("public:");
     h.line("static constexpr const char* kModelName = \"{}\";", sanitize_comment(g_.name));
     h.line("static constexpr int kInputC = {}, kInputH = {}, kInputW = {}, kClasses = {};", in[0],
            in[1], in[2], classes_);
@@ -288,7 +288,7 @@ std::optional<Generated> TrainerEmitter::run() {
     h.line("const float* logits() const {{ return acts_ + size_t({}) * max_batch_; }}  // [n, kClasses]",
            act_off_.at(root(logits_)));
     h.blank();
-    h.raw_line(" private:");
+    h.access("private:");
     h.line("{}() = default;", cls);
     h.line("zoc::Status describe(int n);  // every layer for batch n; picks algorithms");
     h.line("int max_batch_ = 0, batch_ = 0;");

@@ -1,0 +1,24 @@
+// The custom kernels a generated model calls between its cuDNN and cuBLAS calls, as host
+// functions with type-erased pointers: declared here for the C++ side (zoc/cudnn/model_steps.h),
+// defined in each generated folder's <model>_kernels.cu for its element type by forwarding to
+// zoc/core/kernels.cuh, so the model's C++ needs no CUDA compiler. zoc-verify recognises them as
+// the model's kernel wrappers (a `*_kernels.h` declaration defined in the folder's .cu).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace zoc::model_kernels {
+
+// fp32 NCHW -> NHWC in the model's element type; channels c..c_stored-1 are zeros.
+cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, int c_stored,
+                          cudaStream_t stream);
+// The model's element type -> fp32.
+cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t stream);
+// y[r, c] = bias[c] (before a GEMM with beta = 1).
+cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, cudaStream_t stream);
+// y = a + b, elementwise.
+cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream);
+
+}  // namespace zoc::model_kernels

@@ -1,0 +1,333 @@
+// The operation graph of a fused convolution (conv + bias [+ residual] [+ ReLU]) in cuDNN's
+// backend (graph) API: owned descriptors, tensors, pointwise ops and the finalized graph.
+//
+// Why a file of its own: the graph is built the same way whether its engine comes from cuDNN's
+// heuristics or from a plan file's measured choice (zoc/cudnn/graph_engine.h picks engines,
+// zoc/cudnn/graph.h builds and runs plans). The graph follows the legacy call's formula
+// y = act(conv(x, w) + z + bias), in the order of cudnn-frontend's ConvBiasAct sample:
+//   conv_fwd(x, w) -> [add z] -> add bias (1xKx1x1, broadcast, same type as y) -> [relu] -> y
+// with fp32 virtual intermediates and fp32 compute.
+// Header-only C++17; needs cudnn.h and cuda_runtime.h (through cuda_check.h and device.h).
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/device.h"
+#include "zoc/core/expected.h"
+
+namespace zoc {
+
+struct FusedConvSpec {
+  int n, c, h, w;  // input, dims in NCHW order whatever the layout
+  int k, r, s;     // output channels, kernel height and width (groups = 1)
+  int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
+  int out_h, out_w;
+  bool residual;            // y = act(conv + z + bias), z shaped like y
+  bool relu;                // else identity
+  cudnnDataType_t io_type;  // CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16 or CUDNN_DATA_FLOAT
+  bool nhwc;                // NHWC activations and KRSC filters; else NCHW and KCRS
+  bool allow_tf32 = false;  // fp32 only: accept engines that round inputs to TF32 (tensor cores)
+};
+
+// The error of a graph that no engine can run contains this text (see is_no_engine_error).
+constexpr const char kNoEngineMarker[] = "no cuDNN engine supports this fused convolution";
+
+inline bool is_no_engine_error(const Error& e) {
+  return e.message.find(kNoEngineMarker) != std::string::npos;
+}
+
+namespace graph_detail {
+
+constexpr int64_t kUidX = 1, kUidW = 2, kUidB = 3, kUidZ = 4, kUidY = 5;
+constexpr int64_t kUidConv = 101, kUidAddZ = 102, kUidAddB = 103;  // virtual
+constexpr int64_t kAlignment = 16;      // bytes; bind() checks every pointer against it
+
+// `file` is the zoc header making the call (__FILE__): its base name locates the step.
+inline Error backend_error(const char* layer, const char* file, int line, const std::string& step,
+                           cudnnStatus_t status) {
+  std::string where = file ? file : "";
+  where = where.substr(where.find_last_of('/') + 1);
+  std::string text = (layer && *layer) ? "layer '" + std::string(layer) + "'" : "zoc";
+  text += " (" + where + ":" + std::to_string(line) + "): cuDNN graph API: " + step +
+          " failed: " + detail::cudnn_status_text(status);
+  return Error{std::move(text)};
+}
+
+inline bool is_not_supported(cudnnStatus_t s) {
+  return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+}  // namespace graph_detail
+}  // namespace zoc
+
+// Evaluates `call` (a cudnnBackend* call) once; on failure returns an Error naming `step` (a
+// std::string expression, evaluated only on failure) and cuDNN's own explanation.
+#define ZOC_BACKEND(call, step, layer)                                                    \
+  do {                                                                                    \
+    const cudnnStatus_t zoc_backend_status_ = (call);                                     \
+    if (zoc_backend_status_ != CUDNN_STATUS_SUCCESS) {                                    \
+      return ::zoc::graph_detail::backend_error((layer), __FILE__, __LINE__, (step),      \
+                                                zoc_backend_status_);                     \
+    }                                                                                     \
+  } while (0)
+
+// Sets one attribute; the error names the attribute and the descriptor (`what`).
+#define ZOC_SET_ATTR(desc, attr, type, count, ptr, what, layer)               \
+  ZOC_BACKEND(cudnnBackendSetAttribute((desc).get(), attr, type, count, ptr), \
+              std::string("set " #attr " on ") + (what), layer)
+
+// Sets an attribute that is one backend descriptor (`raw`, a cudnnBackendDescriptor_t).
+#define ZOC_SET_DESC(desc, attr, raw, what, layer)                                           \
+  do {                                                                                       \
+    cudnnBackendDescriptor_t zoc_raw_desc_ = (raw);                                          \
+    ZOC_SET_ATTR(desc, attr, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &zoc_raw_desc_, what, layer); \
+  } while (0)
+
+namespace zoc {
+
+// Owns one backend descriptor; move-only, destroyed with its owner on every path.
+class BackendDesc {
+ public:
+  BackendDesc() = default;
+  ~BackendDesc() { reset(); }
+  BackendDesc(BackendDesc&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+  BackendDesc& operator=(BackendDesc&& o) noexcept {
+    if (this != &o) {
+      reset();
+      d_ = std::exchange(o.d_, nullptr);
+    }
+    return *this;
+  }
+  BackendDesc(const BackendDesc&) = delete;
+  BackendDesc& operator=(const BackendDesc&) = delete;
+
+  static Expected<BackendDesc> create(cudnnBackendDescriptorType_t type, const std::string& what,
+                                      const char* layer) {
+    BackendDesc d;
+    ZOC_BACKEND(cudnnBackendCreateDescriptor(type, &d.d_), "create descriptor for " + what, layer);
+    return Expected<BackendDesc>(std::move(d));
+  }
+  cudnnBackendDescriptor_t get() const { return d_; }
+  void reset() {
+    if (d_) (void)cudnnBackendDestroyDescriptor(d_);  // nothing useful to do with a failure here
+    d_ = nullptr;
+  }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+namespace graph_detail {
+
+inline Status finalize(const BackendDesc& d, const std::string& what, const char* layer) {
+  ZOC_BACKEND(cudnnBackendFinalize(d.get()), "finalize " + what, layer);
+  return Status();
+}
+
+// dims in NCHW order (n, c, h, w) -> strides of the chosen layout.
+inline void strides_for(const int64_t d[4], bool nhwc, int64_t out[4]) {
+  out[0] = d[1] * d[2] * d[3];
+  out[1] = nhwc ? 1 : d[2] * d[3];
+  out[2] = nhwc ? d[1] * d[3] : d[3];
+  out[3] = nhwc ? d[1] : 1;
+}
+
+// Moves `d` into the keep list (creation order) and returns its handle for wiring.
+inline cudnnBackendDescriptor_t keep_desc(std::vector<BackendDesc>* keep, BackendDesc d) {
+  keep->push_back(std::move(d));
+  return keep->back().get();
+}
+
+inline Expected<cudnnBackendDescriptor_t> make_tensor(int64_t uid, cudnnDataType_t type,
+                                                      const int64_t dims[4], bool nhwc,
+                                                      bool is_virtual, const char* name,
+                                                      std::vector<BackendDesc>* keep,
+                                                      const char* layer) {
+  const std::string what = std::string("tensor '") + name + "'";
+  ZOC_ASSIGN_OR_RETURN(BackendDesc t,
+                       BackendDesc::create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, what, layer));
+  int64_t strides[4];
+  strides_for(dims, nhwc, strides);
+  int64_t alignment = kAlignment;
+  bool virt = is_virtual;
+  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type, what, layer);
+  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, what, layer);
+  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides, what, layer);
+  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, what, layer);
+  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment, what, layer);
+  ZOC_SET_ATTR(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt, what, layer);
+  ZOC_TRY(finalize(t, what, layer));
+  return keep_desc(keep, std::move(t));
+}
+
+// One pointwise operation y = mode(x[, b]) computed in fp32; returns the operation.
+inline Expected<cudnnBackendDescriptor_t> make_pointwise(
+    cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+    cudnnBackendDescriptor_t y, const char* name, std::vector<BackendDesc>* keep,
+    const char* layer) {
+  const std::string what = std::string("pointwise descriptor '") + name + "'";
+  ZOC_ASSIGN_OR_RETURN(BackendDesc pw,
+                       BackendDesc::create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, what, layer));
+  cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, what, layer);
+  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, what, layer);
+  ZOC_TRY(finalize(pw, what, layer));
+  const cudnnBackendDescriptor_t raw_pw = keep_desc(keep, std::move(pw));
+
+  const std::string op_what = std::string("pointwise operation '") + name + "'";
+  ZOC_ASSIGN_OR_RETURN(
+      BackendDesc op,
+      BackendDesc::create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op_what, layer));
+  float one = 1.0f;
+  ZOC_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, raw_pw, op_what, layer);
+  ZOC_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x, op_what, layer);
+  if (b) ZOC_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b, op_what, layer);
+  ZOC_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y, op_what, layer);
+  ZOC_SET_ATTR(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one, op_what,
+               layer);
+  ZOC_SET_ATTR(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one, op_what,
+               layer);
+  ZOC_TRY(finalize(op, op_what, layer));
+  return keep_desc(keep, std::move(op));
+}
+
+// Builds and finalizes the operation graph of `s` and returns it; every descriptor goes into
+// *keep in creation order (users after what they use), to outlive the plans made from it.
+// `handle` may be null (it names the device for the heuristics; optional since cuDNN 9.8).
+inline Expected<cudnnBackendDescriptor_t> make_op_graph(cudnnHandle_t handle,
+                                                        const FusedConvSpec& s,
+                                                        std::vector<BackendDesc>* keep,
+                                                        const char* layer) {
+  const int64_t xd[4] = {s.n, s.c, s.h, s.w}, wd[4] = {s.k, s.c, s.r, s.s};
+  const int64_t yd[4] = {s.n, s.k, s.out_h, s.out_w}, bd[4] = {1, s.k, 1, 1};
+  const cudnnDataType_t io = s.io_type, f32 = CUDNN_DATA_FLOAT;
+  using T = cudnnBackendDescriptor_t;
+  ZOC_ASSIGN_OR_RETURN(const T x, make_tensor(kUidX, io, xd, s.nhwc, false, "x", keep, layer));
+  ZOC_ASSIGN_OR_RETURN(const T w, make_tensor(kUidW, io, wd, s.nhwc, false, "w", keep, layer));
+  ZOC_ASSIGN_OR_RETURN(const T b, make_tensor(kUidB, io, bd, s.nhwc, false, "bias", keep, layer));
+  ZOC_ASSIGN_OR_RETURN(const T y, make_tensor(kUidY, io, yd, s.nhwc, false, "y", keep, layer));
+  ZOC_ASSIGN_OR_RETURN(const T conv_out,
+                       make_tensor(kUidConv, f32, yd, s.nhwc, true, "conv_out", keep, layer));
+
+  // Convolution: conv_out = conv(x, w), alpha 1, beta 0, cross-correlation as in PyTorch.
+  const char* cd_what = "convolution descriptor";
+  ZOC_ASSIGN_OR_RETURN(BackendDesc cd,
+                       BackendDesc::create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, cd_what, layer));
+  cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  int64_t dims = 2, pad[2] = {s.pad_h, s.pad_w}, stride[2] = {s.stride_h, s.stride_w},
+          dil[2] = {s.dil_h, s.dil_w};
+  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, cd_what,
+               layer);
+  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, cd_what,
+               layer);
+  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims, cd_what, layer);
+  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad, cd_what, layer);
+  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad, cd_what, layer);
+  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride, cd_what,
+               layer);
+  ZOC_SET_ATTR(cd, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil, cd_what, layer);
+  ZOC_TRY(finalize(cd, cd_what, layer));
+  const T raw_cd = keep_desc(keep, std::move(cd));
+
+  const char* what = "convolution operation";
+  ZOC_ASSIGN_OR_RETURN(
+      BackendDesc conv,
+      BackendDesc::create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, what, layer));
+  float alpha = 1.0f, beta = 0.0f;
+  ZOC_SET_DESC(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x, what, layer);
+  ZOC_SET_DESC(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w, what, layer);
+  ZOC_SET_DESC(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, conv_out, what, layer);
+  ZOC_SET_DESC(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, raw_cd, what, layer);
+  ZOC_SET_ATTR(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha,
+               what, layer);
+  ZOC_SET_ATTR(conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta,
+               what, layer);
+  ZOC_TRY(finalize(conv, what, layer));
+  std::vector<T> ops = {keep_desc(keep, std::move(conv))};
+
+  // Epilogue: [+ z] + bias [relu]; each op reads the previous op's (virtual, fp32) output.
+  T cur = conv_out;
+  if (s.residual) {
+    ZOC_ASSIGN_OR_RETURN(const T z, make_tensor(kUidZ, io, yd, s.nhwc, false, "z", keep, layer));
+    ZOC_ASSIGN_OR_RETURN(const T after_z,
+                         make_tensor(kUidAddZ, f32, yd, s.nhwc, true, "after_add_z", keep, layer));
+    ZOC_ASSIGN_OR_RETURN(
+        const T op, make_pointwise(CUDNN_POINTWISE_ADD, cur, z, after_z, "add_z", keep, layer));
+    ops.push_back(op);
+    cur = after_z;
+  }
+  T bias_out = y;
+  if (s.relu) {
+    ZOC_ASSIGN_OR_RETURN(
+        bias_out, make_tensor(kUidAddB, f32, yd, s.nhwc, true, "after_add_bias", keep, layer));
+  }
+  ZOC_ASSIGN_OR_RETURN(const T add_b, make_pointwise(CUDNN_POINTWISE_ADD, cur, b, bias_out,
+                                                     "add_bias", keep, layer));
+  ops.push_back(add_b);
+  if (s.relu) {
+    ZOC_ASSIGN_OR_RETURN(const T relu, make_pointwise(CUDNN_POINTWISE_RELU_FWD, bias_out, nullptr,
+                                                      y, "relu", keep, layer));
+    ops.push_back(relu);
+  }
+
+  ZOC_ASSIGN_OR_RETURN(
+      BackendDesc graph,
+      BackendDesc::create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph", layer));
+  ZOC_SET_ATTR(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+               int64_t(ops.size()), ops.data(), "operation graph", layer);
+  if (handle) {
+    cudnnHandle_t hh = handle;
+    ZOC_SET_ATTR(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &hh,
+                 "operation graph", layer);
+  }
+  const cudnnStatus_t st = cudnnBackendFinalize(graph.get());
+  if (st != CUDNN_STATUS_SUCCESS) {
+    const std::string step = is_not_supported(st)
+                                 ? std::string(kNoEngineMarker) + ": finalize operation graph"
+                                 : std::string("finalize operation graph");
+    return backend_error(layer, __FILE__, __LINE__, step, st);
+  }
+  return keep_desc(keep, std::move(graph));
+}
+
+// Checks a spec before any descriptor is made: sizes, the output shape rule, the data type.
+inline Status validate(const FusedConvSpec& s, const char* layer) {
+  const std::string who = "layer '" + std::string(layer ? layer : "") + "': FusedConvSpec: ";
+  const int v[] = {s.n,        s.c,        s.h,     s.w,     s.k,     s.r,    s.s,
+                   s.stride_h, s.stride_w, s.dil_h, s.dil_w, s.out_h, s.out_w};
+  for (int x : v) {
+    if (x < 1) return Error{who + "sizes, strides and dilations must be >= 1"};
+  }
+  if (s.pad_h < 0 || s.pad_w < 0) return Error{who + "negative padding"};
+  const int64_t oh =
+      (int64_t(s.h) + 2 * int64_t(s.pad_h) - int64_t(s.dil_h) * (s.r - 1) - 1) / s.stride_h + 1;
+  const int64_t ow =
+      (int64_t(s.w) + 2 * int64_t(s.pad_w) - int64_t(s.dil_w) * (s.s - 1) - 1) / s.stride_w + 1;
+  if (oh != s.out_h || ow != s.out_w) {
+    return Error{who + "output " + std::to_string(s.out_h) + "x" + std::to_string(s.out_w) +
+                 " does not match the convolution's " + std::to_string(oh) + "x" +
+                 std::to_string(ow)};
+  }
+  if (s.io_type != CUDNN_DATA_HALF && s.io_type != CUDNN_DATA_BFLOAT16 &&
+      s.io_type != CUDNN_DATA_FLOAT) {
+    return Error{who + "io_type must be CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16 or CUDNN_DATA_FLOAT"};
+  }
+  // Element counts of x, w and y must fit in int64 (each factor is < 2^31, so two steps suffice).
+  const double biggest =
+      double(s.n) * std::max(double(s.c) * s.h * s.w, double(s.k) * s.out_h * s.out_w);
+  if (biggest > 9.0e18 || double(s.k) * s.c * s.r * s.s > 9.0e18)
+    return Error{who + "tensor too large"};
+  return Status();
+}
+
+}  // namespace graph_detail
+}  // namespace zoc

@@ -1,0 +1,392 @@
+// The class skeleton every generated inference model shares: creation, forward (optionally
+// replayed from a CUDA graph), re-planning for a batch size, per-layer profiling and tuning,
+// written once here instead of once per generated model.
+//
+// A generated model is `class Resnet50 : public zoc::Model<Resnet50>` (CRTP: no virtual
+// functions, every call resolved at compile time). It supplies what only it knows: its
+// constants (kName, kPrecision, kInputC/H/W, kOutputs, kArenaBytesPerSample, kWeightBytes,
+// kIrHash, kLayers, kSideBranches, kUsesCublas, kTypes, kTitles, kClassName), its descriptor
+// bundles, its weight packing (`static Status pack(WeightSource&, uint8_t* staging)`), a
+// destructor calling release(), and its layer sequence
+// (`template <class V> Status layers(V& v)`), which this class walks with the steps of
+// zoc/cudnn/model_steps.h. Nothing is created or allocated inside forward() except on its
+// marked one-time paths (a new batch size re-describes; a new batch or buffer pair re-captures).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/device.h"
+#include "zoc/core/expected.h"
+#include "zoc/core/weight_source.h"
+#include "zoc/cudnn/model_state.h"
+#include "zoc/cudnn/model_steps.h"
+#include "zoc/cudnn/plan_file.h"
+
+namespace zoc {
+
+template <class M>
+class Model {
+ public:
+  using Options = ModelOptions;
+
+  // Loads weights (safetensors with PyTorch names; empty path: seeded PyTorch-default init),
+  // creates every descriptor and allocates all device memory for max_batch.
+  static Expected<std::unique_ptr<M>> create(const std::string& weights_path, int max_batch,
+                                             const Options& options) {
+    std::unique_ptr<M> model(new M());
+    ZOC_TRY(model->init(weights_path, max_batch, options));
+    return Expected<std::unique_ptr<M>>(std::move(model));
+  }
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  // input: device fp32 NCHW [batch, C, H, W]; output: device fp32 [batch, kOutputs].
+  // Allocates nothing; a new batch size re-describes tensors (host-side) first.
+  Status forward(const float* input, float* output, int batch, cudaStream_t stream) {
+    ZOC_TRY(begin(input, output, batch));
+    if (!s_.options.cuda_graph) return run_layers<false>(input, output, stream);
+    if (!s_.graph || s_.graph_batch != batch || s_.graph_input != input ||
+        s_.graph_output != output) {
+      // The one-time path (per batch size and buffer pair), the only one that creates objects.
+      ZOC_TRY(capture<false>(&s_.graph, input, output, stream));  // zoc-verify: one-time
+      s_.graph_batch = batch;
+      s_.graph_input = input;
+      s_.graph_output = output;
+    }
+    ZOC_CUDA(cudaGraphLaunch(s_.graph, stream), "forward: graph launch");
+    return Status::success();
+  }
+
+  // Re-describes every tensor and re-plans every layer for a new batch size (host-side, no
+  // allocation). forward() does this itself on a batch change; calling it ahead keeps that
+  // one-time work out of the timed path.
+  Status prepare(int batch) {
+    ZOC_TRY(check_batch(batch, s_.max_batch));
+    s_.batch = 0;  // until every layer describes `batch` (a failure part-way re-prepares)
+    size_t need = 0;
+    ZOC_TRY(set_batch(batch, s_.workspace_bytes, &need));
+    ZOC_TRY(bind_layers());
+    s_.batch = batch;
+    return Status::success();
+  }
+
+  // The source layers each timed layer stands for, in forward order (0 <= k < M::kLayers).
+  static const char* layer_name(int k) { return k >= 0 && k < M::kLayers ? M::kTitles[k] : "?"; }
+
+  // One forward pass with a CUDA event between layers (inside a CUDA graph when
+  // options.cuda_graph, like forward()); layer_ms[kLayers] receives each layer's GPU time,
+  // *total_ms the first to last event. Creates its events and graph on first use.
+  Status profile(const float* input, float* output, int batch, cudaStream_t stream,
+                 float* layer_ms, float* total_ms);
+
+  // Times every usable algorithm or engine config of every convolution at `batch`, within
+  // options.workspace_limit (at most 1 GiB), on the activations of a real forward, and records
+  // the fastest of each in *plan (whose header it fills). The model keeps its own choices:
+  // create it again with Options::plan_file to use the plan. Synchronizes.
+  Status tune(const float* input, float* output, int batch, cudaStream_t stream, PlanFile* plan);
+
+  int max_batch() const { return s_.max_batch; }
+  size_t arena_bytes() const { return M::kArenaBytesPerSample * size_t(s_.max_batch); }
+  size_t workspace_bytes() const { return s_.workspace_bytes; }
+  size_t weight_bytes() const { return M::kWeightBytes; }
+
+ protected:
+  Model() = default;
+  ~Model() = default;
+  // Frees everything create() made. M's destructor calls it: the descriptor bundles are M's
+  // members, gone by the time this base's destructor runs.
+  void release();
+
+ private:
+  M& self() { return static_cast<M&>(*this); }
+  Status init(const std::string& weights_path, int max_batch, const Options& options);
+  Status create_handles();
+  Status load_weights(const std::string& weights_path);
+  Status load_plan();
+  Status set_batch(int n, size_t workspace_limit, size_t* workspace_need);
+  Status bind_layers() {
+    steps::Bind bind(s_);
+    return self().layers(bind);
+  }
+  Status begin(const float* input, float* output, int batch);
+  template <bool kProfile>
+  Status run_layers(const float* input, float* output, cudaStream_t stream);
+  template <bool kProfile>
+  Status capture(cudaGraphExec_t* exec, const float* input, float* output, cudaStream_t stream);
+
+  ModelState s_;
+};
+
+template <class M>
+Status Model<M>::init(const std::string& weights_path, int max_batch, const Options& options) {
+  if (max_batch < 1 || max_batch > 65536) {
+    return Error{std::string(M::kClassName) + ": max_batch " + std::to_string(max_batch) +
+                 " is out of range 1..65536"};
+  }
+  s_.options = options;
+  s_.max_batch = max_batch;
+  s_.types = M::kTypes;
+  s_.mark_events.assign(M::kLayers + 1, nullptr);
+  s_.marks = s_.mark_events.data();
+  ZOC_TRY(create_handles());
+  // Descriptors: every one the forward pass uses is created here.
+  steps::Create create(s_);
+  ZOC_TRY(self().layers(create));
+  ZOC_TRY(load_weights(weights_path));
+  ZOC_TRY(load_plan());
+  // Activations and workspace, sized for max_batch.
+  ZOC_CUDA(cudaMalloc(&s_.arena, M::kArenaBytesPerSample * size_t(max_batch)), "arena");
+  size_t need = 0;
+  ZOC_TRY(set_batch(max_batch, options.workspace_limit, &need));
+  // Room for the plan's measured choices at every batch size up to max_batch too.
+  need = std::max<size_t>(need, s_.plan.largest_workspace(max_batch, options.workspace_limit));
+  s_.workspace_bytes = need;
+  if (need > 0) ZOC_CUDA(cudaMalloc(&s_.workspace, need), "workspace");
+  if constexpr (M::kSideBranches > 0) {
+    if (s_.side_need > 0) ZOC_CUDA(cudaMalloc(&s_.side_workspace, s_.side_need), "workspace");
+    s_.side_limit = s_.side_need;
+  }
+  ZOC_TRY(bind_layers());
+  s_.batch = max_batch;
+  // The weight upload ran on the legacy default stream, which the caller's non-blocking stream
+  // does not wait for.
+  ZOC_CUDA(cudaDeviceSynchronize(), "init");
+  return Status::success();
+}
+
+template <class M>
+Status Model<M>::create_handles() {
+  ZOC_CUDNN(cudnnCreate(&s_.cudnn), "init");
+  if constexpr (M::kUsesCublas) {
+    constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;
+    ZOC_CUBLAS(cublasCreate(&s_.cublas), "init");
+    ZOC_CUDA(cudaMalloc(&s_.blas_workspace, kBlasWorkspaceBytes), "init");
+    ZOC_CUBLAS(cublasSetWorkspace(s_.cublas, s_.blas_workspace, kBlasWorkspaceBytes), "init");
+  }
+  if constexpr (M::kSideBranches > 0) {
+    ZOC_CUDA(cudaStreamCreateWithFlags(&s_.side, cudaStreamNonBlocking), "init");
+    ZOC_CUDNN(cudnnCreate(&s_.cudnn_side), "init");
+    ZOC_CUDNN(cudnnSetStream(s_.cudnn_side, s_.side), "init");
+    s_.fork_events.assign(M::kSideBranches, nullptr);
+    s_.join_events.assign(M::kSideBranches, nullptr);
+    s_.fork = s_.fork_events.data();
+    s_.join = s_.join_events.data();
+    for (int k = 0; k < M::kSideBranches; ++k) {
+      ZOC_CUDA(cudaEventCreateWithFlags(&s_.fork[k], cudaEventDisableTiming), "init");
+      ZOC_CUDA(cudaEventCreateWithFlags(&s_.join[k], cudaEventDisableTiming), "init");
+    }
+    s_.side_limit = s_.options.workspace_limit;
+  }
+  return Status::success();
+}
+
+// Weights: validated, BN-folded, converted to the model's precision and layout on the host (the
+// generated <model>_weights.h), then copied to the GPU once.
+template <class M>
+Status Model<M>::load_weights(const std::string& weights_path) {
+  auto opened = weights_path.empty()
+                    ? Expected<WeightSource>(WeightSource::seeded(s_.options.seed))
+                    : WeightSource::open(weights_path, s_.options.strict);
+  if (!opened) return opened.error();
+  WeightSource& source = *opened;
+  std::vector<uint8_t> staging(M::kWeightBytes);
+  ZOC_TRY(M::pack(source, staging.data()));
+  for (const std::string& warning : source.warnings()) {
+    std::fprintf(stderr, "warning: %s\n", warning.c_str());
+  }
+  ZOC_CUDA(cudaMalloc(&s_.weights, M::kWeightBytes), "weights");
+  ZOC_CUDA(cudaMemcpy(s_.weights, staging.data(), M::kWeightBytes, cudaMemcpyHostToDevice),
+           "weights");
+  return Status::success();
+}
+
+// Measured algorithm choices, if a plan file is given and was made here.
+template <class M>
+Status Model<M>::load_plan() {
+  if (s_.options.plan_file.empty()) return Status::success();
+  auto plan = PlanFile::load(s_.options.plan_file);
+  if (!plan) return plan.error();
+  std::string gpu;
+  ZOC_TRY(gpu_name(&gpu));
+  const std::string why =
+      plan->mismatch(gpu, cudnnGetVersion(), M::kName, M::kPrecision, M::kIrHash);
+  if (why.empty()) {
+    s_.plan = std::move(*plan);
+  } else {
+    std::fprintf(stderr, "warning: %s: not used (%s); using cuDNN's heuristics\n",
+                 s_.options.plan_file.c_str(), why.c_str());
+  }
+  return Status::success();
+}
+
+// Describes every tensor for batch n and picks each convolution's algorithm within
+// workspace_limit; reports the largest workspace the choices need. Host-side only.
+template <class M>
+Status Model<M>::set_batch(int n, size_t workspace_limit, size_t* workspace_need) {
+  s_.side_need = 0;
+  steps::Describe describe(s_, n, workspace_limit);
+  ZOC_TRY(self().layers(describe));
+  *workspace_need = describe.need;
+  return Status::success();
+}
+
+// Checks a call's batch and pointers and prepares a new batch size.
+template <class M>
+Status Model<M>::begin(const float* input, float* output, int batch) {
+  ZOC_TRY(check_batch(batch, s_.max_batch));
+  if (input != s_.checked_input || output != s_.checked_output) {
+    ZOC_TRY(check_device_pointer(input, "forward: input"));
+    ZOC_TRY(check_device_pointer(output, "forward: output"));
+    s_.checked_input = input;
+    s_.checked_output = output;
+  }
+  if (batch != s_.batch) ZOC_TRY(prepare(batch));  // zoc-verify: one-time
+  return Status::success();
+}
+
+// The forward pass: one library call or kernel per layer, in order (the model's layer sequence
+// walked with steps::Run); the kProfile instantiation also records s_.marks.
+template <class M>
+template <bool kProfile>
+Status Model<M>::run_layers(const float* input, float* output, cudaStream_t stream) {
+  ZOC_CUDNN(cudnnSetStream(s_.cudnn, stream), "forward");
+  if constexpr (M::kUsesCublas) ZOC_CUBLAS(cublasSetStream(s_.cublas, stream), "forward");
+  if constexpr (kProfile) {
+    ZOC_CUDA(cudaEventRecordWithFlags(s_.marks[0], stream, s_.record_flags), "profile");
+  }
+  steps::Run<kProfile> run{s_, input, output, stream, s_.batch};
+  return self().layers(run);
+}
+
+// Runs run_layers once (first launches load kernels), then captures it into *exec.
+template <class M>
+template <bool kProfile>
+Status Model<M>::capture(cudaGraphExec_t* exec, const float* input, float* output,
+                         cudaStream_t stream) {
+  ZOC_TRY(run_layers<kProfile>(input, output, stream));
+  if (*exec) cudaGraphExecDestroy(*exec);
+  *exec = nullptr;
+  cudaGraph_t graph = nullptr;
+  ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "forward: capture");
+  s_.record_flags = cudaEventRecordExternal;
+  const Status captured = run_layers<kProfile>(input, output, stream);
+  s_.record_flags = cudaEventRecordDefault;
+  if constexpr (M::kSideBranches > 0) {
+    if (!captured.ok()) {  // a failure between a fork and its join: join the side stream
+      (void)cudaEventRecord(s_.join[0], s_.side);
+      (void)cudaStreamWaitEvent(stream, s_.join[0], 0);
+    }
+  }
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  if (!captured.ok() || ended != cudaSuccess) {
+    if (graph) cudaGraphDestroy(graph);
+    if (!captured.ok()) return captured;
+  }
+  ZOC_CUDA(ended, "forward: capture");
+  const cudaError_t made = cudaGraphInstantiate(exec, graph, 0);
+  cudaGraphDestroy(graph);
+  ZOC_CUDA(made, "forward: graph instantiation");
+  return Status::success();
+}
+
+template <class M>
+Status Model<M>::profile(const float* input, float* output, int batch, cudaStream_t stream,
+                         float* layer_ms, float* total_ms) {
+  ZOC_TRY(begin(input, output, batch));
+  if (!s_.marks[0]) {
+    for (cudaEvent_t& e : s_.mark_events) ZOC_CUDA(cudaEventCreate(&e), "profile");
+  }
+  if (!s_.options.cuda_graph) {
+    ZOC_TRY(run_layers<true>(input, output, stream));
+  } else {
+    if (!s_.profile_graph || s_.profile_batch != batch || s_.profile_input != input ||
+        s_.profile_output != output) {
+      ZOC_TRY(capture<true>(&s_.profile_graph, input, output, stream));
+      s_.profile_batch = batch;
+      s_.profile_input = input;
+      s_.profile_output = output;
+    }
+    ZOC_CUDA(cudaGraphLaunch(s_.profile_graph, stream), "profile: graph launch");
+  }
+  ZOC_CUDA(cudaEventSynchronize(s_.marks[M::kLayers]), "profile");
+  for (int k = 0; k < M::kLayers; ++k) {
+    ZOC_CUDA(cudaEventElapsedTime(&layer_ms[k], s_.marks[k], s_.marks[k + 1]), "profile");
+  }
+  ZOC_CUDA(cudaEventElapsedTime(total_ms, s_.marks[0], s_.marks[M::kLayers]), "profile");
+  return Status::success();
+}
+
+template <class M>
+Status Model<M>::tune(const float* input, float* output, int batch, cudaStream_t stream,
+                      PlanFile* plan) {
+  ZOC_TRY(begin(input, output, batch));
+  ZOC_TRY(run_layers<false>(input, output, stream));  // real activations to time on
+  ZOC_CUDA(cudaStreamSynchronize(stream), "tune");
+  s_.batch = 0;  // tuning re-describes layers: prepare() again below, or on the next call
+  ZOC_TRY(gpu_name(&plan->gpu));
+  plan->cudnn = cudnnGetVersion();
+  plan->model = M::kName;
+  plan->precision = M::kPrecision;
+  plan->ir_hash = M::kIrHash;
+  const size_t scratch_bytes = std::min(s_.options.workspace_limit, size_t(1) << 30);
+  auto scratch = DeviceBuffer::allocate(std::max<size_t>(scratch_bytes, 1), "tune: workspace");
+  if (!scratch) return scratch.error();
+  steps::Tune tuner{{}, s_, batch, input, scratch->get(), scratch_bytes, stream, plan};
+  ZOC_TRY(self().layers(tuner));
+  // Back to the model's own choices (tuning left each layer on its fastest).
+  return prepare(batch);
+}
+
+template <class M>
+void Model<M>::release() {
+  if (s_.graph) cudaGraphExecDestroy(s_.graph);
+  if (s_.profile_graph) cudaGraphExecDestroy(s_.profile_graph);
+  if constexpr (M::kSideBranches > 0) {
+    for (cudaEvent_t e : s_.fork_events) {
+      if (e) cudaEventDestroy(e);
+    }
+    for (cudaEvent_t e : s_.join_events) {
+      if (e) cudaEventDestroy(e);
+    }
+    if (s_.side_workspace) cudaFree(s_.side_workspace);
+    if (s_.cudnn_side) cudnnDestroy(s_.cudnn_side);
+    if (s_.side) cudaStreamDestroy(s_.side);
+  }
+  for (cudaEvent_t e : s_.mark_events) {
+    if (e) cudaEventDestroy(e);
+  }
+  steps::Destroy destroy;
+  (void)self().layers(destroy);
+  if (s_.arena) cudaFree(s_.arena);
+  if (s_.workspace) cudaFree(s_.workspace);
+  if (s_.weights) cudaFree(s_.weights);
+  if (s_.blas_workspace) cudaFree(s_.blas_workspace);
+  if (s_.cublas) cublasDestroy(s_.cublas);
+  if (s_.cudnn) cudnnDestroy(s_.cudnn);
+}
+
+}  // namespace zoc
+
+// Explicit instantiations, written once in a generated model's .cpp: the skeleton for model M,
+// and M's layer sequence for every step (the skeleton's members, instantiated in other
+// translation units such as main.cpp, call them). Only the step list lives here.
+#define ZOC_MODEL_INSTANTIATE(M)                               \
+  template class zoc::Model<M>;                                \
+  template zoc::Status M::layers(zoc::steps::Create&);         \
+  template zoc::Status M::layers(zoc::steps::Describe&);       \
+  template zoc::Status M::layers(zoc::steps::Bind&);           \
+  template zoc::Status M::layers(zoc::steps::Tune&);           \
+  template zoc::Status M::layers(zoc::steps::Destroy&);        \
+  template zoc::Status M::layers(zoc::steps::Run<false>&);     \
+  template zoc::Status M::layers(zoc::steps::Run<true>&)

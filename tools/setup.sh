@@ -8,7 +8,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libyaml-cpp-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev zlib1g-dev
+  libyaml-cpp-dev libfmt-dev libcli11-dev libgtest-dev zlib1g-dev
   python3 python3-numpy python3-torch python3-torchvision llvm-14-tools
   libtorch-dev
   libonnx-dev python3-onnx libonnx-testdata

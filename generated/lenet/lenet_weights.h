@@ -31,13 +31,17 @@ inline constexpr size_t kB_fc2 = 13098752;
 // then reports tensors nobody asked for. Errors name the tensor and the file.
 inline zoc::Status pack(zoc::WeightSource& source, uint8_t* staging) {
   // conv1 + relu1
-  ZOC_TRY(zoc::pack_conv(source, {"conv1.weight", "conv1.bias", nullptr, 0, 32, 1, 5, 5, false, 1, kDType}, staging + kW_conv1, staging + kB_conv1));
+  ZOC_TRY(zoc::pack_conv(source, {"conv1.weight", "conv1.bias", nullptr, 0, 32, 1, 5, 5, false, 1, kDType},
+      staging + kW_conv1, staging + kB_conv1));
   // conv2 + relu2
-  ZOC_TRY(zoc::pack_conv(source, {"conv2.weight", "conv2.bias", nullptr, 0, 64, 32, 5, 5, false, 32, kDType}, staging + kW_conv2, staging + kB_conv2));
+  ZOC_TRY(zoc::pack_conv(source, {"conv2.weight", "conv2.bias", nullptr, 0, 64, 32, 5, 5, false, 32, kDType},
+      staging + kW_conv2, staging + kB_conv2));
   // fc1
-  ZOC_TRY(zoc::pack_linear(source, {"fc1.weight", "fc1.bias", 1024, 3136, 0, 0, 0, kDType}, staging + kW_fc1, staging + kB_fc1));
+  ZOC_TRY(zoc::pack_linear(source, {"fc1.weight", "fc1.bias", 1024, 3136, 0, 0, 0, kDType}, staging + kW_fc1,
+      staging + kB_fc1));
   // fc2
-  ZOC_TRY(zoc::pack_linear(source, {"fc2.weight", "fc2.bias", 10, 1024, 0, 0, 0, kDType}, staging + kW_fc2, staging + kB_fc2));
+  ZOC_TRY(zoc::pack_linear(source, {"fc2.weight", "fc2.bias", 10, 1024, 0, 0, 0, kDType}, staging + kW_fc2,
+      staging + kB_fc2));
   return source.finish();
 }
 }  // namespace zoc_model::lenet_weights

@@ -131,113 +131,219 @@ inline constexpr size_t kB_fc = 51066112;
 // then reports tensors nobody asked for. Errors name the tensor and the file.
 inline zoc::Status pack(zoc::WeightSource& source, uint8_t* staging) {
   // conv1 + bn1 + relu
-  ZOC_TRY(zoc::pack_conv(source, {"conv1.weight", nullptr, "bn1", 1e-05, 64, 3, 7, 7, true, 4, kDType}, staging + kW_conv1, staging + kB_conv1));
+  ZOC_TRY(zoc::pack_conv(source, {"conv1.weight", nullptr, "bn1", 1e-05, 64, 3, 7, 7, true, 4, kDType},
+      staging + kW_conv1, staging + kB_conv1));
   // layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.0.conv1.weight", nullptr, "layer1.0.bn1", 1e-05, 64, 64, 1, 1, true, 64, kDType}, staging + kW_layer1_0_conv1, staging + kB_layer1_0_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer1.0.conv1.weight", nullptr, "layer1.0.bn1", 1e-05, 64, 64, 1, 1, true, 64, kDType},
+      staging + kW_layer1_0_conv1, staging + kB_layer1_0_conv1));
   // layer1.0.conv2 + layer1.0.bn2 + layer1.0.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.0.conv2.weight", nullptr, "layer1.0.bn2", 1e-05, 64, 64, 3, 3, true, 64, kDType}, staging + kW_layer1_0_conv2, staging + kB_layer1_0_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer1.0.conv2.weight", nullptr, "layer1.0.bn2", 1e-05, 64, 64, 3, 3, true, 64, kDType},
+      staging + kW_layer1_0_conv2, staging + kB_layer1_0_conv2));
   // layer1.0.downsample.0 + layer1.0.downsample.1
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.0.downsample.0.weight", nullptr, "layer1.0.downsample.1", 1e-05, 256, 64, 1, 1, true, 64, kDType}, staging + kW_layer1_0_downsample_0, staging + kB_layer1_0_downsample_0));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer1.0.downsample.0.weight", nullptr, "layer1.0.downsample.1", 1e-05, 256, 64, 1, 1, true, 64, kDType},
+      staging + kW_layer1_0_downsample_0, staging + kB_layer1_0_downsample_0));
   // layer1.0.conv3 + layer1.0.bn3 + layer1.0.add + layer1.0.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.0.conv3.weight", nullptr, "layer1.0.bn3", 1e-05, 256, 64, 1, 1, true, 64, kDType}, staging + kW_layer1_0_conv3, staging + kB_layer1_0_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer1.0.conv3.weight", nullptr, "layer1.0.bn3", 1e-05, 256, 64, 1, 1, true, 64, kDType},
+      staging + kW_layer1_0_conv3, staging + kB_layer1_0_conv3));
   // layer1.1.conv1 + layer1.1.bn1 + layer1.1.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.1.conv1.weight", nullptr, "layer1.1.bn1", 1e-05, 64, 256, 1, 1, true, 256, kDType}, staging + kW_layer1_1_conv1, staging + kB_layer1_1_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer1.1.conv1.weight", nullptr, "layer1.1.bn1", 1e-05, 64, 256, 1, 1, true, 256, kDType},
+      staging + kW_layer1_1_conv1, staging + kB_layer1_1_conv1));
   // layer1.1.conv2 + layer1.1.bn2 + layer1.1.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.1.conv2.weight", nullptr, "layer1.1.bn2", 1e-05, 64, 64, 3, 3, true, 64, kDType}, staging + kW_layer1_1_conv2, staging + kB_layer1_1_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer1.1.conv2.weight", nullptr, "layer1.1.bn2", 1e-05, 64, 64, 3, 3, true, 64, kDType},
+      staging + kW_layer1_1_conv2, staging + kB_layer1_1_conv2));
   // layer1.1.conv3 + layer1.1.bn3 + layer1.1.add + layer1.1.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.1.conv3.weight", nullptr, "layer1.1.bn3", 1e-05, 256, 64, 1, 1, true, 64, kDType}, staging + kW_layer1_1_conv3, staging + kB_layer1_1_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer1.1.conv3.weight", nullptr, "layer1.1.bn3", 1e-05, 256, 64, 1, 1, true, 64, kDType},
+      staging + kW_layer1_1_conv3, staging + kB_layer1_1_conv3));
   // layer1.2.conv1 + layer1.2.bn1 + layer1.2.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.2.conv1.weight", nullptr, "layer1.2.bn1", 1e-05, 64, 256, 1, 1, true, 256, kDType}, staging + kW_layer1_2_conv1, staging + kB_layer1_2_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer1.2.conv1.weight", nullptr, "layer1.2.bn1", 1e-05, 64, 256, 1, 1, true, 256, kDType},
+      staging + kW_layer1_2_conv1, staging + kB_layer1_2_conv1));
   // layer1.2.conv2 + layer1.2.bn2 + layer1.2.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.2.conv2.weight", nullptr, "layer1.2.bn2", 1e-05, 64, 64, 3, 3, true, 64, kDType}, staging + kW_layer1_2_conv2, staging + kB_layer1_2_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer1.2.conv2.weight", nullptr, "layer1.2.bn2", 1e-05, 64, 64, 3, 3, true, 64, kDType},
+      staging + kW_layer1_2_conv2, staging + kB_layer1_2_conv2));
   // layer1.2.conv3 + layer1.2.bn3 + layer1.2.add + layer1.2.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer1.2.conv3.weight", nullptr, "layer1.2.bn3", 1e-05, 256, 64, 1, 1, true, 64, kDType}, staging + kW_layer1_2_conv3, staging + kB_layer1_2_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer1.2.conv3.weight", nullptr, "layer1.2.bn3", 1e-05, 256, 64, 1, 1, true, 64, kDType},
+      staging + kW_layer1_2_conv3, staging + kB_layer1_2_conv3));
   // layer2.0.conv1 + layer2.0.bn1 + layer2.0.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.0.conv1.weight", nullptr, "layer2.0.bn1", 1e-05, 128, 256, 1, 1, true, 256, kDType}, staging + kW_layer2_0_conv1, staging + kB_layer2_0_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.0.conv1.weight", nullptr, "layer2.0.bn1", 1e-05, 128, 256, 1, 1, true, 256, kDType},
+      staging + kW_layer2_0_conv1, staging + kB_layer2_0_conv1));
   // layer2.0.conv2 + layer2.0.bn2 + layer2.0.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.0.conv2.weight", nullptr, "layer2.0.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType}, staging + kW_layer2_0_conv2, staging + kB_layer2_0_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.0.conv2.weight", nullptr, "layer2.0.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType},
+      staging + kW_layer2_0_conv2, staging + kB_layer2_0_conv2));
   // layer2.0.downsample.0 + layer2.0.downsample.1
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.0.downsample.0.weight", nullptr, "layer2.0.downsample.1", 1e-05, 512, 256, 1, 1, true, 256, kDType}, staging + kW_layer2_0_downsample_0, staging + kB_layer2_0_downsample_0));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.0.downsample.0.weight", nullptr, "layer2.0.downsample.1", 1e-05, 512, 256, 1, 1, true, 256, kDType},
+      staging + kW_layer2_0_downsample_0, staging + kB_layer2_0_downsample_0));
   // layer2.0.conv3 + layer2.0.bn3 + layer2.0.add + layer2.0.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.0.conv3.weight", nullptr, "layer2.0.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType}, staging + kW_layer2_0_conv3, staging + kB_layer2_0_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.0.conv3.weight", nullptr, "layer2.0.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType},
+      staging + kW_layer2_0_conv3, staging + kB_layer2_0_conv3));
   // layer2.1.conv1 + layer2.1.bn1 + layer2.1.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.1.conv1.weight", nullptr, "layer2.1.bn1", 1e-05, 128, 512, 1, 1, true, 512, kDType}, staging + kW_layer2_1_conv1, staging + kB_layer2_1_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.1.conv1.weight", nullptr, "layer2.1.bn1", 1e-05, 128, 512, 1, 1, true, 512, kDType},
+      staging + kW_layer2_1_conv1, staging + kB_layer2_1_conv1));
   // layer2.1.conv2 + layer2.1.bn2 + layer2.1.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.1.conv2.weight", nullptr, "layer2.1.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType}, staging + kW_layer2_1_conv2, staging + kB_layer2_1_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.1.conv2.weight", nullptr, "layer2.1.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType},
+      staging + kW_layer2_1_conv2, staging + kB_layer2_1_conv2));
   // layer2.1.conv3 + layer2.1.bn3 + layer2.1.add + layer2.1.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.1.conv3.weight", nullptr, "layer2.1.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType}, staging + kW_layer2_1_conv3, staging + kB_layer2_1_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.1.conv3.weight", nullptr, "layer2.1.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType},
+      staging + kW_layer2_1_conv3, staging + kB_layer2_1_conv3));
   // layer2.2.conv1 + layer2.2.bn1 + layer2.2.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.2.conv1.weight", nullptr, "layer2.2.bn1", 1e-05, 128, 512, 1, 1, true, 512, kDType}, staging + kW_layer2_2_conv1, staging + kB_layer2_2_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.2.conv1.weight", nullptr, "layer2.2.bn1", 1e-05, 128, 512, 1, 1, true, 512, kDType},
+      staging + kW_layer2_2_conv1, staging + kB_layer2_2_conv1));
   // layer2.2.conv2 + layer2.2.bn2 + layer2.2.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.2.conv2.weight", nullptr, "layer2.2.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType}, staging + kW_layer2_2_conv2, staging + kB_layer2_2_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.2.conv2.weight", nullptr, "layer2.2.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType},
+      staging + kW_layer2_2_conv2, staging + kB_layer2_2_conv2));
   // layer2.2.conv3 + layer2.2.bn3 + layer2.2.add + layer2.2.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.2.conv3.weight", nullptr, "layer2.2.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType}, staging + kW_layer2_2_conv3, staging + kB_layer2_2_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.2.conv3.weight", nullptr, "layer2.2.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType},
+      staging + kW_layer2_2_conv3, staging + kB_layer2_2_conv3));
   // layer2.3.conv1 + layer2.3.bn1 + layer2.3.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.3.conv1.weight", nullptr, "layer2.3.bn1", 1e-05, 128, 512, 1, 1, true, 512, kDType}, staging + kW_layer2_3_conv1, staging + kB_layer2_3_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.3.conv1.weight", nullptr, "layer2.3.bn1", 1e-05, 128, 512, 1, 1, true, 512, kDType},
+      staging + kW_layer2_3_conv1, staging + kB_layer2_3_conv1));
   // layer2.3.conv2 + layer2.3.bn2 + layer2.3.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.3.conv2.weight", nullptr, "layer2.3.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType}, staging + kW_layer2_3_conv2, staging + kB_layer2_3_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.3.conv2.weight", nullptr, "layer2.3.bn2", 1e-05, 128, 128, 3, 3, true, 128, kDType},
+      staging + kW_layer2_3_conv2, staging + kB_layer2_3_conv2));
   // layer2.3.conv3 + layer2.3.bn3 + layer2.3.add + layer2.3.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer2.3.conv3.weight", nullptr, "layer2.3.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType}, staging + kW_layer2_3_conv3, staging + kB_layer2_3_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer2.3.conv3.weight", nullptr, "layer2.3.bn3", 1e-05, 512, 128, 1, 1, true, 128, kDType},
+      staging + kW_layer2_3_conv3, staging + kB_layer2_3_conv3));
   // layer3.0.conv1 + layer3.0.bn1 + layer3.0.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.0.conv1.weight", nullptr, "layer3.0.bn1", 1e-05, 256, 512, 1, 1, true, 512, kDType}, staging + kW_layer3_0_conv1, staging + kB_layer3_0_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.0.conv1.weight", nullptr, "layer3.0.bn1", 1e-05, 256, 512, 1, 1, true, 512, kDType},
+      staging + kW_layer3_0_conv1, staging + kB_layer3_0_conv1));
   // layer3.0.conv2 + layer3.0.bn2 + layer3.0.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.0.conv2.weight", nullptr, "layer3.0.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging + kW_layer3_0_conv2, staging + kB_layer3_0_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.0.conv2.weight", nullptr, "layer3.0.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType},
+      staging + kW_layer3_0_conv2, staging + kB_layer3_0_conv2));
   // layer3.0.downsample.0 + layer3.0.downsample.1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.0.downsample.0.weight", nullptr, "layer3.0.downsample.1", 1e-05, 1024, 512, 1, 1, true, 512, kDType}, staging + kW_layer3_0_downsample_0, staging + kB_layer3_0_downsample_0));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.0.downsample.0.weight", nullptr, "layer3.0.downsample.1", 1e-05, 1024, 512, 1, 1, true, 512, kDType},
+      staging + kW_layer3_0_downsample_0, staging + kB_layer3_0_downsample_0));
   // layer3.0.conv3 + layer3.0.bn3 + layer3.0.add + layer3.0.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.0.conv3.weight", nullptr, "layer3.0.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging + kW_layer3_0_conv3, staging + kB_layer3_0_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.0.conv3.weight", nullptr, "layer3.0.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType},
+      staging + kW_layer3_0_conv3, staging + kB_layer3_0_conv3));
   // layer3.1.conv1 + layer3.1.bn1 + layer3.1.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.1.conv1.weight", nullptr, "layer3.1.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType}, staging + kW_layer3_1_conv1, staging + kB_layer3_1_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.1.conv1.weight", nullptr, "layer3.1.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType},
+      staging + kW_layer3_1_conv1, staging + kB_layer3_1_conv1));
   // layer3.1.conv2 + layer3.1.bn2 + layer3.1.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.1.conv2.weight", nullptr, "layer3.1.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging + kW_layer3_1_conv2, staging + kB_layer3_1_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.1.conv2.weight", nullptr, "layer3.1.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType},
+      staging + kW_layer3_1_conv2, staging + kB_layer3_1_conv2));
   // layer3.1.conv3 + layer3.1.bn3 + layer3.1.add + layer3.1.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.1.conv3.weight", nullptr, "layer3.1.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging + kW_layer3_1_conv3, staging + kB_layer3_1_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.1.conv3.weight", nullptr, "layer3.1.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType},
+      staging + kW_layer3_1_conv3, staging + kB_layer3_1_conv3));
   // layer3.2.conv1 + layer3.2.bn1 + layer3.2.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.2.conv1.weight", nullptr, "layer3.2.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType}, staging + kW_layer3_2_conv1, staging + kB_layer3_2_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.2.conv1.weight", nullptr, "layer3.2.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType},
+      staging + kW_layer3_2_conv1, staging + kB_layer3_2_conv1));
   // layer3.2.conv2 + layer3.2.bn2 + layer3.2.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.2.conv2.weight", nullptr, "layer3.2.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging + kW_layer3_2_conv2, staging + kB_layer3_2_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.2.conv2.weight", nullptr, "layer3.2.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType},
+      staging + kW_layer3_2_conv2, staging + kB_layer3_2_conv2));
   // layer3.2.conv3 + layer3.2.bn3 + layer3.2.add + layer3.2.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.2.conv3.weight", nullptr, "layer3.2.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging + kW_layer3_2_conv3, staging + kB_layer3_2_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.2.conv3.weight", nullptr, "layer3.2.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType},
+      staging + kW_layer3_2_conv3, staging + kB_layer3_2_conv3));
   // layer3.3.conv1 + layer3.3.bn1 + layer3.3.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.3.conv1.weight", nullptr, "layer3.3.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType}, staging + kW_layer3_3_conv1, staging + kB_layer3_3_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.3.conv1.weight", nullptr, "layer3.3.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType},
+      staging + kW_layer3_3_conv1, staging + kB_layer3_3_conv1));
   // layer3.3.conv2 + layer3.3.bn2 + layer3.3.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.3.conv2.weight", nullptr, "layer3.3.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging + kW_layer3_3_conv2, staging + kB_layer3_3_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.3.conv2.weight", nullptr, "layer3.3.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType},
+      staging + kW_layer3_3_conv2, staging + kB_layer3_3_conv2));
   // layer3.3.conv3 + layer3.3.bn3 + layer3.3.add + layer3.3.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.3.conv3.weight", nullptr, "layer3.3.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging + kW_layer3_3_conv3, staging + kB_layer3_3_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.3.conv3.weight", nullptr, "layer3.3.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType},
+      staging + kW_layer3_3_conv3, staging + kB_layer3_3_conv3));
   // layer3.4.conv1 + layer3.4.bn1 + layer3.4.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.4.conv1.weight", nullptr, "layer3.4.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType}, staging + kW_layer3_4_conv1, staging + kB_layer3_4_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.4.conv1.weight", nullptr, "layer3.4.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType},
+      staging + kW_layer3_4_conv1, staging + kB_layer3_4_conv1));
   // layer3.4.conv2 + layer3.4.bn2 + layer3.4.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.4.conv2.weight", nullptr, "layer3.4.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging + kW_layer3_4_conv2, staging + kB_layer3_4_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.4.conv2.weight", nullptr, "layer3.4.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType},
+      staging + kW_layer3_4_conv2, staging + kB_layer3_4_conv2));
   // layer3.4.conv3 + layer3.4.bn3 + layer3.4.add + layer3.4.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.4.conv3.weight", nullptr, "layer3.4.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging + kW_layer3_4_conv3, staging + kB_layer3_4_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.4.conv3.weight", nullptr, "layer3.4.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType},
+      staging + kW_layer3_4_conv3, staging + kB_layer3_4_conv3));
   // layer3.5.conv1 + layer3.5.bn1 + layer3.5.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.5.conv1.weight", nullptr, "layer3.5.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType}, staging + kW_layer3_5_conv1, staging + kB_layer3_5_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.5.conv1.weight", nullptr, "layer3.5.bn1", 1e-05, 256, 1024, 1, 1, true, 1024, kDType},
+      staging + kW_layer3_5_conv1, staging + kB_layer3_5_conv1));
   // layer3.5.conv2 + layer3.5.bn2 + layer3.5.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.5.conv2.weight", nullptr, "layer3.5.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType}, staging + kW_layer3_5_conv2, staging + kB_layer3_5_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.5.conv2.weight", nullptr, "layer3.5.bn2", 1e-05, 256, 256, 3, 3, true, 256, kDType},
+      staging + kW_layer3_5_conv2, staging + kB_layer3_5_conv2));
   // layer3.5.conv3 + layer3.5.bn3 + layer3.5.add + layer3.5.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer3.5.conv3.weight", nullptr, "layer3.5.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType}, staging + kW_layer3_5_conv3, staging + kB_layer3_5_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer3.5.conv3.weight", nullptr, "layer3.5.bn3", 1e-05, 1024, 256, 1, 1, true, 256, kDType},
+      staging + kW_layer3_5_conv3, staging + kB_layer3_5_conv3));
   // layer4.0.conv1 + layer4.0.bn1 + layer4.0.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.0.conv1.weight", nullptr, "layer4.0.bn1", 1e-05, 512, 1024, 1, 1, true, 1024, kDType}, staging + kW_layer4_0_conv1, staging + kB_layer4_0_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer4.0.conv1.weight", nullptr, "layer4.0.bn1", 1e-05, 512, 1024, 1, 1, true, 1024, kDType},
+      staging + kW_layer4_0_conv1, staging + kB_layer4_0_conv1));
   // layer4.0.conv2 + layer4.0.bn2 + layer4.0.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.0.conv2.weight", nullptr, "layer4.0.bn2", 1e-05, 512, 512, 3, 3, true, 512, kDType}, staging + kW_layer4_0_conv2, staging + kB_layer4_0_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer4.0.conv2.weight", nullptr, "layer4.0.bn2", 1e-05, 512, 512, 3, 3, true, 512, kDType},
+      staging + kW_layer4_0_conv2, staging + kB_layer4_0_conv2));
   // layer4.0.downsample.0 + layer4.0.downsample.1
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.0.downsample.0.weight", nullptr, "layer4.0.downsample.1", 1e-05, 2048, 1024, 1, 1, true, 1024, kDType}, staging + kW_layer4_0_downsample_0, staging + kB_layer4_0_downsample_0));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer4.0.downsample.0.weight", nullptr, "layer4.0.downsample.1", 1e-05, 2048, 1024, 1, 1, true, 1024, kDType},
+      staging + kW_layer4_0_downsample_0, staging + kB_layer4_0_downsample_0));
   // layer4.0.conv3 + layer4.0.bn3 + layer4.0.add + layer4.0.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.0.conv3.weight", nullptr, "layer4.0.bn3", 1e-05, 2048, 512, 1, 1, true, 512, kDType}, staging + kW_layer4_0_conv3, staging + kB_layer4_0_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer4.0.conv3.weight", nullptr, "layer4.0.bn3", 1e-05, 2048, 512, 1, 1, true, 512, kDType},
+      staging + kW_layer4_0_conv3, staging + kB_layer4_0_conv3));
   // layer4.1.conv1 + layer4.1.bn1 + layer4.1.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.1.conv1.weight", nullptr, "layer4.1.bn1", 1e-05, 512, 2048, 1, 1, true, 2048, kDType}, staging + kW_layer4_1_conv1, staging + kB_layer4_1_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer4.1.conv1.weight", nullptr, "layer4.1.bn1", 1e-05, 512, 2048, 1, 1, true, 2048, kDType},
+      staging + kW_layer4_1_conv1, staging + kB_layer4_1_conv1));
   // layer4.1.conv2 + layer4.1.bn2 + layer4.1.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.1.conv2.weight", nullptr, "layer4.1.bn2", 1e-05, 512, 512, 3, 3, true, 512, kDType}, staging + kW_layer4_1_conv2, staging + kB_layer4_1_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer4.1.conv2.weight", nullptr, "layer4.1.bn2", 1e-05, 512, 512, 3, 3, true, 512, kDType},
+      staging + kW_layer4_1_conv2, staging + kB_layer4_1_conv2));
   // layer4.1.conv3 + layer4.1.bn3 + layer4.1.add + layer4.1.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.1.conv3.weight", nullptr, "layer4.1.bn3", 1e-05, 2048, 512, 1, 1, true, 512, kDType}, staging + kW_layer4_1_conv3, staging + kB_layer4_1_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer4.1.conv3.weight", nullptr, "layer4.1.bn3", 1e-05, 2048, 512, 1, 1, true, 512, kDType},
+      staging + kW_layer4_1_conv3, staging + kB_layer4_1_conv3));
   // layer4.2.conv1 + layer4.2.bn1 + layer4.2.relu1
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.2.conv1.weight", nullptr, "layer4.2.bn1", 1e-05, 512, 2048, 1, 1, true, 2048, kDType}, staging + kW_layer4_2_conv1, staging + kB_layer4_2_conv1));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer4.2.conv1.weight", nullptr, "layer4.2.bn1", 1e-05, 512, 2048, 1, 1, true, 2048, kDType},
+      staging + kW_layer4_2_conv1, staging + kB_layer4_2_conv1));
   // layer4.2.conv2 + layer4.2.bn2 + layer4.2.relu2
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.2.conv2.weight", nullptr, "layer4.2.bn2", 1e-05, 512, 512, 3, 3, true, 512, kDType}, staging + kW_layer4_2_conv2, staging + kB_layer4_2_conv2));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer4.2.conv2.weight", nullptr, "layer4.2.bn2", 1e-05, 512, 512, 3, 3, true, 512, kDType},
+      staging + kW_layer4_2_conv2, staging + kB_layer4_2_conv2));
   // layer4.2.conv3 + layer4.2.bn3 + layer4.2.add + layer4.2.relu3
-  ZOC_TRY(zoc::pack_conv(source, {"layer4.2.conv3.weight", nullptr, "layer4.2.bn3", 1e-05, 2048, 512, 1, 1, true, 512, kDType}, staging + kW_layer4_2_conv3, staging + kB_layer4_2_conv3));
+  ZOC_TRY(zoc::pack_conv(source,
+      {"layer4.2.conv3.weight", nullptr, "layer4.2.bn3", 1e-05, 2048, 512, 1, 1, true, 512, kDType},
+      staging + kW_layer4_2_conv3, staging + kB_layer4_2_conv3));
   // fc
-  ZOC_TRY(zoc::pack_linear(source, {"fc.weight", "fc.bias", 1000, 2048, 0, 0, 0, kDType}, staging + kW_fc, staging + kB_fc));
+  ZOC_TRY(zoc::pack_linear(source, {"fc.weight", "fc.bias", 1000, 2048, 0, 0, 0, kDType}, staging + kW_fc,
+      staging + kB_fc));
   return source.finish();
 }
 }  // namespace zoc_model::resnet50_weights

@@ -5,6 +5,7 @@
 // returned guard dies. No indentation macros, no string concatenation spread over files.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -97,7 +98,7 @@ class CodeWriter {
       const size_t sep = fresh ? 0 : 1;
       if (current != continuation && current.size() + sep + piece.size() > max_columns_) {
         out_ += current + "\n";
-        current = continuation + piece;
+        current = continuation + piece.substr(std::min(piece.find_first_not_of(' '), piece.size()));
       } else {
         current += (fresh ? "" : " ") + piece;
       }

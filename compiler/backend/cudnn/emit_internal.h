@@ -27,7 +27,7 @@ struct Sections {
   CodeWriter constants;       // each layer's call constant: shapes, tensors, weights (.cpp)
   CodeWriter weight_offsets;  // inline constexpr packed-weight offsets (<model>_weights.h)
   CodeWriter members;         // descriptor bundles (header)
-  CodeWriter pack;            // weight packing (<model>_weights.h, host-only)
+  CodeWriter pack{CodeWriter::kMaxColumns - 2};  // weight packing (<model>_weights.h), indented once
   CodeWriter layers{CodeWriter::kMaxColumns - 2};  // the layer sequence (layers<V>), indented once
   std::vector<std::string> titles;  // per timed layer (one that issues GPU work): its sources
 };

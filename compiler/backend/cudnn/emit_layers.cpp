@@ -135,12 +135,12 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   if (bn_w) bn = fmt::format("\"{}\"", sanitize_comment(bn_w->name.substr(0, bn_w->name.size() - 7)));
   const double eps = n.attrs.has("bn_eps") ? n.attrs.f("bn_eps") : 0.0;
   ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
-  ctx.s.pack.line(
-      "ZOC_TRY(zoc::pack_conv(source, {{{}, {}, {}, {:.9g}, {}, {}, {}, {}, {}, {}, kDType}}, "
-      "staging + kW_{}, staging + kB_{}));",
-      cstr(param(n, ir::ParamRole::kWeight)), cstr(param(n, ir::ParamRole::kBias)), bn, eps,
-      out.c, in.c / groups, k.h, k.w, ctx.t.nhwc ? "true" : "false",
-      ctx.stored_channels(n.inputs[0]) / groups, id, id);
+  const std::string spec = fmt::format(
+      "{{{}, {}, {}, {:.9g}, {}, {}, {}, {}, {}, {}, kDType}}", cstr(param(n, ir::ParamRole::kWeight)),
+      cstr(param(n, ir::ParamRole::kBias)), bn, eps, out.c, in.c / groups, k.h, k.w,
+      ctx.t.nhwc ? "true" : "false", ctx.stored_channels(n.inputs[0]) / groups);
+  ctx.s.pack.wrapped("ZOC_TRY(zoc::pack_conv(source,", {" " + spec, "staging + kW_" + id, "staging + kB_" + id},
+                     "));");
   emit_conv_call(ctx, n, i, g, conv_summary(ctx, n));
   return true;
 }
@@ -242,11 +242,13 @@ bool emit_linear(EmitContext& ctx, const ir::Node& n, size_t i) {
   }
   const ir::ParamSpec* bias = param(n, ir::ParamRole::kBias);
   ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
-  ctx.s.pack.line(
-      "ZOC_TRY(zoc::pack_linear(source, {{{}, {}, {}, {}, {}, {}, {}, kDType}}, staging + "
-      "kW_{}, {}));",
-      cstr(param(n, ir::ParamRole::kWeight)), cstr(bias), out, in, hwc.c, hwc.h, hwc.w, id,
-      bias || ctx.linear_as_conv ? fmt::format("staging + kB_{}", id) : "nullptr");
+  const std::string spec =
+      fmt::format("{{{}, {}, {}, {}, {}, {}, {}, kDType}}", cstr(param(n, ir::ParamRole::kWeight)),
+                  cstr(bias), out, in, hwc.c, hwc.h, hwc.w);
+  ctx.s.pack.wrapped("ZOC_TRY(zoc::pack_linear(source,",
+                     {" " + spec, "staging + kW_" + id,
+                      bias || ctx.linear_as_conv ? "staging + kB_" + id : "nullptr"},
+                     "));");
   if (ctx.linear_as_conv) {
     // The packed [out, in] matrix is the filter of a convolution over the image the features
     // were flattened from (in the stored layout's order: KRSC for NHWC, KCRS for NCHW), or over

@@ -8,7 +8,7 @@
 #
 # The zoc folders come from tools/harness/prepare.sh on the CPU machine (GEN_DIR, shipped with
 # the device tool's carry). zoc and the frameworks run the same cuDNN: the PyTorch wheel's,
-# linked and put first on LD_LIBRARY_PATH as tools/gpu_check.sh does.
+# linked and put first on LD_LIBRARY_PATH as tests/gpu/gpu_check.sh does.
 #
 # Usage: tools/harness/run.sh [quick|full|batch|resolution|lenet|compile] [GEN_DIR]
 #   quick (default): one device command, builds included, under 9 minutes; the parts of the

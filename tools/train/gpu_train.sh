@@ -40,7 +40,7 @@ PY=${TRAIN_PYTHON:-$VENV/bin/python3}
 [ -x "$PY" ] || PY=$(command -v python3)
 export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
 export NCCL_NVLS_ENABLE=0  # NVLink multicast off, as the GPU machines require
-# The cuDNN PyTorch uses (the wheel's), first on the library path, as tools/gpu_check.sh does.
+# The cuDNN PyTorch uses (the wheel's), first on the library path, as tests/gpu/gpu_check.sh does.
 CUDNN_LIB=$("$PY" -c 'import nvidia.cudnn as c; print(list(c.__path__)[0] + "/lib")' 2>/dev/null)
 [ -n "$CUDNN_LIB" ] && export LD_LIBRARY_PATH="$CUDNN_LIB:${LD_LIBRARY_PATH:-}"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compute-sanitizer over zoc's generated trainers on the GPU machine (issue 17: "GPU checks for
-# what the other issues add ... the trainer"). The inference check (tools/gpu_reliability.sh)
+# what the other issues add ... the trainer"). The inference check (tests/gpu/gpu_reliability.sh)
 # never runs a backward pass, the SGD kernel, the dropout masks, the double-buffered input copy
 # on its second stream or the checkpoint writer; this does, with the same judge (gpu_compare.py
 # check-row: memcheck 0 errors; racecheck 0 hazards outside NVIDIA's nvjet GEMM kernels).
@@ -13,7 +13,7 @@
 # image slice, with heuristic algorithms (--no-benchmark: timing every algorithm under racecheck
 # would take most of a device call); then the one-batch mode
 # (--batch-file, the gradient check's path) under memcheck. Rows, results.md and the exit status
-# as tools/gpu_check.sh's report (1 if any row failed).
+# as tests/gpu/gpu_check.sh's report (1 if any row failed).
 # Usage: tools/train/gpu_train_sanitize.sh [train_check]  (environment: OUT, default
 #        ./train_check_out/sanitize; SANITIZER_MAX_S, the most one run may take, default 300)
 set -uo pipefail
@@ -29,7 +29,7 @@ PY=$VENV/bin/python3
 export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
 CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])')
 export LD_LIBRARY_PATH="$CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
-CMP=("$PY" "$ROOT/tools/gpu_compare.py")
+CMP=("$PY" "$ROOT/tests/gpu/gpu_compare.py")
 say() { printf '[%4ds] %s\n' "$SECONDS" "$*"; }
 "${CMP[@]}" env --out "$OUT/env.json" >/dev/null 2>&1 || echo '{}' >"$OUT/env.json"
 

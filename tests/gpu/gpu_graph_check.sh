@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cuDNN graph-API prototype check, in one GPU-machine call: builds tests/gpu's cudnn_graph_test
-# exactly as tools/gpu_check.sh builds the runtime tests (the torch wheel's cuDNN 9.19, linked by
+# exactly as gpu_check.sh beside it builds the runtime tests (the torch wheel's cuDNN 9.19, linked by
 # full path, its folder first on LD_LIBRARY_PATH, CMake and ninja from /opt/torch/.venv) and runs
 # it. That test decides whether runtime/zoc/cudnn/graph.h (prebuilt backend-API plans, one
 # cudnnBackendExecute per fused convolution) can replace the legacy
@@ -11,12 +11,12 @@
 # LD_LIBRARY_PATH (after the wheel's cuDNN) in case libnvrtc is not in the loader cache. Exit
 # status: the test's (non-zero on any failure), 2 if the build failed.
 #
-# Usage: tools/gpu_graph_check.sh
+# Usage: tests/gpu/gpu_graph_check.sh
 # Environment: OUT (default ./gpu_graph_check_out), ZOC_GPU_WORK (scratch, default
 # /tmp/zoc_gpu_graph_check), ZOC_GRAPH_TEST_BUDGET_S (seconds of test cases, default 85),
 # ZOC_CUDNN_INCLUDE_DIR / ZOC_CUDNN_LIBRARY (another cuDNN than PyTorch's).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/gpu_graph_check_out}
 WORK=${ZOC_GPU_WORK:-/tmp/zoc_gpu_graph_check}
 mkdir -p "$OUT" "$WORK"
@@ -26,7 +26,7 @@ PY=${ZOC_PYTHON:-$VENV/bin/python3}; [ -x "$PY" ] || PY=$(command -v python3)
 export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 
-# The cuDNN PyTorch loads (the wheel's), as in tools/gpu_check.sh.
+# The cuDNN PyTorch loads (the wheel's), as in tests/gpu/gpu_check.sh.
 CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])' 2>/dev/null ||
             echo "$VENV/lib/python3.12/site-packages/nvidia/cudnn")
 CUDNN_LIB=${ZOC_CUDNN_LIBRARY:-$CUDNN_DIR/lib/libcudnn.so.9}

@@ -77,7 +77,7 @@ LIBTORCH_BIN=$WORK/build/train_libtorch
 if [[ ",$IMPLS," == *",libtorch,"* ]]; then
   prefix=$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')
   cuda_flag=$([ "$DEVICE" = cuda ] && echo ON || echo OFF)
-  if cmake -S "$ROOT/tools/train" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  if cmake -S "$ROOT/tools/train/libtorch" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
        -DCMAKE_PREFIX_PATH="$prefix" -DTRAIN_CUDA="$cuda_flag" > "$OUT/logs/build.log" 2>&1 &&
      cmake --build "$WORK/build" -j 16 >> "$OUT/logs/build.log" 2>&1; then
     note "LibTorch trainer built"

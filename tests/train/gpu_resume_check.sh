@@ -6,7 +6,7 @@
 # epochs killed (SIGKILL) as it writes epoch 2's checkpoint, resumed from whatever pair survived,
 # must end bit-identical to 3 epochs straight (issue 17). Reuses the build and
 # raw data of tools/train/gpu_train.sh (run it first with the same TRAIN_WORK).
-# Usage: tools/train/gpu_resume_check.sh [STEPS]   (environment: TRAIN_WORK, OUT)
+# Usage: tests/train/gpu_resume_check.sh [STEPS]   (environment: TRAIN_WORK, OUT)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 W=${TRAIN_WORK:-/tmp/zoc_train} OUT=${OUT:-$ROOT/train_out} K=${1:-100}

@@ -6,7 +6,7 @@
 # check-row: memcheck 0 errors; racecheck 0 hazards outside NVIDIA's nvjet GEMM kernels).
 #
 # For LeNet (with dropout) and ResNet-50 (1 channel, 10 classes, 28x28) from train_check/
-# (tools/prepare_train_check.sh), on a 512/256-image slice of Fashion-MNIST so the evaluation
+# (tests/train/prepare_train_check.sh), on a 512/256-image slice of Fashion-MNIST so the evaluation
 # pass stays short under the sanitizer: memcheck of one epoch of --max-steps 4 at batch 32 with
 # the step captured in a CUDA graph (the default) and without (--no-graph), writing a checkpoint;
 # memcheck of --resume from it for a second epoch; racecheck of 2 steps at batch 4 on an 8 + 8
@@ -14,7 +14,7 @@
 # would take most of a device call); then the one-batch mode
 # (--batch-file, the gradient check's path) under memcheck. Rows, results.md and the exit status
 # as tests/gpu/gpu_check.sh's report (1 if any row failed).
-# Usage: tools/train/gpu_train_sanitize.sh [train_check]  (environment: OUT, default
+# Usage: tests/train/gpu_train_sanitize.sh [train_check]  (environment: OUT, default
 #        ./train_check_out/sanitize; SANITIZER_MAX_S, the most one run may take, default 300)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -35,25 +35,12 @@ BATCHES="1 8 64"
 mkdir -p "$OUT/logs" "$OUT/rows" "$WORK"/{build,ref,out,json,plans}
 rm -f "$OUT"/rows/*.json
 
-VENV=/opt/torch/.venv
-PY=${ZOC_PYTHON:-$VENV/bin/python3}; [ -x "$PY" ] || PY=$(command -v python3)
-export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+# The venv's tools and the cuDNN that PyTorch loads (the wheel's), so zoc and the baselines run
+# the same library, linked by full path, with a libcudnn.so link in $WORK for -lcudnn users.
+. "$ROOT/tools/gpu_env.sh"
+gpu_env "${ZOC_PYTHON:-}" "$WORK"
 CMP=("$PY" "$ROOT/tests/gpu/gpu_compare.py")
-
-# The cuDNN that PyTorch loads (the wheel's), so zoc and the baselines run the same library. It
-# ships only libcudnn.so.9: link it by full path, give -lcudnn users a link, and put its folder
-# (which also holds the engine libraries libcudnn.so.9 loads at run time) on LD_LIBRARY_PATH.
-CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])' 2>/dev/null ||
-            echo "$VENV/lib/python3.12/site-packages/nvidia/cudnn")
-CUDNN_LIB=${ZOC_CUDNN_LIBRARY:-$CUDNN_DIR/lib/libcudnn.so.9}
-CUDNN_INC=${ZOC_CUDNN_INCLUDE_DIR:-$CUDNN_DIR/include}
-mkdir -p "$WORK/cudnn_link" && ln -sf "$CUDNN_LIB" "$WORK/cudnn_link/libcudnn.so"
-CUDNN_LIB_DIR=$(dirname "$CUDNN_LIB")
-export LD_LIBRARY_PATH="$CUDNN_LIB_DIR:$WORK/cudnn_link:${LD_LIBRARY_PATH:-}"
-CMAKE_ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
-            -DCMAKE_CUDA_COMPILER="$NVCC" -DCUDNN_ROOT="$CUDNN_DIR"
-            -DCUDNN_INCLUDE_DIR="$CUDNN_INC" -DCUDNN_LIBRARY="$CUDNN_LIB")
+CMAKE_ARGS=("${GPU_CMAKE_ARGS[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" -DCUDNN_ROOT="$CUDNN_DIR")
 
 say() { printf '[%4ds] %s\n' "$SECONDS" "$*"; }
 left() { echo $((BUDGET - SECONDS)); }

@@ -28,19 +28,15 @@ DIR=$(cd "$2" && pwd)
 OUT=${OUT:-$ROOT/variants_out}
 WORK=/tmp/zoc_variants
 mkdir -p "$OUT/logs" "$OUT/rows" "$WORK"/{build,ref,out,json,plans}
-VENV=/opt/torch/.venv
-PY=$VENV/bin/python3
-export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
-CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])')
-export LD_LIBRARY_PATH="$CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
+. "$ROOT/tools/gpu_env.sh"
+gpu_env
 CMP=("$PY" "$ROOT/tests/gpu/gpu_compare.py")
 "${CMP[@]}" env --out "$OUT/env.json" >/dev/null 2>&1 &
 
 build() {
   local name=$1 b=$WORK/build/$1
-  cmake -S "$DIR/$name" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DCUDNN_INCLUDE_DIR="$CUDNN_DIR/include" -DCUDNN_LIBRARY="$CUDNN_DIR/lib/libcudnn.so.9" \
-    >"$OUT/logs/build_$name.log" 2>&1 && cmake --build "$b" -j 8 >>"$OUT/logs/build_$name.log" 2>&1
+  cmake -S "$DIR/$name" -B "$b" "${GPU_CMAKE_ARGS[@]}" >"$OUT/logs/build_$name.log" 2>&1 &&
+    cmake --build "$b" -j 8 >>"$OUT/logs/build_$name.log" 2>&1
 }
 NAMES=()
 for d in "$DIR"/*/; do [ -f "$d/CMakeLists.txt" ] && NAMES+=("$(basename "$d")"); done

@@ -14,7 +14,8 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 W=${TRAIN_WORK:-/tmp/zoc_train} OUT=${OUT:-$ROOT/train_out} K=${1:-5}
 BIN=$W/zoc_build/lenet_train_main
-PY=${TRAIN_PYTHON:-/opt/torch/.venv/bin/python3}
+. "$ROOT/tools/gpu_env.sh"
+gpu_env "${TRAIN_PYTHON:-}"
 LAUNCH=$ROOT/tools/train/launch.sh
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUT"

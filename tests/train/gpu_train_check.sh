@@ -16,20 +16,16 @@ DIR=$(cd "${1:-$ROOT/train_check}" && pwd)
 OUT=${OUT:-$ROOT/train_check_out}
 WORK=/tmp/zoc_train_check
 mkdir -p "$OUT/logs" "$WORK"
-VENV=/opt/torch/.venv
-PY=$VENV/bin/python3
-export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
-CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])')
-export LD_LIBRARY_PATH="$CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
+. "$ROOT/tools/gpu_env.sh"
+gpu_env
 T=$ROOT/tools/train
 status=0
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } | tee "$OUT/env.txt"
 for model in lenet resnet50; do
   b=$WORK/build/$model log=$OUT/logs/$model.log batch=16
   [ $model = lenet ] && batch=8
-  (cmake -S "$DIR/$model" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-     -DCUDNN_INCLUDE_DIR="$CUDNN_DIR/include" -DCUDNN_LIBRARY="$CUDNN_DIR/lib/libcudnn.so.9" &&
-   cmake --build "$b" -j 8) >"$log" 2>&1 || { echo "$model: build failed (see logs/$model.log)"; status=1; continue; }
+  (cmake -S "$DIR/$model" -B "$b" "${GPU_CMAKE_ARGS[@]}" && cmake --build "$b" -j 8) >"$log" 2>&1 ||
+    { echo "$model: build failed (see logs/$model.log)"; status=1; continue; }
   bin=$b/${model}_train_main
   init=$WORK/init_$model.safetensors
   $PY "$T/train_pytorch.py" --model $model --seed 7 --init-out "$init" >>"$log" 2>&1

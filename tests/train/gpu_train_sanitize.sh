@@ -24,11 +24,8 @@ W=/tmp/zoc_train_sanitize
 MAX_S=${SANITIZER_MAX_S:-300}
 mkdir -p "$OUT/logs" "$OUT/rows" "$W/data/tiny"
 rm -f "$OUT"/rows/*.json
-VENV=/opt/torch/.venv
-PY=$VENV/bin/python3
-export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
-CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])')
-export LD_LIBRARY_PATH="$CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
+. "$ROOT/tools/gpu_env.sh"
+gpu_env
 CMP=("$PY" "$ROOT/tests/gpu/gpu_compare.py")
 say() { printf '[%4ds] %s\n' "$SECONDS" "$*"; }
 "${CMP[@]}" env --out "$OUT/env.json" >/dev/null 2>&1 || echo '{}' >"$OUT/env.json"
@@ -61,9 +58,8 @@ sanitize() {
 
 for model in lenet resnet50; do
   b=$W/build/$model
-  (cmake -S "$DIR/$model" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-     -DCUDNN_INCLUDE_DIR="$CUDNN_DIR/include" -DCUDNN_LIBRARY="$CUDNN_DIR/lib/libcudnn.so.9" &&
-   cmake --build "$b" -j 8) >"$OUT/logs/build_$model.log" 2>&1 ||
+  (cmake -S "$DIR/$model" -B "$b" "${GPU_CMAKE_ARGS[@]}" && cmake --build "$b" -j 8) \
+    >"$OUT/logs/build_$model.log" 2>&1 ||
     { say "$model: build failed (logs/build_$model.log)"; continue; }
   bin=$b/${model}_train_main
   fit=("$bin" --data "$W/data" --epochs 1 --batch 32 --max-steps 4 --seed 5 --schedule constant)

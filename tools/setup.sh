@@ -3,7 +3,7 @@
 # and CI's machines): the compiler's libraries, GoogleTest, and Debian's PyTorch for the
 # reference data (and its LibTorch, for the TorchScript frontend). Idempotent: apt-get runs
 # only when a package is missing. Extra package names on the command line are installed the
-# same way (tools/fuzz.sh: tools/setup.sh clang-14 libclang-rt-14-dev).
+# same way (tools/dev/fuzz.sh: tools/setup.sh clang-14 libclang-rt-14-dev).
 set -euo pipefail
 
 packages=(

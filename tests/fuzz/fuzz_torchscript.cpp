@@ -5,7 +5,7 @@
 // archive whose summary does not match the file, load_verified_model disagreeing with the
 // archive check, a refused file that loaded the LibTorch plugin anyway, a failure without an
 // error or a success with one. Sanitizer reports, hangs and memory blow-ups (zip bombs) are
-// libFuzzer's. The fuzz build has no LibTorch (tools/fuzz.sh), so there an accepted archive
+// libFuzzer's. The fuzz build has no LibTorch (tools/dev/fuzz.sh), so there an accepted archive
 // ends in "not supported by this build"; the replay test of the normal build loads every seed and
 // kept crash through LibTorch itself.
 #include <cstdint>

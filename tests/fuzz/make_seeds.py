@@ -6,7 +6,7 @@ too big to check in, and too big for mutation to reach. The checked-in seeds are
 valid files holding the first layers of each model, so that packing gets past its first
 tensors (conversion, BN folding, NHWC reordering) before it fails on a missing or wrong one,
 plus a few files with special values for the reader's conversions. `--large DIR` also writes a
-complete LeNet file in bf16 (6.5 MB), which tools/fuzz.sh puts into the working corpus only.
+complete LeNet file in bf16 (6.5 MB), which tools/dev/fuzz.sh puts into the working corpus only.
 
 Pure standard library, deterministic: the same bytes on every run.
 

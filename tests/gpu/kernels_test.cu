@@ -8,7 +8,7 @@
 // and elementwise results must match the CPU bit for bit (the CPU uses the same float arithmetic
 // and rounding); pooling, whose sums the CPU repeats in the same order, may differ by one unit in
 // the last place. No test framework: the last line is "N passed, M failed", the exit status
-// non-zero on any failure. Runs on the GPU machine only (see tools/gpu_check.sh).
+// non-zero on any failure. Runs on the GPU machine only (see tests/gpu/gpu_check.sh).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

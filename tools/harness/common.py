@@ -5,7 +5,7 @@ ends up as *point records*: one dict per (variant, model, resolution, batch) wit
 so that the report does not care where a number came from. The statistics are computed here from
 the per-iteration times each runner reports (numpy's percentile, which zoc's timing.h also
 reproduces), and the accuracy verdict is computed here against the PyTorch fp32 reference with
-TF32 off, with the bands of DESIGN.md (shared with tools/gpu_compare.py, imported from there).
+TF32 off, with the bands of DESIGN.md (shared with tests/gpu/gpu_compare.py, imported from there).
 """
 
 import json
@@ -17,7 +17,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
 from gpu_compare import BANDS, compare_arrays  # noqa: E402  (one definition of the bands)
 
 VARIANT_KEYS = ("name", "family", "impl", "precision", "tf32", "layout", "graph", "label")

@@ -8,7 +8,7 @@
 #
 # The zoc folders come from tools/harness/prepare.sh on the CPU machine (GEN_DIR, shipped with
 # the device tool's carry). zoc and the frameworks run the same cuDNN: the PyTorch wheel's,
-# linked and put first on LD_LIBRARY_PATH as tools/gpu_check.sh does.
+# linked and put first on LD_LIBRARY_PATH (tools/gpu_env.sh, as for every GPU script).
 #
 # Usage: tools/harness/run.sh [quick|full|batch|resolution|lenet|compile] [GEN_DIR]
 #   quick (default): one device command, builds included, under 9 minutes; the parts of the
@@ -31,19 +31,11 @@ WORK=${HARNESS_WORK:-/tmp/zoc_harness}
 BUDGET=${HARNESS_BUDGET_S:-540}
 DEVICE=${HARNESS_DEVICE:-cuda}
 
-VENV=/opt/torch/.venv
-PY=${HARNESS_PYTHON:-$VENV/bin/python3}
-[ -x "$PY" ] || PY=$(command -v python3)
-export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
-CUDNN_DIR=$("$PY" -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])' 2>/dev/null ||
-            echo "$VENV/lib/python3.12/site-packages/nvidia/cudnn")
-export HARNESS_CUDNN_DIR=$CUDNN_DIR
-export HARNESS_CUDNN_INC=${ZOC_CUDNN_INCLUDE_DIR:-$CUDNN_DIR/include}
-export HARNESS_CUDNN_LIB=${ZOC_CUDNN_LIBRARY:-$CUDNN_DIR/lib/libcudnn.so.9}
-export HARNESS_NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-mkdir -p "$WORK/cudnn_link" "$OUT"
-ln -sf "$HARNESS_CUDNN_LIB" "$WORK/cudnn_link/libcudnn.so"
-export LD_LIBRARY_PATH="$(dirname "$HARNESS_CUDNN_LIB"):$WORK/cudnn_link:${LD_LIBRARY_PATH:-}"
+. "$ROOT/tools/gpu_env.sh"
+gpu_env "${HARNESS_PYTHON:-}" "$WORK"
+export HARNESS_CUDNN_DIR=$CUDNN_DIR HARNESS_CUDNN_INC=$CUDNN_INC HARNESS_CUDNN_LIB=$CUDNN_LIB \
+  HARNESS_NVCC=$NVCC
+mkdir -p "$OUT"
 rm -rf "$OUT/raw" "$OUT/logs" "$WORK/out"
 
 elapsed() { "$PY" -c "import time; print(int(time.time() - $START))"; }

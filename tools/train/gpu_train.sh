@@ -35,14 +35,10 @@ OUT=${OUT:-$ROOT/train_out}
 WORK=${TRAIN_WORK:-/tmp/zoc_train}
 BUDGET=${TRAIN_BUDGET_S:-570}
 DEVICE=${TRAIN_DEVICE:-cuda}
-VENV=/opt/torch/.venv
-PY=${TRAIN_PYTHON:-$VENV/bin/python3}
-[ -x "$PY" ] || PY=$(command -v python3)
-export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
+# The venv's tools and the cuDNN PyTorch uses (the wheel's), first on the library path.
+. "$ROOT/tools/gpu_env.sh"
+gpu_env "${TRAIN_PYTHON:-}"
 export NCCL_NVLS_ENABLE=0  # NVLink multicast off, as the GPU machines require
-# The cuDNN PyTorch uses (the wheel's), first on the library path, as tools/gpu_check.sh does.
-CUDNN_LIB=$("$PY" -c 'import nvidia.cudnn as c; print(list(c.__path__)[0] + "/lib")' 2>/dev/null)
-[ -n "$CUDNN_LIB" ] && export LD_LIBRARY_PATH="$CUDNN_LIB:${LD_LIBRARY_PATH:-}"
 
 mkdir -p "$OUT/csv" "$OUT/logs" "$WORK/data"
 rm -f "$OUT"/csv/*.csv "$OUT/timings.txt"
@@ -77,7 +73,7 @@ LIBTORCH_BIN=$WORK/build/train_libtorch
 if [[ ",$IMPLS," == *",libtorch,"* ]]; then
   prefix=$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')
   cuda_flag=$([ "$DEVICE" = cuda ] && echo ON || echo OFF)
-  if cmake -S "$ROOT/tools/train" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  if cmake -S "$ROOT/tools/train/libtorch" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
        -DCMAKE_PREFIX_PATH="$prefix" -DTRAIN_CUDA="$cuda_flag" > "$OUT/logs/build.log" 2>&1 &&
      cmake --build "$WORK/build" -j 16 >> "$OUT/logs/build.log" 2>&1; then
     note "LibTorch trainer built"
@@ -89,14 +85,11 @@ fi
 
 ZOC_BIN=$WORK/zoc_build/${MODEL}_train_main
 if [[ ",$IMPLS," == *",zoc"[,:]* ]]; then
-  cudnn_root=$(dirname "$CUDNN_LIB")
   # NCCL for data-parallel runs: the wheel's, the one PyTorch's DDP uses.
   nccl_root=$("$PY" -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
   if [ -f "$ZOC_TRAINER/CMakeLists.txt" ] &&
-     cmake -S "$ZOC_TRAINER" -B "$WORK/zoc_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-       -DCMAKE_CUDA_ARCHITECTURES=90 -DCUDNN_INCLUDE_DIR="$cudnn_root/include" \
-       -DCUDNN_LIBRARY="$CUDNN_LIB/libcudnn.so.9" ${nccl_root:+-DNCCL_ROOT="$nccl_root"} \
-       > "$OUT/logs/zoc_build.log" 2>&1 &&
+     cmake -S "$ZOC_TRAINER" -B "$WORK/zoc_build" "${GPU_CMAKE_ARGS[@]}" \
+       ${nccl_root:+-DNCCL_ROOT="$nccl_root"} > "$OUT/logs/zoc_build.log" 2>&1 &&
      cmake --build "$WORK/zoc_build" -j 16 >> "$OUT/logs/zoc_build.log" 2>&1; then
     note "zoc trainer built from $ZOC_TRAINER"
   else

@@ -1,6 +1,6 @@
 // ResNet-50 in LibTorch's C++ torch::nn API, shared by the benchmark harness's LibTorch row
-// (resnet50_nn.cpp) and the LibTorch training baseline (tools/train/train_nets.h), so that both
-// run one definition.
+// (resnet50_nn.cpp) and the LibTorch training baseline (tools/train/libtorch/train_nets.h), so
+// that both run one definition.
 //
 // The modules carry torchvision's names (conv1, bn1, layer1.0.conv1, layer1.0.downsample.0, ...,
 // fc) so that named_parameters() and named_buffers() match a state_dict file one for one, and

@@ -5,11 +5,11 @@
 #                                             input channel, 10 classes at 28x28 (the issue's)
 #   train_check/fmnist                        Debian's dataset-fashion-mnist (.gz idx files, 30 MB;
 #                                             installed with tools/setup.sh when missing)
-# Then on the GPU machine: tools/gpu_train_check.sh train_check (one step against autograd) and
-# tools/train/gpu_train.sh train_check/fmnist MODEL EPOCHS SEEDS (training against the baselines).
-# Usage: tools/prepare_train_check.sh [ZOC_BINARY]
+# Then on the GPU machine: tests/train/gpu_train_check.sh train_check (one step against autograd)
+# and tools/train/gpu_train.sh train_check/fmnist MODEL EPOCHS SEEDS (training against the baselines).
+# Usage: tests/train/prepare_train_check.sh [ZOC_BINARY]
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 zoc=$(realpath "${1:-$repo/build/compiler/zoc}")
 "$repo/tools/setup.sh" dataset-fashion-mnist
 rm -rf "$repo/train_check" && mkdir -p "$repo/train_check/fmnist"

@@ -6,11 +6,11 @@
 # FROM=onnx takes the ONNX route instead (issue 19): ResNet-50 and LeNet exported here by
 # Debian's torch (models/export.py --onnx 17: BatchNorm kept, state_dict names, dynamic batch),
 # compiled from the .onnx files in fp32 and fp16 into gpu_check_onnx/. The generated code reads
-# its weights at run time, so tools/gpu_check.sh gpu_check_onnx judges it on the GPU exactly as
+# its weights at run time, so tests/gpu/gpu_check.sh gpu_check_onnx judges it on the GPU exactly as
 # the YAML route's folders, on the weights it exports there.
-# Usage: [CONV_API=legacy|graph] [FROM=yaml|onnx] tools/prepare_gpu_check.sh [ZOC_BINARY]
+# Usage: [CONV_API=legacy|graph] [FROM=yaml|onnx] tests/gpu/prepare_gpu_check.sh [ZOC_BINARY]
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 zoc=$(realpath "${1:-$repo/build/compiler/zoc}")
 from=${FROM:-yaml}
 cd "$repo"

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # compute-sanitizer over zoc's generated trainers on the GPU machine (issue 17: "GPU checks for
-# what the other issues add ... the trainer"). The inference check (tools/gpu_reliability.sh)
+# what the other issues add ... the trainer"). The inference check (tests/gpu/gpu_reliability.sh)
 # never runs a backward pass, the SGD kernel, the dropout masks, the double-buffered input copy
 # on its second stream or the checkpoint writer; this does, with the same judge (gpu_compare.py
 # check-row: memcheck 0 errors; racecheck 0 hazards outside NVIDIA's nvjet GEMM kernels).
 #
 # For LeNet (with dropout) and ResNet-50 (1 channel, 10 classes, 28x28) from train_check/
-# (tools/prepare_train_check.sh), on a 512/256-image slice of Fashion-MNIST so the evaluation
+# (tests/train/prepare_train_check.sh), on a 512/256-image slice of Fashion-MNIST so the evaluation
 # pass stays short under the sanitizer: memcheck of one epoch of --max-steps 4 at batch 32 with
 # the step captured in a CUDA graph (the default) and without (--no-graph), writing a checkpoint;
 # memcheck of --resume from it for a second epoch; racecheck of 2 steps at batch 4 on an 8 + 8
 # image slice, with heuristic algorithms (--no-benchmark: timing every algorithm under racecheck
 # would take most of a device call); then the one-batch mode
 # (--batch-file, the gradient check's path) under memcheck. Rows, results.md and the exit status
-# as tools/gpu_check.sh's report (1 if any row failed).
-# Usage: tools/train/gpu_train_sanitize.sh [train_check]  (environment: OUT, default
+# as tests/gpu/gpu_check.sh's report (1 if any row failed).
+# Usage: tests/train/gpu_train_sanitize.sh [train_check]  (environment: OUT, default
 #        ./train_check_out/sanitize; SANITIZER_MAX_S, the most one run may take, default 300)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,12 +24,9 @@ W=/tmp/zoc_train_sanitize
 MAX_S=${SANITIZER_MAX_S:-300}
 mkdir -p "$OUT/logs" "$OUT/rows" "$W/data/tiny"
 rm -f "$OUT"/rows/*.json
-VENV=/opt/torch/.venv
-PY=$VENV/bin/python3
-export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
-CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])')
-export LD_LIBRARY_PATH="$CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
-CMP=("$PY" "$ROOT/tools/gpu_compare.py")
+. "$ROOT/tools/gpu_env.sh"
+gpu_env
+CMP=("$PY" "$ROOT/tests/gpu/gpu_compare.py")
 say() { printf '[%4ds] %s\n' "$SECONDS" "$*"; }
 "${CMP[@]}" env --out "$OUT/env.json" >/dev/null 2>&1 || echo '{}' >"$OUT/env.json"
 
@@ -61,9 +58,8 @@ sanitize() {
 
 for model in lenet resnet50; do
   b=$W/build/$model
-  (cmake -S "$DIR/$model" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-     -DCUDNN_INCLUDE_DIR="$CUDNN_DIR/include" -DCUDNN_LIBRARY="$CUDNN_DIR/lib/libcudnn.so.9" &&
-   cmake --build "$b" -j 8) >"$OUT/logs/build_$model.log" 2>&1 ||
+  (cmake -S "$DIR/$model" -B "$b" "${GPU_CMAKE_ARGS[@]}" && cmake --build "$b" -j 8) \
+    >"$OUT/logs/build_$model.log" 2>&1 ||
     { say "$model: build failed (logs/build_$model.log)"; continue; }
   bin=$b/${model}_train_main
   fit=("$bin" --data "$W/data" --epochs 1 --batch 32 --max-steps 4 --seed 5 --schedule constant)

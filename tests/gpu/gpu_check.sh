@@ -4,14 +4,14 @@
 # Generated folders are produced on the CPU machine and shipped as gpu_check/<model>_<precision>/
 # (git-ignored: pass it to the device tool with carry). Weights are too big to ship, so this
 # script makes them here with models/export.py, with a fixed input and PyTorch's fp32 output
-# (TF32 off). Then, in phases, each judged and recorded by tools/gpu_compare.py: (1) build the
+# (TF32 off). Then, in phases, each judged and recorded by tests/gpu/gpu_compare.py: (1) build the
 # runtime tests (tests/gpu) and every folder in parallel while exporting, run the runtime tests;
 # (2) correctness of every build at batch 1, 8, 64 (and 8 with --graph, built for batch 64, and
 # 64 with algorithms chosen by measurement, --tune) against the matching PyTorch rows, four runs
 # at a time; (3) latency, alone on the GPU: each precision with and without --graph at batch 1
 # and 256, then tuned with the per-layer profile (--tune, --profile), then frozen TorchScript in
 # a CUDA graph (fp32 TF32 off, fp16 channels-last) on the same weights; (4) reliability
-# (tools/gpu_reliability.sh): compute-sanitizer memcheck and racecheck of every folder with a
+# (tests/gpu/gpu_reliability.sh): compute-sanitizer memcheck and racecheck of every folder with a
 # CUDA graph, and wrong calls (batch above the maximum, bad pointers, corrupted weights) under
 # memcheck. One failing build or run never stops the others:
 # it becomes a FAIL row with its log tail. Full logs, results.json and results.md go to $OUT; the
@@ -19,13 +19,13 @@
 # memcheck failed. A time budget skips late phases rather than letting the device tool's
 # 10-minute limit kill the run with no report.
 #
-# Usage: tools/gpu_check.sh [GPU_CHECK_DIR (default gpu_check)]
+# Usage: tests/gpu/gpu_check.sh [GPU_CHECK_DIR (default gpu_check)]
 # Environment: OUT (default ./gpu_check_out), ZOC_GPU_WORK (scratch, default /tmp/zoc_gpu_check),
 # ZOC_GPU_BUDGET_S (default 540), ZOC_LATENCY_MODELS (default resnet50); for a dry run of the
 # plumbing on a machine without a GPU: ZOC_PYTHON (python with torch), ZOC_EXPORT_DEVICE=cpu,
 # ZOC_CUDNN_INCLUDE_DIR and ZOC_CUDNN_LIBRARY (another cuDNN than PyTorch's).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CHECK_DIR=$(cd "${1:-$ROOT/gpu_check}" 2>/dev/null && pwd) || { echo "no folder ${1:-gpu_check}" >&2; exit 2; }
 OUT=${OUT:-$ROOT/gpu_check_out}
 WORK=${ZOC_GPU_WORK:-/tmp/zoc_gpu_check}
@@ -35,25 +35,12 @@ BATCHES="1 8 64"
 mkdir -p "$OUT/logs" "$OUT/rows" "$WORK"/{build,ref,out,json,plans}
 rm -f "$OUT"/rows/*.json
 
-VENV=/opt/torch/.venv
-PY=${ZOC_PYTHON:-$VENV/bin/python3}; [ -x "$PY" ] || PY=$(command -v python3)
-export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-CMP=("$PY" "$ROOT/tools/gpu_compare.py")
-
-# The cuDNN that PyTorch loads (the wheel's), so zoc and the baselines run the same library. It
-# ships only libcudnn.so.9: link it by full path, give -lcudnn users a link, and put its folder
-# (which also holds the engine libraries libcudnn.so.9 loads at run time) on LD_LIBRARY_PATH.
-CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])' 2>/dev/null ||
-            echo "$VENV/lib/python3.12/site-packages/nvidia/cudnn")
-CUDNN_LIB=${ZOC_CUDNN_LIBRARY:-$CUDNN_DIR/lib/libcudnn.so.9}
-CUDNN_INC=${ZOC_CUDNN_INCLUDE_DIR:-$CUDNN_DIR/include}
-mkdir -p "$WORK/cudnn_link" && ln -sf "$CUDNN_LIB" "$WORK/cudnn_link/libcudnn.so"
-CUDNN_LIB_DIR=$(dirname "$CUDNN_LIB")
-export LD_LIBRARY_PATH="$CUDNN_LIB_DIR:$WORK/cudnn_link:${LD_LIBRARY_PATH:-}"
-CMAKE_ARGS=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
-            -DCMAKE_CUDA_COMPILER="$NVCC" -DCUDNN_ROOT="$CUDNN_DIR"
-            -DCUDNN_INCLUDE_DIR="$CUDNN_INC" -DCUDNN_LIBRARY="$CUDNN_LIB")
+# The venv's tools and the cuDNN that PyTorch loads (the wheel's), so zoc and the baselines run
+# the same library, linked by full path, with a libcudnn.so link in $WORK for -lcudnn users.
+. "$ROOT/tools/gpu_env.sh"
+gpu_env "${ZOC_PYTHON:-}" "$WORK"
+CMP=("$PY" "$ROOT/tests/gpu/gpu_compare.py")
+CMAKE_ARGS=("${GPU_CMAKE_ARGS[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" -DCUDNN_ROOT="$CUDNN_DIR")
 
 say() { printf '[%4ds] %s\n' "$SECONDS" "$*"; }
 left() { echo $((BUDGET - SECONDS)); }
@@ -195,7 +182,7 @@ done
 
 # --- phase 4: reliability: memcheck and racecheck of every folder, wrong calls -------------
 export OUT WORK PY NVCC CUDNN_INC CUDNN_LIB
-RELIABILITY_BUDGET_S=$(( $(left) - 15 )) "$ROOT/tools/gpu_reliability.sh" "$CHECK_DIR"
+RELIABILITY_BUDGET_S=$(( $(left) - 15 )) "$ROOT/tests/gpu/gpu_reliability.sh" "$CHECK_DIR"
 say "reliability done"
 
 # --- report ----------------------------------------------------------------------------------

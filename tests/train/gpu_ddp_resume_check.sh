@@ -8,12 +8,14 @@
 # and 1e-7 after 10, but LeNet's training amplifies it to 5-12% after 200 (as two runs without
 # --deterministic differ), which says nothing about resuming. Reuses the
 # build and raw data of tools/train/gpu_train.sh (run it first for lenet with the same TRAIN_WORK).
-# Usage: tools/train/gpu_ddp_resume_check.sh [STEPS per epoch, default 5]   (environment: TRAIN_WORK, OUT)
+# Usage: tests/train/gpu_ddp_resume_check.sh [STEPS per epoch, default 5]
+#        (environment: TRAIN_WORK, OUT)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 W=${TRAIN_WORK:-/tmp/zoc_train} OUT=${OUT:-$ROOT/train_out} K=${1:-5}
 BIN=$W/zoc_build/lenet_train_main
-PY=${TRAIN_PYTHON:-/opt/torch/.venv/bin/python3}
+. "$ROOT/tools/gpu_env.sh"
+gpu_env "${TRAIN_PYTHON:-}"
 LAUNCH=$ROOT/tools/train/launch.sh
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUT"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # A/B check of variants of one generated model on the GPU machine, in one short call: is a
 # code-generation change (e.g. --pad-input-channels) correct, and is it faster? GPU time is
-# scarce, and the full tools/gpu_check.sh takes about eight minutes; this takes about two.
+# scarce, and the full tests/gpu/gpu_check.sh takes about eight minutes; this takes about two.
 #
 # VARIANTS_DIR holds generated folders of one model, named <anything> (zoc compile ... -o
 # VARIANTS_DIR/<name>); MODEL is what models/export.py builds for the reference (resnet50, lenet).
 # Each folder is built, checked against PyTorch fp32 (TF32 off) at batch 8 within its precision's
-# band (tools/gpu_compare.py), then timed with a CUDA graph at batch 1 and 256 with --profile, one
+# band (gpu_compare.py), then timed with a CUDA graph at batch 1 and 256 with --profile, one
 # run at a time. The table is printed last; full logs and rows go to $OUT.
 #
 # TUNE=1 times with the algorithms chosen by measurement at each batch (--tune, as the GPU
@@ -18,29 +18,25 @@
 # graph; up to four at a time, each within RACECHECK_TIMEOUT_S, default 240); their summary lines
 # are printed with the table.
 #
-# Usage: tools/gpu_variants.sh MODEL VARIANTS_DIR
+# Usage: tests/gpu/gpu_variants.sh MODEL VARIANTS_DIR
 #        (environment: OUT, default ./variants_out; TUNE=1; BATCHES; RUN_TIMEOUT_S;
 #         RACECHECK="name ..."; RACECHECK_TIMEOUT_S)
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MODEL=$1
 DIR=$(cd "$2" && pwd)
 OUT=${OUT:-$ROOT/variants_out}
 WORK=/tmp/zoc_variants
 mkdir -p "$OUT/logs" "$OUT/rows" "$WORK"/{build,ref,out,json,plans}
-VENV=/opt/torch/.venv
-PY=$VENV/bin/python3
-export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
-CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])')
-export LD_LIBRARY_PATH="$CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
-CMP=("$PY" "$ROOT/tools/gpu_compare.py")
+. "$ROOT/tools/gpu_env.sh"
+gpu_env
+CMP=("$PY" "$ROOT/tests/gpu/gpu_compare.py")
 "${CMP[@]}" env --out "$OUT/env.json" >/dev/null 2>&1 &
 
 build() {
   local name=$1 b=$WORK/build/$1
-  cmake -S "$DIR/$name" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DCUDNN_INCLUDE_DIR="$CUDNN_DIR/include" -DCUDNN_LIBRARY="$CUDNN_DIR/lib/libcudnn.so.9" \
-    >"$OUT/logs/build_$name.log" 2>&1 && cmake --build "$b" -j 8 >>"$OUT/logs/build_$name.log" 2>&1
+  cmake -S "$DIR/$name" -B "$b" "${GPU_CMAKE_ARGS[@]}" >"$OUT/logs/build_$name.log" 2>&1 &&
+    cmake --build "$b" -j 8 >>"$OUT/logs/build_$name.log" 2>&1
 }
 NAMES=()
 for d in "$DIR"/*/; do [ -f "$d/CMakeLists.txt" ] && NAMES+=("$(basename "$d")"); done

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""CPU test of how the GPU check judges compute-sanitizer racecheck logs (tools/gpu_compare.py):
+"""CPU test of how the GPU check judges compute-sanitizer racecheck logs (tests/gpu/gpu_compare.py):
 races that are all inside NVIDIA's nvjet GEMM kernels (reproduced by a bare cuBLAS call,
-tools/reliability/vendor_gemm.cpp) pass as out of scope (issue 17's decision); any race in
+tests/gpu/reliability/vendor_gemm.cpp) pass as out of scope (issue 17's decision); any race in
 another kernel, or a log without a summary, fails. The log excerpts are the format of a real
 H100 run (results/2026-11-22-h100-reliability)."""
 
@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
 VENDOR = """========= COMPUTE-SANITIZER
 ========= Error: Race reported between Read access at nvjet_sm90_tst_64x8_64x16_4x1_v_badd_TNT+0xb00
 =========     and Write access at nvjet_sm90_tst_64x8_64x16_4x1_v_badd_TNT+0x2820 [64 hazards]
@@ -31,7 +31,7 @@ def judge(text, rc):
         log, rows = os.path.join(d, "r.log"), os.path.join(d, "rows")
         with open(log, "w") as f:
             f.write(text)
-        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gpu_compare.py"), "check-row",
+        subprocess.run([sys.executable, os.path.join(HERE, "gpu_compare.py"), "check-row",
                         "--rows", rows, "--kind", "sanitizer", "--name", "racecheck_x",
                         "--log", log, "--rc", str(rc)], check=True, capture_output=True)
         for name in os.listdir(rows):

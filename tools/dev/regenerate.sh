@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the checked-in generated/ folders, or with --check proves they are up to date:
 # the same commands run in a scratch folder (so the command stamped in each file is the same)
-# and any byte difference fails.  Usage: tools/regenerate.sh [--check] [ZOC_BINARY]
+# and any byte difference fails.  Usage: tools/dev/regenerate.sh [--check] [ZOC_BINARY]
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 zoc=$(realpath "${1:-$repo/build/compiler/zoc}")
@@ -41,7 +41,7 @@ for t in "${targets[@]}"; do
   set -- $t
   if [ ! -d "$repo/generated/$1" ] ||
      ! diff -r "$repo/generated/$1" "$scratch/generated/$1" >"$scratch/diff.txt"; then
-    echo "generated/$1 is stale (run tools/regenerate.sh):"
+    echo "generated/$1 is stale (run tools/dev/regenerate.sh):"
     head -40 "$scratch/diff.txt"
     status=1
   fi

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Compiles and links the checked-in generated/ folders with the local CUDA toolkit and cuDNN
-# (no GPU needed), as CI does.  Usage: tools/build_generated.sh [BUILD_ROOT]
+# (no GPU needed), as CI does.  Usage: tools/dev/build_generated.sh [BUILD_ROOT]
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$repo/build/generated}
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -x "$cuda/bin/nvcc" ]; then

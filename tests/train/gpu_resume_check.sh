@@ -6,12 +6,13 @@
 # epochs killed (SIGKILL) as it writes epoch 2's checkpoint, resumed from whatever pair survived,
 # must end bit-identical to 3 epochs straight (issue 17). Reuses the build and
 # raw data of tools/train/gpu_train.sh (run it first with the same TRAIN_WORK).
-# Usage: tools/train/gpu_resume_check.sh [STEPS]   (environment: TRAIN_WORK, OUT)
+# Usage: tests/train/gpu_resume_check.sh [STEPS]   (environment: TRAIN_WORK, OUT)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 W=${TRAIN_WORK:-/tmp/zoc_train} OUT=${OUT:-$ROOT/train_out} K=${1:-100}
 BIN=$W/zoc_build/lenet_train_main
-PY=${TRAIN_PYTHON:-/opt/torch/.venv/bin/python3}
+. "$ROOT/tools/gpu_env.sh"
+gpu_env "${TRAIN_PYTHON:-}"
 mkdir -p "$OUT"
 common=(--data "$W/data" --seed 3 --lr 0.05 --schedule constant --max-steps "$K" --deterministic)
 "$BIN" "${common[@]}" --epochs 2 --checkpoint "$W/straight.safetensors" > "$OUT/resume_straight.txt" 2>&1 &&
@@ -62,10 +63,8 @@ PYEOF
 status=$?
 # The checkpoint in zoc's inference code: generated/lenet (fp32) on 256 test images, against
 # PyTorch's evaluation-mode forward of the same checkpoint.
-CUDNN_DIR=$("$PY" -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])')
-if cmake -S "$ROOT/generated/lenet" -B "$W/lenet_infer" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-     -DCMAKE_CUDA_ARCHITECTURES=90 -DCUDNN_INCLUDE_DIR="$CUDNN_DIR/include" \
-     -DCUDNN_LIBRARY="$CUDNN_DIR/lib/libcudnn.so.9" > "$OUT/infer_build.log" 2>&1 &&
+if cmake -S "$ROOT/generated/lenet" -B "$W/lenet_infer" "${GPU_CMAKE_ARGS[@]}" \
+     > "$OUT/infer_build.log" 2>&1 &&
    cmake --build "$W/lenet_infer" -j 16 >> "$OUT/infer_build.log" 2>&1; then
   "$PY" - "$W" "$ROOT" <<'PYEOF'
 import subprocess, sys

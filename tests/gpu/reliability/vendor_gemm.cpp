@@ -4,7 +4,7 @@
 // generated model. This program makes the same library calls with no zoc code at all: one cuBLAS
 // GEMM of ResNet-50's classifier shape and one cuDNN fused 1x1 convolution of its layer1 shape
 // (conv + bias + ReLU), fp16 with fp32 accumulation, batch 2, NHWC. Run under racecheck by
-// tools/gpu_reliability.sh: hazards here are the libraries' own (or the tool's), not zoc's.
+// tests/gpu/gpu_reliability.sh: hazards here are the libraries' own (or the tool's), not zoc's.
 //
 // Usage: vendor_gemm [fp16|bf16]. Exit status 0 when every call succeeded.
 #include <cublas_v2.h>

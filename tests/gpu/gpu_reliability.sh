@@ -1,29 +1,29 @@
 #!/usr/bin/env bash
 # GPU reliability check of generated code (issue 9), for the GPU machine: compute-sanitizer
 # memcheck and racecheck of every generated folder (ResNet-50 and LeNet, each precision) run
-# with a CUDA graph, and the wrong calls of tools/reliability/bad_calls.cpp (a batch above the
+# with a CUDA graph, and the wrong calls of tests/gpu/reliability/bad_calls.cpp (a batch above the
 # maximum, batch 0, host and null pointers, corrupted weights files, a weights file given as the
 # plan file) under memcheck, each expecting its documented error.
 #
-# It runs as the last phase of tools/gpu_check.sh and reuses what that built and exported:
+# It runs as the last phase of tests/gpu/gpu_check.sh and reuses what that built and exported:
 # $WORK/build/<folder>/zoc_binary (and the folder's static library) and
-# $WORK/ref/<model>/weights.safetensors. Each result becomes a row through tools/gpu_compare.py
+# $WORK/ref/<model>/weights.safetensors. Each result becomes a row through tests/gpu/gpu_compare.py
 # check-row in $OUT/rows, so the GPU check's report lists them. Runs up to four sanitizer
 # processes at a time and stops starting new ones when its time is up.
 #
-# Racecheck also runs tools/reliability/vendor_gemm.cpp, the same cuBLAS GEMM and cuDNN 1x1
+# Racecheck also runs tests/gpu/reliability/vendor_gemm.cpp, the same cuBLAS GEMM and cuDNN 1x1
 # convolution with no zoc code, so that hazards inside NVIDIA's kernels can be told apart.
 #
-# Usage: tools/gpu_reliability.sh CHECK_DIR  (environment from gpu_check.sh: OUT, WORK, PY,
+# Usage: tests/gpu/gpu_reliability.sh CHECK_DIR  (environment from gpu_check.sh: OUT, WORK, PY,
 #        NVCC, CUDNN_INC, CUDNN_LIB; RELIABILITY_BUDGET_S seconds, default 240; SANITIZER_MAX_S,
 #        the most one sanitizer run may take, default 240; SANITIZER_BATCH, default 2)
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CHECK_DIR=$1
 : "${OUT:?}" "${WORK:?}" "${PY:?}" "${NVCC:?}" "${CUDNN_INC:?}" "${CUDNN_LIB:?}"
 BUDGET=${RELIABILITY_BUDGET_S:-240}
 T0=$SECONDS
-CMP=("$PY" "$ROOT/tools/gpu_compare.py")
+CMP=("$PY" "$ROOT/tests/gpu/gpu_compare.py")
 mkdir -p "$OUT/logs" "$WORK/reliability"
 left() { echo $((BUDGET - (SECONDS - T0))); }
 throttle() { while [ "$(jobs -rp | wc -l)" -ge "$1" ]; do wait -n; done; }
@@ -50,7 +50,7 @@ sanitize() {
     --rc $rc >>"$OUT/logs/compare.log" 2>&1
 }
 
-# bad_calls FOLDER: builds tools/reliability/bad_calls.cpp against the folder, runs it under
+# bad_calls FOLDER: builds tests/gpu/reliability/bad_calls.cpp against the folder, runs it under
 # memcheck with corrupted copies of the model's weights.
 bad_calls() {
   local name=$1 model=${1%_*} log=$OUT/logs/bad_calls_$1.log rc=1 dir=$WORK/reliability/$1
@@ -62,11 +62,11 @@ bad_calls() {
     echo "no library, class or weights for $name" >"$log"
   elif ! "$NVCC" -std=c++17 -O1 -I "$CHECK_DIR/$name" -I "$CUDNN_INC" \
          -DZOC_MODEL_HEADER="\"$model.h\"" -DZOC_MODEL_CLASS="$cls" \
-         "$ROOT/tools/reliability/bad_calls.cpp" "$lib" -L"$(dirname "$CUDNN_LIB")" \
+         "$ROOT/tests/gpu/reliability/bad_calls.cpp" "$lib" -L"$(dirname "$CUDNN_LIB")" \
          -l:"$(basename "$CUDNN_LIB")" -lcublas \
          -o "$dir/bad_calls" >"$log" 2>&1; then
     echo "build of bad_calls failed" >>"$log"
-  elif ! "$PY" "$ROOT/tools/reliability/corrupt_weights.py" "$weights" "$dir/bad" >>"$log" 2>&1; then
+  elif ! "$PY" "$ROOT/tests/gpu/reliability/corrupt_weights.py" "$weights" "$dir/bad" >>"$log" 2>&1; then
     echo "corrupt_weights.py failed" >>"$log"
   else
     timeout -k 10 200 compute-sanitizer --tool memcheck --print-limit 30 "$dir/bad_calls" "$weights" \
@@ -87,7 +87,7 @@ bad_calls() {
 # vendor_gemm PRECISION: the library calls alone under racecheck (see the top comment).
 vendor_gemm() {
   local prec=$1 log=$OUT/logs/racecheck_vendor_gemm_$1.log rc=1 bin=$WORK/reliability/vendor_gemm
-  if [ -x "$bin" ] || "$NVCC" -std=c++17 -O1 -I "$CUDNN_INC" "$ROOT/tools/reliability/vendor_gemm.cpp" \
+  if [ -x "$bin" ] || "$NVCC" -std=c++17 -O1 -I "$CUDNN_INC" "$ROOT/tests/gpu/reliability/vendor_gemm.cpp" \
        -L"$(dirname "$CUDNN_LIB")" -l:"$(basename "$CUDNN_LIB")" -lcublas -o "$bin" >"$log" 2>&1; then
     timeout -k 10 120 compute-sanitizer --tool racecheck --print-limit 30 "$bin" "$prec" >"$log" 2>&1
     rc=$?

@@ -1,8 +1,8 @@
 // Calls a generated model the wrong way on a real GPU and checks that each call returns the
 // documented error (DESIGN.md, "Generated code at run time") and leaves the model usable:
 // a batch above the maximum, batch 0, a host pointer, a null pointer, and creation from each
-// corrupted weights file given on the command line. tools/gpu_reliability.sh builds it against a
-// generated folder (-DZOC_MODEL_HEADER, -DZOC_MODEL_CLASS) and runs it under compute-sanitizer.
+// corrupted weights file given on the command line. tests/gpu/gpu_reliability.sh builds it against
+// a generated folder (-DZOC_MODEL_HEADER, -DZOC_MODEL_CLASS) and runs it under compute-sanitizer.
 //
 // Usage: bad_calls WEIGHTS [CORRUPT_FILE EXPECTED_SUBSTRING]...
 // Prints one line per case, "PASS|FAIL case: message", then "N passed, M failed"; exit status 1

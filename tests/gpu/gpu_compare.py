@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python half of tools/gpu_check.sh: numbers in, verdicts and tables out.
+"""The Python half of tests/gpu/gpu_check.sh: numbers in, verdicts and tables out.
 
 gpu_check.sh runs on the GPU machine and drives builds and binaries; everything that needs numpy
 or torch lives here so that the shell script stays a plain sequence of commands. Each subcommand
@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 BANDS = {"fp32": 1e-4, "tf32": 1e-2, "fp16": 2e-2, "bf16": 2e-2}
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def tail(path, lines=15):
@@ -252,7 +252,7 @@ def racecheck_hazards(text):
 
 def vendor_only(hazards):
     """Issue 17's decision: races inside NVIDIA's nvjet GEMM kernels, which a bare cuBLAS/cuDNN
-    call reproduces (tools/reliability/vendor_gemm.cpp), are out of zoc's scope."""
+    call reproduces (tests/gpu/reliability/vendor_gemm.cpp), are out of zoc's scope."""
     return bool(hazards) and all(k.startswith("nvjet_") for h in hazards for k in h[:2])
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cuDNN graph-API prototype check, in one GPU-machine call: builds tests/gpu's cudnn_graph_test
-# exactly as tools/gpu_check.sh builds the runtime tests (the torch wheel's cuDNN 9.19, linked by
+# exactly as gpu_check.sh beside it builds the runtime tests (the torch wheel's cuDNN 9.19, linked by
 # full path, its folder first on LD_LIBRARY_PATH, CMake and ninja from /opt/torch/.venv) and runs
 # it. That test decides whether runtime/zoc/cudnn/graph.h (prebuilt backend-API plans, one
 # cudnnBackendExecute per fused convolution) can replace the legacy
@@ -11,29 +11,20 @@
 # LD_LIBRARY_PATH (after the wheel's cuDNN) in case libnvrtc is not in the loader cache. Exit
 # status: the test's (non-zero on any failure), 2 if the build failed.
 #
-# Usage: tools/gpu_graph_check.sh
+# Usage: tests/gpu/gpu_graph_check.sh
 # Environment: OUT (default ./gpu_graph_check_out), ZOC_GPU_WORK (scratch, default
 # /tmp/zoc_gpu_graph_check), ZOC_GRAPH_TEST_BUDGET_S (seconds of test cases, default 85),
 # ZOC_CUDNN_INCLUDE_DIR / ZOC_CUDNN_LIBRARY (another cuDNN than PyTorch's).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/gpu_graph_check_out}
 WORK=${ZOC_GPU_WORK:-/tmp/zoc_gpu_graph_check}
 mkdir -p "$OUT" "$WORK"
 
-VENV=/opt/torch/.venv
-PY=${ZOC_PYTHON:-$VENV/bin/python3}; [ -x "$PY" ] || PY=$(command -v python3)
-export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-
-# The cuDNN PyTorch loads (the wheel's), as in tools/gpu_check.sh.
-CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])' 2>/dev/null ||
-            echo "$VENV/lib/python3.12/site-packages/nvidia/cudnn")
-CUDNN_LIB=${ZOC_CUDNN_LIBRARY:-$CUDNN_DIR/lib/libcudnn.so.9}
-CUDNN_INC=${ZOC_CUDNN_INCLUDE_DIR:-$CUDNN_DIR/include}
-mkdir -p "$WORK/cudnn_link" && ln -sf "$CUDNN_LIB" "$WORK/cudnn_link/libcudnn.so"
-CUDNN_LIB_DIR=$(dirname "$CUDNN_LIB")
-export LD_LIBRARY_PATH="$CUDNN_LIB_DIR:$WORK/cudnn_link${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/cuda/lib64"
+# The cuDNN PyTorch loads (the wheel's), as in gpu_check.sh; then the toolkit's lib64 for NVRTC.
+. "$ROOT/tools/gpu_env.sh"
+gpu_env "${ZOC_PYTHON:-}" "$WORK"
+export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64"
 
 say() { printf '[%4ds] %s\n' "$SECONDS" "$*"; }
 say "cuDNN: $CUDNN_LIB"
@@ -42,9 +33,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 
 B=$WORK/build
 say "configure + build cudnn_graph_test (log: $OUT/build.log)"
-if ! timeout -k 10 240 cmake -S "$ROOT/tests/gpu" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-       -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="$NVCC" -DCUDNN_ROOT="$CUDNN_DIR" \
-       -DCUDNN_INCLUDE_DIR="$CUDNN_INC" -DCUDNN_LIBRARY="$CUDNN_LIB" >"$OUT/build.log" 2>&1 ||
+if ! timeout -k 10 240 cmake -S "$ROOT/tests/gpu" -B "$B" "${GPU_CMAKE_ARGS[@]}" \
+       -DCMAKE_CUDA_COMPILER="$NVCC" -DCUDNN_ROOT="$CUDNN_DIR" >"$OUT/build.log" 2>&1 ||
    ! timeout -k 10 240 cmake --build "$B" -j 8 --target cudnn_graph_test cudnn_graph_header_check \
        >>"$OUT/build.log" 2>&1; then
   say "BUILD FAILED; last lines of the log:"

@@ -1,34 +1,31 @@
 #!/usr/bin/env bash
 # Issue 8's first criterion on the GPU machine, in one call: one training step of each generated
-# trainer (train_check/, from tools/prepare_train_check.sh) against PyTorch autograd from the same
-# initial weights and batch (seeded random images and labels, so no data set is needed).
+# trainer (train_check/, from prepare_train_check.sh beside this script) against PyTorch autograd
+# from the same initial weights and batch (seeded random images and labels, so no data set is
+# needed).
 # For each of LeNet and ResNet-50 (1 channel, 10 classes, 28x28): build the trainer; write the
 # init weights (train_pytorch.py --init-out); compute autograd's step on the GPU in fp32 (TF32 off,
 # deterministic cuDNN) and in float64; run the trainer on the same batch; compare every gradient,
-# running statistic, the loss and the logits with tools/train/compare_grads.py: against fp32
+# running statistic, the loss and the logits with tests/train/compare_grads.py: against fp32
 # within 1e-3 (the criterion), and against float64 next to PyTorch fp32's own distance from it.
 # Then 3 SGD steps on the batch and the weights written as a checkpoint, loaded back by PyTorch.
-# Usage: tools/gpu_train_check.sh [train_check]   (environment: OUT, default ./train_check_out)
+# Usage: tests/train/gpu_train_check.sh [train_check]  (environment: OUT, default ./train_check_out)
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIR=$(cd "${1:-$ROOT/train_check}" && pwd)
 OUT=${OUT:-$ROOT/train_check_out}
 WORK=/tmp/zoc_train_check
 mkdir -p "$OUT/logs" "$WORK"
-VENV=/opt/torch/.venv
-PY=$VENV/bin/python3
-export PATH="$VENV/bin:/usr/local/cuda/bin:$PATH"
-CUDNN_DIR=$($PY -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])')
-export LD_LIBRARY_PATH="$CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
+. "$ROOT/tools/gpu_env.sh"
+gpu_env
 T=$ROOT/tools/train
 status=0
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } | tee "$OUT/env.txt"
 for model in lenet resnet50; do
   b=$WORK/build/$model log=$OUT/logs/$model.log batch=16
   [ $model = lenet ] && batch=8
-  (cmake -S "$DIR/$model" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-     -DCUDNN_INCLUDE_DIR="$CUDNN_DIR/include" -DCUDNN_LIBRARY="$CUDNN_DIR/lib/libcudnn.so.9" &&
-   cmake --build "$b" -j 8) >"$log" 2>&1 || { echo "$model: build failed (see logs/$model.log)"; status=1; continue; }
+  (cmake -S "$DIR/$model" -B "$b" "${GPU_CMAKE_ARGS[@]}" && cmake --build "$b" -j 8) >"$log" 2>&1 ||
+    { echo "$model: build failed (see logs/$model.log)"; status=1; continue; }
   bin=$b/${model}_train_main
   init=$WORK/init_$model.safetensors
   $PY "$T/train_pytorch.py" --model $model --seed 7 --init-out "$init" >>"$log" 2>&1
@@ -45,9 +42,9 @@ for model in lenet resnet50; do
   for against in fp32 fp64; do
     max=1e-3; [ $against = fp64 ] && max=2e-2
     echo "== $model, one step, against PyTorch $against (limit $max)" | tee -a "$OUT/summary.txt"
-    $PY "$T/compare_grads.py" "$WORK/ref_${model}_fp32.safetensors" "$WORK/zoc_$model.safetensors" \
-      --ref64 "$WORK/ref_${model}_fp64.safetensors" --against $against --max $max \
-      --json "$OUT/${model}_vs_$against.json" | tee -a "$OUT/summary.txt"
+    $PY "$ROOT/tests/train/compare_grads.py" "$WORK/ref_${model}_fp32.safetensors" \
+      "$WORK/zoc_$model.safetensors" --ref64 "$WORK/ref_${model}_fp64.safetensors" \
+      --against $against --max $max --json "$OUT/${model}_vs_$against.json" | tee -a "$OUT/summary.txt"
     [ "${PIPESTATUS[0]}" -eq 0 ] || { [ $against = fp32 ] && status=1; }
   done
   # Three SGD steps on the batch, then the checkpoint loaded by PyTorch's own load_state_dict.

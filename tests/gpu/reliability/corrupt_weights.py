@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes corrupted copies of a safetensors weights file, one per failure the generated loader
-must report (tools/gpu_reliability.sh): truncated data, broken header JSON, a header length past
+must report (tests/gpu/gpu_reliability.sh): truncated data, broken header JSON, a header length past
 the end, a NaN (a warning; an error with --strict), and a renamed tensor.
 
 Usage: corrupt_weights.py WEIGHTS OUT_DIR

@@ -6,12 +6,12 @@
 # (minimized where libFuzzer can), where the replay tests of the normal build run it from then
 # on, prints a summary per target and appends one line per run to results/fuzz/fuzz-log.tsv.
 #
-# Usage: tools/fuzz.sh [--time SECONDS] [--parallel N] [TARGET...]
-#        tools/fuzz.sh --totals          (sums results/fuzz/fuzz-log.tsv per target)
+# Usage: tools/dev/fuzz.sh [--time SECONDS] [--parallel N] [TARGET...]
+#        tools/dev/fuzz.sh --totals          (sums results/fuzz/fuzz-log.tsv per target)
 # TARGET: yaml, safetensors, weights_loader, torchscript, onnx (default: all). --parallel: targets at once (1).
 # Exit status 1 if any run found a crash.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 build=build-fuzz
 log_tsv=results/fuzz/fuzz-log.tsv
@@ -51,7 +51,7 @@ done
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz: --time takes seconds" >&2; exit 2; }
 
 # Everything the build needs, plus Clang and its libFuzzer/sanitizer runtimes.
-"$(dirname "$0")/setup.sh" clang-14 libclang-rt-14-dev
+tools/setup.sh clang-14 libclang-rt-14-dev
 
 # Coverage-instrumented, sanitized build of the targets only (no LibTorch plugin, no zoc-verify).
 nice -n 10 cmake -S . -B "$build" -G Ninja -DZOC_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14 \

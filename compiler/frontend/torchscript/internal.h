@@ -1,6 +1,7 @@
 // Shared declarations of the LibTorch plugin's files: module.cpp (loading, state_dict, the
-// plugin entry point), translate.cpp (the symbolic interpreter) and aten_ops.cpp (ATen ops to
-// IR ops). The only header of zoc that includes LibTorch; the plugin's three files are the only
+// plugin entry point), translate.cpp, translate_values.cpp and translate_report.cpp (the symbolic
+// interpreter: its walk, its values, its messages and names) and aten_ops.cpp (ATen ops to IR
+// ops). The only header of zoc that includes LibTorch; the plugin's files are the only
 // translation units that include it, because each one costs many seconds to compile.
 #pragma once
 
@@ -128,6 +129,11 @@ ir::AttrValue bool_attr(bool v);
 ir::AttrValue float_attr(double v);
 ir::AttrValue pair_attr(ir::Pair p);
 
+// A module path and an attribute: "layer1.0" and "conv1" give "layer1.0.conv1"; the root is "".
+inline std::string join_path(const std::string& a, const std::string& b) {
+  return a.empty() ? b : a + "." + b;
+}
+
 // Runs a module's `forward` symbolically on an input of known shape and builds the IR graph.
 class Translator {
  public:
@@ -172,6 +178,7 @@ class Translator {
   std::string fresh_name(const Origin& o, ir::OpKind op) const;
   const std::vector<int64_t>* dims(ir::ValueId v);
   void check_parameters();
+  void report_problems(const SourceLoc& at);  // one error listing every unsupported operation
 
   jit::Module root_;
   std::string path_;

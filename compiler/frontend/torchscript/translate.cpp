@@ -27,13 +27,15 @@
 // Locations: the innermost source position outside PyTorch's own Python files (for a scripted
 // ResNet, `out = self.conv1(x)` in torchvision's resnet.py; for a traced one, where the tracer
 // recorded it). Unsupported operations do not stop the walk: all of them are reported together.
+//
+// This file walks the graphs (calls, branches, loops, attributes); translate_values.cpp gives
+// every other node its value (lists and sizes, constant folding, tensor ops through aten_ops.cpp)
+// and translate_report.cpp says where a node comes from, names layers and reports problems.
 #include <filesystem>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "compiler/frontend/torchscript/internal.h"
-#include "compiler/ir/shapes.h"
 
 namespace zoc::torchscript::detail {
 namespace {
@@ -44,37 +46,6 @@ namespace aten = c10::aten;
 
 constexpr size_t kMaxCallDepth = 64;
 constexpr int64_t kMaxSteps = 2'000'000;  // interpreted nodes: bounds loops that do not end
-constexpr size_t kMaxListedProblems = 40;
-
-std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
-
-bool holds_tensor(const c10::TypePtr& t) {
-  if (t->kind() == c10::TypeKind::TensorType) return true;
-  for (const c10::TypePtr& c : t->containedTypes()) {
-    if (holds_tensor(c)) return true;
-  }
-  return false;
-}
-
-// PyTorch's own Python files: a position there says less than the user's line that called in.
-bool inside_pytorch(const std::string& file) {
-  return file.find("-packages/torch/") != std::string::npos ||
-         file.rfind("code/__torch__/torch/", 0) == 0;
-}
-
-// ATen ops that only move values around; structural() handles them unless an input is poison.
-bool is_plumbing(c10::Symbol k) {
-  return k == aten::__getitem__ || k == aten::len || k == aten::size || k == aten::dim ||
-         k == aten::Int || k == aten::ScalarImplicit || k == aten::__is__ || k == aten::__isnot__;
-}
-
-std::string exception_text(const std::exception& e) {
-  const auto* c10e = dynamic_cast<const c10::Error*>(&e);
-  std::string text = c10e ? c10e->what_without_backtrace() : e.what();
-  return text.substr(0, text.find('\n'));
-}
-
-const Val kPoison{};
 
 }  // namespace
 
@@ -125,33 +96,7 @@ bool Translator::run(ir::Graph& out) {
   run_graph(g, {self, Val::activation(graph_.nodes[input].output)},
             Frame{"", is_leaf(self.value), {}}, results);
 
-  if (!problems_.empty()) {
-    // One error listing every unsupported operation, each where it happens.
-    std::vector<std::pair<std::string, int>> lines;
-    for (const Problem& p : problems_) {
-      std::string line =
-          fmt::format("{}: {} at {}",
-                      p.origin.module_path.empty() ? "(top-level module)" : p.origin.module_path,
-                      p.what, p.origin.loc.str());
-      auto it =
-          std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == line; });
-      if (it == lines.end()) {
-        lines.emplace_back(std::move(line), 1);
-      } else {
-        ++it->second;
-      }
-    }
-    std::string list;
-    for (size_t i = 0; i < lines.size() && i < kMaxListedProblems; ++i) {
-      list += "\n  " + lines[i].first +
-              (lines[i].second > 1 ? fmt::format(" ({} times)", lines[i].second) : "");
-    }
-    if (lines.size() > kMaxListedProblems) {
-      list += fmt::format("\n  ... and {} more", lines.size() - kMaxListedProblems);
-    }
-    diags_.error(at, fmt::format("{} unsupported operation{} (zoc maps {}):{}", lines.size(),
-                                 lines.size() == 1 ? "" : "s", mapped_ops_summary(), list));
-  }
+  if (!problems_.empty()) report_problems(at);
   if (fatal_ || diags_.error_count() != errors_before) return false;
   if (results.size() != 1 || !results[0].is(Kind::kTensor)) {
     diags_.error(
@@ -166,36 +111,6 @@ bool Translator::run(ir::Graph& out) {
   if (diags_.error_count() != errors_before) return false;
   out = std::move(graph_);
   return true;
-}
-
-// Every tensor a layer declares must be in the state_dict with the same shape, so that the
-// weights `zoc extract-weights` writes always load.
-void Translator::check_parameters() {
-  Diagnostics scratch;
-  if (!ir::infer_shapes(graph_, scratch)) return;  // the loader reports it, located
-  auto shape_str = [](const std::vector<int64_t>& s) {
-    return fmt::format("[{}]", fmt::join(s, ", "));
-  };
-  for (const ir::Node& node : graph_.nodes) {
-    for (const ir::ParamSpec& p : node.params) {
-      auto it = state_.find(p.name);
-      if (it == state_.end()) {
-        if (!p.optional) {
-          diags_.error(node.loc, fmt::format("layer '{}' needs tensor '{}', which is not in the "
-                                             "module's state_dict",
-                                             node.name, p.name));
-        }
-        continue;
-      }
-      const std::vector<int64_t> shape(it->second.sizes().begin(), it->second.sizes().end());
-      if (shape != p.shape) {
-        diags_.error(node.loc,
-                     fmt::format("layer '{}': tensor '{}' has shape {} in the module, "
-                                 "but the layer as called needs {}",
-                                 node.name, p.name, shape_str(shape), shape_str(p.shape)));
-      }
-    }
-  }
 }
 
 void Translator::run_graph(jit::Graph& graph, std::vector<Val> args, const Frame& frame,
@@ -255,15 +170,6 @@ void Translator::step(jit::Node* n) {
   }
 }
 
-const Val& Translator::get(jit::Value* v) {
-  auto it = env_.find(v);
-  return it == env_.end() ? kPoison : it->second;
-}
-
-void Translator::poison_outputs(jit::Node* n) {
-  for (jit::Value* v : n->outputs()) set(v, Val{});
-}
-
 void Translator::get_attr(jit::Node* n) {
   const Val obj = get(n->input(0));
   const std::string attr = n->s(jit::attr::name);
@@ -278,10 +184,10 @@ void Translator::get_attr(jit::Node* n) {
   if (obj.is(Kind::kModule) && v.isObject() && v.toObject()->type()->is_module()) {
     out.kind = Kind::kModule;
     out.value = std::move(v);
-    out.name = join(obj.name, attr);
+    out.name = join_path(obj.name, attr);
   } else if (obj.is(Kind::kModule) && v.isTensor()) {
     out.kind = Kind::kParam;
-    out.name = join(obj.name, attr);
+    out.name = join_path(obj.name, attr);
     out.tensor = v.toTensor();
     out.in_state_dict = type->is_parameter(*slot) || type->is_buffer(*slot);
   } else {
@@ -367,272 +273,6 @@ void Translator::run_loop(jit::Node* n) {
     for (size_t k = 0; k < carried.size(); ++k) carried[k] = get(body->outputs()[k + 1]);
   }
   for (size_t k = 0; k < carried.size(); ++k) set(n->output(k), carried[k]);
-}
-
-// Ops on lists, sizes and optionals whose inputs are not all constants: a list holding an
-// activation, the size of an activation, `bias is not None`, casts of the batch size.
-bool Translator::structural(jit::Node* n) {
-  std::vector<Val> in;
-  bool all_const = true;
-  for (jit::Value* v : n->inputs()) {
-    in.push_back(get(v));
-    all_const = all_const && in.back().is(Kind::kConst);
-    if (in.back().is(Kind::kPoison)) return false;
-  }
-  const c10::Symbol k = n->kind();
-  if (all_const) return fold_container(n, in);
-  auto out = [&](Val v) {
-    set(n->output(), std::move(v));
-    return true;
-  };
-  auto index = [](int64_t i, size_t size) -> std::optional<size_t> {
-    const int64_t s = static_cast<int64_t>(size);
-    if (i < -s || i >= s) return std::nullopt;
-    return static_cast<size_t>(i < 0 ? i + s : i);
-  };
-  auto batch = [] {
-    Val b;
-    b.kind = Kind::kBatch;
-    return b;
-  };
-  if (k == prim::ListConstruct || k == prim::TupleConstruct) {
-    Val l;
-    l.kind = Kind::kList;
-    l.items = std::move(in);
-    return out(std::move(l));
-  }
-  if ((k == prim::ListUnpack || k == prim::TupleUnpack) && in[0].is(Kind::kList) &&
-      in[0].items.size() == n->outputs().size()) {
-    for (size_t i = 0; i < n->outputs().size(); ++i) set(n->output(i), in[0].items[i]);
-    return true;
-  }
-  if ((k == prim::TupleIndex || k == aten::__getitem__) && in[0].is(Kind::kList) &&
-      in[1].is(Kind::kConst) && in[1].value.isInt()) {
-    auto i = index(in[1].value.toInt(), in[0].items.size());
-    if (!i) return false;
-    return out(in[0].items[*i]);
-  }
-  if (k == aten::len && in[0].is(Kind::kList)) {
-    return out(Val::constant(static_cast<int64_t>(in[0].items.size())));
-  }
-  if ((k == aten::size || k == aten::dim) && (in[0].is(Kind::kTensor) || in[0].is(Kind::kParam))) {
-    std::vector<Val> sizes;
-    if (in[0].is(Kind::kTensor)) {
-      const std::vector<int64_t>* d = dims(in[0].id);
-      if (!d) {
-        poison_outputs(n);
-        return true;
-      }
-      sizes.push_back(batch());
-      for (int64_t x : *d) sizes.push_back(Val::constant(x));
-    } else {
-      for (int64_t x : in[0].tensor.sizes()) sizes.push_back(Val::constant(x));
-    }
-    if (k == aten::dim) return out(Val::constant(static_cast<int64_t>(sizes.size())));
-    if (n->inputs().size() == 1) {
-      Val l;
-      l.kind = Kind::kList;
-      l.items = std::move(sizes);
-      return out(std::move(l));
-    }
-    if (!in[1].is(Kind::kConst) || !in[1].value.isInt()) return false;
-    auto i = index(in[1].value.toInt(), sizes.size());
-    if (!i) return false;
-    return out(sizes[*i]);
-  }
-  if ((k == prim::NumToTensor || k == aten::Int || k == aten::ScalarImplicit) &&
-      in[0].is(Kind::kBatch)) {
-    return out(batch());
-  }
-  if (k == prim::unchecked_cast) return out(in[0]);
-  if ((k == aten::__is__ || k == aten::__isnot__) && in.size() == 2) {
-    const bool none0 = in[0].is(Kind::kConst) && in[0].value.isNone();
-    const bool none1 = in[1].is(Kind::kConst) && in[1].value.isNone();
-    if (none0 || none1) return out(Val::constant(k == aten::__isnot__));  // the other is not None
-  }
-  return false;
-}
-
-// Lists and tuples of constants: built here, because these prim ops have no operator that
-// could run on their own; everything else is left to fold().
-bool Translator::fold_container(jit::Node* n, const std::vector<Val>& in) {
-  const c10::Symbol k = n->kind();
-  if (k == prim::ListConstruct) {
-    const auto list_type = n->output()->type()->cast<c10::ListType>();
-    if (!list_type) return false;
-    c10::impl::GenericList list(list_type->getElementType());
-    for (const Val& v : in) list.push_back(v.value);
-    set(n->output(), Val::constant(c10::IValue(std::move(list))));
-    return true;
-  }
-  if (k == prim::TupleConstruct) {
-    std::vector<c10::IValue> items;
-    for (const Val& v : in) items.push_back(v.value);
-    set(n->output(), Val::constant(c10::ivalue::Tuple::create(std::move(items))));
-    return true;
-  }
-  if (k == prim::ListUnpack || k == prim::TupleUnpack) {
-    std::vector<c10::IValue> items;
-    if (in[0].value.isList()) {
-      for (const c10::IValue& v : in[0].value.toListRef()) items.push_back(v);
-    } else if (in[0].value.isTuple()) {
-      items = in[0].value.toTupleRef().elements().vec();
-    }
-    if (items.size() != n->outputs().size()) return false;
-    for (size_t i = 0; i < items.size(); ++i) set(n->output(i), Val::constant(items[i]));
-    return true;
-  }
-  if (k == prim::TupleIndex && in[0].value.isTuple() && in[1].value.isInt()) {
-    const auto& items = in[0].value.toTupleRef().elements();
-    const int64_t size = static_cast<int64_t>(items.size()), i = in[1].value.toInt();
-    if (i < -size || i >= size) return false;
-    set(n->output(), Val::constant(items[static_cast<size_t>(i < 0 ? i + size : i)]));
-    return true;
-  }
-  return false;
-}
-
-// Runs a node whose inputs are all constants with LibTorch's own implementation of it.
-bool Translator::fold(jit::Node* n) {
-  for (jit::Value* v : n->inputs()) {
-    if (!get(v).is(Kind::kConst)) return false;
-  }
-  if (!n->maybeOperator() || n->isNondeterministic() || n->hasSideEffects()) return false;
-  jit::Stack stack;
-  for (jit::Value* v : n->inputs()) stack.push_back(get(v).value);
-  // Vararg ops (aten::format) take their input count on top, as LibTorch's interpreter does.
-  if (n->maybeSchema() && n->schema().is_vararg()) {
-    stack.emplace_back(static_cast<int64_t>(n->inputs().size()));
-  }
-  try {
-    n->getOperation()(stack);
-  } catch (const std::exception& e) {
-    error(n, fmt::format("evaluating {} on constants failed: {}", n->kind().toQualString(),
-                         exception_text(e)));
-    return true;
-  }
-  if (stack.size() != n->outputs().size()) {
-    error(n, fmt::format("evaluating {} gave {} values, expected {}", n->kind().toQualString(),
-                         stack.size(), n->outputs().size()));
-    return true;
-  }
-  for (size_t i = 0; i < stack.size(); ++i) set(n->output(i), Val::constant(std::move(stack[i])));
-  return true;
-}
-
-void Translator::run_op(jit::Node* n) {
-  if (fold(n)) return;
-  bool poisoned = false, batch = false, tensors = false;
-  for (jit::Value* v : n->inputs()) {
-    const Val& x = get(v);
-    poisoned = poisoned || x.is(Kind::kPoison);
-    batch = batch || x.is(Kind::kBatch);
-    tensors = tensors || x.is(Kind::kTensor) || x.is(Kind::kParam) || holds_tensor(v->type());
-  }
-  for (jit::Value* v : n->outputs()) tensors = tensors || holds_tensor(v->type());
-  const Handler handler = find_handler(n->kind());
-  if (!handler) {
-    // An unknown tensor op is listed even when its inputs are already poisoned, so that every
-    // unsupported op is; plumbing (prim::TupleUnpack of its result, aten::size) is not.
-    if (poisoned && (!tensors || n->kind().is_prim() || is_plumbing(n->kind()))) {
-      return poison_outputs(n);
-    }
-    return unsupported(n, !tensors && batch ? "it computes with the batch size, which zoc keeps "
-                                              "dynamic"
-                                            : "");
-  }
-  if (poisoned) return poison_outputs(n);
-  OpContext c(*this, n);
-  const size_t problems_before = problems_.size();
-  if (!handler(c) || fatal_) {
-    if (problems_.size() == problems_before && !fatal_) unsupported(n, "");
-    return poison_outputs(n);
-  }
-  // In-place ops (relu_, add_) write their first input: later reads of it see the result.
-  const std::string name = n->kind().toUnqualString();
-  if (name.size() > 2 && name.back() == '_' && name[name.size() - 2] != '_' &&
-      n->outputs().size() == 1) {
-    Val v = get(n->output());
-    set(n->input(0), std::move(v));
-  }
-}
-
-Origin Translator::origin(jit::Node* n) const {
-  Origin o;
-  o.module_path = frames_.back().module_path;
-  o.leaf = frames_.back().leaf;
-  std::optional<SourceLoc> user, any;
-  auto consider = [&](const jit::SourceRange& r) {
-    auto loc = to_loc(r);
-    if (!loc) return;
-    any = loc;
-    if (!inside_pytorch(loc->file)) user = loc;
-  };
-  for (size_t i = 1; i < frames_.size(); ++i) consider(frames_[i].call_site);
-  consider(n->sourceRange());
-  o.loc = user ? *user : any ? *any : SourceLoc{path_, 0, 0};
-  return o;
-}
-
-// The position in the original Python file where the archive has it (its .debug_pkl records),
-// else in the archive's serialized code.
-std::optional<SourceLoc> Translator::to_loc(const jit::SourceRange& r) const {
-  try {
-    if (!r.source()) return std::nullopt;
-    jit::SourceRange use = r;
-    if (auto original = r.findSourceRangeThatGenerated()) use = *original;
-    auto flc = use.file_line_col();
-    if (!flc || std::get<0>(*flc).empty() || std::get<1>(*flc) == 0) return std::nullopt;
-    // Column 0 is what the tracer records for "somewhere on this line": leave it out.
-    const int col = static_cast<int>(std::get<2>(*flc));
-    return SourceLoc{std::get<0>(*flc), static_cast<int>(std::get<1>(*flc)), col > 0 ? col + 1 : 0};
-  } catch (const std::exception&) {
-    return std::nullopt;  // unreadable debug records: report without a position
-  }
-}
-
-void Translator::unsupported(jit::Node* n, const std::string& why) {
-  std::string what = n->kind().toQualString();
-  if (!why.empty()) what += " (" + why + ")";
-  problems_.push_back({std::move(what), origin(n)});
-  poison_outputs(n);
-}
-
-void Translator::error(jit::Node* n, const std::string& message) {
-  const Origin o = origin(n);
-  diags_.error(
-      o.loc, o.module_path.empty() ? message : fmt::format("in '{}': {}", o.module_path, message));
-  fatal_ = true;
-  poison_outputs(n);
-}
-
-std::string Translator::fresh_name(const Origin& o, ir::OpKind op) const {
-  const std::string base = o.leaf && !o.module_path.empty()
-                               ? o.module_path
-                               : join(o.module_path, std::string(ir::op_info(op).name));
-  auto taken = [&](const std::string& s) {
-    return used_names_.count(s) > 0 || reserved_names_.count(s) > 0;
-  };
-  if (!taken(base)) return base;
-  for (int k = 1;; ++k) {
-    std::string s = fmt::format("{}_{}", base, k);
-    if (!taken(s)) return s;
-  }
-}
-
-// Shapes come from the IR's own shape rules, run on the graph built so far when an op needs
-// them (a rank check, a flatten, an adaptive pool). A shape error stops the translation.
-const std::vector<int64_t>* Translator::dims(ir::ValueId v) {
-  if (v < 0 || static_cast<size_t>(v) >= graph_.values.size()) return nullptr;
-  if (!graph_.values[v].type) {
-    Diagnostics scratch;
-    if (!ir::infer_shapes(graph_, scratch) || !graph_.values[v].type) {
-      if (!fatal_) diags_.merge(scratch);
-      fatal_ = true;
-      return nullptr;
-    }
-  }
-  return &graph_.values[v].type->dims;
 }
 
 }  // namespace zoc::torchscript::detail

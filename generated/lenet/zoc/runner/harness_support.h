@@ -1,7 +1,7 @@
-// The plain parts of the generated models' command-line runner (zoc/runner/main_harness.h): argument
-// parsing and usage, the seeded input, error and GPU descriptions, output checks and printing,
-// and the small JSON writer. Split from main_harness.h, which keeps the measurement flow that
-// depends on the model class, so each file stays readable on its own.
+// The plain parts of the generated models' command-line runner (zoc/runner/main_harness.h):
+// argument parsing and usage, the seeded input, error and GPU descriptions, output checks and
+// printing, and the small JSON writer. Split from main_harness.h, like the parts that depend on the
+// model class (measure_point.h, timed_runs.h, report.h), so each file stays readable on its own.
 #pragma once
 
 #include <cublas_v2.h>
@@ -26,8 +26,8 @@
 
 #include "zoc/core/device.h"
 #include "zoc/core/expected.h"
-#include "zoc/io/npy.h"
 #include "zoc/core/timing.h"
+#include "zoc/io/npy.h"
 
 namespace zoc {
 namespace harness {
@@ -132,9 +132,9 @@ inline std::string parse_args(int argc, char** argv, int outputs, Args* a) {
       continue;
     }
     static const char* const kValued[] = {
-        "--weights", "--seed",  "--input",        "--batch", "--max-batch",   "--output",
-        "--top",     "--warmup", "--iters",       "--workspace-mb", "--json", "--batches",
-        "--max-time-ms", "--h2d-reps", "--profile", "--tune", "--plan"};
+        "--weights",     "--seed",     "--input",   "--batch",        "--max-batch", "--output",
+        "--top",         "--warmup",   "--iters",   "--workspace-mb", "--json",      "--batches",
+        "--max-time-ms", "--h2d-reps", "--profile", "--tune",         "--plan"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char* k) { return flag == k; }) == std::end(kValued)) {
       return "unknown option '" + flag + "'";

@@ -1,0 +1,145 @@
+// Where the TorchScript frontend's symbolic interpreter (translate.cpp) reports from, and the
+// names it gives: the origin of a node (its module and the most useful source position), the
+// located errors and the one list of unsupported operations, the names of parameter-free layers,
+// and the final check that every tensor a layer declares is in the module's state_dict. Apart
+// from the walk because these decide what the user reads, not what the graph computes.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "compiler/frontend/torchscript/internal.h"
+#include "compiler/ir/shapes.h"
+
+namespace zoc::torchscript::detail {
+namespace {
+
+constexpr size_t kMaxListedProblems = 40;
+
+// PyTorch's own Python files: a position there says less than the user's line that called in.
+bool inside_pytorch(const std::string& file) {
+  return file.find("-packages/torch/") != std::string::npos ||
+         file.rfind("code/__torch__/torch/", 0) == 0;
+}
+
+}  // namespace
+
+// One error listing every unsupported operation, each where it happens.
+void Translator::report_problems(const SourceLoc& at) {
+  std::vector<std::pair<std::string, int>> lines;
+  for (const Problem& p : problems_) {
+    std::string line = fmt::format(
+        "{}: {} at {}", p.origin.module_path.empty() ? "(top-level module)" : p.origin.module_path,
+        p.what, p.origin.loc.str());
+    auto it =
+        std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == line; });
+    if (it == lines.end()) {
+      lines.emplace_back(std::move(line), 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::string list;
+  for (size_t i = 0; i < lines.size() && i < kMaxListedProblems; ++i) {
+    list += "\n  " + lines[i].first +
+            (lines[i].second > 1 ? fmt::format(" ({} times)", lines[i].second) : "");
+  }
+  if (lines.size() > kMaxListedProblems) {
+    list += fmt::format("\n  ... and {} more", lines.size() - kMaxListedProblems);
+  }
+  diags_.error(at, fmt::format("{} unsupported operation{} (zoc maps {}):{}", lines.size(),
+                               lines.size() == 1 ? "" : "s", mapped_ops_summary(), list));
+}
+
+// Every tensor a layer declares must be in the state_dict with the same shape, so that the
+// weights `zoc extract-weights` writes always load.
+void Translator::check_parameters() {
+  Diagnostics scratch;
+  if (!ir::infer_shapes(graph_, scratch)) return;  // the loader reports it, located
+  auto shape_str = [](const std::vector<int64_t>& s) {
+    return fmt::format("[{}]", fmt::join(s, ", "));
+  };
+  for (const ir::Node& node : graph_.nodes) {
+    for (const ir::ParamSpec& p : node.params) {
+      auto it = state_.find(p.name);
+      if (it == state_.end()) {
+        if (!p.optional) {
+          diags_.error(node.loc, fmt::format("layer '{}' needs tensor '{}', which is not in the "
+                                             "module's state_dict",
+                                             node.name, p.name));
+        }
+        continue;
+      }
+      const std::vector<int64_t> shape(it->second.sizes().begin(), it->second.sizes().end());
+      if (shape != p.shape) {
+        diags_.error(node.loc,
+                     fmt::format("layer '{}': tensor '{}' has shape {} in the module, "
+                                 "but the layer as called needs {}",
+                                 node.name, p.name, shape_str(shape), shape_str(p.shape)));
+      }
+    }
+  }
+}
+
+Origin Translator::origin(jit::Node* n) const {
+  Origin o;
+  o.module_path = frames_.back().module_path;
+  o.leaf = frames_.back().leaf;
+  std::optional<SourceLoc> user, any;
+  auto consider = [&](const jit::SourceRange& r) {
+    auto loc = to_loc(r);
+    if (!loc) return;
+    any = loc;
+    if (!inside_pytorch(loc->file)) user = loc;
+  };
+  for (size_t i = 1; i < frames_.size(); ++i) consider(frames_[i].call_site);
+  consider(n->sourceRange());
+  o.loc = user ? *user : any ? *any : SourceLoc{path_, 0, 0};
+  return o;
+}
+
+// The position in the original Python file where the archive has it (its .debug_pkl records),
+// else in the archive's serialized code.
+std::optional<SourceLoc> Translator::to_loc(const jit::SourceRange& r) const {
+  try {
+    if (!r.source()) return std::nullopt;
+    jit::SourceRange use = r;
+    if (auto original = r.findSourceRangeThatGenerated()) use = *original;
+    auto flc = use.file_line_col();
+    if (!flc || std::get<0>(*flc).empty() || std::get<1>(*flc) == 0) return std::nullopt;
+    // Column 0 is what the tracer records for "somewhere on this line": leave it out.
+    const int col = static_cast<int>(std::get<2>(*flc));
+    return SourceLoc{std::get<0>(*flc), static_cast<int>(std::get<1>(*flc)), col > 0 ? col + 1 : 0};
+  } catch (const std::exception&) {
+    return std::nullopt;  // unreadable debug records: report without a position
+  }
+}
+
+void Translator::unsupported(jit::Node* n, const std::string& why) {
+  std::string what = n->kind().toQualString();
+  if (!why.empty()) what += " (" + why + ")";
+  problems_.push_back({std::move(what), origin(n)});
+  poison_outputs(n);
+}
+
+void Translator::error(jit::Node* n, const std::string& message) {
+  const Origin o = origin(n);
+  diags_.error(
+      o.loc, o.module_path.empty() ? message : fmt::format("in '{}': {}", o.module_path, message));
+  fatal_ = true;
+  poison_outputs(n);
+}
+
+std::string Translator::fresh_name(const Origin& o, ir::OpKind op) const {
+  const std::string base = o.leaf && !o.module_path.empty()
+                               ? o.module_path
+                               : join_path(o.module_path, std::string(ir::op_info(op).name));
+  auto taken = [&](const std::string& s) {
+    return used_names_.count(s) > 0 || reserved_names_.count(s) > 0;
+  };
+  if (!taken(base)) return base;
+  for (int k = 1;; ++k) {
+    std::string s = fmt::format("{}_{}", base, k);
+    if (!taken(s)) return s;
+  }
+}
+
+}  // namespace zoc::torchscript::detail

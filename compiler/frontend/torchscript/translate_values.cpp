@@ -1,0 +1,255 @@
+// The values of the TorchScript frontend's symbolic interpreter (translate.cpp walks the graphs
+// and says why it is symbolic): what a TorchScript value stands for now, the structural ops on
+// lists, sizes and None that have non-constant parts, constant folding through LibTorch's own
+// kernels, the hand-over of tensor ops to their handlers (aten_ops.cpp), and the per-sample shape
+// of an activation. Apart from the walk so that each reads on its own: the walk decides which
+// nodes run, this file what a node that runs produces.
+#include <fmt/format.h>
+
+#include "compiler/frontend/torchscript/internal.h"
+#include "compiler/ir/shapes.h"
+
+namespace zoc::torchscript::detail {
+namespace {
+
+using Kind = Val::Kind;
+namespace prim = c10::prim;
+namespace aten = c10::aten;
+
+bool holds_tensor(const c10::TypePtr& t) {
+  if (t->kind() == c10::TypeKind::TensorType) return true;
+  for (const c10::TypePtr& c : t->containedTypes()) {
+    if (holds_tensor(c)) return true;
+  }
+  return false;
+}
+
+// ATen ops that only move values around; structural() handles them unless an input is poison.
+bool is_plumbing(c10::Symbol k) {
+  return k == aten::__getitem__ || k == aten::len || k == aten::size || k == aten::dim ||
+         k == aten::Int || k == aten::ScalarImplicit || k == aten::__is__ || k == aten::__isnot__;
+}
+
+std::string exception_text(const std::exception& e) {
+  const auto* c10e = dynamic_cast<const c10::Error*>(&e);
+  std::string text = c10e ? c10e->what_without_backtrace() : e.what();
+  return text.substr(0, text.find('\n'));
+}
+
+const Val kPoison{};
+
+}  // namespace
+
+const Val& Translator::get(jit::Value* v) {
+  auto it = env_.find(v);
+  return it == env_.end() ? kPoison : it->second;
+}
+
+void Translator::poison_outputs(jit::Node* n) {
+  for (jit::Value* v : n->outputs()) set(v, Val{});
+}
+
+// Ops on lists, sizes and optionals whose inputs are not all constants: a list holding an
+// activation, the size of an activation, `bias is not None`, casts of the batch size.
+bool Translator::structural(jit::Node* n) {
+  std::vector<Val> in;
+  bool all_const = true;
+  for (jit::Value* v : n->inputs()) {
+    in.push_back(get(v));
+    all_const = all_const && in.back().is(Kind::kConst);
+    if (in.back().is(Kind::kPoison)) return false;
+  }
+  const c10::Symbol k = n->kind();
+  if (all_const) return fold_container(n, in);
+  auto out = [&](Val v) {
+    set(n->output(), std::move(v));
+    return true;
+  };
+  auto index = [](int64_t i, size_t size) -> std::optional<size_t> {
+    const int64_t s = static_cast<int64_t>(size);
+    if (i < -s || i >= s) return std::nullopt;
+    return static_cast<size_t>(i < 0 ? i + s : i);
+  };
+  auto batch = [] {
+    Val b;
+    b.kind = Kind::kBatch;
+    return b;
+  };
+  if (k == prim::ListConstruct || k == prim::TupleConstruct) {
+    Val l;
+    l.kind = Kind::kList;
+    l.items = std::move(in);
+    return out(std::move(l));
+  }
+  if ((k == prim::ListUnpack || k == prim::TupleUnpack) && in[0].is(Kind::kList) &&
+      in[0].items.size() == n->outputs().size()) {
+    for (size_t i = 0; i < n->outputs().size(); ++i) set(n->output(i), in[0].items[i]);
+    return true;
+  }
+  if ((k == prim::TupleIndex || k == aten::__getitem__) && in[0].is(Kind::kList) &&
+      in[1].is(Kind::kConst) && in[1].value.isInt()) {
+    auto i = index(in[1].value.toInt(), in[0].items.size());
+    if (!i) return false;
+    return out(in[0].items[*i]);
+  }
+  if (k == aten::len && in[0].is(Kind::kList)) {
+    return out(Val::constant(static_cast<int64_t>(in[0].items.size())));
+  }
+  if ((k == aten::size || k == aten::dim) && (in[0].is(Kind::kTensor) || in[0].is(Kind::kParam))) {
+    std::vector<Val> sizes;
+    if (in[0].is(Kind::kTensor)) {
+      const std::vector<int64_t>* d = dims(in[0].id);
+      if (!d) {
+        poison_outputs(n);
+        return true;
+      }
+      sizes.push_back(batch());
+      for (int64_t x : *d) sizes.push_back(Val::constant(x));
+    } else {
+      for (int64_t x : in[0].tensor.sizes()) sizes.push_back(Val::constant(x));
+    }
+    if (k == aten::dim) return out(Val::constant(static_cast<int64_t>(sizes.size())));
+    if (n->inputs().size() == 1) {
+      Val l;
+      l.kind = Kind::kList;
+      l.items = std::move(sizes);
+      return out(std::move(l));
+    }
+    if (!in[1].is(Kind::kConst) || !in[1].value.isInt()) return false;
+    auto i = index(in[1].value.toInt(), sizes.size());
+    if (!i) return false;
+    return out(sizes[*i]);
+  }
+  if ((k == prim::NumToTensor || k == aten::Int || k == aten::ScalarImplicit) &&
+      in[0].is(Kind::kBatch)) {
+    return out(batch());
+  }
+  if (k == prim::unchecked_cast) return out(in[0]);
+  if ((k == aten::__is__ || k == aten::__isnot__) && in.size() == 2) {
+    const bool none0 = in[0].is(Kind::kConst) && in[0].value.isNone();
+    const bool none1 = in[1].is(Kind::kConst) && in[1].value.isNone();
+    if (none0 || none1) return out(Val::constant(k == aten::__isnot__));  // the other is not None
+  }
+  return false;
+}
+
+// Lists and tuples of constants: built here, because these prim ops have no operator that
+// could run on their own; everything else is left to fold().
+bool Translator::fold_container(jit::Node* n, const std::vector<Val>& in) {
+  const c10::Symbol k = n->kind();
+  if (k == prim::ListConstruct) {
+    const auto list_type = n->output()->type()->cast<c10::ListType>();
+    if (!list_type) return false;
+    c10::impl::GenericList list(list_type->getElementType());
+    for (const Val& v : in) list.push_back(v.value);
+    set(n->output(), Val::constant(c10::IValue(std::move(list))));
+    return true;
+  }
+  if (k == prim::TupleConstruct) {
+    std::vector<c10::IValue> items;
+    for (const Val& v : in) items.push_back(v.value);
+    set(n->output(), Val::constant(c10::ivalue::Tuple::create(std::move(items))));
+    return true;
+  }
+  if (k == prim::ListUnpack || k == prim::TupleUnpack) {
+    std::vector<c10::IValue> items;
+    if (in[0].value.isList()) {
+      for (const c10::IValue& v : in[0].value.toListRef()) items.push_back(v);
+    } else if (in[0].value.isTuple()) {
+      items = in[0].value.toTupleRef().elements().vec();
+    }
+    if (items.size() != n->outputs().size()) return false;
+    for (size_t i = 0; i < items.size(); ++i) set(n->output(i), Val::constant(items[i]));
+    return true;
+  }
+  if (k == prim::TupleIndex && in[0].value.isTuple() && in[1].value.isInt()) {
+    const auto& items = in[0].value.toTupleRef().elements();
+    const int64_t size = static_cast<int64_t>(items.size()), i = in[1].value.toInt();
+    if (i < -size || i >= size) return false;
+    set(n->output(), Val::constant(items[static_cast<size_t>(i < 0 ? i + size : i)]));
+    return true;
+  }
+  return false;
+}
+
+// Runs a node whose inputs are all constants with LibTorch's own implementation of it.
+bool Translator::fold(jit::Node* n) {
+  for (jit::Value* v : n->inputs()) {
+    if (!get(v).is(Kind::kConst)) return false;
+  }
+  if (!n->maybeOperator() || n->isNondeterministic() || n->hasSideEffects()) return false;
+  jit::Stack stack;
+  for (jit::Value* v : n->inputs()) stack.push_back(get(v).value);
+  // Vararg ops (aten::format) take their input count on top, as LibTorch's interpreter does.
+  if (n->maybeSchema() && n->schema().is_vararg()) {
+    stack.emplace_back(static_cast<int64_t>(n->inputs().size()));
+  }
+  try {
+    n->getOperation()(stack);
+  } catch (const std::exception& e) {
+    error(n, fmt::format("evaluating {} on constants failed: {}", n->kind().toQualString(),
+                         exception_text(e)));
+    return true;
+  }
+  if (stack.size() != n->outputs().size()) {
+    error(n, fmt::format("evaluating {} gave {} values, expected {}", n->kind().toQualString(),
+                         stack.size(), n->outputs().size()));
+    return true;
+  }
+  for (size_t i = 0; i < stack.size(); ++i) set(n->output(i), Val::constant(std::move(stack[i])));
+  return true;
+}
+
+void Translator::run_op(jit::Node* n) {
+  if (fold(n)) return;
+  bool poisoned = false, batch = false, tensors = false;
+  for (jit::Value* v : n->inputs()) {
+    const Val& x = get(v);
+    poisoned = poisoned || x.is(Kind::kPoison);
+    batch = batch || x.is(Kind::kBatch);
+    tensors = tensors || x.is(Kind::kTensor) || x.is(Kind::kParam) || holds_tensor(v->type());
+  }
+  for (jit::Value* v : n->outputs()) tensors = tensors || holds_tensor(v->type());
+  const Handler handler = find_handler(n->kind());
+  if (!handler) {
+    // An unknown tensor op is listed even when its inputs are already poisoned, so that every
+    // unsupported op is; plumbing (prim::TupleUnpack of its result, aten::size) is not.
+    if (poisoned && (!tensors || n->kind().is_prim() || is_plumbing(n->kind()))) {
+      return poison_outputs(n);
+    }
+    return unsupported(n, !tensors && batch ? "it computes with the batch size, which zoc keeps "
+                                              "dynamic"
+                                            : "");
+  }
+  if (poisoned) return poison_outputs(n);
+  OpContext c(*this, n);
+  const size_t problems_before = problems_.size();
+  if (!handler(c) || fatal_) {
+    if (problems_.size() == problems_before && !fatal_) unsupported(n, "");
+    return poison_outputs(n);
+  }
+  // In-place ops (relu_, add_) write their first input: later reads of it see the result.
+  const std::string name = n->kind().toUnqualString();
+  if (name.size() > 2 && name.back() == '_' && name[name.size() - 2] != '_' &&
+      n->outputs().size() == 1) {
+    Val v = get(n->output());
+    set(n->input(0), std::move(v));
+  }
+}
+
+// Shapes come from the IR's own shape rules, run on the graph built so far when an op needs
+// them (a rank check, a flatten, an adaptive pool). A shape error stops the translation.
+const std::vector<int64_t>* Translator::dims(ir::ValueId v) {
+  if (v < 0 || static_cast<size_t>(v) >= graph_.values.size()) return nullptr;
+  if (!graph_.values[v].type) {
+    Diagnostics scratch;
+    if (!ir::infer_shapes(graph_, scratch) || !graph_.values[v].type) {
+      if (!fatal_) diags_.merge(scratch);
+      fatal_ = true;
+      return nullptr;
+    }
+  }
+  return &graph_.values[v].type->dims;
+}
+
+}  // namespace zoc::torchscript::detail

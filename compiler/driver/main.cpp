@@ -489,7 +489,9 @@ int run(int argc, char** argv) {
   } else if (cmd.grad->parsed()) {
     auto weights = get_weights(*model, args, diags);
     if (!weights) return finish(diags);
-    auto done = zoc::run_grad_command(*graph, *weights, args.batch_file, args.output);
+    auto training = zoc::passes::build_training_graph(*graph, {.optimizer = false}, diags);
+    if (!training) return finish(diags);
+    auto done = zoc::run_grad_command(*training, *weights, args.batch_file, args.output);
     if (!done) {
       diags.error(zoc::SourceLoc{args.batch_file, 0, 0}, done.error().message);
     } else {

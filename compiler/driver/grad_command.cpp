@@ -1,41 +1,43 @@
-// `zoc grad` (see grad_command.h): file handling around ref::train_step.
+// `zoc grad` (see grad_command.h): file handling around ref::run_training.
 #include "compiler/driver/grad_command.h"
 
 #include <fmt/format.h>
 
-#include "compiler/backend/reference/train_step.h"
+#include "compiler/backend/reference/interpreter.h"
 #include "zoc/io/safetensors.h"
 #include "zoc/train/batch.h"
 
 namespace zoc {
 
-Expected<std::string> run_grad_command(const ir::Graph& graph, const Weights& weights,
-                                       const std::string& batch_path,
-                                       const std::string& out_path) {
+Expected<std::string> run_grad_command(const ir::Graph& training, const Weights& weights,
+                                       const std::string& batch_path, const std::string& out_path) {
   const ir::Node* in_node = nullptr;
-  for (const ir::Node& n : graph.nodes) {
+  for (const ir::Node& n : training.nodes) {
     if (n.op == ir::OpKind::Input) in_node = &n;
   }
-  const ir::TensorType& out_type = graph.type(graph.outputs.at(0));
-  if (!in_node || graph.type(in_node->output).dims.size() != 3 || out_type.dims.size() != 1) {
-    return Error{fmt::format("zoc grad: model '{}' must take a C x H x W image and end in "
-                             "[classes] logits",
-                             graph.name)};
+  // The training graph's outputs: the loss, then the logits.
+  if (!in_node || training.type(in_node->output).dims.size() != 3 || training.outputs.size() < 2 ||
+      training.type(training.outputs[1]).dims.size() != 1) {
+    return Error{
+        fmt::format("zoc grad: model '{}' must take a C x H x W image and end in "
+                    "[classes] logits",
+                    training.name)};
   }
-  const std::vector<int64_t>& d = graph.type(in_node->output).dims;
-  auto batch = read_batch(batch_path, static_cast<int>(d[0]), static_cast<int>(d[1]),
-                          static_cast<int>(d[2]), static_cast<int>(out_type.dims[0]));
+  const std::vector<int64_t>& d = training.type(in_node->output).dims;
+  auto batch =
+      read_batch(batch_path, static_cast<int>(d[0]), static_cast<int>(d[1]), static_cast<int>(d[2]),
+                 static_cast<int>(training.type(training.outputs[1]).dims[0]));
   if (!batch) return batch.error();
   ref::Tensor input;
   input.shape = batch->shape;
   input.data = std::move(batch->input);
 
-  auto step = ref::train_step(graph, weights, input, batch->labels);
+  auto step = ref::run_training(training, weights, input, batch->labels);
   if (!step) return step.error();
 
   // Shapes of the parameters, from the graph's declarations.
   std::map<std::string, std::vector<int64_t>> shapes;
-  for (const ir::Node& n : graph.nodes) {
+  for (const ir::Node& n : training.nodes) {
     for (const ir::ParamSpec& p : n.params) shapes[p.name] = p.shape;
   }
   const float loss = static_cast<float>(step->loss);

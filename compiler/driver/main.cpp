@@ -201,13 +201,16 @@ int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags
   return finish(diags);
 }
 
-// Runs the inference pipeline with the --print-ir-after / --verify-each options.
+// Runs the inference pipeline (`zoc ir --train`: the training pipeline) with the
+// --print-ir-after / --verify-each options.
 bool optimize(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   zoc::passes::PassOptions popts;
   popts.verify_each = args.verify_each;
   popts.print_after = args.print_after;
   popts.print_to = &std::cout;
-  return zoc::passes::run_pipeline(g, diags, popts);
+  return zoc::passes::run_pipeline(
+      g, diags, popts,
+      args.train ? zoc::passes::training_pipeline() : zoc::passes::inference_pipeline());
 }
 
 bool parse_input_dims(const std::string& text, zoc::LoadOptions& opts, zoc::Diagnostics& diags) {
@@ -336,6 +339,8 @@ Commands define_commands(CLI::App& app, Args& args) {
   ir_cmd->add_option("--weights", args.weights, "also validate this safetensors file");
   ir_cmd->add_flag("--strict", args.strict, "reject weights holding NaN or Inf");
   ir_cmd->add_flag("--optimize", args.optimize, "print the IR after the inference passes");
+  ir_cmd->add_flag("--train", args.train,
+                   "print the training graph: forward in training mode, loss, backward, SGD");
   ir_cmd->add_option("--input", args.input_dims,
                      "input size CxHxW (required for .pt models, and for .onnx models that leave "
                      "it dynamic)");
@@ -476,7 +481,13 @@ int run(int argc, char** argv) {
   if (cmd.compile->parsed()) return cmd_compile(*graph, args, diags);
   if (cmd.ir->parsed()) {
     if (!args.weights.empty() && !get_weights(*model, args, diags)) return finish(diags);
-    if (args.optimize || !args.print_after.empty() || args.verify_each) {
+    if (args.train && args.optimize) {
+      diags.error(zoc::SourceLoc{"--train", 0, 0},
+                  "--train and --optimize exclude each other: training takes the model as "
+                  "written");
+      return finish(diags);
+    }
+    if (args.train || args.optimize || !args.print_after.empty() || args.verify_each) {
       if (!optimize(*graph, args, diags)) return finish(diags);
       if (!args.print_after.empty()) return finish(diags);
     }
@@ -489,7 +500,9 @@ int run(int argc, char** argv) {
   } else if (cmd.grad->parsed()) {
     auto weights = get_weights(*model, args, diags);
     if (!weights) return finish(diags);
-    auto done = zoc::run_grad_command(*graph, *weights, args.batch_file, args.output);
+    auto training = zoc::passes::build_training_graph(*graph, {.optimizer = false}, diags);
+    if (!training) return finish(diags);
+    auto done = zoc::run_grad_command(*training, *weights, args.batch_file, args.output);
     if (!done) {
       diags.error(zoc::SourceLoc{args.batch_file, 0, 0}, done.error().message);
     } else {

@@ -2,6 +2,7 @@
 #include "compiler/ir/graph.h"
 
 #include <cassert>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -11,20 +12,32 @@ namespace zoc::ir {
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::I64: return "i64";
+    case DType::F32:
+      return "f32";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
+    case DType::I64:
+      return "i64";
+    case DType::I32:
+      return "i32";
   }
   return "?";
 }
 
 int64_t dtype_size(DType dtype) {
   switch (dtype) {
-    case DType::F32: return 4;
-    case DType::F16: return 2;
-    case DType::BF16: return 2;
-    case DType::I64: return 8;
+    case DType::F32:
+      return 4;
+    case DType::F16:
+      return 2;
+    case DType::BF16:
+      return 2;
+    case DType::I64:
+      return 8;
+    case DType::I32:
+      return 4;
   }
   return 0;
 }
@@ -39,9 +52,9 @@ std::string_view layout_name(Layout layout) {
 }
 
 std::string TensorType::str() const {
-  std::string s = "N";
-  for (int64_t d : dims) s += fmt::format("x{}", d);
-  return fmt::format("{} {}", s, dtype_name(dtype));
+  std::string s = batched ? "N" : "";
+  for (int64_t d : dims) s += fmt::format("{}{}", s.empty() ? "" : "x", d);
+  return fmt::format("{} {}", s.empty() ? "scalar" : s, dtype_name(dtype));
 }
 
 int64_t TensorType::sample_numel() const {
@@ -120,10 +133,33 @@ int32_t Graph::add_node(OpKind op, std::string node_name, std::vector<ValueId> i
                         Attrs attrs, SourceLoc loc) {
   const auto index = static_cast<int32_t>(nodes.size());
   const auto out = static_cast<ValueId>(values.size());
-  values.push_back(Value{std::nullopt, index});
-  nodes.push_back(Node{op, std::move(node_name), std::move(inputs), out, std::move(attrs), {},
-                       std::move(loc), {}});
+  values.push_back(Value{std::nullopt, index, {}});
+  Node& node = nodes.emplace_back();
+  node.op = op;
+  node.name = std::move(node_name);
+  node.inputs = std::move(inputs);
+  node.output = out;
+  node.attrs = std::move(attrs);
+  node.loc = std::move(loc);
   return index;
+}
+
+ValueId Graph::add_extra_output(int32_t node, std::string value_name) {
+  const auto v = static_cast<ValueId>(values.size());
+  values.push_back(Value{std::nullopt, node, std::move(value_name)});
+  nodes[node].extra_outputs.push_back(v);
+  return v;
+}
+
+std::vector<ValueId> Graph::results(const Node& node) {
+  std::vector<ValueId> all{node.output};
+  all.insert(all.end(), node.extra_outputs.begin(), node.extra_outputs.end());
+  return all;
+}
+
+const std::string& Graph::value_name(ValueId v) const {
+  const Value& value = values[v];
+  return value.name.empty() ? nodes[value.producer].name : value.name;
 }
 
 const Node* Graph::find_node(std::string_view node_name) const {
@@ -133,24 +169,23 @@ const Node* Graph::find_node(std::string_view node_name) const {
   return nullptr;
 }
 
-int64_t Graph::trainable_param_count() const {
+namespace {
+int64_t count_params(const Graph& g, bool trainable) {
   int64_t total = 0;
-  for (const Node& n : nodes) {
+  std::set<std::string_view> seen;
+  for (const Node& n : g.nodes) {
     for (const ParamSpec& p : n.params) {
-      if (p.trainable) total += checked_product_of(p.shape).value_or(0);
+      if (p.trainable == trainable && seen.insert(p.name).second) {
+        total += checked_product_of(p.shape).value_or(0);
+      }
     }
   }
   return total;
 }
+}  // namespace
 
-int64_t Graph::buffer_count() const {
-  int64_t total = 0;
-  for (const Node& n : nodes) {
-    for (const ParamSpec& p : n.params) {
-      if (!p.trainable) total += checked_product_of(p.shape).value_or(0);
-    }
-  }
-  return total;
-}
+int64_t Graph::trainable_param_count() const { return count_params(*this, true); }
+
+int64_t Graph::buffer_count() const { return count_params(*this, false); }
 
 }  // namespace zoc::ir

@@ -1,4 +1,5 @@
-// The graph IR: nodes in topological order, each producing one typed value.
+// The graph IR: nodes in topological order, each producing one typed value (training-graph
+// ops may produce several: Node::extra_outputs).
 //
 // A node is an op from the op table, its attributes (checked against the table's schema), its
 // input values, its parameters (weights named as in PyTorch's state_dict: "<layer>.weight"),
@@ -19,23 +20,28 @@
 
 namespace zoc::ir {
 
-enum class DType { F32, F16, BF16, I64 };
+enum class DType { F32, F16, BF16, I64, I32 };
 enum class Layout { NCHW, NHWC, NC };
 
 std::string_view dtype_name(DType dtype);
 int64_t dtype_size(DType dtype);
 std::string_view layout_name(Layout layout);
 
-// The type of a per-batch tensor. `dims` excludes the dynamic batch dimension N:
-// {C, H, W} for images, {F} for feature vectors.
+// The type of a value. A batched value (every value of an inference graph) has the dynamic
+// batch dimension N in front of `dims`: {C, H, W} for images, {F} for feature vectors, {} for
+// one scalar per sample (labels). A non-batched value exists once per step whatever the batch
+// (a parameter's gradient, saved BatchNorm statistics, the loss): `dims` is its full shape.
 struct TensorType {
   DType dtype = DType::F32;
   Layout layout = Layout::NCHW;
   std::vector<int64_t> dims;
+  bool batched = true;
 
   bool operator==(const TensorType&) const = default;
-  std::string str() const;  // "N×64×56×56 f32"
-  int64_t sample_numel() const;  // product of dims (already overflow-checked by shape inference)
+  std::string str() const;  // "Nx64x56x56 f32"; non-batched "64x3x7x7 f32"
+  // Product of dims (already overflow-checked by shape inference): elements per sample, or of
+  // the whole tensor when not batched.
+  int64_t sample_numel() const;
 };
 
 struct Pair {
@@ -64,6 +70,11 @@ class Attrs {
   Pair pair(std::string_view name) const;
   double f(std::string_view name) const;
   bool b(std::string_view name) const { return i(name) != 0; }
+  // A Bool attribute that may be absent, which means false (a ZOC_PASS_ATTR such as `training`).
+  bool flag(std::string_view name) const {
+    const AttrValue* v = find(name);
+    return v != nullptr && v->i != 0;
+  }
   // An Init attribute's scheme; nullopt when absent (the op's PyTorch default, see ops.def).
   std::optional<InitScheme> init(std::string_view name) const;
   const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
@@ -111,11 +122,19 @@ struct Node {
   // For nodes made by fusion passes: the original layers merged into this one, in order
   // (e.g. "layer1.0.conv3", "layer1.0.bn3", "layer1.0.add", "layer1.0.relu3").
   std::vector<std::string> fused_from;
+  // Results beyond `output`, for ops that define several (a backward op's parameter gradients,
+  // a training-mode BatchNorm's saved statistics), each named by its Value::name. Inference
+  // graphs have none.
+  std::vector<ValueId> extra_outputs;
+  // Training-graph nodes: the model layer a backward op differentiates (its params are that
+  // layer's), or the parameter an sgd node updates. Empty elsewhere.
+  std::string origin;
 };
 
 struct Value {
   std::optional<TensorType> type;  // set by shape inference
   int32_t producer = -1;           // node index
+  std::string name;                // extra results only; an output is named after its node
 };
 
 class Graph {
@@ -128,11 +147,18 @@ class Graph {
   // Appends a node with a fresh output value and returns the node index.
   int32_t add_node(OpKind op, std::string node_name, std::vector<ValueId> inputs, Attrs attrs,
                    SourceLoc loc);
+  // Gives node `node` one more result, named `value_name`, and returns it.
+  ValueId add_extra_output(int32_t node, std::string value_name);
+  // Every result of a node: its output, then its extras.
+  static std::vector<ValueId> results(const Node& node);
+  // The name a value prints as (after '%'): its producer's, or its own for an extra result.
+  const std::string& value_name(ValueId v) const;
   const Node& producer(ValueId v) const { return nodes[values[v].producer]; }
   const TensorType& type(ValueId v) const { return *values[v].type; }
   const Node* find_node(std::string_view node_name) const;
 
-  // Trainable parameters and buffers, as PyTorch counts them.
+  // Trainable parameters and buffers, as PyTorch counts them (each name once: a training
+  // graph's backward nodes list their layer's parameters again).
   int64_t trainable_param_count() const;
   int64_t buffer_count() const;  // elements of non-trainable tensors
 };

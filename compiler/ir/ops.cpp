@@ -18,6 +18,16 @@ constexpr AttrRow kAttrRows[] = {
   {OpKind::op,                                                       \
    {name, AttrKind::kind, required, static_cast<double>(dflt), static_cast<double>(min), \
     static_cast<double>(max), summary}},
+#define ZOC_PASS_ATTR(op, name, kind, min, max, summary)                                     \
+  {OpKind::op,                                                                               \
+   {name, AttrKind::kind, false, kUnset, static_cast<double>(min), static_cast<double>(max), \
+    summary, false}},
+#include "compiler/ir/ops.def"
+};
+
+// Ops that take another op's attribute schema (ZOC_SAME_ATTRS).
+constexpr std::pair<OpKind, OpKind> kSameAttrs[] = {
+#define ZOC_SAME_ATTRS(op, from) {OpKind::op, OpKind::from},
 #include "compiler/ir/ops.def"
 };
 
@@ -40,6 +50,9 @@ struct Tables {
     };
     attrs.resize(std::size(rows));
     for (const AttrRow& a : kAttrRows) attrs[static_cast<size_t>(a.op)].push_back(a.spec);
+    for (const auto& [op, from] : kSameAttrs) {
+      attrs[static_cast<size_t>(op)] = attrs[static_cast<size_t>(from)];
+    }
     for (const Row& r : rows) {
       ops.push_back({r.kind, r.name, r.min_in, r.max_in, r.user, r.summary,
                      std::span<const AttrSpec>(attrs[static_cast<size_t>(r.kind)])});

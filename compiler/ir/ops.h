@@ -44,6 +44,7 @@ struct AttrSpec {
   double min;
   double max;
   std::string_view summary;
+  bool user = true;  // model files may set it (false: only passes do, see ZOC_PASS_ATTR)
 };
 
 struct OpInfo {

@@ -1,12 +1,25 @@
 // Text form of the IR (see printer.h).
 #include "compiler/ir/printer.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 namespace zoc::ir {
 namespace {
 
-std::string value_name(const Graph& g, ValueId v) { return "%" + g.producer(v).name; }
+std::string value_name(const Graph& g, ValueId v) { return "%" + g.value_name(v); }
+
+// "%out : T" for one result; "%out, %extra : T, T2" for several (training graphs).
+std::pair<std::string, std::string> results_and_types(const Graph& g, const Node& n) {
+  std::string names, types;
+  for (ValueId v : Graph::results(n)) {
+    const auto& type = g.values[v].type;
+    names += (names.empty() ? "" : ", ") + value_name(g, v);
+    types += (types.empty() ? "" : ", ") + (type ? type->str() : std::string("<untyped>"));
+  }
+  return {names, types};
+}
 
 std::string format_value(const AttrValue& v) {
   switch (v.kind) {
@@ -50,17 +63,18 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
       if (!operands.empty()) operands += ", ";
       operands += value_name(g, v);
     }
-    std::string line = fmt::format("  %{} = {}", n.name, op_info(n.op).name);
+    const auto [results, types] = results_and_types(g, n);
+    std::string line = fmt::format("  {} = {}", results, op_info(n.op).name);
     if (!operands.empty()) line += "(" + operands + ")";
     const std::string attrs = format_attrs(n);
     if (!attrs.empty()) line += " " + attrs;
-    const auto& type = g.values[n.output].type;
-    line += " : " + (type ? type->str() : std::string("<untyped>"));
+    line += " : " + types;
     if (n.fused_from.size() > 1) {
       std::string from;
       for (const std::string& f : n.fused_from) from += (from.empty() ? "" : " + ") + f;
       line += "  [" + from + "]";
     }
+    if (!n.origin.empty()) line += "  [of " + n.origin + "]";
     if (options.locations && n.loc.known()) {
       if (line.size() < 100) line.append(100 - line.size(), ' ');
       line += "  # " + n.loc.str();

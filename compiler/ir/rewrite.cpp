@@ -55,7 +55,8 @@ bool compact_and_sort(Graph& g, const std::vector<bool>& remove) {
   const size_t n = g.nodes.size();
   std::vector<int> producer_of(g.values.size(), -1);
   for (size_t i = 0; i < n; ++i) {
-    if (!remove[i]) producer_of[g.nodes[i].output] = static_cast<int>(i);
+    if (remove[i]) continue;
+    for (ValueId v : Graph::results(g.nodes[i])) producer_of[v] = static_cast<int>(i);
   }
   std::vector<std::vector<int>> deps(n);  // removed nodes keep none and are dropped below
   size_t kept = 0;
@@ -82,12 +83,16 @@ void apply_order(Graph& g, const std::vector<int>& order) {
   std::vector<ValueId> new_value(g.values.size(), kNoValue);
   for (int i : order) {
     Node node = std::move(g.nodes[i]);
-    const ValueId old_out = node.output;
     for (ValueId& v : node.inputs) v = new_value[v];
     const auto index = static_cast<int32_t>(out.nodes.size());
-    node.output = static_cast<ValueId>(out.values.size());
-    out.values.push_back(Value{g.values[old_out].type, index});
-    new_value[old_out] = node.output;
+    auto renumber = [&](ValueId& v) {
+      const ValueId old = v;
+      v = static_cast<ValueId>(out.values.size());
+      out.values.push_back(Value{g.values[old].type, index, g.values[old].name});
+      new_value[old] = v;
+    };
+    renumber(node.output);
+    for (ValueId& v : node.extra_outputs) renumber(v);
     out.nodes.push_back(std::move(node));
   }
   for (ValueId v : g.outputs) out.outputs.push_back(new_value[v]);

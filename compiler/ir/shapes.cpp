@@ -1,12 +1,14 @@
-// Per-op shape rules (see shapes.h). One function per op, dispatched by the op table's switch.
+// Per-op shape rules of the model's ops (see shapes.h; the training graph's are in
+// shapes_train.cpp), and infer_shapes with the one switch over the op table.
 #include "compiler/ir/shapes.h"
 
 #include <fmt/format.h>
 
+#include "compiler/ir/shape_rule.h"
 #include "compiler/support/checked_math.h"
 
 namespace zoc::ir {
-namespace {
+namespace detail {
 
 std::string dims_str(const std::vector<int64_t>& dims) {
   std::string s = "N";
@@ -20,80 +22,61 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-class Rule {
- public:
-  Rule(Graph& g, Node& n, Diagnostics& d) : g_(g), n_(n), d_(d) {}
+bool Rule::fail(const std::string& msg) {
+  d_.error(n_.loc, fmt::format("layer '{}' ({}): {}", n_.name, op_info(n_.op).name, msg));
+  return false;
+}
 
-  bool fail(const std::string& msg) {
-    d_.error(n_.loc, fmt::format("layer '{}' ({}): {}", n_.name, op_info(n_.op).name, msg));
-    return false;
-  }
-  const TensorType& in(size_t i) const { return g_.type(n_.inputs[i]); }
-  bool expect_rank(size_t i, size_t rank, const char* what) {
-    if (in(i).dims.size() == rank) return true;
-    return fail(fmt::format("expects {} input, got {}", what, dims_str(in(i).dims)));
-  }
-  // Declares a tensor the layer needs from the weights file. Its size is bounded like an
-  // activation's, so that loading or initializing it never sizes an absurd buffer.
-  bool param(const std::string& suffix, std::vector<int64_t> shape, ParamRole role,
-             bool trainable = true, DType dtype = DType::F32, bool optional = false,
-             const std::string* owner = nullptr) {
-    auto numel = checked_product_of(shape);
-    if (!numel || !checked_mul(*numel, 8) || *numel * 8 > kMaxSampleBytes) {
-      return fail(fmt::format("parameter '{}' of shape {} is too large (over {} bytes)", suffix,
-                              shape_str(shape), kMaxSampleBytes));
-    }
-    n_.params.push_back({(owner ? *owner : n_.name) + "." + suffix, dtype, std::move(shape),
-                         trainable, optional, role, InitScheme::kPytorchDefault});
-    return true;
-  }
-  // The layer's declared init (attribute `attr`), if any, for the parameter just declared.
-  void declared_init(std::string_view attr) {
-    if (auto scheme = n_.attrs.init(attr)) n_.params.back().init = *scheme;
-  }
-  bool set_output(std::vector<int64_t> dims, Layout layout) {
-    for (int64_t d : dims) {
-      if (d < 1) return fail(fmt::format("output shape {} has an empty dimension", dims_str(dims)));
-      if (d > kMaxDim) {
-        return fail(fmt::format("output dimension {} exceeds the limit {}", d, kMaxDim));
-      }
-    }
-    auto numel = checked_product_of(dims);
-    if (!numel || !checked_mul(*numel, 8) || *numel * 8 > kMaxSampleBytes) {
-      return fail(fmt::format("output shape {} is too large (over {} bytes per sample)",
-                              dims_str(dims), kMaxSampleBytes));
-    }
-    g_.values[n_.output].type = TensorType{DType::F32, layout, std::move(dims)};
-    return true;
-  }
+bool Rule::expect_rank(size_t i, size_t rank, const char* what) {
+  if (in(i).dims.size() == rank) return true;
+  return fail(fmt::format("expects {} input, got {}", what, dims_str(in(i).dims)));
+}
 
-  void bn_params(int64_t c, const std::string* owner, std::string_view init_attr) {
-    if (param("weight", {c}, ParamRole::kBnWeight, true, DType::F32, false, owner)) {
-      declared_init(init_attr);
-    }
-    param("bias", {c}, ParamRole::kBnBias, true, DType::F32, false, owner);
-    param("running_mean", {c}, ParamRole::kBnMean, false, DType::F32, false, owner);
-    param("running_var", {c}, ParamRole::kBnVar, false, DType::F32, false, owner);
-    param("num_batches_tracked", {}, ParamRole::kBnCount, false, DType::I64, true, owner);
+bool Rule::param(const std::string& suffix, std::vector<int64_t> shape, ParamRole role,
+                 bool trainable, DType dtype, bool optional, const std::string* owner) {
+  auto numel = checked_product_of(shape);
+  if (!numel || !checked_mul(*numel, 8) || *numel * 8 > kMaxSampleBytes) {
+    return fail(fmt::format("parameter '{}' of shape {} is too large (over {} bytes)", suffix,
+                            shape_str(shape), kMaxSampleBytes));
   }
+  n_.params.push_back({(owner ? *owner : n_.name) + "." + suffix, dtype, std::move(shape),
+                       trainable, optional, role, InitScheme::kPytorchDefault});
+  return true;
+}
 
-  bool input();
-  bool conv2d();
-  bool batchnorm2d();
-  bool same_as_input();
-  bool add();
-  bool pool(bool is_max);
-  bool global_avgpool();
-  bool flatten();
-  bool linear();
-  bool softmax();
-  bool concat();
+void Rule::bn_params(int64_t c, const std::string* owner, std::string_view init_attr) {
+  if (param("weight", {c}, ParamRole::kBnWeight, true, DType::F32, false, owner)) {
+    declared_init(init_attr);
+  }
+  param("bias", {c}, ParamRole::kBnBias, true, DType::F32, false, owner);
+  param("running_mean", {c}, ParamRole::kBnMean, false, DType::F32, false, owner);
+  param("running_var", {c}, ParamRole::kBnVar, false, DType::F32, false, owner);
+  param("num_batches_tracked", {}, ParamRole::kBnCount, false, DType::I64, true, owner);
+}
 
- private:
-  Graph& g_;
-  Node& n_;
-  Diagnostics& d_;
-};
+bool Rule::set_result(ValueId v, TensorType type) {
+  const std::vector<int64_t>& dims = type.dims;
+  const std::string shown = type.batched ? dims_str(dims) : shape_str(dims);
+  for (int64_t d : dims) {
+    if (d < 1) return fail(fmt::format("output shape {} has an empty dimension", shown));
+    if (d > kMaxDim) {
+      return fail(fmt::format("output dimension {} exceeds the limit {}", d, kMaxDim));
+    }
+  }
+  auto numel = checked_product_of(dims);
+  if (!numel || !checked_mul(*numel, 8) || *numel * 8 > kMaxSampleBytes) {
+    return fail(fmt::format("output shape {} is too large (over {} bytes{})", shown,
+                            kMaxSampleBytes, type.batched ? " per sample" : ""));
+  }
+  g_.values[v].type = std::move(type);
+  return true;
+}
+
+bool Rule::expect_extras(size_t count) {
+  extras_checked_ = true;
+  if (n_.extra_outputs.size() == count) return true;
+  return fail(fmt::format("has {} extra results, expects {}", n_.extra_outputs.size(), count));
+}
 
 bool Rule::input() {
   const Attrs& a = n_.attrs;
@@ -140,9 +123,13 @@ bool Rule::conv2d() {
   return set_output({out_c, *oh, *ow}, Layout::NCHW);
 }
 
+// In training mode, an extra result: the batch's statistics for the backward pass.
 bool Rule::batchnorm2d() {
   if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
-  bn_params(in(0).dims[0], nullptr, "init");
+  const int64_t c = in(0).dims[0];
+  bn_params(c, nullptr, "init");
+  const bool training = n_.attrs.flag("training");
+  if (!expect_extras(training ? 1 : 0) || (training && !set_extra(0, {2, c}))) return false;
   return set_output(in(0).dims, in(0).layout);
 }
 
@@ -157,23 +144,30 @@ bool Rule::add() {
 }
 
 bool Rule::pool(bool is_max) {
-  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  std::vector<int64_t> dims = pool_dims(is_max);
+  return !dims.empty() && set_output(std::move(dims), Layout::NCHW);
+}
+
+std::vector<int64_t> Rule::pool_dims(bool is_max) {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return {};
   Attrs& a = n_.attrs;
   const Pair k = a.pair("kernel");
   if (!a.has("stride")) a.set("stride", AttrValue{AttrKind::Pair, 0, k, 0});
   const Pair s = a.pair("stride"), p = a.pair("padding");
   const Pair dl = is_max ? a.pair("dilation") : Pair{1, 1};
   if (p.h > k.h / 2 || p.w > k.w / 2) {
-    return fail(fmt::format("padding {}x{} exceeds half the kernel {}x{}", p.h, p.w, k.h, k.w));
+    fail(fmt::format("padding {}x{} exceeds half the kernel {}x{}", p.h, p.w, k.h, k.w));
+    return {};
   }
   const int64_t c = in(0).dims[0], h = in(0).dims[1], w = in(0).dims[2];
   auto oh = pool_output_size(h, k.h, s.h, p.h, dl.h, a.b("ceil_mode"));
   auto ow = pool_output_size(w, k.w, s.w, p.w, dl.w, a.b("ceil_mode"));
   if (!oh || !ow) {
-    return fail(fmt::format("output size would be < 1: input {}x{}, window {}x{}, padding {}x{}",
-                            h, w, k.h, k.w, p.h, p.w));
+    fail(fmt::format("output size would be < 1: input {}x{}, window {}x{}, padding {}x{}", h, w,
+                     k.h, k.w, p.h, p.w));
+    return {};
   }
-  return set_output({c, *oh, *ow}, Layout::NCHW);
+  return {c, *oh, *ow};
 }
 
 bool Rule::global_avgpool() {
@@ -221,6 +215,10 @@ bool Rule::concat() {
   return set_output({channels, in(0).dims[1], in(0).dims[2]}, Layout::NCHW);
 }
 
+}  // namespace detail
+
+namespace {
+
 // How far a window of `kernel` taps spaced `dilation` apart can slide over the padded input:
 // in + 2*pad - (dilation*(kernel-1) + 1), or nullopt if it does not fit or overflows.
 std::optional<int64_t> window_room(int64_t in, int64_t kernel, int64_t pad, int64_t dilation) {
@@ -254,36 +252,98 @@ std::optional<int64_t> pool_output_size(int64_t in, int64_t kernel, int64_t stri
   return out;
 }
 
+namespace {
+
+// The op table's switch: which rule types a node.
+bool apply_rule(detail::Rule& rule, OpKind op) {
+  switch (op) {
+    case OpKind::Input:
+      return rule.input();
+    case OpKind::Conv2d:
+    case OpKind::FusedConv2d:
+      return rule.conv2d();
+    case OpKind::BatchNorm2d:
+      return rule.batchnorm2d();
+    case OpKind::Dropout:
+    case OpKind::DropoutGrad:
+      return rule.same_as_input();
+    case OpKind::Add:
+      return rule.add();
+    case OpKind::MaxPool2d:
+      return rule.pool(true);
+    case OpKind::AvgPool2d:
+      return rule.pool(false);
+    case OpKind::GlobalAvgPool:
+      return rule.global_avgpool();
+    case OpKind::Flatten:
+      return rule.flatten();
+    case OpKind::Linear:
+      return rule.linear();
+    case OpKind::Softmax:
+      return rule.softmax();
+    case OpKind::Concat:
+      return rule.concat();
+#define ZOC_ACTIVATION(op, grad, math) \
+  case OpKind::op:                     \
+    return rule.same_as_input();       \
+  case OpKind::grad:                   \
+    return rule.activation_grad();
+#include "compiler/ir/ops.def"
+    case OpKind::Labels:
+      return rule.labels();
+    case OpKind::SoftmaxCrossEntropy:
+      return rule.softmax_cross_entropy();
+    case OpKind::Conv2dGrad:
+      return rule.layer_grad(OpKind::Conv2d);
+    case OpKind::BatchNorm2dGrad:
+      return rule.layer_grad(OpKind::BatchNorm2d);
+    case OpKind::LinearGrad:
+      return rule.layer_grad(OpKind::Linear);
+    case OpKind::SoftmaxGrad:
+      return rule.activation_grad();
+    case OpKind::MaxPool2dGrad:
+      return rule.pool_grad(true);
+    case OpKind::AvgPool2dGrad:
+      return rule.pool_grad(false);
+    case OpKind::GlobalAvgPoolGrad:
+      return rule.global_avgpool_grad();
+    case OpKind::FlattenGrad:
+      return rule.flatten_grad();
+    case OpKind::SliceChannels:
+      return rule.slice_channels();
+    case OpKind::Sgd:
+      return rule.sgd();
+  }
+  return false;
+}
+
+}  // namespace
+
 bool infer_shapes(Graph& graph, Diagnostics& diags) {
   bool all_ok = true;
   for (Node& node : graph.nodes) {
     node.params.clear();
-    graph.values[node.output].type.reset();
+    for (ValueId v : Graph::results(node)) graph.values[v].type.reset();
     bool inputs_ok = true;
     for (ValueId v : node.inputs) inputs_ok = inputs_ok && graph.values[v].type.has_value();
     if (!inputs_ok) {
       all_ok = false;  // an earlier error already explains it
       continue;
     }
-    Rule rule(graph, node, diags);
-    bool ok = false;
-    switch (node.op) {
-      case OpKind::Input: ok = rule.input(); break;
-      case OpKind::Conv2d:
-      case OpKind::FusedConv2d: ok = rule.conv2d(); break;
-      case OpKind::BatchNorm2d: ok = rule.batchnorm2d(); break;
-      case OpKind::Relu:
-      case OpKind::Tanh:
-      case OpKind::Sigmoid:
-      case OpKind::Dropout: ok = rule.same_as_input(); break;
-      case OpKind::Add: ok = rule.add(); break;
-      case OpKind::MaxPool2d: ok = rule.pool(true); break;
-      case OpKind::AvgPool2d: ok = rule.pool(false); break;
-      case OpKind::GlobalAvgPool: ok = rule.global_avgpool(); break;
-      case OpKind::Flatten: ok = rule.flatten(); break;
-      case OpKind::Linear: ok = rule.linear(); break;
-      case OpKind::Softmax: ok = rule.softmax(); break;
-      case OpKind::Concat: ok = rule.concat(); break;
+    detail::Rule rule(graph, node, diags);
+    bool ok = true;
+    // A model's ops read per-sample float tensors: never labels or a non-batched value.
+    for (ValueId v : op_info(node.op).user ? node.inputs : std::vector<ValueId>{}) {
+      const TensorType& t = graph.type(v);
+      if (!t.batched || t.dtype != DType::F32) {
+        ok = rule.fail(fmt::format("reads %{} of type {}, not a batched f32 tensor",
+                                   graph.value_name(v), t.str()));
+      }
+    }
+    ok = ok && apply_rule(rule, node.op);
+    if (ok && !rule.extras_checked() && !node.extra_outputs.empty()) {
+      ok = rule.fail(fmt::format("has {} extra results; the op defines one result",
+                                 node.extra_outputs.size()));
     }
     all_ok = all_ok && ok;
   }

@@ -31,12 +31,13 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
   };
 
   if (g.nodes.empty()) fail(nullptr, "the graph has no nodes");
-  size_t input_count = 0;
-  std::set<std::string> names;
+  size_t input_count = 0, labels_count = 0;
+  std::set<std::string> names;  // of nodes and of extra results: every value's name is unique
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     const OpInfo& info = op_info(n.op);
     if (n.op == OpKind::Input) ++input_count;
+    if (n.op == OpKind::Labels) ++labels_count;
     if (n.name.empty()) fail(&n, "node has an empty name");
     if (!names.insert(n.name).second) fail(&n, "duplicate layer name");
     const auto nin = static_cast<int>(n.inputs.size());
@@ -51,11 +52,22 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
         fail(&n, fmt::format("input %{} is not produced by an earlier node", v));
       }
     }
-    if (n.output < 0 || static_cast<size_t>(n.output) >= g.values.size() ||
-        g.values[n.output].producer != static_cast<int32_t>(i)) {
-      fail(&n, "output value is not linked back to this node");
-    } else if (options.require_types && !g.values[n.output].type) {
-      fail(&n, "output has no type (shape inference did not run or failed)");
+    for (ValueId v : Graph::results(n)) {
+      const bool extra = v != n.output;
+      if (v < 0 || static_cast<size_t>(v) >= g.values.size() ||
+          g.values[v].producer != static_cast<int32_t>(i)) {
+        fail(&n, fmt::format("{} is not linked back to this node",
+                             extra ? "an extra result" : "output value"));
+        continue;
+      }
+      if (extra && g.values[v].name.empty()) fail(&n, "an extra result has no name");
+      if (extra && !names.insert(g.values[v].name).second) {
+        fail(&n, fmt::format("duplicate value name '{}'", g.values[v].name));
+      }
+      if (options.require_types && !g.values[v].type) {
+        fail(&n, fmt::format("{} has no type (shape inference did not run or failed)",
+                             extra ? fmt::format("result '%{}'", g.values[v].name) : "output"));
+      }
     }
     for (const auto& [key, value] : n.attrs.items()) {
       const AttrSpec* spec = find_attr(n.op, key);
@@ -74,6 +86,8 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
     }
   }
   if (input_count != 1) fail(nullptr, fmt::format("expects one input node, found {}", input_count));
+  if (labels_count > 1)
+    fail(nullptr, fmt::format("expects at most one labels node, found {}", labels_count));
   if (g.outputs.empty()) fail(nullptr, "the graph has no outputs");
   for (ValueId v : g.outputs) {
     if (v < 0 || static_cast<size_t>(v) >= g.values.size()) {

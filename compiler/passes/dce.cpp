@@ -1,4 +1,5 @@
-// Pass dce: removes nodes whose results reach no graph output (the input node always stays).
+// Pass dce: removes nodes none of whose results reach a graph output (the graph's inputs, the
+// input and a training graph's labels, always stay).
 #include "compiler/ir/rewrite.h"
 #include "compiler/passes/pipeline.h"
 
@@ -17,7 +18,8 @@ bool eliminate_dead_code(ir::Graph& g, Diagnostics& diags) {
   }
   std::vector<bool> remove(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    remove[i] = !live[i] && g.nodes[i].op != ir::OpKind::Input;
+    const ir::OpKind op = g.nodes[i].op;
+    remove[i] = !live[i] && op != ir::OpKind::Input && op != ir::OpKind::Labels;
   }
   if (!ir::compact_and_sort(g, remove)) {
     diags.error(SourceLoc{g.name, 0, 0}, "internal error: dce broke the graph");

@@ -1,4 +1,5 @@
-// Liveness-based first-fit placement of values in one arena (see memory_plan.h).
+// Liveness-based first-fit placement of values in the arena and the fixed region (see
+// memory_plan.h).
 #include "compiler/passes/memory_plan.h"
 
 #include <algorithm>
@@ -11,14 +12,57 @@ namespace {
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-bool is_view(const ir::Node& n) { return n.op == ir::OpKind::Flatten; }
+// The input whose storage a view's result shares, or -1 for ops that are not views.
+int viewed_input(const ir::Node& n) {
+  if (n.op == ir::OpKind::Flatten) return 0;
+  if (n.op == ir::OpKind::FlattenGrad) return 1;  // dy in x's shape
+  return -1;
+}
+
+bool is_external(const ir::Node& n, const MemoryPlanOptions& options) {
+  return options.external_input && (n.op == ir::OpKind::Input || n.op == ir::OpKind::Labels);
+}
+
+// Largest first, then first fit against the already placed values alive at the same time.
+// Returns the region's size.
+int64_t place(std::vector<ir::ValueId> order, const std::vector<int64_t>& first,
+              const std::vector<int64_t>& last, std::vector<MemoryPlan::Slot>& slots) {
+  std::stable_sort(order.begin(), order.end(),
+                   [&](ir::ValueId a, ir::ValueId b) { return slots[a].bytes > slots[b].bytes; });
+  int64_t size = 0;
+  std::vector<ir::ValueId> placed;
+  for (ir::ValueId v : order) {
+    std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of overlapping lifetimes
+    for (ir::ValueId p : placed) {
+      if (first[p] <= last[v] && first[v] <= last[p]) {
+        busy.emplace_back(slots[p].offset, slots[p].offset + slots[p].bytes);
+      }
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (const auto& [b, e] : busy) {
+      if (offset + slots[v].bytes <= b) break;
+      offset = std::max(offset, e);
+    }
+    slots[v].offset = offset;
+    size = std::max(size, offset + slots[v].bytes);
+    placed.push_back(v);
+  }
+  return size;
+}
 
 }  // namespace
 
 std::string MemoryPlan::summary() const {
   auto mib = [](int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
-  return fmt::format("activation arena {:.3f} MiB per sample (unshared: {:.3f} MiB per sample)",
-                     mib(arena_bytes_per_sample), mib(unplanned_bytes_per_sample));
+  std::string s =
+      fmt::format("activation arena {:.3f} MiB per sample (unshared: {:.3f} MiB per sample)",
+                  mib(arena_bytes_per_sample), mib(unplanned_bytes_per_sample));
+  if (unplanned_fixed_bytes > 0) {
+    s += fmt::format("; fixed region {:.3f} MiB (unshared: {:.3f} MiB)", mib(fixed_bytes),
+                     mib(unplanned_fixed_bytes));
+  }
+  return s;
 }
 
 MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
@@ -29,63 +73,58 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   std::vector<ir::ValueId> root(nv);
   std::iota(root.begin(), root.end(), 0);
   for (const ir::Node& n : g.nodes) {
-    if (is_view(n)) {
-      root[n.output] = root[n.inputs[0]];
-      plan.slots[n.output].alias_of = root[n.inputs[0]];
+    if (const int k = viewed_input(n); k >= 0) {
+      root[n.output] = root[n.inputs[k]];
+      plan.slots[n.output].alias_of = root[n.inputs[k]];
     }
   }
   // Lifetime of each root: [first def, last use] in node indices; outputs live to the end.
   std::vector<int64_t> first(nv, -1), last(nv, -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
-    const ir::ValueId r = root[n.output];
-    if (first[r] < 0) first[r] = static_cast<int64_t>(i);
-    last[r] = std::max(last[r], static_cast<int64_t>(i));
-    for (ir::ValueId v : n.inputs) last[root[v]] = std::max(last[root[v]], static_cast<int64_t>(i));
+    const auto at = static_cast<int64_t>(i);
+    for (ir::ValueId v : ir::Graph::results(n)) {
+      if (first[root[v]] < 0) first[root[v]] = at;
+      last[root[v]] = std::max(last[root[v]], at);
+    }
+    for (ir::ValueId v : n.inputs) last[root[v]] = std::max(last[root[v]], at);
   }
   for (ir::ValueId v : g.outputs) last[root[v]] = static_cast<int64_t>(g.nodes.size());
   for (const auto& [v, until] : options.live_until) last[root[v]] = std::max(last[root[v]], until);
 
-  std::vector<ir::ValueId> order;
+  std::vector<ir::ValueId> batched, fixed;
   for (const ir::Node& n : g.nodes) {
-    const ir::ValueId v = n.output;
-    if (root[v] != v) continue;
-    if (n.op == ir::OpKind::Input && options.external_input) continue;
-    int64_t numel = g.type(v).sample_numel();
-    if (n.op == ir::OpKind::Input && options.input_channels_stored > 0) {  // padded channels
-      numel = numel / g.type(v).dims[0] * options.input_channels_stored;
-    }
-    plan.slots[v].bytes = align_up(numel * options.element_bytes, MemoryPlan::kAlignment);
-    plan.unplanned_bytes_per_sample += plan.slots[v].bytes;
-    order.push_back(v);
-  }
-  // Largest first, then first fit against the already placed values alive at the same time.
-  std::stable_sort(order.begin(), order.end(), [&](ir::ValueId a, ir::ValueId b) {
-    return plan.slots[a].bytes > plan.slots[b].bytes;
-  });
-  std::vector<ir::ValueId> placed;
-  for (ir::ValueId v : order) {
-    std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of overlapping lifetimes
-    for (ir::ValueId p : placed) {
-      if (first[p] <= last[v] && first[v] <= last[p]) {
-        busy.emplace_back(plan.slots[p].offset, plan.slots[p].offset + plan.slots[p].bytes);
+    for (ir::ValueId v : ir::Graph::results(n)) {
+      if (root[v] != v || is_external(n, options)) continue;
+      const ir::TensorType& t = g.type(v);
+      MemoryPlan::Slot& slot = plan.slots[v];
+      slot.fixed = !t.batched;
+      int64_t numel = t.sample_numel();
+      if (n.op == ir::OpKind::Input && options.input_channels_stored > 0) {  // padded channels
+        numel = numel / t.dims[0] * options.input_channels_stored;
       }
+      const bool is_float = t.dtype != ir::DType::I32 && t.dtype != ir::DType::I64;
+      const int64_t bytes = numel * (is_float ? options.element_bytes : ir::dtype_size(t.dtype));
+      if (auto pin = options.pinned.find(v); pin != options.pinned.end()) {
+        slot.pinned = true;
+        slot.offset = pin->second;
+        slot.bytes = bytes;
+        continue;
+      }
+      slot.bytes = align_up(bytes, MemoryPlan::kAlignment);
+      (slot.fixed ? plan.unplanned_fixed_bytes : plan.unplanned_bytes_per_sample) += slot.bytes;
+      (slot.fixed ? fixed : batched).push_back(v);
     }
-    std::sort(busy.begin(), busy.end());
-    int64_t offset = 0;
-    for (const auto& [b, e] : busy) {
-      if (offset + plan.slots[v].bytes <= b) break;
-      offset = std::max(offset, e);
-    }
-    plan.slots[v].offset = offset;
-    plan.arena_bytes_per_sample =
-        std::max(plan.arena_bytes_per_sample, offset + plan.slots[v].bytes);
-    placed.push_back(v);
   }
+  plan.arena_bytes_per_sample = place(batched, first, last, plan.slots);
+  plan.fixed_bytes = place(fixed, first, last, plan.slots);
   for (size_t v = 0; v < nv; ++v) {
     if (plan.slots[v].alias_of != ir::kNoValue) {
-      plan.slots[v].offset = plan.slots[plan.slots[v].alias_of].offset;
-      plan.slots[v].bytes = plan.slots[plan.slots[v].alias_of].bytes;
+      const MemoryPlan::Slot& source = plan.slots[plan.slots[v].alias_of];
+      plan.slots[v].offset = source.offset;
+      plan.slots[v].bytes = source.bytes;
+      plan.slots[v].fixed = source.fixed;
+      plan.slots[v].pinned = source.pinned;
     }
   }
   return plan;

@@ -1,4 +1,4 @@
-// The inference pass pipeline as a commented list (see pipeline.h).
+// The pass pipelines as commented lists (see pipeline.h).
 #include "compiler/passes/pipeline.h"
 
 #include <fmt/format.h>
@@ -27,21 +27,31 @@ constexpr Pass kInference[] = {
     {"dce", eliminate_dead_code, "last: drops whatever the rewrites left unused"},
 };
 
+constexpr Pass kTraining[] = {
+    {"build-training-graph", build_training_graph_pass,
+     "first and alone: training needs the layers as written (BatchNorm with batch statistics "
+     "cannot be folded, dropout is not the identity on a GPU), and the backward and optimizer "
+     "nodes it appends are what the trainer runs"},
+};
+
 }  // namespace
 
 std::span<const Pass> inference_pipeline() { return kInference; }
 
-bool run_pipeline(ir::Graph& graph, Diagnostics& diags, const PassOptions& options) {
+std::span<const Pass> training_pipeline() { return kTraining; }
+
+bool run_pipeline(ir::Graph& graph, Diagnostics& diags, const PassOptions& options,
+                  std::span<const Pass> pipeline) {
   bool known = options.print_after.empty() || options.print_after == "all";
-  for (const Pass& p : kInference) known = known || options.print_after == p.name;
+  for (const Pass& p : pipeline) known = known || options.print_after == p.name;
   if (!known) {
     std::string names;
-    for (const Pass& p : kInference) names += fmt::format(" {}", p.name);
+    for (const Pass& p : pipeline) names += fmt::format(" {}", p.name);
     diags.error(SourceLoc{"--print-ir-after", 0, 0},
                 fmt::format("no pass named '{}'; passes:{}", options.print_after, names));
     return false;
   }
-  for (const Pass& p : kInference) {
+  for (const Pass& p : pipeline) {
     if (!p.run(graph, diags)) return false;
     // Passes keep types consistent; re-inferring proves it and refreshes derived params.
     if (!ir::infer_shapes(graph, diags)) return false;

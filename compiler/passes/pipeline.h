@@ -5,6 +5,7 @@
 // without the pass knowing.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -30,10 +31,25 @@ struct Pass {
 
 // The inference pipeline, in order.
 std::span<const Pass> inference_pipeline();
+// The training pipeline: the model as the frontend wrote it becomes its training graph
+// (`zoc ir --train`; the trainer emitter and `zoc grad` start from that graph).
+std::span<const Pass> training_pipeline();
 
-// Runs the pipeline; false (with diagnostics) if a pass or a verification failed, or if
-// `print_after` names no pass.
-bool run_pipeline(ir::Graph& graph, Diagnostics& diags, const PassOptions& options = {});
+// Runs a pipeline; false (with diagnostics) if a pass or a verification failed, or if
+// `print_after` names no pass of it.
+bool run_pipeline(ir::Graph& graph, Diagnostics& diags, const PassOptions& options = {},
+                  std::span<const Pass> pipeline = inference_pipeline());
+
+struct TrainingGraphOptions {
+  bool optimizer = true;  // end with one sgd node per trainable parameter
+};
+
+// The training graph of `model` (as the frontend wrote it, shape-inferred): see
+// build_training_graph.cpp for what it holds. nullopt, with located errors, for a model that
+// cannot be trained (fused layers, several outputs, no [classes] logits).
+std::optional<ir::Graph> build_training_graph(const ir::Graph& model,
+                                              const TrainingGraphOptions& options,
+                                              Diagnostics& diags);
 
 // The passes (each in its own file).
 bool remove_dropout(ir::Graph& g, Diagnostics& diags);
@@ -42,5 +58,6 @@ bool fold_batchnorm(ir::Graph& g, Diagnostics& diags);
 bool fuse_residual_add(ir::Graph& g, Diagnostics& diags);
 bool fuse_activation(ir::Graph& g, Diagnostics& diags);
 bool eliminate_dead_code(ir::Graph& g, Diagnostics& diags);
+bool build_training_graph_pass(ir::Graph& g, Diagnostics& diags);  // with the optimizer
 
 }  // namespace zoc::passes

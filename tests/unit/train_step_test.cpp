@@ -1,16 +1,27 @@
-// The reference training step (compiler/backend/reference/train_step.h): its refusals, each a
-// clear error rather than a crash, and two properties any correct step has. The comparison with
-// PyTorch autograd (LeNet against fp32, ResNet-50 against float64) is tests/train's zoc-grad case.
-#include "compiler/backend/reference/train_step.h"
-
+// The reference training step (the model's training graph, passes/build_training_graph.cpp,
+// without the optimizer, run by ref::run_training): its refusals, each a clear error rather than
+// a crash, and two properties any correct step has. The comparison with PyTorch autograd (LeNet
+// against fp32, ResNet-50 against float64) is tests/train's zoc-grad case.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "compiler/backend/reference/interpreter.h"
 #include "compiler/passes/pipeline.h"
 #include "tests/unit/test_util.h"
 
 namespace {
+
+// What `zoc grad` runs: the training graph without the optimizer, on the reference interpreter.
+zoc::Expected<zoc::ref::TrainingResult> train_step(const zoc::ir::Graph& model,
+                                                   const zoc::Weights& weights,
+                                                   const zoc::ref::Tensor& input,
+                                                   const std::vector<int32_t>& labels) {
+  zoc::Diagnostics diags;
+  auto training = zoc::passes::build_training_graph(model, {.optimizer = false}, diags);
+  if (!training) return diags.to_error();
+  return zoc::ref::run_training(*training, weights, input, labels);
+}
 
 using zoc::test::TempDir;
 
@@ -45,10 +56,10 @@ struct Fixture {
 
 TEST(TrainStep, LabelsMustMatchTheBatchAndTheClasses) {
   Fixture f;
-  auto few = zoc::ref::train_step(f.graph, f.weights, f.input, {1});
+  auto few = train_step(f.graph, f.weights, f.input, {1});
   ASSERT_FALSE(few);
   EXPECT_NE(few.error().message.find("1 labels for a batch of 2"), std::string::npos);
-  auto big = zoc::ref::train_step(f.graph, f.weights, f.input, {1, 4});
+  auto big = train_step(f.graph, f.weights, f.input, {1, 4});
   ASSERT_FALSE(big);
   EXPECT_NE(big.error().message.find("label 4 of sample 1 is outside 0..3"), std::string::npos);
 }
@@ -57,7 +68,7 @@ TEST(TrainStep, RefusesTheGraphAfterTheInferencePasses) {
   Fixture f;
   zoc::ir::Graph fused = f.graph;
   ASSERT_TRUE(zoc::passes::run_pipeline(fused, f.diags, {}));
-  auto r = zoc::ref::train_step(fused, f.weights, f.input, {0, 1});
+  auto r = train_step(fused, f.weights, f.input, {0, 1});
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("before the inference passes"), std::string::npos);
 }
@@ -65,7 +76,7 @@ TEST(TrainStep, RefusesTheGraphAfterTheInferencePasses) {
 TEST(TrainStep, RefusesAnInputOfAnotherShape) {
   Fixture f;
   f.input.shape = {2, 2, 6, 5};
-  auto r = zoc::ref::train_step(f.graph, f.weights, f.input, {0, 1});
+  auto r = train_step(f.graph, f.weights, f.input, {0, 1});
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("does not match"), std::string::npos);
 }
@@ -77,7 +88,7 @@ TEST(TrainStep, RefusesAnInputOfAnotherShape) {
 TEST(TrainStep, GradientsAgreeWithFiniteDifferences) {
   Fixture f;
   const std::vector<int32_t> labels{2, 0};
-  auto r = zoc::ref::train_step(f.graph, f.weights, f.input, labels);
+  auto r = train_step(f.graph, f.weights, f.input, labels);
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->logits.shape, (std::vector<int64_t>{2, 4}));
   double bias_sum = 0;
@@ -91,8 +102,8 @@ TEST(TrainStep, GradientsAgreeWithFiniteDifferences) {
     zoc::Weights up = f.weights, down = f.weights;
     up.tensors.at(name)[1] += h;
     down.tensors.at(name)[1] -= h;
-    auto lu = zoc::ref::train_step(f.graph, up, f.input, labels);
-    auto ld = zoc::ref::train_step(f.graph, down, f.input, labels);
+    auto lu = train_step(f.graph, up, f.input, labels);
+    auto ld = train_step(f.graph, down, f.input, labels);
     ASSERT_TRUE(lu && ld);
     const double numeric = (lu->loss - ld->loss) / (2.0 * h);
     EXPECT_NEAR(numeric, g, 2e-3 + 2e-2 * std::fabs(g)) << name;

@@ -161,18 +161,6 @@ double softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t
   return loss / double(rows);
 }
 
-void relu_backward(const float* y, const float* dy, float* dx, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-}
-
-void tanh_backward(const float* y, const float* dy, float* dx, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) dx[i] = float(dy[i] * (1.0 - double(y[i]) * y[i]));
-}
-
-void sigmoid_backward(const float* y, const float* dy, float* dx, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) dx[i] = float(dy[i] * double(y[i]) * (1.0 - y[i]));
-}
-
 void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     double dot = 0.0;

@@ -1,11 +1,12 @@
 // The backward kernels of the reference interpreter, and the training-mode forward pieces they
-// need (issue 8). They are the CPU oracle for zoc's generated trainer, as kernels.h is for its
-// inference code, so they follow PyTorch's training semantics exactly: batch-norm with batch
-// statistics (biased variance to normalize, unbiased for the running average), max-pool
-// gradients routed to the first maximum of each window, avg-pool's divisors, softmax
-// cross-entropy averaged over the batch. Sums are in double and rounded once. Layouts and
+// need (issue 8), reached only through the interpreter's op switch on a training graph's nodes
+// (passes/build_training_graph.cpp). They are the CPU oracle for zoc's generated trainer, as
+// kernels.h is for its inference code, so they follow PyTorch's training semantics exactly:
+// batch-norm with batch statistics (biased variance to normalize, unbiased for the running
+// average), max-pool gradients routed to the first maximum of each window, avg-pool's divisors,
+// softmax cross-entropy averaged over the batch. Sums are in double and rounded once. Layouts and
 // preconditions are kernels.h's; gradient outputs are overwritten, not accumulated into, unless a
-// kernel says otherwise.
+// kernel says otherwise. Activations' gradients are kernels.h's activation_backward.
 #pragma once
 
 #include <cstdint>
@@ -51,12 +52,6 @@ void linear_backward(const float* x, const float* w, const float* dy, float* dx,
 // dlogits = (softmax - onehot) / rows and returns the loss.
 double softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t rows,
                              int64_t cols, float* dlogits);
-
-// Elementwise gradients from the layer's output y (as PyTorch's backward formulas use it):
-// relu dy * (y > 0), tanh dy * (1 - y^2), sigmoid dy * y * (1 - y).
-void relu_backward(const float* y, const float* dy, float* dx, int64_t count);
-void tanh_backward(const float* y, const float* dy, float* dx, int64_t count);
-void sigmoid_backward(const float* y, const float* dy, float* dx, int64_t count);
 
 // Row-wise softmax's gradient from its output y: dx = y * (dy - sum(dy * y)).
 void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols);

@@ -1,146 +1,138 @@
-// Execution of the graph IR on the CPU, one kernel call per node (see interpreter.h).
-// Intermediate tensors are freed after their last use, so ResNet-152 runs in little memory.
+// Execution of the graph IR on the CPU, one kernel call per node (see interpreter.h): the op
+// switch, the model's ops, and run(). Intermediate tensors are freed after their last use, so
+// ResNet-152 runs in little memory.
 #include "compiler/backend/reference/interpreter.h"
 
 #include <fmt/format.h>
 
 #include "compiler/backend/reference/kernels.h"
 #include "compiler/backend/reference/node_shapes.h"
+#include "compiler/backend/reference/runner.h"
 #include "compiler/support/checked_math.h"
 #include "zoc/core/fold.h"
 
 namespace zoc::ref {
-namespace {
+namespace detail {
 
-constexpr int64_t kMaxTensorBytes = int64_t{16} << 30;
+void Runner::allocate(ir::ValueId v) {
+  const ir::TensorType& t = g_.type(v);
+  Tensor& out = values_[v];
+  out.shape = t.batched ? std::vector<int64_t>{n_} : std::vector<int64_t>{};
+  out.shape.insert(out.shape.end(), t.dims.begin(), t.dims.end());
+  out.data.assign(static_cast<size_t>((t.batched ? n_ : 1) * t.sample_numel()), 0.0f);
+}
 
-class Runner {
- public:
-  Runner(const ir::Graph& g, const Weights& w, int64_t batch) : g_(g), w_(w), n_(batch) {}
-
-  Expected<std::vector<Tensor>> run(const Tensor& input);
-
- private:
-  const float* param(const ir::Node& node, std::string_view suffix, bool required = true) {
-    const std::string name = node.name + "." + std::string(suffix);
-    const std::vector<float>* v = w_.find(name);
+const float* Runner::param(const ir::Node& node, ir::ParamRole role) {
+  for (const ir::ParamSpec& p : node.params) {
+    if (p.role != role) continue;
+    const std::vector<float>* v = w_.find(p.name);
     if (!v) {
-      if (required) missing_ = name;
+      missing_ = p.name;
       return nullptr;
     }
-    for (const ir::ParamSpec& p : node.params) {
-      if (p.name == name && static_cast<int64_t>(v->size()) != checked_numel(p.shape)) {
-        missing_ = name + " (wrong size)";
-        return nullptr;
-      }
+    if (static_cast<int64_t>(v->size()) != checked_product_of(p.shape).value_or(-1)) {
+      missing_ = p.name + " (wrong size)";
+      return nullptr;
     }
     return v->data();
   }
-  // The tensor of `role` among the node's parameters (null if the node has none).
-  const float* param_by_role(const ir::Node& node, ir::ParamRole role) {
-    for (const ir::ParamSpec& p : node.params) {
-      if (p.role != role) continue;
-      const std::vector<float>* v = w_.find(p.name);
-      if (!v || static_cast<int64_t>(v->size()) != checked_numel(p.shape)) {
-        missing_ = p.name;
-        return nullptr;
-      }
-      return v->data();
-    }
-    return nullptr;
-  }
-  Status fused_conv(const ir::Node& node, Tensor& out);
-  static int64_t checked_numel(const std::vector<int64_t>& shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  }
-  Status exec(const ir::Node& node);
+  return nullptr;
+}
 
-  const ir::Graph& g_;
-  const Weights& w_;
-  int64_t n_;
-  std::vector<Tensor> values_;
-  std::string missing_;
-};
+template <class Math>
+void Runner::activation(const ir::Node& node) {
+  ref::activation<Math>(in(node, 0), out(node.output), count(node.output));
+}
+
+template <class Math>
+void Runner::activation_grad(const ir::Node& node) {
+  activation_backward<Math>(in(node, 0), in(node, 1), out(node.output), count(node.output));
+}
 
 Status Runner::exec(const ir::Node& node) {
-  const ir::TensorType& out_t = g_.type(node.output);
-  Tensor& out = values_[node.output];
-  out.shape = {n_};
-  out.shape.insert(out.shape.end(), out_t.dims.begin(), out_t.dims.end());
-  out.data.assign(static_cast<size_t>(n_ * out_t.sample_numel()), 0.0f);
-  auto in = [&](size_t i) -> const Tensor& { return values_[node.inputs[i]]; };
-  auto dims = [&](size_t i) -> const std::vector<int64_t>& { return g_.type(node.inputs[i]).dims; };
-  const ir::Attrs& a = node.attrs;
-  const int64_t count = static_cast<int64_t>(out.data.size());
-
+  for (ir::ValueId v : ir::Graph::results(node)) allocate(v);
+  const std::vector<int64_t>& od = dims(node.output);
   switch (node.op) {
-    case ir::OpKind::Input: break;  // filled by run()
-    case ir::OpKind::Conv2d: {
-      const Conv2dShape cs = conv_shape_of(g_, node, n_);
-      const float* w = param(node, "weight");
-      const float* b = a.b("bias") ? param(node, "bias") : nullptr;
-      if (!missing_.empty()) break;
-      conv2d(in(0).data.data(), w, b, out.data.data(), cs);
+    case ir::OpKind::Input:
+    case ir::OpKind::Labels:
+      break;  // filled by run()
+    case ir::OpKind::Conv2d:
+      conv2d(node);
       break;
-    }
     case ir::OpKind::FusedConv2d:
-      if (Status st = fused_conv(node, out); !st) return st;
+      fused_conv(node);
       break;
-    case ir::OpKind::BatchNorm2d: {
-      const float* gamma = param(node, "weight");
-      const float* beta = param(node, "bias");
-      const float* mean = param(node, "running_mean");
-      const float* var = param(node, "running_var");
-      if (!missing_.empty()) break;
-      batchnorm2d(in(0).data.data(), out.data.data(), n_, dims(0)[0], dims(0)[1] * dims(0)[2],
-                  gamma, beta, mean, var, a.f("eps"));
+    case ir::OpKind::BatchNorm2d:
+      if (node.attrs.flag("training")) {
+        batchnorm2d_train(node);
+      } else {
+        batchnorm2d(node);
+      }
       break;
-    }
-    case ir::OpKind::Relu: relu(in(0).data.data(), out.data.data(), count); break;
-    case ir::OpKind::Tanh: tanh(in(0).data.data(), out.data.data(), count); break;
-    case ir::OpKind::Sigmoid: sigmoid(in(0).data.data(), out.data.data(), count); break;
-    case ir::OpKind::Dropout:  // identity at inference
+    case ir::OpKind::Dropout:  // the identity, also in training mode (interpreter.h says why)
     case ir::OpKind::Flatten:  // NCHW order is already the flattened order
-      out.data = in(0).data;
+    case ir::OpKind::DropoutGrad:
+      copy_input(node, 0);
+      break;
+    case ir::OpKind::FlattenGrad:
+      copy_input(node, 1);
       break;
     case ir::OpKind::Add:
-      add(in(0).data.data(), in(1).data.data(), out.data.data(), count);
+      add(in(node, 0), in(node, 1), out(node.output), count(node.output));
       break;
     case ir::OpKind::MaxPool2d:
-    case ir::OpKind::AvgPool2d: {
-      const Pool2dShape ps = pool_shape_of(g_, node, n_);
-      if (node.op == ir::OpKind::MaxPool2d) {
-        maxpool2d(in(0).data.data(), out.data.data(), ps);
-      } else {
-        avgpool2d(in(0).data.data(), out.data.data(), ps);
-      }
+    case ir::OpKind::AvgPool2d:
+      pool(node);
       break;
-    }
     case ir::OpKind::GlobalAvgPool:
-      global_avgpool(in(0).data.data(), out.data.data(), n_, dims(0)[0], dims(0)[1] * dims(0)[2]);
+      global_avgpool(in(node, 0), out(node.output), n_, od[0],
+                     dims(node.inputs[0])[1] * dims(node.inputs[0])[2]);
       break;
-    case ir::OpKind::Linear: {
-      const float* w = param(node, "weight");
-      const float* b = a.b("bias") ? param(node, "bias") : nullptr;
-      if (!missing_.empty()) break;
-      linear(in(0).data.data(), w, b, out.data.data(), n_, dims(0)[0], out_t.dims[0]);
+    case ir::OpKind::Linear:
+      linear(node);
       break;
-    }
     case ir::OpKind::Softmax:
-      softmax(in(0).data.data(), out.data.data(), n_, out_t.dims[0]);
+      softmax(in(node, 0), out(node.output), n_, od[0]);
       break;
-    case ir::OpKind::Concat: {
-      std::vector<const float*> ptrs;
-      std::vector<int64_t> channels;
-      for (size_t i = 0; i < node.inputs.size(); ++i) {
-        ptrs.push_back(in(i).data.data());
-        channels.push_back(dims(i)[0]);
-      }
-      concat_channels(ptrs, channels, out.data.data(), n_, out_t.dims[1] * out_t.dims[2]);
+    case ir::OpKind::Concat:
+      concat(node);
       break;
-    }
+#define ZOC_ACTIVATION(op, grad, math) \
+  case ir::OpKind::op:                 \
+    activation<act::math>(node);       \
+    break;                             \
+  case ir::OpKind::grad:               \
+    activation_grad<act::math>(node);  \
+    break;
+#include "compiler/ir/ops.def"
+    case ir::OpKind::SoftmaxCrossEntropy:
+      softmax_cross_entropy(node);
+      break;
+    case ir::OpKind::Conv2dGrad:
+      conv2d_grad(node);
+      break;
+    case ir::OpKind::BatchNorm2dGrad:
+      batchnorm2d_grad(node);
+      break;
+    case ir::OpKind::LinearGrad:
+      linear_grad(node);
+      break;
+    case ir::OpKind::SoftmaxGrad:
+      softmax_grad(node);
+      break;
+    case ir::OpKind::MaxPool2dGrad:
+    case ir::OpKind::AvgPool2dGrad:
+      pool_grad(node);
+      break;
+    case ir::OpKind::GlobalAvgPoolGrad:
+      global_avgpool_grad(node);
+      break;
+    case ir::OpKind::SliceChannels:
+      slice_channels(node);
+      break;
+    case ir::OpKind::Sgd:
+      sgd(node);
+      break;
   }
   if (!missing_.empty()) {
     return Error{fmt::format("reference interpreter: layer '{}' ({}): no weights for '{}'",
@@ -149,68 +141,117 @@ Status Runner::exec(const ir::Node& node) {
   return Status::success();
 }
 
+void Runner::conv2d(const ir::Node& node) {
+  const float* w = param(node, ir::ParamRole::kWeight);
+  const float* b = param(node, ir::ParamRole::kBias);
+  if (!missing_.empty()) return;
+  ref::conv2d(in(node, 0), w, b, out(node.output),
+              conv_shape_of(node.attrs, dims(node.inputs[0]), dims(node.output), n_));
+}
+
 // conv + bias (+ folded BN) (+ residual) (+ ReLU), computed as the unfused layers would be,
 // with the BN folded by the same arithmetic the generated code uses (zoc/core/fold.h).
-Status Runner::fused_conv(const ir::Node& node, Tensor& out) {
+void Runner::fused_conv(const ir::Node& node) {
   const ir::Attrs& a = node.attrs;
-  const Conv2dShape cs = conv_shape_of(g_, node, n_);
-  const float* w = param_by_role(node, ir::ParamRole::kWeight);
-  const float* b = param_by_role(node, ir::ParamRole::kBias);
+  const Conv2dShape cs = conv_shape_of(a, dims(node.inputs[0]), dims(node.output), n_);
+  const float* w = param(node, ir::ParamRole::kWeight);
+  const float* b = param(node, ir::ParamRole::kBias);
   const bool bn = a.has("bn_eps");
-  const float* gamma = bn ? param_by_role(node, ir::ParamRole::kBnWeight) : nullptr;
-  const float* beta = bn ? param_by_role(node, ir::ParamRole::kBnBias) : nullptr;
-  const float* mean = bn ? param_by_role(node, ir::ParamRole::kBnMean) : nullptr;
-  const float* var = bn ? param_by_role(node, ir::ParamRole::kBnVar) : nullptr;
-  if (!missing_.empty() || !w) {
-    return Error{fmt::format("reference interpreter: layer '{}' ({}): no weights for '{}'",
-                             node.name, ir::op_info(node.op).name, missing_)};
-  }
+  const float* gamma = bn ? param(node, ir::ParamRole::kBnWeight) : nullptr;
+  const float* beta = bn ? param(node, ir::ParamRole::kBnBias) : nullptr;
+  const float* mean = bn ? param(node, ir::ParamRole::kBnMean) : nullptr;
+  const float* var = bn ? param(node, ir::ParamRole::kBnVar) : nullptr;
+  if (!missing_.empty()) return;
   const int64_t per_k = cs.c_in / cs.groups * cs.kh * cs.kw;
   std::vector<float> w_eff(static_cast<size_t>(cs.c_out * per_k)), b_eff(cs.c_out);
   fold_conv_bias_bn(w, b, gamma, beta, mean, var, bn ? a.f("bn_eps") : 0.0, cs.c_out, per_k,
                     w_eff.data(), b_eff.data());
-  conv2d(values_[node.inputs[0]].data.data(), w_eff.data(), b_eff.data(), out.data.data(), cs);
-  const auto count = static_cast<int64_t>(out.data.size());
-  if (node.inputs.size() == 2) {
-    add(out.data.data(), values_[node.inputs[1]].data.data(), out.data.data(), count);
-  }
-  if (a.i("activation") == 1) relu(out.data.data(), out.data.data(), count);
-  return Status::success();
+  float* y = out(node.output);
+  ref::conv2d(in(node, 0), w_eff.data(), b_eff.data(), y, cs);
+  const int64_t n = count(node.output);
+  if (node.inputs.size() == 2) add(y, in(node, 1), y, n);
+  if (a.i("activation") == 1) relu(y, y, n);
 }
 
-Expected<std::vector<Tensor>> Runner::run(const Tensor& input) {
+void Runner::batchnorm2d(const ir::Node& node) {
+  const BnParams p = bn_params(node);
+  if (!missing_.empty()) return;
+  const std::vector<int64_t>& d = dims(node.inputs[0]);
+  ref::batchnorm2d(in(node, 0), out(node.output), n_, d[0], d[1] * d[2], p.gamma, p.beta, p.mean,
+                   p.var, node.attrs.f("eps"));
+}
+
+void Runner::pool(const ir::Node& node) {
+  const bool is_max = node.op == ir::OpKind::MaxPool2d;
+  const Pool2dShape ps =
+      pool_shape_of(node.attrs, is_max, dims(node.inputs[0]), dims(node.output), n_);
+  (is_max ? maxpool2d : avgpool2d)(in(node, 0), out(node.output), ps);
+}
+
+void Runner::linear(const ir::Node& node) {
+  const float* w = param(node, ir::ParamRole::kWeight);
+  const float* b = param(node, ir::ParamRole::kBias);
+  if (!missing_.empty()) return;
+  ref::linear(in(node, 0), w, b, out(node.output), n_, dims(node.inputs[0])[0],
+              dims(node.output)[0]);
+}
+
+void Runner::concat(const ir::Node& node) {
+  std::vector<const float*> ptrs;
+  std::vector<int64_t> channels;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    ptrs.push_back(in(node, i));
+    channels.push_back(dims(node.inputs[i])[0]);
+  }
+  const std::vector<int64_t>& od = dims(node.output);
+  concat_channels(ptrs, channels, out(node.output), n_, od[1] * od[2]);
+}
+
+void Runner::copy_input(const ir::Node& node, size_t k) {
+  values_[node.output].data = values_[node.inputs[k]].data;
+}
+
+Status Runner::run(const Tensor& input) {
   values_.assign(g_.values.size(), Tensor{});
+  wide_.assign(g_.values.size(), {});
   // Last use of each value, so intermediates can be freed early.
   std::vector<size_t> last_use(g_.values.size(), 0);
+  used_.assign(g_.values.size(), false);
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    for (ir::ValueId v : g_.nodes[i].inputs) last_use[v] = i;
+    for (ir::ValueId v : g_.nodes[i].inputs) {
+      last_use[v] = i;
+      used_[v] = true;
+    }
   }
-  for (ir::ValueId v : g_.outputs) last_use[v] = g_.nodes.size();
+  for (ir::ValueId v : g_.outputs) {
+    last_use[v] = g_.nodes.size();
+    used_[v] = true;
+  }
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const ir::Node& node = g_.nodes[i];
     if (node.op == ir::OpKind::Input) {
       values_[node.output] = input;
       continue;
     }
-    if (Status s = exec(node); !s) return s.error();
+    if (Status s = exec(node); !s) return s;
     for (ir::ValueId v : node.inputs) {
-      if (last_use[v] == i) values_[v] = Tensor{};
+      if (last_use[v] != i) continue;
+      values_[v] = Tensor{};
+      wide_[v].clear();
     }
   }
-  std::vector<Tensor> outs;
-  for (ir::ValueId v : g_.outputs) outs.push_back(values_[v]);
-  return outs;
+  return Status::success();
 }
 
-}  // namespace
-
-Expected<std::vector<Tensor>> run(const ir::Graph& graph, const Weights& weights,
-                                  const Tensor& input) {
+std::string input_mismatch(const ir::Graph& graph, const Tensor& input) {
   const ir::Node* in_node = nullptr;
   for (const ir::Node& n : graph.nodes) {
     if (n.op == ir::OpKind::Input) in_node = &n;
   }
-  if (!in_node) return Error{"reference interpreter: the graph has no input"};
+  if (!in_node) return "reference interpreter: the graph has no input";
+  for (const ir::Value& v : graph.values) {
+    if (!v.type) return "reference interpreter: the graph has untyped values";
+  }
   const std::vector<int64_t>& want = graph.type(in_node->output).dims;
   auto shape_str = [](const std::vector<int64_t>& s) {
     std::string out;
@@ -219,17 +260,30 @@ Expected<std::vector<Tensor>> run(const ir::Graph& graph, const Weights& weights
   };
   if (input.shape.size() != want.size() + 1 || input.shape[0] < 1 ||
       !std::equal(want.begin(), want.end(), input.shape.begin() + 1)) {
-    return Error{fmt::format("input has shape {}, but model '{}' expects Nx{}",
-                             shape_str(input.shape), graph.name, shape_str(want))};
+    return fmt::format("input has shape {}, but model '{}' expects Nx{}", shape_str(input.shape),
+                       graph.name, shape_str(want));
   }
   int64_t numel = 1;
   for (int64_t d : input.shape) numel *= d;
   if (static_cast<int64_t>(input.data.size()) != numel) {
-    return Error{"input data size does not match its shape"};
+    return "input data size does not match its shape";
   }
+  return "";
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr int64_t kMaxTensorBytes = int64_t{16} << 30;
+
+}  // namespace
+
+Expected<std::vector<Tensor>> run(const ir::Graph& graph, const Weights& weights,
+                                  const Tensor& input) {
+  if (std::string why = detail::input_mismatch(graph, input); !why.empty()) return Error{why};
   // Every intermediate must fit: the batch comes from the user's input file.
   for (const ir::Value& v : graph.values) {
-    if (!v.type) return Error{"reference interpreter: the graph has untyped values"};
     auto bytes = checked_product({input.shape[0], v.type->sample_numel(), 4});
     if (!bytes || *bytes > kMaxTensorBytes) {
       return Error{fmt::format("batch {} is too large for the reference interpreter (a tensor "
@@ -237,8 +291,19 @@ Expected<std::vector<Tensor>> run(const ir::Graph& graph, const Weights& weights
                                input.shape[0], kMaxTensorBytes)};
     }
   }
-  Runner runner(graph, weights, input.shape[0]);
-  return runner.run(input);
+  for (const ir::Node& n : graph.nodes) {
+    if (n.op == ir::OpKind::Labels) {
+      return Error{
+          fmt::format("reference interpreter: '{}' is a training graph: it takes "
+                      "labels (run_training)",
+                      graph.name)};
+    }
+  }
+  detail::Runner runner(graph, weights, input.shape[0]);
+  if (Status s = runner.run(input); !s) return s.error();
+  std::vector<Tensor> outs;
+  for (ir::ValueId v : graph.outputs) outs.push_back(runner.value(v));
+  return outs;
 }
 
 }  // namespace zoc::ref

@@ -1,7 +1,8 @@
-// The kernels that are not convolution, GEMM or pooling: batch norm, softmax, activations, the
-// residual add and channel concat. They are memory-bound and simple, so plain loops suffice;
-// what matters is PyTorch's semantics (NaN propagation, softmax stability) and computing in
-// double with one final rounding, so the oracle is never the less accurate side of a comparison.
+// The kernels that are not convolution, GEMM or pooling: batch norm, softmax, the residual add
+// and channel concat (activations are templates over zoc/math/activations.h, in kernels.h). They
+// are memory-bound and simple, so plain loops suffice; what matters is PyTorch's semantics (NaN
+// propagation, softmax stability) and computing in double with one final rounding, so the oracle is
+// never the less accurate side of a comparison.
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -45,25 +46,6 @@ void softmax(const float* x, float* y, int64_t rows, int64_t cols) {
       sum += e[j];
     }
     for (int64_t j = 0; j < cols; ++j) out[j] = static_cast<float>(e[j] / sum);
-  }
-}
-
-void relu(const float* x, float* y, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    const float v = x[i];
-    y[i] = (v > 0.0f || std::isnan(v)) ? v : 0.0f;
-  }
-}
-
-void tanh(const float* x, float* y, int64_t count) {
-  for (int64_t i = 0; i < count; ++i)
-    y[i] = static_cast<float>(std::tanh(static_cast<double>(x[i])));
-}
-
-void sigmoid(const float* x, float* y, int64_t count) {
-  // exp(-v) overflows to inf for very negative v, which correctly gives 0.
-  for (int64_t i = 0; i < count; ++i) {
-    y[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x[i]))));
   }
 }
 

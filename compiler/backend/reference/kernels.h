@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "zoc/math/activations.h"
+
 namespace zoc::ref {
 
 namespace detail {
@@ -81,10 +83,29 @@ void linear(const float* x, const float* w, const float* bias, float* y, int64_t
 // Row-wise softmax over the last dim of x[rows, cols], stable for any finite logits.
 void softmax(const float* x, float* y, int64_t rows, int64_t cols);
 
+// y = Math::forward(x) elementwise, for an activation of zoc/math/activations.h, in double.
+template <class Math>
+void activation(const float* x, float* y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    y[i] = static_cast<float>(Math::forward(static_cast<double>(x[i])));
+  }
+}
+
+// dx = Math::backward(s, dy) elementwise, s being the forward's output or input (Math says).
+template <class Math>
+void activation_backward(const float* s, const float* dy, float* dx, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    dx[i] =
+        static_cast<float>(Math::backward(static_cast<double>(s[i]), static_cast<double>(dy[i])));
+  }
+}
+
 // Elementwise; NaN propagates as in PyTorch.
-void relu(const float* x, float* y, int64_t count);
-void tanh(const float* x, float* y, int64_t count);
-void sigmoid(const float* x, float* y, int64_t count);
+inline void relu(const float* x, float* y, int64_t count) { activation<act::Relu>(x, y, count); }
+inline void tanh(const float* x, float* y, int64_t count) { activation<act::Tanh>(x, y, count); }
+inline void sigmoid(const float* x, float* y, int64_t count) {
+  activation<act::Sigmoid>(x, y, count);
+}
 void add(const float* a, const float* b, float* y, int64_t count);
 
 // y[n, sum(channels), hw] from inputs[i] of shape [n, channels[i], hw].

@@ -1,6 +1,6 @@
-// A node's kernel shapes (kernels.h) from its attributes and value types at batch n: shared by
-// the inference interpreter (interpreter.cpp) and the training step (train_step.cpp), so that
-// both read a convolution or a pooling layer the same way.
+// A node's kernel shapes (kernels.h) from its attributes and the dims of the tensor it reads
+// and of the one it produces (the forward's; for a backward node, its x and dy) at batch n, so
+// that a layer and its gradient read a convolution or a pooling window the same way.
 #pragma once
 
 #include "compiler/backend/reference/kernels.h"
@@ -8,24 +8,20 @@
 
 namespace zoc::ref {
 
-// Conv2d or FusedConv2d: input 0's [C, H, W], the output's [K, OH, OW], kernel/stride/padding/
-// dilation/groups.
-inline Conv2dShape conv_shape_of(const ir::Graph& g, const ir::Node& node, int64_t n) {
-  const ir::Attrs& a = node.attrs;
-  const std::vector<int64_t>& in = g.type(node.inputs[0]).dims;
-  const std::vector<int64_t>& out = g.type(node.output).dims;
+// conv2d, fused_conv2d, conv2d_grad: input [C, H, W], output [K, OH, OW], kernel/stride/
+// padding/dilation/groups.
+inline Conv2dShape conv_shape_of(const ir::Attrs& a, const std::vector<int64_t>& in,
+                                 const std::vector<int64_t>& out, int64_t n) {
   const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding"),
                  d = a.pair("dilation");
   return Conv2dShape{n,   in[0], in[1], in[2], out[0],        k.h,    k.w,   s.h,
                      s.w, p.h,   p.w,   d.h,   d.w,    a.i("groups"), out[1], out[2]};
 }
 
-// MaxPool2d or AvgPool2d (dilation 1 and count_include_pad for average pooling).
-inline Pool2dShape pool_shape_of(const ir::Graph& g, const ir::Node& node, int64_t n) {
-  const ir::Attrs& a = node.attrs;
-  const bool is_max = node.op == ir::OpKind::MaxPool2d;
-  const std::vector<int64_t>& in = g.type(node.inputs[0]).dims;
-  const std::vector<int64_t>& out = g.type(node.output).dims;
+// Max pooling (is_max) or average pooling (dilation 1 and count_include_pad), or their
+// gradients.
+inline Pool2dShape pool_shape_of(const ir::Attrs& a, bool is_max, const std::vector<int64_t>& in,
+                                 const std::vector<int64_t>& out, int64_t n) {
   const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding");
   const ir::Pair d = is_max ? a.pair("dilation") : ir::Pair{1, 1};
   return Pool2dShape{n,   in[0], in[1], in[2], k.h,    k.w,    s.h,

@@ -390,14 +390,18 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
     }
     if (!c_.spend(m.value)) return;
     const ir::AttrSpec* spec = ir::find_attr(*kind, m.key);
+    if (spec && !spec->user) spec = nullptr;  // set by passes only (training mode)
     if (!spec) {
       std::vector<std::string> names;
-      for (const ir::AttrSpec& s : info.attrs) names.emplace_back(s.name);
+      for (const ir::AttrSpec& s : info.attrs) {
+        if (s.user) names.emplace_back(s.name);
+      }
       const std::string hint = closest_match(m.key, names);
       // No near miss: say which ops do take it (`init` on a relu).
       std::string owners;
       for (const ir::OpInfo& other : ir::all_ops()) {
-        if (other.user && ir::find_attr(other.kind, m.key)) {
+        const ir::AttrSpec* theirs = ir::find_attr(other.kind, m.key);
+        if (other.user && theirs && theirs->user) {
           owners += fmt::format("{}{}", owners.empty() ? "" : ", ", other.name);
         }
       }

@@ -1,0 +1,214 @@
+// The training graph's ops in the reference interpreter (see runner.h), and run_training. The
+// graph says what each node reads and writes; the arithmetic is grad_kernels.h's, the same as
+// the former separate training step's, so `zoc grad` gives the numbers it always gave.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler/backend/reference/grad_kernels.h"
+#include "compiler/backend/reference/node_shapes.h"
+#include "compiler/backend/reference/runner.h"
+#include "compiler/ir/grad_rules.h"
+
+namespace zoc::ref {
+namespace detail {
+
+float* Runner::param_grad(const ir::Node& node, ir::ParamRole role) {
+  size_t k = 0;
+  for (const ir::ParamSpec& p : node.params) {
+    if (!p.trainable) continue;
+    if (p.role == role) return k < node.extra_outputs.size() ? out(node.extra_outputs[k]) : nullptr;
+    ++k;
+  }
+  return nullptr;
+}
+
+// PyTorch's training-mode batch norm: normalize with the batch's mean and biased variance,
+// save the mean and 1/sqrt(var + eps) (kept in double) for the backward, and update the running
+// averages, (1 - momentum) * old + momentum * batch, with the unbiased variance
+// (m / (m - 1) for m = n * hw values per channel; a single value leaves it biased).
+void Runner::batchnorm2d_train(const ir::Node& node) {
+  const BnParams p = bn_params(node);
+  if (!missing_.empty()) return;
+  const std::vector<int64_t>& d = dims(node.inputs[0]);
+  const int64_t c = d[0], hw = d[1] * d[2];
+  std::vector<double> mean(c), var(c), invstd(c);
+  ref::batchnorm2d_train(in(node, 0), out(node.output), n_, c, hw, p.gamma, p.beta,
+                         node.attrs.f("eps"), mean.data(), var.data(), invstd.data());
+  std::vector<double>& saved = wide_[node.extra_outputs.at(0)];
+  saved = mean;
+  saved.insert(saved.end(), invstd.begin(), invstd.end());
+  std::transform(saved.begin(), saved.end(), out(node.extra_outputs[0]),
+                 [](double v) { return static_cast<float>(v); });
+  if (!training_) return;
+  const double mom = node.attrs.f("momentum"), m = double(n_ * hw);
+  std::vector<float> new_mean(c), new_var(c);
+  for (int64_t k = 0; k < c; ++k) {
+    const double unbiased = m > 1 ? var[k] * m / (m - 1) : var[k];
+    new_mean[k] = float((1 - mom) * p.mean[k] + mom * mean[k]);
+    new_var[k] = float((1 - mom) * p.var[k] + mom * unbiased);
+  }
+  for (const ir::ParamSpec& spec : node.params) {
+    if (spec.role == ir::ParamRole::kBnMean)
+      training_->result.buffers[spec.name] = std::move(new_mean);
+    if (spec.role == ir::ParamRole::kBnVar)
+      training_->result.buffers[spec.name] = std::move(new_var);
+  }
+}
+
+void Runner::softmax_cross_entropy(const ir::Node& node) {
+  const double loss = ref::softmax_cross_entropy(in(node, 0), training_->labels.data(), n_,
+                                                 dims(node.inputs[0])[0], out(node.output));
+  wide_[node.extra_outputs.at(0)] = {loss};
+  *out(node.extra_outputs[0]) = static_cast<float>(loss);
+}
+
+// An unused dx (the first layer's: the model input needs no gradient) is not computed.
+void Runner::conv2d_grad(const ir::Node& node) {
+  const float* w = param(node, ir::ParamRole::kWeight);
+  if (!missing_.empty()) return;
+  conv2d_backward(in(node, 0), w, in(node, 1), used_[node.output] ? out(node.output) : nullptr,
+                  param_grad(node, ir::ParamRole::kWeight), param_grad(node, ir::ParamRole::kBias),
+                  conv_shape_of(node.attrs, dims(node.inputs[0]), dims(node.inputs[1]), n_));
+}
+
+void Runner::batchnorm2d_grad(const ir::Node& node) {
+  const float* gamma = param(node, ir::ParamRole::kBnWeight);
+  if (!missing_.empty()) return;
+  const std::vector<int64_t>& d = dims(node.inputs[0]);
+  const int64_t c = d[0], hw = d[1] * d[2];
+  const std::vector<double>& saved = wide_[node.inputs[2]];  // mean, then invstd
+  batchnorm2d_train_backward(in(node, 0), in(node, 1), gamma, saved.data(), saved.data() + c, n_, c,
+                             hw, out(node.output), param_grad(node, ir::ParamRole::kBnWeight),
+                             param_grad(node, ir::ParamRole::kBnBias));
+}
+
+void Runner::linear_grad(const ir::Node& node) {
+  const float* w = param(node, ir::ParamRole::kWeight);
+  if (!missing_.empty()) return;
+  linear_backward(in(node, 0), w, in(node, 1), used_[node.output] ? out(node.output) : nullptr,
+                  param_grad(node, ir::ParamRole::kWeight), param_grad(node, ir::ParamRole::kBias),
+                  n_, dims(node.inputs[0])[0], dims(node.inputs[1])[0]);
+}
+
+void Runner::softmax_grad(const ir::Node& node) {
+  softmax_backward(in(node, 0), in(node, 1), out(node.output), n_, dims(node.output)[0]);
+}
+
+// maxpool2d_grad(x, y, dy) finds each window's maximum in x again; avgpool2d_grad(x, dy).
+void Runner::pool_grad(const ir::Node& node) {
+  const bool is_max = node.op == ir::OpKind::MaxPool2dGrad;
+  const ir::ValueId dy = node.inputs.back();
+  const Pool2dShape ps = pool_shape_of(node.attrs, is_max, dims(node.inputs[0]), dims(dy), n_);
+  if (is_max) {
+    maxpool2d_backward(in(node, 0), values_[dy].data.data(), out(node.output), ps);
+  } else {
+    avgpool2d_backward(values_[dy].data.data(), out(node.output), ps);
+  }
+}
+
+void Runner::global_avgpool_grad(const ir::Node& node) {
+  const std::vector<int64_t>& d = dims(node.inputs[0]);
+  global_avgpool_backward(in(node, 1), out(node.output), n_, d[0], d[1] * d[2]);
+}
+
+void Runner::slice_channels(const ir::Node& node) {
+  const std::vector<int64_t>& d = dims(node.inputs[0]);
+  const int64_t channels = d[0], hw = d[1] * d[2];
+  const int64_t start = node.attrs.i("start"), n = node.attrs.i("count");
+  for (int64_t b = 0; b < n_; ++b) {
+    std::copy_n(in(node, 0) + (b * channels + start) * hw, n * hw, out(node.output) + b * n * hw);
+  }
+}
+
+// PyTorch's SGD as zoc/train/kernels.cuh computes it, in float.
+void Runner::sgd(const ir::Node& node) {
+  const ir::ParamSpec& p = node.params.at(0);
+  const float* w = param(node, p.role);
+  if (!missing_.empty() || !training_) return;
+  const RunOptions& o = training_->options;
+  const float* g = in(node, 0);
+  float* updated = out(node.output);
+  const auto count = static_cast<size_t>(this->count(node.output));
+  std::vector<float> v(count, 0.0f);
+  if (auto it = o.momentum_buffers.find(p.name); it != o.momentum_buffers.end()) {
+    if (it->second.size() != count) {
+      missing_ = fmt::format("{}'s momentum buffer (wrong size)", p.name);
+      return;
+    }
+    v = it->second;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const float d = g[i] + o.weight_decay * w[i];
+    v[i] = o.momentum * v[i] + d;
+    updated[i] = w[i] - o.lr * v[i];
+  }
+  training_->result.momentum_buffers[p.name] = std::move(v);
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr int64_t kMaxStepBytes = int64_t{16} << 30;
+
+// The labels node's and the loss node's checks: one label per sample, each a class.
+Status check_labels(const ir::Graph& graph, const std::vector<int32_t>& labels, int64_t n) {
+  const ir::Node* loss = nullptr;
+  for (const ir::Node& node : graph.nodes) {
+    if (node.op == ir::OpKind::SoftmaxCrossEntropy) loss = &node;
+  }
+  if (!loss) {
+    return Error{
+        fmt::format("training step: '{}' is not a training graph (it has no loss)", graph.name)};
+  }
+  const int64_t classes = graph.type(loss->inputs[0]).dims.at(0);
+  if (static_cast<int64_t>(labels.size()) != n) {
+    return Error{fmt::format("training step: {} labels for a batch of {}", labels.size(), n)};
+  }
+  for (size_t k = 0; k < labels.size(); ++k) {
+    if (labels[k] < 0 || labels[k] >= classes) {
+      return Error{fmt::format("training step: label {} of sample {} is outside 0..{}", labels[k],
+                               k, classes - 1)};
+    }
+  }
+  return Status::success();
+}
+
+}  // namespace
+
+Expected<TrainingResult> run_training(const ir::Graph& graph, const Weights& weights,
+                                      const Tensor& input, const std::vector<int32_t>& labels,
+                                      const RunOptions& options) {
+  if (std::string why = detail::input_mismatch(graph, input); !why.empty()) {
+    return Error{fmt::format("training step: the input does not match the graph: {}", why)};
+  }
+  const int64_t n = input.shape[0];
+  if (Status s = check_labels(graph, labels, n); !s) return s.error();
+  // Values live until the backward pass reads them: bound them all (the batch is a user's).
+  int64_t per_sample = 0;
+  for (const ir::Value& v : graph.values)
+    per_sample += v.type->batched ? v.type->sample_numel() : 0;
+  if (per_sample > kMaxStepBytes / 4 / n) {
+    return Error{
+        fmt::format("training step: batch {} is too large for the reference "
+                    "interpreter (activations and gradients above {} bytes)",
+                    n, kMaxStepBytes)};
+  }
+  TrainingResult result;
+  detail::TrainingRun training{labels, options, result};
+  detail::Runner runner(graph, weights, n, &training);
+  if (Status s = runner.run(input); !s) return s.error();
+  for (const ir::Node& node : graph.nodes) {
+    if (node.op == ir::OpKind::SoftmaxCrossEntropy) {
+      result.loss = runner.wide(node.extra_outputs.at(0)).at(0);
+      result.logits = runner.value(node.inputs[0]);
+    }
+    for (const auto& [name, v] : ir::param_gradients(node))
+      result.grads[name] = runner.value(v).data;
+    if (node.op == ir::OpKind::Sgd) result.updated[node.origin] = runner.value(node.output).data;
+  }
+  return result;
+}
+
+}  // namespace zoc::ref

@@ -1,0 +1,154 @@
+// Each op's gradient rule (see grad_rules.h), in the one switch over the op table. The math of
+// each backward op is its kernel's (compiler/backend/reference/grad_kernels.h); these rules only
+// wire values: what each backward op reads is an explicit input, so liveness is visible to the
+// memory planner.
+#include "compiler/ir/grad_rules.h"
+
+#include "zoc/math/activations.h"
+
+namespace zoc::ir {
+namespace {
+
+constexpr const char* kFused =
+    "a fused convolution: training takes the graph as written, before the inference passes";
+constexpr const char* kTrainingOp =
+    "a training-graph op: a training graph is built from a model as the frontend wrote it";
+
+void nothing_upstream(GradContext&, const Node&) {}  // the input
+
+void conv2d(GradContext& c, const Node& f) {
+  c.backward(0, OpKind::Conv2dGrad, {c.x(0), c.dy()}, f.attrs, true);
+}
+
+void linear(GradContext& c, const Node& f) {
+  c.backward(0, OpKind::LinearGrad, {c.x(0), c.dy()}, f.attrs, true);
+}
+
+// With the statistics the training-mode forward saved (batch mean and inverse std).
+void batchnorm2d(GradContext& c, const Node&) {
+  c.backward(0, OpKind::BatchNorm2dGrad, {c.x(0), c.dy(), c.saved()}, {}, true);
+}
+
+template <class Math, OpKind kGrad>
+void activation(GradContext& c, const Node&) {
+  c.backward(0, kGrad, {Math::kFromOutput ? c.y() : c.x(0), c.dy()}, {}, false);
+}
+
+void softmax(GradContext& c, const Node&) {
+  c.backward(0, OpKind::SoftmaxGrad, {c.y(), c.dy()}, {}, false);
+}
+
+// x to find each window's maximum again; y because cuDNN's pooling backward reads it.
+void maxpool2d(GradContext& c, const Node& f) {
+  c.backward(0, OpKind::MaxPool2dGrad, {c.x(0), c.y(), c.dy()}, f.attrs, false);
+}
+
+void avgpool2d(GradContext& c, const Node& f) {
+  c.backward(0, OpKind::AvgPool2dGrad, {c.x(0), c.dy()}, f.attrs, false);
+}
+
+void global_avgpool(GradContext& c, const Node&) {
+  c.backward(0, OpKind::GlobalAvgPoolGrad, {c.x(0), c.dy()}, {}, false);
+}
+
+void flatten(GradContext& c, const Node&) {
+  c.backward(0, OpKind::FlattenGrad, {c.x(0), c.dy()}, {}, false);
+}
+
+// The mask is a function of the step's seed and the layer (zoc/train/kernels.cuh), so the
+// backward reads dy alone.
+void dropout(GradContext& c, const Node& f) {
+  Attrs attrs = f.attrs;
+  attrs.set("training", AttrValue{AttrKind::Bool, 1, {}, 0});
+  c.backward(0, OpKind::DropoutGrad, {c.dy()}, attrs, false);
+}
+
+// d(a + b) = da + db: dy is each operand's gradient, with no node.
+void add(GradContext& c, const Node&) {
+  c.pass_through(0, c.dy());
+  c.pass_through(1, c.dy());
+}
+
+void concat(GradContext& c, const Node& f) {
+  int64_t start = 0;
+  for (size_t k = 0; k < f.inputs.size(); ++k) {
+    const int64_t count = c.input_type(k).dims.at(0);
+    if (c.needs(k)) {
+      Attrs attrs;
+      attrs.set("start", AttrValue{AttrKind::Int, start, {}, 0});
+      attrs.set("count", AttrValue{AttrKind::Int, count, {}, 0});
+      c.backward(k, OpKind::SliceChannels, {c.dy()}, attrs, false);
+    }
+    start += count;
+  }
+}
+
+}  // namespace
+
+GradRule grad_rule(OpKind op) {
+  switch (op) {
+    case OpKind::Input:
+      return {nothing_upstream};
+    case OpKind::Conv2d:
+      return {conv2d};
+    case OpKind::BatchNorm2d:
+      return {batchnorm2d};
+    case OpKind::Linear:
+      return {linear};
+    case OpKind::Softmax:
+      return {softmax};
+    case OpKind::MaxPool2d:
+      return {maxpool2d};
+    case OpKind::AvgPool2d:
+      return {avgpool2d};
+    case OpKind::GlobalAvgPool:
+      return {global_avgpool};
+    case OpKind::Flatten:
+      return {flatten};
+    case OpKind::Dropout:
+      return {dropout};
+    case OpKind::Add:
+      return {add};
+    case OpKind::Concat:
+      return {concat};
+#define ZOC_ACTIVATION(op, grad, math)                 \
+  case OpKind::op:                                     \
+    return {activation<zoc::act::math, OpKind::grad>}; \
+  case OpKind::grad:                                   \
+    return {nullptr, kTrainingOp};
+#include "compiler/ir/ops.def"
+    case OpKind::FusedConv2d:
+      return {nullptr, kFused};
+    case OpKind::Labels:
+    case OpKind::SoftmaxCrossEntropy:
+    case OpKind::Conv2dGrad:
+    case OpKind::BatchNorm2dGrad:
+    case OpKind::LinearGrad:
+    case OpKind::SoftmaxGrad:
+    case OpKind::MaxPool2dGrad:
+    case OpKind::AvgPool2dGrad:
+    case OpKind::GlobalAvgPoolGrad:
+    case OpKind::FlattenGrad:
+    case OpKind::DropoutGrad:
+    case OpKind::SliceChannels:
+    case OpKind::Sgd:
+      return {nullptr, kTrainingOp};
+  }
+  return {nullptr, kTrainingOp};
+}
+
+std::vector<std::pair<std::string, ValueId>> param_gradients(const Node& node) {
+  if (node.op != OpKind::Conv2dGrad && node.op != OpKind::BatchNorm2dGrad &&
+      node.op != OpKind::LinearGrad) {
+    return {};
+  }
+  std::vector<std::pair<std::string, ValueId>> grads;
+  for (const ParamSpec& p : node.params) {
+    if (p.trainable && grads.size() < node.extra_outputs.size()) {
+      grads.emplace_back(p.name, node.extra_outputs[grads.size()]);
+    }
+  }
+  return grads;
+}
+
+}  // namespace zoc::ir

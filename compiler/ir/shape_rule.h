@@ -1,0 +1,90 @@
+// The machinery the shape rules share (internal to compiler/ir): a Rule binds one node, reads
+// its input types, declares its parameters and sets its results' types, each check reporting a
+// located error that names the layer. The rules themselves are member functions, one per op
+// (or family of ops): the model's ops in shapes.cpp, the training graph's in shapes_train.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/support/diagnostics.h"
+
+namespace zoc::ir::detail {
+
+std::string dims_str(const std::vector<int64_t>& dims);    // "Nx3x224x224"
+std::string shape_str(const std::vector<int64_t>& shape);  // "[64, 3, 7, 7]"
+
+class Rule {
+ public:
+  Rule(Graph& g, Node& n, Diagnostics& d) : g_(g), n_(n), d_(d) {}
+
+  bool fail(const std::string& msg);
+  const TensorType& in(size_t i) const { return g_.type(n_.inputs[i]); }
+  bool expect_rank(size_t i, size_t rank, const char* what);
+  // Declares a tensor the layer needs from the weights file. Its size is bounded like an
+  // activation's, so that loading or initializing it never sizes an absurd buffer.
+  bool param(const std::string& suffix, std::vector<int64_t> shape, ParamRole role,
+             bool trainable = true, DType dtype = DType::F32, bool optional = false,
+             const std::string* owner = nullptr);
+  // The layer's declared init (attribute `attr`), if any, for the parameter just declared.
+  void declared_init(std::string_view attr) {
+    if (auto scheme = n_.attrs.init(attr)) n_.params.back().init = *scheme;
+  }
+  void bn_params(int64_t c, const std::string* owner, std::string_view init_attr);
+  // Sets a result's type after bounding its size (dims >= 1, each and the total within limits).
+  bool set_result(ValueId v, TensorType type);
+  bool set_output(std::vector<int64_t> dims, Layout layout, DType dtype = DType::F32) {
+    return set_result(n_.output, TensorType{dtype, layout, std::move(dims)});
+  }
+  // The type of a whole (non-batched) f32 tensor: a parameter's gradient or update, saved
+  // statistics, the loss.
+  static TensorType whole_tensor(std::vector<int64_t> shape) {
+    const Layout layout = shape.size() == 4 ? Layout::NCHW : Layout::NC;
+    return TensorType{DType::F32, layout, std::move(shape), false};
+  }
+  // Extra result k: a whole tensor of the given shape.
+  bool set_extra(size_t k, std::vector<int64_t> shape) {
+    return set_result(n_.extra_outputs[k], whole_tensor(std::move(shape)));
+  }
+  // The node must have exactly `count` extra results (an op that defines none need not say so).
+  bool expect_extras(size_t count);
+  bool extras_checked() const { return extras_checked_; }
+  // The output dims of a max (is_max) or average pooling of input 0 with the node's attributes;
+  // empty after a reported error.
+  std::vector<int64_t> pool_dims(bool is_max);
+
+  // The model's ops (shapes.cpp).
+  bool input();
+  bool conv2d();
+  bool batchnorm2d();
+  bool same_as_input();
+  bool add();
+  bool pool(bool is_max);
+  bool global_avgpool();
+  bool flatten();
+  bool linear();
+  bool softmax();
+  bool concat();
+
+  // The training graph's ops (shapes_train.cpp).
+  bool labels();
+  bool softmax_cross_entropy();
+  bool layer_grad(OpKind forward_op);
+  bool activation_grad();
+  bool pool_grad(bool is_max);
+  bool global_avgpool_grad();
+  bool flatten_grad();
+  bool slice_channels();
+  bool sgd();
+
+ private:
+  const Node* earlier_node(const std::string& name) const;
+
+  Graph& g_;
+  Node& n_;
+  Diagnostics& d_;
+  bool extras_checked_ = false;
+};
+
+}  // namespace zoc::ir::detail

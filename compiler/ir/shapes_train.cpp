@@ -1,0 +1,127 @@
+// Shape rules of the training graph's ops (see shapes.h and passes/build_training_graph.cpp).
+// Besides typing each result, they check that a backward op agrees with the forward layer it
+// stands for (its x and dy are that layer's input and output types), so that a training graph
+// that verifies cannot hand a kernel a gradient of the wrong shape.
+#include <fmt/format.h>
+
+#include "compiler/ir/shape_rule.h"
+#include "compiler/support/checked_math.h"
+
+namespace zoc::ir::detail {
+
+const Node* Rule::earlier_node(const std::string& name) const {
+  for (const Node& n : g_.nodes) {
+    if (&n == &n_) break;
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+bool Rule::labels() { return set_output({}, Layout::NC, DType::I32); }
+
+bool Rule::softmax_cross_entropy() {
+  if (!expect_rank(0, 1, "logits [N, classes] as its first")) return false;
+  if (in(1) != TensorType{DType::I32, Layout::NC, {}}) {
+    return fail(fmt::format("expects labels (N i32) as its second input, got {}", in(1).str()));
+  }
+  return expect_extras(1) && set_extra(0, {1}) && set_result(n_.output, in(0));
+}
+
+// conv2d_grad, batchnorm2d_grad, linear_grad: (x, dy[, saved]) of the layer named by `origin`,
+// whose parameters they read; one extra result per trainable parameter, its gradient.
+bool Rule::layer_grad(OpKind forward_op) {
+  const Node* f = earlier_node(n_.origin);
+  if (!f || f->op != forward_op) {
+    return fail(fmt::format("its layer '{}' is not an earlier {} of the graph", n_.origin,
+                            op_info(forward_op).name));
+  }
+  if (in(0) != g_.type(f->inputs[0]) || in(1) != g_.type(f->output)) {
+    return fail(fmt::format("x {} and dy {} are not its layer's input {} and output {}",
+                            in(0).str(), in(1).str(), g_.type(f->inputs[0]).str(),
+                            g_.type(f->output).str()));
+  }
+  if (forward_op == OpKind::BatchNorm2d &&
+      (f->extra_outputs.size() != 1 || in(2) != g_.type(f->extra_outputs[0]))) {
+    return fail(
+        fmt::format("its statistics {} are not those its training-mode layer saves", in(2).str()));
+  }
+  n_.params = f->params;
+  size_t trainable = 0;
+  for (const ParamSpec& p : n_.params) trainable += p.trainable;
+  if (!expect_extras(trainable)) return false;
+  size_t k = 0;
+  for (const ParamSpec& p : n_.params) {
+    if (p.trainable && !set_extra(k++, p.shape)) return false;
+  }
+  return set_result(n_.output, in(0));
+}
+
+// (y or x, dy) -> dx of a pointwise op, or of softmax: all three of one shape.
+bool Rule::activation_grad() {
+  if (in(0) != in(1)) {
+    return fail(fmt::format("its operands differ: {} vs {}", in(0).str(), in(1).str()));
+  }
+  return set_result(n_.output, in(1));
+}
+
+// (x[, y], dy) -> dx: dy (and y) must be what pooling x with these attributes gives.
+bool Rule::pool_grad(bool is_max) {
+  const std::vector<int64_t> out = pool_dims(is_max);
+  if (out.empty()) return false;
+  for (size_t i = 1; i < n_.inputs.size(); ++i) {
+    if (in(i).dims != out) {
+      return fail(fmt::format("operand {} is {}, but pooling x gives {}", i, dims_str(in(i).dims),
+                              dims_str(out)));
+    }
+  }
+  return set_result(n_.output, in(0));
+}
+
+bool Rule::global_avgpool_grad() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W] as x")) return false;
+  if (in(1).dims != std::vector<int64_t>{in(0).dims[0], 1, 1}) {
+    return fail(fmt::format("dy {} is not x's channel means", dims_str(in(1).dims)));
+  }
+  return set_result(n_.output, in(0));
+}
+
+bool Rule::flatten_grad() {
+  auto numel = checked_product_of(in(0).dims);
+  if (!numel || in(1).dims != std::vector<int64_t>{*numel}) {
+    return fail(
+        fmt::format("dy {} is not x {} flattened", dims_str(in(1).dims), dims_str(in(0).dims)));
+  }
+  return set_result(n_.output, in(0));
+}
+
+bool Rule::slice_channels() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  const std::vector<int64_t>& d = in(0).dims;
+  const int64_t start = n_.attrs.i("start"), count = n_.attrs.i("count");
+  if (start + count > d[0]) {
+    return fail(
+        fmt::format("channels {}..{} are outside the input's {}", start, start + count - 1, d[0]));
+  }
+  return set_output({count, d[1], d[2]}, Layout::NCHW);
+}
+
+// sgd(grad): the parameter named by `origin`, declared by an earlier (model) layer, updated.
+bool Rule::sgd() {
+  const ParamSpec* param = nullptr;
+  for (const Node& n : g_.nodes) {
+    if (&n == &n_) break;
+    for (const ParamSpec& p : n.params) {
+      if (p.name == n_.origin && p.trainable && n.origin.empty()) param = &p;
+    }
+  }
+  if (!param) return fail(fmt::format("no layer has a trainable parameter '{}'", n_.origin));
+  const TensorType want = whole_tensor(param->shape);
+  if (in(0) != want) {
+    return fail(fmt::format("its gradient {} does not match the parameter's shape {}", in(0).str(),
+                            shape_str(param->shape)));
+  }
+  n_.params = {*param};
+  return set_result(n_.output, want);
+}
+
+}  // namespace zoc::ir::detail

@@ -1,0 +1,274 @@
+// Pass build-training-graph: a model, as the frontend wrote it, becomes its training graph:
+// ordinary IR that one interpreter runs and one emitter compiles. In order:
+//
+//   input, labels                     the batch: images and one class index per sample
+//   the forward nodes                 BatchNorm and dropout in training mode (BatchNorm saves
+//                                     its batch statistics as an extra result); a final softmax
+//                                     is left out: the loss reads its input, the logits
+//   softmax_cross_entropy             d.<logits> and the batch-mean loss
+//   the backward nodes, in reverse    each op's gradient rule (ir/grad_rules.h); where a value
+//                                     has several users, their contributions are summed by
+//                                     `add` nodes as they arrive (in the order PyTorch's and the
+//                                     former train_step's accumulation used)
+//   sgd, one per trainable parameter  (TrainingGraphOptions::optimizer) in state_dict order
+//
+// Gradients are computed only for values downstream of a trainable parameter and upstream of
+// the logits: the model input's never. Names: d.<value> for an activation's gradient, d.<value>
+// .via.<layer> for one of several contributions (or an unused one), d.<value>.sum<k> for partial
+// sums, grad.<parameter>, updated.<parameter>; a name a model layer already has gets a ".2".
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "compiler/ir/grad_rules.h"
+#include "compiler/ir/shapes.h"
+#include "compiler/ir/verify.h"
+#include "compiler/passes/pipeline.h"
+
+namespace zoc::passes {
+namespace {
+
+using ir::kNoValue;
+using ir::ValueId;
+
+class Builder final : public ir::GradContext {
+ public:
+  Builder(const ir::Graph& model, Diagnostics& diags) : m_(model), diags_(diags) {}
+  std::optional<ir::Graph> build(const TrainingGraphOptions& options);
+
+  ValueId x(size_t k) const override { return map_[fwd_->inputs[k]]; }
+  ValueId y() const override { return map_[fwd_->output]; }
+  ValueId dy() const override { return grad_[fwd_->output]; }
+  ValueId saved() const override { return t_.producer(y()).extra_outputs.at(0); }
+  const ir::TensorType& input_type(size_t k) const override { return m_.type(fwd_->inputs[k]); }
+  bool needs(size_t k) const override { return needs_[fwd_->inputs[k]]; }
+  ValueId backward(size_t k, ir::OpKind op, std::vector<ValueId> inputs, ir::Attrs attrs,
+                   bool param_grads) override;
+  void pass_through(size_t k, ValueId grad) override { contribute(fwd_->inputs[k], grad); }
+
+ private:
+  bool check_model();
+  void find_needs();
+  void copy_forward();
+  void add_loss();
+  void add_backward();
+  void add_optimizer();
+  // Adds `grad` to model value v's gradient.
+  void contribute(ValueId v, ValueId grad);
+  int32_t add(ir::OpKind op, const std::string& name, std::vector<ValueId> inputs, ir::Attrs attrs,
+              const SourceLoc& loc) {
+    return t_.add_node(op, unique(name), std::move(inputs), std::move(attrs), loc);
+  }
+  std::string unique(const std::string& name);
+  const std::string& name_of(ValueId model_value) const { return m_.value_name(model_value); }
+
+  const ir::Graph& m_;
+  Diagnostics& diags_;
+  ir::Graph t_;
+  std::set<std::string> names_;        // taken in the training graph
+  const ir::Node* fwd_ = nullptr;      // the forward node whose gradient rule runs
+  const ir::Node* softmax_ = nullptr;  // a final softmax, left out
+  ValueId logits_ = kNoValue;          // of the model
+  ValueId labels_ = kNoValue, loss_ = kNoValue;
+  // Per model value: its training-graph value, whether its gradient is wanted, how many
+  // contributions it gets and has got, and their sum so far.
+  std::vector<ValueId> map_;
+  std::vector<bool> needs_;
+  std::vector<int> expected_, arrived_;
+  std::vector<ValueId> grad_;
+  std::map<std::string, ValueId> param_grads_;
+  std::vector<ValueId> updated_;
+};
+
+std::string Builder::unique(const std::string& name) {
+  std::string candidate = name;
+  for (int k = 2; !names_.insert(candidate).second; ++k) candidate = fmt::format("{}.{}", name, k);
+  return candidate;
+}
+
+// What cannot be trained is reported all at once, each at its layer.
+bool Builder::check_model() {
+  const SourceLoc model_loc{m_.name, 0, 0};
+  bool ok = true;
+  for (const ir::Node& n : m_.nodes) {
+    if (const ir::GradRule rule = ir::grad_rule(n.op); !rule.fn) {
+      diags_.error(
+          n.loc, fmt::format("layer '{}' ({}): {}", n.name, ir::op_info(n.op).name, rule.refusal));
+      ok = false;
+    }
+  }
+  for (const ir::Value& v : m_.values) {
+    if (!v.type) {
+      diags_.error(model_loc, "training graph: the model has untyped values");
+      return false;
+    }
+  }
+  if (m_.outputs.size() != 1) {
+    diags_.error(model_loc, fmt::format("training graph: model '{}' has {} outputs; training "
+                                        "takes one",
+                                        m_.name, m_.outputs.size()));
+    return false;
+  }
+  if (!ok) return false;
+  const ir::Node& last = m_.producer(m_.outputs[0]);
+  if (last.op == ir::OpKind::Softmax) softmax_ = &last;
+  logits_ = softmax_ ? last.inputs[0] : m_.outputs[0];
+  if (m_.type(logits_).dims.size() != 1) {
+    diags_.error(last.loc,
+                 fmt::format("layer '{}' ({}): training needs [classes] logits as the "
+                             "model's output (or a final softmax's input), not {}",
+                             last.name, ir::op_info(last.op).name, m_.type(logits_).str()));
+    return false;
+  }
+  return true;
+}
+
+// needs: downstream of a trainable parameter and upstream of the logits.
+void Builder::find_needs() {
+  const size_t nv = m_.values.size();
+  std::vector<bool> down(nv, false), up(nv, false);
+  for (const ir::Node& n : m_.nodes) {
+    bool any = false;
+    for (const ir::ParamSpec& p : n.params) any = any || p.trainable;
+    for (ValueId v : n.inputs) any = any || down[v];
+    down[n.output] = any;
+  }
+  up[logits_] = true;
+  for (size_t i = m_.nodes.size(); i-- > 0;) {
+    const ir::Node& n = m_.nodes[i];
+    if (&n == softmax_ || !up[n.output]) continue;
+    for (ValueId v : n.inputs) up[v] = true;
+  }
+  needs_.assign(nv, false);
+  for (size_t v = 0; v < nv; ++v) needs_[v] = down[v] && up[v];
+  expected_.assign(nv, 0);
+  arrived_.assign(nv, 0);
+  grad_.assign(nv, kNoValue);
+  for (const ir::Node& n : m_.nodes) {
+    if (&n == softmax_ || !needs_[n.output]) continue;
+    for (ValueId v : n.inputs) expected_[v] += needs_[v] ? 1 : 0;
+  }
+  if (needs_[logits_]) ++expected_[logits_];  // from the loss
+}
+
+void Builder::copy_forward() {
+  t_.name = m_.name;
+  map_.assign(m_.values.size(), kNoValue);
+  for (const ir::Node& n : m_.nodes) names_.insert(n.name);
+  for (const ir::Node& n : m_.nodes) {
+    if (&n == softmax_) continue;
+    std::vector<ValueId> inputs;
+    for (ValueId v : n.inputs) inputs.push_back(map_[v]);
+    ir::Attrs attrs = n.attrs;
+    const bool bn = n.op == ir::OpKind::BatchNorm2d;
+    if (bn || n.op == ir::OpKind::Dropout) {
+      attrs.set("training", ir::AttrValue{ir::AttrKind::Bool, 1, {}, 0});
+    }
+    const int32_t i = t_.add_node(n.op, n.name, std::move(inputs), std::move(attrs), n.loc);
+    t_.nodes[i].fused_from = n.fused_from;
+    map_[n.output] = t_.nodes[i].output;
+    if (bn) t_.add_extra_output(i, unique(n.name + ".saved"));
+    if (n.op == ir::OpKind::Input) {
+      labels_ = t_.nodes[add(ir::OpKind::Labels, "labels", {}, {}, n.loc)].output;
+    }
+  }
+}
+
+void Builder::add_loss() {
+  const int32_t i = add(ir::OpKind::SoftmaxCrossEntropy, "d." + name_of(logits_),
+                        {map_[logits_], labels_}, {}, m_.producer(logits_).loc);
+  loss_ = t_.add_extra_output(i, unique("loss"));
+  contribute(logits_, t_.nodes[i].output);
+}
+
+ValueId Builder::backward(size_t k, ir::OpKind op, std::vector<ValueId> inputs, ir::Attrs attrs,
+                          bool param_grads) {
+  const ValueId v = fwd_->inputs[k];
+  const std::string name = needs_[v] && expected_[v] == 1
+                               ? "d." + name_of(v)
+                               : fmt::format("d.{}.via.{}", name_of(v), fwd_->name);
+  const int32_t i = add(op, name, std::move(inputs), std::move(attrs), fwd_->loc);
+  t_.nodes[i].origin = fwd_->name;
+  for (const ir::ParamSpec& p : param_grads ? fwd_->params : std::vector<ir::ParamSpec>{}) {
+    if (p.trainable) param_grads_[p.name] = t_.add_extra_output(i, unique("grad." + p.name));
+  }
+  const ValueId out = t_.nodes[i].output;
+  contribute(v, out);
+  return out;
+}
+
+void Builder::contribute(ValueId v, ValueId grad) {
+  if (!needs_[v]) return;
+  const int k = ++arrived_[v];
+  if (k == 1) {
+    grad_[v] = grad;
+    return;
+  }
+  const std::string name =
+      k == expected_[v] ? "d." + name_of(v) : fmt::format("d.{}.sum{}", name_of(v), k);
+  grad_[v] = t_.nodes[add(ir::OpKind::Add, name, {grad_[v], grad}, {}, m_.producer(v).loc)].output;
+}
+
+// Reverse order: every user of a node's output has contributed to its gradient before it runs.
+void Builder::add_backward() {
+  for (size_t i = m_.nodes.size(); i-- > 0;) {
+    const ir::Node& n = m_.nodes[i];
+    if (&n == softmax_ || !needs_[n.output]) continue;
+    fwd_ = &n;
+    ir::grad_rule(n.op).fn(*this, n);
+  }
+  fwd_ = nullptr;
+}
+
+// PyTorch's state_dict order: layers in model order, each layer's parameters in its order.
+void Builder::add_optimizer() {
+  for (const ir::Node& n : m_.nodes) {
+    for (const ir::ParamSpec& p : n.params) {
+      auto grad = param_grads_.find(p.name);
+      if (grad == param_grads_.end()) continue;
+      const int32_t i = add(ir::OpKind::Sgd, "updated." + p.name, {grad->second}, {}, n.loc);
+      t_.nodes[i].origin = p.name;
+      updated_.push_back(t_.nodes[i].output);
+    }
+  }
+}
+
+std::optional<ir::Graph> Builder::build(const TrainingGraphOptions& options) {
+  if (!check_model()) return std::nullopt;
+  find_needs();
+  copy_forward();
+  add_loss();
+  add_backward();
+  if (options.optimizer) add_optimizer();
+  t_.outputs = {loss_, map_[logits_]};
+  for (const ir::Node& n : m_.nodes) {
+    for (const ir::ParamSpec& p : n.params) {
+      if (auto grad = param_grads_.find(p.name); grad != param_grads_.end()) {
+        t_.outputs.push_back(grad->second);
+      }
+    }
+  }
+  t_.outputs.insert(t_.outputs.end(), updated_.begin(), updated_.end());
+  if (!ir::infer_shapes(t_, diags_) || !ir::verify(t_, diags_)) {
+    diags_.note(SourceLoc{m_.name, 0, 0}, "in the training graph of this model");
+    return std::nullopt;
+  }
+  return std::move(t_);
+}
+
+}  // namespace
+
+std::optional<ir::Graph> build_training_graph(const ir::Graph& model,
+                                              const TrainingGraphOptions& options,
+                                              Diagnostics& diags) {
+  return Builder(model, diags).build(options);
+}
+
+bool build_training_graph_pass(ir::Graph& g, Diagnostics& diags) {
+  auto training = build_training_graph(g, TrainingGraphOptions{}, diags);
+  if (training) g = std::move(*training);
+  return training.has_value();
+}
+
+}  // namespace zoc::passes

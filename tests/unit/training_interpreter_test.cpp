@@ -1,0 +1,130 @@
+// The reference interpreter running training graphs (ref::run_training): every parameter's
+// gradient equals a central finite difference of the loss on a small model that uses every
+// differentiable op, and the sgd nodes take PyTorch's step. train_step_test.cpp checks the
+// refusals; tests/train compares with PyTorch autograd.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/backend/reference/interpreter.h"
+#include "compiler/passes/pipeline.h"
+#include "tests/unit/test_util.h"
+
+namespace zoc {
+namespace {
+
+constexpr const char* kEveryOp = R"(zoc: 1
+name: every_op
+input: {channels: 2, height: 6, width: 6}
+layers:
+  - conv: {op: conv2d, out_channels: 4, kernel: 3, padding: 1}
+  - bn: {op: batchnorm2d}
+  - act: {op: tanh}
+  - side: {op: conv2d, out_channels: 4, kernel: 1, bias: false, input: input}
+  - sum: {op: add, inputs: [act, side]}
+  - sig: {op: sigmoid}
+  - avg: {op: avgpool2d, kernel: 2}
+  - max: {op: maxpool2d, kernel: 2, input: sum}
+  - cat: {op: concat, inputs: [avg, max]}
+  - relu: {op: relu}
+  - gap: {op: global_avgpool}
+  - flat: {op: flatten}
+  - soft: {op: softmax}
+  - drop: {op: dropout, p: 0.3}
+  - fc: {op: linear, out_features: 3}
+)";
+
+struct Fixture {
+  test::TempDir dir;
+  ir::Graph model;
+  ir::Graph graph;  // its training graph
+  Weights weights;
+  ref::Tensor input;
+  std::vector<int32_t> labels{2, 0, 1};
+
+  explicit Fixture(bool optimizer) {
+    Diagnostics d;
+    auto m = test::load(dir.write("m.yaml", kEveryOp), d);
+    EXPECT_TRUE(m) << d.render();
+    model = *m;
+    auto t = passes::build_training_graph(model, {.optimizer = optimizer}, d);
+    EXPECT_TRUE(t) << d.render();
+    graph = *t;
+    weights = init_weights(model, 5);
+    input.shape = {3, 2, 6, 6};
+    for (int i = 0; i < 216; ++i) input.data.push_back(std::sin(0.61f * float(i) + 0.3f));
+  }
+  double loss(const Weights& w) const {
+    auto r = ref::run_training(graph, w, input, labels);
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? r->loss : 0.0;
+  }
+};
+
+TEST(TrainingInterpreter, EveryGradientIsTheLossesFiniteDifference) {
+  Fixture f(false);
+  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->grads.size(), 7u);  // conv w/b, bn w/b, side w, fc w/b
+  EXPECT_TRUE(r->updated.empty());
+  EXPECT_EQ(r->logits.shape, (std::vector<int64_t>{3, 3}));
+  int checked = 0;
+  for (const auto& [name, grad] : r->grads) {
+    ASSERT_EQ(grad.size(), f.weights.tensors.at(name).size()) << name;
+    for (size_t i = 0; i < grad.size(); ++i) {
+      Weights up = f.weights, down = f.weights;
+      const float h = 1e-3f;
+      up.tensors.at(name)[i] += h;
+      down.tensors.at(name)[i] -= h;
+      const double step = double(up.tensors.at(name)[i]) - down.tensors.at(name)[i];
+      const double numeric = (f.loss(up) - f.loss(down)) / step;
+      EXPECT_NEAR(numeric, grad[i], 2e-4 + 1e-2 * std::fabs(grad[i])) << name << "[" << i << "]";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 72 + 4 + 4 + 4 + 8 + 24 + 3);
+  EXPECT_EQ(r->buffers.size(), 2u);  // bn's running mean and variance
+}
+
+// PyTorch's SGD: d = g + wd * w; v = momentum * v + d (v from the state, else 0); w -= lr * v.
+TEST(TrainingInterpreter, SgdTakesPyTorchsStep) {
+  Fixture f(true);
+  ref::RunOptions o;
+  o.lr = 0.1f;
+  o.momentum = 0.9f;
+  o.weight_decay = 0.01f;
+  const std::vector<float>& w = f.weights.tensors.at("fc.weight");
+  std::vector<float> v0(w.size());
+  for (size_t i = 0; i < v0.size(); ++i) v0[i] = 0.01f * float(i);
+  o.momentum_buffers["fc.weight"] = v0;
+  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->updated.size(), 7u);
+  EXPECT_EQ(r->momentum_buffers.size(), 7u);
+  for (const char* name : {"fc.weight", "conv.bias"}) {
+    const std::vector<float>& p = f.weights.tensors.at(name);
+    const std::vector<float>& g = r->grads.at(name);
+    for (size_t i = 0; i < p.size(); ++i) {
+      const float v_old = name == std::string("fc.weight") ? v0[i] : 0.0f;
+      const float v = o.momentum * v_old + (g[i] + o.weight_decay * p[i]);
+      EXPECT_EQ(r->momentum_buffers.at(name)[i], v) << name << "[" << i << "]";
+      EXPECT_EQ(r->updated.at(name)[i], p[i] - o.lr * v) << name << "[" << i << "]";
+    }
+  }
+  // The optimizer does not change the gradients.
+  Fixture plain(false);
+  auto g = ref::run_training(plain.graph, plain.weights, plain.input, plain.labels);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->grads, r->grads);
+  EXPECT_EQ(g->loss, r->loss);
+}
+
+TEST(TrainingInterpreter, InferenceRunRefusesATrainingGraph) {
+  Fixture f(false);
+  auto r = ref::run(f.graph, f.weights, f.input);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("is a training graph"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zoc

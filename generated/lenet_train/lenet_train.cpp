@@ -2,282 +2,164 @@
 // Command: zoc compile models/lenet.yaml -o generated/lenet_train --precision fp32 --train
 // Model: lenet (trainer), precision fp32, convolutions via cuDNN's legacy API, IR hash 1ffd62d194733045
 
+// lenet_train: the trainer's constants and its training graph's layer sequences.
 #include "lenet_train.h"
-
-#include <algorithm>
-#include <vector>
-
-#include "zoc/core/cuda_check.h"
-#include "zoc/core/init.h"
-#include "zoc/core/weight_source.h"
-#include "lenet_train_kernels.h"
 
 namespace zoc_model {
 
 namespace {
-constexpr float kOne = 1.0f, kZero = 0.0f;
-constexpr size_t kWorkspaceLimit = size_t(256) << 20;
-constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;
+
+// Parameters: byte offsets in params(), grads() and the momenta (PyTorch's layout).
+constexpr size_t kP_conv1_weight = 0;  // conv1.weight
+constexpr size_t kP_conv1_bias = 3200;  // conv1.bias
+constexpr size_t kP_conv2_weight = 3328;  // conv2.weight
+constexpr size_t kP_conv2_bias = 208128;  // conv2.bias
+constexpr size_t kP_fc1_weight = 208384;  // fc1.weight
+constexpr size_t kP_fc1_bias = 13053440;  // fc1.bias
+constexpr size_t kP_fc2_weight = 13057536;  // fc2.weight
+constexpr size_t kP_fc2_bias = 13098496;  // fc2.bias
+
+// Activations and their gradients: per-sample byte offsets in the arena (kA_), and
+// BatchNorm's saved statistics and the loss: byte offsets in the fixed region (kF_).
+constexpr size_t kA_input = 301056;  // %input: Nx1x28x28 f32
+constexpr size_t kA_labels = 213248;  // %labels: N i32
+constexpr size_t kA_conv1 = 0;  // %conv1: Nx32x28x28 f32
+constexpr size_t kA_relu1 = 100352;  // %relu1: Nx32x28x28 f32
+constexpr size_t kA_pool1 = 250880;  // %pool1: Nx32x14x14 f32
+constexpr size_t kA_conv2 = 0;  // %conv2: Nx64x14x14 f32
+constexpr size_t kA_relu2 = 50176;  // %relu2: Nx64x14x14 f32
+constexpr size_t kA_pool2 = 200704;  // %pool2: Nx64x7x7 f32
+constexpr size_t kA_fc1 = 0;  // %fc1: Nx1024 f32
+constexpr size_t kA_relu3 = 4096;  // %relu3: Nx1024 f32
+constexpr size_t kA_dropout = 0;  // %dropout: Nx1024 f32
+constexpr size_t kA_fc2 = 304384;  // %fc2: Nx10 f32
+constexpr size_t kA_d_fc2 = 12288;  // %d.fc2: Nx10 f32
+constexpr size_t kF_loss = 0;  // %loss: 1 f32
+constexpr size_t kA_d_dropout = 8192;  // %d.dropout: Nx1024 f32
+constexpr size_t kA_d_relu3 = 0;  // %d.relu3: Nx1024 f32
+constexpr size_t kA_d_fc1 = 8192;  // %d.fc1: Nx1024 f32
+constexpr size_t kA_d_flatten = 213248;  // %d.flatten: Nx3136 f32
+constexpr size_t kA_d_relu2 = 0;  // %d.relu2: Nx64x14x14 f32
+constexpr size_t kA_d_conv2 = 200704;  // %d.conv2: Nx64x14x14 f32
+constexpr size_t kA_d_pool1 = 275968;  // %d.pool1: Nx32x14x14 f32
+constexpr size_t kA_d_relu1 = 0;  // %d.relu1: Nx32x28x28 f32
+constexpr size_t kA_d_conv1 = 200704;  // %d.conv1: Nx32x28x28 f32
+constexpr size_t kA_d_input_via_conv1 = 0;  // %d.input.via.conv1: Nx1x28x28 f32
+
+// Each node's shapes, tensors and parameters (zoc/train/calls.h).
+constexpr zoc::InputCall kIn_input = {1, 28, 28, 1, kA_input};
+constexpr zoc::train::ConvTrainCall kConv_conv1 = {{1, 28, 28, 32, 5, 5, 2, 2, 1, 1, 1, 1, 1, 28, 28}, kA_input,
+    kP_conv1_weight, kP_conv1_bias, kA_conv1};
+constexpr zoc::train::ActivationTrainCall kAct_relu1 = {zoc::act::Kind::kRelu, 25088, kA_conv1, kA_relu1};
+constexpr zoc::PoolCall kPool_pool1 = {{CUDNN_POOLING_MAX_DETERMINISTIC, 32, 28, 28, 2, 2, 0, 0, 2, 2, 14, 14},
+    kA_relu1, kA_pool1};
+constexpr zoc::train::ConvTrainCall kConv_conv2 = {{32, 14, 14, 64, 5, 5, 2, 2, 1, 1, 1, 1, 1, 14, 14}, kA_pool1,
+    kP_conv2_weight, kP_conv2_bias, kA_conv2};
+constexpr zoc::train::ActivationTrainCall kAct_relu2 = {zoc::act::Kind::kRelu, 12544, kA_conv2, kA_relu2};
+constexpr zoc::PoolCall kPool_pool2 = {{CUDNN_POOLING_MAX_DETERMINISTIC, 64, 14, 14, 2, 2, 0, 0, 2, 2, 7, 7}, kA_relu2,
+    kA_pool2};
+constexpr zoc::train::LinearTrainCall kFc_fc1 = {3136, 1024, kP_fc1_weight, kP_fc1_bias, kA_pool2, kA_fc1};
+constexpr zoc::train::ActivationTrainCall kAct_relu3 = {zoc::act::Kind::kRelu, 1024, kA_fc1, kA_relu3};
+constexpr zoc::train::DropoutCall kDrop_dropout = {0.5f, 11, 1024, kA_relu3, kA_dropout};
+constexpr zoc::train::LinearTrainCall kFc_fc2 = {1024, 10, kP_fc2_weight, kP_fc2_bias, kA_dropout, kA_fc2};
+constexpr zoc::train::LossCall kLossCall = {10, kA_fc2, kA_d_fc2, kF_loss};
+constexpr zoc::train::LinearGradCall kFcGrad_d_dropout = {1024, 10, kA_dropout, kA_d_fc2, kP_fc2_weight, kA_d_dropout,
+    kP_fc2_weight, kP_fc2_bias};
+constexpr zoc::train::DropoutCall kDrop_d_relu3 = {0.5f, 11, 1024, kA_d_dropout, kA_d_relu3};
+constexpr zoc::train::ActivationGradCall kActGrad_d_fc1 = {zoc::act::Kind::kRelu, 1024, kA_relu3, kA_d_relu3, kA_d_fc1};
+constexpr zoc::train::LinearGradCall kFcGrad_d_flatten = {3136, 1024, kA_pool2, kA_d_fc1, kP_fc1_weight, kA_d_flatten,
+    kP_fc1_weight, kP_fc1_bias};
+constexpr zoc::train::PoolGradCall kPoolGrad_d_relu2 = {kA_relu2, kA_pool2, kA_d_flatten, kA_d_relu2};
+constexpr zoc::train::ActivationGradCall kActGrad_d_conv2 = {zoc::act::Kind::kRelu, 12544, kA_relu2, kA_d_relu2,
+    kA_d_conv2};
+constexpr zoc::train::ConvGradCall kConvGrad_d_pool1 = {kA_pool1, kA_d_conv2, kP_conv2_weight, kA_d_pool1,
+    kP_conv2_weight, kP_conv2_bias};
+constexpr zoc::train::PoolGradCall kPoolGrad_d_relu1 = {kA_relu1, kA_pool1, kA_d_pool1, kA_d_relu1};
+constexpr zoc::train::ActivationGradCall kActGrad_d_conv1 = {zoc::act::Kind::kRelu, 25088, kA_relu1, kA_d_relu1,
+    kA_d_conv1};
+constexpr zoc::train::ConvGradCall kConvGrad_d_input_via_conv1 = {kA_input, kA_d_conv1, kP_conv1_weight, zoc::kNoTensor,
+    kP_conv1_weight, kP_conv1_bias};
 }  // namespace
 
 const LenetTrainer::Param LenetTrainer::kParamTable[LenetTrainer::kNumParams] = {
-  {"conv1.weight", 0, 800, 4, {32, 1, 5, 5}, true},
-  {"conv1.bias", 800, 32, 1, {32, 0, 0, 0}, true},
-  {"conv2.weight", 832, 51200, 4, {64, 32, 5, 5}, true},
-  {"conv2.bias", 52032, 64, 1, {64, 0, 0, 0}, true},
-  {"fc1.weight", 52096, 3211264, 2, {1024, 3136, 0, 0}, true},
-  {"fc1.bias", 3263360, 1024, 1, {1024, 0, 0, 0}, true},
-  {"fc2.weight", 3264384, 10240, 2, {10, 1024, 0, 0}, true},
-  {"fc2.bias", 3274624, 10, 1, {10, 0, 0, 0}, true},
+    {"conv1.weight", 0, 800, 4, {32, 1, 5, 5}, true, zoc::InitRule::kUniformFanIn, 25},
+    {"conv1.bias", 800, 32, 1, {32, 0, 0, 0}, true, zoc::InitRule::kUniformFanIn, 25},
+    {"conv2.weight", 832, 51200, 4, {64, 32, 5, 5}, true, zoc::InitRule::kUniformFanIn, 800},
+    {"conv2.bias", 52032, 64, 1, {64, 0, 0, 0}, true, zoc::InitRule::kUniformFanIn, 800},
+    {"fc1.weight", 52096, 3211264, 2, {1024, 3136, 0, 0}, true, zoc::InitRule::kUniformFanIn, 3136},
+    {"fc1.bias", 3263360, 1024, 1, {1024, 0, 0, 0}, true, zoc::InitRule::kUniformFanIn, 3136},
+    {"fc2.weight", 3264384, 10240, 2, {10, 1024, 0, 0}, true, zoc::InitRule::kUniformFanIn, 1024},
+    {"fc2.bias", 3274624, 10, 1, {10, 0, 0, 0}, true, zoc::InitRule::kUniformFanIn, 1024},
 };
 const char* const LenetTrainer::kCounterNames[] = {
-  nullptr,
+    nullptr,
 };
 const LenetTrainer::Bucket LenetTrainer::kBucketTable[LenetTrainer::kBuckets] = {
-  {52096, 3222538},
-  {0, 52096},
+    {52096, 3222538},
+    {0, 52096},
 };
 
-zoc::Expected<std::unique_ptr<LenetTrainer>> LenetTrainer::create(const std::string& weights, uint64_t seed, int max_batch, bool benchmark, bool deterministic) {
-  if (max_batch < 2 || max_batch > 65536) {
-    return zoc::Error{"LenetTrainer: max_batch " + std::to_string(max_batch) + " is out of range 2..65536 (training-mode batch norm needs two samples)"};
-  }
-  std::unique_ptr<LenetTrainer> t(new LenetTrainer());
-  t->max_batch_ = max_batch;
-  t->dropout_seed_ = seed;
-  t->benchmark_ = benchmark;
-  t->deterministic_ = deterministic;
-  const size_t B = size_t(max_batch);
-  // Weights: every tensor checked by name, shape and dtype before anything is allocated.
-  auto source = weights.empty() ? zoc::Expected<zoc::WeightSource>(zoc::WeightSource::seeded(seed))
-                                : zoc::WeightSource::open(weights, /*strict=*/true);
-  if (!source) return source.error();
-  std::vector<float> host(kParamElements);
-  ZOC_TRY(source->fill("conv1.weight", {32, 1, 5, 5}, zoc::InitRule::kUniformFanIn, 25, host.data() + 0));
-  ZOC_TRY(source->fill("conv1.bias", {32}, zoc::InitRule::kUniformFanIn, 25, host.data() + 800));
-  ZOC_TRY(source->fill("conv2.weight", {64, 32, 5, 5}, zoc::InitRule::kUniformFanIn, 800, host.data() + 832));
-  ZOC_TRY(source->fill("conv2.bias", {64}, zoc::InitRule::kUniformFanIn, 800, host.data() + 52032));
-  ZOC_TRY(source->fill("fc1.weight", {1024, 3136}, zoc::InitRule::kUniformFanIn, 3136, host.data() + 52096));
-  ZOC_TRY(source->fill("fc1.bias", {1024}, zoc::InitRule::kUniformFanIn, 3136, host.data() + 3263360));
-  ZOC_TRY(source->fill("fc2.weight", {10, 1024}, zoc::InitRule::kUniformFanIn, 1024, host.data() + 3264384));
-  ZOC_TRY(source->fill("fc2.bias", {10}, zoc::InitRule::kUniformFanIn, 1024, host.data() + 3274624));
-  ZOC_TRY(source->finish());
-  ZOC_CUDNN(cudnnCreate(&t->cudnn_), "init");
-  ZOC_CUBLAS(cublasCreate(&t->cublas_), "init");
-  // Exact fp32: no TF32 in cuBLAS either.
-  ZOC_CUBLAS(cublasSetMathMode(t->cublas_, CUBLAS_PEDANTIC_MATH), "init");
-  // A fixed cuBLAS workspace: nothing is allocated while a step is captured.
-  ZOC_CUDA(cudaMalloc(&t->blas_workspace_, kBlasWorkspaceBytes), "init");
-  ZOC_CUBLAS(cublasSetWorkspace(t->cublas_, t->blas_workspace_, kBlasWorkspaceBytes), "init");
-  ZOC_CUDA(cudaMalloc(&t->draws_, sizeof(uint64_t)), "init");
-  ZOC_CUDA(cudaMemset(t->draws_, 0, sizeof(uint64_t)), "init");
-  ZOC_CUDA(cudaMalloc(&t->params_, kParamElements * sizeof(float)), "init");
-  ZOC_CUDA(cudaMalloc(&t->grads_, kParamElements * sizeof(float)), "init");
-  ZOC_CUDA(cudaMalloc(&t->momenta_, kParamElements * sizeof(float)), "init");
-  ZOC_CUDA(cudaMemset(t->grads_, 0, kParamElements * sizeof(float)), "init");
-  ZOC_CUDA(cudaMemset(t->momenta_, 0, kParamElements * sizeof(float)), "init");
-  ZOC_CUDA(cudaMemcpy(t->params_, host.data(), kParamElements * sizeof(float), cudaMemcpyHostToDevice), "init");
-  ZOC_CUDA(cudaMalloc(&t->acts_, size_t(88538) * B * sizeof(float)), "init");
-  ZOC_CUDA(cudaMalloc(&t->dacts_, size_t(56448) * B * sizeof(float)), "init");
-  ZOC_CUDA(cudaMalloc(&t->saved_, size_t(1) * sizeof(float)), "init");
-  ZOC_CUDA(cudaMalloc(&t->loss_rows_, B * sizeof(float)), "init");
-  ZOC_CUDA(cudaMalloc(&t->loss_, sizeof(float)), "init");
-  ZOC_TRY(t->conv1_.create({1, 28, 28, 32, 5, 5, 2, 2, 1, 1, 1, 1, 1, 28, 28}, "conv1"));
-  ZOC_TRY(t->relu1_.create(CUDNN_ACTIVATION_RELU, 25088, "relu1"));
-  ZOC_TRY(t->pool1_.create(CUDNN_POOLING_MAX_DETERMINISTIC, 2, 2, 0, 0, 2, 2, 32, 28, 28, 14, 14, "pool1"));
-  ZOC_TRY(t->conv2_.create({32, 14, 14, 64, 5, 5, 2, 2, 1, 1, 1, 1, 1, 14, 14}, "conv2"));
-  ZOC_TRY(t->relu2_.create(CUDNN_ACTIVATION_RELU, 12544, "relu2"));
-  ZOC_TRY(t->pool2_.create(CUDNN_POOLING_MAX_DETERMINISTIC, 2, 2, 0, 0, 2, 2, 64, 14, 14, 7, 7, "pool2"));
-  ZOC_TRY(t->relu3_.create(CUDNN_ACTIVATION_RELU, 1024, "relu3"));
-  ZOC_TRY(t->describe(max_batch));  // with benchmark: times the candidates once
-  if (t->workspace_need_ > 0) {  // allocated once: step() never allocates
-    ZOC_CUDA(cudaMalloc(&t->workspace_, t->workspace_need_), "init");
-    t->workspace_bytes_ = t->workspace_need_;
-  }
-  t->sized_ = true;
-  t->device_bytes_ = 3 * kParamElements * sizeof(float) + size_t(144986) * B * sizeof(float) + size_t(1) * sizeof(float) + (B + 1) * sizeof(float) + t->workspace_bytes_ + kBlasWorkspaceBytes + sizeof(uint64_t);
-  return t;
-}
-
-LenetTrainer::~LenetTrainer() {
-  conv1_.destroy();
-  relu1_.destroy();
-  pool1_.destroy();
-  conv2_.destroy();
-  relu2_.destroy();
-  pool2_.destroy();
-  relu3_.destroy();
-  for (void* q : {(void*)params_, (void*)grads_, (void*)momenta_, (void*)acts_, (void*)dacts_, (void*)saved_, (void*)loss_rows_, (void*)loss_, workspace_, blas_workspace_, (void*)draws_}) {
-    if (q) cudaFree(q);
-  }
-  if (cublas_) cublasDestroy(cublas_);
-  if (cudnn_) cudnnDestroy(cudnn_);
-}
-
-zoc::Status LenetTrainer::describe(int n) {
-  // The workspace is sized at the largest batch, in create(); other batch sizes pick
-  // within it, so that step() never allocates. Until every layer is described, no
-  // batch size is: a failure here leaves the next step() describing again.
-  batch_ = 0;
-  const size_t workspace_limit = sized_ ? workspace_bytes_ : kWorkspaceLimit;
-  size_t need = 0;
-  ZOC_TRY(conv1_.describe(cudnn_, n, workspace_limit, benchmark_, deterministic_, "conv1"));
-  need = std::max(need, conv1_.workspace);
-  ZOC_TRY(relu1_.describe(n, "relu1"));
-  ZOC_TRY(pool1_.describe(n, "pool1"));
-  ZOC_TRY(conv2_.describe(cudnn_, n, workspace_limit, benchmark_, deterministic_, "conv2"));
-  need = std::max(need, conv2_.workspace);
-  ZOC_TRY(relu2_.describe(n, "relu2"));
-  ZOC_TRY(pool2_.describe(n, "pool2"));
-  ZOC_TRY(relu3_.describe(n, "relu3"));
-  workspace_need_ = need;
-  batch_ = n;
+// The forward pass, input to logits (training mode in step(), evaluation in evaluate()).
+template <class V>
+zoc::Status LenetTrainer::forward_layers(V& v) {
+  // input: the caller's fp32 NCHW batch, copied into the arena (models/lenet.yaml:10:8)
+  ZOC_TRY(v.input(kIn_input));
+  // conv1: conv 5x5/1, 1->32 + bias (models/lenet.yaml:12:5)
+  ZOC_TRY(v.conv(conv1_, kConv_conv1, "conv1"));
+  // relu1: relu (models/lenet.yaml:13:5)
+  ZOC_TRY(v.activation(kAct_relu1, "relu1"));
+  // pool1: maxpool2d 2x2/2 (models/lenet.yaml:14:5)
+  ZOC_TRY(v.pool(pool1_, kPool_pool1, "pool1"));
+  // conv2: conv 5x5/1, 32->64 + bias (models/lenet.yaml:15:5)
+  ZOC_TRY(v.conv(conv2_, kConv_conv2, "conv2"));
+  // relu2: relu (models/lenet.yaml:16:5)
+  ZOC_TRY(v.activation(kAct_relu2, "relu2"));
+  // pool2: maxpool2d 2x2/2 (models/lenet.yaml:17:5)
+  ZOC_TRY(v.pool(pool2_, kPool_pool2, "pool2"));
+  // flatten: a view of its input (no data movement) (models/lenet.yaml:18:5)
+  // fc1: linear 3136 -> 1024: y = x W^T + b (models/lenet.yaml:19:5)
+  ZOC_TRY(v.linear(kFc_fc1, "fc1"));
+  // relu3: relu (models/lenet.yaml:20:5)
+  ZOC_TRY(v.activation(kAct_relu3, "relu3"));
+  // dropout: p = 0.5, a mask drawn from (seed, step, layer, element); the identity in evaluation
+  // (models/lenet.yaml:21:5)
+  ZOC_TRY(v.dropout(kDrop_dropout, "dropout"));
+  // fc2: linear 1024 -> 10: y = x W^T + b (models/lenet.yaml:22:5)
+  ZOC_TRY(v.linear(kFc_fc2, "fc2"));
   return zoc::Status::success();
 }
 
-zoc::Status LenetTrainer::step(const float* input, const int32_t* labels, int n, cudaStream_t stream) {
-  if (n < 2 || n > max_batch_) {
-    return zoc::Error{"LenetTrainer::step: batch " + std::to_string(n) + " is out of range 2.." + std::to_string(max_batch_)};
-  }
-  if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time
-  ZOC_CUDNN(cudnnSetStream(cudnn_, stream), "step");
-  ZOC_CUBLAS(cublasSetStream(cublas_, stream), "step");
-  // cublasSetStream resets the workspace to cuBLAS's own pool: the fixed one again.
-  ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "step");
-  const size_t B = size_t(max_batch_);  // arena offsets are per sample
-  float* const a = acts_;
-  float* const d = dacts_;
-  float* const p = params_;
-  float* const g = grads_;
-  float* const s = saved_;
-  (void)d;
-  (void)g;
-  (void)s;
-
-  ZOC_CUDA(train_kernels::count_step(draws_, stream), "step");  // this step's masks
-  // ---- forward, training mode
-  // input: the caller's fp32 NCHW batch, copied into the arena  (models/lenet.yaml:10:8)
-  ZOC_CUDA(cudaMemcpyAsync(a + size_t(0) * B, input, size_t(n) * 784 * sizeof(float), cudaMemcpyDeviceToDevice, stream), "input");
-  // conv1: conv 5x5/1, 1->32 + bias  (models/lenet.yaml:12:5)
-  ZOC_TRY(conv1_.forward(cudnn_, a + size_t(0) * B, p + 0, p + 800, a + size_t(784) * B, workspace_, workspace_bytes_, "conv1"));
-  // relu1: relu  (models/lenet.yaml:13:5)
-  ZOC_TRY(relu1_.forward(cudnn_, a + size_t(784) * B, a + size_t(25872) * B, "relu1"));
-  // pool1: maxpool2d 2x2/2  (models/lenet.yaml:14:5)
-  ZOC_TRY(pool1_.forward(cudnn_, a + size_t(25872) * B, a + size_t(50960) * B, "pool1"));
-  // conv2: conv 5x5/1, 32->64 + bias  (models/lenet.yaml:15:5)
-  ZOC_TRY(conv2_.forward(cudnn_, a + size_t(50960) * B, p + 832, p + 52032, a + size_t(57232) * B, workspace_, workspace_bytes_, "conv2"));
-  // relu2: relu  (models/lenet.yaml:16:5)
-  ZOC_TRY(relu2_.forward(cudnn_, a + size_t(57232) * B, a + size_t(69776) * B, "relu2"));
-  // pool2: maxpool2d 2x2/2  (models/lenet.yaml:17:5)
-  ZOC_TRY(pool2_.forward(cudnn_, a + size_t(69776) * B, a + size_t(82320) * B, "pool2"));
-  // flatten: a view of its input (NCHW order is the flattened order)  (models/lenet.yaml:18:5)
-  // fc1: linear 3136 -> 1024: y = x W^T + b  (models/lenet.yaml:19:5)
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 1024, n, 3136, &kOne, p + 52096, 3136, a + size_t(82320) * B, 3136, &kZero, a + size_t(85456) * B, 1024), "fc1");
-  ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(85456) * B, p + 3263360, n, 1024, stream), "fc1");
-  // relu3: relu  (models/lenet.yaml:20:5)
-  ZOC_TRY(relu3_.forward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, "relu3"));
-  // dropout: p = 0.5, a mask drawn from (seed, step, layer, element) by zoc/train/kernels.cuh  (models/lenet.yaml:21:5)
-  ZOC_CUDA(train_kernels::dropout(a + size_t(86480) * B, a + size_t(87504) * B, int64_t(n) * 1024, dropout_ ? 0.5f : 0.0f, dropout_seed_, draws_, 10, false, stream), "dropout");
-  // fc2: linear 1024 -> 10: y = x W^T + b  (models/lenet.yaml:22:5)
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, p + 3264384, 1024, a + size_t(87504) * B, 1024, &kZero, a + size_t(88528) * B, 10), "fc2");
-  ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(88528) * B, p + 3274624, n, 10, stream), "fc2");
-
-  // ---- loss: mean softmax cross-entropy, and its gradient
-  ZOC_CUDA(train_kernels::softmax_xent(a + size_t(88528) * B, labels, n, kClasses, loss_rows_, loss_, d + size_t(0) * B, stream), "loss");
-
-  // ---- backward, in reverse
-  ZOC_CUDA(cudaMemsetAsync(d + size_t(10) * B, 0, size_t(n) * 1024 * sizeof(float), stream), "fc2");  // dropout's output gradient, before its first contribution
-  // fc2: dx += dy W; dW = dy^T x; db = column sums of dy  (models/lenet.yaml:22:5)
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, 1024, n, 10, &kOne, p + 3264384, 1024, d + size_t(0) * B, 10, &kOne, d + size_t(10) * B, 1024), "fc2");
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, 1024, 10, n, &kOne, a + size_t(87504) * B, 1024, d + size_t(0) * B, 10, &kZero, g + 3264384, 1024), "fc2");
-  ZOC_CUDA(train_kernels::sum_rows(d + size_t(0) * B, g + 3274624, n, 10, stream), "fc2");
-  ZOC_CUDA(cudaMemsetAsync(d + size_t(1034) * B, 0, size_t(n) * 1024 * sizeof(float), stream), "dropout");  // relu3's output gradient, before its first contribution
-  // dropout: dx += dy * the step's mask  (models/lenet.yaml:21:5)
-  ZOC_CUDA(train_kernels::dropout(d + size_t(10) * B, d + size_t(1034) * B, int64_t(n) * 1024, dropout_ ? 0.5f : 0.0f, dropout_seed_, draws_, 10, true, stream), "dropout");
-  ZOC_CUDA(cudaMemsetAsync(d + size_t(0) * B, 0, size_t(n) * 1024 * sizeof(float), stream), "relu3");  // fc1's output gradient, before its first contribution
-  // relu3: dx += relu'(dy)  (models/lenet.yaml:20:5)
-  ZOC_TRY(relu3_.backward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, d + size_t(1034) * B, d + size_t(0) * B, "relu3"));
-  ZOC_CUDA(cudaMemsetAsync(d + size_t(1024) * B, 0, size_t(n) * 3136 * sizeof(float), stream), "fc1");  // pool2's output gradient, before its first contribution
-  // fc1: dx += dy W; dW = dy^T x; db = column sums of dy  (models/lenet.yaml:19:5)
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, 3136, n, 1024, &kOne, p + 52096, 3136, d + size_t(0) * B, 1024, &kOne, d + size_t(1024) * B, 3136), "fc1");
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, 3136, 1024, n, &kOne, a + size_t(82320) * B, 3136, d + size_t(0) * B, 1024, &kZero, g + 52096, 3136), "fc1");
-  ZOC_CUDA(train_kernels::sum_rows(d + size_t(0) * B, g + 3263360, n, 1024, stream), "fc1");
-  if (sync_) ZOC_TRY(sync_->bucket_ready(0, g + 52096, 3222538, stream));  // complete: average
-  ZOC_CUDA(cudaMemsetAsync(d + size_t(4160) * B, 0, size_t(n) * 12544 * sizeof(float), stream), "pool2");  // relu2's output gradient, before its first contribution
-  // pool2: dx += maxpool2d'(dy)  (models/lenet.yaml:17:5)
-  ZOC_TRY(pool2_.backward(cudnn_, a + size_t(69776) * B, a + size_t(82320) * B, d + size_t(1024) * B, d + size_t(4160) * B, "pool2"));
-  ZOC_CUDA(cudaMemsetAsync(d + size_t(16704) * B, 0, size_t(n) * 12544 * sizeof(float), stream), "relu2");  // conv2's output gradient, before its first contribution
-  // relu2: dx += relu'(dy)  (models/lenet.yaml:16:5)
-  ZOC_TRY(relu2_.backward(cudnn_, a + size_t(57232) * B, a + size_t(69776) * B, d + size_t(4160) * B, d + size_t(16704) * B, "relu2"));
-  ZOC_CUDA(cudaMemsetAsync(d + size_t(0) * B, 0, size_t(n) * 6272 * sizeof(float), stream), "conv2");  // pool1's output gradient, before its first contribution
-  // conv2: dx += conv^T(dy); dW, db  (models/lenet.yaml:15:5)
-  ZOC_TRY(conv2_.backward(cudnn_, a + size_t(50960) * B, p + 832, d + size_t(16704) * B, d + size_t(0) * B, g + 832, g + 52032, workspace_, workspace_bytes_, "conv2"));
-  ZOC_CUDA(cudaMemsetAsync(d + size_t(6272) * B, 0, size_t(n) * 25088 * sizeof(float), stream), "pool1");  // relu1's output gradient, before its first contribution
-  // pool1: dx += maxpool2d'(dy)  (models/lenet.yaml:14:5)
-  ZOC_TRY(pool1_.backward(cudnn_, a + size_t(25872) * B, a + size_t(50960) * B, d + size_t(0) * B, d + size_t(6272) * B, "pool1"));
-  ZOC_CUDA(cudaMemsetAsync(d + size_t(31360) * B, 0, size_t(n) * 25088 * sizeof(float), stream), "relu1");  // conv1's output gradient, before its first contribution
-  // relu1: dx += relu'(dy)  (models/lenet.yaml:13:5)
-  ZOC_TRY(relu1_.backward(cudnn_, a + size_t(784) * B, a + size_t(25872) * B, d + size_t(6272) * B, d + size_t(31360) * B, "relu1"));
-  // conv1: dx += conv^T(dy); dW, db  (models/lenet.yaml:12:5)
-  ZOC_TRY(conv1_.backward(cudnn_, a + size_t(0) * B, p + 0, d + size_t(31360) * B, nullptr, g + 0, g + 800, workspace_, workspace_bytes_, "conv1"));
-  if (sync_) ZOC_TRY(sync_->bucket_ready(1, g + 0, 52096, stream));  // complete: average
-  if (sync_) ZOC_TRY(sync_->finish(stream));  // every bucket averaged before SGD
-  return zoc::Status::success();
-}
-
-zoc::Status LenetTrainer::sgd(float lr, float momentum, float weight_decay, cudaStream_t stream) {
-  // Every trainable tensor at once: they lie together at the front of params_.
-  ZOC_CUDA(train_kernels::sgd(params_, grads_, momenta_, kTrainableElements, lr, momentum, weight_decay, stream), "sgd");
-  return zoc::Status::success();
-}
-
-zoc::Status LenetTrainer::evaluate(const float* input, int n, cudaStream_t stream) {
-  if (n < 1 || n > max_batch_) {
-    return zoc::Error{"LenetTrainer::evaluate: batch " + std::to_string(n) + " is out of range 1.." + std::to_string(max_batch_)};
-  }
-  if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time
-  ZOC_CUDNN(cudnnSetStream(cudnn_, stream), "evaluate");
-  ZOC_CUBLAS(cublasSetStream(cublas_, stream), "evaluate");
-  ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "evaluate");
-  const size_t B = size_t(max_batch_);
-  float* const a = acts_;
-  float* const p = params_;
-  (void)p;
-  // input: the caller's fp32 NCHW batch, copied into the arena  (models/lenet.yaml:10:8)
-  ZOC_CUDA(cudaMemcpyAsync(a + size_t(0) * B, input, size_t(n) * 784 * sizeof(float), cudaMemcpyDeviceToDevice, stream), "input");
-  // conv1: conv 5x5/1, 1->32 + bias  (models/lenet.yaml:12:5)
-  ZOC_TRY(conv1_.forward(cudnn_, a + size_t(0) * B, p + 0, p + 800, a + size_t(784) * B, workspace_, workspace_bytes_, "conv1"));
-  // relu1: relu  (models/lenet.yaml:13:5)
-  ZOC_TRY(relu1_.forward(cudnn_, a + size_t(784) * B, a + size_t(25872) * B, "relu1"));
-  // pool1: maxpool2d 2x2/2  (models/lenet.yaml:14:5)
-  ZOC_TRY(pool1_.forward(cudnn_, a + size_t(25872) * B, a + size_t(50960) * B, "pool1"));
-  // conv2: conv 5x5/1, 32->64 + bias  (models/lenet.yaml:15:5)
-  ZOC_TRY(conv2_.forward(cudnn_, a + size_t(50960) * B, p + 832, p + 52032, a + size_t(57232) * B, workspace_, workspace_bytes_, "conv2"));
-  // relu2: relu  (models/lenet.yaml:16:5)
-  ZOC_TRY(relu2_.forward(cudnn_, a + size_t(57232) * B, a + size_t(69776) * B, "relu2"));
-  // pool2: maxpool2d 2x2/2  (models/lenet.yaml:17:5)
-  ZOC_TRY(pool2_.forward(cudnn_, a + size_t(69776) * B, a + size_t(82320) * B, "pool2"));
-  // flatten: a view of its input (NCHW order is the flattened order)  (models/lenet.yaml:18:5)
-  // fc1: linear 3136 -> 1024: y = x W^T + b  (models/lenet.yaml:19:5)
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 1024, n, 3136, &kOne, p + 52096, 3136, a + size_t(82320) * B, 3136, &kZero, a + size_t(85456) * B, 1024), "fc1");
-  ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(85456) * B, p + 3263360, n, 1024, stream), "fc1");
-  // relu3: relu  (models/lenet.yaml:20:5)
-  ZOC_TRY(relu3_.forward(cudnn_, a + size_t(85456) * B, a + size_t(86480) * B, "relu3"));
-  // dropout: dropout is the identity in evaluation  (models/lenet.yaml:21:5)
-  ZOC_CUDA(train_kernels::dropout(a + size_t(86480) * B, a + size_t(87504) * B, int64_t(n) * 1024, 0.0f, 0, nullptr, 0, false, stream), "dropout");
-  // fc2: linear 1024 -> 10: y = x W^T + b  (models/lenet.yaml:22:5)
-  ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, 10, n, 1024, &kOne, p + 3264384, 1024, a + size_t(87504) * B, 1024, &kZero, a + size_t(88528) * B, 10), "fc2");
-  ZOC_CUDA(train_kernels::add_bias_rows(a + size_t(88528) * B, p + 3274624, n, 10, stream), "fc2");
-  return zoc::Status::success();
-}
-
-zoc::Status LenetTrainer::metrics(const int32_t* labels, int n, bool add_loss, double* sums, unsigned long long* counts, cudaStream_t stream) {
-  ZOC_CUDA(train_kernels::metrics(logits(), labels, n, kClasses, add_loss ? loss_ : nullptr, sums, counts, stream), "metrics");
-  return zoc::Status::success();
-}
-
-zoc::Status LenetTrainer::set_steps(uint64_t steps) {
-  ZOC_CUDA(cudaMemcpy(draws_, &steps, sizeof steps, cudaMemcpyHostToDevice), "set_steps");
+// The loss, then every backward node in reverse order of the layers.
+template <class V>
+zoc::Status LenetTrainer::backward_layers(V& v) {
+  // d.fc2: mean softmax cross-entropy of the logits, and its gradient (models/lenet.yaml:22:5)
+  ZOC_TRY(v.loss(kLossCall));
+  // d.dropout: dx = dy W; dW = dy^T x; db = column sums of dy (models/lenet.yaml:22:5)
+  ZOC_TRY(v.linear_grad(kFcGrad_d_dropout, "fc2"));
+  // d.relu3: dx = dy * the step's mask (models/lenet.yaml:21:5)
+  ZOC_TRY(v.dropout_grad(kDrop_d_relu3, "dropout"));
+  // d.fc1: dx = relu'(dy) (models/lenet.yaml:20:5)
+  ZOC_TRY(v.activation_grad(kActGrad_d_fc1, "relu3"));
+  // d.flatten: dx = dy W; dW = dy^T x; db = column sums of dy (models/lenet.yaml:19:5)
+  ZOC_TRY(v.linear_grad(kFcGrad_d_flatten, "fc1"));
+  ZOC_TRY(v.bucket_ready(0, 52096, 3222538));  // complete: average
+  // d.pool2: a view of its input (no data movement) (models/lenet.yaml:18:5)
+  // d.relu2: dx = maxpool2d'(dy) (models/lenet.yaml:17:5)
+  ZOC_TRY(v.pool_grad(pool2_, kPoolGrad_d_relu2, "pool2"));
+  // d.conv2: dx = relu'(dy) (models/lenet.yaml:16:5)
+  ZOC_TRY(v.activation_grad(kActGrad_d_conv2, "relu2"));
+  // d.pool1: dx = conv^T(dy); dW, db (models/lenet.yaml:15:5)
+  ZOC_TRY(v.conv_grad(conv2_, kConvGrad_d_pool1, "conv2"));
+  // d.relu1: dx = maxpool2d'(dy) (models/lenet.yaml:14:5)
+  ZOC_TRY(v.pool_grad(pool1_, kPoolGrad_d_relu1, "pool1"));
+  // d.conv1: dx = relu'(dy) (models/lenet.yaml:13:5)
+  ZOC_TRY(v.activation_grad(kActGrad_d_conv1, "relu1"));
+  // d.input.via.conv1: dx = conv^T(dy); dW, db (models/lenet.yaml:12:5)
+  ZOC_TRY(v.conv_grad(conv1_, kConvGrad_d_input_via_conv1, "conv1"));
+  ZOC_TRY(v.bucket_ready(1, 0, 52096));  // complete: average
   return zoc::Status::success();
 }
 }  // namespace zoc_model
+
+// The shared skeleton and these layer sequences, for every step (zoc/train/trainer.h).
+ZOC_TRAINER_INSTANTIATE(zoc_model::LenetTrainer);

@@ -2,37 +2,23 @@
 // Command: zoc compile models/lenet.yaml -o generated/lenet_train --precision fp32 --train
 // Model: lenet (trainer), precision fp32, convolutions via cuDNN's legacy API, IR hash 1ffd62d194733045
 
-// LenetTrainer: one training step of model 'lenet' on the GPU, fp32 with TF32 off (see
-// zoc/train/layers.h). step() runs forward, softmax cross-entropy and backward and
-// leaves the loss, logits and parameter gradients on the device; sgd() applies them.
+// LenetTrainer: training model 'lenet' on the GPU, fp32 with TF32 off; what every trainer shares
+// (create, step, sgd, evaluate, metrics) is zoc/train/trainer.h.
 #pragma once
 
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <cudnn.h>
-
+#include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <string>
 
-#include "zoc/core/expected.h"
-#include "zoc/train/dist.h"
-#include "zoc/train/layers.h"
+#include "zoc/train/trainer.h"
 
 namespace zoc_model {
 
-class LenetTrainer {
+class LenetTrainer : public zoc::Trainer<LenetTrainer> {
  public:
   static constexpr const char* kModelName = "lenet";
+  static constexpr const char* kClassName = "LenetTrainer";
   static constexpr int kInputC = 1, kInputH = 28, kInputW = 28, kClasses = 10;
-  struct Param {
-    const char* name;  // state_dict name
-    size_t offset;     // in floats, in params(), grads() and the momenta
-    size_t count;
-    int rank;
-    int64_t shape[4];
-    bool trainable;    // false: a BatchNorm running statistic
-  };
+  using Param = zoc::train::Param;
   static constexpr int kNumParams = 8;
   static constexpr size_t kParamElements = 3274634;
   // The trainable parameters come first: [0, kTrainableElements) of params() and grads().
@@ -40,92 +26,37 @@ class LenetTrainer {
   static const Param kParamTable[kNumParams];
   // BatchNorm's num_batches_tracked names (int64 scalars in a state_dict), nullptr-ended.
   static const char* const kCounterNames[];
-
-  // weights: a safetensors file with state_dict names, or empty for PyTorch's default
-  // initialization drawn with `seed` (zoc/core/init.h). Steps take up to max_batch samples.
-  // benchmark: pick each convolution's algorithms by timing cuDNN's exact fp32 candidates
-  // (as cudnn.benchmark), else by cuDNN's heuristics; deterministic: only algorithms
-  // cuDNN marks deterministic, so that the same steps give the same bits.
-  static zoc::Expected<std::unique_ptr<LenetTrainer>> create(const std::string& weights, uint64_t seed, int max_batch, bool benchmark = true, bool deterministic = false);
-  ~LenetTrainer();
-  LenetTrainer(const LenetTrainer&) = delete;
-  LenetTrainer& operator=(const LenetTrainer&) = delete;
-
-  // Forward in training mode on input [n, C, H, W] (fp32, device) and labels [n] (int32,
-  // device, each below kClasses), the mean cross-entropy, and backward: grads() then holds
-  // every parameter's gradient, and BatchNorm running statistics are updated. On `stream`.
-  // Once a batch size is described, step() only enqueues work: it may be captured in a
-  // CUDA graph (the cuBLAS workspace is fixed; dropout draws from a device counter).
-  zoc::Status step(const float* input, const int32_t* labels, int n, cudaStream_t stream);
-  // PyTorch's SGD (dampening 0, no Nesterov) on every trainable parameter.
-  zoc::Status sgd(float lr, float momentum, float weight_decay, cudaStream_t stream);
-  // Forward in evaluation mode (running statistics; dropout the identity) on input
-  // [n, C, H, W], 1 <= n <= max_batch: logits() then holds [n, kClasses].
-  zoc::Status evaluate(const float* input, int n, cudaStream_t stream);
-  // Device counters for an epoch's log: counts[0] += the rows of logits() whose first
-  // largest logit is labels[row]; with add_loss, sums[0] += loss()[0]. Nothing waits.
-  zoc::Status metrics(const int32_t* labels, int n, bool add_loss, double* sums,
-                      unsigned long long* counts, cudaStream_t stream);
-  // Dropout in step(): on by default; off makes it the identity, as the CPU oracle
-  // (zoc grad) and tools/train/grad_reference.py treat it. Masks are drawn from
-  // (seed, number of steps taken, element); set_steps() continues a resumed run.
-  void set_dropout(bool on) { dropout_ = on; }
-  zoc::Status set_steps(uint64_t steps);
-  // Gradient buckets for data-parallel training (zoc/train/dist.h), in the order the
-  // backward pass completes them: [offset, offset + count) of grads().
-  struct Bucket {
-    size_t offset, count;
-  };
+  // Gradient buckets of data-parallel training (zoc/train/dist.h), in the order the
+  // backward pass completes them: [offset, offset + count) floats of grads().
+  using Bucket = zoc::train::Bucket;
   static constexpr int kBuckets = 2;
   static const Bucket kBucketTable[kBuckets];
-  // Data parallel: step() averages each bucket over the processes as soon as the
-  // backward pass completes it (nullptr: one process). Dropout masks then differ per
-  // process through set_dropout_seed().
-  void set_grad_sync(zoc::train::GradSync* sync) { sync_ = sync; }
-  void set_dropout_seed(uint64_t seed) { dropout_seed_ = seed; }
+  // The training graph's memory plan: activation arena 0.291 MiB per sample (unshared: 0.677 MiB per sample); fixed
+  // region 0.000 MiB (unshared: 0.000 MiB).
+  static constexpr size_t kArenaBytesPerSample = 304640;
+  static constexpr size_t kFixedBytes = 256;
+  static constexpr size_t kLogits = 304384;  // the logits, per sample in the arena
+  static constexpr size_t kLoss = 0;    // the mean loss, in the fixed region
+  static constexpr bool kHasDropout = true;
 
-  float* params() { return params_; }  // PyTorch layout, kParamTable's offsets
-  const float* params() const { return params_; }
-  float* momenta() { return momenta_; }  // SGD's momentum buffers, same layout
-  const float* grads() const { return grads_; }
-  const float* loss() const { return loss_; }  // [1], the last step's
-  // Every byte this trainer holds on the device (a static plan: fixed at create()).
-  size_t device_bytes() const { return device_bytes_; }
-  const float* logits() const { return acts_ + size_t(88528) * max_batch_; }  // [n, kClasses]
+  ~LenetTrainer() { release(); }
 
  private:
+  friend class zoc::Trainer<LenetTrainer>;
   LenetTrainer() = default;
-  zoc::Status describe(int n);  // every layer for batch n; picks algorithms
-  int max_batch_ = 0, batch_ = 0;
-  cudnnHandle_t cudnn_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
-  float* params_ = nullptr;    // kParamElements: weights and BatchNorm running statistics
-  float* grads_ = nullptr;     // kParamElements
-  float* momenta_ = nullptr;   // kParamElements
-  float* acts_ = nullptr;      // every value, 88538 floats per sample
-  float* dacts_ = nullptr;     // gradients, 56448 floats per sample, shared by values whose
-                               // lives in the backward pass do not overlap
-  float* saved_ = nullptr;     // BatchNorm saved mean and inverse deviation, 0 floats
-  float* loss_rows_ = nullptr; // [max_batch]
-  float* loss_ = nullptr;      // [1]
-  void* workspace_ = nullptr;
-  size_t workspace_bytes_ = 0;
-  size_t workspace_need_ = 0;  // what the last describe() chose
-  bool sized_ = false;         // the workspace is allocated: describe() picks within it
-  size_t device_bytes_ = 0;
-  bool dropout_ = true;
-  uint64_t dropout_seed_ = 0;  // create()'s seed
-  uint64_t* draws_ = nullptr;  // [1] on the device: steps taken, each draws its own masks
-  void* blas_workspace_ = nullptr;
-  bool benchmark_ = true;
-  bool deterministic_ = false;
-  zoc::train::GradSync* sync_ = nullptr;  // data parallel: set_grad_sync()
-  zoc::train::Conv conv1_;
-  zoc::train::Activation relu1_;
-  zoc::train::Pool pool1_;
-  zoc::train::Conv conv2_;
-  zoc::train::Activation relu2_;
-  zoc::train::Pool pool2_;
-  zoc::train::Activation relu3_;
+  // The training graph as two layer sequences (the .cpp), walked by the steps of
+  // zoc/train/steps.h: input to logits, then the loss and every backward node.
+  template <class V>
+  zoc::Status forward_layers(V& v);
+  template <class V>
+  zoc::Status backward_layers(V& v);
+
+  // One descriptor bundle per layer that needs one (its backward node uses it too).
+  zoc::train::Conv conv1_;  // conv1
+  zoc::PoolLayer pool1_;  // pool1
+  zoc::train::Conv conv2_;  // conv2
+  zoc::PoolLayer pool2_;  // pool2
 };
 }  // namespace zoc_model
+
+extern template class zoc::Trainer<zoc_model::LenetTrainer>;

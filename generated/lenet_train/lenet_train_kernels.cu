@@ -2,38 +2,46 @@
 // Command: zoc compile models/lenet.yaml -o generated/lenet_train --precision fp32 --train
 // Model: lenet (trainer), precision fp32, convolutions via cuDNN's legacy API, IR hash 1ffd62d194733045
 
-// The trainer's custom kernels (zoc/train/kernels.cuh), behind lenet_train_kernels.h.
-#include "lenet_train_kernels.h"
-
+// The custom kernels of lenet_train: the host functions zoc/train/trainer_kernels.h declares.
 #include "zoc/train/kernels.cuh"
+#include "zoc/train/trainer_kernels.h"
 
-namespace zoc_model::train_kernels {
+namespace zoc::trainer_kernels {
 
-cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float* loss_rows, float* loss, float* dlogits, cudaStream_t stream) {
-  return zoc::train_kernels::launch_softmax_xent(logits, labels, rows, classes, loss_rows, loss, dlogits, stream);
+cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
+                         float* loss_rows, float* loss, float* dlogits, cudaStream_t stream) {
+  return train_kernels::launch_softmax_xent(logits, labels, rows, classes, loss_rows, loss, dlogits, stream);
 }
 cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream) {
-  return zoc::train_kernels::launch_add_bias_rows(y, b, rows, cols, stream);
+  return train_kernels::launch_add_bias_rows(y, b, rows, cols, stream);
 }
 cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream) {
-  return zoc::train_kernels::launch_sum_rows(dy, db, rows, cols, stream);
+  return train_kernels::launch_sum_rows(dy, db, rows, cols, stream);
 }
 cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream) {
-  return zoc::train_kernels::launch_add(a, b, y, count, stream);
+  return train_kernels::launch_add(a, b, y, count, stream);
 }
-cudaError_t accumulate(float* dst, const float* src, int64_t count, cudaStream_t stream) {
-  return zoc::train_kernels::launch_accumulate(dst, src, count, stream);
+cudaError_t activation(act::Kind kind, const float* x, float* y, int64_t count, cudaStream_t stream) {
+  return train_kernels::launch_activation(kind, x, y, count, stream);
 }
-cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum, float weight_decay, cudaStream_t stream) {
-  return zoc::train_kernels::launch_sgd(w, g, v, count, lr, momentum, weight_decay, stream);
+cudaError_t activation_backward(act::Kind kind, const float* s, const float* dy, float* dx, int64_t count,
+                                cudaStream_t stream) {
+  return train_kernels::launch_activation_backward(kind, s, dy, dx, count, stream);
 }
-cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, uint64_t layer, bool accumulate, cudaStream_t stream) {
-  return zoc::train_kernels::launch_dropout(x, y, count, p, seed, draw, layer, accumulate, stream);
+cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
+                float weight_decay, cudaStream_t stream) {
+  return train_kernels::launch_sgd(w, g, v, count, lr, momentum, weight_decay, stream);
+}
+cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
+                    const uint64_t* draw, uint64_t layer, cudaStream_t stream) {
+  return train_kernels::launch_dropout(x, y, count, p, seed, draw, layer, stream);
 }
 cudaError_t count_step(uint64_t* draws, cudaStream_t stream) {
-  return zoc::train_kernels::launch_count_step(draws, stream);
+  return train_kernels::launch_count_step(draws, stream);
 }
-cudaError_t metrics(const float* logits, const int32_t* labels, int64_t rows, int64_t classes, const float* loss, double* sums, unsigned long long* counts, cudaStream_t stream) {
-  return zoc::train_kernels::launch_metrics(logits, labels, rows, classes, loss, sums, counts, stream);
+cudaError_t metrics(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
+                    const float* loss, double* sums, unsigned long long* counts,
+                    cudaStream_t stream) {
+  return train_kernels::launch_metrics(logits, labels, rows, classes, loss, sums, counts, stream);
 }
-}  // namespace zoc_model::train_kernels
+}  // namespace zoc::trainer_kernels

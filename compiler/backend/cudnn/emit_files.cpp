@@ -54,6 +54,66 @@ std::string kernels_source(const std::string& head, const std::string& base, con
   return cu.str();
 }
 
+// <model>_train_kernels.cu: zoc/train/trainer_kernels.h's host functions, forwarding to the
+// kernels of zoc/train/kernels.cuh (nvcc only). The same for every trainer (all fp32), but
+// written out in the folder so that each definition is visible where the trainer is built.
+std::string trainer_kernels_source(const std::string& head, const std::string& base) {
+  struct KernelFn {
+    const char* name;
+    const char* params;
+    const char* args;
+  };
+  static constexpr KernelFn kFns[] = {
+      {"softmax_xent",
+       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes,\n"
+       "                         float* loss_rows, float* loss, float* dlogits, cudaStream_t stream",
+       "logits, labels, rows, classes, loss_rows, loss, dlogits, stream"},
+      {"add_bias_rows", "float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream",
+       "y, b, rows, cols, stream"},
+      {"sum_rows", "const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream",
+       "dy, db, rows, cols, stream"},
+      {"add", "const float* a, const float* b, float* y, int64_t count, cudaStream_t stream",
+       "a, b, y, count, stream"},
+      {"activation",
+       "act::Kind kind, const float* x, float* y, int64_t count, cudaStream_t stream",
+       "kind, x, y, count, stream"},
+      {"activation_backward",
+       "act::Kind kind, const float* s, const float* dy, float* dx, int64_t count,\n"
+       "                                cudaStream_t stream",
+       "kind, s, dy, dx, count, stream"},
+      {"sgd",
+       "float* w, const float* g, float* v, int64_t count, float lr, float momentum,\n"
+       "                float weight_decay, cudaStream_t stream",
+       "w, g, v, count, lr, momentum, weight_decay, stream"},
+      {"dropout",
+       "const float* x, float* y, int64_t count, float p, uint64_t seed,\n"
+       "                    const uint64_t* draw, uint64_t layer, cudaStream_t stream",
+       "x, y, count, p, seed, draw, layer, stream"},
+      {"count_step", "uint64_t* draws, cudaStream_t stream", "draws, stream"},
+      {"metrics",
+       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes,\n"
+       "                    const float* loss, double* sums, unsigned long long* counts,\n"
+       "                    cudaStream_t stream",
+       "logits, labels, rows, classes, loss, sums, counts, stream"},
+  };
+  CodeWriter kc;
+  kc.raw_line(head);
+  kc.line("// The custom kernels of {}: the host functions zoc/train/trainer_kernels.h declares.",
+          base);
+  kc.line("#include \"zoc/train/kernels.cuh\"");
+  kc.line("#include \"zoc/train/trainer_kernels.h\"");
+  kc.blank();
+  {
+    auto ns = kc.ns("namespace zoc::trainer_kernels", "}  // namespace zoc::trainer_kernels");
+    for (const KernelFn& k : kFns) {
+      kc.raw_line(fmt::format("cudaError_t {}({}) {{", k.name, k.params));
+      kc.line("  return train_kernels::launch_{}({});", k.name, k.args);
+      kc.raw_line("}");
+    }
+  }
+  return kc.str();
+}
+
 // The packed weight layout and the host-side loader, free of CUDA so that the loader can be
 // tested and fuzzed on its own (tests/fuzz).
 std::string weights_header(const EmitContext& ctx, const std::string& head, const std::string& base) {

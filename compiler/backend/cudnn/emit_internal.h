@@ -32,6 +32,8 @@ struct Sections {
   std::vector<std::string> titles;  // per timed layer (one that issues GPU work): its sources
 };
 
+struct TrainInfo;  // train_emitter.h: what a trainer's emission adds
+
 struct EmitContext {
   const ir::Graph& g;
   const Target& t;
@@ -48,6 +50,7 @@ struct EmitContext {
   Sections s;
   bool linear_as_conv = false;           // linear layers as cuDNN convolutions (LinearApi::kCudnn)
   bool uses_cublas = false;              // some layer calls cuBLAS (the handle is created)
+  const TrainInfo* train = nullptr;      // set when emitting a trainer's training graph
 
   // Channels of value v as stored in memory (the padded input's, or its type's).
   int64_t stored_channels(ir::ValueId v) const;
@@ -74,8 +77,27 @@ std::string runner_main(const std::string& head, const std::string& base, const 
                         const std::string& entry = "run_main");
 std::string cmake_lists(const std::string& hash_banner, const std::string& base);
 
+// A trainer's kernels (<model>_train_kernels.cu): zoc/train/trainer_kernels.h's host functions.
+std::string trainer_kernels_source(const std::string& head, const std::string& base);
+
 // Fills ctx.weights and ctx.weight_bytes.
 void plan_weights(EmitContext& ctx);
+// The trainer's snippets (emit_train_layers.cpp), reached from emit_layer's switch.
+bool emit_train_input(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_train_conv(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_train_conv_grad(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_train_batchnorm(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_train_batchnorm_grad(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_train_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind);
+bool emit_train_activation_grad(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind);
+bool emit_train_pool(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_train_pool_grad(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_train_linear(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_train_linear_grad(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_train_dropout(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_train_slice(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_train_loss(EmitContext& ctx, const ir::Node& n);
+bool emit_train_softmax(EmitContext& ctx, const ir::Node& n);
 // Emits one layer into the sections; false after reporting an unsupported construct.
 bool emit_layer(EmitContext& ctx, const ir::Node& node);
 

@@ -355,27 +355,66 @@ bool emit_layer(EmitContext& ctx, const ir::Node& n) {
   for (int k : ctx.joins_at[i]) {
     ctx.s.layers.line("ZOC_TRY(v.join({}, {}));  // side branch {} done", k, ctx.name_literal(n), k);
   }
+  const bool train = ctx.train != nullptr;  // a trainer's training graph
   switch (n.op) {
-    case ir::OpKind::Input: return emit_input(ctx, n, i);
-    case ir::OpKind::FusedConv2d: return emit_conv(ctx, n, i);
+    case ir::OpKind::Input: return train ? emit_train_input(ctx, n, i) : emit_input(ctx, n, i);
+    case ir::OpKind::Labels: return true;  // the caller's labels, read by the loss
+    case ir::OpKind::Conv2d:
+      if (train) return emit_train_conv(ctx, n, i);
+      return unsupported(ctx, n, "this op before the inference passes (run the pass pipeline)");
+    case ir::OpKind::FusedConv2d:
+      if (!train) return emit_conv(ctx, n, i);
+      break;
     case ir::OpKind::MaxPool2d:
     case ir::OpKind::AvgPool2d:
-    case ir::OpKind::GlobalAvgPool: return emit_pool(ctx, n, i);
-    case ir::OpKind::Relu:
-    case ir::OpKind::Tanh:
-    case ir::OpKind::Sigmoid: return emit_activation(ctx, n, i);
-    case ir::OpKind::Softmax: return emit_softmax(ctx, n, i);
-    case ir::OpKind::BatchNorm2d: return emit_batchnorm(ctx, n, i);
+    case ir::OpKind::GlobalAvgPool:
+      return train ? emit_train_pool(ctx, n, i) : emit_pool(ctx, n, i);
+    case ir::OpKind::Softmax: return train ? emit_train_softmax(ctx, n) : emit_softmax(ctx, n, i);
+    case ir::OpKind::BatchNorm2d:
+      return train ? emit_train_batchnorm(ctx, n, i) : emit_batchnorm(ctx, n, i);
     case ir::OpKind::Add: return emit_add(ctx, n, i);
-    case ir::OpKind::Linear: return emit_linear(ctx, n, i);
+    case ir::OpKind::Linear: return train ? emit_train_linear(ctx, n, i) : emit_linear(ctx, n, i);
     case ir::OpKind::Concat: return emit_concat(ctx, n, i);
     case ir::OpKind::Flatten:
+    case ir::OpKind::FlattenGrad:
       comment(ctx, n, "a view of its input (no data movement)");
       return true;
-    case ir::OpKind::Conv2d:
     case ir::OpKind::Dropout:
+      if (train) return emit_train_dropout(ctx, n, i);
       return unsupported(ctx, n, "this op before the inference passes (run the pass pipeline)");
-    default: break;  // training-graph ops and ops not built yet
+#define ZOC_ACTIVATION(op, grad, math)                                                     \
+  case ir::OpKind::op:                                                                     \
+    return train ? emit_train_activation(ctx, n, i, "zoc::act::Kind::k" #math)            \
+                 : emit_activation(ctx, n, i);                                             \
+  case ir::OpKind::grad:                                                                   \
+    if (train) return emit_train_activation_grad(ctx, n, i, "zoc::act::Kind::k" #math);    \
+    break;
+#include "compiler/ir/ops.def"
+    case ir::OpKind::SoftmaxCrossEntropy:
+      if (train) return emit_train_loss(ctx, n);
+      break;
+    case ir::OpKind::Conv2dGrad:
+      if (train) return emit_train_conv_grad(ctx, n, i);
+      break;
+    case ir::OpKind::BatchNorm2dGrad:
+      if (train) return emit_train_batchnorm_grad(ctx, n, i);
+      break;
+    case ir::OpKind::LinearGrad:
+      if (train) return emit_train_linear_grad(ctx, n, i);
+      break;
+    case ir::OpKind::MaxPool2dGrad:
+    case ir::OpKind::AvgPool2dGrad:
+    case ir::OpKind::GlobalAvgPoolGrad:
+      if (train) return emit_train_pool_grad(ctx, n, i);
+      break;
+    case ir::OpKind::DropoutGrad:
+      if (train) return emit_train_dropout(ctx, n, i);
+      break;
+    case ir::OpKind::SliceChannels:
+      if (train) return emit_train_slice(ctx, n, i);
+      break;
+    case ir::OpKind::Sgd: return true;  // the trainer's sgd() runs every update at once
+    default: break;  // ops not built yet
   }
   return unsupported(ctx, n, "this op");
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/backend/cudnn/emit_internal.h"
+#include "compiler/backend/cudnn/train_emitter.h"
 #include "compiler/backend/cudnn/schedule.h"
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/ir/printer.h"
@@ -43,6 +44,7 @@ std::string banner(const EmitOptions& o, const std::string& model, uint64_t hash
 }
 
 std::string EmitContext::tensor(ir::ValueId v) const {
+  if (train) return train_tensor(*this, v);
   const auto& slot = plan.slots[v];
   const ir::ValueId root = slot.alias_of == ir::kNoValue ? v : slot.alias_of;
   if (plan.slots[root].offset < 0) return "zoc::kCallerInput";

@@ -1,236 +1,298 @@
-// The trainer emitter's per-layer part (see train_emitter.h): each op's training-mode forward
-// call and its backward call, which adds into its input's gradient (parameter gradients are
-// overwritten), through zoc/train/layers.h, cuBLAS and zoc/train/kernels.cuh.
+// The trainer's per-op snippets: for each node of the training graph, a call constant
+// (zoc/train/calls.h), a descriptor bundle where the node needs one, and one call in its layer
+// sequence (`v.conv_grad(conv1_, kConvGrad_d_pool1, "conv1")`), walked by the steps of
+// zoc/train/steps.h. A backward node is an op like any other: the emitter's one switch
+// (emit_layer) sends here the training graph's nodes whose trainer form differs from inference
+// (fp32 NCHW, parameters in PyTorch's layout); add, concat and flatten share inference's
+// snippets. A backward node uses its forward layer's bundle (Node::origin names the layer).
+#include <fmt/format.h>
+
 #include "compiler/backend/cudnn/train_emitter.h"
+#include "compiler/support/sanitize.h"
 
-namespace zoc::cudnn::train {
+namespace zoc::cudnn {
+namespace {
 
-bool TrainerEmitter::emit_node(const ir::Node& n) {
-  const ir::Attrs& a = n.attrs;
-  const std::string i = id(n);
-  auto dims = [&](ir::ValueId v) { return g_.type(v).dims; };
-  switch (n.op) {
-    case ir::OpKind::Input:
-      comment(forward_, n, "the caller's fp32 NCHW batch, copied into the arena");
-      forward_.line("ZOC_CUDA(cudaMemcpyAsync({}, input, size_t(n) * {} * sizeof(float), "
-                    "cudaMemcpyDeviceToDevice, stream), \"input\");",
-                    A(n.output), g_.type(n.output).sample_numel());
-      return true;
-    case ir::OpKind::Conv2d: {
-      const auto in = dims(n.inputs[0]), out = dims(n.output);
-      const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding"),
-                     d = a.pair("dilation");
-      members_.line("zoc::train::Conv {}_;", i);
-      create_.line("ZOC_TRY(t->{}_.create({{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}, {}));",
-                   i, in[0], in[1], in[2], out[0], k.h, k.w, p.h, p.w, s.h, s.w, d.h, d.w,
-                   a.i("groups"), out[1], out[2], lit(n));
-      describe_.line("ZOC_TRY({}_.describe(cudnn_, n, workspace_limit, benchmark_, deterministic_, {}));", i,
-                     lit(n));
-      describe_.line("need = std::max(need, {}_.workspace);", i);
-      destroy_.line("{}_.destroy();", i);
-      const bool bias = a.b("bias");
-      comment(forward_, n, fmt::format("conv {}x{}/{}, {}->{}{}", k.h, k.w, s.h, in[0], out[0],
-                                       bias ? " + bias" : ""));
-      forward_.line("ZOC_TRY({}_.forward(cudnn_, {}, {}, {}, {}, workspace_, workspace_bytes_, {}));",
-                    i, A(n.inputs[0]), P(n.name + ".weight"), bias ? P(n.name + ".bias") : "nullptr",
-                    A(n.output), lit(n));
-      return true;
-    }
-    case ir::OpKind::BatchNorm2d: {
-      const auto in = dims(n.inputs[0]);
-      members_.line("zoc::train::BatchNorm {}_;", i);
-      create_.line("ZOC_TRY(t->{}_.create({}, {}, {}, {:.9g}, {:.9g}, {}));", i, in[0], in[1], in[2],
-                   a.f("eps"), a.f("momentum"), lit(n));
-      describe_.line("ZOC_TRY({}_.describe(n, {}));", i, lit(n));
-      destroy_.line("{}_.destroy();", i);
-      comment(forward_, n, "batch norm with the batch's statistics; running averages updated");
-      forward_.line("ZOC_TRY({}_.forward(cudnn_, {}, {}, {}, {}, {}, {}, s + {}, s + {}, {}));", i,
-                    A(n.inputs[0]), A(n.output), P(n.name + ".weight"), P(n.name + ".bias"),
-                    P(n.name + ".running_mean"), P(n.name + ".running_var"), bn_save_.at(&n),
-                    bn_save_.at(&n) + in[0], lit(n));
-      eval_only_ = true;
-      comment(eval_node_, n, "batch norm with the running statistics");
-      eval_node_.line("ZOC_TRY({}_.forward_inference(cudnn_, {}, {}, {}, {}, {}, {}, {}));", i,
-                      A(n.inputs[0]), A(n.output), P(n.name + ".weight"), P(n.name + ".bias"),
-                      P(n.name + ".running_mean"), P(n.name + ".running_var"), lit(n));
-      return true;
-    }
-    case ir::OpKind::Relu:
-    case ir::OpKind::Tanh:
-    case ir::OpKind::Sigmoid: {
-      const char* mode = n.op == ir::OpKind::Relu   ? "CUDNN_ACTIVATION_RELU"
-                         : n.op == ir::OpKind::Tanh ? "CUDNN_ACTIVATION_TANH"
-                                                    : "CUDNN_ACTIVATION_SIGMOID";
-      members_.line("zoc::train::Activation {}_;", i);
-      create_.line("ZOC_TRY(t->{}_.create({}, {}, {}));", i, mode, g_.type(n.output).sample_numel(),
-                   lit(n));
-      describe_.line("ZOC_TRY({}_.describe(n, {}));", i, lit(n));
-      destroy_.line("{}_.destroy();", i);
-      comment(forward_, n, std::string(ir::op_info(n.op).name));
-      forward_.line("ZOC_TRY({}_.forward(cudnn_, {}, {}, {}));", i, A(n.inputs[0]), A(n.output),
-                    lit(n));
-      return true;
-    }
-    case ir::OpKind::MaxPool2d:
-    case ir::OpKind::AvgPool2d:
-    case ir::OpKind::GlobalAvgPool: {
-      const auto in = dims(n.inputs[0]), out = dims(n.output);
-      std::string mode = "CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING";
-      ir::Pair k{in[1], in[2]}, s{1, 1}, p{0, 0};
-      if (n.op != ir::OpKind::GlobalAvgPool) {
-        k = a.pair("kernel");
-        s = a.pair("stride");
-        p = a.pair("padding");
-        if (a.b("ceil_mode")) return unsupported(n, "ceil_mode");
-      }
-      if (n.op == ir::OpKind::MaxPool2d) {
-        if (a.pair("dilation").h != 1 || a.pair("dilation").w != 1) return unsupported(n, "dilation");
-        mode = "CUDNN_POOLING_MAX_DETERMINISTIC";
-      } else if (n.op == ir::OpKind::AvgPool2d && !a.b("count_include_pad")) {
-        mode = "CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING";
-      }
-      members_.line("zoc::train::Pool {}_;", i);
-      create_.line("ZOC_TRY(t->{}_.create({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}));", i,
-                   mode, k.h, k.w, p.h, p.w, s.h, s.w, in[0], in[1], in[2], out[1], out[2], lit(n));
-      describe_.line("ZOC_TRY({}_.describe(n, {}));", i, lit(n));
-      destroy_.line("{}_.destroy();", i);
-      comment(forward_, n, fmt::format("{} {}x{}/{}", ir::op_info(n.op).name, k.h, k.w, s.h));
-      forward_.line("ZOC_TRY({}_.forward(cudnn_, {}, {}, {}));", i, A(n.inputs[0]), A(n.output),
-                    lit(n));
-      return true;
-    }
-    case ir::OpKind::Linear: {
-      const int64_t in = g_.type(n.inputs[0]).sample_numel(), out = dims(n.output)[0];
-      comment(forward_, n, fmt::format("linear {} -> {}: y = x W^T{}", in, out,
-                                       a.b("bias") ? " + b" : ""));
-      // Row-major y[n, out] = x[n, in] W^T is column-major y^T = W^T^T x^T (as in inference).
-      forward_.line("ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, {out}, n, {in}, "
-                    "&kOne, {w}, {in}, {x}, {in}, &kZero, {y}, {out}), {l});",
-                    fmt::arg("out", out), fmt::arg("in", in), fmt::arg("w", P(n.name + ".weight")),
-                    fmt::arg("x", A(n.inputs[0])), fmt::arg("y", A(n.output)), fmt::arg("l", lit(n)));
-      if (a.b("bias")) {
-        forward_.line("ZOC_CUDA(train_kernels::add_bias_rows({}, {}, n, {}, stream), {});",
-                      A(n.output), P(n.name + ".bias"), out, lit(n));
-      }
-      return true;
-    }
-    case ir::OpKind::Add:
-      comment(forward_, n, "elementwise add");
-      forward_.line("ZOC_CUDA(train_kernels::add({}, {}, {}, int64_t(n) * {}, stream), {});",
-                    A(n.inputs[0]), A(n.inputs[1]), A(n.output), g_.type(n.output).sample_numel(),
-                    lit(n));
-      return true;
-    case ir::OpKind::Flatten:
-      comment(forward_, n, "a view of its input (NCHW order is the flattened order)");
-      return true;
-    case ir::OpKind::Dropout: {
-      const int64_t count = g_.type(n.output).sample_numel();
-      comment(forward_, n, fmt::format("p = {:.9g}, a mask drawn from (seed, step, layer, element) "
-                                       "by zoc/train/kernels.cuh", a.f("p")));
-      has_dropout_ = true;
-      forward_.line("ZOC_CUDA(train_kernels::dropout({}, {}, int64_t(n) * {}, dropout_ ? {:.9g}f : "
-                    "0.0f, dropout_seed_, draws_, {}, false, stream), {});",
-                    A(n.inputs[0]), A(n.output), count, a.f("p"), node_index(n), lit(n));
-      eval_only_ = true;
-      comment(eval_node_, n, "dropout is the identity in evaluation");
-      eval_node_.line("ZOC_CUDA(train_kernels::dropout({}, {}, int64_t(n) * {}, 0.0f, 0, nullptr, "
-                      "0, false, stream), {});",
-                      A(n.inputs[0]), A(n.output), count, lit(n));
-      return true;
-    }
-    case ir::OpKind::Softmax:
-      if (n.output == g_.outputs[0]) {
-        comment(forward_, n, "not computed: the loss takes the logits before it");
-        return true;
-      }
-      return unsupported(n, "a softmax inside the model");
-    case ir::OpKind::Concat: return unsupported(n, "concat yet");
-    case ir::OpKind::FusedConv2d:
-      return unsupported(n, "fused layers: compile the model as written (--train skips the "
-                            "inference passes)");
-    default: break;
+std::string num(int64_t v) { return std::to_string(v); }
+
+const ir::ParamSpec* param(const ir::Node& n, ir::ParamRole role) {
+  for (const ir::ParamSpec& p : n.params) {
+    if (p.role == role) return &p;
   }
-  return unsupported(n, "this op");
+  return nullptr;
 }
 
-void TrainerEmitter::emit_backward(const ir::Node& n) {
-  if (n.op == ir::OpKind::Input || !needs_grad_[static_cast<size_t>(n.output)]) return;
-  if (n.op == ir::OpKind::Softmax && n.output == g_.outputs[0]) return;
-  const std::string i = id(n);
-  auto dx = [&](size_t k) {  // the input's gradient, or nullptr where none is needed
-    return needs_grad_[static_cast<size_t>(n.inputs[k])] ? D(n.inputs[k]) : std::string("nullptr");
-  };
-  const ir::Attrs& a = n.attrs;
-  switch (n.op) {
-    case ir::OpKind::Conv2d:
-      comment(backward_, n, "dx += conv^T(dy); dW, db");
-      backward_.line("ZOC_TRY({}_.backward(cudnn_, {}, {}, {}, {}, {}, {}, workspace_, "
-                     "workspace_bytes_, {}));",
-                     i, A(n.inputs[0]), P(n.name + ".weight"), D(n.output), dx(0),
-                     G(n.name + ".weight"), a.b("bias") ? G(n.name + ".bias") : "nullptr", lit(n));
-      return;
-    case ir::OpKind::BatchNorm2d: {
-      const int64_t c = g_.type(n.output).dims[0];
-      comment(backward_, n, "dx += BN'(dy); dgamma, dbeta");
-      backward_.line("ZOC_TRY({}_.backward(cudnn_, {}, {}, {}, {}, {}, {}, s + {}, s + {}, {}));", i,
-                     A(n.inputs[0]), D(n.output), D(n.inputs[0]), P(n.name + ".weight"),
-                     G(n.name + ".weight"), G(n.name + ".bias"), bn_save_.at(&n),
-                     bn_save_.at(&n) + c, lit(n));
-      return;
-    }
-    case ir::OpKind::Relu:
-    case ir::OpKind::Tanh:
-    case ir::OpKind::Sigmoid:
-    case ir::OpKind::MaxPool2d:
-    case ir::OpKind::AvgPool2d:
-    case ir::OpKind::GlobalAvgPool:
-      comment(backward_, n, fmt::format("dx += {}'(dy)", ir::op_info(n.op).name));
-      backward_.line("ZOC_TRY({}_.backward(cudnn_, {}, {}, {}, {}, {}));", i, A(n.inputs[0]),
-                     A(n.output), D(n.output), D(n.inputs[0]), lit(n));
-      return;
-    case ir::OpKind::Linear: {
-      const int64_t in = g_.type(n.inputs[0]).sample_numel(), out = g_.type(n.output).dims[0];
-      comment(backward_, n, "dx += dy W; dW = dy^T x; db = column sums of dy");
-      if (needs_grad_[static_cast<size_t>(n.inputs[0])]) {
-        backward_.line("ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, {in}, n, {out}, "
-                       "&kOne, {w}, {in}, {dy}, {out}, &kOne, {dx}, {in}), {l});",
-                       fmt::arg("in", in), fmt::arg("out", out), fmt::arg("w", P(n.name + ".weight")),
-                       fmt::arg("dy", D(n.output)), fmt::arg("dx", D(n.inputs[0])),
-                       fmt::arg("l", lit(n)));
-      }
-      backward_.line("ZOC_CUBLAS(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, {in}, {out}, n, "
-                     "&kOne, {x}, {in}, {dy}, {out}, &kZero, {dw}, {in}), {l});",
-                     fmt::arg("in", in), fmt::arg("out", out), fmt::arg("x", A(n.inputs[0])),
-                     fmt::arg("dy", D(n.output)), fmt::arg("dw", G(n.name + ".weight")),
-                     fmt::arg("l", lit(n)));
-      if (a.b("bias")) {
-        backward_.line("ZOC_CUDA(train_kernels::sum_rows({}, {}, n, {}, stream), {});",
-                       D(n.output), G(n.name + ".bias"), out, lit(n));
-      }
-      return;
-    }
-    case ir::OpKind::Add: {
-      const int64_t count = g_.type(n.output).sample_numel();
-      comment(backward_, n, "both inputs receive dy");
-      for (size_t k = 0; k < 2; ++k) {
-        if (!needs_grad_[static_cast<size_t>(n.inputs[k])]) continue;
-        backward_.line("ZOC_CUDA(train_kernels::accumulate({}, {}, int64_t(n) * {}, stream), "
-                       "{});",
-                       D(n.inputs[k]), D(n.output), count, lit(n));
-      }
-      return;
-    }
-    case ir::OpKind::Dropout:
-      if (!needs_grad_[static_cast<size_t>(n.inputs[0])]) return;
-      comment(backward_, n, "dx += dy * the step's mask");
-      backward_.line("ZOC_CUDA(train_kernels::dropout({}, {}, int64_t(n) * {}, dropout_ ? {:.9g}f : "
-                     "0.0f, dropout_seed_, draws_, {}, true, stream), {});",
-                     D(n.output), D(n.inputs[0]), g_.type(n.output).sample_numel(), a.f("p"),
-                     node_index(n), lit(n));
-      return;
-    default:
-      return;  // Flatten: it shares its input's gradient buffer
-  }
+// The byte-offset constant of the node's parameter of `role` in params(), or zoc::kNoTensor.
+std::string param_offset(const EmitContext& ctx, const ir::Node& n, ir::ParamRole role) {
+  const ir::ParamSpec* p = param(n, role);
+  if (!p) return "zoc::kNoTensor";
+  return "kP_" + ctx.train->params[ctx.train->param_index.at(p->name)].id;
 }
 
-}  // namespace zoc::cudnn::train
+// The layer a backward node stands for (its descriptor bundle and its name in errors).
+const ir::Node& forward_of(const EmitContext& ctx, const ir::Node& n) {
+  return ctx.g.nodes[ctx.train->node_index.at(n.origin)];
+}
+
+// A result nobody reads is not computed (the graph input's gradient): zoc::kNoTensor.
+std::string needed(const EmitContext& ctx, ir::ValueId v) {
+  return ctx.train->readers[static_cast<size_t>(v)] > 0 ? ctx.tensor(v) : "zoc::kNoTensor";
+}
+
+// The gradient result named grad.<param> of the node's parameter of `role`, or zoc::kNoTensor.
+std::string grad_of(const EmitContext& ctx, const ir::Node& n, ir::ParamRole role) {
+  const ir::ParamSpec* p = param(n, role);
+  if (!p || !p->trainable) return "zoc::kNoTensor";
+  for (ir::ValueId v : n.extra_outputs) {
+    if (ctx.g.value_name(v) == "grad." + p->name) return ctx.tensor(v);
+  }
+  return "zoc::kNoTensor";
+}
+
+void constant(EmitContext& ctx, const std::string& type, const std::string& name,
+              const std::vector<std::string>& items) {
+  ctx.s.constants.wrapped(fmt::format("constexpr zoc::{} {} = {{", type, name), items, "};");
+}
+
+void call(EmitContext& ctx, const ir::Node& n, const std::string& what, const std::string& text) {
+  std::string loc = n.loc.known() ? fmt::format("  ({})", sanitize_comment(n.loc.str())) : "";
+  ctx.s.layers.comment(fmt::format("{}: {}{}", sanitize_comment(n.name), what, loc));
+  ctx.s.layers.line("ZOC_TRY({});", text);
+}
+
+struct Dims {
+  int64_t c = 1, h = 1, w = 1;
+};
+Dims dims_of(const ir::TensorType& t) {
+  if (t.dims.size() == 3) return {t.dims[0], t.dims[1], t.dims[2]};
+  return {t.dims.empty() ? 1 : t.dims[0], 1, 1};
+}
+
+}  // namespace
+
+bool emit_train_input(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims d = dims_of(ctx.g.type(n.output));
+  constant(ctx, "InputCall", "kIn_" + ctx.ids[i],
+           {num(d.c), num(d.h), num(d.w), num(d.c), ctx.tensor(n.output)});
+  call(ctx, n, "the caller's fp32 NCHW batch, copied into the arena",
+       fmt::format("v.input(kIn_{})", ctx.ids[i]));
+  return true;
+}
+
+bool emit_train_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const std::string& id = ctx.ids[i];
+  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
+  const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"),
+                 p = n.attrs.pair("padding"), d = n.attrs.pair("dilation");
+  const std::string g = fmt::format("{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}",
+                                    in.c, in.h, in.w, out.c, k.h, k.w, p.h, p.w, s.h, s.w, d.h,
+                                    d.w, n.attrs.i("groups"), out.h, out.w);
+  constant(ctx, "train::ConvTrainCall", "kConv_" + id,
+           {g, ctx.tensor(n.inputs[0]), param_offset(ctx, n, ir::ParamRole::kWeight),
+            param_offset(ctx, n, ir::ParamRole::kBias), ctx.tensor(n.output)});
+  ctx.s.members.line("zoc::train::Conv {}_;  // {}", id, sanitize_comment(n.name));
+  call(ctx, n,
+       fmt::format("conv {}x{}/{}, {}->{}{}", k.h, k.w, s.h, in.c, out.c,
+                   n.attrs.b("bias") ? " + bias" : ""),
+       fmt::format("v.conv({}_, kConv_{}, {})", id, id, ctx.name_literal(n)));
+  return true;
+}
+
+bool emit_train_conv_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const ir::Node& f = forward_of(ctx, n);
+  const std::string name = "kConvGrad_" + ctx.ids[i];
+  constant(ctx, "train::ConvGradCall", name,
+           {ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]),
+            param_offset(ctx, f, ir::ParamRole::kWeight), needed(ctx, n.output),
+            grad_of(ctx, n, ir::ParamRole::kWeight), grad_of(ctx, n, ir::ParamRole::kBias)});
+  call(ctx, n, "dx = conv^T(dy); dW, db",
+       fmt::format("v.conv_grad({}_, {}, {})", ctx.ids[ctx.train->node_index.at(f.name)], name,
+                   ctx.name_literal(f)));
+  return true;
+}
+
+bool emit_train_batchnorm(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const std::string& id = ctx.ids[i];
+  const Dims d = dims_of(ctx.g.type(n.output));
+  const bool training = n.attrs.has("training") && n.attrs.b("training");
+  if (!training || n.extra_outputs.empty()) {
+    ctx.diags.error(n.loc, fmt::format("layer '{}' (batchnorm2d): the trainer needs the training "
+                                       "graph's batch norm (with its saved statistics)",
+                                       n.name));
+    return false;
+  }
+  constant(ctx, "train::BatchNormTrainCall", "kBn_" + id,
+           {num(d.c), num(d.h), num(d.w), fmt::format("{:.9g}", n.attrs.f("eps")),
+            fmt::format("{:.9g}", n.attrs.f("momentum")), ctx.tensor(n.inputs[0]),
+            ctx.tensor(n.output), param_offset(ctx, n, ir::ParamRole::kBnWeight),
+            param_offset(ctx, n, ir::ParamRole::kBnBias),
+            param_offset(ctx, n, ir::ParamRole::kBnMean),
+            param_offset(ctx, n, ir::ParamRole::kBnVar), ctx.tensor(n.extra_outputs[0])});
+  ctx.s.members.line("zoc::BatchNormLayer {}_;  // {}", id, sanitize_comment(n.name));
+  call(ctx, n,
+       "batch norm: the batch's statistics in training (running averages updated), the running "
+       "ones in evaluation",
+       fmt::format("v.batchnorm({}_, kBn_{}, {})", id, id, ctx.name_literal(n)));
+  return true;
+}
+
+bool emit_train_batchnorm_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const ir::Node& f = forward_of(ctx, n);
+  const std::string name = "kBnGrad_" + ctx.ids[i];
+  constant(ctx, "train::BatchNormGradCall", name,
+           {num(ctx.g.type(n.output).dims[0]), fmt::format("{:.9g}", f.attrs.f("eps")),
+            ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]), ctx.tensor(n.inputs[2]),
+            param_offset(ctx, f, ir::ParamRole::kBnWeight), ctx.tensor(n.output),
+            grad_of(ctx, n, ir::ParamRole::kBnWeight), grad_of(ctx, n, ir::ParamRole::kBnBias)});
+  call(ctx, n, "dx = BN'(dy); dgamma, dbeta",
+       fmt::format("v.batchnorm_grad({}_, {}, {})", ctx.ids[ctx.train->node_index.at(f.name)],
+                   name, ctx.name_literal(f)));
+  return true;
+}
+
+bool emit_train_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind) {
+  constant(ctx, "train::ActivationTrainCall", "kAct_" + ctx.ids[i],
+           {kind, num(ctx.g.type(n.output).sample_numel()), ctx.tensor(n.inputs[0]),
+            ctx.tensor(n.output)});
+  call(ctx, n, std::string(ir::op_info(n.op).name),
+       fmt::format("v.activation(kAct_{}, {})", ctx.ids[i], ctx.name_literal(n)));
+  return true;
+}
+
+bool emit_train_activation_grad(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind) {
+  const ir::Node& f = forward_of(ctx, n);
+  constant(ctx, "train::ActivationGradCall", "kActGrad_" + ctx.ids[i],
+           {kind, num(ctx.g.type(n.output).sample_numel()), ctx.tensor(n.inputs[0]),
+            ctx.tensor(n.inputs[1]), ctx.tensor(n.output)});
+  call(ctx, n, fmt::format("dx = {}'(dy)", ir::op_info(f.op).name),
+       fmt::format("v.activation_grad(kActGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
+  return true;
+}
+
+bool emit_train_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const std::string& id = ctx.ids[i];
+  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
+  ir::Pair k{in.h, in.w}, s{1, 1}, p{0, 0};
+  std::string mode = "CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING";
+  if (n.op != ir::OpKind::GlobalAvgPool) {
+    k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"), p = n.attrs.pair("padding");
+    if (n.attrs.b("ceil_mode")) {
+      ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): the trainer does not support ceil_mode",
+                                         n.name, ir::op_info(n.op).name));
+      return false;
+    }
+  }
+  if (n.op == ir::OpKind::MaxPool2d) {
+    if (n.attrs.pair("dilation") != ir::Pair{1, 1}) {
+      ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): the trainer does not support dilation",
+                                         n.name, ir::op_info(n.op).name));
+      return false;
+    }
+    mode = "CUDNN_POOLING_MAX_DETERMINISTIC";
+  } else if (n.op == ir::OpKind::AvgPool2d && !n.attrs.b("count_include_pad")) {
+    mode = "CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING";
+  }
+  const std::string shape =
+      fmt::format("{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}", mode, in.c, in.h, in.w,
+                  k.h, k.w, p.h, p.w, s.h, s.w, out.h, out.w);
+  constant(ctx, "PoolCall", "kPool_" + id, {shape, ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
+  ctx.s.members.line("zoc::PoolLayer {}_;  // {}", id, sanitize_comment(n.name));
+  call(ctx, n, fmt::format("{} {}x{}/{}", ir::op_info(n.op).name, k.h, k.w, s.h),
+       fmt::format("v.pool({}_, kPool_{}, {})", id, id, ctx.name_literal(n)));
+  return true;
+}
+
+// Max pooling reads the forward's input and output; average pooling reads neither, but cuDNN
+// takes tensors of their shapes: dy stands in for the output.
+bool emit_train_pool_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const ir::Node& f = forward_of(ctx, n);
+  const bool max = n.op == ir::OpKind::MaxPool2dGrad;
+  const ir::ValueId dy = n.inputs[max ? 2 : 1];
+  constant(ctx, "train::PoolGradCall", "kPoolGrad_" + ctx.ids[i],
+           {ctx.tensor(n.inputs[0]), ctx.tensor(max ? n.inputs[1] : dy), ctx.tensor(dy),
+            ctx.tensor(n.output)});
+  call(ctx, n, fmt::format("dx = {}'(dy)", ir::op_info(f.op).name),
+       fmt::format("v.pool_grad({}_, kPoolGrad_{}, {})", ctx.ids[ctx.train->node_index.at(f.name)],
+                   ctx.ids[i], ctx.name_literal(f)));
+  return true;
+}
+
+bool emit_train_linear(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const int64_t in = ctx.g.type(n.inputs[0]).sample_numel(), out = ctx.g.type(n.output).dims[0];
+  constant(ctx, "train::LinearTrainCall", "kFc_" + ctx.ids[i],
+           {num(in), num(out), param_offset(ctx, n, ir::ParamRole::kWeight),
+            param_offset(ctx, n, ir::ParamRole::kBias), ctx.tensor(n.inputs[0]),
+            ctx.tensor(n.output)});
+  call(ctx, n, fmt::format("linear {} -> {}: y = x W^T{}", in, out, n.attrs.b("bias") ? " + b" : ""),
+       fmt::format("v.linear(kFc_{}, {})", ctx.ids[i], ctx.name_literal(n)));
+  return true;
+}
+
+bool emit_train_linear_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const ir::Node& f = forward_of(ctx, n);
+  const int64_t in = ctx.g.type(n.inputs[0]).sample_numel(), out = ctx.g.type(n.inputs[1]).dims[0];
+  constant(ctx, "train::LinearGradCall", "kFcGrad_" + ctx.ids[i],
+           {num(in), num(out), ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]),
+            param_offset(ctx, f, ir::ParamRole::kWeight), needed(ctx, n.output),
+            grad_of(ctx, n, ir::ParamRole::kWeight), grad_of(ctx, n, ir::ParamRole::kBias)});
+  call(ctx, n, "dx = dy W; dW = dy^T x; db = column sums of dy",
+       fmt::format("v.linear_grad(kFcGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
+  return true;
+}
+
+// Masks from (seed, step, layer, element): `layer` is the forward dropout's node index, so its
+// backward draws the same mask.
+bool emit_train_dropout(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const bool backward = n.op == ir::OpKind::DropoutGrad;
+  const ir::Node& f = backward ? forward_of(ctx, n) : n;
+  const ir::ValueId x = n.inputs[0];
+  constant(ctx, "train::DropoutCall", "kDrop_" + ctx.ids[i],
+           {fmt::format("{:.9g}f", n.attrs.f("p")), num(ctx.train->node_index.at(f.name)),
+            num(ctx.g.type(n.output).sample_numel()), ctx.tensor(x), ctx.tensor(n.output)});
+  call(ctx, n,
+       backward ? "dx = dy * the step's mask"
+                : fmt::format("p = {:.9g}, a mask drawn from (seed, step, layer, element); the "
+                              "identity in evaluation",
+                              n.attrs.f("p")),
+       fmt::format("v.{}(kDrop_{}, {})", backward ? "dropout_grad" : "dropout", ctx.ids[i],
+                   ctx.name_literal(f)));
+  return true;
+}
+
+// One input's channels of a concatenation's gradient: a strided copy out of dy (NCHW: per
+// sample, `count` channel planes starting at channel `start`).
+bool emit_train_slice(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims d = dims_of(ctx.g.type(n.inputs[0]));
+  const int64_t plane = d.h * d.w * 4, start = n.attrs.i("start"), count = n.attrs.i("count");
+  ctx.s.constants.line("constexpr zoc::CopyCall kSlice_{}[] = {{", ctx.ids[i]);
+  ctx.s.constants.line("    {{{}, {}, 0, {}, {}, {}, 1, {}}},", ctx.tensor(n.inputs[0]),
+                       ctx.tensor(n.output), count * plane, d.c * plane, count * plane,
+                       start * plane);
+  ctx.s.constants.line("}};");
+  call(ctx, n, fmt::format("channels {}..{} of dy", start, start + count - 1),
+       fmt::format("v.slice(kSlice_{}, {})", ctx.ids[i], ctx.name_literal(n)));
+  return true;
+}
+
+bool emit_train_loss(EmitContext& ctx, const ir::Node& n) {
+  constant(ctx, "train::LossCall", "kLossCall",
+           {num(ctx.g.type(n.inputs[0]).dims[0]), ctx.tensor(n.inputs[0]), ctx.tensor(n.output),
+            ctx.tensor(n.extra_outputs.at(0))});
+  call(ctx, n, "mean softmax cross-entropy of the logits, and its gradient", "v.loss(kLossCall)");
+  return true;
+}
+
+// The model's final softmax is not computed: the loss reads the logits before it.
+bool emit_train_softmax(EmitContext& ctx, const ir::Node& n) {
+  if (ctx.train->readers[static_cast<size_t>(n.output)] == 0) {
+    ctx.s.layers.line("// {}: not computed: the loss takes the logits before it",
+                      sanitize_comment(n.name));
+    return true;
+  }
+  ctx.diags.error(n.loc, fmt::format("layer '{}' (softmax): the trainer does not support a "
+                                     "softmax inside the model",
+                                     n.name));
+  return false;
+}
+
+}  // namespace zoc::cudnn

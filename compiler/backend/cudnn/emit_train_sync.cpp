@@ -6,80 +6,55 @@
 // first the backward pass finishes) towards the first, into about 25 MB per bucket, the first
 // bucket about 1 MB so that communication starts early; a tensor is never split. Trainable
 // parameters lie in model order in one buffer, so a bucket is one contiguous range and its last
-// writer is the earliest layer owning a tensor in it: the hook goes right after that layer's
-// backward call.
+// writer is the backward node of the earliest layer owning a tensor in it: the hook goes right
+// after that node.
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "compiler/backend/cudnn/train_emitter.h"
 
-namespace zoc::cudnn::train {
+namespace zoc::cudnn {
 namespace {
 constexpr int64_t kFirstBucketBytes = int64_t(1) << 20;
 constexpr int64_t kBucketBytes = int64_t(25) << 20;
 }  // namespace
 
-void TrainerEmitter::plan_buckets() {
-  // The node owning each trainable tensor, by offset.
+std::vector<GradBucket> plan_buckets(const ir::Graph& g, const TrainInfo& info) {
+  // The node of the training graph that writes each trainable tensor's gradient, by offset.
   std::vector<std::pair<const ParamSlot*, size_t>> owned;
-  for (size_t k = 0; k < g_.nodes.size(); ++k) {
-    for (const ir::ParamSpec& p : g_.nodes[k].params) {
-      auto it = param_index_.find(p.name);
-      if (it != param_index_.end() && params_[it->second].trainable) {
-        owned.emplace_back(&params_[it->second], k);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (ir::ValueId v : g.nodes[k].extra_outputs) {
+      const std::string& name = g.value_name(v);
+      if (name.rfind("grad.", 0) != 0) continue;
+      auto it = info.param_index.find(name.substr(5));
+      if (it != info.param_index.end() && info.params[it->second].trainable) {
+        owned.emplace_back(&info.params[it->second], k);
       }
     }
   }
   std::sort(owned.begin(), owned.end(),
             [](const auto& a, const auto& b) { return a.first->offset > b.first->offset; });
-  buckets_.clear();
+  std::vector<GradBucket> buckets;
   GradBucket open;
   bool any = false;
   for (const auto& [slot, node] : owned) {
     if (!any) open = {slot->offset + slot->count, 0, node};
     open.offset = slot->offset;
     open.count += slot->count;
-    open.last_node = std::min(open.last_node, node);
+    open.last_node = std::max(open.last_node, node);  // the backward pass runs in graph order
     any = true;
-    const int64_t cap = buckets_.empty() ? kFirstBucketBytes : kBucketBytes;
+    const int64_t cap = buckets.empty() ? kFirstBucketBytes : kBucketBytes;
     if (open.count * 4 >= cap) {
-      buckets_.push_back(open);
+      buckets.push_back(open);
       any = false;
     }
   }
-  if (any) buckets_.push_back(open);
+  if (any) buckets.push_back(open);
+  return buckets;
 }
 
-void TrainerEmitter::emit_bucket_hooks(size_t k) {
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    if (buckets_[b].last_node != k) continue;
-    backward_.line("if (sync_) ZOC_TRY(sync_->bucket_ready({}, g + {}, {}, stream));  // complete: average",
-                   b, buckets_[b].offset, buckets_[b].count);
-  }
-}
-
-void TrainerEmitter::emit_sync_members(CodeWriter& h) const {
-  h.line("// Gradient buckets for data-parallel training (zoc/train/dist.h), in the order the");
-  h.line("// backward pass completes them: [offset, offset + count) of grads().");
-  h.line("struct Bucket {{");
-  h.line("  size_t offset, count;");
-  h.line("}};");
-  h.line("static constexpr int kBuckets = {};", buckets_.size());
-  h.line("static const Bucket kBucketTable[kBuckets];");
-  h.line("// Data parallel: step() averages each bucket over the processes as soon as the");
-  h.line("// backward pass completes it (nullptr: one process). Dropout masks then differ per");
-  h.line("// process through set_dropout_seed().");
-  h.line("void set_grad_sync(zoc::train::GradSync* sync) {{ sync_ = sync; }}");
-  h.line("void set_dropout_seed(uint64_t seed) {{ dropout_seed_ = seed; }}");
-}
-
-void TrainerEmitter::emit_bucket_table(CodeWriter& c, const std::string& cls) const {
-  auto t = c.block(fmt::format("const {0}::Bucket {0}::kBucketTable[{0}::kBuckets] =", cls), "};");
-  for (const GradBucket& b : buckets_) c.line("{{{}, {}}},", b.offset, b.count);
-}
-
-std::string TrainerEmitter::nccl_cmake(const std::string& base) const {
+std::string nccl_cmake(const std::string& base) {
   CodeWriter cm;
   cm.line("# Data-parallel training (zoc/train/dist.h) needs NCCL, from NCCL_ROOT or the CUDA");
   cm.line("# toolkit; without it the trainer runs in one process (WORLD_SIZE > 1 is refused).");
@@ -97,4 +72,4 @@ std::string TrainerEmitter::nccl_cmake(const std::string& base) const {
   return cm.str();
 }
 
-}  // namespace zoc::cudnn::train
+}  // namespace zoc::cudnn

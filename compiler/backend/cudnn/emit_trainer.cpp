@@ -1,648 +1,340 @@
-// The trainer emitter (issue 8): a graph as the frontend wrote it (BatchNorm not folded) to a
-// standalone C++/cuDNN trainer class, fp32 with TF32 off. Its step() is a straight line: every
-// layer's training-mode forward call, softmax cross-entropy on the logits, then every layer's
-// backward call in reverse order; sgd() is PyTorch's SGD with momentum and weight decay.
-//
-// evaluate() is the same forward in evaluation mode (running statistics, dropout the identity),
-// and metrics() counts the epoch's loss and correct rows on the device.
-//
-// Memory is static: one buffer per value (all kept for the backward pass; Flatten aliases its
-// input); gradients in a second arena planned by their lives in the backward pass
-// (plan_gradients: backward calls add into an input's gradient, so a value with several users
-// collects each contribution, and each is zeroed just before its first), and parameters, their gradients and momenta in three buffers of one layout,
-// PyTorch's (KCRS weights, [out, in] matrices), so that checkpoints are plain state_dicts.
+// The trainer emitter (issue 8, as a lowering of the IR since issue 18): a model as the frontend
+// wrote it becomes its training graph (passes/build_training_graph.cpp: training-mode forward,
+// loss, backward, SGD), whose memory is planned by the one planner inference uses and whose
+// nodes go through the emitter's one per-op switch (emit_layer). The result is a trainer class
+// deriving zoc::Trainer (runtime/zoc/train/trainer.h), fp32 with TF32 off, that holds only the
+// model: its parameter table, its memory plan, one constant per node and two layer sequences,
+// forward (input to logits) and backward (the loss, then every backward node); the graph's sgd
+// nodes are one launch over the trainable parameters, which lie together at the front of
+// params(). Parameters, their gradients and momenta share PyTorch's layout (KCRS weights,
+// [out, in] matrices), so that checkpoints are plain state_dicts: each parameter's gradient
+// value is pinned at its parameter's offset of grads(). Activations and their gradients share
+// one arena by lifetime; BatchNorm's saved statistics and the loss lie in a fixed region.
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cstdint>
-#include <limits>
 #include <set>
-#include <vector>
 
 #include "compiler/backend/cudnn/train_emitter.h"
 #include "compiler/ir/printer.h"
+#include "compiler/passes/pipeline.h"
+#include "compiler/support/sanitize.h"
 #include "compiler/weights/weights.h"
 #include "zoc/core/init.h"
 
 namespace zoc::cudnn {
-namespace train {
 
-bool TrainerEmitter::plan() {
-  if (g_.outputs.size() != 1) {
-    diags_.error(SourceLoc{g_.name, 0, 0}, "the trainer needs a model with one output");
-    return false;
+std::string train_tensor(const EmitContext& ctx, ir::ValueId v) {
+  const passes::MemoryPlan::Slot& slot = ctx.plan.slots[static_cast<size_t>(v)];
+  const ir::ValueId root = slot.alias_of == ir::kNoValue ? v : slot.alias_of;
+  const passes::MemoryPlan::Slot& r = ctx.plan.slots[static_cast<size_t>(root)];
+  if (r.pinned) {  // a parameter's gradient (grad.<name>) or its update (updated.<name>)
+    const std::string& name = ctx.g.value_name(root);
+    const std::string param = name.substr(name.find('.') + 1);
+    return "kP_" + ctx.train->params[ctx.train->param_index.at(param)].id;
   }
-  alias_.resize(g_.values.size());
-  for (size_t v = 0; v < g_.values.size(); ++v) alias_[v] = static_cast<ir::ValueId>(v);
-  const ir::Node& last = g_.producer(g_.outputs[0]);
-  logits_ = last.op == ir::OpKind::Softmax ? last.inputs[0] : g_.outputs[0];
-  if (g_.type(logits_).dims.size() != 1) {
-    diags_.error(last.loc, "the trainer needs [classes] logits as the model's output (or a final "
-                           "softmax's input)");
-    return false;
-  }
-  classes_ = g_.type(logits_).dims[0];
-  // Layer members are <id>_: ids never take the names of the class's own members.
-  std::set<std::string> used = {"max_batch", "batch",   "cudnn", "cublas",    "params",
-                                "grads",     "momenta", "acts",  "dacts",     "saved",
-                                "loss_rows", "loss",    "workspace", "workspace_bytes",
-                                "dropout",   "dropout_seed", "draws", "device_bytes"};
-  for (const ir::Node& n : g_.nodes) {
-    std::string ident = sanitize_identifier(n.name);
-    for (int k = 2; !used.insert(ident).second; ++k) {
-      ident = fmt::format("{}_{}", sanitize_identifier(n.name), k);
-    }
-    ids_[&n] = ident;
-    if (n.op == ir::OpKind::Input) input_ = n.output;
-    if (n.op == ir::OpKind::Flatten) {
-      alias_[static_cast<size_t>(n.output)] = alias_[static_cast<size_t>(n.inputs[0])];
-    }
-    if (&n == &last && n.op == ir::OpKind::Softmax) continue;  // not computed: the loss reads z
-    if (alias_[static_cast<size_t>(n.output)] == n.output) {
-      act_off_[n.output] = act_per_sample_;
-      act_per_sample_ += g_.type(n.output).sample_numel();
-    }
+  return (r.fixed ? "kF_" : "kA_") + ctx.train->value_ids[static_cast<size_t>(root)];
+}
+
+namespace {
+
+// Parameters in PyTorch's layout: trainable tensors first, then the running statistics, each
+// group in model order, so that SGD is one launch over [0, trainable_elements).
+void plan_params(const ir::Graph& model, TrainInfo& info) {
+  std::set<std::string> ids;
+  for (const ir::Node& n : model.nodes) {
     for (const ir::ParamSpec& p : n.params) {
-      if (p.dtype != ir::DType::F32) continue;  // num_batches_tracked: counted by the runner
-      // Seeded initialization as the model declares it (compiler/weights: init_choice).
+      if (p.dtype != ir::DType::F32 || info.param_index.count(p.name)) continue;
       const InitChoice init = init_choice(n, p);
-      ParamSlot s{p.name, param_elements_, 1, p.shape, p.trainable, init_rule_cpp(init.rule),
-                  init.fan};
+      ParamSlot s{p.name, sanitize_identifier(p.name), 0, 1, p.shape, p.trainable,
+                  init_rule_cpp(init.rule), init.fan};
+      for (int k = 2; !ids.insert(s.id).second; ++k) {
+        s.id = fmt::format("{}_{}", sanitize_identifier(p.name), k);
+      }
       for (int64_t d : p.shape) s.count *= d;
-      param_index_[p.name] = params_.size();
-      params_.push_back(s);
-      param_elements_ += s.count;
-      if (s.trainable) trainable_elements_ += s.count;
-    }
-    if (n.op == ir::OpKind::BatchNorm2d) {
-      bn_save_[&n] = bn_save_elements_;
-      bn_save_elements_ += 2 * g_.type(n.output).dims[0];
+      info.param_index[p.name] = info.params.size();
+      info.params.push_back(s);
+      info.param_elements += s.count;
+      if (s.trainable) info.trainable_elements += s.count;
     }
   }
-  // Trainable parameters first, then the running statistics, each group in model order: SGD is
-  // then one launch over [0, kTrainableElements).
-  int64_t next_trainable = 0, next_state = trainable_elements_;
-  for (ParamSlot& s : params_) {
+  int64_t next_trainable = 0, next_state = info.trainable_elements;
+  for (ParamSlot& s : info.params) {
     int64_t& next = s.trainable ? next_trainable : next_state;
     s.offset = next;
     next += s.count;
   }
-  // Which values need a gradient: those downstream of a parameter (the input's does not).
-  needs_grad_.assign(g_.values.size(), false);
-  for (const ir::Node& n : g_.nodes) {
-    bool any = !n.params.empty();
-    for (ir::ValueId v : n.inputs) any = any || needs_grad_[static_cast<size_t>(v)];
-    if (n.op != ir::OpKind::Input) needs_grad_[static_cast<size_t>(n.output)] = any;
-  }
-  plan_gradients();
-  plan_buckets();
-  return true;
 }
 
-// The gradient arena: a value's gradient lives from the backward call that first adds into it
-// (backward runs in reverse, so its last consumer's) to the call that reads it (its producer's),
-// and values whose lives do not overlap share memory. Each is zeroed just before its first
-// contribution, since backward calls add into their inputs' gradients. The logits' gradient is
-// written (not added) by the loss, before any backward call.
-void TrainerEmitter::plan_gradients() {
-  const int64_t count = static_cast<int64_t>(g_.nodes.size());
-  auto runs_backward = [&](const ir::Node& n) {
-    return n.op != ir::OpKind::Input && n.op != ir::OpKind::Flatten &&
-           needs_grad_[static_cast<size_t>(n.output)] &&
-           !(n.op == ir::OpKind::Softmax && n.output == g_.outputs[0]);
-  };
-  struct Life {
-    int64_t start = std::numeric_limits<int64_t>::max();  // backward steps: node k runs at
-    int64_t end = -2;                                      // step count - 1 - k
-  };
-  std::map<ir::ValueId, Life> life;  // per root value that some backward call touches
-  for (int64_t k = 0; k < count; ++k) {
-    const ir::Node& n = g_.nodes[static_cast<size_t>(k)];
-    if (!runs_backward(n)) continue;
-    const int64_t t = count - 1 - k;
-    Life& own = life[root(n.output)];  // read as dy
-    own.end = std::max(own.end, t);
-    for (ir::ValueId v : n.inputs) {  // written (added into) as dx
-      // Convolution, linear, add and dropout skip an input that needs no gradient (the
-      // model's input); cuDNN's batch norm, activation and pooling calls always write it.
-      const bool always = n.op == ir::OpKind::BatchNorm2d || n.op == ir::OpKind::Relu ||
-                          n.op == ir::OpKind::Tanh || n.op == ir::OpKind::Sigmoid ||
-                          n.op == ir::OpKind::MaxPool2d || n.op == ir::OpKind::AvgPool2d ||
-                          n.op == ir::OpKind::GlobalAvgPool;
-      if (!always && !needs_grad_[static_cast<size_t>(v)]) continue;
-      Life& in = life[root(v)];
-      in.start = std::min(in.start, t);
-      in.end = std::max(in.end, t);
-    }
+// Value identifiers, readers and node indices of the training graph.
+void index_graph(const ir::Graph& g, TrainInfo& info) {
+  std::set<std::string> used;
+  info.value_ids.resize(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const std::string base = sanitize_identifier(g.value_name(static_cast<ir::ValueId>(v)));
+    std::string id = base;
+    for (int k = 2; !used.insert(id).second; ++k) id = fmt::format("{}_{}", base, k);
+    info.value_ids[v] = id;
   }
-  life[root(logits_)].start = -1;  // the loss writes it
-  for (auto& [v, l] : life) {
-    if (l.start > l.end) l.start = l.end;  // nothing adds into it: zeroed before it is read
-  }
-  // Place each life, in order of start, at the lowest offset free for its whole span.
-  std::vector<std::pair<ir::ValueId, Life>> order(life.begin(), life.end());
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.second.start < b.second.start; });
-  struct Placed {
-    int64_t offset, size, end;
-  };
-  std::vector<Placed> placed;
-  for (const auto& [v, l] : order) {
-    const int64_t size = g_.type(v).sample_numel();
-    std::vector<Placed> busy;
-    for (const Placed& p : placed) {
-      if (p.end >= l.start) busy.push_back(p);
-    }
-    std::sort(busy.begin(), busy.end(),
-              [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
-    int64_t offset = 0;
-    for (const Placed& p : busy) {
-      if (offset + size <= p.offset) break;
-      offset = std::max(offset, p.offset + p.size);
-    }
-    placed.push_back({offset, size, l.end});
-    grad_off_[v] = offset;
-    grad_per_sample_ = std::max(grad_per_sample_, offset + size);
-    if (v != root(logits_)) zero_at_[count - 1 - l.start].push_back(v);
+  info.readers.assign(g.values.size(), 0);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    info.node_index[g.nodes[k].name] = k;
+    for (ir::ValueId v : g.nodes[k].inputs) ++info.readers[static_cast<size_t>(v)];
   }
 }
 
-
-std::optional<Generated> TrainerEmitter::run() {
-  if (!plan()) return std::nullopt;
-  bool ok = true;
-  for (const ir::Node& n : g_.nodes) {
-    forward_ = CodeWriter();
-    eval_node_ = CodeWriter();
-    eval_only_ = false;
-    ok = emit_node(n) && ok;
-    train_forward_.append(forward_);
-    eval_forward_.append(eval_only_ ? eval_node_ : forward_);
-  }
-  if (!ok) return std::nullopt;
-  for (size_t k = g_.nodes.size(); k-- > 0;) {
-    for (ir::ValueId v : zero_at_[static_cast<int64_t>(k)]) {
-      backward_.line("ZOC_CUDA(cudaMemsetAsync({}, 0, size_t(n) * {} * sizeof(float), stream), "
-                     "\"{}\");  // {}'s output gradient, before its first contribution",
-                     D(v), g_.type(v).sample_numel(), sanitize_comment(g_.nodes[k].name),
-                     sanitize_comment(g_.producer(v).name));
+// The memory plan: every parameter's gradient (and update) pinned at its parameter's offset.
+passes::MemoryPlan plan_training_memory(const ir::Graph& g, const TrainInfo& info) {
+  passes::MemoryPlanOptions o;
+  o.element_bytes = 4;
+  o.external_input = false;  // copied into the arena: a captured step binds fixed pointers
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const std::string& name = g.value_name(static_cast<ir::ValueId>(v));
+    for (const char* prefix : {"grad.", "updated."}) {
+      const size_t len = std::string(prefix).size();
+      if (name.compare(0, len, prefix) != 0) continue;
+      auto it = info.param_index.find(name.substr(len));
+      if (it != info.param_index.end()) {
+        o.pinned[static_cast<ir::ValueId>(v)] = info.params[it->second].offset * 4;
+      }
     }
-    emit_backward(g_.nodes[k]);
-    emit_bucket_hooks(k);
   }
-  backward_.line("if (sync_) ZOC_TRY(sync_->finish(stream));  // every bucket averaged before SGD");
+  return passes::plan_memory(g, o);
+}
 
-  ir::PrintOptions popts;
-  popts.locations = false;
-  const uint64_t hash = fnv1a64(ir::print_graph(g_, popts));
-  const std::string base = sanitize_identifier(g_.name) + "_train";
-  const std::string cls = class_name_for(g_.name) + "Trainer";
-  const std::string head = banner(o_, g_.name + " (trainer)", hash);
-  const auto& in = g_.type(input_).dims;
+// Emits every node but the sgd ones (sgd() runs them all at once): the forward sequence until
+// the loss, the backward one from it, with data-parallel bucket hooks after the node that
+// completes each bucket.
+bool emit_nodes(EmitContext& ctx, CodeWriter* forward, CodeWriter* backward) {
+  bool ok = true, in_backward = false;
+  for (size_t k = 0; k < ctx.g.nodes.size(); ++k) {
+    const ir::Node& n = ctx.g.nodes[k];
+    if (n.op == ir::OpKind::Sgd) continue;
+    if (n.op == ir::OpKind::SoftmaxCrossEntropy && !in_backward) {
+      *forward = std::move(ctx.s.layers);
+      ctx.s.layers = CodeWriter(CodeWriter::kMaxColumns - 2);
+      in_backward = true;
+    }
+    ok = emit_layer(ctx, n) && ok;
+    for (size_t b = 0; b < ctx.train->buckets.size(); ++b) {
+      const GradBucket& bucket = ctx.train->buckets[b];
+      if (bucket.last_node != k) continue;
+      ctx.s.layers.line("ZOC_TRY(v.bucket_ready({}, {}, {}));  // complete: average", b,
+                        bucket.offset, bucket.count);
+    }
+  }
+  *backward = std::move(ctx.s.layers);
+  return ok;
+}
 
+// <model>_train.h: the trainer class.
+std::string trainer_header(const EmitContext& ctx, const std::string& head, const std::string& cls,
+                           ir::ValueId input, ir::ValueId logits, ir::ValueId loss) {
+  const TrainInfo& info = *ctx.train;
+  const auto& in = ctx.g.type(input).dims;
   CodeWriter h;
   h.raw_line(head);
-  h.line("// {}: one training step of model '{}' on the GPU, fp32 with TF32 off (see", cls,
-         sanitize_comment(g_.name));
-  h.line("// zoc/train/layers.h). step() runs forward, softmax cross-entropy and backward and");
-  h.line("// leaves the loss, logits and parameter gradients on the device; sgd() applies them.");
+  h.line("// {}: training model '{}' on the GPU, fp32 with TF32 off; what every trainer shares", cls,
+         sanitize_comment(ctx.g.name));
+  h.line("// (create, step, sgd, evaluate, metrics) is zoc/train/trainer.h.");
   h.line("#pragma once");
   h.blank();
-  h.line("#include <cublas_v2.h>");
-  h.line("#include <cuda_runtime.h>");
-  h.line("#include <cudnn.h>");
-  h.blank();
+  h.line("#include <cstddef>");
   h.line("#include <cstdint>");
-  h.line("#include <memory>");
-  h.line("#include <string>");
   h.blank();
-  h.line("#include \"zoc/core/expected.h\"");
-  h.line("#include \"zoc/train/dist.h\"");
-  h.line("#include \"zoc/train/layers.h\"");
+  h.line("#include \"zoc/train/trainer.h\"");
   h.blank();
   {
     auto ns = h.ns("namespace zoc_model", "}  // namespace zoc_model");
-    h.blank();
-    auto c = h.block("class " + cls, "};");
+    auto c = h.block(fmt::format("class {0} : public zoc::Trainer<{0}>", cls), "};");
     h.access("public:");
-    h.line("static constexpr const char* kModelName = \"{}\";", sanitize_comment(g_.name));
+    h.line("static constexpr const char* kModelName = \"{}\";", sanitize_comment(ctx.g.name));
+    h.line("static constexpr const char* kClassName = \"{}\";", cls);
     h.line("static constexpr int kInputC = {}, kInputH = {}, kInputW = {}, kClasses = {};", in[0],
-           in[1], in[2], classes_);
-    h.line("struct Param {{");
-    h.line("  const char* name;  // state_dict name");
-    h.line("  size_t offset;     // in floats, in params(), grads() and the momenta");
-    h.line("  size_t count;");
-    h.line("  int rank;");
-    h.line("  int64_t shape[4];");
-    h.line("  bool trainable;    // false: a BatchNorm running statistic");
-    h.line("}};");
-    h.line("static constexpr int kNumParams = {};", params_.size());
-    h.line("static constexpr size_t kParamElements = {};", param_elements_);
+           in[1], in[2], ctx.g.type(logits).dims[0]);
+    h.line("using Param = zoc::train::Param;");
+    h.line("static constexpr int kNumParams = {};", info.params.size());
+    h.line("static constexpr size_t kParamElements = {};", info.param_elements);
     h.line("// The trainable parameters come first: [0, kTrainableElements) of params() and grads().");
-    h.line("static constexpr size_t kTrainableElements = {};", trainable_elements_);
+    h.line("static constexpr size_t kTrainableElements = {};", info.trainable_elements);
     h.line("static const Param kParamTable[kNumParams];");
     h.line("// BatchNorm's num_batches_tracked names (int64 scalars in a state_dict), nullptr-ended.");
     h.line("static const char* const kCounterNames[];");
+    h.line("// Gradient buckets of data-parallel training (zoc/train/dist.h), in the order the");
+    h.line("// backward pass completes them: [offset, offset + count) floats of grads().");
+    h.line("using Bucket = zoc::train::Bucket;");
+    h.line("static constexpr int kBuckets = {};", info.buckets.size());
+    h.line("static const Bucket kBucketTable[kBuckets];");
+    h.comment(fmt::format("The training graph's memory plan: {}.", ctx.plan.summary()));
+    h.line("static constexpr size_t kArenaBytesPerSample = {};", ctx.plan.arena_bytes_per_sample);
+    h.line("static constexpr size_t kFixedBytes = {};", ctx.plan.fixed_bytes);
+    h.line("static constexpr size_t kLogits = {};  // the logits, per sample in the arena",
+           ctx.plan.slots[static_cast<size_t>(logits)].offset);
+    h.line("static constexpr size_t kLoss = {};    // the mean loss, in the fixed region",
+           ctx.plan.slots[static_cast<size_t>(loss)].offset);
+    bool dropout = false;
+    for (const ir::Node& n : ctx.g.nodes) dropout = dropout || n.op == ir::OpKind::Dropout;
+    h.line("static constexpr bool kHasDropout = {};", dropout ? "true" : "false");
     h.blank();
-    h.line("// weights: a safetensors file with state_dict names, or empty for PyTorch's default");
-    h.line("// initialization drawn with `seed` (zoc/core/init.h). Steps take up to max_batch samples.");
-    h.line("// benchmark: pick each convolution's algorithms by timing cuDNN's exact fp32 candidates");
-    h.line("// (as cudnn.benchmark), else by cuDNN's heuristics; deterministic: only algorithms");
-    h.line("// cuDNN marks deterministic, so that the same steps give the same bits.");
-    h.line("static zoc::Expected<std::unique_ptr<{}>> create(const std::string& weights, "
-           "uint64_t seed, int max_batch, bool benchmark = true, bool deterministic = false);",
-           cls);
-    h.line("~{}();", cls);
-    h.line("{0}(const {0}&) = delete;", cls);
-    h.line("{0}& operator=(const {0}&) = delete;", cls);
-    h.blank();
-    h.line("// Forward in training mode on input [n, C, H, W] (fp32, device) and labels [n] (int32,");
-    h.line("// device, each below kClasses), the mean cross-entropy, and backward: grads() then holds");
-    h.line("// every parameter's gradient, and BatchNorm running statistics are updated. On `stream`.");
-    h.line("// Once a batch size is described, step() only enqueues work: it may be captured in a");
-    h.line("// CUDA graph (the cuBLAS workspace is fixed; dropout draws from a device counter).");
-    h.line("zoc::Status step(const float* input, const int32_t* labels, int n, cudaStream_t stream);");
-    h.line("// PyTorch's SGD (dampening 0, no Nesterov) on every trainable parameter.");
-    h.line("zoc::Status sgd(float lr, float momentum, float weight_decay, cudaStream_t stream);");
-    h.line("// Forward in evaluation mode (running statistics; dropout the identity) on input");
-    h.line("// [n, C, H, W], 1 <= n <= max_batch: logits() then holds [n, kClasses].");
-    h.line("zoc::Status evaluate(const float* input, int n, cudaStream_t stream);");
-    h.line("// Device counters for an epoch's log: counts[0] += the rows of logits() whose first");
-    h.line("// largest logit is labels[row]; with add_loss, sums[0] += loss()[0]. Nothing waits.");
-    h.line("zoc::Status metrics(const int32_t* labels, int n, bool add_loss, double* sums,");
-    h.line("                    unsigned long long* counts, cudaStream_t stream);");
-    h.line("// Dropout in step(): on by default; off makes it the identity, as the CPU oracle");
-    h.line("// (zoc grad) and tools/train/grad_reference.py treat it. Masks are drawn from");
-    h.line("// (seed, number of steps taken, element); set_steps() continues a resumed run.");
-    h.line("void set_dropout(bool on) {{ dropout_ = on; }}");
-    h.line("zoc::Status set_steps(uint64_t steps);");
-    emit_sync_members(h);
-    h.blank();
-    h.line("float* params() {{ return params_; }}  // PyTorch layout, kParamTable's offsets");
-    h.line("const float* params() const {{ return params_; }}");
-    h.line("float* momenta() {{ return momenta_; }}  // SGD's momentum buffers, same layout");
-    h.line("const float* grads() const {{ return grads_; }}");
-    h.line("const float* loss() const {{ return loss_; }}  // [1], the last step's");
-    h.line("// Every byte this trainer holds on the device (a static plan: fixed at create()).");
-    h.line("size_t device_bytes() const {{ return device_bytes_; }}");
-    h.line("const float* logits() const {{ return acts_ + size_t({}) * max_batch_; }}  // [n, kClasses]",
-           act_off_.at(root(logits_)));
+    h.line("~{}() {{ release(); }}", cls);
     h.blank();
     h.access("private:");
+    h.line("friend class zoc::Trainer<{}>;", cls);
     h.line("{}() = default;", cls);
-    h.line("zoc::Status describe(int n);  // every layer for batch n; picks algorithms");
-    h.line("int max_batch_ = 0, batch_ = 0;");
-    h.line("cudnnHandle_t cudnn_ = nullptr;");
-    h.line("cublasHandle_t cublas_ = nullptr;");
-    h.line("float* params_ = nullptr;    // kParamElements: weights and BatchNorm running statistics");
-    h.line("float* grads_ = nullptr;     // kParamElements");
-    h.line("float* momenta_ = nullptr;   // kParamElements");
-    h.line("float* acts_ = nullptr;      // every value, {} floats per sample", act_per_sample_);
-    h.line("float* dacts_ = nullptr;     // gradients, {} floats per sample, shared by values whose",
-           grad_per_sample_);
-    h.line("                             // lives in the backward pass do not overlap");
-    h.line("float* saved_ = nullptr;     // BatchNorm saved mean and inverse deviation, {} floats",
-           bn_save_elements_);
-    h.line("float* loss_rows_ = nullptr; // [max_batch]");
-    h.line("float* loss_ = nullptr;      // [1]");
-    h.line("void* workspace_ = nullptr;");
-    h.line("size_t workspace_bytes_ = 0;");
-    h.line("size_t workspace_need_ = 0;  // what the last describe() chose");
-    h.line("bool sized_ = false;         // the workspace is allocated: describe() picks within it");
-    h.line("size_t device_bytes_ = 0;");
-    h.line("bool dropout_ = true;");
-    h.line("uint64_t dropout_seed_ = 0;  // create()'s seed");
-    h.line("uint64_t* draws_ = nullptr;  // [1] on the device: steps taken, each draws its own masks");
-    h.line("void* blas_workspace_ = nullptr;");
-    h.line("bool benchmark_ = true;");
-    h.line("bool deterministic_ = false;");
-    h.line("zoc::train::GradSync* sync_ = nullptr;  // data parallel: set_grad_sync()");
-    h.append(members_);
+    h.line("// The training graph as two layer sequences (the .cpp), walked by the steps of");
+    h.line("// zoc/train/steps.h: input to logits, then the loss and every backward node.");
+    h.line("template <class V>");
+    h.line("zoc::Status forward_layers(V& v);");
+    h.line("template <class V>");
+    h.line("zoc::Status backward_layers(V& v);");
+    h.blank();
+    h.line("// One descriptor bundle per layer that needs one (its backward node uses it too).");
+    h.append(ctx.s.members);
   }
+  h.blank();
+  h.line("extern template class zoc::Trainer<zoc_model::{}>;", cls);
+  return h.str();
+}
 
+// The parameter, counter and bucket tables.
+void trainer_tables(const EmitContext& ctx, const ir::Graph& model, const std::string& cls,
+                    CodeWriter& c) {
+  const TrainInfo& info = *ctx.train;
+  c.line("const {0}::Param {0}::kParamTable[{0}::kNumParams] = {{", cls);
+  for (const ParamSlot& p : info.params) {
+    std::string shape;
+    for (size_t k = 0; k < 4; ++k) {
+      shape += (k ? ", " : "") + std::to_string(k < p.shape.size() ? p.shape[k] : 0);
+    }
+    c.line("    {{\"{}\", {}, {}, {}, {{{}}}, {}, {}, {}}},", sanitize_comment(p.name), p.offset,
+           p.count, p.shape.size(), shape, p.trainable ? "true" : "false", p.rule, p.fan);
+  }
+  c.line("}};");
+  c.line("const char* const {}::kCounterNames[] = {{", cls);
+  for (const ir::Node& n : model.nodes) {
+    for (const ir::ParamSpec& p : n.params) {
+      if (p.dtype != ir::DType::F32) c.line("    \"{}\",", sanitize_comment(p.name));
+    }
+  }
+  c.line("    nullptr,");
+  c.line("}};");
+  c.line("const {0}::Bucket {0}::kBucketTable[{0}::kBuckets] = {{", cls);
+  for (const GradBucket& b : info.buckets) c.line("    {{{}, {}}},", b.offset, b.count);
+  c.line("}};");
+}
+
+// <model>_train.cpp: parameter offsets, the memory plan, each node's constant, the tables and
+// the two layer sequences.
+std::string trainer_source(const EmitContext& ctx, const ir::Graph& model, const std::string& head,
+                           const std::string& cls, const std::string& base,
+                           const CodeWriter& forward, const CodeWriter& backward) {
+  const TrainInfo& info = *ctx.train;
   CodeWriter c;
   c.raw_line(head);
+  c.line("// {}: the trainer's constants and its training graph's layer sequences.", base);
   c.line("#include \"{}.h\"", base);
-  c.blank();
-  c.line("#include <algorithm>");
-  c.line("#include <vector>");
-  c.blank();
-  c.line("#include \"zoc/core/cuda_check.h\"");
-  c.line("#include \"zoc/core/init.h\"");
-  c.line("#include \"zoc/core/weight_source.h\"");
-  c.line("#include \"{}_kernels.h\"", base);
   c.blank();
   {
     auto ns = c.ns("namespace zoc_model", "}  // namespace zoc_model");
-    c.line("namespace {{");
-    c.line("constexpr float kOne = 1.0f, kZero = 0.0f;");
-    c.line("constexpr size_t kWorkspaceLimit = size_t(256) << 20;");
-    c.line("constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;");
-    c.line("}}  // namespace");
-    c.blank();
     {
-      auto t = c.block(fmt::format("const {0}::Param {0}::kParamTable[{0}::kNumParams] =", cls), "};");
-      for (const ParamSlot& p : params_) {
-        std::string shape;
-        for (size_t k = 0; k < 4; ++k) {
-          shape += (k ? ", " : "") + std::to_string(k < p.shape.size() ? p.shape[k] : 0);
-        }
-        c.line("{{\"{}\", {}, {}, {}, {{{}}}, {}}},", sanitize_comment(p.name), p.offset, p.count,
-               p.shape.size(), shape, p.trainable ? "true" : "false");
+      auto anon = c.ns("namespace", "}  // namespace");
+      c.line("// Parameters: byte offsets in params(), grads() and the momenta (PyTorch's layout).");
+      for (const ParamSlot& p : info.params) {
+        c.line("constexpr size_t kP_{} = {};  // {}", p.id, p.offset * 4, sanitize_comment(p.name));
       }
-    }
-    {
-      auto t = c.block(fmt::format("const char* const {}::kCounterNames[] =", cls), "};");
-      for (const ir::Node& n : g_.nodes) {
-        for (const ir::ParamSpec& p : n.params) {
-          if (p.dtype != ir::DType::F32) c.line("\"{}\",", sanitize_comment(p.name));
-        }
-      }
-      c.line("nullptr,");
-    }
-    emit_bucket_table(c, cls);
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Expected<std::unique_ptr<{0}>> {0}::create(const std::string& "
-                                   "weights, uint64_t seed, int max_batch, bool benchmark, bool deterministic)",
-                                   cls));
-      c.line("if (max_batch < 2 || max_batch > 65536) {{");
-      c.line("  return zoc::Error{{\"{}: max_batch \" + std::to_string(max_batch) + \" is out of range "
-             "2..65536 (training-mode batch norm needs two samples)\"}};",
-             cls);
-      c.line("}}");
-      c.line("std::unique_ptr<{0}> t(new {0}());", cls);
-      c.line("t->max_batch_ = max_batch;");
-      c.line("t->dropout_seed_ = seed;");
-      c.line("t->benchmark_ = benchmark;");
-      c.line("t->deterministic_ = deterministic;");
-      c.line("const size_t B = size_t(max_batch);");
-      c.line("// Weights: every tensor checked by name, shape and dtype before anything is allocated.");
-      c.line("auto source = weights.empty() ? zoc::Expected<zoc::WeightSource>(zoc::WeightSource::seeded(seed))");
-      c.line("                              : zoc::WeightSource::open(weights, /*strict=*/true);");
-      c.line("if (!source) return source.error();");
-      c.line("std::vector<float> host(kParamElements);");
-      for (const ParamSlot& p : params_) {
-        std::string shape;
-        for (int64_t d : p.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-        c.line("ZOC_TRY(source->fill(\"{}\", {{{}}}, {}, {}, host.data() + {}));",
-               sanitize_comment(p.name), shape, p.rule, p.fan, p.offset);
-      }
-      for (const ir::Node& n : g_.nodes) {
-        for (const ir::ParamSpec& p : n.params) {
-          if (p.dtype != ir::DType::F32) c.line("source->ignore(\"{}\");", sanitize_comment(p.name));
-        }
-      }
-      c.line("ZOC_TRY(source->finish());");
-      c.line("ZOC_CUDNN(cudnnCreate(&t->cudnn_), \"init\");");
-      c.line("ZOC_CUBLAS(cublasCreate(&t->cublas_), \"init\");");
-      c.line("// Exact fp32: no TF32 in cuBLAS either.");
-      c.line("ZOC_CUBLAS(cublasSetMathMode(t->cublas_, CUBLAS_PEDANTIC_MATH), \"init\");");
-      c.line("// A fixed cuBLAS workspace: nothing is allocated while a step is captured.");
-      c.line("ZOC_CUDA(cudaMalloc(&t->blas_workspace_, kBlasWorkspaceBytes), \"init\");");
-      c.line("ZOC_CUBLAS(cublasSetWorkspace(t->cublas_, t->blas_workspace_, kBlasWorkspaceBytes), "
-             "\"init\");");
-      c.line("ZOC_CUDA(cudaMalloc(&t->draws_, sizeof(uint64_t)), \"init\");");
-      c.line("ZOC_CUDA(cudaMemset(t->draws_, 0, sizeof(uint64_t)), \"init\");");
-      c.line("ZOC_CUDA(cudaMalloc(&t->params_, kParamElements * sizeof(float)), \"init\");");
-      c.line("ZOC_CUDA(cudaMalloc(&t->grads_, kParamElements * sizeof(float)), \"init\");");
-      c.line("ZOC_CUDA(cudaMalloc(&t->momenta_, kParamElements * sizeof(float)), \"init\");");
-      c.line("ZOC_CUDA(cudaMemset(t->grads_, 0, kParamElements * sizeof(float)), \"init\");");
-      c.line("ZOC_CUDA(cudaMemset(t->momenta_, 0, kParamElements * sizeof(float)), \"init\");");
-      c.line("ZOC_CUDA(cudaMemcpy(t->params_, host.data(), kParamElements * sizeof(float), "
-             "cudaMemcpyHostToDevice), \"init\");");
-      c.line("ZOC_CUDA(cudaMalloc(&t->acts_, size_t({}) * B * sizeof(float)), \"init\");",
-             act_per_sample_);
-      c.line("ZOC_CUDA(cudaMalloc(&t->dacts_, size_t({}) * B * sizeof(float)), \"init\");",
-             grad_per_sample_);
-      c.line("ZOC_CUDA(cudaMalloc(&t->saved_, size_t({}) * sizeof(float)), \"init\");",
-             std::max<int64_t>(bn_save_elements_, 1));
-      c.line("ZOC_CUDA(cudaMalloc(&t->loss_rows_, B * sizeof(float)), \"init\");");
-      c.line("ZOC_CUDA(cudaMalloc(&t->loss_, sizeof(float)), \"init\");");
-      c.append(create_);
-      c.line("ZOC_TRY(t->describe(max_batch));  // with benchmark: times the candidates once");
-      c.line("if (t->workspace_need_ > 0) {{  // allocated once: step() never allocates");
-      c.line("  ZOC_CUDA(cudaMalloc(&t->workspace_, t->workspace_need_), \"init\");");
-      c.line("  t->workspace_bytes_ = t->workspace_need_;");
-      c.line("}}");
-      c.line("t->sized_ = true;");
-      c.line("t->device_bytes_ = 3 * kParamElements * sizeof(float) + size_t({}) * B * sizeof(float) + "
-             "size_t({}) * sizeof(float) + (B + 1) * sizeof(float) + t->workspace_bytes_ + "
-             "kBlasWorkspaceBytes + sizeof(uint64_t);",
-             act_per_sample_ + grad_per_sample_, std::max<int64_t>(bn_save_elements_, 1));
-      c.line("return t;");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("{0}::~{0}()", cls));
-      c.append(destroy_);
-      c.line("for (void* q : {{(void*)params_, (void*)grads_, (void*)momenta_, (void*)acts_, "
-             "(void*)dacts_, (void*)saved_, (void*)loss_rows_, (void*)loss_, workspace_, "
-             "blas_workspace_, (void*)draws_}}) {{");
-      c.line("  if (q) cudaFree(q);");
-      c.line("}}");
-      c.line("if (cublas_) cublasDestroy(cublas_);");
-      c.line("if (cudnn_) cudnnDestroy(cudnn_);");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::describe(int n)", cls));
-      c.line("// The workspace is sized at the largest batch, in create(); other batch sizes pick");
-      c.line("// within it, so that step() never allocates. Until every layer is described, no");
-      c.line("// batch size is: a failure here leaves the next step() describing again.");
-      c.line("batch_ = 0;");
-      c.line("const size_t workspace_limit = sized_ ? workspace_bytes_ : kWorkspaceLimit;");
-      c.line("size_t need = 0;");
-      c.append(describe_);
-      c.line("workspace_need_ = need;");
-      c.line("batch_ = n;");
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::step(const float* input, const int32_t* labels, "
-                                   "int n, cudaStream_t stream)",
-                                   cls));
-      c.line("if (n < 2 || n > max_batch_) {{");
-      c.line("  return zoc::Error{{\"{}::step: batch \" + std::to_string(n) + \" is out of range 2..\" "
-             "+ std::to_string(max_batch_)}};",
-             cls);
-      c.line("}}");
-      c.line("if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time");
-      c.line("ZOC_CUDNN(cudnnSetStream(cudnn_, stream), \"step\");");
-      c.line("ZOC_CUBLAS(cublasSetStream(cublas_, stream), \"step\");");
-      c.line("// cublasSetStream resets the workspace to cuBLAS's own pool: the fixed one again.");
-      c.line("ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), \"step\");");
-      c.line("const size_t B = size_t(max_batch_);  // arena offsets are per sample");
-      c.line("float* const a = acts_;");
-      c.line("float* const d = dacts_;");
-      c.line("float* const p = params_;");
-      c.line("float* const g = grads_;");
-      c.line("float* const s = saved_;");
-      c.line("(void)d;");
-      c.line("(void)g;");
-      c.line("(void)s;");
       c.blank();
-      if (has_dropout_) {
-        c.line("ZOC_CUDA(train_kernels::count_step(draws_, stream), \"step\");  // this step's masks");
+      c.line("// Activations and their gradients: per-sample byte offsets in the arena (kA_), and");
+      c.line("// BatchNorm's saved statistics and the loss: byte offsets in the fixed region (kF_).");
+      for (size_t v = 0; v < ctx.g.values.size(); ++v) {
+        const passes::MemoryPlan::Slot& s = ctx.plan.slots[v];
+        if (s.alias_of != ir::kNoValue || s.offset < 0 || s.pinned) continue;
+        const ir::ValueId id = static_cast<ir::ValueId>(v);
+        c.line("constexpr size_t k{}_{} = {};  // %{}: {}", s.fixed ? "F" : "A", info.value_ids[v],
+               s.offset, sanitize_comment(ctx.g.value_name(id)), ctx.g.type(id).str());
       }
-      c.line("// ---- forward, training mode");
-      c.append(train_forward_);
       c.blank();
-      c.line("// ---- loss: mean softmax cross-entropy, and its gradient");
-      c.line("ZOC_CUDA(train_kernels::softmax_xent({}, labels, n, kClasses, loss_rows_, loss_, "
-             "{}, stream), \"loss\");",
-             A(logits_), D(logits_));
-      c.blank();
-      c.line("// ---- backward, in reverse");
-      c.append(backward_);
+      c.line("// Each node's shapes, tensors and parameters (zoc/train/calls.h).");
+      c.append(ctx.s.constants);
+    }
+    c.blank();
+    trainer_tables(ctx, model, cls, c);
+    c.blank();
+    c.line("// The forward pass, input to logits (training mode in step(), evaluation in evaluate()).");
+    {
+      auto f = c.block(fmt::format("template <class V>\nzoc::Status {}::forward_layers(V& v)", cls));
+      c.append(forward);
       c.line("return zoc::Status::success();");
     }
     c.blank();
+    c.line("// The loss, then every backward node in reverse order of the layers.");
     {
-      auto f = c.block(fmt::format("zoc::Status {}::sgd(float lr, float momentum, float weight_decay, "
-                                   "cudaStream_t stream)",
-                                   cls));
-      c.line("// Every trainable tensor at once: they lie together at the front of params_.");
-      c.line("ZOC_CUDA(train_kernels::sgd(params_, grads_, momenta_, kTrainableElements, lr, momentum, "
-             "weight_decay, stream), \"sgd\");");
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::evaluate(const float* input, int n, "
-                                   "cudaStream_t stream)",
-                                   cls));
-      c.line("if (n < 1 || n > max_batch_) {{");
-      c.line("  return zoc::Error{{\"{}::evaluate: batch \" + std::to_string(n) + \" is out of range "
-             "1..\" + std::to_string(max_batch_)}};",
-             cls);
-      c.line("}}");
-      c.line("if (n != batch_) ZOC_TRY(describe(n));  // zoc-verify: one-time");
-      c.line("ZOC_CUDNN(cudnnSetStream(cudnn_, stream), \"evaluate\");");
-      c.line("ZOC_CUBLAS(cublasSetStream(cublas_, stream), \"evaluate\");");
-      c.line("ZOC_CUBLAS(cublasSetWorkspace(cublas_, blas_workspace_, kBlasWorkspaceBytes), "
-             "\"evaluate\");");
-      c.line("const size_t B = size_t(max_batch_);");
-      c.line("float* const a = acts_;");
-      c.line("float* const p = params_;");
-      c.line("(void)p;");
-      c.append(eval_forward_);
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::metrics(const int32_t* labels, int n, bool "
-                                   "add_loss, double* sums, unsigned long long* counts, "
-                                   "cudaStream_t stream)",
-                                   cls));
-      c.line("ZOC_CUDA(train_kernels::metrics(logits(), labels, n, kClasses, add_loss ? loss_ : "
-             "nullptr, sums, counts, stream), \"metrics\");");
-      c.line("return zoc::Status::success();");
-    }
-    c.blank();
-    {
-      auto f = c.block(fmt::format("zoc::Status {}::set_steps(uint64_t steps)", cls));
-      c.line("ZOC_CUDA(cudaMemcpy(draws_, &steps, sizeof steps, cudaMemcpyHostToDevice), "
-             "\"set_steps\");");
+      auto f = c.block(fmt::format("template <class V>\nzoc::Status {}::backward_layers(V& v)", cls));
+      c.append(backward);
       c.line("return zoc::Status::success();");
     }
   }
-
-  // The custom kernels' host functions: declared for the C++ side, defined in the .cu file by
-  // forwarding to zoc/train/kernels.cuh (nvcc only), as the inference code's kernels are.
-  struct KernelFn {
-    const char* name;
-    const char* params;
-    const char* args;
-  };
-  const KernelFn kernel_fns[] = {
-      {"softmax_xent",
-       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float* "
-       "loss_rows, float* loss, float* dlogits, cudaStream_t stream",
-       "logits, labels, rows, classes, loss_rows, loss, dlogits, stream"},
-      {"add_bias_rows", "float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream",
-       "y, b, rows, cols, stream"},
-      {"sum_rows", "const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream",
-       "dy, db, rows, cols, stream"},
-      {"add", "const float* a, const float* b, float* y, int64_t count, cudaStream_t stream",
-       "a, b, y, count, stream"},
-      {"accumulate", "float* dst, const float* src, int64_t count, cudaStream_t stream",
-       "dst, src, count, stream"},
-      {"sgd",
-       "float* w, const float* g, float* v, int64_t count, float lr, float momentum, float "
-       "weight_decay, cudaStream_t stream",
-       "w, g, v, count, lr, momentum, weight_decay, stream"},
-      {"dropout",
-       "const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, "
-       "uint64_t layer, bool accumulate, cudaStream_t stream",
-       "x, y, count, p, seed, draw, layer, accumulate, stream"},
-      {"count_step", "uint64_t* draws, cudaStream_t stream", "draws, stream"},
-      {"metrics",
-       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, const float* "
-       "loss, double* sums, unsigned long long* counts, cudaStream_t stream",
-       "logits, labels, rows, classes, loss, sums, counts, stream"},
-  };
-  CodeWriter kh;
-  kh.raw_line(head);
-  kh.line("// Host functions of the trainer's custom kernels, defined in {}_kernels.cu (nvcc) so", base);
-  kh.line("// that the trainer's C++ needs no CUDA compiler.");
-  kh.line("#pragma once");
-  kh.blank();
-  kh.line("#include <cuda_runtime.h>");
-  kh.blank();
-  kh.line("#include <cstdint>");
-  kh.blank();
-  kh.line("namespace zoc_model::train_kernels {{");
-  for (const KernelFn& k : kernel_fns) kh.line("cudaError_t {}({});", k.name, k.params);
-  kh.line("}}  // namespace zoc_model::train_kernels");
-
-  CodeWriter kc;
-  kc.raw_line(head);
-  kc.line("// The trainer's custom kernels (zoc/train/kernels.cuh), behind {}_kernels.h.", base);
-  kc.line("#include \"{}_kernels.h\"", base);
-  kc.blank();
-  kc.line("#include \"zoc/train/kernels.cuh\"");
-  kc.blank();
-  kc.line("namespace zoc_model::train_kernels {{");
-  kc.blank();
-  for (const KernelFn& k : kernel_fns) {
-    kc.line("cudaError_t {}({}) {{", k.name, k.params);
-    kc.line("  return zoc::train_kernels::launch_{}({});", k.name, k.args);
-    kc.line("}}");
-  }
-  kc.line("}}  // namespace zoc_model::train_kernels");
-
-  Generated gen;
-  gen.class_name = cls;
-  gen.arena_bytes_per_sample = (act_per_sample_ + grad_per_sample_) * 4;
-  gen.unshared_bytes_per_sample = gen.arena_bytes_per_sample;
-  gen.weight_bytes = 3 * param_elements_ * 4;
-  gen.files = {{"CMakeLists.txt",
-                cmake_lists(banner(o_, g_.name + " (trainer)", hash, "#"), base) + nccl_cmake(base)},
-               {base + ".h", h.str()},
-               {base + ".cpp", c.str()},       {base + "_kernels.h", kh.str()},
-               {base + "_kernels.cu", kc.str()},
-               {"main.cpp", runner_main(head, base, cls, "train/main.h", "run_train_main")}};
-  add_runtime_files(gen.files);
-  return gen;
+  c.blank();
+  c.line("// The shared skeleton and these layer sequences, for every step (zoc/train/trainer.h).");
+  c.line("ZOC_TRAINER_INSTANTIATE(zoc_model::{});", cls);
+  return c.str();
 }
 
-}  // namespace train
+}  // namespace
 
-std::optional<Generated> emit_trainer(const ir::Graph& graph, const EmitOptions& options,
+std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions& options,
                                       Diagnostics& diags) {
   if (options.precision != Precision::kFP32) {
-    diags.error(SourceLoc{graph.name, 0, 0},
+    diags.error(SourceLoc{model.name, 0, 0},
                 "the trainer is fp32 (TF32 off) for now: compile with --precision fp32");
     return std::nullopt;
   }
   if (options.layout == Layout::kNHWC) {
-    diags.error(SourceLoc{graph.name, 0, 0},
+    diags.error(SourceLoc{model.name, 0, 0},
                 "the trainer stores activations NCHW: drop --layout nhwc");
     return std::nullopt;
   }
-  return train::TrainerEmitter(graph, options, diags).run();
+  std::optional<ir::Graph> graph = passes::build_training_graph(model, {}, diags);
+  if (!graph) return std::nullopt;
+  const ir::Graph& g = *graph;
+  TrainInfo info;
+  plan_params(model, info);
+  index_graph(g, info);
+  EmitContext ctx{g, target(Precision::kFP32), plan_training_memory(g, info), {}, {}, 0,
+                  false, 0, {}, {}, 0, diags, {}};
+  for (const ir::Node& n : g.nodes) ctx.ids.push_back(info.value_ids[static_cast<size_t>(n.output)]);
+  ctx.weights.assign(g.nodes.size(), WeightSlot{});
+  ctx.side_of.assign(g.nodes.size(), -1);
+  ctx.joins_at.assign(g.nodes.size(), {});
+  ctx.train = &info;
+  info.buckets = plan_buckets(g, info);
+
+  CodeWriter forward, backward;
+  if (!emit_nodes(ctx, &forward, &backward)) return std::nullopt;
+  ir::ValueId input = ir::kNoValue, logits = ir::kNoValue, loss = ir::kNoValue;
+  for (const ir::Node& n : g.nodes) {
+    if (n.op == ir::OpKind::Input) input = n.output;
+    if (n.op == ir::OpKind::SoftmaxCrossEntropy) logits = n.inputs[0], loss = n.extra_outputs[0];
+  }
+
+  ir::PrintOptions popts;
+  popts.locations = false;
+  const uint64_t hash = fnv1a64(ir::print_graph(model, popts));
+  const std::string base = sanitize_identifier(model.name) + "_train";
+  const std::string cls = class_name_for(model.name) + "Trainer";
+  const std::string head = banner(options, model.name + " (trainer)", hash);
+  Generated gen;
+  gen.class_name = cls;
+  gen.arena_bytes_per_sample = ctx.plan.arena_bytes_per_sample;
+  gen.unshared_bytes_per_sample = ctx.plan.unplanned_bytes_per_sample;
+  gen.weight_bytes = 3 * info.param_elements * 4;
+  gen.files = {{"CMakeLists.txt",
+                cmake_lists(banner(options, model.name + " (trainer)", hash, "#"), base) +
+                    nccl_cmake(base)},
+               {base + ".h", trainer_header(ctx, head, cls, input, logits, loss)},
+               {base + ".cpp", trainer_source(ctx, model, head, cls, base, forward, backward)},
+               {base + "_kernels.cu", trainer_kernels_source(head, base)},
+               {"main.cpp", runner_main(head, base, cls, "train/main.h", "run_train_main")}};
+  add_runtime_files(gen.files);
+  return gen;
 }
 
 }  // namespace zoc::cudnn

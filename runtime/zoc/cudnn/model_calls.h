@@ -17,6 +17,11 @@
 
 namespace zoc {
 
+// Tensor names in a layer sequence: a per-sample byte offset into the activation arena (scaled
+// by max_batch at run time), or one of these.
+inline constexpr size_t kCallerInput = ~size_t(0);   // the caller's fp32 NCHW input, in place
+inline constexpr size_t kNoTensor = ~size_t(0) - 1;  // no residual, no bias
+
 // A fused convolution: y = act(conv(x, w) + b [+ z]).
 struct ConvCall {
   ConvShape shape;
@@ -59,12 +64,14 @@ struct LinearCall {
   size_t w, b, x, y;
 };
 
-// One input of a channel concatenation, as a strided copy: `rows` rows per sample of `width`
-// bytes, read with pitch `src_pitch` from tensor `src` and written with pitch `dst_pitch` from
-// byte `dst_offset` of tensor `y`.
+// One input of a channel concatenation (or, in a trainer, one input's slice of its gradient), as
+// a strided copy: `rows` rows per sample of `width` bytes, read with pitch `src_pitch` from byte
+// `src_offset` of tensor `src` and written with pitch `dst_pitch` from byte `dst_offset` of
+// tensor `y`.
 struct CopyCall {
   size_t src, y;
   size_t dst_offset, dst_pitch, src_pitch, width, rows;
+  size_t src_offset = 0;
 };
 
 // The caller's fp32 NCHW input entering the model at tensor y (converted to NHWC with channels

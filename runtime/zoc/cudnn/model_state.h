@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "zoc/cudnn/layers.h"
+#include "zoc/cudnn/model_calls.h"
 #include "zoc/cudnn/plan_file.h"
 
 namespace zoc {
@@ -34,11 +35,6 @@ struct ModelOptions {
   // cuDNN's heuristics. A plan for another GPU, cuDNN or model is ignored with a warning.
   std::string plan_file;
 };
-
-// Tensor names in a layer sequence: a per-sample byte offset into the activation arena (scaled
-// by max_batch at run time), or one of these.
-inline constexpr size_t kCallerInput = ~size_t(0);   // the caller's fp32 NCHW input, in place
-inline constexpr size_t kNoTensor = ~size_t(0) - 1;  // no residual, no bias
 
 // Handles, buffers and events of a model. Owned by zoc::Model, read by the steps in
 // zoc/cudnn/model_steps.h. The event arrays are sized at creation (side branches: ResNet's

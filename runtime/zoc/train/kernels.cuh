@@ -1,7 +1,7 @@
 // The few custom kernels of generated trainers (issue 8), fp32: softmax cross-entropy with its
-// gradient, the linear layer's bias glue, elementwise adds, dropout, the per-epoch metrics and
-// the SGD update. cuDNN and cuBLAS
-// do the layers. Every kernel uses a grid-stride loop with 64-bit indices; every host launcher
+// gradient, the linear layer's bias glue, elementwise adds, the activations and their gradients
+// (zoc/math/activations.h, the formulas the reference interpreter runs), dropout, the per-epoch
+// metrics and the SGD update. cuDNN and cuBLAS do the layers. Every kernel uses a grid-stride loop with 64-bit indices; every host launcher
 // takes a stream, launches nothing for empty work and returns cudaGetLastError(). Included by
 // the generated <model>_train_kernels.cu only (nvcc, C++17), whose functions call these.
 #pragma once
@@ -9,6 +9,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "zoc/math/activations.h"
 
 namespace zoc::train_kernels {
 
@@ -72,10 +74,21 @@ __global__ void add_kernel(const float* a, const float* b, float* y, int64_t cou
   }
 }
 
-__global__ void accumulate_kernel(float* dst, const float* src, int64_t count) {
+// y = f(x) and dx = f'(s) * dy for an activation of zoc/math/activations.h (s: the forward's
+// output or input, as Math::kFromOutput says), in float.
+template <class Math>
+__global__ void activation_kernel(const float* x, float* y, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    dst[i] += src[i];
+    y[i] = Math::forward(x[i]);
+  }
+}
+template <class Math>
+__global__ void activation_backward_kernel(const float* s, const float* dy, float* dx,
+                                           int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    dx[i] = Math::backward(s[i], dy[i]);
   }
 }
 
@@ -108,14 +121,13 @@ __device__ inline float dropout_scale(uint64_t seed, uint64_t draw, uint64_t lay
   return u >= p ? 1.0f / (1.0f - p) : 0.0f;
 }
 
-// Forward y = x * scale (p = 0: a copy); backward dx += dy * scale, the same mask.
+// Forward y = x * scale (p = 0: a copy); backward dx = dy * scale, the same mask.
 __global__ void dropout_kernel(const float* x, float* y, int64_t count, float p, uint64_t seed,
-                               const uint64_t* draws, uint64_t layer, bool accumulate) {
+                               const uint64_t* draws, uint64_t layer) {
   const uint64_t draw = p > 0.0f ? *draws : 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const float v = p > 0.0f ? x[i] * dropout_scale(seed, draw, layer, i, p) : x[i];
-    y[i] = accumulate ? y[i] + v : v;
+    y[i] = p > 0.0f ? x[i] * dropout_scale(seed, draw, layer, i, p) : x[i];
   }
 }
 
@@ -179,9 +191,33 @@ inline cudaError_t launch_add(const float* a, const float* b, float* y, int64_t 
   return cudaGetLastError();
 }
 
-inline cudaError_t launch_accumulate(float* dst, const float* src, int64_t count, cudaStream_t stream) {
+inline cudaError_t launch_activation(act::Kind kind, const float* x, float* y, int64_t count,
+                                     cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
-  detail::accumulate_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(dst, src, count);
+  switch (kind) {
+#define ZOC_LAUNCH_ACTIVATION(name)                                                          \
+  case act::Kind::k##name:                                                                   \
+    detail::activation_kernel<act::name><<<detail::blocks_for(count), 256, 0, stream>>>(x, y, \
+                                                                                         count); \
+    break;
+    ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
+#undef ZOC_LAUNCH_ACTIVATION
+  }
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_activation_backward(act::Kind kind, const float* s, const float* dy,
+                                              float* dx, int64_t count, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  switch (kind) {
+#define ZOC_LAUNCH_ACTIVATION(name)                                                        \
+  case act::Kind::k##name:                                                                 \
+    detail::activation_backward_kernel<act::name>                                          \
+        <<<detail::blocks_for(count), 256, 0, stream>>>(s, dy, dx, count);                 \
+    break;
+    ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
+#undef ZOC_LAUNCH_ACTIVATION
+  }
   return cudaGetLastError();
 }
 
@@ -195,11 +231,10 @@ inline cudaError_t launch_sgd(float* w, const float* g, float* v, int64_t count,
 
 // draws: the device step counter (read only when p > 0).
 inline cudaError_t launch_dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
-                                  const uint64_t* draws, uint64_t layer, bool accumulate,
-                                  cudaStream_t stream) {
+                                  const uint64_t* draws, uint64_t layer, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::dropout_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count, p, seed,
-                                                                        draws, layer, accumulate);
+                                                                        draws, layer);
   return cudaGetLastError();
 }
 

@@ -303,8 +303,9 @@ struct Run {
   template <size_t N>
   Status concat(const CopyCall (&parts)[N], const char* name) {
     for (const CopyCall& c : parts) {
-      ZOC_CUDA(cudaMemcpy2DAsync(act(c.y) + c.dst_offset, c.dst_pitch, act(c.src), c.src_pitch,
-                                 c.width, size_t(n) * c.rows, cudaMemcpyDeviceToDevice, stream),
+      ZOC_CUDA(cudaMemcpy2DAsync(act(c.y) + c.dst_offset, c.dst_pitch, act(c.src) + c.src_offset,
+                                 c.src_pitch, c.width, size_t(n) * c.rows,
+                                 cudaMemcpyDeviceToDevice, stream),
                name);
     }
     return mark();

@@ -1,15 +1,13 @@
-// cuDNN descriptor bundles for generated trainers (issue 8), fp32 NCHW with TF32 off: each
-// training layer's forward and backward calls, so that the generated step() is a straight
-// line of one call per layer and direction. Created once, described per batch size (host side
-// only), destroyed with the trainer.
+// The convolution bundle of generated trainers (issue 8), fp32 NCHW with TF32 off: forward,
+// backward-data and backward-filter algorithms for one layer, so that each training-graph node
+// is one call (zoc/train/steps.h). Created once, described per batch size (host side only),
+// destroyed with the trainer. Batch norm and pooling use the inference bundles of
+// zoc/cudnn/layers.h, whose descriptors serve both directions.
 //
-// Conventions every backward call here follows: parameter gradients are overwritten (beta 0);
-// the gradient of a layer's input is *added* to (beta 1), because a value with several users (a
-// residual block's input) collects one contribution from each, and the trainer zeroes all value
-// gradients at the start of a step. Algorithms come from cuDNN's heuristics or its timing (see
-// Conv::describe), restricted to FMA
-// (non-tensor-core) math and, as in inference, to no FFT or Winograd, within the workspace.
-// Needs cudnn.h only.
+// Every output is overwritten (beta 0): a value with several users (a residual block's input)
+// gets its gradient contributions summed by `add` nodes of the training graph. Algorithms come
+// from cuDNN's heuristics or its timing (see Conv::describe), restricted to FMA (non-tensor-core)
+// math and, as in inference, to no FFT or Winograd, within the workspace. Needs cudnn.h only.
 #pragma once
 
 #include <cudnn.h>
@@ -107,13 +105,13 @@ class Conv {
     return Status::success();
   }
 
-  // dx (may be null: the graph's input needs no gradient) += conv^T(dy); dw = x * dy; db = sum dy.
+  // dx = conv^T(dy) (dx null: nobody reads it, as the graph input's); dw = x * dy; db = sum dy.
   Status backward(cudnnHandle_t h, const float* x, const float* w, const float* dy, float* dx,
                   float* dw, float* db, void* ws, size_t ws_bytes, const char* layer) const {
     const float one = 1.0f, zero = 0.0f;
     if (dx) {
       ZOC_CUDNN(cudnnConvolutionBackwardData(h, &one, w_, w, y_, dy, conv_, bwd_data_, ws,
-                                             ws_bytes, &one, x_, dx),
+                                             ws_bytes, &zero, x_, dx),
                 layer);
     }
     ZOC_CUDNN(cudnnConvolutionBackwardFilter(h, &one, x_, x, y_, dy, conv_, bwd_filter_, ws,
@@ -164,156 +162,6 @@ class Conv {
   cudnnConvolutionFwdAlgo_t fwd_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   cudnnConvolutionBwdDataAlgo_t bwd_data_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
   cudnnConvolutionBwdFilterAlgo_t bwd_filter_ = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
-};
-
-// Training-mode batch normalization (spatial: one mean and variance per channel over the batch
-// and the image). cuDNN's running averages follow PyTorch: (1 - momentum) * running + momentum *
-// batch statistic, with the unbiased variance; saved mean and inverse deviation feed backward.
-class BatchNorm {
- public:
-  Status create(int c, int h, int w, double eps, double momentum, const char* layer) {
-    c_ = c;
-    h_ = h;
-    w_ = w;
-    eps_ = std::max(eps, CUDNN_BN_MIN_EPSILON);
-    momentum_ = momentum;
-    ZOC_CUDNN(cudnnCreateTensorDescriptor(&x_), layer);
-    ZOC_CUDNN(cudnnCreateTensorDescriptor(&p_), layer);
-    return set4d(p_, 1, c, 1, 1, layer);
-  }
-  Status describe(int n, const char* layer) { return set4d(x_, n, c_, h_, w_, layer); }
-
-  // y = BN(x) with the batch's statistics; updates running_mean/var in place and writes
-  // save_mean/save_invstd ([c] each).
-  Status forward(cudnnHandle_t h, const float* x, float* y, const float* gamma, const float* beta,
-                 float* running_mean, float* running_var, float* save_mean, float* save_invstd,
-                 const char* layer) const {
-    const float one = 1.0f, zero = 0.0f;
-    ZOC_CUDNN(cudnnBatchNormalizationForwardTraining(
-                  h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_, x, x_, y, p_, gamma, beta,
-                  momentum_, running_mean, running_var, eps_, save_mean, save_invstd),
-              layer);
-    return Status::success();
-  }
-
-  // Evaluation mode: y = (x - running_mean) / sqrt(running_var + eps) * gamma + beta.
-  Status forward_inference(cudnnHandle_t h, const float* x, float* y, const float* gamma,
-                           const float* beta, const float* running_mean,
-                           const float* running_var, const char* layer) const {
-    const float one = 1.0f, zero = 0.0f;
-    ZOC_CUDNN(cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_,
-                                                      x, x_, y, p_, gamma, beta, running_mean,
-                                                      running_var, eps_),
-              layer);
-    return Status::success();
-  }
-
-  // dx += BN'(dy); dgamma, dbeta overwritten.
-  Status backward(cudnnHandle_t h, const float* x, const float* dy, float* dx, const float* gamma,
-                  float* dgamma, float* dbeta, const float* save_mean, const float* save_invstd,
-                  const char* layer) const {
-    const float one = 1.0f, zero = 0.0f;
-    ZOC_CUDNN(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &one, &one, &zero,
-                                              x_, x, x_, dy, x_, dx, p_, gamma, dgamma, dbeta,
-                                              eps_, save_mean, save_invstd),
-              layer);
-    return Status::success();
-  }
-
-  void destroy() {
-    if (x_) cudnnDestroyTensorDescriptor(x_);
-    if (p_) cudnnDestroyTensorDescriptor(p_);
-    x_ = p_ = nullptr;
-  }
-
- private:
-  int c_ = 0, h_ = 0, w_ = 0;
-  double eps_ = 1e-5, momentum_ = 0.1;
-  cudnnTensorDescriptor_t x_ = nullptr, p_ = nullptr;
-};
-
-// Max or average pooling (global average pooling is a window of the whole image).
-class Pool {
- public:
-  Status create(cudnnPoolingMode_t mode, int kh, int kw, int pad_h, int pad_w, int stride_h,
-                int stride_w, int c, int h, int w, int out_h, int out_w, const char* layer) {
-    c_ = c;
-    h_ = h;
-    w_ = w;
-    oh_ = out_h;
-    ow_ = out_w;
-    ZOC_CUDNN(cudnnCreatePoolingDescriptor(&pool_), layer);
-    ZOC_CUDNN(cudnnSetPooling2dDescriptor(pool_, mode, CUDNN_PROPAGATE_NAN, kh, kw, pad_h, pad_w,
-                                          stride_h, stride_w),
-              layer);
-    ZOC_CUDNN(cudnnCreateTensorDescriptor(&x_), layer);
-    ZOC_CUDNN(cudnnCreateTensorDescriptor(&y_), layer);
-    return Status::success();
-  }
-  Status describe(int n, const char* layer) {
-    ZOC_TRY(set4d(x_, n, c_, h_, w_, layer));
-    return set4d(y_, n, c_, oh_, ow_, layer);
-  }
-  Status forward(cudnnHandle_t h, const float* x, float* y, const char* layer) const {
-    const float one = 1.0f, zero = 0.0f;
-    ZOC_CUDNN(cudnnPoolingForward(h, pool_, &one, x_, x, &zero, y_, y), layer);
-    return Status::success();
-  }
-  // dx += pool'(dy)
-  Status backward(cudnnHandle_t h, const float* x, const float* y, const float* dy, float* dx,
-                  const char* layer) const {
-    const float one = 1.0f;
-    ZOC_CUDNN(cudnnPoolingBackward(h, pool_, &one, y_, y, y_, dy, x_, x, &one, x_, dx), layer);
-    return Status::success();
-  }
-  void destroy() {
-    if (pool_) cudnnDestroyPoolingDescriptor(pool_);
-    if (x_) cudnnDestroyTensorDescriptor(x_);
-    if (y_) cudnnDestroyTensorDescriptor(y_);
-    pool_ = nullptr;
-    x_ = y_ = nullptr;
-  }
-
- private:
-  int c_ = 0, h_ = 0, w_ = 0, oh_ = 0, ow_ = 0;
-  cudnnPoolingDescriptor_t pool_ = nullptr;
-  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
-};
-
-// ReLU, tanh or sigmoid over a tensor of `per_sample` elements per sample.
-class Activation {
- public:
-  Status create(cudnnActivationMode_t mode, int per_sample, const char* layer) {
-    per_sample_ = per_sample;
-    ZOC_CUDNN(cudnnCreateActivationDescriptor(&act_), layer);
-    ZOC_CUDNN(cudnnSetActivationDescriptor(act_, mode, CUDNN_PROPAGATE_NAN, 0.0), layer);
-    ZOC_CUDNN(cudnnCreateTensorDescriptor(&t_), layer);
-    return Status::success();
-  }
-  Status describe(int n, const char* layer) { return set4d(t_, n, per_sample_, 1, 1, layer); }
-  Status forward(cudnnHandle_t h, const float* x, float* y, const char* layer) const {
-    const float one = 1.0f, zero = 0.0f;
-    ZOC_CUDNN(cudnnActivationForward(h, act_, &one, t_, x, &zero, t_, y), layer);
-    return Status::success();
-  }
-  // dx += act'(dy)
-  Status backward(cudnnHandle_t h, const float* x, const float* y, const float* dy, float* dx,
-                  const char* layer) const {
-    const float one = 1.0f;
-    ZOC_CUDNN(cudnnActivationBackward(h, act_, &one, t_, y, t_, dy, t_, x, &one, t_, dx), layer);
-    return Status::success();
-  }
-  void destroy() {
-    if (act_) cudnnDestroyActivationDescriptor(act_);
-    if (t_) cudnnDestroyTensorDescriptor(t_);
-    act_ = nullptr;
-    t_ = nullptr;
-  }
-
- private:
-  int per_sample_ = 0;
-  cudnnActivationDescriptor_t act_ = nullptr;
-  cudnnTensorDescriptor_t t_ = nullptr;
 };
 
 }  // namespace zoc::train

@@ -1,0 +1,349 @@
+// cuDNN descriptor bundles for the generated code: created once in the constructor, re-described
+// (host-side only, no allocation) when the batch size changes, destroyed in the destructor.
+//
+// The generated forward() makes the library calls itself, one per layer, reading these
+// descriptors; this header keeps the repetitive descriptor plumbing out of the generated
+// source. Algorithm choice uses a measured plan (zoc/cudnn/plan_file.h, ConvLayer::tune) where one is
+// given, else cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7), restricted to the
+// workspace the model allocated and, in fp32 mode, to non-tensor-core (FMA) kernels so that
+// TF32 is really off. Needs cudnn.h and cublas_v2.h only.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "zoc/core/cuda_check.h"
+#include "zoc/cudnn/exact.h"
+#include "zoc/core/expected.h"
+#include "zoc/cudnn/plan_file.h"
+
+namespace zoc {
+
+// How a model's tensors are stored and computed.
+struct Precision {
+  cudnnDataType_t data;        // element type of activations and weights
+  cudnnTensorFormat_t format;  // NCHW (fp32/tf32) or NHWC (fp16/bf16)
+  cudnnMathType_t math;        // CUDNN_FMA_MATH: no tensor cores (fp32, TF32 off)
+  cudaDataType_t blas_type;
+  cublasComputeType_t blas_compute;
+};
+
+inline Status set_tensor(cudnnTensorDescriptor_t d, const Precision& p, int n, int c, int h,
+                         int w, const char* layer) {
+  ZOC_CUDNN(cudnnSetTensor4dDescriptor(d, p.format, p.data, n, c, h, w), layer);
+  return Status::success();
+}
+
+struct ConvShape {
+  int c, h, w;  // input channels (as stored, including padding), height, width
+  int k, r, s;  // output channels, kernel height and width
+  int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups;
+  int out_h, out_w;
+  bool relu;  // ReLU in the epilogue, else identity
+};
+
+// Times `call` (a cuDNN call enqueued on `stream`, returning its status) as the generated
+// forward runs it: kReps back-to-back calls are captured into a CUDA graph whose replays are
+// timed, so that the figure is GPU time and not the host's enqueue time (which dominates small
+// layers). Returns the median milliseconds per call over kReplays replays after a warm-up one,
+// or over 3 when a call takes over a millisecond (tuning a batch of 256 is then 40% shorter).
+template <class Call>
+Expected<float> time_captured(cudaStream_t stream, Call call, const char* layer) {
+  struct Owned {  // released on every return
+    cudaEvent_t start = nullptr, stop = nullptr;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ~Owned() {
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+      if (start) cudaEventDestroy(start);
+      if (stop) cudaEventDestroy(stop);
+    }
+  } own;
+  constexpr int kReps = 10, kReplays = 5;
+  ZOC_CUDA(cudaEventCreate(&own.start), layer);
+  ZOC_CUDA(cudaEventCreate(&own.stop), layer);
+  ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), layer);
+  cudnnStatus_t captured = CUDNN_STATUS_SUCCESS;
+  for (int r = 0; r < kReps && captured == CUDNN_STATUS_SUCCESS; ++r) captured = call();
+  const cudaError_t ended = cudaStreamEndCapture(stream, &own.graph);
+  ZOC_CUDNN(captured, layer);
+  ZOC_CUDA(ended, layer);
+  ZOC_CUDA(cudaGraphInstantiate(&own.exec, own.graph, 0), layer);
+  std::vector<float> times;  // per call; the first replay is the warm-up
+  int replays = kReplays;
+  for (int i = 0; i <= replays; ++i) {
+    float t = 0;
+    ZOC_CUDA(cudaEventRecord(own.start, stream), layer);
+    ZOC_CUDA(cudaGraphLaunch(own.exec, stream), layer);
+    ZOC_CUDA(cudaEventRecord(own.stop, stream), layer);
+    ZOC_CUDA(cudaEventSynchronize(own.stop), layer);
+    ZOC_CUDA(cudaEventElapsedTime(&t, own.start, own.stop), layer);
+    if (i == 0 && t / kReps > 1.0f) replays = 3;
+    if (i > 0) times.push_back(t / kReps);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+class ConvLayer {
+ public:
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t act = nullptr;
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  size_t workspace = 0;
+
+  Status create(const ConvShape& s, const Precision& p, const char* layer) {
+    s_ = s;
+    p_ = p;
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&x), layer);
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&y), layer);
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&bias), layer);
+    ZOC_CUDNN(cudnnCreateFilterDescriptor(&w), layer);
+    ZOC_CUDNN(cudnnCreateConvolutionDescriptor(&conv), layer);
+    ZOC_CUDNN(cudnnCreateActivationDescriptor(&act), layer);
+    ZOC_CUDNN(cudnnSetFilter4dDescriptor(w, p.data, p.format, s.k, s.c / s.groups, s.r, s.s),
+              layer);
+    ZOC_CUDNN(cudnnSetConvolution2dDescriptor(conv, s.pad_h, s.pad_w, s.stride_h, s.stride_w,
+                                              s.dil_h, s.dil_w, CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT),
+              layer);
+    ZOC_CUDNN(cudnnSetConvolutionGroupCount(conv, s.groups), layer);
+    ZOC_CUDNN(cudnnSetConvolutionMathType(conv, p.math), layer);
+    ZOC_CUDNN(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, p.data, 1, s.k, 1, 1), layer);
+    ZOC_CUDNN(cudnnSetActivationDescriptor(
+                  act, s.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                  CUDNN_PROPAGATE_NAN, 0.0),
+              layer);
+    return Status::success();
+  }
+
+  // Sets the batch-dependent dims and picks an algorithm whose workspace fits
+  // `workspace_limit`: the plan file's measured choice for this layer and batch if it has one
+  // that cuDNN still offers, else the fastest by cuDNN's heuristics. Host-side only.
+  Status describe(cudnnHandle_t handle, int n, size_t workspace_limit, const char* layer,
+                  const PlanFile* plan = nullptr) {
+    ZOC_TRY(set_tensor(x, p_, n, s_.c, s_.h, s_.w, layer));
+    ZOC_TRY(set_tensor(y, p_, n, s_.k, s_.out_h, s_.out_w, layer));
+    int got = 0;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    ZOC_TRY(candidates(handle, perf, &got, layer));
+    const PlanChoice* chosen = plan ? plan->find(layer, n) : nullptr;
+    for (int pass = chosen ? 0 : 1; pass < 2; ++pass) {
+      for (int i = 0; i < got; ++i) {
+        const cudnnConvolutionFwdAlgoPerf_t& c = perf[i];
+        if (!usable(c, workspace_limit)) continue;
+        if (pass == 0 && (int(c.algo) != chosen->algo || int(c.mathType) != chosen->math)) continue;
+        algo = c.algo;
+        workspace = c.memory;
+        ZOC_CUDNN(cudnnSetConvolutionMathType(conv, c.mathType), layer);
+        return Status::success();
+      }
+    }
+    return Error{std::string("layer '") + layer + "': no cuDNN convolution algorithm for batch " +
+                 std::to_string(n) + " fits a workspace of " + std::to_string(workspace_limit) +
+                 " bytes"};
+  }
+
+  // Times every usable algorithm (within `scratch_bytes` of workspace) on the real call this
+  // layer makes in forward(), at batch n, with the given device pointers (z: the residual, or
+  // nullptr), and keeps the fastest. Each candidate runs once, then kReps back-to-back calls are
+  // captured into a CUDA graph whose replays are timed, so that the figure is GPU time, as in
+  // the generated forward, and not the host's enqueue time (which dominates small layers).
+  // Leaves the layer described for n with the winner; *chosen receives it. Runs on `stream`.
+  Status tune(cudnnHandle_t handle, int n, const void* in, const void* weight,
+              const void* bias_data, const void* z, void* out, void* scratch,
+              size_t scratch_bytes, cudaStream_t stream, const char* layer, PlanChoice* chosen) {
+    *chosen = PlanChoice();
+    ZOC_TRY(describe(handle, n, scratch_bytes, layer));
+    int got = 0;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    ZOC_TRY(candidates(handle, perf, &got, layer));
+    ZOC_CUDNN(cudnnSetStream(handle, stream), layer);
+    const float one = 1.0f, zero = 0.0f;
+    float best = -1;
+    for (int i = 0; i < got; ++i) {
+      const cudnnConvolutionFwdAlgoPerf_t& c = perf[i];
+      if (!usable(c, scratch_bytes)) continue;
+      ZOC_CUDNN(cudnnSetConvolutionMathType(conv, c.mathType), layer);
+      auto call = [&] {
+        return cudnnConvolutionBiasActivationForward(
+            handle, &one, x, in, w, weight, conv, c.algo, scratch, c.memory, z ? &one : &zero, y,
+            z ? z : out, bias, bias_data, act, y, out);
+      };
+      const cudnnStatus_t first = call();  // loads the kernel; says whether it runs at all
+      if (first == CUDNN_STATUS_NOT_SUPPORTED) continue;  // listed, not for this call: skip
+      ZOC_CUDNN(first, layer);
+      ZOC_ASSIGN_OR_RETURN(const float median, time_captured(stream, call, layer));
+      if (best < 0 || median < best) {
+        best = median;
+        chosen->layer = layer;
+        chosen->batch = n;
+        chosen->algo = int(c.algo);
+        chosen->math = int(c.mathType);
+        chosen->workspace = c.memory;
+        chosen->ms = median;
+      }
+    }
+    if (best < 0) {
+      return Error{std::string("layer '") + layer + "': no convolution algorithm ran at batch " +
+                   std::to_string(n)};
+    }
+    PlanFile only;
+    only.choices.push_back(*chosen);
+    return describe(handle, n, scratch_bytes, layer, &only);
+  }
+
+  // Every algorithm cuDNN's heuristics list for the current descriptors, best first. The list
+  // depends on the descriptor's math type, which an earlier choice may have changed: it is
+  // reset to the precision's first, so that every query sees the same candidates.
+  Status candidates(cudnnHandle_t handle, cudnnConvolutionFwdAlgoPerf_t* perf, int* got,
+                    const char* layer) {
+    ZOC_CUDNN(cudnnSetConvolutionMathType(conv, p_.math), layer);
+    ZOC_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, got, perf),
+              layer);
+    return Status::success();
+  }
+
+  // Whether a listed algorithm may run this layer: it works, fits the workspace, keeps fp32
+  // off tensor cores, and (identity epilogue) is the one cuDNN documents for it.
+  // fp32 (TF32 off): FMA math and exact algorithms only (zoc/cudnn/exact.h).
+  bool usable(const cudnnConvolutionFwdAlgoPerf_t& c, size_t workspace_limit) const {
+    if (c.status != CUDNN_STATUS_SUCCESS || c.memory > workspace_limit) return false;
+    if (p_.math == CUDNN_FMA_MATH && (c.mathType != CUDNN_FMA_MATH || !exact_algo(c.algo))) {
+      return false;
+    }
+    return s_.relu || c.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  }
+
+  void destroy() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (bias) cudnnDestroyTensorDescriptor(bias);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (act) cudnnDestroyActivationDescriptor(act);
+    x = y = bias = nullptr;
+    w = nullptr;
+    conv = nullptr;
+    act = nullptr;
+  }
+
+ private:
+  ConvShape s_{};
+  Precision p_{};
+};
+
+struct PoolShape {
+  cudnnPoolingMode_t mode;
+  int c, h, w, kh, kw, pad_h, pad_w, stride_h, stride_w, out_h, out_w;
+};
+
+class PoolLayer {
+ public:
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnPoolingDescriptor_t pool = nullptr;
+
+  Status create(const PoolShape& s, const Precision& p, const char* layer) {
+    s_ = s;
+    p_ = p;
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&x), layer);
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&y), layer);
+    ZOC_CUDNN(cudnnCreatePoolingDescriptor(&pool), layer);
+    ZOC_CUDNN(cudnnSetPooling2dDescriptor(pool, s.mode, CUDNN_PROPAGATE_NAN, s.kh, s.kw, s.pad_h,
+                                          s.pad_w, s.stride_h, s.stride_w),
+              layer);
+    return Status::success();
+  }
+  Status describe(int n, const char* layer) {
+    ZOC_TRY(set_tensor(x, p_, n, s_.c, s_.h, s_.w, layer));
+    ZOC_TRY(set_tensor(y, p_, n, s_.c, s_.out_h, s_.out_w, layer));
+    return Status::success();
+  }
+  void destroy() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (pool) cudnnDestroyPoolingDescriptor(pool);
+    x = y = nullptr;
+    pool = nullptr;
+  }
+
+ private:
+  PoolShape s_{};
+  Precision p_{};
+};
+
+// One tensor descriptor of a fixed per-sample shape (activations, softmax, batch norm).
+class TensorLayer {
+ public:
+  cudnnTensorDescriptor_t t = nullptr;
+
+  Status create(int c, int h, int w, const Precision& p, const char* layer) {
+    c_ = c;
+    h_ = h;
+    w_ = w;
+    p_ = p;
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&t), layer);
+    return Status::success();
+  }
+  Status describe(int n, const char* layer) { return set_tensor(t, p_, n, c_, h_, w_, layer); }
+  void destroy() {
+    if (t) cudnnDestroyTensorDescriptor(t);
+    t = nullptr;
+  }
+
+ private:
+  int c_ = 0, h_ = 0, w_ = 0;
+  Precision p_{};
+};
+
+class ActivationLayer {
+ public:
+  TensorLayer tensor;
+  cudnnActivationDescriptor_t act = nullptr;
+
+  Status create(cudnnActivationMode_t mode, int c, int h, int w, const Precision& p,
+                const char* layer) {
+    ZOC_TRY(tensor.create(c, h, w, p, layer));
+    ZOC_CUDNN(cudnnCreateActivationDescriptor(&act), layer);
+    ZOC_CUDNN(cudnnSetActivationDescriptor(act, mode, CUDNN_PROPAGATE_NAN, 0.0), layer);
+    return Status::success();
+  }
+  Status describe(int n, const char* layer) { return tensor.describe(n, layer); }
+  void destroy() {
+    tensor.destroy();
+    if (act) cudnnDestroyActivationDescriptor(act);
+    act = nullptr;
+  }
+};
+
+class BatchNormLayer {
+ public:
+  TensorLayer tensor;
+  cudnnTensorDescriptor_t params = nullptr;  // 1 x C x 1 x 1, float
+
+  Status create(int c, int h, int w, const Precision& p, const char* layer) {
+    ZOC_TRY(tensor.create(c, h, w, p, layer));
+    ZOC_CUDNN(cudnnCreateTensorDescriptor(&params), layer);
+    return Status::success();
+  }
+  Status describe(int n, const char* layer) {
+    ZOC_TRY(tensor.describe(n, layer));
+    ZOC_CUDNN(cudnnDeriveBNTensorDescriptor(params, tensor.t, CUDNN_BATCHNORM_SPATIAL), layer);
+    return Status::success();
+  }
+  void destroy() {
+    tensor.destroy();
+    if (params) cudnnDestroyTensorDescriptor(params);
+    params = nullptr;
+  }
+};
+
+}  // namespace zoc

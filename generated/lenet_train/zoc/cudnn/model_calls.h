@@ -1,0 +1,90 @@
+// One constant per layer of a generated model: everything its calls need besides its
+// descriptor bundle (shapes, the tensors it reads and writes, its packed weights), so that the
+// generated layer sequence names each layer once: `v.conv(conv1_, kConv_conv1, "conv1")`.
+//
+// Tensors are per-sample byte offsets into the activation arena, or kCallerInput / kNoTensor
+// (zoc/cudnn/model_state.h); weights are byte offsets into the packed weight buffer. The steps
+// of zoc/cudnn/model_steps.h turn them into device addresses. Plain aggregates, usable as
+// constexpr; needs cudnn.h only.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "zoc/cudnn/layers.h"
+
+namespace zoc {
+
+// Tensor names in a layer sequence: a per-sample byte offset into the activation arena (scaled
+// by max_batch at run time), or one of these.
+inline constexpr size_t kCallerInput = ~size_t(0);   // the caller's fp32 NCHW input, in place
+inline constexpr size_t kNoTensor = ~size_t(0) - 1;  // no residual, no bias
+
+// A fused convolution: y = act(conv(x, w) + b [+ z]).
+struct ConvCall {
+  ConvShape shape;
+  size_t x, w, b, z, y;  // z: the residual, or kNoTensor
+};
+
+struct PoolCall {
+  PoolShape shape;
+  size_t x, y;
+};
+
+struct ActivationCall {
+  cudnnActivationMode_t mode;
+  int c, h, w;
+  size_t x, y;
+};
+
+struct SoftmaxCall {
+  int features;
+  size_t x, y;
+};
+
+// Batch norm that no convolution absorbed: gamma, beta, mean and variance as four float
+// vectors of c at weight offset `params`.
+struct BatchNormCall {
+  int c, h, w;
+  size_t params;
+  double eps;
+  size_t x, y;
+};
+
+struct AddCall {
+  size_t a, b, y;
+  int64_t per_sample;  // elements
+};
+
+// A linear layer through cuBLAS: y[n, out] = x[n, in] W^T (+ b, kNoTensor if none).
+struct LinearCall {
+  int in, out;
+  size_t w, b, x, y;
+};
+
+// One input of a channel concatenation (or, in a trainer, one input's slice of its gradient), as
+// a strided copy: `rows` rows per sample of `width` bytes, read with pitch `src_pitch` from byte
+// `src_offset` of tensor `src` and written with pitch `dst_pitch` from byte `dst_offset` of
+// tensor `y`.
+struct CopyCall {
+  size_t src, y;
+  size_t dst_offset, dst_pitch, src_pitch, width, rows;
+  size_t src_offset = 0;
+};
+
+// The caller's fp32 NCHW input entering the model at tensor y (converted to NHWC with channels
+// c..c_stored-1 zero, or copied).
+struct InputCall {
+  int c, h, w, c_stored;
+  size_t y;
+};
+
+// The logits leaving the model: per_sample values of tensor y, to the caller's fp32 output.
+struct OutputCall {
+  size_t y;
+  int64_t per_sample;
+};
+
+}  // namespace zoc

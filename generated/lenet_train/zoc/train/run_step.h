@@ -1,0 +1,164 @@
+// The run step of generated trainers (see zoc/train/steps.h): one library call or kernel per
+// training-graph node, on the trainer's stream. kTrain: the training step (BatchNorm with the
+// batch's statistics, dropout masks on); otherwise the forward pass in evaluation mode (running
+// statistics, dropout the identity), which walks the same forward nodes.
+#pragma once
+
+#include "zoc/train/steps.h"
+
+namespace zoc::train {
+
+template <bool kTrain>
+struct TrainRun {
+  TrainState& s;
+  const float* in;  // the caller's batch
+  const int32_t* labels;
+  cudaStream_t stream;
+  int n;
+
+  // The caller's fp32 NCHW batch, copied into the arena.
+  Status input(const InputCall& c) {
+    const size_t bytes = size_t(n) * size_t(c.c) * size_t(c.h) * size_t(c.w) * sizeof(float);
+    ZOC_CUDA(cudaMemcpyAsync(s.act(c.y), in, bytes, cudaMemcpyDeviceToDevice, stream), "input");
+    return Status::success();
+  }
+  Status conv(Conv& l, const ConvTrainCall& c, const char* name) {
+    return l.forward(s.cudnn, s.a(c.x), s.p(c.w), s.p(c.b), s.a(c.y), s.workspace,
+                     s.workspace_bytes, name);
+  }
+  Status conv_grad(Conv& l, const ConvGradCall& c, const char* name) {
+    float* dx = c.dx == kNoTensor ? nullptr : s.a(c.dx);
+    return l.backward(s.cudnn, s.a(c.x), s.p(c.w), s.a(c.dy), dx, s.g(c.dw), s.g(c.db),
+                      s.workspace, s.workspace_bytes, name);
+  }
+  // Training: normalized with the batch's statistics, running averages updated in place with
+  // the layer's momentum (cuDNN uses the unbiased variance, as PyTorch), mean and inverse
+  // deviation saved for backward. Evaluation: the running statistics.
+  Status batchnorm(BatchNormLayer& l, const BatchNormTrainCall& c, const char* name) {
+    const float one = 1.0f, zero = 0.0f;
+    const double eps = std::max(c.eps, CUDNN_BN_MIN_EPSILON);
+    if constexpr (kTrain) {
+      float* saved = s.f(c.saved);
+      ZOC_CUDNN(cudnnBatchNormalizationForwardTraining(
+                    s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, l.tensor.t, s.a(c.x),
+                    l.tensor.t, s.a(c.y), l.params, s.p(c.gamma), s.p(c.beta), c.momentum,
+                    s.p(c.mean), s.p(c.var), eps, saved, saved + c.c),
+                name);
+    } else {
+      ZOC_CUDNN(cudnnBatchNormalizationForwardInference(
+                    s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, l.tensor.t, s.a(c.x),
+                    l.tensor.t, s.a(c.y), l.params, s.p(c.gamma), s.p(c.beta), s.p(c.mean),
+                    s.p(c.var), eps),
+                name);
+    }
+    return Status::success();
+  }
+  Status batchnorm_grad(BatchNormLayer& l, const BatchNormGradCall& c, const char* name) {
+    const float one = 1.0f, zero = 0.0f;
+    const float* saved = s.f(c.saved);
+    ZOC_CUDNN(cudnnBatchNormalizationBackward(
+                  s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, l.tensor.t,
+                  s.a(c.x), l.tensor.t, s.a(c.dy), l.tensor.t, s.a(c.dx), l.params, s.p(c.gamma),
+                  s.g(c.dgamma), s.g(c.dbeta), std::max(c.eps, CUDNN_BN_MIN_EPSILON), saved,
+                  saved + c.c),
+              name);
+    return Status::success();
+  }
+  Status pool(PoolLayer& l, const PoolCall& c, const char* name) {
+    const float one = 1.0f, zero = 0.0f;
+    ZOC_CUDNN(cudnnPoolingForward(s.cudnn, l.pool, &one, l.x, s.a(c.x), &zero, l.y, s.a(c.y)),
+              name);
+    return Status::success();
+  }
+  Status pool_grad(PoolLayer& l, const PoolGradCall& c, const char* name) {
+    const float one = 1.0f, zero = 0.0f;
+    ZOC_CUDNN(cudnnPoolingBackward(s.cudnn, l.pool, &one, l.y, s.a(c.y), l.y, s.a(c.dy), l.x,
+                                   s.a(c.x), &zero, l.x, s.a(c.dx)),
+              name);
+    return Status::success();
+  }
+  Status activation(const ActivationTrainCall& c, const char* name) {
+    ZOC_CUDA(trainer_kernels::activation(c.kind, s.a(c.x), s.a(c.y), int64_t(n) * c.per_sample,
+                                         stream),
+             name);
+    return Status::success();
+  }
+  Status activation_grad(const ActivationGradCall& c, const char* name) {
+    ZOC_CUDA(trainer_kernels::activation_backward(c.kind, s.a(c.s), s.a(c.dy), s.a(c.dx),
+                                                  int64_t(n) * c.per_sample, stream),
+             name);
+    return Status::success();
+  }
+  // Row-major y[n, out] = x[n, in] W^T is column-major y^T = W^T^T x^T (as in inference).
+  Status linear(const LinearTrainCall& c, const char* name) {
+    const float one = 1.0f, zero = 0.0f;
+    ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, c.out, n, c.in, &one, s.p(c.w),
+                           c.in, s.a(c.x), c.in, &zero, s.a(c.y), c.out),
+               name);
+    if (c.b != kNoTensor) {
+      ZOC_CUDA(trainer_kernels::add_bias_rows(s.a(c.y), s.p(c.b), n, c.out, stream), name);
+    }
+    return Status::success();
+  }
+  // dx = dy W; dW = dy^T x; db = column sums of dy.
+  Status linear_grad(const LinearGradCall& c, const char* name) {
+    const float one = 1.0f, zero = 0.0f;
+    if (c.dx != kNoTensor) {
+      ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_N, CUBLAS_OP_N, c.in, n, c.out, &one, s.p(c.w),
+                             c.in, s.a(c.dy), c.out, &zero, s.a(c.dx), c.in),
+                 name);
+    }
+    ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_N, CUBLAS_OP_T, c.in, c.out, n, &one, s.a(c.x),
+                           c.in, s.a(c.dy), c.out, &zero, s.g(c.dw), c.in),
+               name);
+    if (c.db != kNoTensor) {
+      ZOC_CUDA(trainer_kernels::sum_rows(s.a(c.dy), s.g(c.db), n, c.out, stream), name);
+    }
+    return Status::success();
+  }
+  Status add(const AddCall& c, const char* name) {
+    ZOC_CUDA(trainer_kernels::add(s.a(c.a), s.a(c.b), s.a(c.y), int64_t(n) * c.per_sample, stream),
+             name);
+    return Status::success();
+  }
+  // Masks from (seed, step, layer, element); the identity in evaluation or with dropout off.
+  Status dropout(const DropoutCall& c, const char* name) {
+    const float p = kTrain && s.dropout ? c.p : 0.0f;
+    ZOC_CUDA(trainer_kernels::dropout(s.a(c.x), s.a(c.y), int64_t(n) * c.per_sample, p,
+                                      s.dropout_seed, s.draws, c.layer, stream),
+             name);
+    return Status::success();
+  }
+  Status dropout_grad(const DropoutCall& c, const char* name) { return dropout(c, name); }
+  // A channel concatenation, or (backward) one input's slice of its gradient: strided copies.
+  template <size_t N>
+  Status concat(const CopyCall (&parts)[N], const char* name) {
+    for (const CopyCall& c : parts) {
+      ZOC_CUDA(cudaMemcpy2DAsync(s.act(c.y) + c.dst_offset, c.dst_pitch, s.act(c.src) + c.src_offset,
+                                 c.src_pitch, c.width, size_t(n) * c.rows,
+                                 cudaMemcpyDeviceToDevice, stream),
+               name);
+    }
+    return Status::success();
+  }
+  template <size_t N>
+  Status slice(const CopyCall (&parts)[N], const char* name) {
+    return concat(parts, name);
+  }
+  Status loss(const LossCall& c) {
+    ZOC_CUDA(trainer_kernels::softmax_xent(s.a(c.logits), labels, n, c.classes, s.loss_rows,
+                                           s.f(c.loss), s.a(c.dlogits), stream),
+             "loss");
+    return Status::success();
+  }
+  // Gradient bucket k ([offset, offset + count) floats of grads) is complete: average it over
+  // the processes while the rest of the backward pass runs (data parallel only).
+  Status bucket_ready(int k, size_t offset, size_t count) {
+    if (s.sync) {
+      ZOC_TRY(s.sync->bucket_ready(k, reinterpret_cast<float*>(s.grads) + offset, count, stream));
+    }
+    return Status::success();
+  }
+};
+
+}  // namespace zoc::train

@@ -1,0 +1,282 @@
+// The class skeleton every generated trainer shares (issue 8's trainer, as a lowering of the IR:
+// issue 18): creation, the training step, SGD, evaluation, metrics, written once here instead of
+// once per generated trainer.
+//
+// A generated trainer is `class LenetTrainer : public zoc::Trainer<LenetTrainer>` (CRTP: no
+// virtual functions). It supplies its constants (kModelName, kClassName, kInputC/H/W, kClasses,
+// the parameter table in PyTorch's layout, kCounterNames, the gradient buckets, the arena and
+// fixed-region sizes, kLogits, kLoss, kHasDropout), its descriptor bundles and the training graph
+// as two layer sequences: `forward_layers(v)` (input to logits) and `backward_layers(v)` (the
+// loss, then every backward node), walked with the steps of zoc/train/steps.h. step() runs both
+// in training mode, evaluate() the forward one in evaluation mode, sgd() the graph's sgd nodes as
+// one launch (the trainable tensors lie together at the front of params()). Once a batch size is
+// described, step() only enqueues work: it may be captured in a CUDA graph (the cuBLAS
+// workspace is fixed; dropout draws from a device counter).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/expected.h"
+#include "zoc/core/init.h"
+#include "zoc/core/weight_source.h"
+#include "zoc/train/dist.h"
+#include "zoc/train/run_step.h"
+#include "zoc/train/steps.h"
+#include "zoc/train/trainer_kernels.h"
+
+namespace zoc {
+
+template <class M>
+class Trainer {
+ public:
+  // weights: a safetensors file with state_dict names, or empty for PyTorch's default
+  // initialization drawn with `seed` (zoc/core/init.h). Steps take up to max_batch samples.
+  // benchmark: pick each convolution's algorithms by timing cuDNN's exact fp32 candidates (as
+  // cudnn.benchmark), else by cuDNN's heuristics; deterministic: only algorithms cuDNN marks
+  // deterministic, so that the same steps give the same bits.
+  static Expected<std::unique_ptr<M>> create(const std::string& weights, uint64_t seed,
+                                             int max_batch, bool benchmark = true,
+                                             bool deterministic = false);
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Forward in training mode on input [n, C, H, W] (fp32, device) and labels [n] (int32,
+  // device, each below kClasses), the mean cross-entropy, and backward: grads() then holds
+  // every parameter's gradient, and BatchNorm running statistics are updated. On `stream`.
+  Status step(const float* input, const int32_t* labels, int n, cudaStream_t stream);
+  // PyTorch's SGD (dampening 0, no Nesterov) on every trainable parameter.
+  Status sgd(float lr, float momentum, float weight_decay, cudaStream_t stream) {
+    ZOC_CUDA(trainer_kernels::sgd(reinterpret_cast<float*>(s_.params),
+                                  reinterpret_cast<const float*>(s_.grads), s_.momenta,
+                                  M::kTrainableElements, lr, momentum, weight_decay, stream),
+             "sgd");
+    return Status::success();
+  }
+  // Forward in evaluation mode (running statistics; dropout the identity) on input
+  // [n, C, H, W], 1 <= n <= max_batch: logits() then holds [n, kClasses].
+  Status evaluate(const float* input, int n, cudaStream_t stream);
+  // Device counters for an epoch's log: counts[0] += the rows of logits() whose first largest
+  // logit is labels[row]; with add_loss, sums[0] += loss()[0]. Nothing waits.
+  Status metrics(const int32_t* labels, int n, bool add_loss, double* sums,
+                 unsigned long long* counts, cudaStream_t stream) {
+    ZOC_CUDA(trainer_kernels::metrics(logits(), labels, n, M::kClasses,
+                                      add_loss ? loss() : nullptr, sums, counts, stream),
+             "metrics");
+    return Status::success();
+  }
+  // Dropout in step(): on by default; off makes it the identity, as the CPU oracle (zoc grad)
+  // and tools/train/grad_reference.py treat it. Masks are drawn from (seed, number of steps
+  // taken, element); set_steps() continues a resumed run.
+  void set_dropout(bool on) { s_.dropout = on; }
+  Status set_steps(uint64_t steps) {
+    ZOC_CUDA(cudaMemcpy(s_.draws, &steps, sizeof steps, cudaMemcpyHostToDevice), "set_steps");
+    return Status::success();
+  }
+  // Data parallel: step() averages each bucket over the processes as soon as the backward pass
+  // completes it (nullptr: one process). Dropout masks then differ per process through
+  // set_dropout_seed().
+  void set_grad_sync(train::GradSync* sync) { s_.sync = sync; }
+  void set_dropout_seed(uint64_t seed) { s_.dropout_seed = seed; }
+
+  float* params() { return reinterpret_cast<float*>(s_.params); }  // kParamTable's offsets
+  const float* params() const { return reinterpret_cast<const float*>(s_.params); }
+  float* momenta() { return s_.momenta; }  // SGD's momentum buffers, same layout
+  const float* grads() const { return reinterpret_cast<const float*>(s_.grads); }
+  const float* loss() const { return s_.f(M::kLoss); }  // [1], the last step's
+  // Every byte this trainer holds on the device (a static plan: fixed at create()).
+  size_t device_bytes() const { return s_.device_bytes; }
+  const float* logits() const { return s_.a(M::kLogits); }  // [n, kClasses]
+
+ protected:
+  Trainer() = default;
+  ~Trainer() = default;
+  // Frees everything create() made; M's destructor calls it (the bundles are M's members).
+  void release();
+
+ private:
+  static constexpr size_t kWorkspaceLimit = size_t(256) << 20;
+  static constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;
+
+  M& self() { return static_cast<M&>(*this); }
+  Status init(const std::string& weights, uint64_t seed, int max_batch);
+  Status load_params(const std::string& weights, uint64_t seed);
+  Status allocate();
+  Status describe(int n);
+  Status begin(cudaStream_t stream, const char* what);
+
+  train::TrainState s_;
+};
+
+template <class M>
+Expected<std::unique_ptr<M>> Trainer<M>::create(const std::string& weights, uint64_t seed,
+                                                int max_batch, bool benchmark,
+                                                bool deterministic) {
+  if (max_batch < 2 || max_batch > 65536) {
+    return Error{std::string(M::kClassName) + ": max_batch " + std::to_string(max_batch) +
+                 " is out of range 2..65536 (training-mode batch norm needs two samples)"};
+  }
+  std::unique_ptr<M> t(new M());
+  t->s_.benchmark = benchmark;
+  t->s_.deterministic = deterministic;
+  ZOC_TRY(t->init(weights, seed, max_batch));
+  return Expected<std::unique_ptr<M>>(std::move(t));
+}
+
+template <class M>
+Status Trainer<M>::init(const std::string& weights, uint64_t seed, int max_batch) {
+  s_.max_batch = max_batch;
+  s_.dropout_seed = seed;
+  ZOC_TRY(load_params(weights, seed));
+  train::TrainCreate create(s_);
+  ZOC_TRY(self().forward_layers(create));
+  ZOC_TRY(self().backward_layers(create));
+  ZOC_TRY(describe(max_batch));  // with benchmark: times the candidates once
+  if (s_.workspace_need > 0) {   // allocated once: step() never allocates
+    ZOC_CUDA(cudaMalloc(&s_.workspace, s_.workspace_need), "init");
+    s_.workspace_bytes = s_.workspace_need;
+  }
+  s_.sized = true;
+  const size_t B = size_t(max_batch);
+  s_.device_bytes = 3 * M::kParamElements * sizeof(float) + M::kArenaBytesPerSample * B +
+                    M::kFixedBytes + (B + 1) * sizeof(float) + s_.workspace_bytes +
+                    kBlasWorkspaceBytes + sizeof(uint64_t);
+  return Status::success();
+}
+
+// Weights: every tensor checked by name, shape and dtype before anything is allocated, then the
+// handles and every buffer (all sized for max_batch).
+template <class M>
+Status Trainer<M>::load_params(const std::string& weights, uint64_t seed) {
+  auto source = weights.empty() ? Expected<WeightSource>(WeightSource::seeded(seed))
+                                : WeightSource::open(weights, /*strict=*/true);
+  if (!source) return source.error();
+  std::vector<float> host(M::kParamElements);
+  for (const train::Param& p : M::kParamTable) {
+    const std::vector<int64_t> shape(p.shape, p.shape + p.rank);
+    ZOC_TRY(source->fill(p.name, shape, p.init, p.fan, host.data() + p.offset));
+  }
+  for (const char* const* c = M::kCounterNames; *c; ++c) source->ignore(*c);
+  ZOC_TRY(source->finish());
+  ZOC_TRY(allocate());
+  ZOC_CUDA(cudaMemcpy(s_.params, host.data(), M::kParamElements * sizeof(float),
+                      cudaMemcpyHostToDevice),
+           "init");
+  return Status::success();
+}
+
+template <class M>
+Status Trainer<M>::allocate() {
+  ZOC_CUDNN(cudnnCreate(&s_.cudnn), "init");
+  ZOC_CUBLAS(cublasCreate(&s_.cublas), "init");
+  // Exact fp32: no TF32 in cuBLAS either.
+  ZOC_CUBLAS(cublasSetMathMode(s_.cublas, CUBLAS_PEDANTIC_MATH), "init");
+  // A fixed cuBLAS workspace: nothing is allocated while a step is captured.
+  ZOC_CUDA(cudaMalloc(&s_.blas_workspace, kBlasWorkspaceBytes), "init");
+  ZOC_CUBLAS(cublasSetWorkspace(s_.cublas, s_.blas_workspace, kBlasWorkspaceBytes), "init");
+  ZOC_CUDA(cudaMalloc(&s_.draws, sizeof(uint64_t)), "init");
+  ZOC_CUDA(cudaMemset(s_.draws, 0, sizeof(uint64_t)), "init");
+  const size_t param_bytes = M::kParamElements * sizeof(float);
+  ZOC_CUDA(cudaMalloc(&s_.params, param_bytes), "init");
+  ZOC_CUDA(cudaMalloc(&s_.grads, param_bytes), "init");
+  ZOC_CUDA(cudaMalloc(&s_.momenta, param_bytes), "init");
+  ZOC_CUDA(cudaMemset(s_.grads, 0, param_bytes), "init");
+  ZOC_CUDA(cudaMemset(s_.momenta, 0, param_bytes), "init");
+  ZOC_CUDA(cudaMalloc(&s_.arena, M::kArenaBytesPerSample * size_t(s_.max_batch)), "init");
+  ZOC_CUDA(cudaMalloc(&s_.fixed, std::max<size_t>(M::kFixedBytes, 1)), "init");
+  ZOC_CUDA(cudaMalloc(&s_.loss_rows, size_t(s_.max_batch) * sizeof(float)), "init");
+  return Status::success();
+}
+
+// The workspace is sized at the largest batch, in create(); other batch sizes pick within it, so
+// that step() never allocates. Until every layer is described, no batch size is: a failure here
+// leaves the next step() describing again.
+template <class M>
+Status Trainer<M>::describe(int n) {
+  s_.batch = 0;
+  train::TrainDescribe d(s_, n, s_.sized ? s_.workspace_bytes : kWorkspaceLimit);
+  ZOC_TRY(self().forward_layers(d));
+  ZOC_TRY(self().backward_layers(d));
+  s_.workspace_need = d.need;
+  s_.batch = n;
+  return Status::success();
+}
+
+template <class M>
+Status Trainer<M>::begin(cudaStream_t stream, const char* what) {
+  ZOC_CUDNN(cudnnSetStream(s_.cudnn, stream), what);
+  ZOC_CUBLAS(cublasSetStream(s_.cublas, stream), what);
+  // cublasSetStream resets the workspace to cuBLAS's own pool: the fixed one again.
+  ZOC_CUBLAS(cublasSetWorkspace(s_.cublas, s_.blas_workspace, kBlasWorkspaceBytes), what);
+  return Status::success();
+}
+
+template <class M>
+Status Trainer<M>::step(const float* input, const int32_t* labels, int n, cudaStream_t stream) {
+  if (n < 2 || n > s_.max_batch) {
+    return Error{std::string(M::kClassName) + "::step: batch " + std::to_string(n) +
+                 " is out of range 2.." + std::to_string(s_.max_batch)};
+  }
+  if (n != s_.batch) ZOC_TRY(describe(n));  // zoc-verify: one-time
+  ZOC_TRY(begin(stream, "step"));
+  if constexpr (M::kHasDropout) {
+    ZOC_CUDA(trainer_kernels::count_step(s_.draws, stream), "step");  // this step's masks
+  }
+  train::TrainRun<true> run{s_, input, labels, stream, n};
+  ZOC_TRY(self().forward_layers(run));
+  ZOC_TRY(self().backward_layers(run));
+  if (s_.sync) ZOC_TRY(s_.sync->finish(stream));  // every bucket averaged before SGD
+  return Status::success();
+}
+
+template <class M>
+Status Trainer<M>::evaluate(const float* input, int n, cudaStream_t stream) {
+  if (n < 1 || n > s_.max_batch) {
+    return Error{std::string(M::kClassName) + "::evaluate: batch " + std::to_string(n) +
+                 " is out of range 1.." + std::to_string(s_.max_batch)};
+  }
+  if (n != s_.batch) ZOC_TRY(describe(n));  // zoc-verify: one-time
+  ZOC_TRY(begin(stream, "evaluate"));
+  train::TrainRun<false> run{s_, input, nullptr, stream, n};
+  return self().forward_layers(run);
+}
+
+template <class M>
+void Trainer<M>::release() {
+  train::TrainDestroy destroy;
+  (void)self().forward_layers(destroy);
+  (void)self().backward_layers(destroy);
+  for (void* q : {static_cast<void*>(s_.params), static_cast<void*>(s_.grads),
+                  static_cast<void*>(s_.momenta), static_cast<void*>(s_.arena),
+                  static_cast<void*>(s_.fixed), static_cast<void*>(s_.loss_rows),
+                  static_cast<void*>(s_.draws), s_.workspace, s_.blas_workspace}) {
+    if (q) cudaFree(q);
+  }
+  if (s_.cublas) cublasDestroy(s_.cublas);
+  if (s_.cudnn) cudnnDestroy(s_.cudnn);
+}
+
+}  // namespace zoc
+
+// Explicit instantiations, written once in a generated trainer's .cpp: the skeleton for trainer
+// M, and M's two layer sequences for every step.
+#define ZOC_TRAINER_INSTANTIATE(M)                                             \
+  template class zoc::Trainer<M>;                                              \
+  template zoc::Status M::forward_layers(zoc::train::TrainCreate&);            \
+  template zoc::Status M::backward_layers(zoc::train::TrainCreate&);           \
+  template zoc::Status M::forward_layers(zoc::train::TrainDescribe&);          \
+  template zoc::Status M::backward_layers(zoc::train::TrainDescribe&);         \
+  template zoc::Status M::forward_layers(zoc::train::TrainDestroy&);           \
+  template zoc::Status M::backward_layers(zoc::train::TrainDestroy&);          \
+  template zoc::Status M::forward_layers(zoc::train::TrainRun<true>&);         \
+  template zoc::Status M::backward_layers(zoc::train::TrainRun<true>&);        \
+  template zoc::Status M::forward_layers(zoc::train::TrainRun<false>&)

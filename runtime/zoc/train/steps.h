@@ -1,0 +1,163 @@
+// The jobs a generated trainer's layer sequences are walked for (zoc/train/trainer.h): create
+// the descriptor bundles, describe them for a batch size (picking algorithms), run the
+// sequence (the training step, or the forward pass in evaluation mode), destroy. The trainer's
+// counterpart of zoc/cudnn/model_steps.h, over the nodes of the training graph
+// (compiler/passes/build_training_graph.cpp): forward nodes, the loss, and every backward node
+// is one call. Each output is overwritten; several gradient contributions are summed by the
+// graph's add nodes. All fp32 NCHW with TF32 off.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "zoc/core/cuda_check.h"
+#include "zoc/core/expected.h"
+#include "zoc/cudnn/layers.h"
+#include "zoc/train/calls.h"
+#include "zoc/train/dist.h"
+#include "zoc/train/layers.h"
+#include "zoc/train/trainer_kernels.h"
+
+namespace zoc::train {
+
+// What a trainer holds: handles, buffers (byte-addressed, as the call constants name them) and
+// its modes. Owned by zoc::Trainer, read by the steps.
+struct TrainState {
+  Precision types{CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_FMA_MATH, CUDA_R_32F,
+                  CUBLAS_COMPUTE_32F};
+  int max_batch = 0;
+  int batch = 0;  // the batch size the descriptors describe (0: none yet)
+  cudnnHandle_t cudnn = nullptr;
+  cublasHandle_t cublas = nullptr;
+  void* blas_workspace = nullptr;
+  char* arena = nullptr;    // activations and their gradients, per sample * max_batch
+  char* params = nullptr;   // PyTorch's layout: trainable tensors first, then running statistics
+  char* grads = nullptr;    // the same layout
+  float* momenta = nullptr;  // the same layout
+  char* fixed = nullptr;    // BatchNorm's saved statistics, the loss
+  float* loss_rows = nullptr;  // [max_batch]
+  uint64_t* draws = nullptr;   // [1] on the device: steps taken, each draws its dropout masks
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  size_t workspace_need = 0;  // what the last describe() chose
+  bool sized = false;         // the workspace is allocated: describe() picks within it
+  bool benchmark = true;
+  bool deterministic = false;
+  bool dropout = true;
+  uint64_t dropout_seed = 0;
+  GradSync* sync = nullptr;  // data parallel: gradients averaged bucket by bucket
+  size_t device_bytes = 0;
+
+  char* act(size_t offset) const { return arena + offset * size_t(max_batch); }
+  float* a(size_t offset) const { return reinterpret_cast<float*>(act(offset)); }
+  float* p(size_t offset) const {
+    return offset == kNoTensor ? nullptr : reinterpret_cast<float*>(params + offset);
+  }
+  float* g(size_t offset) const {
+    return offset == kNoTensor ? nullptr : reinterpret_cast<float*>(grads + offset);
+  }
+  float* f(size_t offset) const { return reinterpret_cast<float*>(fixed + offset); }
+};
+
+struct TrainStepBase {
+  Status input(const InputCall&) { return Status::success(); }
+  template <class L, class C>
+  Status conv(L&, const C&, const char*) {
+    return Status::success();
+  }
+  template <class L, class C>
+  Status conv_grad(L&, const C&, const char*) {
+    return Status::success();
+  }
+  template <class L, class C>
+  Status batchnorm(L&, const C&, const char*) {
+    return Status::success();
+  }
+  template <class L, class C>
+  Status batchnorm_grad(L&, const C&, const char*) {
+    return Status::success();
+  }
+  template <class L, class C>
+  Status pool(L&, const C&, const char*) {
+    return Status::success();
+  }
+  template <class L, class C>
+  Status pool_grad(L&, const C&, const char*) {
+    return Status::success();
+  }
+  Status activation(const ActivationTrainCall&, const char*) { return Status::success(); }
+  Status activation_grad(const ActivationGradCall&, const char*) { return Status::success(); }
+  Status linear(const LinearTrainCall&, const char*) { return Status::success(); }
+  Status linear_grad(const LinearGradCall&, const char*) { return Status::success(); }
+  Status add(const AddCall&, const char*) { return Status::success(); }
+  Status dropout(const DropoutCall&, const char*) { return Status::success(); }
+  Status dropout_grad(const DropoutCall&, const char*) { return Status::success(); }
+  template <size_t N>
+  Status concat(const CopyCall (&)[N], const char*) {
+    return Status::success();
+  }
+  template <size_t N>
+  Status slice(const CopyCall (&)[N], const char*) {
+    return Status::success();
+  }
+  Status loss(const LossCall&) { return Status::success(); }
+  Status bucket_ready(int, size_t, size_t) { return Status::success(); }
+};
+
+// Creates every descriptor bundle (once).
+struct TrainCreate : TrainStepBase {
+  TrainState& s;
+  explicit TrainCreate(TrainState& state) : s(state) {}
+  Status conv(Conv& l, const ConvTrainCall& c, const char* name) { return l.create(c.g, name); }
+  Status batchnorm(BatchNormLayer& l, const BatchNormTrainCall& c, const char* name) {
+    return l.create(c.c, c.h, c.w, s.types, name);
+  }
+  Status pool(PoolLayer& l, const PoolCall& c, const char* name) {
+    return l.create(c.shape, s.types, name);
+  }
+};
+
+// Describes every bundle for batch n, picking algorithms within `limit`; `need` collects the
+// largest workspace the choices need.
+struct TrainDescribe : TrainStepBase {
+  TrainState& s;
+  int n;
+  size_t limit;
+  size_t need = 0;
+  TrainDescribe(TrainState& state, int batch, size_t workspace_limit)
+      : s(state), n(batch), limit(workspace_limit) {}
+  Status conv(Conv& l, const ConvTrainCall&, const char* name) {
+    ZOC_TRY(l.describe(s.cudnn, n, limit, s.benchmark, s.deterministic, name));
+    need = std::max(need, l.workspace);
+    return Status::success();
+  }
+  Status batchnorm(BatchNormLayer& l, const BatchNormTrainCall&, const char* name) {
+    return l.describe(n, name);
+  }
+  Status pool(PoolLayer& l, const PoolCall&, const char* name) { return l.describe(n, name); }
+};
+
+struct TrainDestroy : TrainStepBase {
+  template <class L, class C>
+  Status conv(L& l, const C&, const char*) {
+    l.destroy();
+    return Status::success();
+  }
+  template <class L, class C>
+  Status batchnorm(L& l, const C&, const char*) {
+    l.destroy();
+    return Status::success();
+  }
+  template <class L, class C>
+  Status pool(L& l, const C&, const char*) {
+    l.destroy();
+    return Status::success();
+  }
+};
+
+}  // namespace zoc::train

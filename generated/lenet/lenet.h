@@ -54,7 +54,6 @@ class Lenet : public zoc::Model<Lenet> {
   zoc::PoolLayer pool1_;  // pool1
   zoc::GraphConvLayer conv2_;  // conv2 + relu2
   zoc::PoolLayer pool2_;  // pool2
-  zoc::ActivationLayer relu3_;  // relu3
 };
 }  // namespace zoc_model
 

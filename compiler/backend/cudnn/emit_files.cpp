@@ -50,6 +50,12 @@ std::string kernels_source(const std::string& head, const std::string& base, con
               "static_cast<T*>(y), count,");
       cu.line("                              false, stream);");
     }
+    {
+      auto f = cu.block("cudaError_t activation(act::Kind kind, const void* x, void* y, int64_t count, "
+                        "cudaStream_t stream)");
+      cu.line("return kernels::launch_activation<T>(kind, static_cast<const T*>(x), static_cast<T*>(y), "
+              "count, stream);");
+    }
   }
   return cu.str();
 }

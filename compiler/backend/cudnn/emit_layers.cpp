@@ -177,18 +177,15 @@ bool emit_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
-bool emit_activation(EmitContext& ctx, const ir::Node& n, size_t i) {
+// Any activation of zoc/math/activations.h (`kind`: its zoc::act::Kind), through the model's
+// generic activation kernel.
+bool emit_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind) {
   const std::string& id = ctx.ids[i];
-  const Dims d = dims_of(ctx.g.type(n.output));
-  const char* mode = n.op == ir::OpKind::Relu   ? "CUDNN_ACTIVATION_RELU"
-                     : n.op == ir::OpKind::Tanh ? "CUDNN_ACTIVATION_TANH"
-                                                : "CUDNN_ACTIVATION_SIGMOID";
   constant(ctx, "ActivationCall", "kAct_" + id,
-           {mode, std::to_string(d.c), std::to_string(d.h), std::to_string(d.w),
-            ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
-  ctx.s.members.line("zoc::ActivationLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
+           {kind, std::to_string(ctx.g.type(n.output).sample_numel()), ctx.tensor(n.inputs[0]),
+            ctx.tensor(n.output)});
   comment(ctx, n, ir::op_info(n.op).name.data());
-  timed_call(ctx, n, "v.activation({}_, kAct_{}, {})", id, id, ctx.name_literal(n));
+  timed_call(ctx, n, "v.activation(kAct_{}, {})", id, ctx.name_literal(n));
   return true;
 }
 
@@ -385,7 +382,7 @@ bool emit_layer(EmitContext& ctx, const ir::Node& n) {
 #define ZOC_ACTIVATION(op, grad, math)                                                     \
   case ir::OpKind::op:                                                                     \
     return train ? emit_train_activation(ctx, n, i, "zoc::act::Kind::k" #math)            \
-                 : emit_activation(ctx, n, i);                                             \
+                 : emit_activation(ctx, n, i, "zoc::act::Kind::k" #math);                  \
   case ir::OpKind::grad:                                                                   \
     if (train) return emit_train_activation_grad(ctx, n, i, "zoc::act::Kind::k" #math);    \
     break;

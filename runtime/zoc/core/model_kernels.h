@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "zoc/math/activations.h"
+
 namespace zoc::model_kernels {
 
 // fp32 NCHW -> NHWC in the model's element type; channels c..c_stored-1 are zeros.
@@ -20,5 +22,8 @@ cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t str
 cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, cudaStream_t stream);
 // y = a + b, elementwise.
 cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream);
+// y = f(x) for an activation of zoc/math/activations.h, elementwise.
+cudaError_t activation(act::Kind kind, const void* x, void* y, int64_t count,
+                       cudaStream_t stream);
 
 }  // namespace zoc::model_kernels

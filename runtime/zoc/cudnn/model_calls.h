@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "zoc/cudnn/layers.h"
+#include "zoc/math/activations.h"
 
 namespace zoc {
 
@@ -33,9 +34,10 @@ struct PoolCall {
   size_t x, y;
 };
 
+// A unary pointwise activation of zoc/math/activations.h over per_sample elements.
 struct ActivationCall {
-  cudnnActivationMode_t mode;
-  int c, h, w;
+  act::Kind kind;
+  int64_t per_sample;
   size_t x, y;
 };
 

@@ -304,26 +304,6 @@ class TensorLayer {
   Precision p_{};
 };
 
-class ActivationLayer {
- public:
-  TensorLayer tensor;
-  cudnnActivationDescriptor_t act = nullptr;
-
-  Status create(cudnnActivationMode_t mode, int c, int h, int w, const Precision& p,
-                const char* layer) {
-    ZOC_TRY(tensor.create(c, h, w, p, layer));
-    ZOC_CUDNN(cudnnCreateActivationDescriptor(&act), layer);
-    ZOC_CUDNN(cudnnSetActivationDescriptor(act, mode, CUDNN_PROPAGATE_NAN, 0.0), layer);
-    return Status::success();
-  }
-  Status describe(int n, const char* layer) { return tensor.describe(n, layer); }
-  void destroy() {
-    tensor.destroy();
-    if (act) cudnnDestroyActivationDescriptor(act);
-    act = nullptr;
-  }
-};
-
 class BatchNormLayer {
  public:
   TensorLayer tensor;

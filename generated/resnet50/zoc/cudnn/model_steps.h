@@ -44,9 +44,7 @@ struct StepBase {
   }
   Status join(int, const char*) { return Status::success(); }
   Status pool(PoolLayer&, const PoolCall&, const char*) { return Status::success(); }
-  Status activation(ActivationLayer&, const ActivationCall&, const char*) {
-    return Status::success();
-  }
+  Status activation(const ActivationCall&, const char*) { return Status::success(); }
   Status softmax(TensorLayer&, const SoftmaxCall&, const char*) { return Status::success(); }
   Status batchnorm(BatchNormLayer&, const BatchNormCall&, const char*) {
     return Status::success();
@@ -77,9 +75,6 @@ struct Create : StepBase {
   }
   Status pool(PoolLayer& l, const PoolCall& c, const char* name) {
     return l.create(c.shape, s.types, name);
-  }
-  Status activation(ActivationLayer& l, const ActivationCall& c, const char* name) {
-    return l.create(c.mode, c.c, c.h, c.w, s.types, name);
   }
   Status softmax(TensorLayer& l, const SoftmaxCall& c, const char* name) {
     return l.create(c.features, 1, 1, s.types, name);
@@ -117,9 +112,6 @@ struct Describe : StepBase {
     return Status::success();
   }
   Status pool(PoolLayer& l, const PoolCall&, const char* name) { return l.describe(n, name); }
-  Status activation(ActivationLayer& l, const ActivationCall&, const char* name) {
-    return l.describe(n, name);
-  }
   Status softmax(TensorLayer& l, const SoftmaxCall&, const char* name) {
     return l.describe(n, name);
   }
@@ -192,9 +184,6 @@ struct Destroy : StepBase {
     return Status::success();
   }
   Status pool(PoolLayer& l, const PoolCall& c, const char*) { return one(l, c); }
-  Status activation(ActivationLayer& l, const ActivationCall& c, const char*) {
-    return one(l, c);
-  }
   Status softmax(TensorLayer& l, const SoftmaxCall& c, const char*) { return one(l, c); }
   Status batchnorm(BatchNormLayer& l, const BatchNormCall& c, const char*) { return one(l, c); }
 };
@@ -260,10 +249,10 @@ struct Run {
               name);
     return mark();
   }
-  Status activation(ActivationLayer& l, const ActivationCall& c, const char* name) {
-    ZOC_CUDNN(cudnnActivationForward(s.cudnn, l.act, &kOne, l.tensor.t, act(c.x), &kZero,
-                                     l.tensor.t, act(c.y)),
-              name);
+  Status activation(const ActivationCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::activation(c.kind, act(c.x), act(c.y), int64_t(n) * c.per_sample,
+                                       stream),
+             name);
     return mark();
   }
   Status softmax(TensorLayer& l, const SoftmaxCall& c, const char* name) {

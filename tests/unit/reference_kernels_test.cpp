@@ -530,6 +530,16 @@ TEST(RefKernels, ActivationsMatchStdAndPropagateNan) {
   finite_y = y;
   finite_y[3] = 0.0f, want[3] = 0.0;
   EXPECT_TRUE(all_close(finite_y, want, 6e-8, 1e-45));
+  // SiLU: x * sigmoid(x), -0 for very negative x as PyTorch (x / (1 + exp(-x))).
+  activation<act::Silu>(x.data(), y.data(), 64);
+  want.clear();
+  for (float v : x) want.push_back(static_cast<double>(v) / (1.0 + std::exp(-static_cast<double>(v))));
+  EXPECT_TRUE(std::isnan(y[3]));
+  EXPECT_EQ(y[7], 100.0f);
+  EXPECT_EQ(y[9], 0.0f);
+  finite_y = y;
+  finite_y[3] = 0.0f, want[3] = 0.0;
+  EXPECT_TRUE(all_close(finite_y, want, 6e-8, 1e-45));
 }
 
 TEST(RefKernels, ElementwiseWorksInPlace) {

@@ -23,6 +23,7 @@ layers:
   - side: {op: conv2d, out_channels: 4, kernel: 1, bias: false, input: input}
   - sum: {op: add, inputs: [act, side]}
   - sig: {op: sigmoid}
+  - swish: {op: silu}
   - avg: {op: avgpool2d, kernel: 2}
   - max: {op: maxpool2d, kernel: 2, input: sum}
   - cat: {op: concat, inputs: [avg, max]}

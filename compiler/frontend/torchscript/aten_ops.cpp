@@ -551,6 +551,8 @@ const std::map<std::string, Handler>& handlers() {
       {"aten::tanh_", unary<ir::OpKind::Tanh>},
       {"aten::sigmoid", unary<ir::OpKind::Sigmoid>},
       {"aten::sigmoid_", unary<ir::OpKind::Sigmoid>},
+      {"aten::silu", unary<ir::OpKind::Silu>},
+      {"aten::silu_", unary<ir::OpKind::Silu>},
       {"aten::add", add},
       {"aten::add_", add},
       {"aten::max_pool2d", max_pool2d},

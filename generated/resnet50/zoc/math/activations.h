@@ -60,9 +60,24 @@ struct Sigmoid {
   }
 };
 
+// SiLU (swish): x * sigmoid(x); backward from the input, as PyTorch's silu_backward:
+// dy * s * (1 + x * (1 - s)) with s = sigmoid(x).
+struct Silu {
+  static constexpr bool kFromOutput = false;
+  template <class T>
+  ZOC_HD static T forward(T x) {
+    return x / (T(1) + std::exp(-x));
+  }
+  template <class T>
+  ZOC_HD static T backward(T x, T dy) {
+    const T s = T(1) / (T(1) + std::exp(-x));
+    return dy * s * (T(1) + x * (T(1) - s));
+  }
+};
+
 // Every activation above, for code that picks one from a constant (generated trainers' kernels,
 // zoc/train/kernels.cuh): X(Name) per struct. A new activation adds its struct and its name here.
-#define ZOC_ACTIVATION_LIST(X) X(Relu) X(Tanh) X(Sigmoid)
+#define ZOC_ACTIVATION_LIST(X) X(Relu) X(Tanh) X(Sigmoid) X(Silu)
 
 enum class Kind {
 #define ZOC_ACTIVATION_KIND(name) k##name,

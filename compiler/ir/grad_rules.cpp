@@ -30,8 +30,8 @@ void batchnorm2d(GradContext& c, const Node&) {
 }
 
 template <class Math, OpKind kGrad>
-void activation(GradContext& c, const Node&) {
-  c.backward(0, kGrad, {Math::kFromOutput ? c.y() : c.x(0), c.dy()}, {}, false);
+void activation(GradContext& c, const Node& f) {
+  c.backward(0, kGrad, {Math::kFromOutput ? c.y() : c.x(0), c.dy()}, f.attrs, false);
 }
 
 void softmax(GradContext& c, const Node&) {

@@ -25,9 +25,11 @@ constexpr AttrRow kAttrRows[] = {
 #include "compiler/ir/ops.def"
 };
 
-// Ops that take another op's attribute schema (ZOC_SAME_ATTRS).
+// Ops that take another op's attribute schema (ZOC_SAME_ATTRS; an activation's backward op takes
+// the activation's, ZOC_ACTIVATION).
 constexpr std::pair<OpKind, OpKind> kSameAttrs[] = {
 #define ZOC_SAME_ATTRS(op, from) {OpKind::op, OpKind::from},
+#define ZOC_ACTIVATION(op, grad, math) {OpKind::grad, OpKind::op},
 #include "compiler/ir/ops.def"
 };
 

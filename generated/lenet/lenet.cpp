@@ -33,7 +33,7 @@ constexpr zoc::ConvCall kConv_conv2 = {{32, 14, 14, 64, 5, 5, 2, 2, 1, 1, 1, 1, 
     kB_conv2, zoc::kNoTensor, kA_conv2};
 constexpr zoc::PoolCall kPool_pool2 = {{CUDNN_POOLING_MAX, 64, 14, 14, 2, 2, 0, 0, 2, 2, 7, 7}, kA_conv2, kA_pool2};
 constexpr zoc::LinearCall kFc_fc1 = {3136, 1024, kW_fc1, kB_fc1, kA_pool2, kA_fc1};
-constexpr zoc::ActivationCall kAct_relu3 = {zoc::act::Kind::kRelu, 1024, kA_fc1, kA_relu3};
+constexpr zoc::ActivationCall kAct_relu3 = {zoc::act::Kind::kRelu, {0, 0}, 1024, kA_fc1, kA_relu3};
 constexpr zoc::LinearCall kFc_fc2 = {1024, 10, kW_fc2, kB_fc2, kA_relu3, kA_fc2};
 }  // namespace
 

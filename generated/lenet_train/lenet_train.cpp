@@ -50,32 +50,33 @@ constexpr size_t kA_d_input_via_conv1 = 0;  // %d.input.via.conv1: Nx1x28x28 f32
 constexpr zoc::InputCall kIn_input = {1, 28, 28, 1, kA_input};
 constexpr zoc::train::ConvTrainCall kConv_conv1 = {{1, 28, 28, 32, 5, 5, 2, 2, 1, 1, 1, 1, 1, 28, 28}, kA_input,
     kP_conv1_weight, kP_conv1_bias, kA_conv1};
-constexpr zoc::train::ActivationTrainCall kAct_relu1 = {zoc::act::Kind::kRelu, 25088, kA_conv1, kA_relu1};
+constexpr zoc::train::ActivationTrainCall kAct_relu1 = {zoc::act::Kind::kRelu, {0, 0}, 25088, kA_conv1, kA_relu1};
 constexpr zoc::PoolCall kPool_pool1 = {{CUDNN_POOLING_MAX_DETERMINISTIC, 32, 28, 28, 2, 2, 0, 0, 2, 2, 14, 14},
     kA_relu1, kA_pool1};
 constexpr zoc::train::ConvTrainCall kConv_conv2 = {{32, 14, 14, 64, 5, 5, 2, 2, 1, 1, 1, 1, 1, 14, 14}, kA_pool1,
     kP_conv2_weight, kP_conv2_bias, kA_conv2};
-constexpr zoc::train::ActivationTrainCall kAct_relu2 = {zoc::act::Kind::kRelu, 12544, kA_conv2, kA_relu2};
+constexpr zoc::train::ActivationTrainCall kAct_relu2 = {zoc::act::Kind::kRelu, {0, 0}, 12544, kA_conv2, kA_relu2};
 constexpr zoc::PoolCall kPool_pool2 = {{CUDNN_POOLING_MAX_DETERMINISTIC, 64, 14, 14, 2, 2, 0, 0, 2, 2, 7, 7}, kA_relu2,
     kA_pool2};
 constexpr zoc::train::LinearTrainCall kFc_fc1 = {3136, 1024, kP_fc1_weight, kP_fc1_bias, kA_pool2, kA_fc1};
-constexpr zoc::train::ActivationTrainCall kAct_relu3 = {zoc::act::Kind::kRelu, 1024, kA_fc1, kA_relu3};
+constexpr zoc::train::ActivationTrainCall kAct_relu3 = {zoc::act::Kind::kRelu, {0, 0}, 1024, kA_fc1, kA_relu3};
 constexpr zoc::train::DropoutCall kDrop_dropout = {0.5f, 11, 1024, kA_relu3, kA_dropout};
 constexpr zoc::train::LinearTrainCall kFc_fc2 = {1024, 10, kP_fc2_weight, kP_fc2_bias, kA_dropout, kA_fc2};
 constexpr zoc::train::LossCall kLossCall = {10, kA_fc2, kA_d_fc2, kF_loss};
 constexpr zoc::train::LinearGradCall kFcGrad_d_dropout = {1024, 10, kA_dropout, kA_d_fc2, kP_fc2_weight, kA_d_dropout,
     kP_fc2_weight, kP_fc2_bias};
 constexpr zoc::train::DropoutCall kDrop_d_relu3 = {0.5f, 11, 1024, kA_d_dropout, kA_d_relu3};
-constexpr zoc::train::ActivationGradCall kActGrad_d_fc1 = {zoc::act::Kind::kRelu, 1024, kA_relu3, kA_d_relu3, kA_d_fc1};
+constexpr zoc::train::ActivationGradCall kActGrad_d_fc1 = {zoc::act::Kind::kRelu, {0, 0}, 1024, kA_relu3, kA_d_relu3,
+    kA_d_fc1};
 constexpr zoc::train::LinearGradCall kFcGrad_d_flatten = {3136, 1024, kA_pool2, kA_d_fc1, kP_fc1_weight, kA_d_flatten,
     kP_fc1_weight, kP_fc1_bias};
 constexpr zoc::train::PoolGradCall kPoolGrad_d_relu2 = {kA_relu2, kA_pool2, kA_d_flatten, kA_d_relu2};
-constexpr zoc::train::ActivationGradCall kActGrad_d_conv2 = {zoc::act::Kind::kRelu, 12544, kA_relu2, kA_d_relu2,
+constexpr zoc::train::ActivationGradCall kActGrad_d_conv2 = {zoc::act::Kind::kRelu, {0, 0}, 12544, kA_relu2, kA_d_relu2,
     kA_d_conv2};
 constexpr zoc::train::ConvGradCall kConvGrad_d_pool1 = {kA_pool1, kA_d_conv2, kP_conv2_weight, kA_d_pool1,
     kP_conv2_weight, kP_conv2_bias};
 constexpr zoc::train::PoolGradCall kPoolGrad_d_relu1 = {kA_relu1, kA_pool1, kA_d_pool1, kA_d_relu1};
-constexpr zoc::train::ActivationGradCall kActGrad_d_conv1 = {zoc::act::Kind::kRelu, 25088, kA_relu1, kA_d_relu1,
+constexpr zoc::train::ActivationGradCall kActGrad_d_conv1 = {zoc::act::Kind::kRelu, {0, 0}, 25088, kA_relu1, kA_d_relu1,
     kA_d_conv1};
 constexpr zoc::train::ConvGradCall kConvGrad_d_input_via_conv1 = {kA_input, kA_d_conv1, kP_conv1_weight, zoc::kNoTensor,
     kP_conv1_weight, kP_conv1_bias};

@@ -21,12 +21,13 @@ cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, cud
 cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream) {
   return train_kernels::launch_add(a, b, y, count, stream);
 }
-cudaError_t activation(act::Kind kind, const float* x, float* y, int64_t count, cudaStream_t stream) {
-  return train_kernels::launch_activation(kind, x, y, count, stream);
+cudaError_t activation(act::Kind kind, act::Params p, const float* x, float* y, int64_t count,
+                       cudaStream_t stream) {
+  return train_kernels::launch_activation(kind, p, x, y, count, stream);
 }
-cudaError_t activation_backward(act::Kind kind, const float* s, const float* dy, float* dx, int64_t count,
-                                cudaStream_t stream) {
-  return train_kernels::launch_activation_backward(kind, s, dy, dx, count, stream);
+cudaError_t activation_backward(act::Kind kind, act::Params p, const float* s, const float* dy, float* dx,
+                                int64_t count, cudaStream_t stream) {
+  return train_kernels::launch_activation_backward(kind, p, s, dy, dx, count, stream);
 }
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
                 float weight_decay, cudaStream_t stream) {

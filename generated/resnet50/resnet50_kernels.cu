@@ -26,7 +26,8 @@ cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream
   return kernels::launch_add<T>(static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), count,
                                 false, stream);
 }
-cudaError_t activation(act::Kind kind, const void* x, void* y, int64_t count, cudaStream_t stream) {
-  return kernels::launch_activation<T>(kind, static_cast<const T*>(x), static_cast<T*>(y), count, stream);
+cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
+                       cudaStream_t stream) {
+  return kernels::launch_activation<T>(kind, p, static_cast<const T*>(x), static_cast<T*>(y), count, stream);
 }
 }  // namespace zoc::model_kernels

@@ -9,7 +9,7 @@ cover the rest of the ops the frontend maps, in the spellings people write, and 
               adaptive_avg_pool2d to 2x2, x.view(x.size(0), -1), addmm and matmul + bias as
               hand-written linear layers, relu, dropout, softmax. Scripted and traced, with a
               seeded input and PyTorch's output (fp32), like export.py writes for the ResNets.
-  unsupported/ a model that calls torch.nn.functional.gelu (inside submodule `act`) and
+  unsupported/ a model that calls torch.nn.functional.softplus (inside submodule `act`) and
               torch.sort (at the top level): loading it must fail with one error naming both.
 
 Usage: make_models.py --out DIR. Needs torch and numpy; runs on torch 1.13 and 2.x.
@@ -79,7 +79,7 @@ class OpZoo(nn.Module):
 
 class Act(nn.Module):
     def forward(self, x):
-        return F.gelu(x)
+        return F.softplus(x)
 
 
 class Unsupported(nn.Module):

@@ -176,7 +176,7 @@ TEST(YamlFrontend, ReportsEveryErrorInOneRun) {
   const std::string path = dir.write("m.yaml", R"(zoc: 1
 input: {channels: 3, height: 8, width: 8}
 layers:
-  - a: {op: gelu}
+  - a: {op: prelu}
   - b: {op: conv2d, out_channels: 4, kernel: 3, strides: 2}
   - c: {op: sort}
   - d: {op: relu, input: nowhere}
@@ -185,7 +185,7 @@ layers:
   EXPECT_FALSE(load(path, d));
   const std::string text = d.render();
   EXPECT_EQ(d.error_count(), 4u) << text;
-  EXPECT_NE(text.find("m.yaml:4:13: error: layer 'a': unknown op 'gelu' (did you mean 'relu'?)"), std::string::npos)
+  EXPECT_NE(text.find("m.yaml:4:13: error: layer 'a': unknown op 'prelu' (did you mean 'relu'?)"), std::string::npos)
       << text;
   EXPECT_NE(text.find("m.yaml:5:49: error: layer 'b': unknown attribute 'strides' for conv2d "
                       "(did you mean 'stride'?)"),

@@ -51,9 +51,9 @@ std::string kernels_source(const std::string& head, const std::string& base, con
       cu.line("                              false, stream);");
     }
     {
-      auto f = cu.block("cudaError_t activation(act::Kind kind, const void* x, void* y, int64_t count, "
-                        "cudaStream_t stream)");
-      cu.line("return kernels::launch_activation<T>(kind, static_cast<const T*>(x), static_cast<T*>(y), "
+      auto f = cu.block("cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, "
+                        "int64_t count,\n                       cudaStream_t stream)");
+      cu.line("return kernels::launch_activation<T>(kind, p, static_cast<const T*>(x), static_cast<T*>(y), "
               "count, stream);");
     }
   }
@@ -81,12 +81,13 @@ std::string trainer_kernels_source(const std::string& head, const std::string& b
       {"add", "const float* a, const float* b, float* y, int64_t count, cudaStream_t stream",
        "a, b, y, count, stream"},
       {"activation",
-       "act::Kind kind, const float* x, float* y, int64_t count, cudaStream_t stream",
-       "kind, x, y, count, stream"},
+       "act::Kind kind, act::Params p, const float* x, float* y, int64_t count,\n"
+       "                       cudaStream_t stream",
+       "kind, p, x, y, count, stream"},
       {"activation_backward",
-       "act::Kind kind, const float* s, const float* dy, float* dx, int64_t count,\n"
-       "                                cudaStream_t stream",
-       "kind, s, dy, dx, count, stream"},
+       "act::Kind kind, act::Params p, const float* s, const float* dy, float* dx,\n"
+       "                                int64_t count, cudaStream_t stream",
+       "kind, p, s, dy, dx, count, stream"},
       {"sgd",
        "float* w, const float* g, float* v, int64_t count, float lr, float momentum,\n"
        "                float weight_decay, cudaStream_t stream",

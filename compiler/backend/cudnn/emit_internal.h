@@ -12,6 +12,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/passes/memory_plan.h"
 #include "compiler/support/diagnostics.h"
+#include "zoc/math/activations.h"
 
 namespace zoc::cudnn {
 
@@ -88,8 +89,12 @@ bool emit_train_conv(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_train_conv_grad(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_train_batchnorm(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_train_batchnorm_grad(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind);
-bool emit_train_activation_grad(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind);
+bool emit_train_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind,
+                           const act::Params& p);
+bool emit_train_activation_grad(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind,
+                                const act::Params& p);
+// "{a, b}": an activation's attributes as a constant's initializer.
+std::string activation_params_text(const act::Params& p);
 bool emit_train_pool(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_train_pool_grad(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_train_linear(EmitContext& ctx, const ir::Node& n, size_t i);

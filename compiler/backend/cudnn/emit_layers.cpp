@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/backend/cudnn/emit_internal.h"
+#include "compiler/ir/activation_params.h"
 #include "compiler/support/sanitize.h"
 
 namespace zoc::cudnn {
@@ -62,6 +63,14 @@ void constant(EmitContext& ctx, const std::string& type, const std::string& name
               const std::vector<std::string>& items) {
   ctx.s.constants.wrapped(fmt::format("constexpr zoc::{} {} = {{", type, name), items, "};");
 }
+
+}  // namespace
+
+std::string activation_params_text(const act::Params& p) {
+  return fmt::format("{{{:.9g}, {:.9g}}}", p.a, p.b);
+}
+
+namespace {
 
 bool unsupported(EmitContext& ctx, const ir::Node& n, const std::string& what) {
   ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): the cuDNN backend does not support {}",
@@ -179,11 +188,12 @@ bool emit_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
 
 // Any activation of zoc/math/activations.h (`kind`: its zoc::act::Kind), through the model's
 // generic activation kernel.
-bool emit_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind) {
+bool emit_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind,
+                     const act::Params& p) {
   const std::string& id = ctx.ids[i];
   constant(ctx, "ActivationCall", "kAct_" + id,
-           {kind, std::to_string(ctx.g.type(n.output).sample_numel()), ctx.tensor(n.inputs[0]),
-            ctx.tensor(n.output)});
+           {kind, activation_params_text(p), std::to_string(ctx.g.type(n.output).sample_numel()),
+            ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
   comment(ctx, n, ir::op_info(n.op).name.data());
   timed_call(ctx, n, "v.activation(kAct_{}, {})", id, ctx.name_literal(n));
   return true;
@@ -379,12 +389,17 @@ bool emit_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::Dropout:
       if (train) return emit_train_dropout(ctx, n, i);
       return unsupported(ctx, n, "this op before the inference passes (run the pass pipeline)");
-#define ZOC_ACTIVATION(op, grad, math)                                                     \
-  case ir::OpKind::op:                                                                     \
-    return train ? emit_train_activation(ctx, n, i, "zoc::act::Kind::k" #math)            \
-                 : emit_activation(ctx, n, i, "zoc::act::Kind::k" #math);                  \
-  case ir::OpKind::grad:                                                                   \
-    if (train) return emit_train_activation_grad(ctx, n, i, "zoc::act::Kind::k" #math);    \
+#define ZOC_ACTIVATION(op, grad, math)                                                       \
+  case ir::OpKind::op: {                                                                     \
+    const act::Params p = ir::activation_params<act::math>(n);                              \
+    return train ? emit_train_activation(ctx, n, i, "zoc::act::Kind::k" #math, p)           \
+                 : emit_activation(ctx, n, i, "zoc::act::Kind::k" #math, p);                 \
+  }                                                                                          \
+  case ir::OpKind::grad:                                                                     \
+    if (train) {                                                                             \
+      return emit_train_activation_grad(ctx, n, i, "zoc::act::Kind::k" #math,               \
+                                        ir::activation_params<act::math>(n));               \
+    }                                                                                        \
     break;
 #include "compiler/ir/ops.def"
     case ir::OpKind::SoftmaxCrossEntropy:

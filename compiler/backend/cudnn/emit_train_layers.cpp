@@ -150,20 +150,22 @@ bool emit_train_batchnorm_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
-bool emit_train_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind) {
+bool emit_train_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind,
+                           const act::Params& p) {
   constant(ctx, "train::ActivationTrainCall", "kAct_" + ctx.ids[i],
-           {kind, num(ctx.g.type(n.output).sample_numel()), ctx.tensor(n.inputs[0]),
-            ctx.tensor(n.output)});
+           {kind, activation_params_text(p), num(ctx.g.type(n.output).sample_numel()),
+            ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
   call(ctx, n, std::string(ir::op_info(n.op).name),
        fmt::format("v.activation(kAct_{}, {})", ctx.ids[i], ctx.name_literal(n)));
   return true;
 }
 
-bool emit_train_activation_grad(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind) {
+bool emit_train_activation_grad(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind,
+                                const act::Params& p) {
   const ir::Node& f = forward_of(ctx, n);
   constant(ctx, "train::ActivationGradCall", "kActGrad_" + ctx.ids[i],
-           {kind, num(ctx.g.type(n.output).sample_numel()), ctx.tensor(n.inputs[0]),
-            ctx.tensor(n.inputs[1]), ctx.tensor(n.output)});
+           {kind, activation_params_text(p), num(ctx.g.type(n.output).sample_numel()),
+            ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]), ctx.tensor(n.output)});
   call(ctx, n, fmt::format("dx = {}'(dy)", ir::op_info(f.op).name),
        fmt::format("v.activation_grad(kActGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
   return true;

@@ -8,6 +8,7 @@
 #include "compiler/backend/reference/kernels.h"
 #include "compiler/backend/reference/node_shapes.h"
 #include "compiler/backend/reference/runner.h"
+#include "compiler/ir/activation_params.h"
 #include "compiler/support/checked_math.h"
 #include "zoc/core/fold.h"
 
@@ -41,12 +42,14 @@ const float* Runner::param(const ir::Node& node, ir::ParamRole role) {
 
 template <class Math>
 void Runner::activation(const ir::Node& node) {
-  ref::activation<Math>(in(node, 0), out(node.output), count(node.output));
+  ref::activation<Math>(in(node, 0), out(node.output), count(node.output),
+                        ir::activation_params<Math>(node));
 }
 
 template <class Math>
 void Runner::activation_grad(const ir::Node& node) {
-  activation_backward<Math>(in(node, 0), in(node, 1), out(node.output), count(node.output));
+  activation_backward<Math>(in(node, 0), in(node, 1), out(node.output), count(node.output),
+                            ir::activation_params<Math>(node));
 }
 
 Status Runner::exec(const ir::Node& node) {

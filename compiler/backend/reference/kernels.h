@@ -85,18 +85,19 @@ void softmax(const float* x, float* y, int64_t rows, int64_t cols);
 
 // y = Math::forward(x) elementwise, for an activation of zoc/math/activations.h, in double.
 template <class Math>
-void activation(const float* x, float* y, int64_t count) {
+void activation(const float* x, float* y, int64_t count, const act::Params& p = {}) {
   for (int64_t i = 0; i < count; ++i) {
-    y[i] = static_cast<float>(Math::forward(static_cast<double>(x[i])));
+    y[i] = static_cast<float>(Math::forward(static_cast<double>(x[i]), p));
   }
 }
 
 // dx = Math::backward(s, dy) elementwise, s being the forward's output or input (Math says).
 template <class Math>
-void activation_backward(const float* s, const float* dy, float* dx, int64_t count) {
+void activation_backward(const float* s, const float* dy, float* dx, int64_t count,
+                         const act::Params& p = {}) {
   for (int64_t i = 0; i < count; ++i) {
-    dx[i] =
-        static_cast<float>(Math::backward(static_cast<double>(s[i]), static_cast<double>(dy[i])));
+    dx[i] = static_cast<float>(
+        Math::backward(static_cast<double>(s[i]), static_cast<double>(dy[i]), p));
   }
 }
 

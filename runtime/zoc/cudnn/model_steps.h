@@ -250,8 +250,8 @@ struct Run {
     return mark();
   }
   Status activation(const ActivationCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::activation(c.kind, act(c.x), act(c.y), int64_t(n) * c.per_sample,
-                                       stream),
+    ZOC_CUDA(model_kernels::activation(c.kind, c.params, act(c.x), act(c.y),
+                                       int64_t(n) * c.per_sample, stream),
              name);
     return mark();
   }

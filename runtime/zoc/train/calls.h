@@ -70,11 +70,13 @@ struct BatchNormGradCall {
 // forward's output or input (`s`, as zoc::act's kFromOutput says).
 struct ActivationTrainCall {
   act::Kind kind;
+  act::Params params;
   int64_t per_sample;
   size_t x, y;
 };
 struct ActivationGradCall {
   act::Kind kind;
+  act::Params params;
   int64_t per_sample;
   size_t s, dy, dx;
 };

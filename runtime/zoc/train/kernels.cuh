@@ -77,18 +77,18 @@ __global__ void add_kernel(const float* a, const float* b, float* y, int64_t cou
 // y = f(x) and dx = f'(s) * dy for an activation of zoc/math/activations.h (s: the forward's
 // output or input, as Math::kFromOutput says), in float.
 template <class Math>
-__global__ void activation_kernel(const float* x, float* y, int64_t count) {
+__global__ void activation_kernel(const float* x, float* y, int64_t count, act::Params p) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    y[i] = Math::forward(x[i]);
+    y[i] = Math::forward(x[i], p);
   }
 }
 template <class Math>
 __global__ void activation_backward_kernel(const float* s, const float* dy, float* dx,
-                                           int64_t count) {
+                                           int64_t count, act::Params p) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    dx[i] = Math::backward(s[i], dy[i]);
+    dx[i] = Math::backward(s[i], dy[i], p);
   }
 }
 
@@ -191,14 +191,14 @@ inline cudaError_t launch_add(const float* a, const float* b, float* y, int64_t 
   return cudaGetLastError();
 }
 
-inline cudaError_t launch_activation(act::Kind kind, const float* x, float* y, int64_t count,
-                                     cudaStream_t stream) {
+inline cudaError_t launch_activation(act::Kind kind, act::Params p, const float* x, float* y,
+                                     int64_t count, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   switch (kind) {
 #define ZOC_LAUNCH_ACTIVATION(name)                                                          \
   case act::Kind::k##name:                                                                   \
     detail::activation_kernel<act::name><<<detail::blocks_for(count), 256, 0, stream>>>(x, y, \
-                                                                                         count); \
+                                                                                         count, p); \
     break;
     ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
 #undef ZOC_LAUNCH_ACTIVATION
@@ -206,14 +206,15 @@ inline cudaError_t launch_activation(act::Kind kind, const float* x, float* y, i
   return cudaGetLastError();
 }
 
-inline cudaError_t launch_activation_backward(act::Kind kind, const float* s, const float* dy,
-                                              float* dx, int64_t count, cudaStream_t stream) {
+inline cudaError_t launch_activation_backward(act::Kind kind, act::Params p, const float* s,
+                                              const float* dy, float* dx, int64_t count,
+                                              cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   switch (kind) {
 #define ZOC_LAUNCH_ACTIVATION(name)                                                        \
   case act::Kind::k##name:                                                                 \
     detail::activation_backward_kernel<act::name>                                          \
-        <<<detail::blocks_for(count), 256, 0, stream>>>(s, dy, dx, count);                 \
+        <<<detail::blocks_for(count), 256, 0, stream>>>(s, dy, dx, count, p);              \
     break;
     ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
 #undef ZOC_LAUNCH_ACTIVATION

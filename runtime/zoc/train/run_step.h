@@ -78,14 +78,14 @@ struct TrainRun {
     return Status::success();
   }
   Status activation(const ActivationTrainCall& c, const char* name) {
-    ZOC_CUDA(trainer_kernels::activation(c.kind, s.a(c.x), s.a(c.y), int64_t(n) * c.per_sample,
-                                         stream),
+    ZOC_CUDA(trainer_kernels::activation(c.kind, c.params, s.a(c.x), s.a(c.y),
+                                         int64_t(n) * c.per_sample, stream),
              name);
     return Status::success();
   }
   Status activation_grad(const ActivationGradCall& c, const char* name) {
-    ZOC_CUDA(trainer_kernels::activation_backward(c.kind, s.a(c.s), s.a(c.dy), s.a(c.dx),
-                                                  int64_t(n) * c.per_sample, stream),
+    ZOC_CUDA(trainer_kernels::activation_backward(c.kind, c.params, s.a(c.s), s.a(c.dy),
+                                                  s.a(c.dx), int64_t(n) * c.per_sample, stream),
              name);
     return Status::success();
   }

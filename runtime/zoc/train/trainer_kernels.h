@@ -24,10 +24,10 @@ cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, cud
 // y = a + b.
 cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream);
 // y = f(x), and dx = f'(s) * dy, for an activation of zoc/math/activations.h.
-cudaError_t activation(act::Kind kind, const float* x, float* y, int64_t count,
+cudaError_t activation(act::Kind kind, act::Params p, const float* x, float* y, int64_t count,
                        cudaStream_t stream);
-cudaError_t activation_backward(act::Kind kind, const float* s, const float* dy, float* dx,
-                                int64_t count, cudaStream_t stream);
+cudaError_t activation_backward(act::Kind kind, act::Params p, const float* s, const float* dy,
+                                float* dx, int64_t count, cudaStream_t stream);
 // PyTorch's SGD over count floats of w with gradients g and momentum buffers v.
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
                 float weight_decay, cudaStream_t stream);

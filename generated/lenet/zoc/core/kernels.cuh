@@ -166,14 +166,14 @@ cudaError_t launch_add(const T* a, const T* b, T* y, int64_t count, bool relu,
 // y = f(x) for an activation of zoc/math/activations.h (the formulas the reference interpreter
 // and the trainers run), computed in float and rounded once.
 template <class T, class Math>
-__global__ void activation_kernel(const T* x, T* y, int64_t count) {
+__global__ void activation_kernel(const T* x, T* y, int64_t count, act::Params p) {
   for (int64_t i = detail::thread_index(); i < count; i += detail::thread_stride()) {
-    y[i] = from_float<T>(Math::forward(to_float(x[i])));
+    y[i] = from_float<T>(Math::forward(to_float(x[i]), p));
   }
 }
 
 template <class T>
-cudaError_t launch_activation(act::Kind kind, const T* x, T* y, int64_t count,
+cudaError_t launch_activation(act::Kind kind, act::Params p, const T* x, T* y, int64_t count,
                               cudaStream_t stream) {
   if (count < 0) return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;
@@ -181,7 +181,7 @@ cudaError_t launch_activation(act::Kind kind, const T* x, T* y, int64_t count,
 #define ZOC_LAUNCH_ACTIVATION(name)                                                         \
   case act::Kind::k##name:                                                                  \
     activation_kernel<T, act::name><<<detail::grid_for(count), detail::kBlock, 0, stream>>>( \
-        x, y, count);                                                                       \
+        x, y, count, p);                                                                    \
     break;
     ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
 #undef ZOC_LAUNCH_ACTIVATION

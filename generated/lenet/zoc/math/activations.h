@@ -2,12 +2,14 @@
 // every consumer: the reference interpreter runs them in double over float tensors (one
 // rounding, like its other kernels), and generated GPU kernels run them in float (ZOC_HD is
 // __host__ __device__ under nvcc). Each activation is a struct with
-//   forward(x)      y = f(x)
-//   backward(s, dy) dx = f'(x) * dy, where s is the forward's output y if kFromOutput, else x
-// and a row in compiler/ir/ops.def (ZOC_ACTIVATION) that ties it to its two ops, so a new
-// activation needs no code in the shape rules, the gradient rules or the interpreter. The
+//   forward(x, p)      y = f(x)
+//   backward(s, dy, p) dx = f'(x) * dy, where s is the forward's output y if kFromOutput, else x
+// where p holds the op's numeric attributes (kParamA, kParamB name them; hardtanh's bounds), and
+// a row in compiler/ir/ops.def (ZOC_ACTIVATION) that ties it to its two ops, so a new activation
+// needs no code in the shape rules, the gradient rules, the interpreter or the GPU backends. The
 // formulas are PyTorch's (ReLU's backward is threshold_backward on the output; tanh's and
-// sigmoid's read the output), and NaN propagates through the forward as in PyTorch.
+// sigmoid's read the output; the others read the input), and NaN propagates through the forward
+// as in PyTorch.
 #pragma once
 
 #include <cmath>
@@ -23,61 +25,154 @@
 
 namespace zoc::act {
 
-struct Relu {
+// The numeric attributes of an activation op (kParamA, kParamB of its struct; 0 when unused).
+struct Params {
+  double a = 0, b = 0;
+};
+
+// Most activations take no attributes.
+struct NoParams {
+  static constexpr const char* kParamA = nullptr;
+  static constexpr const char* kParamB = nullptr;
+};
+
+struct Relu : NoParams {
   static constexpr bool kFromOutput = true;
   template <class T>
-  ZOC_HD static T forward(T x) {
+  ZOC_HD static T forward(T x, const Params&) {
     return (x > T(0) || x != x) ? x : T(0);
   }
   template <class T>
-  ZOC_HD static T backward(T y, T dy) {
+  ZOC_HD static T backward(T y, T dy, const Params&) {
     return y > T(0) ? dy : T(0);
   }
 };
 
-struct Tanh {
+struct Tanh : NoParams {
   static constexpr bool kFromOutput = true;
   template <class T>
-  ZOC_HD static T forward(T x) {
+  ZOC_HD static T forward(T x, const Params&) {
     return std::tanh(x);
   }
   template <class T>
-  ZOC_HD static T backward(T y, T dy) {
+  ZOC_HD static T backward(T y, T dy, const Params&) {
     return dy * (T(1) - y * y);
   }
 };
 
-struct Sigmoid {
+struct Sigmoid : NoParams {
   static constexpr bool kFromOutput = true;
   // exp(-x) overflows to inf for very negative x, which correctly gives 0.
   template <class T>
-  ZOC_HD static T forward(T x) {
+  ZOC_HD static T forward(T x, const Params&) {
     return T(1) / (T(1) + std::exp(-x));
   }
   template <class T>
-  ZOC_HD static T backward(T y, T dy) {
+  ZOC_HD static T backward(T y, T dy, const Params&) {
     return dy * y * (T(1) - y);
   }
 };
 
 // SiLU (swish): x * sigmoid(x); backward from the input, as PyTorch's silu_backward:
 // dy * s * (1 + x * (1 - s)) with s = sigmoid(x).
-struct Silu {
+struct Silu : NoParams {
   static constexpr bool kFromOutput = false;
   template <class T>
-  ZOC_HD static T forward(T x) {
+  ZOC_HD static T forward(T x, const Params&) {
     return x / (T(1) + std::exp(-x));
   }
   template <class T>
-  ZOC_HD static T backward(T x, T dy) {
+  ZOC_HD static T backward(T x, T dy, const Params&) {
     const T s = T(1) / (T(1) + std::exp(-x));
     return dy * s * (T(1) + x * (T(1) - s));
   }
 };
 
-// Every activation above, for code that picks one from a constant (generated trainers' kernels,
-// zoc/train/kernels.cuh): X(Name) per struct. A new activation adds its struct and its name here.
-#define ZOC_ACTIVATION_LIST(X) X(Relu) X(Tanh) X(Sigmoid) X(Silu)
+// Hardtanh: x clamped to [min_val, max_val] (ReLU6 is [0, 6]); NaN passes through. Backward as
+// PyTorch's hardtanh_backward: dy where min_val < x < max_val, else 0.
+struct Hardtanh {
+  static constexpr const char* kParamA = "min_val";
+  static constexpr const char* kParamB = "max_val";
+  static constexpr bool kFromOutput = false;
+  template <class T>
+  ZOC_HD static T forward(T x, const Params& p) {
+    const T lo = T(p.a), hi = T(p.b);
+    return x < lo ? lo : (x > hi ? hi : x);
+  }
+  template <class T>
+  ZOC_HD static T backward(T x, T dy, const Params& p) {
+    return (x > T(p.a) && x < T(p.b)) ? dy : T(0);
+  }
+};
+
+// Hardswish: x * relu6(x + 3) / 6. Backward as PyTorch's: 0 below -3, dy above 3, else
+// dy * (2x + 3) / 6.
+struct Hardswish : NoParams {
+  static constexpr bool kFromOutput = false;
+  template <class T>
+  ZOC_HD static T forward(T x, const Params&) {
+    const T r = x + T(3);
+    return x * (r < T(0) ? T(0) : (r > T(6) ? T(6) : r)) / T(6);
+  }
+  template <class T>
+  ZOC_HD static T backward(T x, T dy, const Params&) {
+    if (x < T(-3)) return T(0);
+    if (x <= T(3)) return dy * (T(2) * x + T(3)) / T(6);
+    return dy;
+  }
+};
+
+// Hardsigmoid: relu6(x + 3) / 6. Backward: dy / 6 inside (-3, 3), else 0.
+struct Hardsigmoid : NoParams {
+  static constexpr bool kFromOutput = false;
+  template <class T>
+  ZOC_HD static T forward(T x, const Params&) {
+    const T r = x + T(3);
+    return (r < T(0) ? T(0) : (r > T(6) ? T(6) : r)) / T(6);
+  }
+  template <class T>
+  ZOC_HD static T backward(T x, T dy, const Params&) {
+    return (x > T(-3) && x < T(3)) ? dy / T(6) : T(0);
+  }
+};
+
+// GELU, exact: x * Phi(x) = x / 2 * (1 + erf(x / sqrt(2))); backward dy * (Phi(x) + x * phi(x)).
+struct Gelu : NoParams {
+  static constexpr bool kFromOutput = false;
+  template <class T>
+  ZOC_HD static T forward(T x, const Params&) {
+    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  }
+  template <class T>
+  ZOC_HD static T backward(T x, T dy, const Params&) {
+    const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    const T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
+    return dy * (cdf + x * pdf);
+  }
+};
+
+// GELU, tanh approximation (approximate='tanh'): x / 2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+struct GeluTanh : NoParams {
+  static constexpr bool kFromOutput = false;
+  template <class T>
+  ZOC_HD static T forward(T x, const Params&) {
+    const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
+    return T(0.5) * x * (T(1) + std::tanh(inner));
+  }
+  template <class T>
+  ZOC_HD static T backward(T x, T dy, const Params&) {
+    const T k = T(0.79788456080286535588);
+    const T inner = k * (x + T(0.044715) * x * x * x);
+    const T t = std::tanh(inner);
+    const T d_inner = k * (T(1) + T(3) * T(0.044715) * x * x);
+    return dy * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * d_inner);
+  }
+};
+
+// Every activation above, for code that picks one from a constant (the generated kernels):
+// X(Name) per struct. A new activation adds its struct and its name here.
+#define ZOC_ACTIVATION_LIST(X) \
+  X(Relu) X(Tanh) X(Sigmoid) X(Silu) X(Hardtanh) X(Hardswish) X(Hardsigmoid) X(Gelu) X(GeluTanh)
 
 enum class Kind {
 #define ZOC_ACTIVATION_KIND(name) k##name,

@@ -37,6 +37,7 @@ struct PoolCall {
 // A unary pointwise activation of zoc/math/activations.h over per_sample elements.
 struct ActivationCall {
   act::Kind kind;
+  act::Params params;  // its attributes (hardtanh's bounds)
   int64_t per_sample;
   size_t x, y;
 };

@@ -23,7 +23,7 @@ cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, cudaStream_
 // y = a + b, elementwise.
 cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream);
 // y = f(x) for an activation of zoc/math/activations.h, elementwise.
-cudaError_t activation(act::Kind kind, const void* x, void* y, int64_t count,
+cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
                        cudaStream_t stream);
 
 }  // namespace zoc::model_kernels

@@ -1,0 +1,60 @@
+// The activations of zoc/math/activations.h, which the interpreter, the trainers and the
+// inference kernels all run: each backward is the derivative of its forward (central differences
+// in double away from the kinks), forwards match PyTorch's formulas at known points, and NaN
+// passes through every forward.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "zoc/math/activations.h"
+
+namespace zoc {
+namespace {
+
+template <class Math>
+void expect_backward_is_derivative(const act::Params& p) {
+  for (double x = -5.0; x <= 5.0; x += 0.0731) {
+    bool near_kink = false;
+    for (double k : {-3.0, 0.0, 3.0, p.a, p.b}) near_kink = near_kink || std::abs(x - k) < 1e-3;
+    if (near_kink) continue;
+    const double h = 1e-6;
+    const double fd = (Math::forward(x + h, p) - Math::forward(x - h, p)) / (2 * h);
+    const double s = Math::kFromOutput ? Math::forward(x, p) : x;
+    EXPECT_NEAR(Math::backward(s, 1.0, p), fd, 1e-6) << x;
+    EXPECT_NEAR(Math::backward(s, 2.5, p), 2.5 * fd, 3e-6) << x;
+  }
+  EXPECT_TRUE(std::isnan(Math::forward(std::numeric_limits<double>::quiet_NaN(), p)));
+}
+
+TEST(Activations, BackwardIsTheDerivativeOfForward) {
+  expect_backward_is_derivative<act::Relu>({});
+  expect_backward_is_derivative<act::Tanh>({});
+  expect_backward_is_derivative<act::Sigmoid>({});
+  expect_backward_is_derivative<act::Silu>({});
+  expect_backward_is_derivative<act::Hardtanh>({0.0, 6.0});
+  expect_backward_is_derivative<act::Hardtanh>({-1.0, 1.0});
+  expect_backward_is_derivative<act::Hardswish>({});
+  expect_backward_is_derivative<act::Hardsigmoid>({});
+  expect_backward_is_derivative<act::Gelu>({});
+  expect_backward_is_derivative<act::GeluTanh>({});
+}
+
+// Values from PyTorch 1.13 (torch.nn.functional, float64).
+TEST(Activations, ForwardsAtKnownPoints) {
+  const act::Params relu6{0.0, 6.0};
+  EXPECT_EQ(act::Hardtanh::forward(7.5, relu6), 6.0);
+  EXPECT_EQ(act::Hardtanh::forward(-2.0, relu6), 0.0);
+  EXPECT_EQ(act::Hardtanh::forward(2.25, relu6), 2.25);
+  EXPECT_DOUBLE_EQ(act::Hardswish::forward(1.0, {}), 1.0 * 4.0 / 6.0);
+  EXPECT_EQ(act::Hardswish::forward(-4.0, {}), 0.0);
+  EXPECT_EQ(act::Hardswish::forward(4.0, {}), 4.0);
+  EXPECT_DOUBLE_EQ(act::Hardsigmoid::forward(1.5, {}), 4.5 / 6.0);
+  EXPECT_NEAR(act::Gelu::forward(1.0, {}), 0.8413447460685429, 1e-15);
+  EXPECT_NEAR(act::Gelu::forward(-0.5, {}), -0.15426876936299347, 1e-15);
+  EXPECT_NEAR(act::GeluTanh::forward(1.0, {}), 0.8411919906082768, 1e-15);
+  EXPECT_NEAR(act::Silu::forward(2.0, {}), 1.7615941559557649, 1e-15);
+}
+
+}  // namespace
+}  // namespace zoc

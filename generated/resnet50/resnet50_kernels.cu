@@ -5,6 +5,7 @@
 // Custom kernels of resnet50, for its element type (__half): the host functions
 // zoc/core/model_kernels.h declares.
 #include "zoc/core/kernels.cuh"
+#include "zoc/core/layer_kernels.cuh"
 #include "zoc/core/model_kernels.h"
 
 namespace zoc::model_kernels {
@@ -29,5 +30,28 @@ cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream
 cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
                        cudaStream_t stream) {
   return kernels::launch_activation<T>(kind, p, static_cast<const T*>(x), static_cast<T*>(y), count, stream);
+}
+cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, ChannelMulShape m,
+                        cudaStream_t stream) {
+  return kernels::launch_channel_mul<T, T>(static_cast<const T*>(x), static_cast<const T*>(s),
+                                           static_cast<T*>(y), count, m, stream);
+}
+cudaError_t layernorm(const void* x, void* y, const float* gamma, const float* beta, int64_t n,
+                      int64_t c, int64_t hw, bool nhwc, float eps, cudaStream_t stream) {
+  return kernels::launch_layernorm<T>(static_cast<const T*>(x), static_cast<T*>(y), gamma, beta, n,
+                                      c, hw, nhwc, eps, stream);
+}
+cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_t hw,
+                            int64_t groups, bool nhwc, cudaStream_t stream) {
+  return kernels::launch_channel_shuffle<T>(static_cast<const T*>(x), static_cast<T*>(y), n, c, hw,
+                                            groups, nhwc, stream);
+}
+cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream) {
+  return kernels::launch_pool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);
+}
+cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry g,
+                             cudaStream_t stream) {
+  return kernels::launch_adaptive_avgpool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g,
+                                             stream);
 }
 }  // namespace zoc::model_kernels

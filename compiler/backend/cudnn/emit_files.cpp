@@ -19,6 +19,7 @@ std::string kernels_source(const std::string& head, const std::string& base, con
   cu.line("// Custom kernels of {}, for its element type ({}): the host functions", base, t.cuda_type);
   cu.line("// zoc/core/model_kernels.h declares.");
   cu.line("#include \"zoc/core/kernels.cuh\"");
+  cu.line("#include \"zoc/core/layer_kernels.cuh\"");
   cu.line("#include \"zoc/core/model_kernels.h\"");
   cu.blank();
   {
@@ -56,6 +57,30 @@ std::string kernels_source(const std::string& head, const std::string& base, con
       cu.line("return kernels::launch_activation<T>(kind, p, static_cast<const T*>(x), static_cast<T*>(y), "
               "count, stream);");
     }
+    // The zoo's layers (zoc/core/layer_kernels.cuh).
+    cu.raw_line("cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, ChannelMulShape m,");
+    cu.raw_line("                        cudaStream_t stream) {");
+    cu.raw_line("  return kernels::launch_channel_mul<T, T>(static_cast<const T*>(x), static_cast<const T*>(s),");
+    cu.raw_line("                                           static_cast<T*>(y), count, m, stream);");
+    cu.raw_line("}");
+    cu.raw_line("cudaError_t layernorm(const void* x, void* y, const float* gamma, const float* beta, int64_t n,");
+    cu.raw_line("                      int64_t c, int64_t hw, bool nhwc, float eps, cudaStream_t stream) {");
+    cu.raw_line("  return kernels::launch_layernorm<T>(static_cast<const T*>(x), static_cast<T*>(y), gamma, beta, n,");
+    cu.raw_line("                                      c, hw, nhwc, eps, stream);");
+    cu.raw_line("}");
+    cu.raw_line("cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_t hw,");
+    cu.raw_line("                            int64_t groups, bool nhwc, cudaStream_t stream) {");
+    cu.raw_line("  return kernels::launch_channel_shuffle<T>(static_cast<const T*>(x), static_cast<T*>(y), n, c, hw,");
+    cu.raw_line("                                            groups, nhwc, stream);");
+    cu.raw_line("}");
+    cu.raw_line("cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream) {");
+    cu.raw_line("  return kernels::launch_pool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);");
+    cu.raw_line("}");
+    cu.raw_line("cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry g,");
+    cu.raw_line("                             cudaStream_t stream) {");
+    cu.raw_line("  return kernels::launch_adaptive_avgpool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g,");
+    cu.raw_line("                                             stream);");
+    cu.raw_line("}");
   }
   return cu.str();
 }

@@ -57,6 +57,11 @@ struct StepBase {
   }
   Status output_to_float(const OutputCall&) { return Status::success(); }
   Status output_copy(const OutputCall&) { return Status::success(); }
+  Status mul(const MulCall&, const char*) { return Status::success(); }
+  Status layernorm(const LayerNormCall&, const char*) { return Status::success(); }
+  Status shuffle(const ShuffleCall&, const char*) { return Status::success(); }
+  Status pool_kernel(const PoolKernelCall&, const char*) { return Status::success(); }
+  Status adaptive_pool(const AdaptivePoolCall&, const char*) { return Status::success(); }
 };
 
 // Creates every descriptor bundle (once, in create()).
@@ -208,6 +213,7 @@ struct Run {
     return Status::success();
   }
   char* act(size_t t) const { return s.act(t, input); }
+  bool nhwc() const { return s.types.format == CUDNN_TENSOR_NHWC; }
 
   Status input_to_nhwc(const InputCall& c) {
     ZOC_CUDA(model_kernels::input_to_nhwc(input, act(c.y), n, c.c, c.h, c.w, c.c_stored, stream),
@@ -307,6 +313,35 @@ struct Run {
   Status output_copy(const OutputCall& c) {
     const size_t bytes = size_t(n) * size_t(c.per_sample) * sizeof(float);
     ZOC_CUDA(cudaMemcpyAsync(output, act(c.y), bytes, cudaMemcpyDeviceToDevice, stream), "output");
+    return mark();
+  }
+  // The zoo's layers, through zoc/core/layer_kernels.cuh.
+  Status mul(const MulCall& c, const char* name) {
+    const void* s_data = c.s_is_weight ? static_cast<const void*>(s.weight(c.s)) : act(c.s);
+    ZOC_CUDA(model_kernels::channel_mul(act(c.x), s_data, act(c.y), int64_t(n) * c.per_sample, c.m,
+                                        stream),
+             name);
+    return mark();
+  }
+  Status layernorm(const LayerNormCall& c, const char* name) {
+    const float* p = reinterpret_cast<const float*>(s.weight(c.params));
+    ZOC_CUDA(model_kernels::layernorm(act(c.x), act(c.y), p, p + c.c, n, c.c, c.hw, nhwc(),
+                                      c.eps, stream),
+             name);
+    return mark();
+  }
+  Status shuffle(const ShuffleCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::channel_shuffle(act(c.x), act(c.y), n, c.c, c.hw, c.groups, nhwc(),
+                                            stream),
+             name);
+    return mark();
+  }
+  Status pool_kernel(const PoolKernelCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::pool(act(c.x), act(c.y), n, c.g, stream), name);
+    return mark();
+  }
+  Status adaptive_pool(const AdaptivePoolCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::adaptive_avgpool(act(c.x), act(c.y), n, c.g, stream), name);
     return mark();
   }
 

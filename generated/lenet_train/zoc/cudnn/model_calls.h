@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "zoc/core/model_kernels.h"
 #include "zoc/cudnn/layers.h"
 #include "zoc/math/activations.h"
 
@@ -75,6 +76,40 @@ struct CopyCall {
   size_t src, y;
   size_t dst_offset, dst_pitch, src_pitch, width, rows;
   size_t src_offset = 0;
+};
+
+// The zoo's layers through zoc/core/layer_kernels.cuh: y = x * s with s an activation (per
+// sample: squeeze-and-excitation; or elementwise), or, with s_is_weight, a packed weight vector
+// [C] (layer scale); per_sample: x's elements per sample.
+struct MulCall {
+  ChannelMulShape m;
+  int64_t per_sample;
+  size_t x, s, y;
+  bool s_is_weight;
+};
+
+// Layer norm over the channels at each of hw pixels; gamma then beta (fp32) at weight offset
+// `params`.
+struct LayerNormCall {
+  int64_t c, hw;
+  size_t params;
+  float eps;
+  size_t x, y;
+};
+
+struct ShuffleCall {
+  int64_t c, hw, groups;
+  size_t x, y;
+};
+
+// Pooling cuDNN cannot do (ceil_mode, dilation), and adaptive average pooling.
+struct PoolKernelCall {
+  PoolGeometry g;
+  size_t x, y;
+};
+struct AdaptivePoolCall {
+  AdaptiveGeometry g;
+  size_t x, y;
 };
 
 // The caller's fp32 NCHW input entering the model at tensor y (converted to NHWC with channels

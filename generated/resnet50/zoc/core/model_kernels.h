@@ -11,6 +11,32 @@
 
 #include "zoc/math/activations.h"
 
+namespace zoc {
+
+// The shapes the zoo's kernels (zoc/core/layer_kernels.cuh) take.
+struct ChannelMulShape {
+  int64_t c, hw;
+  bool nhwc;
+  bool per_sample;   // s is [N, C] (else [C], shared by every sample)
+  bool elementwise;  // s has x's shape: y = x * s elementwise
+};
+
+// A pooling window's geometry (the IR's attributes after shape inference).
+struct PoolGeometry {
+  int64_t c, h, w, out_h, out_w;
+  int64_t kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+  bool max;                // else average
+  bool count_include_pad;  // average's divisor: taps in the padded input, else in the input
+  bool nhwc;
+};
+
+struct AdaptiveGeometry {
+  int64_t c, h, w, out_h, out_w;
+  bool nhwc;
+};
+
+}  // namespace zoc
+
 namespace zoc::model_kernels {
 
 // fp32 NCHW -> NHWC in the model's element type; channels c..c_stored-1 are zeros.
@@ -22,6 +48,18 @@ cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t str
 cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, cudaStream_t stream);
 // y = a + b, elementwise.
 cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream);
+// y = x * s: s per channel (and sample), or elementwise (zoc/core/layer_kernels.cuh).
+cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, ChannelMulShape m,
+                        cudaStream_t stream);
+// Layer norm over the channels at every pixel; gamma and beta fp32.
+cudaError_t layernorm(const void* x, void* y, const float* gamma, const float* beta, int64_t n,
+                      int64_t c, int64_t hw, bool nhwc, float eps, cudaStream_t stream);
+cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_t hw,
+                            int64_t groups, bool nhwc, cudaStream_t stream);
+// Max or average pooling with PyTorch's edge rules (ceil_mode, dilation, both divisors).
+cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream);
+cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry g,
+                             cudaStream_t stream);
 // y = f(x) for an activation of zoc/math/activations.h, elementwise.
 cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
                        cudaStream_t stream);

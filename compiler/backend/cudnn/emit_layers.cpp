@@ -154,6 +154,31 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
+// Pooling cuDNN cannot express (ceil_mode windows hanging over the padded input, dilated max
+// pooling): zoc/core/layer_kernels.cuh's pooling kernel, with PyTorch's edge rules.
+bool emit_pool_kernel(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const std::string& id = ctx.ids[i];
+  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
+  const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"), p = n.attrs.pair("padding");
+  const bool is_max = n.op == ir::OpKind::MaxPool2d;
+  const ir::Pair d = is_max ? n.attrs.pair("dilation") : ir::Pair{1, 1};
+  const bool include_pad = !is_max && n.attrs.b("count_include_pad");
+  const std::string geometry = fmt::format(
+      "{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}", in.c, in.h, in.w,
+      out.h, out.w, k.h, k.w, s.h, s.w, p.h, p.w, d.h, d.w, is_max ? "true" : "false",
+      include_pad ? "true" : "false", ctx.t.nhwc ? "true" : "false");
+  constant(ctx, "PoolKernelCall", "kPool_" + id,
+           {geometry, ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
+  comment(ctx, n,
+          fmt::format("{} pool {}x{}/{} pad {}{}{}, {}x{} -> {}x{} (zoc's kernel)",
+                      is_max ? "max" : "average", k.h, k.w, s.h, p.h,
+                      n.attrs.b("ceil_mode") ? ", ceil_mode" : "",
+                      d != ir::Pair{1, 1} ? fmt::format(", dilation {}", d.h) : "", in.h, in.w,
+                      out.h, out.w));
+  timed_call(ctx, n, "v.pool_kernel(kPool_{}, {})", id, ctx.name_literal(n));
+  return true;
+}
+
 bool emit_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
   const Dims in = dims_of(ctx.g.type(n.inputs[0]));
@@ -164,10 +189,9 @@ bool emit_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
   if (n.op != ir::OpKind::GlobalAvgPool) {
     const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"),
                    p = n.attrs.pair("padding");
-    if (n.attrs.b("ceil_mode")) return unsupported(ctx, n, "ceil_mode: true");
-    if (n.op == ir::OpKind::MaxPool2d && n.attrs.pair("dilation") != ir::Pair{1, 1}) {
-      return unsupported(ctx, n, "dilated pooling");
-    }
+    const bool dilated =
+        n.op == ir::OpKind::MaxPool2d && n.attrs.pair("dilation") != ir::Pair{1, 1};
+    if (n.attrs.b("ceil_mode") || dilated) return emit_pool_kernel(ctx, n, i);
     kh = k.h, kw = k.w, sh = s.h, sw = s.w, ph = p.h, pw = p.w;
     const bool is_max = n.op == ir::OpKind::MaxPool2d;
     mode = is_max ? "CUDNN_POOLING_MAX"

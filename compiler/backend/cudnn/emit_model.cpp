@@ -268,10 +268,17 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
     ++ctx.side_branches;
   }
   const ir::TensorType& out_type = g.type(g.outputs.at(0));
-  if (g.outputs.size() != 1 || (t.nhwc && out_type.dims.size() == 3 &&
-                                out_type.dims[1] * out_type.dims[2] > 1)) {
-    diags.error(SourceLoc{g.name, 0, 0},
-                "the cuDNN backend needs one output of features [N, F] (or N x C x 1 x 1)");
+  if (g.outputs.size() != 1) {
+    diags.error(SourceLoc{g.name, 0, 0}, "the cuDNN backend needs a model with one output");
+    return std::nullopt;
+  }
+  if (t.nhwc && out_type.dims.size() == 3 && out_type.dims[1] * out_type.dims[2] > 1) {
+    const ir::Node& last = g.producer(g.outputs[0]);
+    diags.error(last.loc, fmt::format("layer '{}' ({}): the cuDNN backend needs the model's output "
+                                      "to be features [N, F] (or N x C x 1 x 1) when it stores "
+                                      "activations NHWC, not an image N x {} x {} x {}",
+                                      last.name, ir::op_info(last.op).name, out_type.dims[0],
+                                      out_type.dims[1], out_type.dims[2]));
     return std::nullopt;
   }
   plan_weights(ctx);

@@ -69,18 +69,54 @@ void add(GradContext& c, const Node&) {
   c.pass_through(1, c.dy());
 }
 
+AttrValue int_value(int64_t v) { return AttrValue{AttrKind::Int, v, {}, 0}; }
+
 void concat(GradContext& c, const Node& f) {
   int64_t start = 0;
   for (size_t k = 0; k < f.inputs.size(); ++k) {
     const int64_t count = c.input_type(k).dims.at(0);
     if (c.needs(k)) {
       Attrs attrs;
-      attrs.set("start", AttrValue{AttrKind::Int, start, {}, 0});
-      attrs.set("count", AttrValue{AttrKind::Int, count, {}, 0});
+      attrs.set("start", int_value(start));
+      attrs.set("count", int_value(count));
       c.backward(k, OpKind::SliceChannels, {c.dy()}, attrs, false);
     }
     start += count;
   }
+}
+
+// d(a * b): da = dy * b, db = dy * a (summed over H and W where b broadcasts), one node.
+void mul(GradContext& c, const Node&) {
+  const ValueId da = c.backward(0, OpKind::MulGrad, {c.x(0), c.x(1), c.dy()}, {}, false);
+  c.also_backward(da, 1);
+}
+
+void layer_scale(GradContext& c, const Node& f) {
+  c.backward(0, OpKind::LayerScaleGrad, {c.x(0), c.dy()}, f.attrs, true);
+}
+
+// The per-pixel statistics are recomputed from x: cheaper to keep than x's mean and variance
+// per pixel would be.
+void layernorm(GradContext& c, const Node& f) {
+  c.backward(0, OpKind::LayerNormGrad, {c.x(0), c.dy()}, f.attrs, true);
+}
+
+// A shuffle by g is a permutation; its inverse is the shuffle by C / g.
+void channel_shuffle(GradContext& c, const Node& f) {
+  Attrs attrs;
+  attrs.set("groups", int_value(c.input_type(0).dims.at(0) / f.attrs.i("groups")));
+  c.backward(0, OpKind::ChannelShuffle, {c.dy()}, attrs, false);
+}
+
+void slice_channels(GradContext& c, const Node& f) {
+  Attrs attrs;
+  attrs.set("start", int_value(f.attrs.i("start")));
+  attrs.set("channels", int_value(c.input_type(0).dims.at(0)));
+  c.backward(0, OpKind::PadChannels, {c.dy()}, attrs, false);
+}
+
+void adaptive_avgpool2d(GradContext& c, const Node& f) {
+  c.backward(0, OpKind::AdaptiveAvgPool2dGrad, {c.x(0), c.dy()}, f.attrs, false);
 }
 
 }  // namespace
@@ -111,6 +147,18 @@ GradRule grad_rule(OpKind op) {
       return {add};
     case OpKind::Concat:
       return {concat};
+    case OpKind::Mul:
+      return {mul};
+    case OpKind::LayerScale:
+      return {layer_scale};
+    case OpKind::LayerNorm:
+      return {layernorm};
+    case OpKind::ChannelShuffle:
+      return {channel_shuffle};
+    case OpKind::SliceChannels:
+      return {slice_channels};
+    case OpKind::AdaptiveAvgPool2d:
+      return {adaptive_avgpool2d};
 #define ZOC_ACTIVATION(op, grad, math)                 \
   case OpKind::op:                                     \
     return {activation<zoc::act::math, OpKind::grad>}; \
@@ -130,7 +178,11 @@ GradRule grad_rule(OpKind op) {
     case OpKind::GlobalAvgPoolGrad:
     case OpKind::FlattenGrad:
     case OpKind::DropoutGrad:
-    case OpKind::SliceChannels:
+    case OpKind::MulGrad:
+    case OpKind::LayerScaleGrad:
+    case OpKind::LayerNormGrad:
+    case OpKind::PadChannels:
+    case OpKind::AdaptiveAvgPool2dGrad:
     case OpKind::Sgd:
       return {nullptr, kTrainingOp};
   }
@@ -139,7 +191,8 @@ GradRule grad_rule(OpKind op) {
 
 std::vector<std::pair<std::string, ValueId>> param_gradients(const Node& node) {
   if (node.op != OpKind::Conv2dGrad && node.op != OpKind::BatchNorm2dGrad &&
-      node.op != OpKind::LinearGrad) {
+      node.op != OpKind::LinearGrad && node.op != OpKind::LayerScaleGrad &&
+      node.op != OpKind::LayerNormGrad) {
     return {};
   }
   std::vector<std::pair<std::string, ValueId>> grads;

@@ -33,6 +33,9 @@ class GradContext {
   // reads the layer's parameters and defines one extra result per trainable one, its gradient.
   virtual ValueId backward(size_t k, OpKind op, std::vector<ValueId> inputs, Attrs attrs,
                            bool param_grads) = 0;
+  // Gives the backward node that defined `grad` one more result, a contribution to input k's
+  // gradient, and returns it (mul_grad: da is its output, db an extra).
+  virtual ValueId also_backward(ValueId grad, size_t k) = 0;
   // Adds an existing value to input k's gradient (an add passes dy to both operands).
   virtual void pass_through(size_t k, ValueId grad) = 0;
 };

@@ -88,8 +88,20 @@ class Attrs {
 // the frontends that translate another framework's nodes (TorchScript, ONNX) write out defaults.
 Attrs with_defaults(OpKind op, const Attrs& given);
 
-// What a parameter tensor is to its op, so passes and backends need not parse names.
-enum class ParamRole { kWeight, kBias, kBnWeight, kBnBias, kBnMean, kBnVar, kBnCount };
+// What a parameter tensor is to its op, so passes and backends need not parse names. kNormWeight
+// and kNormBias are layernorm's; kScale is layer_scale's gamma.
+enum class ParamRole {
+  kWeight,
+  kBias,
+  kBnWeight,
+  kBnBias,
+  kBnMean,
+  kBnVar,
+  kBnCount,
+  kNormWeight,
+  kNormBias,
+  kScale,
+};
 
 // A tensor a node needs from the weights file.
 struct ParamSpec {

@@ -66,6 +66,11 @@ class Rule {
   bool linear();
   bool softmax();
   bool concat();
+  bool mul();
+  bool layer_scale();
+  bool layernorm();
+  bool channel_shuffle();
+  bool adaptive_avgpool2d();
 
   // The training graph's ops (shapes_train.cpp).
   bool labels();
@@ -76,6 +81,9 @@ class Rule {
   bool global_avgpool_grad();
   bool flatten_grad();
   bool slice_channels();
+  bool mul_grad();
+  bool pad_channels();
+  bool adaptive_avgpool2d_grad();
   bool sgd();
 
  private:

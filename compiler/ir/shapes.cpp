@@ -105,7 +105,17 @@ bool Rule::conv2d() {
         "output size would be < 1: input {}x{}, kernel {}x{}, padding {}x{}, dilation {}x{}", h,
         w, k.h, k.w, p.h, p.w, dl.h, dl.w));
   }
-  if (!param("weight", {out_c, c / groups, k.h, k.w}, ParamRole::kWeight)) return false;
+  // weight_2d: a linear layer over the channels, its weight kept as the state_dict's [O, C].
+  const bool weight_2d = a.flag("weight_2d");
+  if (weight_2d && (k != Pair{1, 1} || groups != 1)) {
+    return fail(
+        fmt::format("an [out, in] weight (weight_2d) needs a 1x1 kernel and groups 1, "
+                    "not kernel {}x{} and groups {}",
+                    k.h, k.w, groups));
+  }
+  std::vector<int64_t> weight_shape = {out_c, c / groups, k.h, k.w};
+  if (weight_2d) weight_shape = {out_c, c};
+  if (!param("weight", std::move(weight_shape), ParamRole::kWeight)) return false;
   declared_init("init");
   if (a.b("bias")) param("bias", {out_c}, ParamRole::kBias);
   if (n_.op == OpKind::FusedConv2d) {
@@ -215,6 +225,73 @@ bool Rule::concat() {
   return set_output({channels, in(0).dims[1], in(0).dims[2]}, Layout::NCHW);
 }
 
+// b of a's shape, or b a channel vector [C, 1, 1] of an image a [C, H, W] (the frontends put
+// the broadcast operand second, so the backends have one broadcast form).
+bool Rule::mul() {
+  const std::vector<int64_t>&a = in(0).dims, &b = in(1).dims;
+  const bool channel_vector = a.size() == 3 && b == std::vector<int64_t>{a[0], 1, 1};
+  if (b.size() == 3 && a == std::vector<int64_t>{b[0], 1, 1}) {
+    return fail(
+        fmt::format("the channel vector {} comes first: give the image {} as the first "
+                    "input and the vector second (inputs: [image, vector])",
+                    dims_str(a), dims_str(b)));
+  }
+  if (a != b && !channel_vector) {
+    return fail(
+        fmt::format("operand shapes {} and {} do not multiply: zoc multiplies tensors of "
+                    "one shape, or an image [N, C, H, W] by a channel vector [N, C, 1, 1] "
+                    "given second",
+                    dims_str(a), dims_str(b)));
+  }
+  return set_output(a, in(0).layout);
+}
+
+bool Rule::layer_scale() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  return param("layer_scale", {in(0).dims[0], 1, 1}, ParamRole::kScale) &&
+         set_output(in(0).dims, Layout::NCHW);
+}
+
+// Over the channels of an image (each pixel normalized on its own) or the features of [N, F].
+bool Rule::layernorm() {
+  const size_t rank = in(0).dims.size();
+  if (rank != 3 && rank != 1) {
+    return fail(fmt::format("expects an image [N, C, H, W] or features [N, F], got {}",
+                            dims_str(in(0).dims)));
+  }
+  const int64_t c = in(0).dims[0];
+  return param("weight", {c}, ParamRole::kNormWeight) && param("bias", {c}, ParamRole::kNormBias) &&
+         set_output(in(0).dims, in(0).layout);
+}
+
+bool Rule::channel_shuffle() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  const int64_t c = in(0).dims[0], groups = n_.attrs.i("groups");
+  if (c % groups != 0) {
+    return fail(fmt::format("groups {} does not divide the {} input channels", groups, c));
+  }
+  return set_output(in(0).dims, Layout::NCHW);
+}
+
+bool Rule::slice_channels() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  const std::vector<int64_t>& d = in(0).dims;
+  const int64_t start = n_.attrs.i("start"), count = n_.attrs.i("count");
+  if (start + count > d[0]) {
+    return fail(
+        fmt::format("channels {}..{} are outside the input's {}", start, start + count - 1, d[0]));
+  }
+  return set_output({count, d[1], d[2]}, Layout::NCHW);
+}
+
+// Any output size: PyTorch's bins overlap where it does not divide the input and repeat input
+// cells where it is larger.
+bool Rule::adaptive_avgpool2d() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  const Pair out = n_.attrs.pair("output_size");
+  return set_output({in(0).dims[0], out.h, out.w}, Layout::NCHW);
+}
+
 }  // namespace detail
 
 namespace {
@@ -283,6 +360,18 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
       return rule.softmax();
     case OpKind::Concat:
       return rule.concat();
+    case OpKind::Mul:
+      return rule.mul();
+    case OpKind::LayerScale:
+      return rule.layer_scale();
+    case OpKind::LayerNorm:
+      return rule.layernorm();
+    case OpKind::ChannelShuffle:
+      return rule.channel_shuffle();
+    case OpKind::SliceChannels:
+      return rule.slice_channels();
+    case OpKind::AdaptiveAvgPool2d:
+      return rule.adaptive_avgpool2d();
 #define ZOC_ACTIVATION(op, grad, math) \
   case OpKind::op:                     \
     return rule.same_as_input();       \
@@ -309,8 +398,16 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
       return rule.global_avgpool_grad();
     case OpKind::FlattenGrad:
       return rule.flatten_grad();
-    case OpKind::SliceChannels:
-      return rule.slice_channels();
+    case OpKind::MulGrad:
+      return rule.mul_grad();
+    case OpKind::LayerScaleGrad:
+      return rule.layer_grad(OpKind::LayerScale);
+    case OpKind::LayerNormGrad:
+      return rule.layer_grad(OpKind::LayerNorm);
+    case OpKind::PadChannels:
+      return rule.pad_channels();
+    case OpKind::AdaptiveAvgPool2dGrad:
+      return rule.adaptive_avgpool2d_grad();
     case OpKind::Sgd:
       return rule.sgd();
   }

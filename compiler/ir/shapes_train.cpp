@@ -94,15 +94,39 @@ bool Rule::flatten_grad() {
   return set_result(n_.output, in(0));
 }
 
-bool Rule::slice_channels() {
+// (a, b, dy) -> da; extra: db, a batched value of b's type (per sample, like b).
+bool Rule::mul_grad() {
+  if (in(2) != in(0)) {
+    return fail(fmt::format("dy {} is not of a's type {}", in(2).str(), in(0).str()));
+  }
+  const std::vector<int64_t>&a = in(0).dims, &b = in(1).dims;
+  if (a != b && !(a.size() == 3 && b == std::vector<int64_t>{a[0], 1, 1})) {
+    return fail(fmt::format("b {} is neither of a's shape {} nor its channel vector", dims_str(b),
+                            dims_str(a)));
+  }
+  return expect_extras(1) && set_result(n_.extra_outputs[0], in(1)) && set_result(n_.output, in(0));
+}
+
+// dy [count, H, W] placed at channels [start, start + count) of [channels, H, W].
+bool Rule::pad_channels() {
   if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
   const std::vector<int64_t>& d = in(0).dims;
-  const int64_t start = n_.attrs.i("start"), count = n_.attrs.i("count");
-  if (start + count > d[0]) {
-    return fail(
-        fmt::format("channels {}..{} are outside the input's {}", start, start + count - 1, d[0]));
+  const int64_t start = n_.attrs.i("start"), channels = n_.attrs.i("channels");
+  if (start + d[0] > channels) {
+    return fail(fmt::format("channels {}..{} are outside the result's {}", start, start + d[0] - 1,
+                            channels));
   }
-  return set_output({count, d[1], d[2]}, Layout::NCHW);
+  return set_output({channels, d[1], d[2]}, Layout::NCHW);
+}
+
+bool Rule::adaptive_avgpool2d_grad() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W] as x")) return false;
+  const Pair out = n_.attrs.pair("output_size");
+  if (in(1).dims != std::vector<int64_t>{in(0).dims[0], out.h, out.w}) {
+    return fail(fmt::format("dy {} is not x {} pooled to {}x{}", dims_str(in(1).dims),
+                            dims_str(in(0).dims), out.h, out.w));
+  }
+  return set_result(n_.output, in(0));
 }
 
 // sgd(grad): the parameter named by `origin`, declared by an earlier (model) layer, updated.

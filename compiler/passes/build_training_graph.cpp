@@ -45,6 +45,7 @@ class Builder final : public ir::GradContext {
   bool needs(size_t k) const override { return needs_[fwd_->inputs[k]]; }
   ValueId backward(size_t k, ir::OpKind op, std::vector<ValueId> inputs, ir::Attrs attrs,
                    bool param_grads) override;
+  ValueId also_backward(ValueId grad, size_t k) override;
   void pass_through(size_t k, ValueId grad) override { contribute(fwd_->inputs[k], grad); }
 
  private:
@@ -61,6 +62,8 @@ class Builder final : public ir::GradContext {
     return t_.add_node(op, unique(name), std::move(inputs), std::move(attrs), loc);
   }
   std::string unique(const std::string& name);
+  // The name of the forward node's contribution to input k's gradient.
+  std::string grad_name(size_t k) const;
   const std::string& name_of(ValueId model_value) const { return m_.value_name(model_value); }
 
   const ir::Graph& m_;
@@ -182,19 +185,28 @@ void Builder::add_loss() {
   contribute(logits_, t_.nodes[i].output);
 }
 
+std::string Builder::grad_name(size_t k) const {
+  const ValueId v = fwd_->inputs[k];
+  return needs_[v] && expected_[v] == 1 ? "d." + name_of(v)
+                                        : fmt::format("d.{}.via.{}", name_of(v), fwd_->name);
+}
+
 ValueId Builder::backward(size_t k, ir::OpKind op, std::vector<ValueId> inputs, ir::Attrs attrs,
                           bool param_grads) {
   const ValueId v = fwd_->inputs[k];
-  const std::string name = needs_[v] && expected_[v] == 1
-                               ? "d." + name_of(v)
-                               : fmt::format("d.{}.via.{}", name_of(v), fwd_->name);
-  const int32_t i = add(op, name, std::move(inputs), std::move(attrs), fwd_->loc);
+  const int32_t i = add(op, grad_name(k), std::move(inputs), std::move(attrs), fwd_->loc);
   t_.nodes[i].origin = fwd_->name;
   for (const ir::ParamSpec& p : param_grads ? fwd_->params : std::vector<ir::ParamSpec>{}) {
     if (p.trainable) param_grads_[p.name] = t_.add_extra_output(i, unique("grad." + p.name));
   }
   const ValueId out = t_.nodes[i].output;
   contribute(v, out);
+  return out;
+}
+
+ValueId Builder::also_backward(ValueId grad, size_t k) {
+  const ValueId out = t_.add_extra_output(t_.values[grad].producer, unique(grad_name(k)));
+  contribute(fwd_->inputs[k], out);
   return out;
 }
 

@@ -32,10 +32,13 @@ InitChoice init_choice(const ir::Node& node, const ir::ParamSpec& param) {
     case ir::ParamRole::kWeight:
     case ir::ParamRole::kBias: return {InitRule::kUniformFanIn, fan_in};
     case ir::ParamRole::kBnWeight:
-    case ir::ParamRole::kBnVar: return {InitRule::kOnes, 0};
+    case ir::ParamRole::kBnVar:
+    case ir::ParamRole::kNormWeight:  // nn.LayerNorm's reset_parameters()
+    case ir::ParamRole::kScale: return {InitRule::kOnes, 0};
     case ir::ParamRole::kBnBias:
     case ir::ParamRole::kBnMean:
-    case ir::ParamRole::kBnCount: return {InitRule::kZeros, 0};
+    case ir::ParamRole::kBnCount:
+    case ir::ParamRole::kNormBias: return {InitRule::kZeros, 0};
   }
   return {InitRule::kZeros, 0};
 }

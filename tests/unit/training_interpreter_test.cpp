@@ -1,6 +1,7 @@
 // The reference interpreter running training graphs (ref::run_training): every parameter's
-// gradient equals a central finite difference of the loss on a small model that uses every
-// differentiable op, and the sgd nodes take PyTorch's step. train_step_test.cpp checks the
+// gradient equals a central finite difference of the loss on small models that use every
+// differentiable op (the classic layers, and the CNN zoo's), and the sgd nodes take PyTorch's
+// step. train_step_test.cpp checks the
 // refusals; tests/train compares with PyTorch autograd.
 #include <gtest/gtest.h>
 
@@ -35,6 +36,32 @@ layers:
   - fc: {op: linear, out_features: 3}
 )";
 
+// The CNN zoo's ops: layer norm (images and features), layer scale, squeeze-and-excitation's
+// broadcast multiply and a same-shape one, channel shuffle and slices, adaptive pooling whose
+// bins overlap (5 -> 3) and do not divide (5 -> 4).
+constexpr const char* kZooOps = R"(zoc: 1
+name: zoo_ops
+input: {channels: 2, height: 5, width: 5}
+layers:
+  - conv: {op: conv2d, out_channels: 4, kernel: 3, padding: 1}
+  - ln: {op: layernorm, eps: 1e-6}
+  - ls: {op: layer_scale}
+  - act: {op: gelu}
+  - gap: {op: global_avgpool}
+  - se: {op: conv2d, out_channels: 4, kernel: 1}
+  - gate: {op: sigmoid}
+  - scaled: {op: mul, inputs: [act, gate]}
+  - square: {op: mul, inputs: [scaled, conv]}
+  - shuffle: {op: channel_shuffle, groups: 2}
+  - lo: {op: slice_channels, start: 0, count: 1}
+  - hi: {op: slice_channels, start: 1, count: 3, input: shuffle}
+  - cat: {op: concat, inputs: [hi, lo]}
+  - pool: {op: adaptive_avgpool2d, output_size: [3, 4]}
+  - flat: {op: flatten}
+  - lnf: {op: layernorm}
+  - fc: {op: linear, out_features: 3}
+)";
+
 struct Fixture {
   test::TempDir dir;
   ir::Graph model;
@@ -43,17 +70,20 @@ struct Fixture {
   ref::Tensor input;
   std::vector<int32_t> labels{2, 0, 1};
 
-  explicit Fixture(bool optimizer) {
+  explicit Fixture(bool optimizer, const char* text = kEveryOp, int64_t channels = 2,
+                   int64_t side = 6) {
     Diagnostics d;
-    auto m = test::load(dir.write("m.yaml", kEveryOp), d);
+    auto m = test::load(dir.write("m.yaml", text), d);
     EXPECT_TRUE(m) << d.render();
     model = *m;
     auto t = passes::build_training_graph(model, {.optimizer = optimizer}, d);
     EXPECT_TRUE(t) << d.render();
     graph = *t;
     weights = init_weights(model, 5);
-    input.shape = {3, 2, 6, 6};
-    for (int i = 0; i < 216; ++i) input.data.push_back(std::sin(0.61f * float(i) + 0.3f));
+    input.shape = {3, channels, side, side};
+    for (int64_t i = 0; i < 3 * channels * side * side; ++i) {
+      input.data.push_back(std::sin(0.61f * float(i) + 0.3f));
+    }
   }
   double loss(const Weights& w) const {
     auto r = ref::run_training(graph, w, input, labels);
@@ -62,17 +92,13 @@ struct Fixture {
   }
 };
 
-TEST(TrainingInterpreter, EveryGradientIsTheLossesFiniteDifference) {
-  Fixture f(false);
-  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
-  ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->grads.size(), 7u);  // conv w/b, bn w/b, side w, fc w/b
-  EXPECT_TRUE(r->updated.empty());
-  EXPECT_EQ(r->logits.shape, (std::vector<int64_t>{3, 3}));
+// Checks every parameter gradient of one training step against central differences of the
+// loss; returns how many elements it checked.
+int check_gradients(const Fixture& f, const ref::TrainingResult& r) {
   int checked = 0;
-  for (const auto& [name, grad] : r->grads) {
-    ASSERT_EQ(grad.size(), f.weights.tensors.at(name).size()) << name;
-    for (size_t i = 0; i < grad.size(); ++i) {
+  for (const auto& [name, grad] : r.grads) {
+    EXPECT_EQ(grad.size(), f.weights.tensors.at(name).size()) << name;
+    for (size_t i = 0; i < grad.size() && grad.size() == f.weights.tensors.at(name).size(); ++i) {
       Weights up = f.weights, down = f.weights;
       const float h = 1e-3f;
       up.tensors.at(name)[i] += h;
@@ -83,8 +109,28 @@ TEST(TrainingInterpreter, EveryGradientIsTheLossesFiniteDifference) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 72 + 4 + 4 + 4 + 8 + 24 + 3);
+  return checked;
+}
+
+TEST(TrainingInterpreter, EveryGradientIsTheLossesFiniteDifference) {
+  Fixture f(false);
+  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->grads.size(), 7u);  // conv w/b, bn w/b, side w, fc w/b
+  EXPECT_TRUE(r->updated.empty());
+  EXPECT_EQ(r->logits.shape, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(check_gradients(f, *r), 72 + 4 + 4 + 4 + 8 + 24 + 3);
   EXPECT_EQ(r->buffers.size(), 2u);  // bn's running mean and variance
+}
+
+// mul's db reaches `se` and `conv` (through the same-shape mul too); layer scale, both layer
+// norms and the pooling, shuffle and slices lie between every parameter and the loss.
+TEST(TrainingInterpreter, ZooOpGradientsAreTheLossesFiniteDifference) {
+  Fixture f(false, kZooOps, 2, 5);
+  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->grads.size(), 11u);  // conv w/b, ln w/b, ls, se w/b, lnf w/b, fc w/b
+  EXPECT_EQ(check_gradients(f, *r), 72 + 4 + 4 + 4 + 4 + 16 + 4 + 48 + 48 + 144 + 3);
 }
 
 // PyTorch's SGD: d = g + wd * w; v = momentum * v + d (v from the state, else 0); w -= lr * v.

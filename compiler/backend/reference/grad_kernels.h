@@ -53,6 +53,24 @@ void linear_backward(const float* x, const float* w, const float* dy, float* dx,
 double softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t rows,
                              int64_t cols, float* dlogits);
 
+// mul's gradient: da = dy * b and db = dy * a, db summed over hw where b is per channel
+// (b_per_channel: b and db are [n, c]).
+void mul_backward(const float* a, const float* b, const float* dy, float* da, float* db, int64_t n,
+                  int64_t c, int64_t hw, bool b_per_channel);
+
+// layer_scale's gradient: dx = dy * gamma[c], dgamma[c] = sum over n and hw of dy * x.
+void channel_scale_backward(const float* x, const float* gamma, const float* dy, float* dx,
+                            float* dgamma, int64_t n, int64_t c, int64_t hw);
+
+// layernorm's gradient with the statistics recomputed from x: dx, and dweight and dbias
+// (skipped when null) summed over n and hw.
+void layernorm_backward(const float* x, const float* dy, const float* weight, int64_t n, int64_t c,
+                        int64_t hw, double eps, float* dx, float* dweight, float* dbias);
+
+// adaptive_avg_pool2d's gradient: each dy divided evenly over its bin, summed where bins
+// overlap.
+void adaptive_avgpool2d_backward(const float* dy, float* dx, const AdaptivePoolShape& s);
+
 // Row-wise softmax's gradient from its output y: dx = y * (dy - sum(dy * y)).
 void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols);
 

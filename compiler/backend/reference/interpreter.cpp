@@ -100,6 +100,25 @@ Status Runner::exec(const ir::Node& node) {
     case ir::OpKind::Concat:
       concat(node);
       break;
+    case ir::OpKind::Mul:
+      mul(node);
+      break;
+    case ir::OpKind::LayerScale:
+      layer_scale(node);
+      break;
+    case ir::OpKind::LayerNorm:
+      layernorm(node);
+      break;
+    case ir::OpKind::ChannelShuffle:
+      channel_shuffle(node);
+      break;
+    case ir::OpKind::SliceChannels:
+      slice_channels(node);
+      break;
+    case ir::OpKind::AdaptiveAvgPool2d:
+      adaptive_avgpool2d(in(node, 0), out(node.output),
+                         adaptive_shape_of(node.inputs[0], node.output));
+      break;
 #define ZOC_ACTIVATION(op, grad, math) \
   case ir::OpKind::op:                 \
     activation<act::math>(node);       \
@@ -130,8 +149,20 @@ Status Runner::exec(const ir::Node& node) {
     case ir::OpKind::GlobalAvgPoolGrad:
       global_avgpool_grad(node);
       break;
-    case ir::OpKind::SliceChannels:
-      slice_channels(node);
+    case ir::OpKind::MulGrad:
+      mul_grad(node);
+      break;
+    case ir::OpKind::LayerScaleGrad:
+      layer_scale_grad(node);
+      break;
+    case ir::OpKind::LayerNormGrad:
+      layernorm_grad(node);
+      break;
+    case ir::OpKind::PadChannels:
+      pad_channels(node);
+      break;
+    case ir::OpKind::AdaptiveAvgPool2dGrad:
+      adaptive_avgpool2d_grad(node);
       break;
     case ir::OpKind::Sgd:
       sgd(node);
@@ -208,6 +239,39 @@ void Runner::concat(const ir::Node& node) {
   }
   const std::vector<int64_t>& od = dims(node.output);
   concat_channels(ptrs, channels, out(node.output), n_, od[1] * od[2]);
+}
+
+// b is a's shape, or its channel vector [C, 1, 1] (the shape rule allows nothing else).
+void Runner::mul(const ir::Node& node) {
+  const auto [c, hw] = channels_of(node.inputs[0]);
+  ref::mul(in(node, 0), in(node, 1), out(node.output), n_, c, hw,
+           dims(node.inputs[1]) != dims(node.inputs[0]));
+}
+
+void Runner::layer_scale(const ir::Node& node) {
+  const float* gamma = param(node, ir::ParamRole::kScale);
+  if (!missing_.empty()) return;
+  const auto [c, hw] = channels_of(node.inputs[0]);
+  channel_scale(in(node, 0), gamma, out(node.output), n_, c, hw);
+}
+
+void Runner::layernorm(const ir::Node& node) {
+  const float* w = param(node, ir::ParamRole::kNormWeight);
+  const float* b = param(node, ir::ParamRole::kNormBias);
+  if (!missing_.empty()) return;
+  const auto [c, hw] = channels_of(node.inputs[0]);
+  ref::layernorm(in(node, 0), out(node.output), n_, c, hw, w, b, node.attrs.f("eps"));
+}
+
+void Runner::channel_shuffle(const ir::Node& node) {
+  const auto [c, hw] = channels_of(node.inputs[0]);
+  ref::channel_shuffle(in(node, 0), out(node.output), n_, c, hw, node.attrs.i("groups"));
+}
+
+void Runner::slice_channels(const ir::Node& node) {
+  const auto [c, hw] = channels_of(node.inputs[0]);
+  const int64_t count = node.attrs.i("count");
+  copy_channels(in(node, 0), out(node.output), {n_, hw, c, node.attrs.i("start"), count, 0, count});
 }
 
 void Runner::copy_input(const ir::Node& node, size_t k) {

@@ -113,4 +113,35 @@ void add(const float* a, const float* b, float* y, int64_t count);
 void concat_channels(const std::vector<const float*>& inputs, const std::vector<int64_t>& channels,
                      float* y, int64_t n, int64_t hw);
 
+// The channel ops of the CNN zoo (channel_kernels.cpp). Images are x[n, c, hw].
+
+// y = a * b: b of a's shape, or (b_per_channel) b[n, c] broadcast over hw.
+void mul(const float* a, const float* b, float* y, int64_t n, int64_t c, int64_t hw,
+         bool b_per_channel);
+
+// y[n, c, hw] = x[n, c, hw] * gamma[c] (layer_scale).
+void channel_scale(const float* x, const float* gamma, float* y, int64_t n, int64_t c, int64_t hw);
+
+// PyTorch's layer_norm over the c channels of each of the hw pixels (hw = 1: over the features
+// of x[n, c]): y = (x - mean) / sqrt(var + eps) * weight + bias, var biased.
+void layernorm(const float* x, float* y, int64_t n, int64_t c, int64_t hw, const float* weight,
+               const float* bias, double eps);
+
+// Output channel j * groups + i = input channel i * (c / groups) + j.
+void channel_shuffle(const float* x, float* y, int64_t n, int64_t c, int64_t hw, int64_t groups);
+
+// Copies `count` channels from x[n, x_c, hw] at x_start to y[n, y_c, hw] at y_start; the other
+// channels of y are left as they are (slice_channels, and pad_channels into zeros).
+struct ChannelCopy {
+  int64_t n, hw, x_c, x_start, y_c, y_start, count;
+};
+void copy_channels(const float* x, float* y, const ChannelCopy& s);
+
+// PyTorch's adaptive_avg_pool2d of x[n*c, h, w] to [n*c, oh, ow]: output cell (i, j) averages
+// rows [floor(i h / oh), ceil((i + 1) h / oh)) and the columns likewise (pool.cpp).
+struct AdaptivePoolShape {
+  int64_t planes, h, w, oh, ow;
+};
+void adaptive_avgpool2d(const float* x, float* y, const AdaptivePoolShape& s);
+
 }  // namespace zoc::ref

@@ -1,5 +1,5 @@
-// Max, average and global average pooling with PyTorch's exact edge rules, which is what the
-// oracle exists for: ceil_mode windows that hang over the padded input, padding that acts as
+// Max, average, adaptive and global average pooling with PyTorch's exact edge rules, which is what
+// the oracle exists for: ceil_mode windows that hang over the padded input, padding that acts as
 // -inf for max, and avg_pool2d's two divisors (window clipped to the padded input when
 // count_include_pad, to the real input otherwise). Sums are in double and rounded once; pooling
 // is memory-bound, so plain loops are fast enough. The backward passes (grad_kernels.h) are
@@ -51,6 +51,16 @@ void check_shape(const Pool2dShape& s) {
   assert(s.kh > 0 && s.kw > 0 && s.stride_h > 0 && s.stride_w > 0 && s.dil_h > 0 && s.dil_w > 0);
   assert(s.pad_h >= 0 && s.pad_w >= 0 && s.out_h >= 0 && s.out_w >= 0);
   (void)s;
+}
+
+// Adaptive pooling's bin i of `out` along an axis of `in`: [floor(i in / out),
+// ceil((i + 1) in / out)), PyTorch's start_index and end_index.
+struct Bin {
+  int64_t start, end;
+};
+
+Bin adaptive_bin(int64_t i, int64_t in, int64_t out) {
+  return {i * in / out, ((i + 1) * in + out - 1) / out};
 }
 
 }  // namespace
@@ -111,6 +121,25 @@ void global_avgpool(const float* x, float* y, int64_t n, int64_t c, int64_t hw) 
   }
 }
 
+void adaptive_avgpool2d(const float* x, float* y, const AdaptivePoolShape& s) {
+  assert(s.h > 0 && s.w > 0 && s.oh > 0 && s.ow > 0);
+  for (int64_t p = 0; p < s.planes; ++p) {
+    const float* plane = x + p * s.h * s.w;
+    for (int64_t i = 0; i < s.oh; ++i) {
+      const Bin rows = adaptive_bin(i, s.h, s.oh);
+      for (int64_t j = 0; j < s.ow; ++j) {
+        const Bin cols = adaptive_bin(j, s.w, s.ow);
+        double sum = 0.0;
+        for (int64_t r = rows.start; r < rows.end; ++r) {
+          for (int64_t q = cols.start; q < cols.end; ++q) sum += plane[r * s.w + q];
+        }
+        const auto taps = static_cast<double>((rows.end - rows.start) * (cols.end - cols.start));
+        y[(p * s.oh + i) * s.ow + j] = static_cast<float>(sum / taps);
+      }
+    }
+  }
+}
+
 void maxpool2d_backward(const float* x, const float* dy, float* dx, const Pool2dShape& s) {
   check_shape(s);
   std::vector<double> acc(static_cast<size_t>(s.n * s.c * s.h * s.w), 0.0);
@@ -156,6 +185,25 @@ void avgpool2d_backward(const float* dy, float* dx, const Pool2dShape& s) {
         const int64_t divisor = s.count_include_pad ? rows.padded * cols.padded : valid;
         const double share = grad[oh * s.out_w + ow] / static_cast<double>(divisor);
         for_each_tap(s, h0, w0, [&](int64_t at) { out[at] += share; });
+      }
+    }
+  }
+  for (size_t i = 0; i < acc.size(); ++i) dx[i] = static_cast<float>(acc[i]);
+}
+
+void adaptive_avgpool2d_backward(const float* dy, float* dx, const AdaptivePoolShape& s) {
+  std::vector<double> acc(static_cast<size_t>(s.planes * s.h * s.w), 0.0);
+  for (int64_t p = 0; p < s.planes; ++p) {
+    double* plane = acc.data() + p * s.h * s.w;
+    for (int64_t i = 0; i < s.oh; ++i) {
+      const Bin rows = adaptive_bin(i, s.h, s.oh);
+      for (int64_t j = 0; j < s.ow; ++j) {
+        const Bin cols = adaptive_bin(j, s.w, s.ow);
+        const auto taps = static_cast<double>((rows.end - rows.start) * (cols.end - cols.start));
+        const double share = dy[(p * s.oh + i) * s.ow + j] / taps;
+        for (int64_t r = rows.start; r < rows.end; ++r) {
+          for (int64_t q = cols.start; q < cols.end; ++q) plane[r * s.w + q] += share;
+        }
       }
     }
   }

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/backend/reference/interpreter.h"
+#include "compiler/backend/reference/kernels.h"
 
 namespace zoc::ref::detail {
 
@@ -55,6 +57,18 @@ class Runner {
   float* out(ir::ValueId v) { return values_[v].data.data(); }
   const std::vector<int64_t>& dims(ir::ValueId v) const { return g_.type(v).dims; }
   int64_t count(ir::ValueId v) const { return static_cast<int64_t>(values_[v].data.size()); }
+  // A value's channels and the elements per channel of one sample: {C, H * W} of an image,
+  // {F, 1} of features.
+  std::pair<int64_t, int64_t> channels_of(ir::ValueId v) const {
+    const std::vector<int64_t>& d = dims(v);
+    int64_t rest = 1;
+    for (size_t k = 1; k < d.size(); ++k) rest *= d[k];
+    return {d.at(0), rest};
+  }
+  AdaptivePoolShape adaptive_shape_of(ir::ValueId x, ir::ValueId y) const {
+    const std::vector<int64_t>&in = dims(x), &out = dims(y);
+    return {n_ * in[0], in[1], in[2], out[1], out[2]};
+  }
 
   // The model's ops (interpreter.cpp).
   void conv2d(const ir::Node& node);
@@ -63,6 +77,11 @@ class Runner {
   void pool(const ir::Node& node);
   void linear(const ir::Node& node);
   void concat(const ir::Node& node);
+  void mul(const ir::Node& node);
+  void layer_scale(const ir::Node& node);
+  void layernorm(const ir::Node& node);
+  void channel_shuffle(const ir::Node& node);
+  void slice_channels(const ir::Node& node);
   template <class Math>
   void activation(const ir::Node& node);
   void copy_input(const ir::Node& node, size_t k);  // dropout, flatten and their gradients
@@ -78,7 +97,11 @@ class Runner {
   void softmax_grad(const ir::Node& node);
   void pool_grad(const ir::Node& node);
   void global_avgpool_grad(const ir::Node& node);
-  void slice_channels(const ir::Node& node);
+  void mul_grad(const ir::Node& node);
+  void layer_scale_grad(const ir::Node& node);
+  void layernorm_grad(const ir::Node& node);
+  void pad_channels(const ir::Node& node);
+  void adaptive_avgpool2d_grad(const ir::Node& node);
   void sgd(const ir::Node& node);
 
   const ir::Graph& g_;

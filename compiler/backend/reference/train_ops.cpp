@@ -112,13 +112,40 @@ void Runner::global_avgpool_grad(const ir::Node& node) {
   global_avgpool_backward(in(node, 1), out(node.output), n_, d[0], d[1] * d[2]);
 }
 
-void Runner::slice_channels(const ir::Node& node) {
-  const std::vector<int64_t>& d = dims(node.inputs[0]);
-  const int64_t channels = d[0], hw = d[1] * d[2];
-  const int64_t start = node.attrs.i("start"), n = node.attrs.i("count");
-  for (int64_t b = 0; b < n_; ++b) {
-    std::copy_n(in(node, 0) + (b * channels + start) * hw, n * hw, out(node.output) + b * n * hw);
-  }
+void Runner::mul_grad(const ir::Node& node) {
+  const auto [c, hw] = channels_of(node.inputs[0]);
+  mul_backward(in(node, 0), in(node, 1), in(node, 2), out(node.output),
+               out(node.extra_outputs.at(0)), n_, c, hw,
+               dims(node.inputs[1]) != dims(node.inputs[0]));
+}
+
+void Runner::layer_scale_grad(const ir::Node& node) {
+  const float* gamma = param(node, ir::ParamRole::kScale);
+  if (!missing_.empty()) return;
+  const auto [c, hw] = channels_of(node.inputs[0]);
+  channel_scale_backward(in(node, 0), gamma, in(node, 1), out(node.output),
+                         param_grad(node, ir::ParamRole::kScale), n_, c, hw);
+}
+
+void Runner::layernorm_grad(const ir::Node& node) {
+  const float* w = param(node, ir::ParamRole::kNormWeight);
+  if (!missing_.empty()) return;
+  const auto [c, hw] = channels_of(node.inputs[0]);
+  layernorm_backward(in(node, 0), in(node, 1), w, n_, c, hw, node.attrs.f("eps"), out(node.output),
+                     param_grad(node, ir::ParamRole::kNormWeight),
+                     param_grad(node, ir::ParamRole::kNormBias));
+}
+
+// dy into the zeros allocate() wrote.
+void Runner::pad_channels(const ir::Node& node) {
+  const auto [count, hw] = channels_of(node.inputs[0]);
+  copy_channels(in(node, 0), out(node.output),
+                {n_, hw, count, 0, node.attrs.i("channels"), node.attrs.i("start"), count});
+}
+
+void Runner::adaptive_avgpool2d_grad(const ir::Node& node) {
+  adaptive_avgpool2d_backward(in(node, 1), out(node.output),
+                              adaptive_shape_of(node.inputs[0], node.inputs[1]));
 }
 
 // PyTorch's SGD as zoc/train/kernels.cuh computes it, in float.

@@ -17,6 +17,8 @@ echo "== release build (-Werror) and tests"
 run_suite build
 if [ "${1:-}" != "--no-sanitize" ]; then
   echo "== ASan + UBSan build and tests"
+  # use_tls=0 and the third-party suppressions: tests/lsan.supp says why.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LSAN_OPTIONS=use_tls=0:suppressions=$PWD/tests/lsan.supp \
     run_suite build-asan -DZOC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1
 fi

@@ -5,32 +5,20 @@
 // (zoc/cudnn/model.h: create, describe, bind, run, tune, destroy) walks.
 #include <fmt/format.h>
 
-#include "compiler/backend/cudnn/emit_internal.h"
+#include "compiler/backend/cudnn/emit_snippet.h"
 #include "compiler/ir/activation_params.h"
 #include "compiler/support/sanitize.h"
 
 namespace zoc::cudnn {
 namespace {
 
-struct Dims {
-  int64_t c = 1, h = 1, w = 1;
-};
-
-Dims dims_of(const ir::TensorType& t) {
-  if (t.dims.size() == 3) return {t.dims[0], t.dims[1], t.dims[2]};
-  return {t.dims.empty() ? 1 : t.dims[0], 1, 1};
-}
-
-const ir::ParamSpec* param(const ir::Node& n, ir::ParamRole role) {
-  for (const ir::ParamSpec& p : n.params) {
-    if (p.role == role) return &p;
-  }
-  return nullptr;
-}
-
-std::string cstr(const ir::ParamSpec* p) {
-  return p ? fmt::format("\"{}\"", sanitize_comment(p->name)) : "nullptr";
-}
+using snippet::comment;
+using snippet::constant;
+using snippet::cstr;
+using snippet::Dims;
+using snippet::dims_of;
+using snippet::param;
+using snippet::timed_call;
 
 // "conv 3x3/2, 64->128, 56x56 -> 28x28"
 std::string conv_summary(const EmitContext& ctx, const ir::Node& n) {
@@ -42,26 +30,6 @@ std::string conv_summary(const EmitContext& ctx, const ir::Node& n) {
   if (n.inputs.size() == 2) text += ", + residual";
   if (n.attrs.i("activation") == 1) text += ", relu";
   return text;
-}
-
-// The layer's comment in the sequence: what it stands for, what it does, where it came from.
-void comment(EmitContext& ctx, const ir::Node& n, const std::string& what) {
-  std::string loc = n.loc.known() ? fmt::format("  ({})", sanitize_comment(n.loc.str())) : "";
-  ctx.s.layers.comment(fmt::format("{}: {}{}", sanitize_comment(ctx.title(n)), what, loc));
-}
-
-// A call of the layer sequence that issues GPU work (a timed layer: it gets a profile mark).
-template <class... Args>
-void timed_call(EmitContext& ctx, const ir::Node& n, fmt::format_string<Args...> f,
-                Args&&... args) {
-  ctx.s.layers.line("ZOC_TRY({});", fmt::format(f, std::forward<Args>(args)...));
-  ctx.s.titles.push_back(ctx.title(n));
-}
-
-// `constexpr zoc::<type> <name> = {items...};`, wrapped to the column limit.
-void constant(EmitContext& ctx, const std::string& type, const std::string& name,
-              const std::vector<std::string>& items) {
-  ctx.s.constants.wrapped(fmt::format("constexpr zoc::{} {} = {{", type, name), items, "};");
 }
 
 }  // namespace
@@ -144,10 +112,12 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   if (bn_w) bn = fmt::format("\"{}\"", sanitize_comment(bn_w->name.substr(0, bn_w->name.size() - 7)));
   const double eps = n.attrs.has("bn_eps") ? n.attrs.f("bn_eps") : 0.0;
   ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
+  const bool weight_2d = n.attrs.flag("weight_2d");
   const std::string spec = fmt::format(
-      "{{{}, {}, {}, {:.9g}, {}, {}, {}, {}, {}, {}, kDType}}", cstr(param(n, ir::ParamRole::kWeight)),
+      "{{{}, {}, {}, {:.9g}, {}, {}, {}, {}, {}, {}, kDType{}}}", cstr(param(n, ir::ParamRole::kWeight)),
       cstr(param(n, ir::ParamRole::kBias)), bn, eps, out.c, in.c / groups, k.h, k.w,
-      ctx.t.nhwc ? "true" : "false", ctx.stored_channels(n.inputs[0]) / groups);
+      ctx.t.nhwc ? "true" : "false", ctx.stored_channels(n.inputs[0]) / groups,
+      weight_2d ? ", true" : "");
   ctx.s.pack.wrapped("ZOC_TRY(zoc::pack_conv(source,", {" " + spec, "staging + kW_" + id, "staging + kB_" + id},
                      "));");
   emit_conv_call(ctx, n, i, g, conv_summary(ctx, n));
@@ -371,6 +341,10 @@ void plan_weights(EmitContext& ctx) {
       if (param(n, ir::ParamRole::kBias) || ctx.linear_as_conv) slot.bias = take(w->shape[0] * e);
     } else if (n.op == ir::OpKind::BatchNorm2d) {
       slot.weight = take(16 * ctx.g.type(n.output).dims[0]);
+    } else if (n.op == ir::OpKind::LayerNorm) {
+      slot.weight = take(8 * ctx.g.type(n.output).dims[0]);  // fp32 gamma, then beta
+    } else if (n.op == ir::OpKind::LayerScale) {
+      slot.weight = take(e * ctx.g.type(n.output).dims[0]);
     }
   }
 }
@@ -447,8 +421,14 @@ bool emit_layer(EmitContext& ctx, const ir::Node& n) {
       if (train) return emit_train_dropout(ctx, n, i);
       break;
     case ir::OpKind::SliceChannels:
-      if (train) return emit_train_slice(ctx, n, i);
-      break;
+      return train ? emit_train_slice(ctx, n, i) : emit_slice_channels(ctx, n, i);
+    case ir::OpKind::Mul:
+    case ir::OpKind::LayerScale:
+    case ir::OpKind::LayerNorm:
+    case ir::OpKind::ChannelShuffle:
+    case ir::OpKind::AdaptiveAvgPool2d:
+      if (!train) return emit_zoo_layer(ctx, n, i);
+      break;  // refused before the training graph (emit_trainer.cpp)
     case ir::OpKind::Sgd: return true;  // the trainer's sgd() runs every update at once
     default: break;  // ops not built yet
   }

@@ -7,6 +7,7 @@
 // snippets. A backward node uses its forward layer's bundle (Node::origin names the layer).
 #include <fmt/format.h>
 
+#include "compiler/backend/cudnn/emit_snippet.h"
 #include "compiler/backend/cudnn/train_emitter.h"
 #include "compiler/support/sanitize.h"
 
@@ -15,12 +16,10 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-const ir::ParamSpec* param(const ir::Node& n, ir::ParamRole role) {
-  for (const ir::ParamSpec& p : n.params) {
-    if (p.role == role) return &p;
-  }
-  return nullptr;
-}
+using snippet::constant;
+using snippet::Dims;
+using snippet::dims_of;
+using snippet::param;
 
 // The byte-offset constant of the node's parameter of `role` in params(), or zoc::kNoTensor.
 std::string param_offset(const EmitContext& ctx, const ir::Node& n, ir::ParamRole role) {
@@ -49,23 +48,10 @@ std::string grad_of(const EmitContext& ctx, const ir::Node& n, ir::ParamRole rol
   return "zoc::kNoTensor";
 }
 
-void constant(EmitContext& ctx, const std::string& type, const std::string& name,
-              const std::vector<std::string>& items) {
-  ctx.s.constants.wrapped(fmt::format("constexpr zoc::{} {} = {{", type, name), items, "};");
-}
-
 void call(EmitContext& ctx, const ir::Node& n, const std::string& what, const std::string& text) {
   std::string loc = n.loc.known() ? fmt::format("  ({})", sanitize_comment(n.loc.str())) : "";
   ctx.s.layers.comment(fmt::format("{}: {}{}", sanitize_comment(n.name), what, loc));
   ctx.s.layers.line("ZOC_TRY({});", text);
-}
-
-struct Dims {
-  int64_t c = 1, h = 1, w = 1;
-};
-Dims dims_of(const ir::TensorType& t) {
-  if (t.dims.size() == 3) return {t.dims[0], t.dims[1], t.dims[2]};
-  return {t.dims.empty() ? 1 : t.dims[0], 1, 1};
 }
 
 }  // namespace
@@ -177,19 +163,10 @@ bool emit_train_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
   ir::Pair k{in.h, in.w}, s{1, 1}, p{0, 0};
   std::string mode = "CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING";
   if (n.op != ir::OpKind::GlobalAvgPool) {
+    // (ceil_mode and dilation were refused before the training graph: emit_trainer.cpp)
     k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"), p = n.attrs.pair("padding");
-    if (n.attrs.b("ceil_mode")) {
-      ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): the trainer does not support ceil_mode",
-                                         n.name, ir::op_info(n.op).name));
-      return false;
-    }
   }
   if (n.op == ir::OpKind::MaxPool2d) {
-    if (n.attrs.pair("dilation") != ir::Pair{1, 1}) {
-      ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): the trainer does not support dilation",
-                                         n.name, ir::op_info(n.op).name));
-      return false;
-    }
     mode = "CUDNN_POOLING_MAX_DETERMINISTIC";
   } else if (n.op == ir::OpKind::AvgPool2d && !n.attrs.b("count_include_pad")) {
     mode = "CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING";

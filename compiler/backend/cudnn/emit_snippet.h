@@ -1,0 +1,60 @@
+// The small helpers every op's snippet uses (inference's emit_layers.cpp and emit_zoo_layers.cpp,
+// the trainer's emit_train_layers.cpp): a value's [C, H, W], a node's parameter by role, a call
+// constant, and the sequence's comment and call lines. Kept here so that each snippet file holds
+// only what its ops contribute.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/backend/cudnn/emit_internal.h"
+#include "compiler/support/sanitize.h"
+
+namespace zoc::cudnn::snippet {
+
+// An image's channels, height and width; features [F] read as F x 1 x 1.
+struct Dims {
+  int64_t c = 1, h = 1, w = 1;
+};
+
+inline Dims dims_of(const ir::TensorType& t) {
+  if (t.dims.size() == 3) return {t.dims[0], t.dims[1], t.dims[2]};
+  return {t.dims.empty() ? 1 : t.dims[0], 1, 1};
+}
+
+inline const ir::ParamSpec* param(const ir::Node& n, ir::ParamRole role) {
+  for (const ir::ParamSpec& p : n.params) {
+    if (p.role == role) return &p;
+  }
+  return nullptr;
+}
+
+// The parameter's name as a C string literal, or nullptr.
+inline std::string cstr(const ir::ParamSpec* p) {
+  return p ? fmt::format("\"{}\"", sanitize_comment(p->name)) : "nullptr";
+}
+
+// `constexpr zoc::<type> <name> = {items...};`, wrapped to the column limit.
+inline void constant(EmitContext& ctx, const std::string& type, const std::string& name,
+                     const std::vector<std::string>& items) {
+  ctx.s.constants.wrapped(fmt::format("constexpr zoc::{} {} = {{", type, name), items, "};");
+}
+
+// The layer's comment in the sequence: what it stands for, what it does, where it came from.
+inline void comment(EmitContext& ctx, const ir::Node& n, const std::string& what) {
+  std::string loc = n.loc.known() ? fmt::format("  ({})", sanitize_comment(n.loc.str())) : "";
+  ctx.s.layers.comment(fmt::format("{}: {}{}", sanitize_comment(ctx.title(n)), what, loc));
+}
+
+// A call of the layer sequence that issues GPU work (a timed layer: it gets a profile mark).
+template <class... Args>
+void timed_call(EmitContext& ctx, const ir::Node& n, fmt::format_string<Args...> f,
+                Args&&... args) {
+  ctx.s.layers.line("ZOC_TRY({});", fmt::format(f, std::forward<Args>(args)...));
+  ctx.s.titles.push_back(ctx.title(n));
+}
+
+}  // namespace zoc::cudnn::snippet

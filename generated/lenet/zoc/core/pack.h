@@ -44,13 +44,19 @@ struct ConvPackSpec {
   bool nhwc;           // store KRSC instead of KCRS
   int64_t c_padded;    // >= c; extra input channels get zero weights (NHWC only)
   DeviceDType dtype;
+  bool weight_2d = false;  // the file holds [k, c] (a linear over channels as a 1x1 conv)
 };
 
 // Writes the folded filter ([k, c_padded, r, s] or KRSC) to w_dst and the bias [k] to b_dst.
 inline Status pack_conv(WeightSource& src, const ConvPackSpec& p, uint8_t* w_dst,
                         uint8_t* b_dst) {
   const int64_t fan_in = p.c * p.r * p.s;
-  auto w = src.get(p.weight, {p.k, p.c, p.r, p.s}, InitRule::kUniformFanIn, fan_in);
+  if (p.weight_2d && (p.r != 1 || p.s != 1)) {
+    return Error{std::string("pack_conv: ") + p.weight + ": a 2-D weight needs a 1x1 filter"};
+  }
+  const std::vector<int64_t> shape =
+      p.weight_2d ? std::vector<int64_t>{p.k, p.c} : std::vector<int64_t>{p.k, p.c, p.r, p.s};
+  auto w = src.get(p.weight, shape, InitRule::kUniformFanIn, fan_in);
   if (!w) return w.error();
   std::vector<float> bias;
   if (p.bias) {
@@ -154,6 +160,27 @@ inline Status pack_batchnorm(WeightSource& src, const char* bn, int64_t c, uint8
     store_as(DeviceDType::kF32, v->data(), c, dst + i * c * 4);
   }
   src.ignore(name + ".num_batches_tracked");
+  return Status::success();
+}
+
+// A parameter as it is, converted to the model's element type (layer scale's gamma [C, 1, 1]).
+inline Status pack_tensor(WeightSource& src, const char* name, const std::vector<int64_t>& shape,
+                          InitRule rule, DeviceDType dtype, uint8_t* dst) {
+  auto v = src.get(name, shape, rule, 0);
+  if (!v) return v.error();
+  store_as(dtype, v->data(), static_cast<int64_t>(v->size()), dst);
+  return Status::success();
+}
+
+// Layer norm's weight then bias, each [c], as float32 (the kernel normalizes in float).
+inline Status pack_layernorm(WeightSource& src, const char* weight, const char* bias, int64_t c,
+                             uint8_t* dst) {
+  auto w = src.get(weight, {c}, InitRule::kOnes, 0);
+  if (!w) return w.error();
+  auto b = src.get(bias, {c}, InitRule::kZeros, 0);
+  if (!b) return b.error();
+  store_as(DeviceDType::kF32, w->data(), c, dst);
+  store_as(DeviceDType::kF32, b->data(), c, dst + c * 4);
   return Status::success();
 }
 

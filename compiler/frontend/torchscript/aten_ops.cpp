@@ -23,6 +23,7 @@ ir::AttrValue pair_attr(ir::Pair p) { return ir::AttrValue{ir::AttrKind::Pair, 0
 namespace {
 
 constexpr size_t kNone = static_cast<size_t>(-1);
+constexpr int64_t kMaxAdaptiveSize = 1 << 12;  // adaptive_avgpool2d's output_size (ops.def)
 
 // Where the arguments of a convolution are; the three spellings differ after `dilation`.
 struct ConvArgs {
@@ -111,31 +112,36 @@ bool batch_norm(OpContext& c) {
   return y && c.result_tensor(*y);
 }
 
+// Elementwise activations follow views: a channels-last tensor's GELU is the image's GELU.
 template <ir::OpKind Op>
 bool unary(OpContext& c) {
-  auto x = c.tensor(0);
-  auto y = x ? c.emit(Op, {*x}, {}) : std::nullopt;
-  return y && c.result_tensor(*y);
+  const Val* x = c.activation(0);
+  if (!x) return false;
+  const Val v = *x;
+  auto y = c.emit(Op, {v.id}, {});
+  return y && c.result_like(*y, v);
 }
 
 // aten::hardtanh(self, min_val, max_val), and relu6(self) = hardtanh(self, 0, 6).
 bool hardtanh(OpContext& c) {
-  auto x = c.tensor(0);
+  const Val* x = c.activation(0);
   std::optional<double> lo = 0.0, hi = 6.0;
   if (c.num_inputs() >= 3) lo = c.f(1), hi = c.f(2);
   if (!x || !lo || !hi) return false;
+  const Val v = *x;
   if (*lo > *hi) return c.fail(fmt::format("hardtanh with min_val {} above max_val {}", *lo, *hi));
   ir::Attrs a;
   a.set("min_val", float_attr(*lo));
   a.set("max_val", float_attr(*hi));
-  auto y = c.emit(ir::OpKind::Hardtanh, {*x}, a);
-  return y && c.result_tensor(*y);
+  auto y = c.emit(ir::OpKind::Hardtanh, {v.id}, a);
+  return y && c.result_like(*y, v);
 }
 
 // aten::gelu(self, approximate='none'|'tanh').
 bool gelu(OpContext& c) {
-  auto x = c.tensor(0);
+  const Val* x = c.activation(0);
   if (!x) return false;
+  const Val v = *x;
   std::string approximate = "none";
   if (c.num_inputs() > 1) {
     auto given = c.str(1);
@@ -145,13 +151,17 @@ bool gelu(OpContext& c) {
   if (approximate != "none" && approximate != "tanh") {
     return c.fail(fmt::format("gelu with approximate='{}'", approximate));
   }
-  auto y = c.emit(approximate == "tanh" ? ir::OpKind::GeluTanh : ir::OpKind::Gelu, {*x}, {});
-  return y && c.result_tensor(*y);
+  auto y = c.emit(approximate == "tanh" ? ir::OpKind::GeluTanh : ir::OpKind::Gelu, {v.id}, {});
+  return y && c.result_like(*y, v);
 }
 
+// contiguous, detach, clone: the same tensor, viewed as it was.
 bool identity(OpContext& c) {
-  auto x = c.tensor(0);
-  return x && c.result_tensor(*x);
+  const Val* x = c.activation(0);
+  if (!x) return false;
+  Val v = *x;
+  c.result(std::move(v));
+  return true;
 }
 
 // y = x W^T with the bias added next (x.matmul(w.t()) + b): the bias joins the linear layer if
@@ -232,8 +242,9 @@ bool avg_pool2d(OpContext& c) {
   return y && c.result_tensor(*y);
 }
 
-// aten::adaptive_avg_pool2d(self, output_size): global pooling for 1x1, else an ordinary
-// average pool where the output size divides the input.
+// aten::adaptive_avg_pool2d(self, output_size): global pooling for 1x1, an ordinary average
+// pool where the output size divides the input, else adaptive_avgpool2d (AlexNet's 6x6 and VGG's
+// 7x7 classifier input from a smaller map).
 bool adaptive_avg_pool2d(OpContext& c) {
   auto x = c.tensor(0);
   auto out = x ? c.pair(1, "output_size") : std::nullopt;
@@ -246,11 +257,16 @@ bool adaptive_avg_pool2d(OpContext& c) {
     return y && c.result_tensor(*y);
   }
   if (out->h == h && out->w == w) return c.result_tensor(*x);
-  if (out->h < 1 || out->w < 1 || h % out->h != 0 || w % out->w != 0) {
-    return c.fail(
-        fmt::format("output size {}x{} does not divide the input {}x{}", out->h, out->w, h, w));
+  if (out->h < 1 || out->w < 1 || out->h > kMaxAdaptiveSize || out->w > kMaxAdaptiveSize) {
+    return c.fail(fmt::format("output size {}x{} is outside 1..{}", out->h, out->w,
+                              kMaxAdaptiveSize));
   }
   ir::Attrs a;
+  if (h % out->h != 0 || w % out->w != 0) {
+    a.set("output_size", pair_attr(*out));
+    auto y = c.emit(ir::OpKind::AdaptiveAvgPool2d, {*x}, a);
+    return y && c.result_tensor(*y);
+  }
   a.set("kernel", pair_attr({h / out->h, w / out->w}));
   a.set("stride", pair_attr({h / out->h, w / out->w}));
   auto y = c.emit(ir::OpKind::AvgPool2d, {*x}, a);
@@ -285,9 +301,14 @@ bool flatten(OpContext& c) {
 
 // aten::view / aten::reshape(self, shape): x.view(x.size(0), -1) and its spellings.
 bool view(OpContext& c) {
-  auto x = c.tensor(0);
+  const Val* x = c.activation(0);
   auto shape = x ? c.ints(1, /*allow_batch=*/true) : std::nullopt;
-  const std::vector<int64_t>* d = shape ? c.dims(*x) : nullptr;
+  if (!shape) return false;
+  if (x->view != Val::View::kNone || shape->size() == 5) {
+    const Val v = *x;
+    return view_activation(c, v, *shape);
+  }
+  const std::vector<int64_t>* d = c.dims(x->id);
   if (!d) return false;
   int64_t features = 1;
   for (int64_t v : *d) features *= v;
@@ -296,7 +317,7 @@ bool view(OpContext& c) {
       (((*shape)[0] == OpContext::kBatchDim && ((*shape)[1] == -1 || (*shape)[1] == features)) ||
        ((*shape)[0] == -1 && (*shape)[1] == features));
   if (!flat) return c.fail("a reshape that is not a flatten to [N, features]");
-  return to_features(c, *x, *d);
+  return to_features(c, x->id, *d);
 }
 
 bool linear_layer(OpContext& c, ir::ValueId x, const Val& w, size_t bias_at, bool transposed) {
@@ -317,9 +338,12 @@ bool linear_layer(OpContext& c, ir::ValueId x, const Val& w, size_t bias_at, boo
 
 // aten::linear(input, weight, bias)
 bool linear(OpContext& c) {
-  auto x = c.tensor(0);
+  const Val* x = c.activation(0);
   const Val* w = x ? c.param(1) : nullptr;
-  return w && linear_layer(c, *x, *w, 2, false);
+  if (!w) return false;
+  if (x->view == Val::View::kChannelsLast) return pixel_linear(c, *x, *w);
+  auto plain = c.tensor(0);  // fails for other views
+  return plain && linear_layer(c, *plain, *w, 2, false);
 }
 
 // aten::addmm(bias, input, weight.t(), beta, alpha): what older tracers recorded for nn.Linear.
@@ -341,8 +365,13 @@ bool matmul(OpContext& c) {
   return w && linear_layer(c, *x, *w, kNone, true);
 }
 
-// aten::t, aten::transpose(self, 0, 1), aten::permute(self, [1, 0]) of a 2-D parameter.
+// aten::t, aten::transpose(self, 0, 1), aten::permute(self, [1, 0]) of a 2-D parameter; of an
+// activation, the views of aten_zoo_ops.cpp.
 bool transpose(OpContext& c) {
+  if (c.in(0).is(Kind::kTensor)) {
+    return c.node()->kind() == c10::aten::permute ? permute_activation(c)
+                                                  : transpose_activation(c);
+  }
   const Val* p = c.param(0);
   if (!p) return false;
   if (p->tensor.dim() != 2) return c.fail("transposing a parameter that is not 2-D");
@@ -472,14 +501,19 @@ const std::map<std::string, Handler>& handlers() {
 }  // namespace
 
 Handler find_handler(c10::Symbol kind) {
-  auto it = handlers().find(kind.toQualString());
-  return it == handlers().end() ? nullptr : it->second;
+  const std::string name = kind.toQualString();
+  for (const auto* table : {&handlers(), &zoo_handlers()}) {
+    if (auto it = table->find(name); it != table->end()) return it->second;
+  }
+  return nullptr;
 }
 
 const char* mapped_ops_summary() {
   return "convolution, batch_norm, relu, add, max/avg and adaptive average pooling, flatten "
-         "and view/reshape to [N, features], linear/addmm/matmul, dropout, softmax, cat, and "
-         "the activations tanh, sigmoid, silu, hardtanh/relu6, hardswish, hardsigmoid and gelu";
+         "and view/reshape to [N, features], linear/addmm/matmul, dropout, softmax, cat, the "
+         "activations tanh, sigmoid, silu, hardtanh/relu6, hardswish, hardsigmoid and gelu, mul "
+         "(same shape, per channel, by a layer_scale parameter), mean over H and W, chunk along "
+         "channels, layer_norm, and the channels-last permute and channel-shuffle views";
 }
 
 }  // namespace zoc::torchscript::detail

@@ -33,7 +33,17 @@ struct Val {
     kBatch,   // the batch size, which zoc keeps dynamic
     kList,    // a list or tuple holding some non-constant items
   };
+  // kTensor: what the TorchScript tensor is to the IR value, an NCHW image or features. Besides
+  // the value itself, two views zoc follows without an IR node: the channels-last permutation
+  // [N, H, W, C] that ConvNeXt normalizes and applies Linear layers to (x.permute(0, 2, 3, 1)),
+  // and ShuffleNet's 5-D [N, g, C/g, H, W] (x.view(n, g, c / g, h, w)), also after its
+  // transpose(1, 2) to [N, C/g, g, H, W]. Only the handlers that understand a view accept one
+  // (OpContext::activation); every other use of it is unsupported, with the view named.
+  enum class View { kNone, kChannelsLast, kGrouped, kGroupedTransposed };
+
   Kind kind = Kind::kPoison;
+  View view = View::kNone;        // kTensor
+  int64_t groups = 0;             // kTensor viewed kGrouped or kGroupedTransposed: g
   c10::IValue value;              // kConst, kModule
   std::string name;               // kModule, kParam
   at::Tensor tensor;              // kParam
@@ -55,7 +65,19 @@ struct Val {
     return r;
   }
   bool is(Kind k) const { return kind == k; }
+  Val viewed(View v, int64_t g = 0) const {
+    Val r = *this;
+    r.view = v;
+    r.groups = g;
+    return r;
+  }
 };
+
+// How a view reads in messages ("a channels-last [N, H, W, C] view").
+std::string view_name(Val::View view);
+// The per-sample dims (no batch) of the TorchScript tensor `v` stands for, given the dims of its
+// IR value: the view's own order.
+std::vector<int64_t> viewed_dims(const Val& v, const std::vector<int64_t>& dims);
 
 // Where a TorchScript node comes from: the innermost module whose code it is, and the most
 // useful source position (the innermost one outside PyTorch's own Python files).
@@ -78,7 +100,10 @@ class OpContext {
   const Val& in(size_t i) const;
   bool none(size_t i) const;
 
+  // An activation that is not a view (Val::View), or nullopt after a failure.
   std::optional<ir::ValueId> tensor(size_t i);
+  // An activation, viewed or not, for the handlers that follow views.
+  const Val* activation(size_t i);
   const Val* param(size_t i);  // a parameter or buffer of the module
   // The layer a parameter belongs to: "conv1" for "conv1.weight" when `suffix` is "weight".
   std::optional<std::string> layer_of(const Val& p, const char* suffix);
@@ -110,6 +135,12 @@ class OpContext {
     result(Val::activation(v));
     return true;
   }
+  // v seen through the view of `as` (an op that keeps its input's layout: an activation's result
+  // is as permuted as its input).
+  bool result_like(ir::ValueId v, const Val& as) {
+    result(Val::activation(v).viewed(as.view, as.groups));
+    return true;
+  }
 
  private:
   Translator& t_;
@@ -123,6 +154,17 @@ using Handler = bool (*)(OpContext&);
 Handler find_handler(c10::Symbol kind);
 // The ops with handlers, for messages.
 const char* mapped_ops_summary();
+// The CNN zoo's handlers (aten_zoo_ops.cpp), which find_handler also consults.
+const std::map<std::string, Handler>& zoo_handlers();
+// Activations through aten::permute / aten::transpose / aten::view / aten::reshape (the
+// channels-last and channel-shuffle views, aten_zoo_ops.cpp): aten_ops.cpp hands these ops to
+// them when their input is an activation (permute, transpose) or one that is or becomes a view
+// (view/reshape of a view, or to 5-D: `shape` with the batch as OpContext::kBatchDim).
+bool permute_activation(OpContext& c);
+bool transpose_activation(OpContext& c);
+bool view_activation(OpContext& c, const Val& x, const std::vector<int64_t>& shape);
+// nn.Linear on a channels-last image x (ConvNeXt's), with weight w: a 1x1 convolution.
+bool pixel_linear(OpContext& c, const Val& x, const Val& w);
 
 ir::AttrValue int_attr(int64_t v);
 ir::AttrValue bool_attr(bool v);
@@ -156,6 +198,8 @@ class Translator {
 
   void run_graph(jit::Graph& graph, std::vector<Val> args, const Frame& frame,
                  std::vector<Val>& results);
+  // A tuple of the output and auxiliary heads becomes its first item, with a note.
+  void take_main_output(Val& result, const SourceLoc& at);
   void run_block(jit::Block* block);
   void step(jit::Node* n);
   bool structural(jit::Node* n);  // lists, sizes, None checks, casts with non-constant parts

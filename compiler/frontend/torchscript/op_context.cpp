@@ -26,11 +26,44 @@ bool OpContext::fail(const std::string& why) {
 }
 
 std::optional<ir::ValueId> OpContext::tensor(size_t i) {
+  const Val* v = activation(i);
+  if (!v) return std::nullopt;
+  if (v->view == Val::View::kNone) return v->id;
+  fail(fmt::format("operand {} is {}, which zoc follows only into layer_norm, linear, "
+                   "activations and back{}",
+                   i + 1, view_name(v->view),
+                   v->view == Val::View::kChannelsLast ? "" : " (ShuffleNet's channel shuffle)"));
+  return std::nullopt;
+}
+
+const Val* OpContext::activation(size_t i) {
   const Val& v = in(i);
-  if (v.is(Kind::kTensor)) return v.id;
+  if (v.is(Kind::kTensor)) return &v;
   fail(v.is(Kind::kParam) ? fmt::format("'{}' used as an activation", v.name)
                           : fmt::format("operand {} is not an activation", i + 1));
-  return std::nullopt;
+  return nullptr;
+}
+
+std::string view_name(Val::View view) {
+  switch (view) {
+    case Val::View::kNone: return "an activation";
+    case Val::View::kChannelsLast: return "a channels-last [N, H, W, C] view of an image";
+    case Val::View::kGrouped: return "a 5-D [N, g, C/g, H, W] view of an image";
+    case Val::View::kGroupedTransposed: return "a 5-D [N, C/g, g, H, W] view of an image";
+  }
+  return "?";
+}
+
+std::vector<int64_t> viewed_dims(const Val& v, const std::vector<int64_t>& d) {
+  if (d.size() != 3 || v.view == Val::View::kNone || v.groups < 0) return d;
+  const int64_t g = v.groups, per = g > 0 ? d[0] / g : 0;
+  switch (v.view) {
+    case Val::View::kNone: break;
+    case Val::View::kChannelsLast: return {d[1], d[2], d[0]};
+    case Val::View::kGrouped: return {g, per, d[1], d[2]};
+    case Val::View::kGroupedTransposed: return {per, g, d[1], d[2]};
+  }
+  return d;
 }
 
 const Val* OpContext::param(size_t i) {

@@ -98,7 +98,9 @@ bool Translator::run(ir::Graph& out) {
 
   if (!problems_.empty()) report_problems(at);
   if (fatal_ || diags_.error_count() != errors_before) return false;
-  if (results.size() != 1 || !results[0].is(Kind::kTensor)) {
+  if (results.size() == 1) take_main_output(results[0], at);
+  if (results.size() != 1 || !results[0].is(Kind::kTensor) ||
+      results[0].view != Val::View::kNone) {
     diags_.error(
         at, fmt::format("forward returns {}; zoc compiles models that return one tensor",
                         results.size() == 1 && results[0].is(Kind::kList)
@@ -111,6 +113,32 @@ bool Translator::run(ir::Graph& out) {
   if (diags_.error_count() != errors_before) return false;
   out = std::move(graph_);
   return true;
+}
+
+// A scripted GoogLeNet or Inception v3 returns a namedtuple (GoogLeNetOutputs(logits, aux2,
+// aux1), InceptionOutputs(logits, aux)) whatever its mode, with the auxiliary heads None in
+// eval mode; zoc compiles the logits and says so. A tuple whose first item is not an activation,
+// or whose others are neither None nor activations (auxiliary heads), stays an error.
+void Translator::take_main_output(Val& result, const SourceLoc& at) {
+  if (!result.is(Kind::kList) || result.items.size() < 2 || !result.items[0].is(Kind::kTensor)) {
+    return;
+  }
+  size_t none = 0;
+  for (size_t i = 1; i < result.items.size(); ++i) {
+    const Val& item = result.items[i];
+    const bool is_none = item.is(Kind::kConst) && item.value.isNone();
+    if (!is_none && !item.is(Kind::kTensor)) return;
+    none += is_none ? 1 : 0;
+  }
+  const size_t rest = result.items.size() - 1;
+  diags_.note(at, fmt::format("forward returns a tuple of {} values (as scripted GoogLeNet and "
+                              "Inception v3 do); zoc compiles the first, the model's output, and "
+                              "leaves out the other {}, {}",
+                              rest + 1, rest,
+                              none == rest ? "which are None (auxiliary heads in eval mode)"
+                                           : "auxiliary heads or None"));
+  Val first = result.items[0];
+  result = std::move(first);
 }
 
 void Translator::run_graph(jit::Graph& graph, std::vector<Val> args, const Frame& frame,

@@ -92,6 +92,21 @@ bool Translator::structural(jit::Node* n) {
     if (!i) return false;
     return out(in[0].items[*i]);
   }
+  // list.append(x) on a list holding activations (DenseNet's `features.append(new_features)`):
+  // TorchScript lists are references, so the list value itself now holds x too.
+  if (k == aten::append && (in[0].is(Kind::kList) || (in[0].is(Kind::kConst) &&
+                                                      in[0].value.isList()))) {
+    Val l;
+    l.kind = Kind::kList;
+    if (in[0].is(Kind::kList)) {
+      l.items = in[0].items;
+    } else {
+      for (const c10::IValue& item : in[0].value.toListRef()) l.items.push_back(Val::constant(item));
+    }
+    l.items.push_back(in[1]);
+    set(n->input(0), l);
+    return out(std::move(l));
+  }
   if (k == aten::len && in[0].is(Kind::kList)) {
     return out(Val::constant(static_cast<int64_t>(in[0].items.size())));
   }
@@ -104,7 +119,7 @@ bool Translator::structural(jit::Node* n) {
         return true;
       }
       sizes.push_back(batch());
-      for (int64_t x : *d) sizes.push_back(Val::constant(x));
+      for (int64_t x : viewed_dims(in[0], *d)) sizes.push_back(Val::constant(x));
     } else {
       for (int64_t x : in[0].tensor.sizes()) sizes.push_back(Val::constant(x));
     }

@@ -5,7 +5,7 @@ zoc's claim is that its generated C++ is both faster than the frameworks and exa
 so every comparison needs one set of weights, one input and one trusted output that all
 implementations share. This script produces them: it builds LeNet or a torchvision ResNet with
 seeded weights (BatchNorm parameters and running statistics randomized so that BN folding is
-exercised with non-trivial values), draws a seeded standard-normal input, runs the model in eval
+exercised with non-trivial values; the CNN zoo's classifiers by models/zoo.py's recipe), draws a seeded standard-normal input, runs the model in eval
 mode in fp32 with TF32 off, and writes `weights.safetensors` (PyTorch state_dict names), `input.npy`,
 `output.npy` (raw logits), TorchScript archives for zoc's TorchScript frontend and the framework
 baselines, ONNX files for zoc's ONNX frontend (`--onnx`), and `meta.json`. It needs only torch, torchvision and numpy (no safetensors package),
@@ -55,9 +55,11 @@ import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io  # noqa: E402  (sibling module)
+import zoo  # noqa: E402  (sibling module: the CNN zoo's models and weights recipe)
 
 RESNETS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
-MODELS = ("lenet",) + RESNETS
+ZOO = tuple(m for m in zoo.NAMES if m not in RESNETS)
+MODELS = ("lenet",) + RESNETS + ZOO
 DEFAULTS = {  # (num_classes, in_channels, resolution)
     "lenet": (10, 1, 28),
     "resnet": (1000, 3, 224),
@@ -115,6 +117,10 @@ def randomize_batchnorm(model, seed):
 
 def build_model(args, seed):
     """The network for `args`, weights drawn from `seed`, in eval mode on the CPU."""
+    if args.model in ZOO:  # models/zoo.py's recipe; the state dict written is what eval runs
+        model, ran = zoo.calibrated(args.model, seed, args.resolution)
+        model.zoc_used_state = lambda: zoo.used_state(model, ran)
+        return model
     torch.manual_seed(seed)
     if args.model == "lenet":
         model = LeNet(args.in_channels, args.num_classes, args.resolution)
@@ -204,7 +210,10 @@ def save_json(path, obj):
 
 
 def state_dict_arrays(model):
-    """state_dict as numpy: floating tensors as float32, integers kept (num_batches_tracked: I64)."""
+    """state_dict as numpy: floating tensors as float32, integers kept (num_batches_tracked: I64).
+    A zoo model's is that of the modules its eval-mode forward runs (no auxiliary heads)."""
+    if hasattr(model, "zoc_used_state"):
+        return model.zoc_used_state()
     out = {}
     for name, t in model.state_dict().items():
         t = t.detach().cpu()
@@ -261,7 +270,7 @@ def self_check(args, out_dir, reference, written):
     """Reload everything written and assert it reproduces `reference`."""
     tensors, metadata = safetensors_io.load_file(os.path.join(out_dir, "weights.safetensors"))
     fresh = build_model(args, args.seed + 1)  # different seed: the loaded weights must matter
-    expected = fresh.state_dict()
+    expected = {k: v for k, v in fresh.state_dict().items() if k in state_dict_arrays(fresh)}
     if set(tensors) != set(expected):
         raise AssertionError("state_dict names differ: %s" % sorted(set(tensors) ^ set(expected)))
     for name, ref in expected.items():
@@ -269,7 +278,8 @@ def self_check(args, out_dir, reference, written):
         if tuple(got.shape) != tuple(ref.shape) or got.is_floating_point() != ref.is_floating_point():
             raise AssertionError("%s: %s %s vs model %s %s" % (name, got.dtype, tuple(got.shape),
                                                                ref.dtype, tuple(ref.shape)))
-    fresh.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()}, strict=True)
+    fresh.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()},
+                          strict=not hasattr(fresh, "zoc_used_state"))
     x = torch.from_numpy(np.load(os.path.join(out_dir, "input.npy")))
     stored = torch.from_numpy(np.load(os.path.join(out_dir, "output.npy")))
     y = run_model(fresh, x, args.device)
@@ -284,7 +294,8 @@ def self_check(args, out_dir, reference, written):
     for name in [w for w in written if w.endswith(".pt")]:  # TorchScript: may differ in last bits
         with warnings.catch_warnings(), torch.no_grad():
             warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*torch.jit.*")
-            ys = torch.jit.load(os.path.join(out_dir, name), map_location="cpu")(x).float()
+            ys = torch.jit.load(os.path.join(out_dir, name), map_location="cpu")(x)
+        ys = (ys[0] if isinstance(ys, tuple) else ys).float()  # scripted GoogLeNet: a namedtuple
         rel = float((ys - reference).norm() / reference.norm().clamp_min(1e-30))
         if rel > 1e-5:
             raise AssertionError("%s: relative L2 error %.3g against output.npy" % (name, rel))
@@ -321,6 +332,8 @@ def parse_args(argv=None):
     for flag in ("num_classes", "in_channels", "resolution", "batch"):
         if getattr(args, flag) < 1:
             p.error("--%s must be >= 1" % flag.replace("_", "-"))
+    if args.model in ZOO and (args.num_classes != 1000 or args.in_channels != 3):
+        p.error("the zoo's models (%s) have 3 input channels and 1000 classes" % args.model)
     if args.model == "lenet" and args.resolution < 4:
         p.error("--resolution must be >= 4 for lenet (two 2x2 max-pools)")
     if args.seed < 0:
@@ -373,6 +386,7 @@ def main(argv=None):
         "input_shape": list(x.shape), "output": stats, "param_count": params,
         "versions": ver, "files": written,
         "init": "lenet: PyTorch default" if args.model == "lenet" else
+                "models/zoo.py's recipe" if args.model in ZOO else
                 "torchvision default; BatchNorm randomized (see export.py docstring)",
     }
     save_json(os.path.join(args.out, "meta.json"), meta)

@@ -21,7 +21,12 @@
 #
 # Usage: tests/gpu/gpu_check.sh [GPU_CHECK_DIR (default gpu_check)]
 # Environment: OUT (default ./gpu_check_out), ZOC_GPU_WORK (scratch, default /tmp/zoc_gpu_check),
-# ZOC_GPU_BUDGET_S (default 540), ZOC_LATENCY_MODELS (default resnet50); for a dry run of the
+# ZOC_GPU_BUDGET_S (default 540), ZOC_LATENCY_MODELS (default resnet50; empty: no latency phase),
+# ZOC_GPU_MODELS (only these models' folders; default all), ZOC_GPU_BATCHES (default "1 8 64"),
+# ZOC_GPU_TUNED (0: no --tune correctness row), ZOC_SANITIZE_MODELS (the models whose folders
+# phase 4 sanitizes, default "lenet resnet50"), ZOC_EXPORT_TORCHSCRIPT (default script). A model
+# with a folder CHECK_DIR/_ref/<model>/ (weights.safetensors, input.npy and output.npy at batch
+# 64, e.g. the interpreter's, tests/gpu/prepare_zoo_check.sh) is not exported. For a dry run of the
 # plumbing on a machine without a GPU: ZOC_PYTHON (python with torch), ZOC_EXPORT_DEVICE=cpu,
 # ZOC_CUDNN_INCLUDE_DIR and ZOC_CUDNN_LIBRARY (another cuDNN than PyTorch's).
 set -uo pipefail
@@ -30,8 +35,9 @@ CHECK_DIR=$(cd "${1:-$ROOT/gpu_check}" 2>/dev/null && pwd) || { echo "no folder 
 OUT=${OUT:-$ROOT/gpu_check_out}
 WORK=${ZOC_GPU_WORK:-/tmp/zoc_gpu_check}
 BUDGET=${ZOC_GPU_BUDGET_S:-540}
-LATENCY_MODELS=${ZOC_LATENCY_MODELS:-resnet50}
-BATCHES="1 8 64"
+LATENCY_MODELS=${ZOC_LATENCY_MODELS-resnet50}
+BATCHES=${ZOC_GPU_BATCHES:-1 8 64}
+export SANITIZE_MODELS=${ZOC_SANITIZE_MODELS-lenet resnet50}
 mkdir -p "$OUT/logs" "$OUT/rows" "$WORK"/{build,ref,out,json,plans}
 rm -f "$OUT"/rows/*.json
 
@@ -54,7 +60,12 @@ say "GPU check of $CHECK_DIR; logs in $OUT/logs; budget ${BUDGET}s"
 
 # --- phase 1: builds, exports, runtime tests ------------------------------------------------
 FOLDERS=()
-for d in "$CHECK_DIR"/*/; do [ -f "$d/CMakeLists.txt" ] && FOLDERS+=("$(basename "$d")"); done
+for d in "$CHECK_DIR"/*/; do
+  name=$(basename "$d")
+  [ -f "$d/CMakeLists.txt" ] || continue
+  [ -z "${ZOC_GPU_MODELS:-}" ] || [[ " $ZOC_GPU_MODELS " == *" ${name%_*} "* ]] || continue
+  FOLDERS+=("$name")
+done
 MODELS=$(printf '%s\n' "${FOLDERS[@]}" | sed 's/_[^_]*$//' | sort -u)
 say "folders: ${FOLDERS[*]:-none}"
 
@@ -72,8 +83,12 @@ build_folder() {  # name: configure + build; finds the binary and records its pa
 export_model() {  # model: weights, input and PyTorch output at batch 64, sliced per batch
   local model=$1 ref=$WORK/ref/$1 log=$OUT/logs/export_$1.log
   rm -rf "$ref"
-  run "$log" 300 "$PY" "$ROOT/models/export.py" --model "$model" --device "${ZOC_EXPORT_DEVICE:-cuda}" \
-    --torchscript script --batch 64 --out "$ref" || return
+  if [ -d "$CHECK_DIR/_ref/$model" ]; then
+    cp -r "$CHECK_DIR/_ref/$model" "$ref" && echo "reference from $CHECK_DIR/_ref/$model" >"$log"
+  else
+    run "$log" 300 "$PY" "$ROOT/models/export.py" --model "$model" --device "${ZOC_EXPORT_DEVICE:-cuda}" \
+      --torchscript "${ZOC_EXPORT_TORCHSCRIPT:-script}" --batch 64 --out "$ref" || return
+  fi
   for n in $BATCHES; do "${CMP[@]}" slice "$ref/input.npy" "$n" "$ref/input_b$n.npy" >>"$log" 2>&1; done
 }
 gpu_tests() {  # tests/gpu: each test built on its own, so one failing build spares the other
@@ -125,7 +140,7 @@ check_run() {  # name batch mode
 for name in "${FOLDERS[@]}"; do
   for n in $BATCHES; do throttle 4; check_run "$name" "$n" eager & done
   throttle 4; check_run "$name" 8 graph &
-  throttle 4; check_run "$name" 64 tuned &
+  [ "${ZOC_GPU_TUNED:-1}" = 0 ] || { throttle 4; check_run "$name" 64 tuned & }
 done
 wait
 say "correctness done"

@@ -8,7 +8,9 @@
 # It runs as the last phase of tests/gpu/gpu_check.sh and reuses what that built and exported:
 # $WORK/build/<folder>/zoc_binary (and the folder's static library) and
 # $WORK/ref/<model>/weights.safetensors. Each result becomes a row through tests/gpu/gpu_compare.py
-# check-row in $OUT/rows, so the GPU check's report lists them. Runs up to four sanitizer
+# check-row in $OUT/rows, so the GPU check's report lists them. SANITIZE_MODELS (default
+# "lenet resnet50") names the models whose folders are sanitized; the wrong calls use
+# resnet50_fp16 and lenet_fp32 where present. Runs up to four sanitizer
 # processes at a time and stops starting new ones when its time is up.
 #
 # Racecheck also runs tests/gpu/reliability/vendor_gemm.cpp, the same cuBLAS GEMM and cuDNN 1x1
@@ -108,12 +110,12 @@ done
 # LeNet first (fast), then ResNet-50; memcheck before racecheck. racecheck of ResNet-50 (slow:
 # every shared-memory access of cuDNN's kernels) two at a time; in fp32 and fp16 only unless
 # RACECHECK_ALL=1 (RACECHECK_PARALLEL of them at a time, default 2).
-for model in lenet resnet50; do
+for model in ${SANITIZE_MODELS-lenet resnet50}; do
   for tool in memcheck racecheck; do
     for prec in fp32 tf32 fp16 bf16; do
       name=${model}_$prec
       [ -d "$CHECK_DIR/$name" ] || continue
-      slow=0; [ "$model/$tool" = resnet50/racecheck ] && slow=1
+      slow=0; [ "$tool" = racecheck ] && [ "$model" != lenet ] && [ "$model" != zoo_layers ] && slow=1
       [ $slow = 1 ] && [ "${RACECHECK_ALL:-0}" != 1 ] && [ "$prec" != fp32 ] && [ "$prec" != fp16 ] && continue
       throttle $((slow ? ${RACECHECK_PARALLEL:-2} : 4))
       sanitize "$tool" "$name" &  # records a SKIP row once the time is up

@@ -30,7 +30,6 @@ Resolution: 64x64 (--resolution), except Inception v3, which PyTorch itself cann
 """
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -38,12 +37,12 @@ import warnings
 
 import numpy as np
 import torch
-import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))
 import safetensors_io  # noqa: E402  (models/safetensors_io.py)
 from export import atomic_write, save_json, save_npy, set_deterministic  # noqa: E402
+from zoo import build, randomize, used_state  # noqa: E402  (models/zoo.py)
 
 # The 17 classifiers of issue 20 and the resolution each is compared at.
 MODELS = {
@@ -53,86 +52,6 @@ MODELS = {
     "shufflenet_v2_x1_0": 64, "mnasnet0_5": 64, "convnext_tiny": 64, "alexnet": 64,
     "vgg11_bn": 64,
 }
-
-
-def build(name, seed):
-    """The torchvision model `name` with seeded default weights, in eval mode."""
-    import torchvision
-
-    torch.manual_seed(seed)
-    with warnings.catch_warnings():  # GoogLeNet/Inception warn about their init_weights default
-        warnings.simplefilter("ignore")
-        return getattr(torchvision.models, name)(weights=None).float().eval()
-
-
-def residual_branch_ends(model):
-    """The last BatchNorm of every residual branch (a block whose output is input + branch)."""
-    from torchvision.models import regnet, resnet
-
-    ends = []
-    for m in model.modules():
-        if isinstance(m, resnet.Bottleneck):
-            ends.append(m.bn3)
-        elif isinstance(m, resnet.BasicBlock):
-            ends.append(m.bn2)
-        else:
-            branch = None
-            if isinstance(m, regnet.ResBottleneckBlock):
-                branch = m.f
-            elif getattr(m, "use_res_connect", False):  # MobileNetV2/V3, EfficientNet
-                branch = getattr(m, "conv", None) or getattr(m, "block", None)
-            elif getattr(m, "apply_residual", False):  # MNASNet
-                branch = m.layers
-            bns = [b for b in branch.modules() if isinstance(b, nn.BatchNorm2d)] if branch else []
-            ends += bns[-1:]
-    return ends
-
-
-def randomize(model, x, seed):
-    """Non-trivial affine parameters, layer scales and calibrated BN statistics (see above).
-    Returns the names of the modules the eval-mode forward ran."""
-    from torchvision.models.convnext import CNBlock
-
-    g = torch.Generator().manual_seed(seed * 16 + 1)
-    ends = {id(b) for b in residual_branch_ends(model)}
-    branch_scale = 1.0 / math.sqrt(len(ends)) if ends else 1.0
-    with torch.no_grad():
-        for module in model.modules():  # registration order: deterministic
-            if isinstance(module, (nn.BatchNorm2d, nn.LayerNorm)):
-                scale = branch_scale if id(module) in ends else 1.0
-                module.weight.copy_((torch.rand(module.weight.shape, generator=g) + 0.5) * scale)
-                module.bias.copy_(torch.randn(module.bias.shape, generator=g) * 0.1)
-            if isinstance(module, CNBlock):
-                shape = module.layer_scale.shape
-                module.layer_scale.copy_(torch.rand(shape, generator=g) * 0.9 + 0.1)
-    ran, hooks = set(), []
-
-    def calibrate(module, inputs):
-        square = inputs[0].square().mean(dim=(0, 2, 3))
-        module.running_var.copy_(square + 4.0 * square.mean())
-        module.running_mean.copy_(torch.randn(square.shape, generator=g) * 0.1 * square.sqrt())
-
-    for name, module in model.named_modules():
-        hooks.append(module.register_forward_pre_hook(
-            lambda m, i, name=name: ran.add(name)))
-        if isinstance(module, nn.BatchNorm2d):
-            hooks.append(module.register_forward_pre_hook(calibrate))
-    with torch.no_grad():
-        model(x)
-    for h in hooks:
-        h.remove()
-    return ran
-
-
-def used_state(model, ran):
-    """state_dict entries of the modules that ran, as numpy (floats as float32)."""
-    out = {}
-    for key, t in model.state_dict().items():
-        owner = key.rsplit(".", 1)[0] if "." in key else ""
-        if owner in ran:
-            t = t.detach().cpu()
-            out[key] = (t.float() if t.is_floating_point() else t).contiguous().numpy()
-    return out
 
 
 def main_output(y):

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Generates the CNN zoo's folders for the GPU check (issue 20) into zoo_check/ (git-ignored; it
+# travels to the GPU machine with the device tool's `carry`), on the CPU machine where zoc builds:
+#   - each of the 17 torchvision classifiers of models/zoo.py, scripted here by Debian's torch
+#     (models/export.py --torchscript script) and compiled through the TorchScript route at
+#     224x224 in fp32 (TF32 off, NCHW) and fp16 (NHWC) into zoo_check/<model>_<precision>/;
+#   - tests/backend/zoo_layers.yaml (every zoo layer the backend emits, 18x18), in fp32 and fp16,
+#     with its reference computed here by zoc's interpreter (`zoc init-weights`, `zoc run`) into
+#     zoo_check/_ref/zoo_layers/, which the GPU check uses instead of exporting.
+# The weights are not shipped (AlexNet's and VGG's are 0.2-0.5 GB): tests/gpu/gpu_check.sh
+# exports them on the GPU machine with models/export.py, which builds the same networks.
+# Usage: tests/gpu/prepare_zoo_check.sh [ZOC_BINARY] [MODEL...]  (default: all 17 + zoo_layers)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+zoc=$(realpath "${1:-$repo/build/compiler/zoc}")
+shift || true
+cd "$repo"
+models=("$@")
+[ ${#models[@]} -gt 0 ] || read -r -a models <<<"$(/usr/bin/python3 -c \
+  'import sys; sys.path.insert(0, "models"); import zoo; print(" ".join(zoo.NAMES))') zoo_layers"
+out=$repo/zoo_check
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+rm -rf "$out" && mkdir -p "$out"
+
+for m in "${models[@]}"; do
+  if [ "$m" = zoo_layers ]; then
+    ref=$out/_ref/zoo_layers
+    mkdir -p "$ref"
+    "$zoc" init-weights tests/backend/zoo_layers.yaml -o "$ref/weights.safetensors" --seed 0
+    /usr/bin/python3 -c 'import numpy as np, sys
+np.save(sys.argv[1], np.random.default_rng(2).standard_normal((64, 3, 18, 18)).astype(np.float32))' \
+      "$ref/input.npy"
+    "$zoc" run tests/backend/zoo_layers.yaml --weights "$ref/weights.safetensors" \
+      --input "$ref/input.npy" --output "$ref/output.npy" | tail -1
+    src=tests/backend/zoo_layers.yaml input=()
+  else
+    # The resolution only sets the export's own calibration and check here; the .pt is the same
+    # at any (Inception v3's stem needs at least 75x75).
+    res=64; [ "$m" = inception_v3 ] && res=96
+    /usr/bin/python3 models/export.py --model "$m" --resolution $res --batch 1 --torchscript script \
+      --out "$scratch/$m" | tail -1
+    cp "$scratch/$m/model.pt" "$scratch/$m.pt"  # the generated class is named after the file
+    src=$scratch/$m.pt input=(--input 3x224x224)
+  fi
+  for p in fp32 fp16; do
+    "$zoc" compile "$src" -o "$out/${m}_$p" --precision "$p" "${input[@]}" | head -1
+  done
+done
+du -sh "$out"

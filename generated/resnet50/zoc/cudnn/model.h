@@ -52,7 +52,8 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   // input: device fp32 NCHW [batch, C, H, W]; output: device fp32 [batch, kOutputs].
-  // Allocates nothing; a new batch size re-describes tensors (host-side) first.
+  // Allocates nothing; a new batch size re-describes tensors (host-side) first, and grows the
+  // cuDNN workspace in the rare case that batch needs more than any before (prepare()).
   Status forward(const float* input, float* output, int batch, cudaStream_t stream) {
     ZOC_TRY(begin(input, output, batch));
     if (!s_.options.cuda_graph) return run_layers<false>(input, output, stream);
@@ -68,14 +69,25 @@ class Model {
     return Status::success();
   }
 
-  // Re-describes every tensor and re-plans every layer for a new batch size (host-side, no
-  // allocation). forward() does this itself on a batch change; calling it ahead keeps that
-  // one-time work out of the timed path.
+  // Re-describes every tensor and re-plans every layer for a new batch size (host-side).
+  // forward() does this itself on a batch change; calling it ahead keeps that one-time work out
+  // of the timed path. The workspace allocated at create() fits every layer at max_batch, but
+  // cuDNN can need more at a smaller batch (split-K kernels: a fused convolution without ReLU
+  // has one algorithm, whose workspace at batch 8 exceeded batch 64's in ConvNeXt and RegNetY,
+  // 2026-11-24): then the layers are planned within options.workspace_limit and the workspace
+  // grows to what they need, once; later batches plan within the larger one.
   Status prepare(int batch) {
     ZOC_TRY(check_batch(batch, s_.max_batch));
     s_.batch = 0;  // until every layer describes `batch` (a failure part-way re-prepares)
     size_t need = 0;
-    ZOC_TRY(set_batch(batch, s_.workspace_bytes, &need));
+    if (!set_batch(batch, s_.workspace_bytes, &need).ok()) {
+      const size_t side_had = s_.side_limit;
+      s_.side_limit = s_.options.workspace_limit;
+      const Status planned = set_batch(batch, s_.options.workspace_limit, &need);
+      s_.side_limit = side_had;
+      ZOC_TRY(planned);
+      ZOC_TRY(grow_workspace(need));
+    }
     ZOC_TRY(bind_layers());
     s_.batch = batch;
     return Status::success();
@@ -112,6 +124,7 @@ class Model {
   M& self() { return static_cast<M&>(*this); }
   Status init(const std::string& weights_path, int max_batch, const Options& options);
   Status create_handles();
+  Status grow_workspace(size_t need);
   Status load_weights(const std::string& weights_path);
   Status load_plan();
   Status set_batch(int n, size_t workspace_limit, size_t* workspace_need);
@@ -187,6 +200,30 @@ Status Model<M>::create_handles() {
       ZOC_CUDA(cudaEventCreateWithFlags(&s_.join[k], cudaEventDisableTiming), "init");
     }
     s_.side_limit = s_.options.workspace_limit;
+  }
+  return Status::success();
+}
+
+// The workspaces grown to `need` (main branch) and s_.side_need (side branches) where they are
+// smaller, after the GPU finished with the old ones. Only prepare() calls it, on a batch change.
+template <class M>
+Status Model<M>::grow_workspace(size_t need) {
+  ZOC_CUDA(cudaDeviceSynchronize(), "prepare: workspace");
+  if (need > s_.workspace_bytes) {
+    if (s_.workspace) ZOC_CUDA(cudaFree(s_.workspace), "prepare: workspace");
+    s_.workspace = nullptr;
+    s_.workspace_bytes = 0;
+    ZOC_CUDA(cudaMalloc(&s_.workspace, need), "prepare: workspace");
+    s_.workspace_bytes = need;
+  }
+  if constexpr (M::kSideBranches > 0) {
+    if (s_.side_need > s_.side_limit) {
+      if (s_.side_workspace) ZOC_CUDA(cudaFree(s_.side_workspace), "prepare: workspace");
+      s_.side_workspace = nullptr;
+      s_.side_limit = 0;
+      ZOC_CUDA(cudaMalloc(&s_.side_workspace, s_.side_need), "prepare: workspace");
+      s_.side_limit = s_.side_need;
+    }
   }
   return Status::success();
 }

@@ -34,11 +34,15 @@ import plan  # noqa: E402
 # --- jax-weights: a NumPy NHWC forward with the Flax tree's names and layouts ---------------
 
 def conv(x, p, stride=1, pad=0):
-    """x [N, H, W, C]; p['kernel'] [kh, kw, C, O] (HWIO), optional p['bias']."""
+    """x [N, H, W, C]; p['kernel'] [kh, kw, C / groups, O] (HWIO: a depthwise kernel has one
+    input channel per group), optional p['bias']."""
     k = p["kernel"]
     x = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
     win = sliding_window_view(x, k.shape[:2], axis=(1, 2))[:, ::stride, ::stride]
-    y = np.tensordot(win, k, axes=([3, 4, 5], [2, 0, 1]))
+    if k.shape[2] == 1 and x.shape[3] > 1:  # depthwise: win [N, H, W, C, kh, kw]
+        y = np.einsum("nhwcij,ijc->nhwc", win, k[:, :, 0, :])
+    else:
+        y = np.tensordot(win, k, axes=([3, 4, 5], [2, 0, 1]))
     return y + p["bias"] if "bias" in p else y
 
 
@@ -83,12 +87,52 @@ def resnet50_nhwc(v, x):
     return x @ p["fc"]["kernel"] + p["fc"]["bias"]
 
 
+def conv_norm(x, p, s, name, stride=1, act=None):
+    """torchvision's Conv2dNormActivation NAME: NAME_0 (conv, padding (k-1)//2) and NAME_1 (BN)."""
+    k = p[name + "_0"]["kernel"].shape[0]
+    y = bn(conv(x, p[name + "_0"], stride, (k - 1) // 2), p[name + "_1"], s[name + "_1"])
+    return act(y) if act else y
+
+
+def silu(x):
+    return x / (1 + np.exp(-x))
+
+
+def mobilenet_nhwc(model):
+    """The NumPy forward of jax_models.MobileNet(model), on the same block list."""
+    se = model == "efficientnet_b0"
+    act = silu if se else (lambda x: np.clip(x, 0, 6))
+    part = "block_%d" if se else "conv_%d"
+
+    def forward(v, x):
+        p, s = v["params"], v["batch_stats"]
+        x = conv_norm(x, p, s, "features_0", 2, act)
+        for name, cin, cout, _, stride, hidden in jax_weights.inverted_residuals(model):
+            bp, bs, i, y = p[name], s[name], 0, x
+            if hidden != cin:
+                y, i = conv_norm(y, bp, bs, part % 0, 1, act), 1
+            y = conv_norm(y, bp, bs, part % i, stride, act)
+            if se:
+                q = bp[part % (i + 1)]
+                g = silu(conv(y.mean(axis=(1, 2), keepdims=True), q["fc1"]))
+                y = y / (1 + np.exp(-conv(g, q["fc2"])))
+                y = conv_norm(y, bp, bs, part % (i + 2))
+            else:
+                y = bn(conv(y, bp[part % (i + 1)]), bp[part % (i + 2)], bs[part % (i + 2)])
+            x = x + y if stride == 1 and cin == cout else y
+        x = conv_norm(x, p, s, "features_8" if se else "features_18", 1, act).mean(axis=(1, 2))
+        return x @ p["classifier_1"]["kernel"] + p["classifier_1"]["bias"]
+    return forward
+
+
 def case_jax_weights(work):
     import torch
     import export
 
     worst = 0.0
-    for model, res, forward in (("lenet", 28, lenet_nhwc), ("resnet50", 64, resnet50_nhwc)):
+    for model, res, forward in (("lenet", 28, lenet_nhwc), ("resnet50", 64, resnet50_nhwc),
+                                ("mobilenet_v2", 64, mobilenet_nhwc("mobilenet_v2")),
+                                ("efficientnet_b0", 64, mobilenet_nhwc("efficientnet_b0"))):
         kind = "lenet" if model == "lenet" else "resnet"
         classes, channels, _ = export.DEFAULTS[kind]
         spec = argparse.Namespace(model=model, in_channels=channels, num_classes=classes,
@@ -115,7 +159,8 @@ def case_jax_weights(work):
             assert "missing ['/params/extra']" in str(e), e
     if worst > 1e-5:
         raise SystemExit("FAIL: the converted weights do not reproduce PyTorch (%.2e)" % worst)
-    print("PASS: Flax-layout weights reproduce PyTorch's LeNet and ResNet-50 (worst %.2e)" % worst)
+    print("PASS: Flax-layout weights reproduce PyTorch's LeNet, ResNet-50, MobileNetV2 and "
+          "EfficientNet-B0 (worst %.2e)" % worst)
 
 
 def _tree_map(f, tree):

@@ -194,6 +194,29 @@ def case_plan(work):
     print("PASS: quick plans %d points in %d steps; every precision has its optimized "
           "TorchScript, JAX/XLA and zoc rows for ResNet-50 and LeNet" % (
               len(quick), len(plan.steps_for("quick"))))
+    zoo = [n for p in plan.ZOO_PARTS for n in names(p)]
+    assert len(set(zoo)) == len(zoo), "a point is planned twice across the zoo's parts"
+    cl = "_fp16_channels_last"
+    for model in plan.ZOO:
+        batches = lambda v: sorted(b for _, w, m, r, b in zoo if (w, m, r) == (v, model, 224))
+        for v in ("zoc-graph_fp16_nhwc", "zoc-graph-tuned_fp16_nhwc", "zoc-graph_fp32_nchw",
+                  "eager" + cl, "torchscript-py-frozen-graph" + cl,
+                  "torchscript-py-optimized-graph" + cl, "torchscript-cpp-optimized" + cl,
+                  "jax-xla_fp16_nhwc", "eager_fp32_nchw", "torchscript-py-optimized-graph_fp32_nchw",
+                  "jax-xla_fp32_nhwc"):
+            assert batches(v) == [1, 8, 32, 64, 256], "zoo: %s %s at %s" % (model, v, batches(v))
+        for v in ("compile-default" + cl, "compile-max-autotune" + cl):
+            assert batches(v) == [1, 256], "zoo: %s %s at %s" % (model, v, batches(v))
+    assert not any(s["runner"] == "resnet50_nn" for p in plan.ZOO_PARTS
+                   for s in plan.steps_for(p)), "resnet50_nn is ResNet-50 only"
+    profiled = [v for s in plan.steps_for("zoo") for v, _ in s["runs"] if v["family"] == "zoc"]
+    assert all(v["profile"] for v in profiled), "a zoo zoc row without its per-layer profile"
+    folders = [f[0] for f in plan.zoc_folders("zoo")]
+    assert folders == ["efficientnet_b0_r224_fp16", "efficientnet_b0_r224_fp32",
+                       "mobilenet_v2_r224_fp16", "mobilenet_v2_r224_fp32"], folders
+    assert plan.exports("zoo") == [("efficientnet_b0", 224, True), ("mobilenet_v2", 224, True)]
+    print("PASS: the zoo's parts plan %d points once each: zoc fp16 (profiled, tuned) and fp32, "
+          "the frameworks' strongest fp16 rows and fp32 where cheap, both networks" % len(zoo))
 
 
 # --- report: equal-precision speed-ups against the fastest passing row ------------------

@@ -102,7 +102,7 @@ class Bench:
         self.build_status["export_%s_r%d" % (model, res)] = None if ok else (
             "export.py failed (rc %d): %s" % (rc, common.tail(log, 3)))
 
-    def build_zoc(self, folder):
+    def build_zoc(self, folder, model):
         src = os.path.join(self.a.gen, folder)
         b = os.path.join(self.a.work, "build", folder)
         log = os.path.join(self.logs, "build_%s.log" % folder)
@@ -116,7 +116,6 @@ class Bench:
         rc = self.run(["cmake", "-S", src, "-B", b] + cmake_args, log, self.prep_limit(240))
         if rc == 0:
             rc = self.run(["cmake", "--build", b, "-j", "4"], log, self.prep_limit(420))
-        model = folder.split("_r")[0]
         binary = os.path.join(b, model + "_main")
         if rc == 0 and os.path.exists(binary):
             self.build_status[folder] = None
@@ -147,12 +146,12 @@ class Bench:
                 jobs.append(pool.submit(self.export, model, res, ts))
             runners = {s["runner"] for s in steps}
             if self.a.device == "cuda":
-                for folder, _, _, _ in plan.zoc_folders(self.a.mode, self.a.dry):
+                for folder, model, _, _ in plan.zoc_folders(self.a.mode, self.a.dry):
                     if os.path.isdir(os.path.join(self.a.gen or "/nonexistent", folder)):
-                        jobs.append(pool.submit(self.build_zoc, folder))
+                        jobs.append(pool.submit(self.build_zoc, folder, model))
                     else:
                         self.build_status[folder] = "not in GEN_DIR %s (run prepare.sh %s)" % (
-                            self.a.gen, "quick" if self.a.mode == "quick" else "full")
+                            self.a.gen, self.a.mode)
             else:
                 for folder, _, _, _ in plan.zoc_folders(self.a.mode, self.a.dry):
                     self.build_status[folder] = "skipped: zoc binaries need a GPU (--device cpu)"

@@ -4,13 +4,18 @@
 The harness's verdicts are only as good as what it compares, so these check, on Debian's CPU
 torch: that the JAX rows get the same weights as everyone else (`jax-weights`: the state_dict
 converted by tools/harness/jax_weights.py, run through a NumPy NHWC forward shaped like
-jax_models.py, reproduces PyTorch's LeNet and ResNet-50 outputs; JAX itself is only on the GPU
-machine); that the quick sweep plans every peer's strongest configuration in every precision,
-for both models, and that its two device-command parts cover it exactly once (`plan`); and that
-the report compares at equal precision against the fastest *passing* row, names it, and says
-INCOMPLETE when planned points were not measured (`report`).
+jax_models.py, reproduces PyTorch's LeNet, ResNet-50, MobileNetV2 and EfficientNet-B0 outputs;
+JAX itself is only on the GPU machine); that the quick sweep plans every peer's strongest
+configuration in every precision, for both models, and that its two device-command parts cover
+it exactly once, and that the zoo's parts plan zoc's profiled fp16 rows against the frameworks'
+strongest fp16 rows for both zoo networks (`plan`); that the report compares at equal precision
+against the fastest *passing* row, names it, says INCOMPLETE when planned points were not
+measured, and shows zoc's per-layer breakdown for the zoo (`report`); and that every layer of
+zoc's profile of MobileNetV2 and EfficientNet-B0 gets its description from the generated code
+(`profile`, with the zoc binary).
 
   test_harness.py jax-weights|plan|report --work DIR
+  test_harness.py profile --work DIR --zoc ZOC
 """
 
 import argparse
@@ -221,10 +226,10 @@ def case_plan(work):
 
 # --- report: equal-precision speed-ups against the fastest passing row ------------------
 
-def _rec(impl, family, prec, batch, ms, status="PASS", error=None):
+def _rec(impl, family, prec, batch, ms, status="PASS", error=None, model="resnet50"):
     v = plan.variant(family, impl, prec, "channels_last" if family == "compile" else "nchw",
                      graph=True)
-    r = common.new_record(v, {"model": "resnet50", "resolution": 224, "sweep": "batch"}, batch)
+    r = common.new_record(v, {"model": model, "resolution": 224, "sweep": "batch"}, batch)
     r.update(status=status, median_ms=ms, error=error)
     return r
 
@@ -239,6 +244,17 @@ def case_report(work):
             _rec("jax-xla", "jax", "tf32", 1, 0.5),
             _rec("compile-default", "compile", "fp16", 1, None, status="skipped",
                  error="skipped: time budget")]
+    # The zoo: zoc's per-layer profile beside the fastest other fp16 row, at batch 1 and 256.
+    profile = [["features.1.conv.0.0 + features.1.conv.0.1", 0.5,
+                "conv 3x3/1, 32->32, 112x112 -> 112x112, groups 32"],
+               ["features.1.conv.0.2", 0.3, "hardtanh"],
+               ["features.1.conv.1 + features.1.conv.2", 0.2,
+                "conv 1x1/1, 32->16, 112x112 -> 112x112"]]
+    for batch, zms, oms in ((1, 0.5, 0.8), (256, 1.2, 1.0)):
+        recs += [_rec("zoc-graph", "zoc", "fp16", batch, zms, model="mobilenet_v2"),
+                 _rec("torchscript-py-optimized-graph", "torchscript", "fp16", batch, oms,
+                      model="mobilenet_v2")]
+        recs[-2]["profile"] = profile
     raw = os.path.join(work, "raw_in")
     os.makedirs(os.path.join(raw, "raw"), exist_ok=True)
     common.write_json(os.path.join(raw, "raw", "s.json"), {"records": recs})
@@ -257,15 +273,66 @@ def case_report(work):
     assert "across precisions" in summary
     assert "RESULT: INCOMPLETE" in p.stdout, p.stdout
     assert "compile-default fp16 channels-last, resnet50 r224, batch 1" in p.stdout, p.stdout
-    print("PASS: equal-precision speed-ups name the fastest passing row; INCOMPLETE is reported")
+    zoo = summary.split("### MobileNetV2 224, fp16:")[1].split("###")[0]
+    assert "| 256 | zoc-graph fp16 NHWC | 1.200 | torchscript-py-optimized-graph fp16 | " \
+        "1.000 | 0.83× |" in zoo, zoo
+    prof = summary.split("## MobileNetV2 224×224 fp16: zoc's time per kind")[1].split("\n## ")[0]
+    assert "zoc-graph fp16 NHWC, batch 1: 0.500 ms end to end; the 3 layers sum to 1.000 ms; " \
+        "fastest other row: torchscript-py-optimized-graph fp16, 0.800 ms (zoc 1.60× " \
+        "faster)" in prof, prof
+    assert "batch 256" in prof and "slower by 0.200 ms" in prof, prof
+    # GB/s: the depthwise layer's least traffic at batch 256, 411 MB (fp16), over 0.5 ms.
+    assert "| depthwise conv 3x3 | 1 | 0.500 | 50.0% | 822 |" in prof, prof
+    assert "MobileNetV2 fp16 batch 256: zoc-graph fp16 NHWC 1.200 ms against " in p.stdout
+    print("PASS: equal-precision speed-ups name the fastest passing row; INCOMPLETE is "
+          "reported; the zoo's tables and zoc's per-layer breakdown are there")
+
+
+# --- profile: what each layer of a zoc profile is, from the generated code ---------------
+
+def case_profile(work, zoc):
+    import collections
+    import re
+    import shutil
+    import layer_profile
+
+    want = {"mobilenet_v2": {"depthwise conv 3x3": 17, "conv 1x1 (+ residual)": 10,
+                             "hardtanh": 35, "linear": 1},
+            "efficientnet_b0": {"depthwise conv 3x3": 7, "depthwise conv 5x5": 9, "sigmoid": 16,
+                                "conv 1x1 on a 1x1 map (squeeze-excitation)": 32,
+                                "multiply each channel by a per-sample scale": 16}}
+    for model, kinds in want.items():  # the TorchScript route of prepare.sh
+        scripted, pt = os.path.join(work, model), os.path.join(work, model + ".pt")
+        subprocess.run([sys.executable, os.path.join(ROOT, "models", "export.py"), "--model",
+                        model, "--resolution", "64", "--batch", "1", "--torchscript", "script",
+                        "--out", scripted], check=True, stdout=subprocess.DEVNULL)
+        shutil.copy(os.path.join(scripted, "model.pt"), pt)
+        gen = os.path.join(work, model + "_fp16")
+        subprocess.run([zoc, "compile", pt, "--input", "3x224x224", "-o", gen, "--precision",
+                        "fp16"], check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(gen, model + ".cpp")) as f:  # the titles --profile reports
+            titles = re.findall(r'^\s+"(.*)",$', f.read().split("::kTitles[")[1].split("};")[0],
+                                re.M)
+        layers = layer_profile.compact([{"layer": t, "ms": 0.01} for t in titles],
+                                       layer_profile.layer_notes(gen, model))
+        unknown = [t for t, _, what in layers if not what]
+        assert not unknown, "%s: no description for %s" % (model, unknown)
+        got = collections.Counter(layer_profile.kind_of(t, what) for t, _, what in layers)
+        assert all(got[k] == n for k, n in kinds.items()), "%s: %s" % (model, got)
+        print("%s: %d layers described, %s" % (model, len(layers), dict(got)))
+    print("PASS: every layer of zoc's MobileNetV2 and EfficientNet-B0 profiles has its "
+          "description, depthwise and squeeze-excitation convolutions recognized")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("case", choices=("jax-weights", "plan", "report"))
+    ap.add_argument("case", choices=("jax-weights", "plan", "report", "profile"))
     ap.add_argument("--work", required=True)
+    ap.add_argument("--zoc", help="the zoc binary (profile)")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
+    if a.case == "profile":
+        return case_profile(a.work, a.zoc)
     {"jax-weights": case_jax_weights, "plan": case_plan, "report": case_report}[a.case](a.work)
 
 

@@ -19,6 +19,7 @@ zoc's profile of MobileNetV2 and EfficientNet-B0 gets its description from the g
 """
 
 import argparse
+import collections
 import os
 import subprocess
 import sys
@@ -290,8 +291,15 @@ def case_report(work):
 
 # --- profile: what each layer of a zoc profile is, from the generated code ---------------
 
+def got_kinds(layers):
+    import layer_profile
+    return collections.Counter(layer_profile.kind_of(t, what) for t, _, what in layers)
+
+
 def case_profile(work, zoc):
-    import collections
+    """Both networks compiled as prepare.sh does: every title their profiles report gets its
+    description, the kinds of layer come out as the networks have them, and every convolution
+    and activation its least DRAM traffic (the report's GB/s)."""
     import re
     import shutil
     import layer_profile
@@ -317,7 +325,11 @@ def case_profile(work, zoc):
                                        layer_profile.layer_notes(gen, model))
         unknown = [t for t, _, what in layers if not what]
         assert not unknown, "%s: no description for %s" % (model, unknown)
-        got = collections.Counter(layer_profile.kind_of(t, what) for t, _, what in layers)
+        sized = [t for t, _, what in layers if layer_profile.traffic_mb(what, 1, "fp16")]
+        assert len(sized) == sum(n for k, n in got_kinds(layers).items()
+                                 if k.startswith(("conv", "depthwise", "silu", "hardtanh",
+                                                  "sigmoid"))), (model, sized)
+        got = got_kinds(layers)
         assert all(got[k] == n for k, n in kinds.items()), "%s: %s" % (model, got)
         print("%s: %d layers described, %s" % (model, len(layers), dict(got)))
     print("PASS: every layer of zoc's MobileNetV2 and EfficientNet-B0 profiles has its "

@@ -4,11 +4,12 @@ A zoc row in a CUDA graph also runs `--profile` (CUDA events between the layers 
 graph), which reports milliseconds per layer under the layer's title ("features.3.conv.2 +
 features.3.conv.3 + features.3.add"). A title alone does not say why a layer is slow, so bench.py
 reads what each layer is from the generated source's own comments ("conv 1x1/1, 144->24,
-56x56 -> 56x56, + residual"; the groups of a grouped convolution from its call's shape) and keeps
-the whole profile in the point's record; report.py shows it per kind of layer (depthwise or 1x1
-convolutions, unfused activations, squeeze-excitation, ...) and the slowest layers, for the zoo's
-networks at batch 1 and 256, where the claim against the frameworks is made. Reading the
-generated code's comments is best-effort: a layer it cannot place is listed with its title only.
+56x56 -> 56x56, + residual"; from its call's shape the groups of a grouped convolution and the
+size of an activation) and keeps the whole profile in the point's record; report.py shows it per
+kind of layer (depthwise or 1x1 convolutions, unfused activations, squeeze-excitation, ...) and
+the slowest layers, for the zoo's networks at batch 1 and 256, where the claim against the
+frameworks is made. Reading the generated code's comments is best-effort: a layer it cannot
+place is listed with its title only.
 """
 
 import os
@@ -20,9 +21,10 @@ from common import md_table
 ENTRY = re.compile(r"^\s*// (\S+(?: \+ \S+)*): (.*)$")
 COMMENT = re.compile(r"^\s*// (.*)$")
 SOURCE = re.compile(r"\s*\([^()\s]*/[^()\s]*\)")  # " (/path/model.py:64:20)": where, not what
-CONV_CALL = re.compile(r"ZOC_TRY\(v\.conv\(\w+, kConv_(\w+),")
-CONV_SHAPE = re.compile(r"zoc::ConvCall kConv_(\w+) = \{\{([-\d, ]+)")
+CALL = re.compile(r"ZOC_TRY\(v\.\w+\(.*?\b(k(?:Conv|Act)_\w+)")  # the layer's call and its shape
+CONV_SHAPE = re.compile(r"zoc::ConvCall (kConv_\w+) = \{\{([-\d, ]+)")
 GROUPS_FIELD = 12  # ConvShape: c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups
+ACT_SHAPE = re.compile(r"zoc::ActivationCall (kAct_\w+) = \{[\w:]+, \{[^}]*\}, (\d+),")
 
 
 def layer_notes(folder, model):
@@ -32,19 +34,21 @@ def layer_notes(folder, model):
             text = f.read()
     except OSError:
         return {}
-    groups = {sym: int(fields.split(",")[GROUPS_FIELD])
+    shapes = {sym: ", groups %s" % fields.split(",")[GROUPS_FIELD].strip()
               for sym, fields in CONV_SHAPE.findall(text)
-              if len(fields.split(",")) > GROUPS_FIELD}
+              if len(fields.split(",")) > GROUPS_FIELD and
+              int(fields.split(",")[GROUPS_FIELD]) > 1}
+    shapes.update((sym, ", %s elements per sample" % n) for sym, n in ACT_SHAPE.findall(text))
     notes, title = {}, None
     for line in text[text.find("::layers("):].splitlines():
-        entry, comment, conv = ENTRY.match(line), COMMENT.match(line), CONV_CALL.search(line)
+        entry, comment, call = ENTRY.match(line), COMMENT.match(line), CALL.search(line)
         if entry:
             title = entry.group(1)
             notes[title] = entry.group(2)
         elif comment and title:
             notes[title] += " " + comment.group(1)
-        elif conv and title and groups.get(conv.group(1), 1) > 1:
-            notes[title] += ", groups %d" % groups[conv.group(1)]
+        elif call and title:
+            notes[title] += shapes.get(call.group(1), "")
             title = None
         else:
             title = None if line.strip() else title
@@ -67,10 +71,13 @@ ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 
 def traffic_mb(what, batch, precision):
     """The least a convolution must move through DRAM, MB: its input, output (and residual)
-    read or written once, weights once; None for other layers (their shapes are not in `what`)."""
-    conv = CONV.match(what)
-    if not conv or precision not in ELEMENT_BYTES:
+    read or written once, weights once; an activation its input and output; None for other
+    layers (their shapes are not in `what`)."""
+    conv, act = CONV.match(what), re.search(r"(\d+) elements per sample", what)
+    if precision not in ELEMENT_BYTES or not (conv or act):
         return None
+    if act:
+        return 2 * int(act.group(1)) * batch * ELEMENT_BYTES[precision] / 1e6
     r, s, cin, cout, h, w, p, q = map(int, conv.groups())
     groups = re.search(r"groups (\d+)", what)
     outputs = cout * p * q * (2 if "+ residual" in what else 1)

@@ -309,9 +309,11 @@ def zoo_profiles(records):
                 "Per-layer CUDA events of the fastest zoc fp16 row (shares of the layers' sum); "
                 "what each layer is comes from the generated code's comments; the kxk "
                 "convolutions with as many groups as channels are the depthwise ones. GB/s: the "
-                "least DRAM traffic a convolution needs (input, output and residual once, "
-                "weights once) over its time, against the GPU's DRAM bandwidth (H100 SXM "
-                "3,350 GB/s): far below it, the layer's kernel is the loss, not the memory.",
+                "least DRAM traffic a convolution or activation needs (input, output and "
+                "residual once, weights once) over its time, against the GPU's DRAM bandwidth "
+                "(H100 SXM 3,350 GB/s): far below it, the layer's kernel is the loss, not the "
+                "memory; an activation that runs as a layer of its own is traffic a fused "
+                "epilogue would not need.",
                 ""] + parts
     return md
 
@@ -442,8 +444,9 @@ def print_tables(records):
             print("%-*s %s" % (width, r[0], " ".join("%8s" % c for c in r[1:])))
         if model in plan.ZOO:
             for b, zl, zms, ol, oms, up in speedups(records, model, 224, "fp16"):
-                print("  %s fp16 batch %d: %s %s ms against %s %s ms: %s" % (
-                    MODEL_NAMES[model], b, zl, zms, ol, oms, up))
+                print("  %s fp16 batch %d: %s %s ms against %s" % (
+                    MODEL_NAMES[model], b, zl, zms, "%s %s ms: %s" % (ol, oms, up) if ol != "–"
+                    else "no passing fp16 row of another family"))
 
 
 def main(argv=None):

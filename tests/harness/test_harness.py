@@ -4,16 +4,22 @@
 The harness's verdicts are only as good as what it compares, so these check, on Debian's CPU
 torch: that the JAX rows get the same weights as everyone else (`jax-weights`: the state_dict
 converted by tools/harness/jax_weights.py, run through a NumPy NHWC forward shaped like
-jax_models.py, reproduces PyTorch's LeNet and ResNet-50 outputs; JAX itself is only on the GPU
-machine); that the quick sweep plans every peer's strongest configuration in every precision,
-for both models, and that its two device-command parts cover it exactly once (`plan`); and that
-the report compares at equal precision against the fastest *passing* row, names it, and says
-INCOMPLETE when planned points were not measured (`report`).
+jax_models.py, reproduces PyTorch's LeNet, ResNet-50, MobileNetV2 and EfficientNet-B0 outputs;
+JAX itself is only on the GPU machine); that the quick sweep plans every peer's strongest
+configuration in every precision, for both models, and that its two device-command parts cover
+it exactly once, and that the zoo's parts plan zoc's profiled fp16 rows against the frameworks'
+strongest fp16 rows for both zoo networks (`plan`); that the report compares at equal precision
+against the fastest *passing* row, names it, says INCOMPLETE when planned points were not
+measured, and shows zoc's per-layer breakdown for the zoo (`report`); and that every layer of
+zoc's profile of MobileNetV2 and EfficientNet-B0 gets its description from the generated code
+(`profile`, with the zoc binary).
 
   test_harness.py jax-weights|plan|report --work DIR
+  test_harness.py profile --work DIR --zoc ZOC
 """
 
 import argparse
+import collections
 import os
 import subprocess
 import sys
@@ -34,11 +40,15 @@ import plan  # noqa: E402
 # --- jax-weights: a NumPy NHWC forward with the Flax tree's names and layouts ---------------
 
 def conv(x, p, stride=1, pad=0):
-    """x [N, H, W, C]; p['kernel'] [kh, kw, C, O] (HWIO), optional p['bias']."""
+    """x [N, H, W, C]; p['kernel'] [kh, kw, C / groups, O] (HWIO: a depthwise kernel has one
+    input channel per group), optional p['bias']."""
     k = p["kernel"]
     x = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
     win = sliding_window_view(x, k.shape[:2], axis=(1, 2))[:, ::stride, ::stride]
-    y = np.tensordot(win, k, axes=([3, 4, 5], [2, 0, 1]))
+    if k.shape[2] == 1 and x.shape[3] > 1:  # depthwise: win [N, H, W, C, kh, kw]
+        y = np.einsum("nhwcij,ijc->nhwc", win, k[:, :, 0, :])
+    else:
+        y = np.tensordot(win, k, axes=([3, 4, 5], [2, 0, 1]))
     return y + p["bias"] if "bias" in p else y
 
 
@@ -83,12 +93,52 @@ def resnet50_nhwc(v, x):
     return x @ p["fc"]["kernel"] + p["fc"]["bias"]
 
 
+def conv_norm(x, p, s, name, stride=1, act=None):
+    """torchvision's Conv2dNormActivation NAME: NAME_0 (conv, padding (k-1)//2) and NAME_1 (BN)."""
+    k = p[name + "_0"]["kernel"].shape[0]
+    y = bn(conv(x, p[name + "_0"], stride, (k - 1) // 2), p[name + "_1"], s[name + "_1"])
+    return act(y) if act else y
+
+
+def silu(x):
+    return x / (1 + np.exp(-x))
+
+
+def mobilenet_nhwc(model):
+    """The NumPy forward of jax_models.MobileNet(model), on the same block list."""
+    se = model == "efficientnet_b0"
+    act = silu if se else (lambda x: np.clip(x, 0, 6))
+    part = "block_%d" if se else "conv_%d"
+
+    def forward(v, x):
+        p, s = v["params"], v["batch_stats"]
+        x = conv_norm(x, p, s, "features_0", 2, act)
+        for name, cin, cout, _, stride, hidden in jax_weights.inverted_residuals(model):
+            bp, bs, i, y = p[name], s[name], 0, x
+            if hidden != cin:
+                y, i = conv_norm(y, bp, bs, part % 0, 1, act), 1
+            y = conv_norm(y, bp, bs, part % i, stride, act)
+            if se:
+                q = bp[part % (i + 1)]
+                g = silu(conv(y.mean(axis=(1, 2), keepdims=True), q["fc1"]))
+                y = y / (1 + np.exp(-conv(g, q["fc2"])))
+                y = conv_norm(y, bp, bs, part % (i + 2))
+            else:
+                y = bn(conv(y, bp[part % (i + 1)]), bp[part % (i + 2)], bs[part % (i + 2)])
+            x = x + y if stride == 1 and cin == cout else y
+        x = conv_norm(x, p, s, "features_8" if se else "features_18", 1, act).mean(axis=(1, 2))
+        return x @ p["classifier_1"]["kernel"] + p["classifier_1"]["bias"]
+    return forward
+
+
 def case_jax_weights(work):
     import torch
     import export
 
     worst = 0.0
-    for model, res, forward in (("lenet", 28, lenet_nhwc), ("resnet50", 64, resnet50_nhwc)):
+    for model, res, forward in (("lenet", 28, lenet_nhwc), ("resnet50", 64, resnet50_nhwc),
+                                ("mobilenet_v2", 64, mobilenet_nhwc("mobilenet_v2")),
+                                ("efficientnet_b0", 64, mobilenet_nhwc("efficientnet_b0"))):
         kind = "lenet" if model == "lenet" else "resnet"
         classes, channels, _ = export.DEFAULTS[kind]
         spec = argparse.Namespace(model=model, in_channels=channels, num_classes=classes,
@@ -115,7 +165,8 @@ def case_jax_weights(work):
             assert "missing ['/params/extra']" in str(e), e
     if worst > 1e-5:
         raise SystemExit("FAIL: the converted weights do not reproduce PyTorch (%.2e)" % worst)
-    print("PASS: Flax-layout weights reproduce PyTorch's LeNet and ResNet-50 (worst %.2e)" % worst)
+    print("PASS: Flax-layout weights reproduce PyTorch's LeNet, ResNet-50, MobileNetV2 and "
+          "EfficientNet-B0 (worst %.2e)" % worst)
 
 
 def _tree_map(f, tree):
@@ -149,14 +200,37 @@ def case_plan(work):
     print("PASS: quick plans %d points in %d steps; every precision has its optimized "
           "TorchScript, JAX/XLA and zoc rows for ResNet-50 and LeNet" % (
               len(quick), len(plan.steps_for("quick"))))
+    zoo = [n for p in plan.ZOO_PARTS for n in names(p)]
+    assert len(set(zoo)) == len(zoo), "a point is planned twice across the zoo's parts"
+    cl = "_fp16_channels_last"
+    for model in plan.ZOO:
+        batches = lambda v: sorted(b for _, w, m, r, b in zoo if (w, m, r) == (v, model, 224))
+        for v in ("zoc-graph_fp16_nhwc", "zoc-graph-tuned_fp16_nhwc", "zoc-graph_fp32_nchw",
+                  "eager" + cl, "torchscript-py-frozen-graph" + cl,
+                  "torchscript-py-optimized-graph" + cl, "torchscript-cpp-optimized" + cl,
+                  "jax-xla_fp16_nhwc", "eager_fp32_nchw", "torchscript-py-optimized-graph_fp32_nchw",
+                  "jax-xla_fp32_nhwc"):
+            assert batches(v) == [1, 8, 32, 64, 256], "zoo: %s %s at %s" % (model, v, batches(v))
+        for v in ("compile-default" + cl, "compile-max-autotune" + cl):
+            assert batches(v) == [1, 256], "zoo: %s %s at %s" % (model, v, batches(v))
+    assert not any(s["runner"] == "resnet50_nn" for p in plan.ZOO_PARTS
+                   for s in plan.steps_for(p)), "resnet50_nn is ResNet-50 only"
+    profiled = [v for s in plan.steps_for("zoo") for v, _ in s["runs"] if v["family"] == "zoc"]
+    assert all(v["profile"] for v in profiled), "a zoo zoc row without its per-layer profile"
+    folders = [f[0] for f in plan.zoc_folders("zoo")]
+    assert folders == ["efficientnet_b0_r224_fp16", "efficientnet_b0_r224_fp32",
+                       "mobilenet_v2_r224_fp16", "mobilenet_v2_r224_fp32"], folders
+    assert plan.exports("zoo") == [("efficientnet_b0", 224, True), ("mobilenet_v2", 224, True)]
+    print("PASS: the zoo's parts plan %d points once each: zoc fp16 (profiled, tuned) and fp32, "
+          "the frameworks' strongest fp16 rows and fp32 where cheap, both networks" % len(zoo))
 
 
 # --- report: equal-precision speed-ups against the fastest passing row ------------------
 
-def _rec(impl, family, prec, batch, ms, status="PASS", error=None):
+def _rec(impl, family, prec, batch, ms, status="PASS", error=None, model="resnet50"):
     v = plan.variant(family, impl, prec, "channels_last" if family == "compile" else "nchw",
                      graph=True)
-    r = common.new_record(v, {"model": "resnet50", "resolution": 224, "sweep": "batch"}, batch)
+    r = common.new_record(v, {"model": model, "resolution": 224, "sweep": "batch"}, batch)
     r.update(status=status, median_ms=ms, error=error)
     return r
 
@@ -171,6 +245,17 @@ def case_report(work):
             _rec("jax-xla", "jax", "tf32", 1, 0.5),
             _rec("compile-default", "compile", "fp16", 1, None, status="skipped",
                  error="skipped: time budget")]
+    # The zoo: zoc's per-layer profile beside the fastest other fp16 row, at batch 1 and 256.
+    profile = [["features.1.conv.0.0 + features.1.conv.0.1", 0.5,
+                "conv 3x3/1, 32->32, 112x112 -> 112x112, groups 32"],
+               ["features.1.conv.0.2", 0.3, "hardtanh"],
+               ["features.1.conv.1 + features.1.conv.2", 0.2,
+                "conv 1x1/1, 32->16, 112x112 -> 112x112"]]
+    for batch, zms, oms in ((1, 0.5, 0.8), (256, 1.2, 1.0)):
+        recs += [_rec("zoc-graph", "zoc", "fp16", batch, zms, model="mobilenet_v2"),
+                 _rec("torchscript-py-optimized-graph", "torchscript", "fp16", batch, oms,
+                      model="mobilenet_v2")]
+        recs[-2]["profile"] = profile
     raw = os.path.join(work, "raw_in")
     os.makedirs(os.path.join(raw, "raw"), exist_ok=True)
     common.write_json(os.path.join(raw, "raw", "s.json"), {"records": recs})
@@ -189,15 +274,77 @@ def case_report(work):
     assert "across precisions" in summary
     assert "RESULT: INCOMPLETE" in p.stdout, p.stdout
     assert "compile-default fp16 channels-last, resnet50 r224, batch 1" in p.stdout, p.stdout
-    print("PASS: equal-precision speed-ups name the fastest passing row; INCOMPLETE is reported")
+    zoo = summary.split("### MobileNetV2 224, fp16:")[1].split("###")[0]
+    assert "| 256 | zoc-graph fp16 NHWC | 1.200 | torchscript-py-optimized-graph fp16 | " \
+        "1.000 | 0.83× |" in zoo, zoo
+    prof = summary.split("## MobileNetV2 224×224 fp16: zoc's time per kind")[1].split("\n## ")[0]
+    assert "zoc-graph fp16 NHWC, batch 1: 0.500 ms end to end; the 3 layers sum to 1.000 ms; " \
+        "fastest other row: torchscript-py-optimized-graph fp16, 0.800 ms (zoc 1.60× " \
+        "faster)" in prof, prof
+    assert "batch 256" in prof and "slower by 0.200 ms" in prof, prof
+    # GB/s: the depthwise layer's least traffic at batch 256, 411 MB (fp16), over 0.5 ms.
+    assert "| depthwise conv 3x3 | 1 | 0.500 | 50.0% | 822 |" in prof, prof
+    assert "MobileNetV2 fp16 batch 256: zoc-graph fp16 NHWC 1.200 ms against " in p.stdout
+    print("PASS: equal-precision speed-ups name the fastest passing row; INCOMPLETE is "
+          "reported; the zoo's tables and zoc's per-layer breakdown are there")
+
+
+# --- profile: what each layer of a zoc profile is, from the generated code ---------------
+
+def got_kinds(layers):
+    import layer_profile
+    return collections.Counter(layer_profile.kind_of(t, what) for t, _, what in layers)
+
+
+def case_profile(work, zoc):
+    """Both networks compiled as prepare.sh does: every title their profiles report gets its
+    description, the kinds of layer come out as the networks have them, and every convolution
+    and activation its least DRAM traffic (the report's GB/s)."""
+    import re
+    import shutil
+    import layer_profile
+
+    want = {"mobilenet_v2": {"depthwise conv 3x3": 17, "conv 1x1 (+ residual)": 10,
+                             "hardtanh": 35, "linear": 1},
+            "efficientnet_b0": {"depthwise conv 3x3": 7, "depthwise conv 5x5": 9, "sigmoid": 16,
+                                "conv 1x1 on a 1x1 map (squeeze-excitation)": 32,
+                                "multiply each channel by a per-sample scale": 16}}
+    for model, kinds in want.items():  # the TorchScript route of prepare.sh
+        scripted, pt = os.path.join(work, model), os.path.join(work, model + ".pt")
+        subprocess.run([sys.executable, os.path.join(ROOT, "models", "export.py"), "--model",
+                        model, "--resolution", "64", "--batch", "1", "--torchscript", "script",
+                        "--out", scripted], check=True, stdout=subprocess.DEVNULL)
+        shutil.copy(os.path.join(scripted, "model.pt"), pt)
+        gen = os.path.join(work, model + "_fp16")
+        subprocess.run([zoc, "compile", pt, "--input", "3x224x224", "-o", gen, "--precision",
+                        "fp16"], check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(gen, model + ".cpp")) as f:  # the titles --profile reports
+            titles = re.findall(r'^\s+"(.*)",$', f.read().split("::kTitles[")[1].split("};")[0],
+                                re.M)
+        layers = layer_profile.compact([{"layer": t, "ms": 0.01} for t in titles],
+                                       layer_profile.layer_notes(gen, model))
+        unknown = [t for t, _, what in layers if not what]
+        assert not unknown, "%s: no description for %s" % (model, unknown)
+        sized = [t for t, _, what in layers if layer_profile.traffic_mb(what, 1, "fp16")]
+        assert len(sized) == sum(n for k, n in got_kinds(layers).items()
+                                 if k.startswith(("conv", "depthwise", "silu", "hardtanh",
+                                                  "sigmoid"))), (model, sized)
+        got = got_kinds(layers)
+        assert all(got[k] == n for k, n in kinds.items()), "%s: %s" % (model, got)
+        print("%s: %d layers described, %s" % (model, len(layers), dict(got)))
+    print("PASS: every layer of zoc's MobileNetV2 and EfficientNet-B0 profiles has its "
+          "description, depthwise and squeeze-excitation convolutions recognized")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("case", choices=("jax-weights", "plan", "report"))
+    ap.add_argument("case", choices=("jax-weights", "plan", "report", "profile"))
     ap.add_argument("--work", required=True)
+    ap.add_argument("--zoc", help="the zoc binary (profile)")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
+    if a.case == "profile":
+        return case_profile(a.work, a.zoc)
     {"jax-weights": case_jax_weights, "plan": case_plan, "report": case_report}[a.case](a.work)
 
 

@@ -28,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import common  # noqa: E402
+import layer_profile  # noqa: E402
 import nvml  # noqa: E402
 import plan  # noqa: E402
 
@@ -102,7 +103,7 @@ class Bench:
         self.build_status["export_%s_r%d" % (model, res)] = None if ok else (
             "export.py failed (rc %d): %s" % (rc, common.tail(log, 3)))
 
-    def build_zoc(self, folder):
+    def build_zoc(self, folder, model):
         src = os.path.join(self.a.gen, folder)
         b = os.path.join(self.a.work, "build", folder)
         log = os.path.join(self.logs, "build_%s.log" % folder)
@@ -116,7 +117,6 @@ class Bench:
         rc = self.run(["cmake", "-S", src, "-B", b] + cmake_args, log, self.prep_limit(240))
         if rc == 0:
             rc = self.run(["cmake", "--build", b, "-j", "4"], log, self.prep_limit(420))
-        model = folder.split("_r")[0]
         binary = os.path.join(b, model + "_main")
         if rc == 0 and os.path.exists(binary):
             self.build_status[folder] = None
@@ -147,12 +147,12 @@ class Bench:
                 jobs.append(pool.submit(self.export, model, res, ts))
             runners = {s["runner"] for s in steps}
             if self.a.device == "cuda":
-                for folder, _, _, _ in plan.zoc_folders(self.a.mode, self.a.dry):
+                for folder, model, _, _ in plan.zoc_folders(self.a.mode, self.a.dry):
                     if os.path.isdir(os.path.join(self.a.gen or "/nonexistent", folder)):
-                        jobs.append(pool.submit(self.build_zoc, folder))
+                        jobs.append(pool.submit(self.build_zoc, folder, model))
                     else:
                         self.build_status[folder] = "not in GEN_DIR %s (run prepare.sh %s)" % (
-                            self.a.gen, "quick" if self.a.mode == "quick" else "full")
+                            self.a.gen, self.a.mode)
             else:
                 for folder, _, _, _ in plan.zoc_folders(self.a.mode, self.a.dry):
                     self.build_status[folder] = "skipped: zoc binaries need a GPU (--device cpu)"
@@ -180,8 +180,10 @@ class Bench:
             return why
         return self.build_status.get(runner_key) if runner_key else None
 
-    def records_of_points(self, v, g, step, points, missing_status, missing_why, out_stem):
-        """Records from a runner's JSON points (zoc or LibTorch), one per planned batch."""
+    def records_of_points(self, v, g, step, points, missing_status, missing_why, out_stem,
+                          notes=None):
+        """Records from a runner's JSON points (zoc or LibTorch), one per planned batch; notes:
+        what each layer of a zoc profile is (layer_profile.layer_notes)."""
         by_batch = {p.get("batch"): p for p in points}
         recs = []
         for batch in g["batches"]:
@@ -213,6 +215,7 @@ class Bench:
                 prof = p.get("profile")
                 if isinstance(prof, dict) and prof.get("layers"):
                     layers = sorted(prof["layers"], key=lambda x: -x.get("ms", 0))
+                    rec["profile"] = layer_profile.compact(prof["layers"], notes or {})
                     rec["profile_sum_ms"] = prof.get("sum_ms")
                     rec["profile_layers"] = len(prof["layers"])
                     rec["profile_top"] = "; ".join("%s %.3f" % (x["layer"], x["ms"])
@@ -220,7 +223,7 @@ class Bench:
             recs.append(rec)
         return recs
 
-    def run_binary(self, step, v, g, cmd, json_path, out_stem, cap):
+    def run_binary(self, step, v, g, cmd, json_path, out_stem, cap, notes=None):
         name = "%s_%s_%s_r%d" % (step["name"], v["name"], g["model"], g["resolution"])
         log = os.path.join(self.logs, name + ".log")
         if os.path.exists(json_path):
@@ -236,7 +239,7 @@ class Bench:
         if doc.get("error") and not doc.get("points"):
             why = doc["error"]
         recs = self.records_of_points(v, g, step["name"], doc.get("points") or [],
-                                      "skipped" if rc == 124 else "error", why, out_stem)
+                                      "skipped" if rc == 124 else "error", why, out_stem, notes)
         for r in recs:
             if doc.get("setup_ms") is not None:
                 r.setdefault("setup_s", doc["setup_ms"] / 1000.0)
@@ -264,9 +267,11 @@ class Bench:
             plans = os.path.join(self.a.out, "raw", "plans")
             os.makedirs(plans, exist_ok=True)
             cmd += ["--tune", os.path.join(plans, folder + ".plan")]
+        notes = None
         if v.get("profile"):
             cmd += ["--profile", v["profile"]]
-        return self.run_binary(step, v, g, cmd, base + ".json", base, step["cap_s"])
+            notes = layer_profile.layer_notes(os.path.join(self.a.gen, folder), g["model"])
+        return self.run_binary(step, v, g, cmd, base + ".json", base, step["cap_s"], notes)
 
     def step_cpp(self, step, v, g):
         runner = v["runner"]

@@ -96,6 +96,13 @@ def judge(rec, ref_path, samples):
     return rec
 
 
+def md_table(header, rows):
+    """A Markdown table (report.py's summary, layer_profile.py's breakdowns)."""
+    out = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return "\n".join(out)
+
+
 def write_json(path, obj):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:

@@ -44,7 +44,7 @@ import jax_weights  # noqa: E402
 import safetensors_io  # noqa: E402
 
 COMPILE_MIN_LEFT_S = 30  # do not start a compilation with less time than this left
-CLASSES = {"lenet": 10, "resnet50": 1000}
+CLASSES = {"lenet": 10, "resnet50": 1000, "mobilenet_v2": 1000, "efficientnet_b0": 1000}
 
 
 def load_jax(device):

@@ -79,6 +79,38 @@ def flax_variables(model, tensors):
     return out
 
 
+# torchvision's block lists. MobileNetV2: (expand ratio, output channels, blocks, first stride);
+# EfficientNet-B0: (expand ratio, kernel, first stride, input channels, output channels, blocks).
+MOBILENET_V2 = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                (6, 160, 3, 2), (6, 320, 1, 1))
+EFFICIENTNET_B0 = ((1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2),
+                   (6, 3, 2, 40, 80, 3), (6, 5, 1, 80, 112, 3), (6, 5, 2, 112, 192, 4),
+                   (6, 3, 1, 192, 320, 1))
+
+
+def inverted_residuals(model):
+    """The inverted-residual blocks of torchvision's MobileNetV2 or EfficientNet-B0 in order, as
+    (Flax name, input channels, output channels, depthwise kernel, stride, expanded channels),
+    shared by jax_models.py and the CPU test's NumPy forward. The stem has 32 channels; the
+    expanded width is input x ratio (torchvision rounds it to a multiple of 8, which every
+    block here already is); a block adds its input back when stride is 1 and the widths match."""
+    out = []
+    if model == "mobilenet_v2":
+        cin = 32
+        for t, c, n, s in MOBILENET_V2:
+            for i in range(n):
+                out.append(("features_%d" % (len(out) + 1), cin, c, 3, s if i == 0 else 1, cin * t))
+                cin = c
+    elif model == "efficientnet_b0":
+        for stage, (t, k, s, cin, cout, n) in enumerate(EFFICIENTNET_B0):
+            for i in range(n):
+                c = cin if i == 0 else cout
+                out.append(("features_%d_%d" % (stage + 1, i), c, cout, k, s if i == 0 else 1, c * t))
+    else:
+        raise ValueError("no inverted residuals in %r" % model)
+    return out
+
+
 def check_against(variables, shapes, where=""):
     """Raises unless `variables` has exactly the leaves and shapes of `shapes` (a tree of shape
     tuples, e.g. from jax.eval_shape(model.init, ...)): a wrong name or layout fails loudly

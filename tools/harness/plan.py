@@ -27,6 +27,16 @@ each meant to fit one command: batch-zoc, batch-torch, batch-cpp (ResNet-50 224x
 compile-max-256 (default, then max-autotune, at one batch size each: max-autotune's autotuning
 alone takes minutes); full runs all parts in one go (for a machine without the 10-minute
 limit: raise HARNESS_BUDGET_S).
+
+The zoo sweep (issue 20: MobileNetV2 and EfficientNet-B0 at 224x224, batch 1, 8, 32, 64, 256),
+torchvision's networks with models/zoo.py's weights, compiled by zoc through its TorchScript
+route (prepare.sh scripts them first), comes in parts too: zoo (zoc fp16 and fp32 in CUDA graphs
+with their per-layer profiles, fp16 tuned; PyTorch eager, frozen and optimized TorchScript in CUDA
+graphs; optimized TorchScript from C++), zoo-jax (JAX/XLA fp16 and fp32, whose Flax versions of
+both networks are jax_models.py's, and torch.compile's default mode at batch 1 and 256: the rows
+that compile per batch size), and zoo-compile-1 / zoo-compile-256 (torch.compile max-autotune at
+one batch size, MobileNetV2 first: EfficientNet-B0's ~40 convolution shapes may not both fit one
+command at 256; a part run again on the same machine resumes from inductor's cache).
 """
 
 import sys
@@ -36,12 +46,15 @@ QUICK_BATCHES = [1, 8, 32, 64, 256]      # ResNet-50 in quick: the columns of DE
 QUICK_LENET = [1, 16, 256, 1024]
 POW2_1024 = [1 << i for i in range(11)]  # 1 .. 1024
 RES_BATCH = 8  # the fixed batch of the resolution sweep
-SAMPLES = {"resnet50": 16, "lenet": 64}  # distinct seeded samples exported (tiled above)
-NATIVE_RES = {"resnet50": 224, "lenet": 28}
+ZOO = ("mobilenet_v2", "efficientnet_b0")  # the zoo sweep's models (models/zoo.py's weights)
+# Distinct seeded samples exported per model (tiled above), and the resolution of its archive.
+SAMPLES = {"resnet50": 16, "lenet": 64, "mobilenet_v2": 16, "efficientnet_b0": 16}
+NATIVE_RES = {"resnet50": 224, "lenet": 28, "mobilenet_v2": 224, "efficientnet_b0": 224}
 PARTS = ("batch-zoc", "batch-torch", "batch-cpp", "resolution", "lenet", "compile",
          "compile-max-32", "compile-max-256", "jax")
 QUICK_PARTS = ("quick-main", "quick-jax")
-MODES = ("quick",) + QUICK_PARTS + PARTS + ("full",)
+ZOO_PARTS = ("zoo", "zoo-jax", "zoo-compile-1", "zoo-compile-256")
+MODES = ("quick",) + QUICK_PARTS + PARTS + ("full",) + ZOO_PARTS
 
 LAYOUT_LABEL = {"nchw": "NCHW", "channels_last": "channels-last", "nhwc": "NHWC"}
 LENET_GRAPH_PRECS = ("fp32", "tf32", "fp16")  # LeNet: the same families and precisions
@@ -243,6 +256,35 @@ def _compile_max_part(batch):
                  [(compiled("fp16", "channels_last", "max-autotune"), g)], 240, 570)]
 
 
+def _zoo_parts():
+    """The zoo sweep's parts: MobileNetV2 and EfficientNet-B0 at 224x224, every row fp16
+    channels-last (zoc: NHWC) plus fp32 (TF32 off) where it costs little, as zoc's claim there
+    is made in fp16. zoc's fp16 graph rows carry their per-layer profile (the report shows it
+    at batch 1 and 256: where zoc loses time if it loses); the tuned fp16 row comes last in its
+    part, as it is the one to drop when time runs short."""
+    cl = "channels_last"
+    zoo = [group(m, 224, QUICK_BATCHES, "batch") for m in ZOO]
+    ends = [group(m, 224, [1, 256], "batch") for m in ZOO]
+    pythons = [eager("fp16", cl), ts_py("fp16", cl), ts_opt("fp16", cl), eager("fp32"),
+               ts_opt("fp32")]
+    main = [step("zoc_zoo", "zoc", [(zoc("fp16", True), zoo), (zoc("fp32", True), zoo)], 30, 240),
+            step("torch_zoo", "torch", [(v, zoo) for v in pythons], 60, 300),
+            step("ts_runner_fp16_optimized_zoo", "ts_runner",
+                 [(ts_cpp("fp16", cl, optimize=True), zoo)], 25, 150),
+            step("zoc_zoo_tuned", "zoc", [(zoc("fp16", True, tune=True), zoo)], 45, 200)]
+    jax = [step("jax_zoo_fp16", "jax", [(jax_xla("fp16"), zoo)], 40, 200),
+           step("compile_default_zoo", "torch", [(compiled("fp16", cl, "default"), ends)], 90,
+                300),
+           step("jax_zoo_fp32", "jax", [(jax_xla("fp32"), zoo)], 40, 200)]
+    parts = {"zoo": main, "zoo-jax": jax}
+    for batch in (1, 256):  # max-autotune: minutes of autotuning per model and batch size
+        parts["zoo-compile-%d" % batch] = [
+            step("compile_max_autotune_%s_b%d" % (m, batch), "torch",
+                 [(compiled("fp16", cl, "max-autotune"), [group(m, 224, [batch], "batch")])],
+                 120, cap) for m, cap in zip(ZOO, (240, 480))]
+    return parts
+
+
 def steps_for(mode, dry=False):
     """The ordered steps of a mode: zoc and the frameworks first, torch.compile last. dry: a
     miniature of the same steps (first two batch sizes, two resolutions) for a plumbing check
@@ -257,6 +299,8 @@ def steps_for(mode, dry=False):
 
 
 def _steps(mode):
+    if mode in ZOO_PARTS:
+        return _zoo_parts()[mode]
     if mode in ("quick",) + QUICK_PARTS:
         b = _batch_part(QUICK_BATCHES, False)
         main = (b["zoc"] + b["torch"] + b["cpp"] + _resolution_part([64, 128, 224, 448], False) +

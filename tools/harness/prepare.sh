@@ -5,13 +5,21 @@
 # git-ignored folder (about 300 KB per model folder) that travels to the GPU machine with the
 # device tool's `carry`, where tools/harness/run.sh builds and measures it.
 #
+# A model with a YAML description (models/<model>.yaml: ResNet-50, LeNet) is compiled from it;
+# the zoo's torchvision models (MobileNetV2, EfficientNet-B0) have none and go through zoc's
+# TorchScript route, as tests/gpu/prepare_zoo_check.sh does: models/export.py scripts the
+# network with Debian's torch into <model>.pt (the generated class and binary are named after
+# the file: <model>_main), and zoc compiles it with the input shape given. The weights the
+# archive holds do not matter: the generated code reads weights.safetensors at run time, which
+# run.sh exports on the GPU machine.
+#
 # zoc is built (or brought up to date) in its own folder, build-harness/, so that the runtime
 # headers it embeds into every generated folder (runtime/zoc/runner/main_harness.h among them) are the
 # current ones; ZOC=/path/to/zoc uses another binary instead. GEN_DIR is emptied first; zoc
 # writes each folder atomically, and any failure stops this script with a non-zero status.
 #
-# Usage: tools/harness/prepare.sh [quick|full|batch|resolution|lenet|compile] [GEN_DIR]
-#        (default: quick, harness_gen)
+# Usage: tools/harness/prepare.sh [MODE] [GEN_DIR]   (default: quick, harness_gen; MODE is any
+#        mode of tools/harness/plan.py: quick, full, a part such as batch-zoc, or zoo)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 mode=${1:-quick}
@@ -32,11 +40,23 @@ fi
 
 rm -rf "$out"
 mkdir -p "$out"
+scripted=$(mktemp -d)
+trap 'rm -rf "$scripted"' EXIT
 count=0
 while read -r name model res prec; do  # each folder is written atomically by zoc
   [ -n "$name" ] || continue
-  log=$("$ZOC" compile "models/$model.yaml" -o "$out/$name" --precision "$prec" \
-        --set resolution="$res" 2>&1) || { echo "$log" >&2; exit 1; }
+  if [ -f "models/$model.yaml" ]; then
+    src=(models/"$model".yaml --set resolution="$res")
+  else  # the zoo: TorchScript scripted here (the export's own check runs at 64x64: quicker)
+    if [ ! -f "$scripted/$model.pt" ]; then
+      "$py" models/export.py --model "$model" --resolution 64 --batch 1 --torchscript script \
+        --out "$scripted/$model" | tail -1
+      cp "$scripted/$model/model.pt" "$scripted/$model.pt"
+    fi
+    src=("$scripted/$model.pt" --input "3x${res}x${res}")
+  fi
+  log=$("$ZOC" compile "${src[@]}" -o "$out/$name" --precision "$prec" 2>&1) ||
+    { echo "$log" >&2; exit 1; }
   echo "${log%%$'\n'*}"
   count=$((count + 1))
 done <<<"$folders"

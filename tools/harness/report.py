@@ -7,9 +7,10 @@ separate commands and merged here), and writes into --out: results.csv (one row 
 issue's columns first), results.json (every record's figures, with the environment), PNG plots in
 the study's style (log scales, one line per implementation, only points whose output passed the
 accuracy check), summary.md (tables, speed-ups of zoc against the fastest framework row that
-passed, per batch) and readme_snippet.md (the short table for the README); per-iteration times
-stay in OUT/raw/. A row whose output is
-outside its precision's band is FAIL: it is listed, drawn nowhere and never "fastest".
+passed, per batch; for the zoo's networks, zoc's fp16 profile at batch 1 and 256 by kind of
+layer and its slowest layers, layer_profile.py) and readme_snippet.md (the short tables for the
+README); per-iteration times stay in OUT/raw/. A row whose output is outside its precision's
+band is FAIL: it is listed, drawn nowhere and never "fastest".
 
 Usage: report.py --raw OUT [OUT2 ...] --out DIR    (needs numpy; matplotlib for the plots)
 Exit status 1 if any zoc row failed its accuracy check, else 0.
@@ -24,6 +25,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import common  # noqa: E402
+import layer_profile  # noqa: E402
+import plan  # noqa: E402
 
 CSV_COLUMNS = [
     "impl", "precision", "batch", "resolution", "median_ms", "p99_ms", "img_per_s", "peak_mem_mb",
@@ -35,6 +38,8 @@ CSV_COLUMNS = [
     "error"]
 STATUS_RANK = {"PASS": 5, "FAIL": 4, "oom": 3, "error": 2, "skipped": 1, "pending": 0}
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+MODEL_NAMES = {"resnet50": "ResNet-50", "lenet": "LeNet", "mobilenet_v2": "MobileNetV2",
+               "efficientnet_b0": "EfficientNet-B0"}
 
 
 def load(raw_dirs):
@@ -105,10 +110,7 @@ def order(labels, by_label):
     return sorted(labels, key=key)
 
 
-def md_table(header, rows):
-    out = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
-    return "\n".join(out)
+md_table = common.md_table
 
 
 def grid(records, model, x_key, fixed, value=cell):
@@ -143,7 +145,7 @@ def speedups(records, model, resolution, precision=None):
 
 def speedup_sections(records, model, resolution):
     """Markdown: one speed-up table per precision, then the one that crosses precisions."""
-    name = "ResNet-50" if model == "resnet50" else "LeNet"
+    name = MODEL_NAMES.get(model, model)
     md = []
     header = ["batch", "fastest zoc row", "ms", "fastest other row (any family)", "ms",
               "zoc speed-up"]
@@ -234,13 +236,16 @@ def plots(records, out, env):
              "peak GPU memory in use (MB, NVML)", "ResNet-50, batch 8: memory vs resolution"),
             ("lenet_latency_vs_batch.png", "lenet", "batch", {"resolution": 28}, "median_ms",
              "median latency (ms)", "LeNet 28×28: latency vs batch size")]
+    figs += [("%s_latency_vs_batch.png" % m, m, "batch", {"resolution": 224}, "median_ms",
+              "median latency (ms)", "%s 224×224: latency vs batch size" % MODEL_NAMES[m])
+             for m in plan.ZOO]
     for name, model, x_key, fixed, y_key, ylabel, title in figs:
         by_label = series(records, model, x_key, fixed)
         labels = [lab for lab in order(by_label, by_label)
                   if any(r["status"] == "PASS" and r.get(y_key) for r in by_label[lab].values())]
         if not labels:
             continue
-        split = x_key == "batch" and model == "resnet50"
+        split = x_key == "batch" and model != "lenet"  # fp32/tf32 and fp16/bf16 side by side
         fig, axes = plt.subplots(1, 2 if split else 1, figsize=(15 if split else 9, 6.5),
                                  squeeze=False)
         groups = [("fp32 / tf32", ("fp32", "tf32")), ("fp16 / bf16", ("fp16", "bf16"))]
@@ -260,6 +265,57 @@ def plots(records, out, env):
         plt.close(fig)
         made.append(name)
     return made
+
+
+def profile_sums(records, model):
+    """Markdown: every profiled zoc row of `model` at its native resolution, the layers' sum
+    against the end-to-end time, and its slowest three layers."""
+    res = plan.NATIVE_RES[model]
+    prof = [r for r in records if r["status"] == "PASS" and r.get("profile_sum_ms")
+            and r["model"] == model and r["resolution"] == res]
+    if not prof:
+        return []
+    return ["## Where zoc's time goes: per-layer profile (%s %d×%d, CUDA graph)" % (
+                MODEL_NAMES[model], res, res), "",
+            "CUDA events between layers inside the graph (`--profile`, median of 20 runs); "
+            "the sum of the layers against the end-to-end median of the timed loop.", "",
+            md_table(["row", "batch", "end-to-end ms", "sum of layers ms", "difference",
+                      "slowest three layers (ms)"],
+                     [[r["label"], r["batch"], fmt_ms(r.get("median_ms")),
+                       fmt_ms(r["profile_sum_ms"]),
+                       "%+.1f%%" % (100.0 * (r["profile_sum_ms"] / r["median_ms"] - 1))
+                       if r.get("median_ms") else "–", r.get("profile_top", "")]
+                      for r in sorted(prof, key=lambda r: (r["label"], r["batch"]))]), ""]
+
+
+def zoo_profiles(records):
+    """Markdown: for each zoo network, the fastest passing zoc fp16 row with a per-layer
+    profile at batch 1 and 256 (the ends where zoc's claim is made), its time by kind of layer
+    and its slowest layers, beside the fastest passing fp16 row of any other family: where zoc
+    wins or loses its time, layer by layer."""
+    md = []
+    for model in plan.ZOO:
+        res = plan.NATIVE_RES[model]
+        parts = []
+        for batch in (1, 256):
+            at = [r for r in records if r["model"] == model and r["resolution"] == res
+                  and r["batch"] == batch and r["precision"] == "fp16"]
+            zc = fastest(at, lambda r: r["family"] == "zoc" and r.get("profile"))
+            if zc:
+                parts += layer_profile.breakdown(zc, fastest(at, lambda r: r["family"] != "zoc"))
+        if parts:
+            md += ["## %s %d×%d fp16: zoc's time per kind of layer and its slowest layers" % (
+                MODEL_NAMES[model], res, res), "",
+                "Per-layer CUDA events of the fastest zoc fp16 row (shares of the layers' sum); "
+                "what each layer is comes from the generated code's comments; the kxk "
+                "convolutions with as many groups as channels are the depthwise ones. GB/s: the "
+                "least DRAM traffic a convolution or activation needs (input, output and "
+                "residual once, weights once) over its time, against the GPU's DRAM bandwidth "
+                "(H100 SXM 3,350 GB/s): far below it, the layer's kernel is the loss, not the "
+                "memory; an activation that runs as a layer of its own is traffic a fused "
+                "epilogue would not need.",
+                ""] + parts
+    return md
 
 
 def env_lines(env):
@@ -316,18 +372,21 @@ def summary(records, envs, made, notes):
                  {"batch": 8}),
                 ("LeNet, 28×28: median latency (ms) by batch size", "lenet", "batch",
                  {"resolution": 28})]
+    sections += [("%s, 224×224: median latency (ms) by batch size" % MODEL_NAMES[m], m, "batch",
+                  {"resolution": 224}) for m in plan.ZOO]
     for title, model, x_key, fixed in sections:
         xs, rows = grid(records, model, x_key, fixed)
         if rows:
             md += ["## " + title, "", md_table(["implementation"] + xs, rows), ""]
             if x_key == "batch":
                 md += speedup_sections(records, model, fixed["resolution"])
-    xs, rows = grid(records, "resnet50", "batch", {"resolution": 224},
-                    lambda r: "%.0f" % r["peak_mem_mb"] if r and r.get("peak_mem_mb") else "")
-    rows = [r for r in rows if any(r[1:])]
-    if rows:
-        md += ["## ResNet-50, 224×224: peak GPU memory in use (MB; NVML, whole device)", "",
-               md_table(["implementation"] + xs, rows), ""]
+    for model in ("resnet50",) + plan.ZOO:
+        xs, rows = grid(records, model, "batch", {"resolution": 224},
+                        lambda r: "%.0f" % r["peak_mem_mb"] if r and r.get("peak_mem_mb") else "")
+        rows = [r for r in rows if any(r[1:])]
+        if rows:
+            md += ["## %s, 224×224: peak GPU memory in use (MB; NVML, whole device)" %
+                   MODEL_NAMES[model], "", md_table(["implementation"] + xs, rows), ""]
     host = [r for r in records if r["status"] == "PASS" and r["model"] == "resnet50"
             and r["resolution"] == 224 and r["batch"] in (1, 256)]
     if host:
@@ -339,19 +398,9 @@ def summary(records, envs, made, notes):
                           else "–", "%.1f" % (r["h2d_bytes"] / 1e6) if r.get("h2d_bytes") else "–",
                           fmt_ms(r.get("h2d_pageable_ms")), fmt_ms(r.get("h2d_pinned_ms"))]
                          for r in sorted(host, key=lambda r: (r["batch"], r["label"]))]), ""]
-    prof = [r for r in records if r["status"] == "PASS" and r.get("profile_sum_ms")
-            and r["model"] == "resnet50" and r["resolution"] == 224]
-    if prof:
-        md += ["## Where zoc's time goes: per-layer profile (ResNet-50 224×224, CUDA graph)", "",
-               "CUDA events between layers inside the graph (`--profile`, median of 20 runs); "
-               "the sum of the layers against the end-to-end median of the timed loop.", "",
-               md_table(["row", "batch", "end-to-end ms", "sum of layers ms", "difference",
-                         "slowest three layers (ms)"],
-                        [[r["label"], r["batch"], fmt_ms(r.get("median_ms")),
-                          fmt_ms(r["profile_sum_ms"]),
-                          "%+.1f%%" % (100.0 * (r["profile_sum_ms"] / r["median_ms"] - 1))
-                          if r.get("median_ms") else "–", r.get("profile_top", "")]
-                         for r in sorted(prof, key=lambda r: (r["label"], r["batch"]))]), ""]
+    for model in ("resnet50",) + plan.ZOO:
+        md += profile_sums(records, model)
+    md += zoo_profiles(records)
     compiled = [r for r in records if r["family"] == "compile" and r.get("compile_s")]
     if compiled:
         md += ["## torch.compile: compile time (first call, per batch size)", "",
@@ -370,10 +419,34 @@ def summary(records, envs, made, notes):
 
 
 def readme_snippet(records):
-    xs, rows = grid(records, "resnet50", "batch", {"resolution": 224})
-    keep = [i for i, x in enumerate(xs) if x in (1, 8, 32, 64, 256, 1024)]
-    return md_table(["ResNet-50 224×224, median ms"] + ["batch %d" % xs[i] for i in keep],
-                    [[r[0]] + [r[i + 1] for i in keep] for r in rows]) + "\n"
+    tables = []
+    for model in ("resnet50",) + plan.ZOO:
+        xs, rows = grid(records, model, "batch", {"resolution": 224})
+        keep = [i for i, x in enumerate(xs) if x in (1, 8, 32, 64, 256, 1024)]
+        if rows:
+            tables.append(md_table(["%s 224×224, median ms" % MODEL_NAMES[model]] +
+                                   ["batch %d" % xs[i] for i in keep],
+                                   [[r[0]] + [r[i + 1] for i in keep] for r in rows]) + "\n")
+    return "\n".join(tables)
+
+
+def print_tables(records):
+    """The batch tables and, for the zoo, zoc fp16 against the fastest other fp16 row: the
+    short version, for the device tool's output tail."""
+    for model in ("resnet50",) + plan.ZOO:
+        xs, rows = grid(records, model, "batch", {"resolution": 224})
+        if not rows:
+            continue
+        width = max(len(r[0]) for r in rows)
+        title = "%s 224 median ms" % MODEL_NAMES[model]
+        print("%-*s %s" % (width, title, " ".join("%8s" % x for x in xs)))
+        for r in rows:
+            print("%-*s %s" % (width, r[0], " ".join("%8s" % c for c in r[1:])))
+        if model in plan.ZOO:
+            for b, zl, zms, ol, oms, up in speedups(records, model, 224, "fp16"):
+                print("  %s fp16 batch %d: %s %s ms against %s" % (
+                    MODEL_NAMES[model], b, zl, zms, "%s %s ms: %s" % (ol, oms, up) if ol != "–"
+                    else "no passing fp16 row of another family"))
 
 
 def main(argv=None):
@@ -396,13 +469,8 @@ def main(argv=None):
     with open(os.path.join(a.out, "readme_snippet.md"), "w") as f:
         f.write(readme_snippet(records))
     # The short version last, for the device tool's output tail.
-    xs, rows = grid(records, "resnet50", "batch", {"resolution": 224})
     print("\n".join(text.split("\n")[:9]))
-    if rows:
-        width = max(len(r[0]) for r in rows)
-        print("%-*s %s" % (width, "ResNet-50 224 median ms", " ".join("%8s" % x for x in xs)))
-        for r in rows:
-            print("%-*s %s" % (width, r[0], " ".join("%8s" % c for c in r[1:])))
+    print_tables(records)
     zoc_fail = [r for r in records if r["family"] == "zoc" and r["status"] == "FAIL"]
     other_fail = [r for r in records if r["family"] != "zoc" and r["status"] == "FAIL"]
     missing = missing_points(records)

@@ -39,6 +39,7 @@ sys.path.insert(0, HERE)
 import common  # noqa: E402
 import export  # noqa: E402  (models/export.py: the same network definitions)
 import safetensors_io  # noqa: E402
+import zoo  # noqa: E402  (models/zoo.py: the zoo's torchvision networks)
 
 DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
           "bf16": torch.bfloat16}
@@ -66,12 +67,17 @@ def set_flags(v):
 
 
 def build_model(g, v, device):
-    """The network of group g with the file's weights, in v's precision and layout."""
-    kind = "lenet" if g["model"] == "lenet" else "resnet"
-    classes, channels, _ = export.DEFAULTS[kind]
-    spec = argparse.Namespace(model=g["model"], in_channels=channels, num_classes=classes,
-                              resolution=g["resolution"])
-    model = export.build_model(spec, 0)
+    """The network of group g with the file's weights, in v's precision and layout. A zoo
+    network is built bare (zoo.build): export.build_model would also calibrate its BatchNorm
+    statistics on a forward pass, which the file's weights then replace anyway."""
+    if g["model"] in export.ZOO:
+        model = zoo.build(g["model"], 0)
+    else:
+        kind = "lenet" if g["model"] == "lenet" else "resnet"
+        classes, channels, _ = export.DEFAULTS[kind]
+        spec = argparse.Namespace(model=g["model"], in_channels=channels, num_classes=classes,
+                                  resolution=g["resolution"])
+        model = export.build_model(spec, 0)
     tensors, _ = safetensors_io.load_file(g["weights"])
     model.load_state_dict({k: torch.from_numpy(a) for k, a in tensors.items()}, strict=True)
     model = model.to(device).eval()
@@ -251,10 +257,10 @@ def run_variant(plan, v, groups):
     device = plan["device"]
     set_flags(v)
     cls = RUNNERS[v["kind"]]
-    runners = {}  # ResNet-50 serves every resolution (its weights files are byte-identical)
-    for g in groups:
+    runners = {}  # ResNet-50 serves every resolution (its weights files are byte-identical;
+    for g in groups:  # LeNet's fc1 and the zoo's calibrated BatchNorm depend on it)
         samples = np.load(g["input"])
-        key = (g["model"], g["resolution"] if g["model"] == "lenet" else None)
+        key = (g["model"], None if g["model"] == "resnet50" else g["resolution"])
         runner, setup_error = runners.get(key), None
         left = plan["deadline"] - time.time()
         if v["kind"] == "compile" and left < COMPILE_MIN_LEFT_S:

@@ -1,0 +1,142 @@
+"""zoc's per-layer profile in the harness: what each layer is, and where the time goes.
+
+A zoc row in a CUDA graph also runs `--profile` (CUDA events between the layers inside the
+graph), which reports milliseconds per layer under the layer's title ("features.3.conv.2 +
+features.3.conv.3 + features.3.add"). A title alone does not say why a layer is slow, so bench.py
+reads what each layer is from the generated source's own comments ("conv 1x1/1, 144->24,
+56x56 -> 56x56, + residual"; from its call's shape the groups of a grouped convolution and the
+size of an activation) and keeps the whole profile in the point's record; report.py shows it per
+kind of layer (depthwise or 1x1 convolutions, unfused activations, squeeze-excitation, ...) and
+the slowest layers, for the zoo's networks at batch 1 and 256, where the claim against the
+frameworks is made. Reading the generated code's comments is best-effort: a layer it cannot
+place is listed with its title only.
+"""
+
+import os
+import re
+
+from common import md_table
+
+# A comment that starts a layer's description: "TITLE: WHAT", TITLE names joined by " + ".
+ENTRY = re.compile(r"^\s*// (\S+(?: \+ \S+)*): (.*)$")
+COMMENT = re.compile(r"^\s*// (.*)$")
+SOURCE = re.compile(r"\s*\([^()\s]*/[^()\s]*\)")  # " (/path/model.py:64:20)": where, not what
+CALL = re.compile(r"ZOC_TRY\(v\.\w+\(.*?\b(k(?:Conv|Act)_\w+)")  # the layer's call and its shape
+CONV_SHAPE = re.compile(r"zoc::ConvCall (kConv_\w+) = \{\{([-\d, ]+)")
+GROUPS_FIELD = 12  # ConvShape: c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups
+ACT_SHAPE = re.compile(r"zoc::ActivationCall (kAct_\w+) = \{[\w:]+, \{[^}]*\}, (\d+),")
+
+
+def layer_notes(folder, model):
+    """{layer title: what it computes} from GEN/<folder>/<model>.cpp; {} if unreadable."""
+    try:
+        with open(os.path.join(folder, model + ".cpp"), errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return {}
+    shapes = {sym: ", groups %s" % fields.split(",")[GROUPS_FIELD].strip()
+              for sym, fields in CONV_SHAPE.findall(text)
+              if len(fields.split(",")) > GROUPS_FIELD and
+              int(fields.split(",")[GROUPS_FIELD]) > 1}
+    shapes.update((sym, ", %s elements per sample" % n) for sym, n in ACT_SHAPE.findall(text))
+    notes, title = {}, None
+    for line in text[text.find("::layers("):].splitlines():
+        entry, comment, call = ENTRY.match(line), COMMENT.match(line), CALL.search(line)
+        if entry:
+            title = entry.group(1)
+            notes[title] = entry.group(2)
+        elif comment and title:
+            notes[title] += " " + comment.group(1)
+        elif call and title:
+            notes[title] += shapes.get(call.group(1), "")
+            title = None
+        else:
+            title = None if line.strip() else title
+    return {t: " ".join(SOURCE.sub("", w).split()).rstrip(",") for t, w in notes.items()}
+
+
+def compact(layers, notes):
+    """The runner's [{'layer', 'ms'}] as [[layer, ms, what], ...] in execution order."""
+    out = []
+    for x in layers:
+        title = x.get("layer", "?")
+        what = notes.get(title) or notes.get(title.split(" (")[0]) or ""
+        out.append([title, float(x.get("ms") or 0.0), what])
+    return out
+
+
+CONV = re.compile(r"conv (\d+)x(\d+)/\d+, (\d+)->(\d+), (\d+)x(\d+) -> (\d+)x(\d+)")
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+
+
+def traffic_mb(what, batch, precision):
+    """The least a convolution must move through DRAM, MB: its input, output (and residual)
+    read or written once, weights once; an activation its input and output; None for other
+    layers (their shapes are not in `what`)."""
+    conv, act = CONV.match(what), re.search(r"(\d+) elements per sample", what)
+    if precision not in ELEMENT_BYTES or not (conv or act):
+        return None
+    if act:
+        return 2 * int(act.group(1)) * batch * ELEMENT_BYTES[precision] / 1e6
+    r, s, cin, cout, h, w, p, q = map(int, conv.groups())
+    groups = re.search(r"groups (\d+)", what)
+    outputs = cout * p * q * (2 if "+ residual" in what else 1)
+    weights = cout * cin // (int(groups.group(1)) if groups else 1) * r * s
+    return ((cin * h * w + outputs) * batch + weights) * ELEMENT_BYTES[precision] / 1e6
+
+
+def kind_of(title, what):
+    """The kind of a layer, for the per-kind sums: 'conv 1x1', 'depthwise conv 3x3', 'silu', ..."""
+    conv = re.match(r"conv (\d+x\d+)/\d+, (\d+)->(\d+), \d+x\d+ -> (\d+x\d+)", what)
+    if conv:
+        kernel, cin, cout, out = conv.groups()
+        groups = re.search(r"groups (\d+)", what)
+        if groups and int(groups.group(1)) == int(cin) == int(cout):
+            return "depthwise conv " + kernel
+        if groups:
+            return "grouped conv " + kernel
+        if out == "1x1" and kernel == "1x1":
+            return "conv 1x1 on a 1x1 map (squeeze-excitation)"
+        return "conv " + kernel + (" (+ residual)" if "+ residual" in what else "")
+    words = []
+    for w in what.split():
+        if any(c.isdigit() for c in w) or w in ("->", "pad"):
+            break
+        words.append(w.rstrip(","))
+    return " ".join(words) or title.split(" (")[0]
+
+
+def breakdown(rec, other, top=12):
+    """Markdown for one profiled zoc point: time per kind of layer, then the slowest layers.
+    `other`: the fastest passing non-zoc row at the same point (or None), for the gap."""
+    layers = rec["profile"]
+    total = sum(ms for _, ms, _ in layers) or 1.0
+    head = "%s, batch %d: %.3f ms end to end; the %d layers sum to %.3f ms" % (
+        rec["label"], rec["batch"], rec.get("median_ms") or 0.0, len(layers), total)
+    if other:
+        head += "; fastest other row: %s, %.3f ms (zoc %s)" % (
+            other["label"], other["median_ms"],
+            "%.2f× faster" % (other["median_ms"] / rec["median_ms"])
+            if other["median_ms"] >= rec["median_ms"] else
+            "slower by %.3f ms" % (rec["median_ms"] - other["median_ms"]))
+    kinds = {}
+    for title, ms, what in layers:
+        k = kinds.setdefault(kind_of(title, what), [0, 0.0, 0.0])
+        mb = traffic_mb(what, rec["batch"], rec["precision"])
+        k[0] += 1
+        k[1] += ms
+        k[2] = None if mb is None or k[2] is None else k[2] + mb
+    by_kind = sorted(kinds.items(), key=lambda kv: -kv[1][1])
+    slowest = sorted(layers, key=lambda x: -x[1])[:top]
+
+    def rate(mb, ms):
+        return "%.0f" % (mb / ms) if mb is not None and ms > 0 else "–"
+    return ["#### " + head, "",
+            md_table(["kind of layer", "layers", "ms", "share", "GB/s (least traffic)"],
+                     [[k, n, "%.3f" % ms, "%.1f%%" % (100.0 * ms / total), rate(mb, ms)]
+                      for k, (n, ms, mb) in by_kind]), "",
+            md_table(["slowest layers", "what", "ms", "share", "least traffic MB", "GB/s"],
+                     [[t, w or "–", "%.3f" % ms, "%.1f%%" % (100.0 * ms / total),
+                       "%.1f" % mb if mb is not None else "–", rate(mb, ms)]
+                      for t, ms, w in slowest
+                      for mb in [traffic_mb(w, rec["batch"], rec["precision"])]]), ""]

@@ -119,7 +119,7 @@ def build_model(args, seed):
     """The network for `args`, weights drawn from `seed`, in eval mode on the CPU."""
     if args.model in ZOO:  # models/zoo.py's recipe; the state dict written is what eval runs
         model, ran = zoo.calibrated(args.model, seed, args.resolution)
-        model.zoc_used_state = lambda: zoo.used_state(model, ran)
+        model.zoc_keys = zoo.used_keys(model, ran)  # what state_dict_arrays writes
         return model
     torch.manual_seed(seed)
     if args.model == "lenet":
@@ -209,13 +209,15 @@ def save_json(path, obj):
     atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
-def state_dict_arrays(model):
+def state_dict_arrays(model, keys=None):
     """state_dict as numpy: floating tensors as float32, integers kept (num_batches_tracked: I64).
-    A zoo model's is that of the modules its eval-mode forward runs (no auxiliary heads)."""
-    if hasattr(model, "zoc_used_state"):
-        return model.zoc_used_state()
+    Only `keys` if given; a zoo model's are those of the modules its eval-mode forward runs (no
+    auxiliary heads: build_model's zoc_keys)."""
+    keys = getattr(model, "zoc_keys", None) if keys is None else keys
     out = {}
     for name, t in model.state_dict().items():
+        if keys is not None and name not in keys:
+            continue
         t = t.detach().cpu()
         out[name] = (t.float() if t.is_floating_point() else t).contiguous().numpy()
     return out
@@ -270,7 +272,8 @@ def self_check(args, out_dir, reference, written):
     """Reload everything written and assert it reproduces `reference`."""
     tensors, metadata = safetensors_io.load_file(os.path.join(out_dir, "weights.safetensors"))
     fresh = build_model(args, args.seed + 1)  # different seed: the loaded weights must matter
-    expected = {k: v for k, v in fresh.state_dict().items() if k in state_dict_arrays(fresh)}
+    kept = getattr(fresh, "zoc_keys", None)
+    expected = {k: v for k, v in fresh.state_dict().items() if kept is None or k in kept}
     if set(tensors) != set(expected):
         raise AssertionError("state_dict names differ: %s" % sorted(set(tensors) ^ set(expected)))
     for name, ref in expected.items():
@@ -279,7 +282,7 @@ def self_check(args, out_dir, reference, written):
             raise AssertionError("%s: %s %s vs model %s %s" % (name, got.dtype, tuple(got.shape),
                                                                ref.dtype, tuple(ref.shape)))
     fresh.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()},
-                          strict=not hasattr(fresh, "zoc_used_state"))
+                          strict=kept is None)
     x = torch.from_numpy(np.load(os.path.join(out_dir, "input.npy")))
     stored = torch.from_numpy(np.load(os.path.join(out_dir, "output.npy")))
     y = run_model(fresh, x, args.device)

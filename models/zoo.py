@@ -91,15 +91,9 @@ def randomize(model, x, seed):
     return ran
 
 
-def used_state(model, ran):
-    """state_dict entries of the modules that ran, as numpy (floats as float32)."""
-    out = {}
-    for key, t in model.state_dict().items():
-        owner = key.rsplit(".", 1)[0] if "." in key else ""
-        if owner in ran:
-            t = t.detach().cpu()
-            out[key] = (t.float() if t.is_floating_point() else t).contiguous().numpy()
-    return out
+def used_keys(model, ran):
+    """The state_dict names of the modules that ran (`ran`: randomize()'s result)."""
+    return {key for key in model.state_dict() if (key.rsplit(".", 1)[0] if "." in key else "") in ran}
 
 
 def calibrated(name, seed, resolution, calibration_batch=16):

@@ -2,7 +2,7 @@
 # Generates the CNN zoo's folders for the GPU check (issue 20) into zoo_check/ (git-ignored; it
 # travels to the GPU machine with the device tool's `carry`), on the CPU machine where zoc builds:
 #   - each of the 17 torchvision classifiers of models/zoo.py, scripted here by Debian's torch
-#     (models/export.py --torchscript script) and compiled through the TorchScript route at
+#     (models/script_zoo.sh) and compiled through the TorchScript route at
 #     224x224 in fp32 (TF32 off, NCHW) and fp16 (NHWC) into zoo_check/<model>_<precision>/;
 #   - tests/backend/zoo_layers.yaml (every zoo layer the backend emits, 18x18), in fp32 and fp16,
 #     with its reference computed here by zoc's interpreter (`zoc init-weights`, `zoc run`) into
@@ -35,12 +35,7 @@ np.save(sys.argv[1], np.random.default_rng(2).standard_normal((64, 3, 18, 18)).a
       --input "$ref/input.npy" --output "$ref/output.npy" | tail -1
     src=tests/backend/zoo_layers.yaml input=()
   else
-    # The resolution only sets the export's own calibration and check here; the .pt is the same
-    # at any (Inception v3's stem needs at least 75x75).
-    res=64; [ "$m" = inception_v3 ] && res=96
-    /usr/bin/python3 models/export.py --model "$m" --resolution $res --batch 1 --torchscript script \
-      --out "$scratch/$m" | tail -1
-    cp "$scratch/$m/model.pt" "$scratch/$m.pt"  # the generated class is named after the file
+    models/script_zoo.sh "$m" "$scratch/$m.pt"
     src=$scratch/$m.pt input=(--input 3x224x224)
   fi
   for p in fp32 fp16; do

@@ -41,8 +41,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))
 import safetensors_io  # noqa: E402  (models/safetensors_io.py)
-from export import atomic_write, save_json, save_npy, set_deterministic  # noqa: E402
-from zoo import build, randomize, used_state  # noqa: E402  (models/zoo.py)
+from export import atomic_write, save_json, save_npy, set_deterministic, state_dict_arrays  # noqa: E402
+from zoo import build, randomize, used_keys  # noqa: E402  (models/zoo.py)
 
 # The 17 classifiers of issue 20 and the resolution each is compared at.
 MODELS = {
@@ -87,7 +87,7 @@ def main(argv=None):
     if not torch.isfinite(y).all():
         raise SystemExit("export_zoo.py: %s gives non-finite outputs" % args.model)
 
-    state = used_state(model, ran)
+    state = state_dict_arrays(model, used_keys(model, ran))
     safetensors_io.save_file(state, os.path.join(args.out, "weights.safetensors"),
                              metadata={"model": args.model, "seed": str(args.seed)})
     save_npy(os.path.join(args.out, "input.npy"), x.numpy())

@@ -7,7 +7,7 @@
 #
 # A model with a YAML description (models/<model>.yaml: ResNet-50, LeNet) is compiled from it;
 # the zoo's torchvision models (MobileNetV2, EfficientNet-B0) have none and go through zoc's
-# TorchScript route, as tests/gpu/prepare_zoo_check.sh does: models/export.py scripts the
+# TorchScript route, as tests/gpu/prepare_zoo_check.sh does: models/script_zoo.sh scripts the
 # network with Debian's torch into <model>.pt (the generated class and binary are named after
 # the file: <model>_main), and zoc compiles it with the input shape given. The weights the
 # archive holds do not matter: the generated code reads weights.safetensors at run time, which
@@ -47,12 +47,8 @@ while read -r name model res prec; do  # each folder is written atomically by zo
   [ -n "$name" ] || continue
   if [ -f "models/$model.yaml" ]; then
     src=(models/"$model".yaml --set resolution="$res")
-  else  # the zoo: TorchScript scripted here (the export's own check runs at 64x64: quicker)
-    if [ ! -f "$scripted/$model.pt" ]; then
-      "$py" models/export.py --model "$model" --resolution 64 --batch 1 --torchscript script \
-        --out "$scripted/$model" | tail -1
-      cp "$scripted/$model/model.pt" "$scripted/$model.pt"
-    fi
+  else  # the zoo: TorchScript scripted here by Debian's torch
+    [ -f "$scripted/$model.pt" ] || models/script_zoo.sh "$model" "$scripted/$model.pt"
     src=("$scripted/$model.pt" --input "3x${res}x${res}")
   fi
   log=$("$ZOC" compile "${src[@]}" -o "$out/$name" --precision "$prec" 2>&1) ||

@@ -123,9 +123,11 @@ bool cast(NodeContext& c) {
     return c.fail(fmt::format("a cast of a constant to {}; zoc casts shapes to INT64 or INT32",
                               elem_type_name(static_cast<int32_t>(to))));
   }
-  for (float v : out.f) {  // within INT32 where it is the target
-    if (!to_float && to == pb::TensorProto::INT32 && !(v >= INT32_MIN && v <= INT32_MAX)) {
-      return c.fail(fmt::format("a cast of {:g} to INT32", v));
+  for (float v : out.f) {  // within the integer type where one is the target (NaN is not)
+    const double lo = to == pb::TensorProto::INT32 ? INT32_MIN : -9.2e18;
+    const double hi = to == pb::TensorProto::INT32 ? INT32_MAX : 9.2e18;
+    if (!to_float && !(v >= lo && v <= hi)) {
+      return c.fail(fmt::format("a cast of {:g} to {}", v, elem_type_name(static_cast<int32_t>(to))));
     }
   }
   for (int64_t v : out.i) {

@@ -294,6 +294,17 @@ bool Rule::adaptive_avgpool2d() {
 
 }  // namespace detail
 
+Expected<bool> mul_swaps_operands(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  auto channel_vector_of = [](const std::vector<int64_t>& v, const std::vector<int64_t>& image) {
+    return image.size() == 3 && v == std::vector<int64_t>{image[0], 1, 1};
+  };
+  if (a == b || channel_vector_of(b, a)) return false;
+  if (channel_vector_of(a, b)) return true;
+  return make_error(fmt::format("broadcasting [N, {}] * [N, {}]; zoc multiplies tensors of one "
+                                "shape, or an image by its channel vector [N, C, 1, 1]",
+                                fmt::join(a, ", "), fmt::join(b, ", ")));
+}
+
 namespace {
 
 // How far a window of `kernel` taps spaced `dilation` apart can slide over the padded input:

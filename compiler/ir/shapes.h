@@ -26,4 +26,10 @@ std::optional<int64_t> conv_output_size(int64_t in, int64_t kernel, int64_t stri
 std::optional<int64_t> pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
                                         int64_t dilation, bool ceil_mode);
 
+// How the frontends give `mul` two activations of per-sample shapes a and b: in this order
+// (false), swapped (true: b is an image [C, H, W] and a its channel vector [C, 1, 1], which the
+// IR takes second), or why they do not multiply (neither one shape nor an image and its channel
+// vector), in the words of a frontend's refusal.
+Expected<bool> mul_swaps_operands(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
 }  // namespace zoc::ir

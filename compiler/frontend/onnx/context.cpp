@@ -4,7 +4,11 @@
 // names and types), so the readers here mostly turn ONNX's forms into the IR's: an input that
 // must be known when compiling is looked up among the constants, an attribute absent from the
 // node keeps the handler's default (the schema's), and anything the IR cannot express becomes
-// one reason in the list of unsupported nodes instead of an error of its own.
+// one reason in the list of unsupported nodes instead of an error of its own. The readers
+// refuse what only some handlers understand unless asked for it: a view of an activation
+// (viewed), a constant holding the batch size (shape_constant), a step of a decomposed op
+// (those go to ops_decomposed.cpp before a handler sees them).
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -25,6 +29,57 @@ double decimal_of_float(float v) {
   return std::strtod(fmt::format("{}", v).c_str(), nullptr);
 }
 
+std::string target_str(const std::vector<int64_t>& to) {
+  std::vector<std::string> items;
+  for (int64_t x : to) items.push_back(x == kBatchDim ? "N" : std::to_string(x));
+  return fmt::format("[{}]", fmt::join(items, ", "));
+}
+
+bool Constant::has_batch() const {
+  return std::find(batch.begin(), batch.end(), true) != batch.end();
+}
+
+std::string view_name(Val::View view) {
+  switch (view) {
+    case Val::View::kNone: return "an activation";
+    case Val::View::kChannelsLast: return "a channels-last [N, H, W, C] view (Transpose perm [0, 2, 3, 1])";
+    case Val::View::kGrouped: return "a grouped [N, g, C/g, H, W] view (Reshape)";
+    case Val::View::kGroupedTransposed: return "a transposed grouped [N, C/g, g, H, W] view";
+  }
+  return "a view";
+}
+
+std::vector<int64_t> viewed_dims(const Val& v, const std::vector<int64_t>& d) {
+  if (d.size() != 3) return d;
+  switch (v.view) {
+    case Val::View::kNone: return d;
+    case Val::View::kChannelsLast: return {d[1], d[2], d[0]};
+    case Val::View::kGrouped: return {v.groups, d[0] / v.groups, d[1], d[2]};
+    case Val::View::kGroupedTransposed: return {d[0] / v.groups, v.groups, d[1], d[2]};
+  }
+  return d;
+}
+
+std::string step_name(Partial::Step step) {
+  using S = Partial::Step;
+  switch (step) {
+    case S::kGeluScaled: return "x / sqrt(2) of GELU's erf form";
+    case S::kGeluErf: return "erf(x / sqrt(2)) of GELU's erf form";
+    case S::kGeluErfPlus1: return "1 + erf(x / sqrt(2)) of GELU's erf form";
+    case S::kGeluUnhalved: return "x * (1 + erf(x / sqrt(2))) of GELU's erf form";
+    case S::kNormMean: return "the mean of a decomposed LayerNormalization";
+    case S::kNormCentered: return "x - mean of a decomposed LayerNormalization";
+    case S::kNormSquared: return "(x - mean)^2 of a decomposed LayerNormalization";
+    case S::kNormVariance: return "the variance of a decomposed LayerNormalization";
+    case S::kNormVarEps: return "variance + eps of a decomposed LayerNormalization";
+    case S::kNormStd: return "sqrt(variance + eps) of a decomposed LayerNormalization";
+    case S::kNormalized: return "the normalized x of a decomposed LayerNormalization";
+    case S::kNormScaled: return "the scaled x of a decomposed LayerNormalization";
+    case S::kPadded: return "the result of a Pad with zeros";
+  }
+  return "a step of a decomposed op";
+}
+
 int64_t NodeContext::opset() const { return t_.model_.opset; }
 
 bool NodeContext::has_input(size_t i) const {
@@ -36,20 +91,47 @@ const Val& NodeContext::in(size_t i) const {
   return has_input(i) ? t_.get(n_.input(static_cast<int>(i))) : kAbsent;
 }
 
-std::optional<ir::ValueId> NodeContext::activation(size_t i) {
+const Val* NodeContext::viewed(size_t i) {
   const Val& v = in(i);
-  if (v.is(Val::Kind::kActivation)) return v.id;
+  if (v.is(Val::Kind::kActivation)) return &v;
   if (!has_input(i)) {
     fail(fmt::format("input {} is missing", i + 1));
+  } else if (v.is(Val::Kind::kPartial)) {
+    fail(fmt::format("input {} ('{}') is {}, used otherwise than as its next step", i + 1,
+                     shown_name(v.name), step_name(v.partial->step)));
   } else {
     fail(fmt::format("input {} ('{}') is a constant where zoc needs a tensor computed from the "
                      "model's input",
                      i + 1, shown_name(v.name)));
   }
-  return std::nullopt;
+  return nullptr;
 }
 
-const Val* NodeContext::constant(size_t i, const char* what) {
+std::optional<ir::ValueId> NodeContext::activation(size_t i) {
+  const Val* v = viewed(i);
+  if (!v) return std::nullopt;
+  if (v->view != Val::View::kNone) {
+    const std::vector<int64_t>* d = dims(v->id);
+    fail(fmt::format("input {} ('{}') is {}{}; zoc follows such a view only into the ops of the "
+                     "models that use it (ConvNeXt's LayerNormalization, MatMul and elementwise "
+                     "ops; ShuffleNet's Transpose and Reshape)",
+                     i + 1, shown_name(v->name), view_name(v->view),
+                     d ? fmt::format(" [N, {}]", fmt::join(viewed_dims(*v, *d), ", ")) : ""));
+    return std::nullopt;
+  }
+  return v->id;
+}
+
+std::optional<NodeContext::Operands> NodeContext::activation_pair() {
+  auto a = activation(0);
+  auto b = a ? activation(1) : std::nullopt;
+  const std::vector<int64_t>* da = b ? dims(*a) : nullptr;
+  const std::vector<int64_t>* db = da ? dims(*b) : nullptr;
+  if (!db) return std::nullopt;
+  return Operands{*a, *b, *da, *db};
+}
+
+const Val* NodeContext::shape_constant(size_t i, const char* what) {
   const Val& v = in(i);
   if (v.is(Val::Kind::kConstant)) return &v;
   fail(has_input(i) ? fmt::format("its {} ('{}') is computed at run time; zoc needs an "
@@ -57,6 +139,16 @@ const Val* NodeContext::constant(size_t i, const char* what) {
                                   what, shown_name(n_.input(static_cast<int>(i))))
                     : fmt::format("its {} is missing", what));
   return nullptr;
+}
+
+const Val* NodeContext::constant(size_t i, const char* what) {
+  const Val* v = shape_constant(i, what);
+  if (v && v->constant->has_batch()) {
+    fail(fmt::format("its {} ('{}') depends on the batch size, which zoc keeps dynamic", what,
+                     shown_name(v->name)));
+    return nullptr;
+  }
+  return v;
 }
 
 std::optional<double> NodeContext::scalar(size_t i, const char* what) {
@@ -144,10 +236,12 @@ std::optional<ir::ValueId> NodeContext::emit(ir::OpKind op, std::vector<ir::Valu
   return t_.graph_.nodes[static_cast<size_t>(index)].output;
 }
 
-void NodeContext::result(Val v) {
-  if (n_.output_size() < 1 || n_.output(0).empty()) return;
-  v.name = n_.output(0);
-  t_.env_[n_.output(0)] = std::move(v);
+void NodeContext::result(Val v) { result_at(0, std::move(v)); }
+
+void NodeContext::result_at(size_t k, Val v) {
+  if (k >= static_cast<size_t>(n_.output_size()) || n_.output(static_cast<int>(k)).empty()) return;
+  v.name = n_.output(static_cast<int>(k));
+  t_.env_[v.name] = std::move(v);
 }
 
 ir::Node& NodeContext::producer(ir::ValueId v) {
@@ -163,6 +257,16 @@ size_t NodeContext::readers_of_input(size_t i) const {
   const std::string& name = n_.input(static_cast<int>(i));
   auto it = t_.readers_.find(name);
   return (it == t_.readers_.end() ? 0 : it->second) + t_.graph_outputs_.count(name);
+}
+
+size_t NodeContext::readers_of_value(ir::ValueId v) const {
+  size_t n = 0;
+  for (const auto& [name, val] : t_.env_) {
+    if (!val.is(Val::Kind::kActivation) || val.id != v) continue;
+    auto it = t_.readers_.find(name);
+    n += (it == t_.readers_.end() ? 0 : it->second) + t_.graph_outputs_.count(name);
+  }
+  return n;
 }
 
 }  // namespace zoc::onnx::detail

@@ -1,11 +1,14 @@
 // Shared declarations of the ONNX frontend's files: model_file.cpp (reading and checking the
 // file), tensors.cpp (TensorProto to values), names.cpp (layer names), translate.cpp (the graph
-// walk), context.cpp (what an op handler sees of its node) and ops_layers.cpp / ops_tensor.cpp
-// (the op table). The only header of zoc that includes libonnx.
+// walk), context.cpp (what an op handler sees of its node) and the op table: ops_layers.cpp,
+// ops_tensor.cpp, ops_zoo.cpp (the CNN zoo's layers and views), ops_decomposed.cpp (ops an
+// exporter writes node by node) and ops_shape.cpp (shape arithmetic folded while compiling).
+// The only header of zoc that includes libonnx.
 #pragma once
 
 #include <onnx/onnx_pb.h>
 
+#include <climits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,8 +56,14 @@ struct Constant {
   std::vector<int64_t> dims;
   std::vector<float> f;
   std::vector<int64_t> i;
+  // Integer elements that stand for the batch size, which zoc keeps dynamic: a Shape of an
+  // activation, and what Gather, Unsqueeze, Concat and Cast make of it (ops_shape.cpp). Empty
+  // when none does; else one flag per element of `i`. Only readers that understand it take such
+  // a constant (NodeContext::shape_constant); NodeContext::constant refuses it.
+  std::vector<bool> batch;
 
   size_t numel() const { return floating ? f.size() : i.size(); }
+  bool has_batch() const;
 };
 
 // The elem_type's name in ONNX's spelling ("FLOAT", "INT64"), or "type N".
@@ -73,20 +82,92 @@ std::optional<int64_t> checked_numel(const std::vector<int64_t>& dims);
 
 // --- translate.cpp, context.cpp --------------------------------------------------------------
 
+struct Partial;
+
+// A reshape target's element that stands for the batch size (from Constant::batch).
+inline constexpr int64_t kBatchDim = INT64_MIN;
+// A reshape target for messages, kBatchDim shown as N: "[N, 2, 58, 8, 8]".
+std::string target_str(const std::vector<int64_t>& to);
+
 // What an ONNX value name stands for during the walk.
 struct Val {
   enum class Kind {
     kPoison,      // the result of a node already reported as unsupported
-    kActivation,  // the IR value `id`
+    kActivation,  // the IR value `id`, possibly seen through a view
     kConstant,    // `constant`, known now
+    kPartial,     // a step of an op the exporter decomposed (`partial`), not yet complete
   };
+  // kActivation: what the ONNX tensor is to the IR value, which is an NCHW image or features.
+  // Besides the value itself, the two views torch.onnx.export writes around the zoo's layers,
+  // which zoc follows without an IR node (as the TorchScript frontend does): ConvNeXt's
+  // channels-last [N, H, W, C] (Transpose perm [0, 2, 3, 1]) that LayerNormalization and MatMul
+  // run on, and ShuffleNet's [N, g, C/g, H, W] (a Reshape), also after its Transpose perm
+  // [0, 2, 1, 3, 4]. Only handlers that understand a view take one (NodeContext::viewed).
+  enum class View { kNone, kChannelsLast, kGrouped, kGroupedTransposed };
+
   Kind kind = Kind::kPoison;
   ir::ValueId id = ir::kNoValue;
   std::shared_ptr<const Constant> constant;
   std::string name;  // the ONNX name the value was reached by (an Identity's output: its own)
+  View view = View::kNone;  // kActivation
+  int64_t groups = 0;       // kActivation viewed kGrouped or kGroupedTransposed: g
+  std::shared_ptr<const Partial> partial;  // kPartial
 
   bool is(Kind k) const { return kind == k; }
+  static Val known(std::shared_ptr<const Constant> k, std::string name = {}) {
+    Val r;
+    r.kind = Kind::kConstant;
+    r.constant = std::move(k);
+    r.name = std::move(name);
+    return r;
+  }
+  static Val activation(ir::ValueId v, View view = View::kNone, int64_t groups = 0) {
+    Val r;
+    r.kind = Kind::kActivation;
+    r.id = v;
+    r.view = view;
+    r.groups = groups;
+    return r;
+  }
 };
+
+// How a view reads in messages ("a channels-last [N, H, W, C] view").
+std::string view_name(Val::View view);
+// The per-sample dims of the ONNX tensor `v` stands for, given the dims of its IR value.
+std::vector<int64_t> viewed_dims(const Val& v, const std::vector<int64_t>& dims);
+
+// A step of an op that torch.onnx.export writes as several nodes, followed node by node until
+// the one that completes it (ops_decomposed.cpp): GELU's erf form x * 0.5 * (1 + erf(x / sqrt 2)),
+// LayerNormalization below opset 17 (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul,
+// Add), and a zero Pad before AveragePool (PyTorch's count_include_pad). No IR node exists for
+// a step; a use of one other than the next step is unsupported, with the step named.
+struct Partial {
+  enum class Step {
+    kGeluScaled,     // x / sqrt(2)
+    kGeluErf,        // erf(x / sqrt(2))
+    kGeluErfPlus1,   // 1 + erf(x / sqrt(2))
+    kGeluUnhalved,   // x * (1 + erf(x / sqrt(2)))
+    kNormMean,       // mean of x over its last axis
+    kNormCentered,   // d = x - mean
+    kNormSquared,    // d^2
+    kNormVariance,   // mean of d^2
+    kNormVarEps,     // variance + eps
+    kNormStd,        // sqrt(variance + eps)
+    kNormalized,     // d / sqrt(variance + eps)
+    kNormScaled,     // that times the weight
+    kPadded,         // x padded with zeros on H and W by `pad`
+  };
+  Partial(Step s, Val x) : step(s), source(std::move(x)) {}
+
+  Step step;
+  Val source;  // x, the activation the op applies to
+  double eps = 0;
+  std::shared_ptr<const Constant> weight;
+  std::string weight_name;  // the ONNX name the weight was reached by
+  ir::Pair pad{0, 0};
+};
+// What a step is, for messages ("the Erf of GELU's erf form").
+std::string step_name(Partial::Step step);
 
 // A constant that becomes one of a layer's parameter tensors: `<layer>.<suffix>` in the IR.
 struct ParamBinding {
@@ -110,9 +191,22 @@ class NodeContext {
   // Whether input i is given (ONNX marks an omitted optional input with an empty name).
   bool has_input(size_t i) const;
   const Val& in(size_t i) const;
+  // Input i as an activation that is not a view; nullopt after recording why not.
   std::optional<ir::ValueId> activation(size_t i);
-  // Input i as a constant; `what` names it in the message if it is not one.
+  // Inputs 0 and 1 as activations that are not views, with their per-sample dims (Add, Mul).
+  struct Operands {
+    ir::ValueId a, b;
+    const std::vector<int64_t>& da;
+    const std::vector<int64_t>& db;
+  };
+  std::optional<Operands> activation_pair();
+  // Input i as an activation, viewed or not, for the handlers that follow views.
+  const Val* viewed(size_t i);
+  // Input i as a constant; `what` names it in the message if it is not one, or if it depends
+  // on the batch size.
   const Val* constant(size_t i, const char* what);
+  // The same, where elements standing for the batch size (Constant::batch) are understood.
+  const Val* shape_constant(size_t i, const char* what);
   // A constant scalar (one element) of input i as a double.
   std::optional<double> scalar(size_t i, const char* what);
   // The batch size the model's input declares, if it fixes one.
@@ -135,8 +229,26 @@ class NodeContext {
   std::optional<ir::ValueId> emit(ir::OpKind op, std::vector<ir::ValueId> inputs, ir::Attrs attrs,
                                   std::vector<ParamBinding> params = {});
   void result(Val v);
+  // Sets output k (result() sets output 0).
+  void result_at(size_t k, Val v);
   bool result_activation(ir::ValueId v) {
-    result(Val{Val::Kind::kActivation, v, nullptr, {}});
+    result(Val::activation(v));
+    return true;
+  }
+  // v seen through the view of `as` (an op that keeps its input's layout).
+  bool result_like(ir::ValueId v, const Val& as) {
+    result(Val::activation(v, as.view, as.groups));
+    return true;
+  }
+  bool result_partial(Partial p) {
+    Val v;
+    v.kind = Val::Kind::kPartial;
+    v.partial = std::make_shared<const Partial>(std::move(p));
+    result(std::move(v));
+    return true;
+  }
+  bool result_constant(Constant k) {
+    result(Val::known(std::make_shared<const Constant>(std::move(k))));
     return true;
   }
   // The IR node producing `v`, and the parameters bound to it so far.
@@ -144,6 +256,9 @@ class NodeContext {
   std::vector<ParamBinding>& params_of(const ir::Node& node);
   // How many needed nodes read the ONNX value of input i (a bias may join only a sole reader).
   size_t readers_of_input(size_t i) const;
+  // How many needed nodes read IR value v under any ONNX name (an Identity's output, a view),
+  // graph outputs counted as readers.
+  size_t readers_of_value(ir::ValueId v) const;
 
  private:
   Translator& t_;
@@ -156,13 +271,37 @@ class NodeContext {
 using Handler = bool (*)(NodeContext&);
 // The handler of an op type of the default domain, or nullptr if zoc does not map it.
 Handler find_handler(const std::string& op_type);
-// The tables of ops_layers.cpp and ops_tensor.cpp.
+// The tables of ops_layers.cpp, ops_tensor.cpp, ops_zoo.cpp, ops_decomposed.cpp, ops_shape.cpp.
 struct OpEntry {
   const char* op_type;
   Handler handler;
 };
 std::span<const OpEntry> layer_ops();
 std::span<const OpEntry> tensor_ops();
+std::span<const OpEntry> zoo_ops();
+std::span<const OpEntry> decomposed_ops();
+std::span<const OpEntry> shape_ops();
+
+// Handlers that share an op type with another file's: each op type has one table entry, which
+// hands its node to these where its inputs call for them.
+//   ops_shape.cpp: a node whose inputs are all constants (shape arithmetic: Add, Sub, Mul,
+//   Div, Concat, ...) is computed now, by the handler constant_handler gives (nullptr: none).
+bool all_inputs_constant(const NodeContext& c);
+Handler constant_handler(const std::string& op_type);
+//   ops_decomposed.cpp: a node with a Partial input, the next step of a decomposed op; and the
+//   first step of a decomposed LayerNormalization, a ReduceMean over a channels-last view.
+bool decomposed_step(NodeContext& c);
+bool start_layer_norm(NodeContext& c, const Val& x);
+//   ops_layers.cpp: AveragePool of a Pad's result x (count_include_pad).
+bool average_pool_padded(NodeContext& c, const Val& x, ir::Pair pad);
+//   ops_zoo.cpp: Reshape of an image into ShuffleNet's grouped view and back.
+bool reshape_view(NodeContext& c, const std::vector<int64_t>& shape);
+//   ops_zoo.cpp: MatMul of a channels-last view (a linear layer over each pixel's channels).
+bool pixel_linear(NodeContext& c, const Val& x, const Val& w);
+//   ops_zoo.cpp: a layernorm of x from `axis` (the last) with its weight and bias, for
+//   LayerNormalization and its decomposition.
+bool emit_layer_norm(NodeContext& c, const Val& x, int64_t axis, double eps, ParamBinding weight,
+                     const Val& bias);
 
 ir::AttrValue int_attr(int64_t v);
 ir::AttrValue bool_attr(bool v);
@@ -195,6 +334,7 @@ class LayerNames {
   std::vector<std::string> scope_paths_;  // per node: its module path ("" if none)
   std::vector<bool> scope_is_leaf_;       // per node: no other node lies inside its scope
   std::set<std::string> reserved_;        // prefixes of parameter tensors, "input"
+  std::set<std::string> tensors_;         // names of initializers and bound inputs
   std::set<std::string> used_;
 };
 

@@ -9,6 +9,8 @@
 // the module scopes they ran in, "/layer1/layer1.0/relu_1/Relu"; decoded into a module path
 // ("layer1.0.relu_1") that gives the names the TorchScript frontend gives: a module's path where
 // the module has no submodules, else the path plus the op ("layer1.0.add", "flatten").
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/frontend/onnx/internal.h"
@@ -78,6 +80,7 @@ std::string shown_name(const std::string& name) {
 
 LayerNames::LayerNames(const pb::GraphProto& graph, const std::vector<std::string>& tensors) {
   for (const std::string& t : tensors) {
+    tensors_.insert(t);
     const size_t dot = t.rfind('.');
     if (dot != std::string::npos && dot > 0) reserved_.insert(t.substr(0, dot));
   }
@@ -129,6 +132,19 @@ std::string LayerNames::name_for(int index, ir::OpKind op, const std::vector<Par
       used_.insert(*prefix);
       return *prefix;
     }
+  }
+  // A layer whose weight the exporter renamed takes its module path even though its bias keeps
+  // the state_dict's name under that path: torch.onnx.export stores the transposed weight of a
+  // Linear applied to more than two dims (ConvNeXt's) as "onnx::MatMul_565", and its bias as
+  // "<path>.bias". No other tensor may claim the name as the layer's (no "<path>.weight").
+  const std::string& scope = scope_paths_[static_cast<size_t>(index)];
+  const bool claimed = std::any_of(params.begin(), params.end(), [&](const ParamBinding& p) {
+    return tensors_.count(scope + "." + p.suffix) > 0;
+  });
+  if (!params.empty() && !scope.empty() && scope_is_leaf_[static_cast<size_t>(index)] &&
+      reserved_.count(scope) && !used_.count(scope) && !claimed) {
+    used_.insert(scope);
+    return scope;
   }
   if (node_name.empty() || node_name[0] == '/') return fresh(from_node(index, op));
   const std::string cleaned = clean_name(node_name);

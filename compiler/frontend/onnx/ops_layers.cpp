@@ -208,12 +208,11 @@ bool batch_norm(NodeContext& c) {
   return y && c.result_activation(*y);
 }
 
-// MaxPool and AveragePool. ONNX computes a ceil_mode output size without PyTorch's rule that the
-// last window must start inside the input or its left padding; where the two differ the pool is
-// refused, since the IR follows PyTorch.
-bool pool(NodeContext& c, bool is_max) {
-  auto x = image(c, 0);
-  if (!x) return false;
+// MaxPool and AveragePool of image x; `padded`: the zero padding of a Pad before an AveragePool
+// (torch.onnx.export writes PyTorch's count_include_pad=True so). ONNX computes a ceil_mode
+// output size without PyTorch's rule that the last window must start inside the input or its
+// left padding; where the two differ the pool is refused, since the IR follows PyTorch.
+bool pool(NodeContext& c, const Image& x, bool is_max, std::optional<ir::Pair> padded) {
   std::vector<int64_t> kernel_shape;
   int64_t ceil_mode = 0, include_pad = 0;
   if (!c.attr("kernel_shape", kernel_shape) || !c.attr("ceil_mode", ceil_mode) ||
@@ -229,11 +228,22 @@ bool pool(NodeContext& c, bool is_max) {
   auto dilation = pair_attr_of(c, "dilations", {1, 1});
   if (!stride || !dilation) return false;
   if (is_max && c.output_used(1)) return c.fail("its Indices output is used");
-  auto padding = window_padding(c, *x, k, *stride, *dilation);
+  auto padding = window_padding(c, x, k, *stride, *dilation);
   if (!padding) return false;
+  if (padded) {
+    if (*padding != ir::Pair{0, 0} || ceil_mode) {
+      return c.fail("an AveragePool with pads or ceil_mode of a Pad's result: zoc takes the Pad "
+                    "as the pool's padding (count_include_pad) only for a pool without either");
+    }
+    padding = padded;
+    include_pad = 1;
+  }
+  if (!is_max && k == ir::Pair{1, 1} && *stride == ir::Pair{1, 1} && *padding == ir::Pair{0, 0}) {
+    return c.result_activation(x.id);  // the identity (adaptive pooling to the input's size)
+  }
   if (ceil_mode) {
-    for (auto [in, kk, s, p, d] : {std::array<int64_t, 5>{x->dims[1], k.h, stride->h, padding->h, dilation->h},
-                                   std::array<int64_t, 5>{x->dims[2], k.w, stride->w, padding->w, dilation->w}}) {
+    for (auto [in, kk, s, p, d] : {std::array<int64_t, 5>{x.dims[1], k.h, stride->h, padding->h, dilation->h},
+                                   std::array<int64_t, 5>{x.dims[2], k.w, stride->w, padding->w, dilation->w}}) {
       const int64_t room = in + 2 * p - ((kk - 1) * d + 1);
       if (room < 0 || s < 1) continue;  // the shape rule reports it
       const int64_t onnx = (room + s - 1) / s + 1;
@@ -257,12 +267,19 @@ bool pool(NodeContext& c, bool is_max) {
     if (*dilation != ir::Pair{1, 1}) return c.fail("dilated average pooling");
     a.set("count_include_pad", bool_attr(include_pad != 0));
   }
-  auto y = c.emit(is_max ? ir::OpKind::MaxPool2d : ir::OpKind::AvgPool2d, {x->id}, a);
+  auto y = c.emit(is_max ? ir::OpKind::MaxPool2d : ir::OpKind::AvgPool2d, {x.id}, a);
   return y && c.result_activation(*y);
 }
 
-bool max_pool(NodeContext& c) { return pool(c, true); }
-bool average_pool(NodeContext& c) { return pool(c, false); }
+bool max_pool(NodeContext& c) {
+  auto x = image(c, 0);
+  return x && pool(c, *x, true, std::nullopt);
+}
+
+bool average_pool(NodeContext& c) {
+  auto x = image(c, 0);
+  return x && pool(c, *x, false, std::nullopt);
+}
 
 bool global_average_pool(NodeContext& c) {
   auto x = image(c, 0);
@@ -281,5 +298,15 @@ const OpEntry kLayerOps[] = {
 }  // namespace
 
 std::span<const OpEntry> layer_ops() { return kLayerOps; }
+
+bool average_pool_padded(NodeContext& c, const Val& x, ir::Pair pad) {
+  const std::vector<int64_t>* d = c.dims(x.id);
+  if (!d) return false;
+  if (d->size() != 3 || x.view != Val::View::kNone) {
+    return c.fail(fmt::format("its input is {} [N, {}], not an image [N, C, H, W]", view_name(x.view),
+                              fmt::join(viewed_dims(x, *d), ", ")));
+  }
+  return pool(c, Image{x.id, *d}, false, pad);
+}
 
 }  // namespace zoc::onnx::detail

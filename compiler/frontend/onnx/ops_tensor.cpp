@@ -34,18 +34,22 @@ std::optional<int64_t> normalized_axis(NodeContext& c, int64_t axis, int64_t ran
   return a;
 }
 
+// Elementwise activations follow views: a channels-last tensor's ReLU is the image's ReLU.
 template <ir::OpKind Op>
 bool unary(NodeContext& c) {
-  auto x = c.activation(0);
-  auto y = x ? c.emit(Op, {*x}, {}) : std::nullopt;
-  return y && c.result_activation(*y);
+  const Val* x = c.viewed(0);
+  if (!x) return false;
+  const Val v = *x;
+  auto y = c.emit(Op, {v.id}, {});
+  return y && c.result_like(*y, v);
 }
 
-// Clip(x, min, max): ReLU when it only clips below at 0. Opset 11 moved min and max from
-// attributes to inputs.
+// Clip(x, min, max): ReLU when it only clips below at 0, else hardtanh (ReLU6 is Clip(x, 0, 6)).
+// Opset 11 moved min and max from attributes to inputs.
 bool clip(NodeContext& c) {
-  auto x = c.activation(0);
-  if (!x) return false;
+  const Val* xv = c.viewed(0);
+  if (!xv) return false;
+  const Val x = *xv;
   double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
   if (c.opset() < 11) {
     if (!c.attr("min", lo) || !c.attr("max", hi)) return false;
@@ -59,24 +63,39 @@ bool clip(NodeContext& c) {
   }
   // float32's largest value is what exporters write for "no upper bound".
   if (lo == 0 && hi >= std::numeric_limits<float>::max()) {
-    auto y = c.emit(ir::OpKind::Relu, {*x}, {});
-    return y && c.result_activation(*y);
+    auto y = c.emit(ir::OpKind::Relu, {x.id}, {});
+    return y && c.result_like(*y, x);
   }
-  return c.fail(fmt::format("clipping to [{:g}, {:g}]: zoc maps Clip only as ReLU (min 0, no "
-                            "max); the IR has no clipped ReLU (ReLU6) yet",
-                            lo, hi));
+  const double kBound = std::numeric_limits<float>::max();
+  if (!(lo > -kBound && hi < kBound && lo <= hi)) {
+    return c.fail(fmt::format("clipping to [{:g}, {:g}]: zoc maps Clip as ReLU (min 0, no max) or "
+                              "as hardtanh, which clips on both sides (min <= max, both finite)",
+                              lo, hi));
+  }
+  ir::Attrs a;
+  a.set("min_val", float_attr(decimal_of_float(static_cast<float>(lo))));
+  a.set("max_val", float_attr(decimal_of_float(static_cast<float>(hi))));
+  auto y = c.emit(ir::OpKind::Hardtanh, {x.id}, a);
+  return y && c.result_like(*y, x);
 }
 
 // A constant `b` added to the result `x` of a convolution or linear layer without a bias, read
 // by nothing else: it becomes the layer's bias if it is one value per output channel or
 // feature. `legacy_axis`: opset < 7 Add's `axis` under broadcast=1.
 bool add_bias(NodeContext& c, size_t xi, const Val& b, std::optional<int64_t> legacy_axis) {
-  const ir::ValueId x = c.in(xi).id;
+  const Val xv = c.in(xi);
+  const ir::ValueId x = xv.id;
   ir::Node& layer = c.producer(x);
   const std::vector<int64_t>& d = b.constant->dims;
   bool shape_ok = false;
   int64_t channels = 0;
-  if (layer.op == ir::OpKind::Conv2d) {
+  if (layer.op == ir::OpKind::Conv2d && xv.view == Val::View::kChannelsLast) {
+    // A linear layer over each pixel's channels (pixel_linear): the bias broadcasts over C last.
+    channels = layer.attrs.i("out_channels");
+    shape_ok = d == std::vector<int64_t>{channels} || d == std::vector<int64_t>{1, 1, 1, channels};
+  } else if (xv.view != Val::View::kNone) {
+    shape_ok = false;
+  } else if (layer.op == ir::OpKind::Conv2d) {
     channels = layer.attrs.i("out_channels");
     shape_ok = d == std::vector<int64_t>{channels, 1, 1} || d == std::vector<int64_t>{1, channels, 1, 1} ||
                (legacy_axis == 1 && d == std::vector<int64_t>{channels});
@@ -95,7 +114,7 @@ bool add_bias(NodeContext& c, size_t xi, const Val& b, std::optional<int64_t> le
   bias->dims = {channels};
   layer.attrs.set("bias", bool_attr(true));
   c.params_of(layer).push_back(ParamBinding{"bias", std::move(bias), b.name, false});
-  return c.result_activation(x);
+  return c.result_like(x, xv);
 }
 
 bool add(NodeContext& c) {
@@ -108,16 +127,13 @@ bool add(NodeContext& c) {
   }
   if (a.is(Kind::kActivation) && b.is(Kind::kConstant)) return add_bias(c, 0, b, legacy_axis);
   if (b.is(Kind::kActivation) && a.is(Kind::kConstant)) return add_bias(c, 1, a, legacy_axis);
-  auto x = c.activation(0);
-  auto y = x ? c.activation(1) : std::nullopt;
-  const std::vector<int64_t>* dx = y ? c.dims(*x) : nullptr;
-  const std::vector<int64_t>* dy = dx ? c.dims(*y) : nullptr;
-  if (!dy) return false;
-  if (*dx != *dy) {
+  auto p = c.activation_pair();
+  if (!p) return false;
+  if (p->da != p->db) {
     return c.fail(fmt::format("broadcasting [N, {}] + [N, {}]: zoc adds tensors of the same shape",
-                              fmt::join(*dx, ", "), fmt::join(*dy, ", ")));
+                              fmt::join(p->da, ", "), fmt::join(p->db, ", ")));
   }
-  auto z = c.emit(ir::OpKind::Add, {*x, *y}, {});
+  auto z = c.emit(ir::OpKind::Add, {p->a, p->b}, {});
   return z && c.result_activation(*z);
 }
 
@@ -144,19 +160,24 @@ bool flatten(NodeContext& c) {
 }
 
 // Reshape(x, shape) to [N, features]: shape [0 or -1 or the batch, -1 or F], or [-1, F]. Before
-// opset 5 the shape was an attribute.
+// opset 5 the shape was an attribute. A view, or a 5-D target, is ShuffleNet's channel shuffle
+// (reshape_view, ops_zoo.cpp); the batch may come from a Shape (kBatchDim).
 bool reshape(NodeContext& c) {
-  auto x = c.activation(0);
+  auto x = c.in(0).is(Kind::kActivation) ? std::optional(c.in(0).id) : c.activation(0);
   std::vector<int64_t> to;
   bool floating = false;
   if (x && c.opset() < 5) {
     if (!c.attr("shape", to)) return false;
-  } else if (const Val* s = x ? c.constant(1, "shape") : nullptr) {
+  } else if (const Val* s = x ? c.shape_constant(1, "shape") : nullptr) {
     to = s->constant->i;
     floating = s->constant->floating;
+    for (size_t k = 0; k < s->constant->batch.size() && k < to.size(); ++k) {
+      if (s->constant->batch[k]) to[k] = kBatchDim;
+    }
   } else {
     return false;
   }
+  if (!floating && (c.in(0).view != Val::View::kNone || to.size() == 5)) return reshape_view(c, to);
   const std::vector<int64_t>* d = c.dims(*x);
   int64_t allowzero = 0;
   if (!d || !c.attr("allowzero", allowzero)) return false;
@@ -164,7 +185,7 @@ bool reshape(NodeContext& c) {
   for (int64_t v : *d) features *= v;  // bounded by shape inference
   const std::optional<int64_t> batch = c.declared_batch();
   auto first_ok = [&](int64_t v) {
-    return (v == 0 && !allowzero) || (batch && v == *batch) || v == -1;
+    return (v == 0 && !allowzero) || (batch && v == *batch) || v == -1 || v == kBatchDim;
   };
   auto second_ok = [&](int64_t v) {
     return v == features || v == -1 || (v == 0 && !allowzero && (*d)[0] == features);
@@ -172,8 +193,9 @@ bool reshape(NodeContext& c) {
   if (floating || to.size() != 2 || !first_ok(to[0]) || !second_ok(to[1]) ||
       (to[0] == -1 && to[1] == -1)) {
     return c.fail(fmt::format("a reshape of [N, {}] to {}: zoc reshapes only to [N, features] "
-                              "(shape [-1, {}] or [0, -1])",
-                              fmt::join(*d, ", "), floating ? "a float shape" : list_str(to),
+                              "(shape [-1, {}] or [0, -1]) and, for ShuffleNet's channel "
+                              "shuffle, an image to [N, g, C/g, H, W] and back",
+                              fmt::join(*d, ", "), floating ? "a float shape" : target_str(to),
                               features));
   }
   return to_features(c, *x, *d);
@@ -243,6 +265,11 @@ bool gemm(NodeContext& c) {
 // MatMul(A, W) with W an [in, out] initializer: a linear layer without bias (a following Add
 // of a constant joins it as the bias).
 bool matmul(NodeContext& c) {
+  if (c.in(0).is(Kind::kActivation) && c.in(0).view == Val::View::kChannelsLast) {
+    const Val x = c.in(0);
+    const Val* w = matrix(c, 1);
+    return w && pixel_linear(c, x, *w);
+  }
   auto x = features(c, 0);
   const Val* w = x ? matrix(c, 1) : nullptr;
   if (!w) return false;
@@ -348,7 +375,7 @@ bool constant(NodeContext& c) {
     }
   }
   out->name = c.node().output_size() > 0 ? c.node().output(0) : "";
-  c.result(Val{Kind::kConstant, ir::kNoValue, std::move(out), {}});
+  c.result(Val::known(std::move(out)));
   return true;
 }
 
@@ -356,6 +383,7 @@ const OpEntry kTensorOps[] = {
     {"Relu", unary<ir::OpKind::Relu>},
     {"Sigmoid", unary<ir::OpKind::Sigmoid>},
     {"Tanh", unary<ir::OpKind::Tanh>},
+    {"HardSwish", unary<ir::OpKind::Hardswish>},
     {"Clip", clip},
     {"Add", add},
     {"Flatten", flatten},

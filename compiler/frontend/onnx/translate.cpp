@@ -81,8 +81,7 @@ bool Translator::bind_graph_inputs() {
     }
     initializers.insert(t.name());
     tensor_names_.push_back(t.name());
-    env_[t.name()] = Val{Val::Kind::kConstant, ir::kNoValue,
-                         std::make_shared<const Constant>(std::move(*c)), t.name()};
+    env_[t.name()] = Val::known(std::make_shared<const Constant>(std::move(*c)), t.name());
   }
   std::set<std::string> inputs;
   for (const pb::ValueInfoProto& v : g_.input()) inputs.insert(v.name());
@@ -97,7 +96,7 @@ bool Translator::bind_graph_inputs() {
     }
     bound.insert(name);
     tensor_names_.push_back(name);
-    env_[name] = Val{Val::Kind::kConstant, ir::kNoValue, std::make_shared<const Constant>(std::move(*c)), name};
+    env_[name] = Val::known(std::make_shared<const Constant>(std::move(*c)), name);
   }
   std::vector<const pb::ValueInfoProto*> data;
   for (const pb::ValueInfoProto& v : g_.input()) {
@@ -174,8 +173,8 @@ bool Translator::add_input_node(const pb::ValueInfoProto& input) {
   ir::Attrs attrs;
   for (int k = 0; k < 3; ++k) attrs.set(what[k], int_attr(d[static_cast<size_t>(k)]));
   const int32_t node = graph_.add_node(ir::OpKind::Input, "input", {}, attrs, at);
-  env_[input.name()] = Val{Val::Kind::kActivation, graph_.nodes[static_cast<size_t>(node)].output,
-                           nullptr, input.name()};
+  env_[input.name()] = Val::activation(graph_.nodes[static_cast<size_t>(node)].output);
+  env_[input.name()].name = input.name();
   return true;
 }
 
@@ -213,9 +212,10 @@ void Translator::step(int index) {
   const pb::NodeProto& n = g_.node(index);
   const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
   const Handler handler = default_domain ? find_handler(n.op_type()) : nullptr;
-  bool poisoned = false;
+  bool poisoned = false, partial = false;
   for (const std::string& in : n.input()) {
     poisoned = poisoned || (!in.empty() && get(in).is(Val::Kind::kPoison));
+    partial = partial || (!in.empty() && get(in).is(Val::Kind::kPartial));
   }
   if (!handler) {
     // Listed even when its inputs are poisoned, so that every unsupported node is.
@@ -224,8 +224,14 @@ void Translator::step(int index) {
                                                              shown_name(n.domain()))});
   } else if (!poisoned) {
     NodeContext c(*this, n, index);
+    // A step of a decomposed op goes to the next step's handler; arithmetic on constants (shape
+    // computations) is done now. Either way the op type is one the table maps.
+    const Handler h = partial ? decomposed_step : all_inputs_constant(c) ? constant_handler(n.op_type())
+                                                                         : nullptr;
     const size_t before = problems_.size();
-    if (!handler(c) && problems_.size() == before && !fatal_) problems_.push_back({index, ""});
+    if (!(h ? h : handler)(c) && problems_.size() == before && !fatal_) {
+      problems_.push_back({index, ""});
+    }
   }
   // Outputs a handler did not set (a failed node, or unused extra outputs) stay poisoned.
 }
@@ -379,14 +385,17 @@ std::optional<Model> load_model(const std::string& path, const Options& options,
 
 std::vector<std::string_view> mapped_op_types() {
   std::vector<std::string_view> out;
-  for (std::span<const detail::OpEntry> table : {detail::layer_ops(), detail::tensor_ops()}) {
+  for (std::span<const detail::OpEntry> table :
+       {detail::layer_ops(), detail::tensor_ops(), detail::zoo_ops(), detail::decomposed_ops(),
+        detail::shape_ops()}) {
     for (const detail::OpEntry& e : table) out.emplace_back(e.op_type);
   }
   return out;
 }
 
 detail::Handler detail::find_handler(const std::string& op_type) {
-  for (std::span<const OpEntry> table : {layer_ops(), tensor_ops()}) {
+  for (std::span<const OpEntry> table :
+       {layer_ops(), tensor_ops(), zoo_ops(), decomposed_ops(), shape_ops()}) {
     for (const OpEntry& e : table) {
       if (op_type == e.op_type) return e.handler;
     }

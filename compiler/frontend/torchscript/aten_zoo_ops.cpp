@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "compiler/frontend/torchscript/internal.h"
+#include "compiler/ir/shapes.h"
 
 namespace zoc::torchscript::detail {
 
@@ -89,18 +90,9 @@ bool mul(OpContext& c) {
   const std::vector<int64_t>* dx = y ? c.dims(*x) : nullptr;
   const std::vector<int64_t>* dy = dx ? c.dims(*y) : nullptr;
   if (!dy) return false;
-  auto channel_vector_of = [](const std::vector<int64_t>& v, const std::vector<int64_t>& image) {
-    return image.size() == 3 && v == std::vector<int64_t>{image[0], 1, 1};
-  };
-  std::vector<ir::ValueId> inputs = {*x, *y};
-  if (channel_vector_of(*dx, *dy)) {
-    inputs = {*y, *x};
-  } else if (*dx != *dy && !channel_vector_of(*dy, *dx)) {
-    return c.fail(fmt::format("broadcasting [N, {}] * [N, {}]; zoc multiplies tensors of one "
-                              "shape, or an image by its channel vector [N, C, 1, 1]",
-                              fmt::join(*dx, ", "), fmt::join(*dy, ", ")));
-  }
-  auto z = c.emit(ir::OpKind::Mul, std::move(inputs), {});
+  const Expected<bool> swap = ir::mul_swaps_operands(*dx, *dy);
+  if (!swap) return c.fail(swap.error().message);
+  auto z = c.emit(ir::OpKind::Mul, *swap ? std::vector{*y, *x} : std::vector{*x, *y}, {});
   return z && c.result_tensor(*z);
 }
 

@@ -192,13 +192,12 @@ def unsupported_ops():
     m = tiny()
     nodes = list(m.graph.node)
     nodes[2] = helper.make_node("LeakyRelu", ["b"], ["r0"], name="/act/LeakyRelu", alpha=0.1)
-    extra = [helper.make_node("Pad", ["r0", "pads"], ["r"], name="/pad/Pad"),
-             helper.make_node("HardSigmoid", ["f"], ["h"], name="/gate/HardSigmoid")]
+    extra = [helper.make_node("Selu", ["r0"], ["r"], name="/act2/Selu"),
+             helper.make_node("Softsign", ["f"], ["h"], name="/gate/Softsign")]
     nodes = nodes[:3] + extra[:1] + nodes[3:5] + extra[1:] + nodes[5:]
     nodes[-1].input[0] = "h"
     del m.graph.node[:]
     m.graph.node.extend(nodes)
-    m.graph.initializer.append(helper.make_tensor("pads", TensorProto.INT64, [8], [0] * 8))
     return m.SerializeToString()
 
 
@@ -211,11 +210,141 @@ def asymmetric_pads():
 
 
 def relu6_clip():
+    # Passes: torch.onnx.export's ReLU6, Clip(x, 0, 6), is hardtanh.
     m = tiny()
     m.graph.node[2].CopyFrom(helper.make_node("Clip", ["b", "zero", "six"], ["r"], name="/relu/Clip"))
     m.graph.initializer.extend([helper.make_tensor("zero", FLOAT, [], [0.0]),
                                 helper.make_tensor("six", FLOAT, [], [6.0])])
     return m.SerializeToString()
+
+
+# --- the CNN zoo's forms (ops_zoo.cpp, ops_decomposed.cpp, ops_shape.cpp), each broken once ----
+# An image x [batch, 4, 8, 8] through `nodes` to `out` (its declared dims), with `inits`.
+
+def zoo_case(nodes, out_dims, inits=(), opset=17, out="y"):
+    g = helper.make_graph(nodes, "zoo", [image_input("x", ("batch", 4, 8, 8))],
+                          [helper.make_tensor_value_info(out, FLOAT, list(out_dims))], list(inits))
+    return model(g, opset=opset).SerializeToString()
+
+
+def ints(name, v):
+    return helper.make_tensor(name, TensorProto.INT64, [len(v)], v)
+
+
+def scalar(name, v):
+    return helper.make_tensor(name, FLOAT, [], [v])
+
+
+IMAGE = ("batch", 4, 8, 8)
+
+
+def hardsigmoid_alpha():
+    # ONNX's default alpha 0.2 (Keras's hard sigmoid), not PyTorch's 1/6.
+    return zoo_case([helper.make_node("HardSigmoid", ["x"], ["y"], name="/gate/HardSigmoid")], IMAGE)
+
+
+def clip_one_sided():
+    return zoo_case([helper.make_node("Clip", ["x", "lo"], ["y"], name="/act/Clip")], IMAGE,
+                    [scalar("lo", -1.0)])
+
+
+def reduce_mean_channels():
+    return zoo_case([helper.make_node("ReduceMean", ["x"], ["y"], name="/mean/ReduceMean",
+                                      axes=[1], keepdims=1)], ("batch", 1, 8, 8))
+
+
+def slice_height():
+    return zoo_case([helper.make_node("Slice", ["x", "s", "e", "a"], ["y"], name="/cut/Slice")],
+                    ("batch", 4, 4, 8), [ints("s", [0]), ints("e", [4]), ints("a", [2])])
+
+
+def split_height():
+    return zoo_case([helper.make_node("Split", ["x"], ["y", "z"], name="/cut/Split", axis=2)],
+                    ("batch", 4, 4, 8))
+
+
+def transpose_hw():
+    return zoo_case([helper.make_node("Transpose", ["x"], ["y"], name="/t/Transpose",
+                                      perm=[0, 1, 3, 2])], IMAGE)
+
+
+def view_into_conv():
+    # ConvNeXt's channels-last view, but a Conv where LayerNormalization or MatMul belongs.
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], name="/t/Transpose", perm=[0, 2, 3, 1]),
+             helper.make_node("Conv", ["t", "w"], ["y"], name="/conv/Conv", kernel_shape=[1, 1])]
+    return zoo_case(nodes, ("batch", 4, 8, 4), [init("w", [4, 8, 1, 1], 1)])
+
+
+def layernorm_over_width():
+    # LayerNormalization of the NCHW image normalizes its rows, not its channels.
+    return zoo_case([helper.make_node("LayerNormalization", ["x", "w", "b"], ["y"],
+                                      name="/norm/LayerNormalization", axis=-1)], IMAGE,
+                    [init("w", [8], 1), init("b", [8], 2)])
+
+
+def mul_constant():
+    return zoo_case([helper.make_node("Mul", ["x", "k"], ["y"], name="/scale/Mul")], IMAGE,
+                    [init("k", [4, 8, 8], 3)])
+
+
+def gelu_broken():
+    # GELU's erf form with 0.25 where 0.5 belongs.
+    nodes = [helper.make_node("Div", ["x", "sqrt2"], ["d"], name="/gelu/Div"),
+             helper.make_node("Erf", ["d"], ["e"], name="/gelu/Erf"),
+             helper.make_node("Add", ["e", "one"], ["a"], name="/gelu/Add"),
+             helper.make_node("Mul", ["x", "a"], ["m"], name="/gelu/Mul"),
+             helper.make_node("Mul", ["m", "quarter"], ["y"], name="/gelu/Mul_1")]
+    return zoo_case(nodes, IMAGE, [scalar("sqrt2", 2 ** 0.5), scalar("one", 1.0),
+                                   scalar("quarter", 0.25)])
+
+
+def erf_alone():
+    return zoo_case([helper.make_node("Erf", ["x"], ["y"], name="/erf/Erf")], IMAGE)
+
+
+def layernorm_opset13_cubed():
+    # LayerNormalization as torch.onnx.export writes it below opset 17, with a cube where the
+    # square belongs.
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], name="/norm/Transpose", perm=[0, 2, 3, 1]),
+             helper.make_node("ReduceMean", ["t"], ["m"], name="/norm/ReduceMean", axes=[-1]),
+             helper.make_node("Sub", ["t", "m"], ["d"], name="/norm/Sub"),
+             helper.make_node("Pow", ["d", "three"], ["p"], name="/norm/Pow"),
+             helper.make_node("ReduceMean", ["p"], ["v"], name="/norm/ReduceMean_1", axes=[-1]),
+             helper.make_node("Add", ["v", "eps"], ["ve"], name="/norm/Add"),
+             helper.make_node("Sqrt", ["ve"], ["s"], name="/norm/Sqrt"),
+             helper.make_node("Div", ["d", "s"], ["n"], name="/norm/Div"),
+             helper.make_node("Mul", ["n", "norm.weight"], ["nw"], name="/norm/Mul"),
+             helper.make_node("Add", ["nw", "norm.bias"], ["nb"], name="/norm/Add_1"),
+             helper.make_node("Transpose", ["nb"], ["y"], name="/norm/Transpose_1", perm=[0, 3, 1, 2])]
+    return zoo_case(nodes, IMAGE, [scalar("three", 3.0), scalar("eps", 1e-6),
+                                   init("norm.weight", [4], 1), init("norm.bias", [4], 2)],
+                    opset=13)
+
+
+def pad_before_conv():
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"], name="/pad/Pad"),
+             helper.make_node("Conv", ["p", "w"], ["y"], name="/conv/Conv", kernel_shape=[3, 3])]
+    return zoo_case(nodes, IMAGE, [ints("pads", [0, 0, 1, 1, 0, 0, 1, 1]), init("w", [4, 4, 3, 3], 1)])
+
+
+def batch_arithmetic():
+    # Reshape to [2 * batch, ...]: the batch size computed with, which zoc keeps dynamic.
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="/view/Shape"),
+             helper.make_node("Gather", ["s", "zero"], ["n"], name="/view/Gather", axis=0),
+             helper.make_node("Mul", ["n", "two"], ["n2"], name="/view/Mul"),
+             helper.make_node("Unsqueeze", ["n2", "axes"], ["n2u"], name="/view/Unsqueeze"),
+             helper.make_node("Concat", ["n2u", "rest"], ["shape"], name="/view/Concat", axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"], name="/view/Reshape")]
+    return zoo_case(nodes, ("batch", 2, 8, 8),
+                    [helper.make_tensor("zero", TensorProto.INT64, [], [0]),
+                     helper.make_tensor("two", TensorProto.INT64, [], [2]), ints("axes", [0]),
+                     ints("rest", [2, 8, 8])])
+
+
+def reshape_groups_uneven():
+    # ShuffleNet's grouped view with 3 groups of 4 channels.
+    return zoo_case([helper.make_node("Reshape", ["x", "shape"], ["y"], name="/shuffle/Reshape")],
+                    ("batch", 3, -1, 8, 8), [ints("shape", [0, 3, -1, 8, 8])])
 
 
 def two_inputs():
@@ -290,7 +419,7 @@ CASES = {
     "initializer_shadows_input": (initializer_shadows_input, "", 1),
     "unsupported_ops": (unsupported_ops, "", 1),
     "asymmetric_pads": (asymmetric_pads, "", 1),
-    "relu6_clip": (relu6_clip, "", 1),
+    "relu6_clip": (relu6_clip, "", 0),
     "two_inputs": (two_inputs, "", 1),
     "rank3_input": (rank3_input, "", 1),
     "dynamic_size": (dynamic_size, "", 1),
@@ -301,6 +430,21 @@ CASES = {
     "output_mismatch": (output_mismatch, "", 1),
     "multiple_outputs": (multiple_outputs, "", 1),
     "training_batchnorm": (training_batchnorm, "", 1),
+    "hardsigmoid_alpha": (hardsigmoid_alpha, "", 1),
+    "clip_one_sided": (clip_one_sided, "", 1),
+    "reduce_mean_channels": (reduce_mean_channels, "", 1),
+    "slice_height": (slice_height, "", 1),
+    "split_height": (split_height, "", 1),
+    "transpose_hw": (transpose_hw, "", 1),
+    "view_into_conv": (view_into_conv, "", 1),
+    "layernorm_over_width": (layernorm_over_width, "", 1),
+    "mul_constant": (mul_constant, "", 1),
+    "gelu_broken": (gelu_broken, "", 1),
+    "erf_alone": (erf_alone, "", 1),
+    "layernorm_opset13_cubed": (layernorm_opset13_cubed, "", 1),
+    "pad_before_conv": (pad_before_conv, "", 1),
+    "batch_arithmetic": (batch_arithmetic, "", 1),
+    "reshape_groups_uneven": (reshape_groups_uneven, "", 1),
 }
 
 # The diagnostics each case must produce (the whole line where it fits), from `zoc ir`.
@@ -347,14 +491,11 @@ EXPECT = {
                                   "which makes it a default a caller may override at run time"],
     "unsupported_ops": [F + "unsupported_ops.onnx: error: 3 unsupported nodes (zoc maps Conv,",
                         "  node '/act/LeakyRelu' (LeakyRelu, #2)",
-                        "  node '/pad/Pad' (Pad, #3)",
-                        "  node '/gate/HardSigmoid' (HardSigmoid, #6)"],
+                        "  node '/act2/Selu' (Selu, #3)",
+                        "  node '/gate/Softsign' (Softsign, #6)"],
     "asymmetric_pads": [F + "asymmetric_pads.onnx" + UNSUPPORTED,
                         "  node '/conv/Conv' (Conv, #0): asymmetric pads [0, 0, 1, 1] (top, left, "
                         "bottom, right): zoc pads both sides of an axis alike"],
-    "relu6_clip": [F + "relu6_clip.onnx" + UNSUPPORTED,
-                   "  node '/relu/Clip' (Clip, #2): clipping to [0, 6]: zoc maps Clip only as ReLU "
-                   "(min 0, no max); the IR has no clipped ReLU (ReLU6) yet"],
     "two_inputs": [F + "two_inputs.onnx: error: the graph has 2 inputs ('input', 'mask'); zoc "
                    "compiles models with one input, an image [N, C, H, W]"],
     "rank3_input": [F + "rank3_input.onnx: graph input 'x': error: it has rank 3 ([2, 3, 4]); zoc "
@@ -376,6 +517,61 @@ EXPECT = {
     "training_batchnorm": [F + "training_batchnorm.onnx" + UNSUPPORTED,
                            "  node '/bn/BatchNormalization' (BatchNormalization, #1): training "
                            "mode (batch statistics): export the model in eval mode"],
+    "hardsigmoid_alpha": [F + "hardsigmoid_alpha.onnx" + UNSUPPORTED,
+                          "  node '/gate/HardSigmoid' (HardSigmoid, #0): alpha 0.2 and beta 0.5: zoc's "
+                          "hardsigmoid is PyTorch's, relu6(x + 3) / 6 (alpha 1/6, beta 0.5)"],
+    "clip_one_sided": [F + "clip_one_sided.onnx" + UNSUPPORTED,
+                       "  node '/act/Clip' (Clip, #0): clipping to [-1, inf]: zoc maps Clip as ReLU "
+                       "(min 0, no max) or as hardtanh, which clips on both sides (min <= max, both "
+                       "finite)"],
+    "reduce_mean_channels": [F + "reduce_mean_channels.onnx" + UNSUPPORTED,
+                             "  node '/mean/ReduceMean' (ReduceMean, #0): a mean over axes [1] of an "
+                             "activation [N, 4, 8, 8]; zoc averages images over H and W (axes [2, 3]), and "
+                             "the channels of a channels-last view as part of a LayerNormalization"],
+    "slice_height": [F + "slice_height.onnx" + UNSUPPORTED,
+                     "  node '/cut/Slice' (Slice, #0): a slice along axes [2] of [N, 4, 8, 8]; zoc "
+                     "slices images along the channels (axis 1) with step 1"],
+    "split_height": [F + "split_height.onnx" + UNSUPPORTED,
+                     "  node '/cut/Split' (Split, #0): a split along axis 2 of [N, 4, 8, 8]; zoc "
+                     "splits images along the channels"],
+    "transpose_hw": [F + "transpose_hw.onnx" + UNSUPPORTED,
+                     "  node '/t/Transpose' (Transpose, #0): a transpose [0, 1, 3, 2] of an "
+                     "activation [N, 4, 8, 8]; zoc follows an image's perm [0, 2, 3, 1] to "
+                     "channels-last and [0, 3, 1, 2] back, and the perm [0, 2, 1, 3, 4] of "
+                     "ShuffleNet's channel shuffle"],
+    "view_into_conv": [F + "view_into_conv.onnx" + UNSUPPORTED,
+                       "  node '/conv/Conv' (Conv, #1): input 1 ('t') is a channels-last [N, H, W, C] "
+                       "view (Transpose perm [0, 2, 3, 1]) [N, 8, 8, 4]; zoc follows such a view only "
+                       "into the ops of the models that use it (ConvNeXt's LayerNormalization, MatMul "
+                       "and elementwise ops; ShuffleNet's Transpose and Reshape)"],
+    "layernorm_over_width": [F + "layernorm_over_width.onnx" + UNSUPPORTED,
+                             "  node '/norm/LayerNormalization' (LayerNormalization, #0): a layer "
+                             "normalization from axis -1 of an activation [N, 4, 8, 8]; zoc normalizes the "
+                             "channels of a channels-last image (Transpose perm [0, 2, 3, 1]) or the features "
+                             "of [N, F]"],
+    "mul_constant": [F + "mul_constant.onnx" + UNSUPPORTED,
+                     "  node '/scale/Mul' (Mul, #0): multiplying [N, 4, 8, 8] by constant 'k' of "
+                     "shape [4, 8, 8]; zoc multiplies an image by a per-channel [C, 1, 1] constant (a "
+                     "layer scale), by 1, or by another activation"],
+    "gelu_broken": [F + "gelu_broken.onnx" + UNSUPPORTED,
+                    "  node '/gelu/Mul_1' (Mul, #4): input 1 ('m') is x * (1 + erf(x / sqrt(2))) of "
+                    "GELU's erf form; zoc follows it only into a Mul by 0.5"],
+    "erf_alone": [F + "erf_alone.onnx" + UNSUPPORTED,
+                  "  node '/erf/Erf' (Erf, #0): Erf of an activation outside GELU's erf form and a "
+                  "decomposed LayerNormalization, which zoc follows"],
+    "layernorm_opset13_cubed": [F + "layernorm_opset13_cubed.onnx" + UNSUPPORTED,
+                                "  node '/norm/Pow' (Pow, #3): input 1 ('d') is x - mean of a decomposed "
+                                "LayerNormalization; zoc follows it only into a Pow by 2 and a Div"],
+    "pad_before_conv": [F + "pad_before_conv.onnx" + UNSUPPORTED,
+                        "  node '/conv/Conv' (Conv, #1): input 1 ('p') is the result of a Pad with "
+                        "zeros; zoc follows it only into an AveragePool, as its padding"],
+    "batch_arithmetic": [F + "batch_arithmetic.onnx" + UNSUPPORTED,
+                         "  node '/view/Mul' (Mul, #2): Mul on the batch size, which zoc keeps dynamic"],
+    "reshape_groups_uneven": [F + "reshape_groups_uneven.onnx" + UNSUPPORTED,
+                              "  node '/shuffle/Reshape' (Reshape, #0): a reshape of an activation [N, 4, 8, "
+                              "8] to [0, 3, -1, 8, 8]; zoc follows ShuffleNet's channel shuffle (an image to "
+                              "[N, g, C/g, H, W], Transpose perm [0, 2, 1, 3, 4], back to [N, C, H, W]) and "
+                              "flattens to [N, features]"],
 }
 
 

@@ -1,0 +1,215 @@
+// The op table, part four: ops that torch.onnx.export writes as several nodes, followed step by
+// step (Partial in internal.h) until the node that completes them emits one IR node:
+//   - GELU (torch 1.13 writes no Gelu op): x * (1 + erf(x / sqrt(2))) * 0.5, as Div, Erf, Add,
+//     Mul, Mul, each with the operands in either order;
+//   - LayerNormalization below opset 17, which has no such op: ReduceMean(x), Sub, Pow(2),
+//     ReduceMean, Add(eps), Sqrt, Div, Mul(weight), Add(bias), over the last axis of a
+//     channels-last view (ConvNeXt), each step checked to read the same x;
+//   - a Pad with zeros, then an AveragePool (PyTorch's count_include_pad=True padding).
+// A step is no tensor zoc computes: any use of it other than its next step is unsupported, with
+// the step and what zoc expected named, so a model that merely resembles a pattern is refused
+// rather than computed wrongly. The first steps come from the Div here (GELU), ReduceMean and
+// Pad (ops_zoo.cpp); every node with a Partial input comes to decomposed_step (translate.cpp).
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "compiler/frontend/onnx/internal.h"
+
+namespace zoc::onnx::detail {
+
+using Kind = Val::Kind;
+using Step = Partial::Step;
+
+namespace {
+
+// What zoc follows a step into, for messages.
+const char* next_of(Step s) {
+  switch (s) {
+    case Step::kGeluScaled:
+      return "Erf";
+    case Step::kGeluErf:
+      return "an Add of 1";
+    case Step::kGeluErfPlus1:
+      return "a Mul by x";
+    case Step::kGeluUnhalved:
+      return "a Mul by 0.5";
+    case Step::kNormMean:
+      return "a Sub from x";
+    case Step::kNormCentered:
+      return "a Pow by 2 and a Div";
+    case Step::kNormSquared:
+      return "a ReduceMean over the last axis";
+    case Step::kNormVariance:
+      return "an Add of epsilon";
+    case Step::kNormVarEps:
+      return "Sqrt";
+    case Step::kNormStd:
+      return "the Div of x - mean by it";
+    case Step::kNormalized:
+      return "a Mul by the weight";
+    case Step::kNormScaled:
+      return "an Add of the bias";
+    case Step::kPadded:
+      return "an AveragePool, as its padding";
+  }
+  return "its next step";
+}
+
+const Partial* step_in(const NodeContext& c, size_t i) {
+  const Val& v = c.in(i);
+  return v.is(Kind::kPartial) ? v.partial.get() : nullptr;
+}
+
+// Input i as a one-element floating constant.
+std::optional<float> constant_number(const NodeContext& c, size_t i) {
+  const Val& v = c.in(i);
+  if (!v.is(Kind::kConstant) || !v.constant->floating || v.constant->numel() != 1)
+    return std::nullopt;
+  return v.constant->f[0];
+}
+
+bool same_tensor(const Val& a, const Val& b) {
+  return a.is(Kind::kActivation) && b.is(Kind::kActivation) && a.id == b.id && a.view == b.view;
+}
+
+bool next(NodeContext& c, const Partial& from, Step step) {
+  Partial p = from;
+  p.step = step;
+  return c.result_partial(std::move(p));
+}
+
+// Why the node cannot take its Partial input(s).
+bool refuse(NodeContext& c) {
+  for (size_t i = 0; i < static_cast<size_t>(c.node().input_size()); ++i) {
+    if (const Partial* p = step_in(c, i)) {
+      return c.fail(fmt::format("input {} ('{}') is {}; zoc follows it only into {}", i + 1,
+                                shown_name(c.in(i).name), step_name(p->step), next_of(p->step)));
+    }
+  }
+  return c.fail("an input is a step of a decomposed op");
+}
+
+// Whether a ReduceMean reduces the last axis of (the view of) x, keeping it.
+bool over_last_axis(NodeContext& c, const Val& x) {
+  std::vector<int64_t> axes;
+  int64_t keepdims = 1;
+  const std::vector<int64_t>* d = c.dims(x.id);
+  if (!d || !c.attr("axes", axes) || !c.attr("keepdims", keepdims)) return false;
+  const int64_t rank = static_cast<int64_t>(viewed_dims(x, *d).size()) + 1;
+  return keepdims == 1 && axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
+}
+
+// Add(a, b) with a step: GELU's 1 + erf, the variance's + eps, the scaled x's + bias.
+bool add_step(NodeContext& c, size_t pi) {
+  const Partial& p = *step_in(c, pi);
+  const size_t other = 1 - pi;
+  const auto number = constant_number(c, other);
+  if (p.step == Step::kGeluErf && number == 1.0f) return next(c, p, Step::kGeluErfPlus1);
+  if (p.step == Step::kNormVariance && number && *number > 0) {
+    Partial q = p;
+    q.eps = decimal_of_float(*number);
+    return next(c, q, Step::kNormVarEps);
+  }
+  if (p.step == Step::kNormScaled && c.in(other).is(Kind::kConstant)) {
+    const Val* bias = c.constant(other, "bias");
+    return bias && emit_layer_norm(c, p.source, -1, p.eps,
+                                   {"weight", p.weight, p.weight_name, false}, *bias);
+  }
+  return refuse(c);
+}
+
+// Mul(a, b) with a step: x * (1 + erf), then * 0.5 (GELU); the normalized x * weight.
+bool mul_step(NodeContext& c, size_t pi) {
+  const Partial& p = *step_in(c, pi);
+  const size_t other = 1 - pi;
+  if (p.step == Step::kGeluErfPlus1 && same_tensor(c.in(other), p.source)) {
+    return next(c, p, Step::kGeluUnhalved);
+  }
+  if (p.step == Step::kGeluUnhalved && constant_number(c, other) == 0.5f) {
+    auto y = c.emit(ir::OpKind::Gelu, {p.source.id}, {});
+    return y && c.result_like(*y, p.source);
+  }
+  if (p.step == Step::kNormalized && c.in(other).is(Kind::kConstant)) {
+    const Val* w = c.constant(other, "weight");
+    if (!w) return false;
+    Partial q = p;
+    q.weight = w->constant;
+    q.weight_name = w->name;
+    return next(c, q, Step::kNormScaled);
+  }
+  return refuse(c);
+}
+
+// x / sqrt(2), the first step of GELU's erf form; any other Div of an activation is unsupported
+// (Divs of constants are computed now, ops_shape.cpp).
+bool div(NodeContext& c) {
+  const Val* x = c.viewed(0);
+  if (!x) return false;
+  const Val v = *x;
+  if (constant_number(c, 1) != static_cast<float>(std::sqrt(2.0))) {
+    return c.fail("a division of an activation other than GELU's x / sqrt(2)");
+  }
+  return c.result_partial(Partial{Step::kGeluScaled, v});
+}
+
+// Erf, Sub, Pow and Sqrt of an activation: zoc maps them only as steps of the forms above.
+bool only_as_step(NodeContext& c) {
+  return c.fail(
+      fmt::format("{} of an activation outside GELU's erf form and a decomposed "
+                  "LayerNormalization, which zoc follows",
+                  shown_name(c.node().op_type())));
+}
+
+const OpEntry kDecomposedOps[] = {
+    {"Div", div},          {"Erf", only_as_step},  {"Sub", only_as_step},
+    {"Pow", only_as_step}, {"Sqrt", only_as_step},
+};
+
+}  // namespace
+
+std::span<const OpEntry> decomposed_ops() { return kDecomposedOps; }
+
+bool start_layer_norm(NodeContext& c, const Val& x) {
+  return c.result_partial(Partial{Step::kNormMean, x});
+}
+
+bool decomposed_step(NodeContext& c) {
+  const std::string& op = c.node().op_type();
+  const Partial* a = step_in(c, 0);
+  const Partial* b = c.node().input_size() > 1 ? step_in(c, 1) : nullptr;
+  if (op == "Identity") {
+    c.result(c.in(0));
+    return true;
+  }
+  if (!a && !b) return refuse(c);  // a step read as a third input or later: no form does that
+  if (a && b) {  // x - mean and (x - mean) / std read two steps of one LayerNormalization
+    if (op == "Div" && a->step == Step::kNormCentered && b->step == Step::kNormStd &&
+        same_tensor(a->source, b->source)) {
+      Partial q = *a;
+      q.eps = b->eps;
+      return next(c, q, Step::kNormalized);
+    }
+    return refuse(c);
+  }
+  const Partial& p = a ? *a : *b;
+  const size_t pi = a ? 0 : 1;
+  if (op == "Add") return add_step(c, pi);
+  if (op == "Mul") return mul_step(c, pi);
+  if (op == "Erf" && p.step == Step::kGeluScaled) return next(c, p, Step::kGeluErf);
+  if (op == "Sub" && pi == 1 && p.step == Step::kNormMean && same_tensor(c.in(0), p.source)) {
+    return next(c, p, Step::kNormCentered);
+  }
+  if (op == "Pow" && pi == 0 && p.step == Step::kNormCentered && constant_number(c, 1) == 2.0f) {
+    return next(c, p, Step::kNormSquared);
+  }
+  if (op == "ReduceMean" && p.step == Step::kNormSquared && over_last_axis(c, p.source)) {
+    return next(c, p, Step::kNormVariance);
+  }
+  if (op == "Sqrt" && p.step == Step::kNormVarEps) return next(c, p, Step::kNormStd);
+  if (op == "AveragePool" && p.step == Step::kPadded)
+    return average_pool_padded(c, p.source, p.pad);
+  return refuse(c);
+}
+
+}  // namespace zoc::onnx::detail

@@ -45,6 +45,7 @@ struct Args {
   int pad_input_channels = 4;       // --pad-input-channels 0|4|8
   std::string streams = "auto";     // --streams auto|1|2
   std::string layout = "auto";      // --layout auto|nchw|nhwc
+  std::string depthwise = "zoc";    // --depthwise zoc|cudnn
   std::string input_dims;     // --input CxHxW for compile
   std::string print_after;    // --print-ir-after=PASS|all
   bool verify_each = false;
@@ -251,6 +252,8 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   eopts.linear_api =
       args.linear_api == "cudnn" ? zoc::cudnn::LinearApi::kCudnn : zoc::cudnn::LinearApi::kCublas;
   eopts.pad_input_channels = args.pad_input_channels;
+  eopts.depthwise =
+      args.depthwise == "cudnn" ? zoc::cudnn::DepthwiseApi::kCudnn : zoc::cudnn::DepthwiseApi::kZoc;
   eopts.layout = args.layout == "nchw"   ? zoc::cudnn::Layout::kNCHW
                  : args.layout == "nhwc" ? zoc::cudnn::Layout::kNHWC
                                          : zoc::cudnn::Layout::kAuto;
@@ -395,6 +398,12 @@ Commands define_commands(CLI::App& app, Args& args) {
       ->add_option("--layout", args.layout,
                    "activation storage: auto (fp32 NCHW; tf32, fp16, bf16 NHWC), nchw or nhwc")
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
+      ->capture_default_str();
+  compile_cmd
+      ->add_option("--depthwise", args.depthwise,
+                   "depthwise convolutions (groups = channels) via zoc's own kernel (fused "
+                   "epilogue) or cuDNN's grouped convolution")
+      ->check(CLI::IsMember({"zoc", "cudnn"}))
       ->capture_default_str();
   add_pass_options(compile_cmd);
 

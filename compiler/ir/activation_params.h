@@ -1,6 +1,7 @@
 // An activation node's numeric attributes as zoc::act::Params (zoc/math/activations.h): the
 // attributes its Math struct names (kParamA, kParamB), or their op-table defaults when the node
-// does not carry them. One place for the interpreter and the emitters to read them.
+// does not carry them. One place for the interpreter and the emitters to read them. And the
+// code a fused convolution's "activation" attribute gives the activation it absorbed.
 #pragma once
 
 #include "compiler/ir/graph.h"
@@ -19,6 +20,45 @@ inline double activation_param(const Node& node, const char* name) {
 template <class Math>
 act::Params activation_params(const Node& node) {
   return {activation_param(node, Math::kParamA), activation_param(node, Math::kParamB)};
+}
+
+// An activation op as a fused convolution's epilogue: the op, its zoc::act::Kind and Math name.
+struct FusedActivation {
+  OpKind op;
+  act::Kind kind;
+  const char* math;  // "Relu": zoc::act::Relu, zoc::act::Kind::kRelu
+};
+
+inline constexpr FusedActivation kFusedActivations[] = {
+#define ZOC_ACTIVATION(op, grad, math) {OpKind::op, act::Kind::k##math, #math},
+#include "compiler/ir/ops.def"
+};
+
+// FusedConv2d's "activation": 0 none, else 1 + the act::Kind it applies (1: ReLU).
+inline int fused_activation_code(OpKind op) {
+  for (const FusedActivation& a : kFusedActivations) {
+    if (a.op == op) return 1 + static_cast<int>(a.kind);
+  }
+  return 0;
+}
+inline const FusedActivation* fused_activation(int code) {
+  for (const FusedActivation& a : kFusedActivations) {
+    if (1 + static_cast<int>(a.kind) == code) return &a;
+  }
+  return nullptr;
+}
+// The parameters of a fused convolution's activation: the absorbed op's attributes, which the
+// fusion copied onto the convolution (hardtanh's min_val, max_val).
+inline act::Params fused_activation_params(const Node& conv) {
+  const FusedActivation* a = fused_activation(static_cast<int>(conv.attrs.i("activation")));
+  if (!a) return {};
+  switch (a->kind) {
+#define ZOC_ACTIVATION(op, grad, math) \
+  case act::Kind::k##math:             \
+    return activation_params<act::math>(conv);
+#include "compiler/ir/ops.def"
+  }
+  return {};
 }
 
 }  // namespace zoc::ir

@@ -1,26 +1,49 @@
-// Pass fuse-activation: relu(conv(...)) becomes the conv's epilogue activation.
+// Pass fuse-activation: act(conv(...)) becomes the conv's epilogue activation.
 //
-// Preconditions, checked: the conv's only user is the ReLU, and it has no activation yet.
-// (tanh and sigmoid stay separate layers: cuDNN's fused conv epilogue supports only ReLU.)
+// ReLU fuses into every convolution (cuDNN's fused conv epilogue has ReLU). The other
+// activations (ReLU6/hardtanh, SiLU, hardswish, ...) fuse into depthwise convolutions only
+// (groups = input = output channels: MobileNet, EfficientNet), whose GPU kernel is zoc's own and
+// applies any of them; elsewhere cuDNN would need a separate pass over memory anyway.
+// Preconditions, checked: the conv's only user is the activation, and it has none yet.
+#include "compiler/ir/activation_params.h"
 #include "compiler/ir/rewrite.h"
 #include "compiler/passes/pipeline.h"
 
 namespace zoc::passes {
+namespace {
+
+bool depthwise(const ir::Graph& g, const ir::Node& conv) {
+  const int64_t groups = conv.attrs.i("groups");
+  const ir::TensorType& in = g.type(conv.inputs[0]);
+  const ir::TensorType& out = g.type(conv.output);
+  return groups > 1 && in.dims.size() == 3 && out.dims.size() == 3 && in.dims[0] == groups &&
+         out.dims[0] == groups;
+}
+
+}  // namespace
 
 bool fuse_activation(ir::Graph& g, Diagnostics& diags) {
   std::vector<bool> remove(g.nodes.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const ir::Node& relu = g.nodes[i];
-    if (relu.op != ir::OpKind::Relu) continue;
-    const ir::ValueId conv_out = relu.inputs[0];
+    const ir::Node& act = g.nodes[i];
+    const int code = ir::fused_activation_code(act.op);
+    if (code == 0) continue;
+    const ir::ValueId conv_out = act.inputs[0];
     ir::Node& conv = g.nodes[g.values[conv_out].producer];
     if (conv.op != ir::OpKind::FusedConv2d || conv.attrs.i("activation") != 0 ||
         ir::use_count(g, conv_out) != 1) {
       continue;
     }
-    conv.attrs.set("activation", ir::AttrValue{ir::AttrKind::Int, 1, {}, 0});
-    conv.fused_from.push_back(relu.name);
-    ir::replace_uses(g, relu.output, conv_out);
+    if (act.op != ir::OpKind::Relu && !depthwise(g, conv)) continue;
+    conv.attrs.set("activation", ir::AttrValue{ir::AttrKind::Int, code, {}, 0});
+    if (act.op == ir::OpKind::Hardtanh) {
+      for (const char* name : {"min_val", "max_val"}) {
+        const double v = ir::activation_param(act, name);
+        conv.attrs.set(name, ir::AttrValue{ir::AttrKind::Float, 0, {}, v});
+      }
+    }
+    conv.fused_from.push_back(act.name);
+    ir::replace_uses(g, act.output, conv_out);
     remove[i] = true;
   }
   if (!ir::compact_and_sort(g, remove)) {

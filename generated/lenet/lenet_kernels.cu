@@ -4,6 +4,7 @@
 
 // Custom kernels of lenet, for its element type (float): the host functions
 // zoc/core/model_kernels.h declares.
+#include "zoc/core/depthwise.cuh"
 #include "zoc/core/kernels.cuh"
 #include "zoc/core/layer_kernels.cuh"
 #include "zoc/core/model_kernels.h"
@@ -53,5 +54,11 @@ cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry
                              cudaStream_t stream) {
   return kernels::launch_adaptive_avgpool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g,
                                              stream);
+}
+cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,
+                           int64_t n, DepthwiseGeometry g, cudaStream_t stream) {
+  return kernels::launch_depthwise<T>(static_cast<const T*>(x), static_cast<const T*>(w),
+                                      static_cast<const T*>(b), static_cast<const T*>(z),
+                                      static_cast<T*>(y), n, g, stream);
 }
 }  // namespace zoc::model_kernels

@@ -115,7 +115,7 @@ for model in ${SANITIZE_MODELS-lenet resnet50}; do
     for prec in fp32 tf32 fp16 bf16; do
       name=${model}_$prec
       [ -d "$CHECK_DIR/$name" ] || continue
-      slow=0; [ "$tool" = racecheck ] && [ "$model" != lenet ] && [ "$model" != zoo_layers ] && slow=1
+      slow=0; [ "$tool" = racecheck ] && [ "$model" != lenet ] && [[ "$model" != *_layers ]] && slow=1
       [ $slow = 1 ] && [ "${RACECHECK_ALL:-0}" != 1 ] && [ "$prec" != fp32 ] && [ "$prec" != fp16 ] && continue
       throttle $((slow ? ${RACECHECK_PARALLEL:-2} : 4))
       sanitize "$tool" "$name" &  # records a SKIP row once the time is up

@@ -4,12 +4,14 @@
 #   - each of the 17 torchvision classifiers of models/zoo.py, scripted here by Debian's torch
 #     (models/script_zoo.sh) and compiled through the TorchScript route at
 #     224x224 in fp32 (TF32 off, NCHW) and fp16 (NHWC) into zoo_check/<model>_<precision>/;
-#   - tests/backend/zoo_layers.yaml (every zoo layer the backend emits, 18x18), in fp32 and fp16,
-#     with its reference computed here by zoc's interpreter (`zoc init-weights`, `zoc run`) into
-#     zoo_check/_ref/zoo_layers/, which the GPU check uses instead of exporting.
+#   - tests/backend/zoo_layers.yaml (every zoo layer the backend emits, 18x18) and
+#     tests/backend/depthwise_layers.yaml (zoc's depthwise kernel in all its forms), in fp32 and
+#     fp16, each with its reference computed here by zoc's interpreter (`zoc init-weights`,
+#     `zoc run`) into zoo_check/_ref/<name>/, which the GPU check uses instead of exporting.
 # The weights are not shipped (AlexNet's and VGG's are 0.2-0.5 GB): tests/gpu/gpu_check.sh
 # exports them on the GPU machine with models/export.py, which builds the same networks.
-# Usage: tests/gpu/prepare_zoo_check.sh [ZOC_BINARY] [MODEL...]  (default: all 17 + zoo_layers)
+# Usage: tests/gpu/prepare_zoo_check.sh [ZOC_BINARY] [MODEL...]
+#   (default: all 17, zoo_layers and depthwise_layers)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 zoc=$(realpath "${1:-$repo/build/compiler/zoc}")
@@ -17,23 +19,24 @@ shift || true
 cd "$repo"
 models=("$@")
 [ ${#models[@]} -gt 0 ] || read -r -a models <<<"$(/usr/bin/python3 -c \
-  'import sys; sys.path.insert(0, "models"); import zoo; print(" ".join(zoo.NAMES))') zoo_layers"
+  'import sys; sys.path.insert(0, "models"); import zoo; print(" ".join(zoo.NAMES))') zoo_layers depthwise_layers"
 out=$repo/zoo_check
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 rm -rf "$out" && mkdir -p "$out"
 
 for m in "${models[@]}"; do
-  if [ "$m" = zoo_layers ]; then
-    ref=$out/_ref/zoo_layers
+  if [ -f "tests/backend/$m.yaml" ]; then  # an 18x18 test model of tests/backend
+    ref=$out/_ref/$m
     mkdir -p "$ref"
-    "$zoc" init-weights tests/backend/zoo_layers.yaml -o "$ref/weights.safetensors" --seed 0
+    "$zoc" init-weights "tests/backend/$m.yaml" -o "$ref/weights.safetensors" --seed 0
+    [ "$m" != depthwise_layers ] || /usr/bin/python3 tests/gpu/he_scale.py "$ref/weights.safetensors"
     /usr/bin/python3 -c 'import numpy as np, sys
 np.save(sys.argv[1], np.random.default_rng(2).standard_normal((64, 3, 18, 18)).astype(np.float32))' \
       "$ref/input.npy"
-    "$zoc" run tests/backend/zoo_layers.yaml --weights "$ref/weights.safetensors" \
+    "$zoc" run "tests/backend/$m.yaml" --weights "$ref/weights.safetensors" \
       --input "$ref/input.npy" --output "$ref/output.npy" | tail -1
-    src=tests/backend/zoo_layers.yaml input=()
+    src=tests/backend/$m.yaml input=()
   else
     models/script_zoo.sh "$m" "$scratch/$m.pt"
     src=$scratch/$m.pt input=(--input 3x224x224)

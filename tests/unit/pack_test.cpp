@@ -1,6 +1,7 @@
 // Weight packing for linear layers (runtime/zoc/core/pack.h): the column permutation that matches an
 // NHWC flatten, and the bias a linear layer run as a cuDNN convolution (--linear cudnn) always
-// needs: the layer's own, or zeros when it has none.
+// needs: the layer's own, or zeros when it has none. And the tap-major filter of zoc's
+// depthwise kernel.
 #include "zoc/core/pack.h"
 
 #include <gtest/gtest.h>
@@ -52,6 +53,26 @@ TEST(PackLinear, OwnBiasIsKept) {
                                weight.data(), bias.data()));
   const std::vector<float> b = as_floats(bias);
   EXPECT_TRUE(b[0] != 0.0f || b[1] != 0.0f);  // seeded uniform init, not zeros
+}
+
+// A depthwise filter [k, 1, r, s] packed for zoc's NHWC kernel: [r, s, k], the same numbers.
+TEST(PackConv, DepthwiseTapMajor) {
+  const int64_t k = 5, r = 3, s = 2;
+  zoc::WeightSource src = zoc::WeightSource::seeded(9);
+  std::vector<uint8_t> krsc(k * r * s * 4), taps(k * r * s * 4), b1(k * 4), b2(k * 4);
+  zoc::ConvPackSpec spec{"dw.weight", "dw.bias", nullptr, 0.0, k, 1, r, s, true, 1,
+                         zoc::DeviceDType::kF32};
+  ASSERT_TRUE(zoc::pack_conv(src, spec, krsc.data(), b1.data()));
+  spec.taps_major = true;
+  ASSERT_TRUE(zoc::pack_conv(src, spec, taps.data(), b2.data()));
+  const std::vector<float> a = as_floats(krsc), t = as_floats(taps);
+  for (int64_t ki = 0; ki < k; ++ki)
+    for (int64_t tap = 0; tap < r * s; ++tap) EXPECT_EQ(t[tap * k + ki], a[ki * r * s + tap]);
+  EXPECT_EQ(b1, b2);
+  spec.c = 2;  // not depthwise: refused, not scrambled
+  spec.c_padded = 2;
+  std::vector<uint8_t> big(k * 2 * r * s * 4);
+  EXPECT_FALSE(zoc::pack_conv(src, spec, big.data(), b2.data()));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "compiler/backend/reference/interpreter.h"
+#include "compiler/ir/activation_params.h"
 #include "compiler/passes/memory_plan.h"
 #include "compiler/passes/pipeline.h"
 #include "compiler/weights/weights.h"
@@ -111,6 +112,45 @@ TEST(Passes, PreserveResNet18Numerics) {
   ASSERT_TRUE(out_after.ok()) << out_after.error().message;
   EXPECT_LE(rel_l2((*out_after)[0].data, (*out_before)[0].data), 1e-6);
   EXPECT_LT(after.nodes.size(), before.nodes.size());
+}
+
+// Every activation fuses into a depthwise conv (zoc's own kernel applies it); into other convs
+// only ReLU does (cuDNN's epilogue). The function is unchanged.
+TEST(Passes, DepthwiseConvsFuseAnyActivation) {
+  Diagnostics d;
+  auto loaded = test::load(repo_path("tests/backend/depthwise_layers.yaml"), d, {});
+  ASSERT_TRUE(loaded) << d.render();
+  ir::Graph g = *loaded;
+  const Weights w = weights_with_random_bn(g);
+  const ref::Tensor x = random_input(g, 2);
+  auto before = ref::run(g, w, x);
+  ASSERT_TRUE(before.ok()) << before.error().message;
+  ASSERT_TRUE(passes::run_pipeline(g, d)) << d.render();
+  for (ir::OpKind op : {ir::OpKind::Relu, ir::OpKind::Hardtanh, ir::OpKind::Silu, ir::OpKind::Add,
+                        ir::OpKind::BatchNorm2d}) {
+    EXPECT_EQ(count(g, op), 0) << ir::op_info(op).name;
+  }
+  const ir::Node* dw2 = g.find_node("dw2");
+  ASSERT_NE(dw2, nullptr);
+  EXPECT_EQ(dw2->attrs.i("activation"), ir::fused_activation_code(ir::OpKind::Hardtanh));
+  EXPECT_EQ(dw2->attrs.f("min_val"), 0.0);
+  EXPECT_EQ(dw2->attrs.f("max_val"), 6.0);
+  EXPECT_EQ(g.find_node("dw1")->attrs.i("activation"), 1);  // ReLU keeps its code
+  EXPECT_EQ(g.find_node("dw8")->attrs.i("activation"), ir::fused_activation_code(ir::OpKind::Silu));
+  auto after = ref::run(g, w, x);
+  ASSERT_TRUE(after.ok()) << after.error().message;
+  EXPECT_LE(rel_l2((*after)[0].data, (*before)[0].data), 1e-6);
+
+  // A SiLU after an ordinary conv stays a layer of its own.
+  const test::TempDir dir;
+  auto plain = test::load(dir.write("plain.yaml",
+                                    "zoc: 1\ninput: {channels: 3, height: 8, width: 8}\nlayers:\n"
+                                    "  - c: {op: conv2d, out_channels: 4, kernel: 3}\n"
+                                    "  - s: {op: silu}\n"),
+                          d);
+  ASSERT_TRUE(plain) << d.render();
+  ASSERT_TRUE(passes::run_pipeline(*plain, d)) << d.render();
+  EXPECT_EQ(count(*plain, ir::OpKind::Silu), 1);
 }
 
 TEST(Passes, LeNetDropoutRemovedAndReluFused) {

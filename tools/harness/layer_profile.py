@@ -4,8 +4,8 @@ A zoc row in a CUDA graph also runs `--profile` (CUDA events between the layers 
 graph), which reports milliseconds per layer under the layer's title ("features.3.conv.2 +
 features.3.conv.3 + features.3.add"). A title alone does not say why a layer is slow, so bench.py
 reads what each layer is from the generated source's own comments ("conv 1x1/1, 144->24,
-56x56 -> 56x56, + residual"; from its call's shape the groups of a grouped convolution and the
-size of an activation) and keeps the whole profile in the point's record; report.py shows it per
+56x56 -> 56x56, + residual", "conv 3x3/1, 32->32, 112x112 -> 112x112, groups 32, hardtanh";
+from its call's shape the size of an activation) and keeps the whole profile in the point's record; report.py shows it per
 kind of layer (depthwise or 1x1 convolutions, unfused activations, squeeze-excitation, ...) and
 the slowest layers, for the zoo's networks at batch 1 and 256, where the claim against the
 frameworks is made. Reading the generated code's comments is best-effort: a layer it cannot
@@ -21,9 +21,7 @@ from common import md_table
 ENTRY = re.compile(r"^\s*// (\S+(?: \+ \S+)*): (.*)$")
 COMMENT = re.compile(r"^\s*// (.*)$")
 SOURCE = re.compile(r"\s*\([^()\s]*/[^()\s]*\)")  # " (/path/model.py:64:20)": where, not what
-CALL = re.compile(r"ZOC_TRY\(v\.\w+\(.*?\b(k(?:Conv|Act)_\w+)")  # the layer's call and its shape
-CONV_SHAPE = re.compile(r"zoc::ConvCall (kConv_\w+) = \{\{([-\d, ]+)")
-GROUPS_FIELD = 12  # ConvShape: c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups
+CALL = re.compile(r"ZOC_TRY\(v\.\w+\(.*?\b(k(?:Conv|Dw|Act)_\w+)")  # the layer's call and its shape
 ACT_SHAPE = re.compile(r"zoc::ActivationCall (kAct_\w+) = \{[\w:]+, \{[^}]*\}, (\d+),")
 
 
@@ -34,11 +32,7 @@ def layer_notes(folder, model):
             text = f.read()
     except OSError:
         return {}
-    shapes = {sym: ", groups %s" % fields.split(",")[GROUPS_FIELD].strip()
-              for sym, fields in CONV_SHAPE.findall(text)
-              if len(fields.split(",")) > GROUPS_FIELD and
-              int(fields.split(",")[GROUPS_FIELD]) > 1}
-    shapes.update((sym, ", %s elements per sample" % n) for sym, n in ACT_SHAPE.findall(text))
+    shapes = {sym: ", %s elements per sample" % n for sym, n in ACT_SHAPE.findall(text)}
     notes, title = {}, None
     for line in text[text.find("::layers("):].splitlines():
         entry, comment, call = ENTRY.match(line), COMMENT.match(line), CALL.search(line)

@@ -18,6 +18,7 @@ std::string kernels_source(const std::string& head, const std::string& base, con
   cu.raw_line(head);
   cu.line("// Custom kernels of {}, for its element type ({}): the host functions", base, t.cuda_type);
   cu.line("// zoc/core/model_kernels.h declares.");
+  cu.line("#include \"zoc/core/depthwise.cuh\"");
   cu.line("#include \"zoc/core/kernels.cuh\"");
   cu.line("#include \"zoc/core/layer_kernels.cuh\"");
   cu.line("#include \"zoc/core/model_kernels.h\"");
@@ -80,6 +81,12 @@ std::string kernels_source(const std::string& head, const std::string& base, con
     cu.raw_line("                             cudaStream_t stream) {");
     cu.raw_line("  return kernels::launch_adaptive_avgpool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g,");
     cu.raw_line("                                             stream);");
+    cu.raw_line("}");
+    cu.raw_line("cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,");
+    cu.raw_line("                           int64_t n, DepthwiseGeometry g, cudaStream_t stream) {");
+    cu.raw_line("  return kernels::launch_depthwise<T>(static_cast<const T*>(x), static_cast<const T*>(w),");
+    cu.raw_line("                                      static_cast<const T*>(b), static_cast<const T*>(z),");
+    cu.raw_line("                                      static_cast<T*>(y), n, g, stream);");
     cu.raw_line("}");
   }
   return cu.str();

@@ -51,6 +51,7 @@ struct EmitContext {
   Sections s;
   bool linear_as_conv = false;           // linear layers as cuDNN convolutions (LinearApi::kCudnn)
   bool uses_cublas = false;              // some layer calls cuBLAS (the handle is created)
+  bool depthwise_kernel = true;          // depthwise convs through zoc's kernel (DepthwiseApi)
   const TrainInfo* train = nullptr;      // set when emitting a trainer's training graph
 
   // Channels of value v as stored in memory (the padded input's, or its type's).

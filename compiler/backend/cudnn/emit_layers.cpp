@@ -27,8 +27,11 @@ std::string conv_summary(const EmitContext& ctx, const ir::Node& n) {
   const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride");
   std::string text = fmt::format("conv {}x{}/{}, {}->{}, {}x{} -> {}x{}", k.h, k.w, s.h, in.c,
                                  out.c, in.h, in.w, out.h, out.w);
+  if (n.attrs.i("groups") > 1) text += fmt::format(", groups {}", n.attrs.i("groups"));
   if (n.inputs.size() == 2) text += ", + residual";
-  if (n.attrs.i("activation") == 1) text += ", relu";
+  if (const ir::FusedActivation* a = ir::fused_activation(static_cast<int>(n.attrs.i("activation")))) {
+    text += fmt::format(", {}", ir::op_info(a->op).name);
+  }
   return text;
 }
 
@@ -93,6 +96,30 @@ void emit_conv_call(EmitContext& ctx, const ir::Node& n, size_t i, const ConvGeo
   }
 }
 
+// A depthwise convolution (every group one channel in, one out: MobileNet, EfficientNet,
+// ConvNeXt) through zoc's kernel (zoc/core/depthwise.cuh) instead of cuDNN, unless the compile
+// asked for cuDNN's, the conv runs on the side stream, or its input's channels are padded.
+bool depthwise_kernel(const EmitContext& ctx, const ConvGeom& g, int64_t in_c, size_t i) {
+  return ctx.depthwise_kernel && g.groups > 1 && g.groups == in_c && g.k == in_c &&
+         g.c == in_c && ctx.side_of[i] < 0;
+}
+
+void emit_depthwise_call(EmitContext& ctx, const ir::Node& n, size_t i, const ConvGeom& g,
+                         const std::string& summary) {
+  const std::string& id = ctx.ids[i];
+  const ir::FusedActivation* a = ir::fused_activation(static_cast<int>(n.attrs.i("activation")));
+  const std::string geometry = fmt::format(
+      "{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, zoc::act::Kind::k{}, {}}}",
+      g.c, g.h, g.w, g.out_h, g.out_w, g.r, g.s, g.stride_h, g.stride_w, g.pad_h, g.pad_w,
+      g.dil_h, g.dil_w, ctx.t.nhwc ? "true" : "false", a ? "true" : "false", a ? a->math : "Relu",
+      activation_params_text(ir::fused_activation_params(n)));
+  constant(ctx, "DepthwiseCall", "kDw_" + id,
+           {geometry, ctx.tensor(n.inputs[0]), "kW_" + id, "kB_" + id,
+            g.residual ? ctx.tensor(n.inputs[1]) : "zoc::kNoTensor", ctx.tensor(n.output)});
+  comment(ctx, n, summary + " (zoc's depthwise kernel)");
+  timed_call(ctx, n, "v.depthwise(kDw_{}, {})", id, ctx.name_literal(n));
+}
+
 bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
   const Dims in = dims_of(ctx.g.type(n.inputs[0]));
@@ -113,14 +140,31 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   const double eps = n.attrs.has("bn_eps") ? n.attrs.f("bn_eps") : 0.0;
   ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
   const bool weight_2d = n.attrs.flag("weight_2d");
+  const bool depthwise = depthwise_kernel(ctx, g, in.c, i);
+  const char* tail = depthwise && ctx.t.nhwc ? ", false, true" : weight_2d ? ", true" : "";
   const std::string spec = fmt::format(
       "{{{}, {}, {}, {:.9g}, {}, {}, {}, {}, {}, {}, kDType{}}}", cstr(param(n, ir::ParamRole::kWeight)),
       cstr(param(n, ir::ParamRole::kBias)), bn, eps, out.c, in.c / groups, k.h, k.w,
-      ctx.t.nhwc ? "true" : "false", ctx.stored_channels(n.inputs[0]) / groups,
-      weight_2d ? ", true" : "");
+      ctx.t.nhwc ? "true" : "false", ctx.stored_channels(n.inputs[0]) / groups, tail);
   ctx.s.pack.wrapped("ZOC_TRY(zoc::pack_conv(source,", {" " + spec, "staging + kW_" + id, "staging + kB_" + id},
                      "));");
+  if (depthwise) {
+    emit_depthwise_call(ctx, n, i, g, conv_summary(ctx, n));
+    return true;
+  }
   emit_conv_call(ctx, n, i, g, conv_summary(ctx, n));
+  // An activation cuDNN's epilogue lacks (fused into a depthwise conv that runs through cuDNN
+  // here): the model's activation kernel, in place on the conv's output.
+  const ir::FusedActivation* a = ir::fused_activation(static_cast<int>(n.attrs.i("activation")));
+  if (a && a->op != ir::OpKind::Relu) {
+    constant(ctx, "ActivationCall", "kAct_" + id,
+             {fmt::format("zoc::act::Kind::k{}", a->math),
+              activation_params_text(ir::fused_activation_params(n)),
+              std::to_string(ctx.g.type(n.output).sample_numel()), ctx.tensor(n.output),
+              ctx.tensor(n.output)});
+    comment(ctx, n, fmt::format("{} of {}, in place", ir::op_info(a->op).name, n.name));
+    timed_call(ctx, n, "v.activation(kAct_{}, {})", id, ctx.name_literal(n));
+  }
   return true;
 }
 

@@ -257,6 +257,7 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
                   options.conv_api == ConvApi::kGraph, mopts.input_channels_stored,
                   {}, {}, 0, diags, {}};
   ctx.linear_as_conv = options.linear_api == LinearApi::kCudnn;
+  ctx.depthwise_kernel = options.depthwise == DepthwiseApi::kZoc;
   for (const ir::Node& n : g.nodes) {
     ctx.uses_cublas = ctx.uses_cublas || (n.op == ir::OpKind::Linear && !ctx.linear_as_conv);
   }

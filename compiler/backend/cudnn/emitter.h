@@ -28,6 +28,11 @@ enum class ConvApi { kLegacy, kGraph };
 // convolution's. The latter also keeps the model off cuBLAS entirely.
 enum class LinearApi { kCublas, kCudnn };
 
+// How depthwise convolutions (groups = channels) run: zoc's kernel (zoc/core/depthwise.cuh,
+// fused epilogue, NHWC vectorised) or cuDNN's grouped convolution. Measured on an H100, fp16
+// MobileNetV2 at batch 256: see DepthwiseApi's default in the driver.
+enum class DepthwiseApi { kZoc, kCudnn };
+
 // How activations are stored: the precision's own layout (fp32 NCHW; tf32, fp16, bf16 NHWC), or
 // either one forced, to measure which is faster for a model and precision (issue 16).
 enum class Layout { kAuto, kNCHW, kNHWC };
@@ -37,6 +42,7 @@ struct EmitOptions {
   ConvApi conv_api = ConvApi::kLegacy;
   LinearApi linear_api = LinearApi::kCublas;
   Layout layout = Layout::kAuto;
+  DepthwiseApi depthwise = DepthwiseApi::kZoc;
   // NHWC precisions: pad a graph input whose channel count is not a multiple of this (3 for RGB)
   // up to one, with zero weights in the convolutions that read it, so that they get tensor-core
   // kernels; 0 turns padding off. NCHW storage (fp32 by default) never pads.

@@ -204,7 +204,16 @@ void Runner::fused_conv(const ir::Node& node) {
   ref::conv2d(in(node, 0), w_eff.data(), b_eff.data(), y, cs);
   const int64_t n = count(node.output);
   if (node.inputs.size() == 2) add(y, in(node, 1), y, n);
-  if (a.i("activation") == 1) relu(y, y, n);
+  const ir::FusedActivation* fused = ir::fused_activation(static_cast<int>(a.i("activation")));
+  if (!fused) return;
+  const act::Params p = ir::fused_activation_params(node);
+  switch (fused->kind) {
+#define ZOC_ACTIVATION(op, grad, math) \
+  case act::Kind::k##math:             \
+    ref::activation<act::math>(y, y, n, p); \
+    break;
+#include "compiler/ir/ops.def"
+  }
 }
 
 void Runner::batchnorm2d(const ir::Node& node) {

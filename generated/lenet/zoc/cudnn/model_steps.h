@@ -61,6 +61,7 @@ struct StepBase {
   Status layernorm(const LayerNormCall&, const char*) { return Status::success(); }
   Status shuffle(const ShuffleCall&, const char*) { return Status::success(); }
   Status pool_kernel(const PoolKernelCall&, const char*) { return Status::success(); }
+  Status depthwise(const DepthwiseCall&, const char*) { return Status::success(); }
   Status adaptive_pool(const AdaptivePoolCall&, const char*) { return Status::success(); }
 };
 
@@ -338,6 +339,13 @@ struct Run {
   }
   Status pool_kernel(const PoolKernelCall& c, const char* name) {
     ZOC_CUDA(model_kernels::pool(act(c.x), act(c.y), n, c.g, stream), name);
+    return mark();
+  }
+  Status depthwise(const DepthwiseCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::depthwise_conv(act(c.x), s.weight(c.w), s.weight(c.b),
+                                           c.z == kNoTensor ? nullptr : act(c.z), act(c.y), n,
+                                           c.g, stream),
+             name);
     return mark();
   }
   Status adaptive_pool(const AdaptivePoolCall& c, const char* name) {

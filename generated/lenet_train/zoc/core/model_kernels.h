@@ -35,6 +35,17 @@ struct AdaptiveGeometry {
   bool nhwc;
 };
 
+// A depthwise convolution (groups = c = output channels) and its fused epilogue
+// (zoc/core/depthwise.cuh): y = act(conv(x, w) + b [+ z]), act none unless `activation`.
+struct DepthwiseGeometry {
+  int64_t c, h, w, out_h, out_w;
+  int64_t kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+  bool nhwc;  // the filter then tap-major [kh, kw, c], else [c, kh, kw]
+  bool activation;
+  act::Kind kind;
+  act::Params params;
+};
+
 }  // namespace zoc
 
 namespace zoc::model_kernels {
@@ -60,6 +71,9 @@ cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_
 cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream);
 cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry g,
                              cudaStream_t stream);
+// y = act(depthwise_conv(x, w) + b [+ z]) (zoc/core/depthwise.cuh); z may be null.
+cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,
+                           int64_t n, DepthwiseGeometry g, cudaStream_t stream);
 // y = f(x) for an activation of zoc/math/activations.h, elementwise.
 cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
                        cudaStream_t stream);

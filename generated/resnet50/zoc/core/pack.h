@@ -45,6 +45,9 @@ struct ConvPackSpec {
   int64_t c_padded;    // >= c; extra input channels get zero weights (NHWC only)
   DeviceDType dtype;
   bool weight_2d = false;  // the file holds [k, c] (a linear over channels as a 1x1 conv)
+  // A depthwise filter (c = 1) for zoc's NHWC kernel (zoc/core/depthwise.cuh): [r, s, k], so
+  // that neighbouring channels' taps are adjacent.
+  bool taps_major = false;
 };
 
 // Writes the folded filter ([k, c_padded, r, s] or KRSC) to w_dst and the bias [k] to b_dst.
@@ -88,7 +91,14 @@ inline Status pack_conv(WeightSource& src, const ConvPackSpec& p, uint8_t* w_dst
                     p.bn ? beta.data() : nullptr, p.bn ? mean.data() : nullptr,
                     p.bn ? var.data() : nullptr, p.eps, p.k, per_k, folded.data(), b.data());
   std::vector<float> out;
-  if (p.nhwc) {
+  if (p.taps_major) {
+    if (p.c != 1 || p.c_padded != 1) {
+      return Error{std::string("pack_conv: ") + p.weight + ": a tap-major filter is depthwise"};
+    }
+    out.assign(folded.size(), 0.0f);
+    for (int64_t k = 0; k < p.k; ++k)
+      for (int64_t t = 0; t < p.r * p.s; ++t) out[t * p.k + k] = folded[k * p.r * p.s + t];
+  } else if (p.nhwc) {
     // KCRS -> KRSC with c padded to c_padded.
     out.assign(static_cast<size_t>(p.k * p.r * p.s * p.c_padded), 0.0f);
     for (int64_t k = 0; k < p.k; ++k)

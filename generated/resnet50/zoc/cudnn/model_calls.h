@@ -30,6 +30,12 @@ struct ConvCall {
   size_t x, w, b, z, y;  // z: the residual, or kNoTensor
 };
 
+// A depthwise convolution through zoc's kernel (zoc/core/depthwise.cuh): same tensors.
+struct DepthwiseCall {
+  DepthwiseGeometry g;
+  size_t x, w, b, z, y;  // z: the residual, or kNoTensor
+};
+
 struct PoolCall {
   PoolShape shape;
   size_t x, y;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The zoo's layers (tests/backend/zoo_layers.yaml) and zoc's depthwise kernel in all its forms
-# (tests/backend/depthwise_layers.yaml) compiled by zoc in fp32 (NCHW) and fp16 (NHWC) and built with the local CUDA toolkit and cuDNN under -Werror: the generated constants, steps
+# (tests/backend/depthwise_layers.yaml) compiled by zoc in fp32 (NCHW) and fp16 (NHWC) and built
+# with the local CUDA toolkit and cuDNN under -Werror: the generated constants, steps
 # and kernel wrappers type-check and link for both layouts (no GPU needed; tests/gpu/zoo_check.sh
 # runs them). Usage: tests/run_zoo_layers_build.sh ZOC SCRATCH
 set -euo pipefail
@@ -8,14 +9,26 @@ zoc=$1 scratch=$2
 here=$(cd "$(dirname "$0")" && pwd)
 cuda=${CUDA_HOME:-/usr/local/cuda}
 rm -rf "$scratch" && mkdir -p "$scratch"
+
+# build MODEL NAME ZOC_OPTION...: compiles tests/backend/MODEL.yaml into $scratch/NAME_src and
+# builds it into $scratch/NAME_build.
+build() {
+  local m=$1 name=$2
+  shift 2
+  "$zoc" compile "$here/backend/$m.yaml" "$@" -o "$scratch/${name}_src" >/dev/null
+  cmake -S "$scratch/${name}_src" -B "$scratch/${name}_build" -G Ninja \
+        -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCUDNN_ROOT="${CUDNN_ROOT:-$cuda}" \
+        -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null
+  cmake --build "$scratch/${name}_build" -j "$(nproc)" >/dev/null
+  [ -x "$scratch/${name}_build/${m}_main" ] || { echo "no ${m}_main for $name"; exit 1; }
+  echo "$name: compiled and built"
+}
+
 for m in zoo_layers depthwise_layers; do
-  for p in fp32 fp16; do
-    "$zoc" compile "$here/backend/$m.yaml" --precision "$p" -o "$scratch/${m}_src_$p" >/dev/null
-    cmake -S "$scratch/${m}_src_$p" -B "$scratch/${m}_build_$p" -G Ninja \
-          -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCUDNN_ROOT="${CUDNN_ROOT:-$cuda}" \
-          -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null
-    cmake --build "$scratch/${m}_build_$p" -j "$(nproc)" >/dev/null
-    [ -x "$scratch/${m}_build_$p/${m}_main" ] || { echo "no ${m}_main for $p"; exit 1; }
-    echo "$m $p: compiled and built"
-  done
+  for p in fp32 fp16; do build "$m" "${m}_$p" --precision "$p"; done
 done
+# The depthwise convolutions through cuDNN instead (--depthwise cudnn): their fused ReLU6 and SiLU
+# then run as in-place activation kernels after the convolution.
+build depthwise_layers depthwise_layers_fp16_cudnn --precision fp16 --depthwise cudnn
+grep -q 'v.activation(kAct_dw2' "$scratch/depthwise_layers_fp16_cudnn_src/depthwise_layers.cpp" ||
+  { echo "--depthwise cudnn: no in-place activation after dw2"; exit 1; }

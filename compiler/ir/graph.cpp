@@ -188,4 +188,12 @@ int64_t Graph::trainable_param_count() const { return count_params(*this, true);
 
 int64_t Graph::buffer_count() const { return count_params(*this, false); }
 
+bool is_depthwise_conv(const Graph& g, const Node& conv) {
+  if (conv.op != OpKind::Conv2d && conv.op != OpKind::FusedConv2d) return false;
+  const int64_t groups = conv.attrs.i("groups");
+  const std::vector<int64_t>& in = g.type(conv.inputs[0]).dims;
+  const std::vector<int64_t>& out = g.type(conv.output).dims;
+  return groups > 1 && in.size() == 3 && out.size() == 3 && in[0] == groups && out[0] == groups;
+}
+
 }  // namespace zoc::ir

@@ -175,4 +175,8 @@ class Graph {
   int64_t buffer_count() const;  // elements of non-trainable tensors
 };
 
+// A convolution (Conv2d or FusedConv2d, shapes inferred) with one input and one output channel
+// per group, groups > 1: MobileNet's, EfficientNet's and ConvNeXt's depthwise convolutions.
+bool is_depthwise_conv(const Graph& g, const Node& conv);
+
 }  // namespace zoc::ir

@@ -10,17 +10,6 @@
 #include "compiler/passes/pipeline.h"
 
 namespace zoc::passes {
-namespace {
-
-bool depthwise(const ir::Graph& g, const ir::Node& conv) {
-  const int64_t groups = conv.attrs.i("groups");
-  const ir::TensorType& in = g.type(conv.inputs[0]);
-  const ir::TensorType& out = g.type(conv.output);
-  return groups > 1 && in.dims.size() == 3 && out.dims.size() == 3 && in.dims[0] == groups &&
-         out.dims[0] == groups;
-}
-
-}  // namespace
 
 bool fuse_activation(ir::Graph& g, Diagnostics& diags) {
   std::vector<bool> remove(g.nodes.size(), false);
@@ -34,7 +23,7 @@ bool fuse_activation(ir::Graph& g, Diagnostics& diags) {
         ir::use_count(g, conv_out) != 1) {
       continue;
     }
-    if (act.op != ir::OpKind::Relu && !depthwise(g, conv)) continue;
+    if (act.op != ir::OpKind::Relu && !ir::is_depthwise_conv(g, conv)) continue;
     conv.attrs.set("activation", ir::AttrValue{ir::AttrKind::Int, code, {}, 0});
     if (act.op == ir::OpKind::Hardtanh) {
       for (const char* name : {"min_val", "max_val"}) {

@@ -96,12 +96,25 @@ void emit_conv_call(EmitContext& ctx, const ir::Node& n, size_t i, const ConvGeo
   }
 }
 
+// Any activation of zoc/math/activations.h (`kind`: its zoc::act::Kind), through the model's
+// generic activation kernel: y = f(x), or in place after a convolution (x = y, `what` says).
+bool emit_activation(EmitContext& ctx, const ir::Node& n, size_t i, const std::string& kind,
+                     const act::Params& p, ir::ValueId x, const std::string& what) {
+  const std::string& id = ctx.ids[i];
+  constant(ctx, "ActivationCall", "kAct_" + id,
+           {kind, activation_params_text(p), std::to_string(ctx.g.type(n.output).sample_numel()),
+            ctx.tensor(x), ctx.tensor(n.output)});
+  comment(ctx, n, what);
+  timed_call(ctx, n, "v.activation(kAct_{}, {})", id, ctx.name_literal(n));
+  return true;
+}
+
 // A depthwise convolution (every group one channel in, one out: MobileNet, EfficientNet,
 // ConvNeXt) through zoc's kernel (zoc/core/depthwise.cuh) instead of cuDNN, unless the compile
 // asked for cuDNN's, the conv runs on the side stream, or its input's channels are padded.
-bool depthwise_kernel(const EmitContext& ctx, const ConvGeom& g, int64_t in_c, size_t i) {
-  return ctx.depthwise_kernel && g.groups > 1 && g.groups == in_c && g.k == in_c &&
-         g.c == in_c && ctx.side_of[i] < 0;
+bool depthwise_kernel(const EmitContext& ctx, const ir::Node& n, const ConvGeom& g, size_t i) {
+  return ctx.depthwise_kernel && ir::is_depthwise_conv(ctx.g, n) && g.c == g.groups &&
+         ctx.side_of[i] < 0;
 }
 
 void emit_depthwise_call(EmitContext& ctx, const ir::Node& n, size_t i, const ConvGeom& g,
@@ -140,7 +153,7 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   const double eps = n.attrs.has("bn_eps") ? n.attrs.f("bn_eps") : 0.0;
   ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
   const bool weight_2d = n.attrs.flag("weight_2d");
-  const bool depthwise = depthwise_kernel(ctx, g, in.c, i);
+  const bool depthwise = depthwise_kernel(ctx, n, g, i);
   const char* tail = depthwise && ctx.t.nhwc ? ", false, true" : weight_2d ? ", true" : "";
   const std::string spec = fmt::format(
       "{{{}, {}, {}, {:.9g}, {}, {}, {}, {}, {}, {}, kDType{}}}", cstr(param(n, ir::ParamRole::kWeight)),
@@ -157,13 +170,9 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   // here): the model's activation kernel, in place on the conv's output.
   const ir::FusedActivation* a = ir::fused_activation(static_cast<int>(n.attrs.i("activation")));
   if (a && a->op != ir::OpKind::Relu) {
-    constant(ctx, "ActivationCall", "kAct_" + id,
-             {fmt::format("zoc::act::Kind::k{}", a->math),
-              activation_params_text(ir::fused_activation_params(n)),
-              std::to_string(ctx.g.type(n.output).sample_numel()), ctx.tensor(n.output),
-              ctx.tensor(n.output)});
-    comment(ctx, n, fmt::format("{} of {}, in place", ir::op_info(a->op).name, n.name));
-    timed_call(ctx, n, "v.activation(kAct_{}, {})", id, ctx.name_literal(n));
+    emit_activation(ctx, n, i, fmt::format("zoc::act::Kind::k{}", a->math),
+                    ir::fused_activation_params(n), n.output,
+                    fmt::format("{} of {}, in place", ir::op_info(a->op).name, n.name));
   }
   return true;
 }
@@ -221,19 +230,6 @@ bool emit_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
   ctx.s.members.line("zoc::PoolLayer {}_;  // {}", id, sanitize_comment(ctx.title(n)));
   comment(ctx, n, what);
   timed_call(ctx, n, "v.pool({}_, kPool_{}, {})", id, id, ctx.name_literal(n));
-  return true;
-}
-
-// Any activation of zoc/math/activations.h (`kind`: its zoc::act::Kind), through the model's
-// generic activation kernel.
-bool emit_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind,
-                     const act::Params& p) {
-  const std::string& id = ctx.ids[i];
-  constant(ctx, "ActivationCall", "kAct_" + id,
-           {kind, activation_params_text(p), std::to_string(ctx.g.type(n.output).sample_numel()),
-            ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
-  comment(ctx, n, ir::op_info(n.op).name.data());
-  timed_call(ctx, n, "v.activation(kAct_{}, {})", id, ctx.name_literal(n));
   return true;
 }
 
@@ -435,7 +431,8 @@ bool emit_layer(EmitContext& ctx, const ir::Node& n) {
   case ir::OpKind::op: {                                                                     \
     const act::Params p = ir::activation_params<act::math>(n);                              \
     return train ? emit_train_activation(ctx, n, i, "zoc::act::Kind::k" #math, p)           \
-                 : emit_activation(ctx, n, i, "zoc::act::Kind::k" #math, p);                 \
+                 : emit_activation(ctx, n, i, "zoc::act::Kind::k" #math, p, n.inputs[0],    \
+                                   ir::op_info(ir::OpKind::op).name.data());             \
   }                                                                                          \
   case ir::OpKind::grad:                                                                     \
     if (train) {                                                                             \

@@ -50,14 +50,7 @@ std::string view_name(Val::View view) {
 }
 
 std::vector<int64_t> viewed_dims(const Val& v, const std::vector<int64_t>& d) {
-  if (d.size() != 3) return d;
-  switch (v.view) {
-    case Val::View::kNone: return d;
-    case Val::View::kChannelsLast: return {d[1], d[2], d[0]};
-    case Val::View::kGrouped: return {v.groups, d[0] / v.groups, d[1], d[2]};
-    case Val::View::kGroupedTransposed: return {d[0] / v.groups, v.groups, d[1], d[2]};
-  }
-  return d;
+  return frontend::viewed_dims(v.view, v.groups, d);
 }
 
 std::string step_name(Partial::Step step) {

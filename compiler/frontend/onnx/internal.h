@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "compiler/frontend/activation_view.h"
 #include "compiler/frontend/onnx/onnx_frontend.h"
 
 namespace zoc::onnx::detail {
@@ -103,7 +104,7 @@ struct Val {
   // channels-last [N, H, W, C] (Transpose perm [0, 2, 3, 1]) that LayerNormalization and MatMul
   // run on, and ShuffleNet's [N, g, C/g, H, W] (a Reshape), also after its Transpose perm
   // [0, 2, 1, 3, 4]. Only handlers that understand a view take one (NodeContext::viewed).
-  enum class View { kNone, kChannelsLast, kGrouped, kGroupedTransposed };
+  using View = frontend::ActivationView;  // compiler/frontend/activation_view.h
 
   Kind kind = Kind::kPoison;
   ir::ValueId id = ir::kNoValue;

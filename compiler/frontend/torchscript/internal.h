@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "compiler/frontend/activation_view.h"
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
 
 namespace zoc::torchscript::detail {
@@ -39,7 +40,7 @@ struct Val {
   // and ShuffleNet's 5-D [N, g, C/g, H, W] (x.view(n, g, c / g, h, w)), also after its
   // transpose(1, 2) to [N, C/g, g, H, W]. Only the handlers that understand a view accept one
   // (OpContext::activation); every other use of it is unsupported, with the view named.
-  enum class View { kNone, kChannelsLast, kGrouped, kGroupedTransposed };
+  using View = frontend::ActivationView;  // compiler/frontend/activation_view.h
 
   Kind kind = Kind::kPoison;
   View view = View::kNone;        // kTensor

@@ -55,15 +55,7 @@ std::string view_name(Val::View view) {
 }
 
 std::vector<int64_t> viewed_dims(const Val& v, const std::vector<int64_t>& d) {
-  if (d.size() != 3 || v.view == Val::View::kNone || v.groups < 0) return d;
-  const int64_t g = v.groups, per = g > 0 ? d[0] / g : 0;
-  switch (v.view) {
-    case Val::View::kNone: break;
-    case Val::View::kChannelsLast: return {d[1], d[2], d[0]};
-    case Val::View::kGrouped: return {g, per, d[1], d[2]};
-    case Val::View::kGroupedTransposed: return {per, g, d[1], d[2]};
-  }
-  return d;
+  return frontend::viewed_dims(v.view, v.groups, d);
 }
 
 const Val* OpContext::param(size_t i) {

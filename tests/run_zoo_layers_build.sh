@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The zoo's layers (tests/backend/zoo_layers.yaml) and zoc's depthwise kernel in all its forms
-# (tests/backend/depthwise_layers.yaml) compiled by zoc in fp32 (NCHW) and fp16 (NHWC) and built
+# The zoo's layers (tests/backend/zoo_layers.yaml), zoc's depthwise kernel in all its forms
+# (tests/backend/depthwise_layers.yaml) and every activation in a convolution's epilogue
+# (tests/backend/epilogue_layers.yaml) compiled by zoc in fp32 (NCHW) and fp16 (NHWC) and built
 # with the local CUDA toolkit and cuDNN under -Werror: the generated constants, steps
 # and kernel wrappers type-check and link for both layouts (no GPU needed; tests/gpu/zoo_check.sh
 # runs them). Usage: tests/run_zoo_layers_build.sh ZOC SCRATCH
@@ -24,7 +25,7 @@ build() {
   echo "$name: compiled and built"
 }
 
-for m in zoo_layers depthwise_layers; do
+for m in zoo_layers depthwise_layers epilogue_layers; do
   for p in fp32 fp16; do build "$m" "${m}_$p" --precision "$p"; done
 done
 # The depthwise convolutions through cuDNN instead (--depthwise cudnn): their fused ReLU6 and SiLU
@@ -32,3 +33,12 @@ done
 build depthwise_layers depthwise_layers_fp16_cudnn --precision fp16 --depthwise cudnn
 grep -q 'v.activation(kAct_dw2' "$scratch/depthwise_layers_fp16_cudnn_src/depthwise_layers.cpp" ||
   { echo "--depthwise cudnn: no in-place activation after dw2"; exit 1; }
+# In fp16 (legacy API by default) the convolutions with ReLU6, SiLU, GELU, ... go through the
+# graph API with the activation in the epilogue; hardswish and hardsigmoid stay in-place kernels.
+src=$scratch/epilogue_layers_fp16_src/epilogue_layers.cpp
+grep -q 'zoc::act::Kind::kHardtanh, {0, 6}' "$src" && grep -q 'zoc::act::Kind::kSilu' "$src" &&
+  grep -q 'v.activation(kAct_c8' "$src" && ! grep -q 'v.activation(kAct_c2' "$src" ||
+  { echo "epilogue_layers fp16: activations not where expected"; exit 1; }
+grep -q 'GraphConvLayer c2_' "$scratch/epilogue_layers_fp16_src/epilogue_layers.h" &&
+  grep -q 'zoc::ConvLayer c7_' "$scratch/epilogue_layers_fp16_src/epilogue_layers.h" ||
+  { echo "epilogue_layers fp16: not one graph-API and one legacy convolution"; exit 1; }

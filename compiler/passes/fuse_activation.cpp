@@ -1,9 +1,11 @@
 // Pass fuse-activation: act(conv(...)) becomes the conv's epilogue activation.
 //
-// ReLU fuses into every convolution (cuDNN's fused conv epilogue has ReLU). The other
-// activations (ReLU6/hardtanh, SiLU, hardswish, ...) fuse into depthwise convolutions only
-// (groups = input = output channels: MobileNet, EfficientNet), whose GPU kernel is zoc's own and
-// applies any of them; elsewhere cuDNN would need a separate pass over memory anyway.
+// Every activation fuses into every convolution. How the backend applies it: a depthwise
+// convolution's (zoc's own kernel) applies any; an ungrouped one through cuDNN's graph API applies
+// ReLU, ReLU6/hardtanh, SiLU, sigmoid, tanh and GELU in its pointwise epilogue (one pass over
+// memory instead of two); the legacy call fuses ReLU only, and any other activation it cannot
+// apply (hardswish, hardsigmoid) runs as an in-place kernel right after the convolution, no slower
+// than the separate node it was.
 // Preconditions, checked: the conv's only user is the activation, and it has none yet.
 #include "compiler/ir/activation_params.h"
 #include "compiler/ir/rewrite.h"
@@ -23,7 +25,6 @@ bool fuse_activation(ir::Graph& g, Diagnostics& diags) {
         ir::use_count(g, conv_out) != 1) {
       continue;
     }
-    if (act.op != ir::OpKind::Relu && !ir::is_depthwise_conv(g, conv)) continue;
     conv.attrs.set("activation", ir::AttrValue{ir::AttrKind::Int, code, {}, 0});
     if (act.op == ir::OpKind::Hardtanh) {
       for (const char* name : {"min_val", "max_val"}) {

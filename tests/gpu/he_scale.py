@@ -1,7 +1,7 @@
 """Rescales every convolution filter of a safetensors file to He's variance (2 / fan-in).
 
-tests/gpu/prepare_zoo_check.sh applies it to tests/backend/depthwise_layers.yaml's seeded
-weights: with PyTorch's default init (and its fan-out, which ignores groups) the signal shrinks
+tests/gpu/prepare_zoo_check.sh applies it to the seeded weights of tests/backend's
+depthwise_layers.yaml and epilogue_layers.yaml: with PyTorch's default init (and its fan-out, which ignores groups) the signal shrinks
 about 3x per convolution, so after eleven of them every sample's output is the same constant
 and a per-sample error would go unseen. Usage: he_scale.py WEIGHTS.safetensors (in place).
 """

@@ -4,14 +4,15 @@
 #   - each of the 17 torchvision classifiers of models/zoo.py, scripted here by Debian's torch
 #     (models/script_zoo.sh) and compiled through the TorchScript route at
 #     224x224 in fp32 (TF32 off, NCHW) and fp16 (NHWC) into zoo_check/<model>_<precision>/;
-#   - tests/backend/zoo_layers.yaml (every zoo layer the backend emits, 18x18) and
-#     tests/backend/depthwise_layers.yaml (zoc's depthwise kernel in all its forms), in fp32 and
+#   - tests/backend/zoo_layers.yaml (every zoo layer the backend emits, 18x18),
+#     tests/backend/depthwise_layers.yaml (zoc's depthwise kernel in all its forms) and
+#     tests/backend/epilogue_layers.yaml (every activation in a convolution's epilogue), in fp32 and
 #     fp16, each with its reference computed here by zoc's interpreter (`zoc init-weights`,
 #     `zoc run`) into zoo_check/_ref/<name>/, which the GPU check uses instead of exporting.
 # The weights are not shipped (AlexNet's and VGG's are 0.2-0.5 GB): tests/gpu/gpu_check.sh
 # exports them on the GPU machine with models/export.py, which builds the same networks.
 # Usage: tests/gpu/prepare_zoo_check.sh [ZOC_BINARY] [MODEL...]
-#   (default: all 17, zoo_layers and depthwise_layers)
+#   (default: all 17, zoo_layers, depthwise_layers and epilogue_layers)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 zoc=$(realpath "${1:-$repo/build/compiler/zoc}")
@@ -19,7 +20,7 @@ shift || true
 cd "$repo"
 models=("$@")
 [ ${#models[@]} -gt 0 ] || read -r -a models <<<"$(/usr/bin/python3 -c \
-  'import sys; sys.path.insert(0, "models"); import zoo; print(" ".join(zoo.NAMES))') zoo_layers depthwise_layers"
+  'import sys; sys.path.insert(0, "models"); import zoo; print(" ".join(zoo.NAMES))') zoo_layers depthwise_layers epilogue_layers"
 out=$repo/zoo_check
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -30,7 +31,7 @@ for m in "${models[@]}"; do
     ref=$out/_ref/$m
     mkdir -p "$ref"
     "$zoc" init-weights "tests/backend/$m.yaml" -o "$ref/weights.safetensors" --seed 0
-    [ "$m" != depthwise_layers ] || /usr/bin/python3 tests/gpu/he_scale.py "$ref/weights.safetensors"
+    [ "$m" = zoo_layers ] || /usr/bin/python3 tests/gpu/he_scale.py "$ref/weights.safetensors"
     /usr/bin/python3 -c 'import numpy as np, sys
 np.save(sys.argv[1], np.random.default_rng(2).standard_normal((64, 3, 18, 18)).astype(np.float32))' \
       "$ref/input.npy"

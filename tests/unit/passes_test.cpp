@@ -114,43 +114,49 @@ TEST(Passes, PreserveResNet18Numerics) {
   EXPECT_LT(after.nodes.size(), before.nodes.size());
 }
 
-// Every activation fuses into a depthwise conv (zoc's own kernel applies it); into other convs
-// only ReLU does (cuDNN's epilogue). The function is unchanged.
-TEST(Passes, DepthwiseConvsFuseAnyActivation) {
+// Every activation fuses into every conv: a depthwise one (zoc's own kernel applies it) and an
+// ordinary one (cuDNN's graph-API epilogue, or an in-place kernel after it). The function is
+// unchanged.
+TEST(Passes, ConvsFuseAnyActivation) {
   Diagnostics d;
-  auto loaded = test::load(repo_path("tests/backend/depthwise_layers.yaml"), d, {});
-  ASSERT_TRUE(loaded) << d.render();
-  ir::Graph g = *loaded;
-  const Weights w = weights_with_random_bn(g);
-  const ref::Tensor x = random_input(g, 2);
-  auto before = ref::run(g, w, x);
-  ASSERT_TRUE(before.ok()) << before.error().message;
-  ASSERT_TRUE(passes::run_pipeline(g, d)) << d.render();
-  for (ir::OpKind op : {ir::OpKind::Relu, ir::OpKind::Hardtanh, ir::OpKind::Silu, ir::OpKind::Add,
-                        ir::OpKind::BatchNorm2d}) {
-    EXPECT_EQ(count(g, op), 0) << ir::op_info(op).name;
+  for (const char* model : {"depthwise_layers", "epilogue_layers"}) {
+    SCOPED_TRACE(model);
+    auto loaded = test::load(repo_path(std::string("tests/backend/") + model + ".yaml"), d, {});
+    ASSERT_TRUE(loaded) << d.render();
+    ir::Graph g = *loaded;
+    const Weights w = weights_with_random_bn(g);
+    const ref::Tensor x = random_input(g, 2);
+    auto before = ref::run(g, w, x);
+    ASSERT_TRUE(before.ok()) << before.error().message;
+    ASSERT_TRUE(passes::run_pipeline(g, d)) << d.render();
+    for (const ir::FusedActivation& a : ir::kFusedActivations) {
+      EXPECT_EQ(count(g, a.op), 0) << ir::op_info(a.op).name;
+    }
+    EXPECT_EQ(count(g, ir::OpKind::Add), 0);
+    EXPECT_EQ(count(g, ir::OpKind::BatchNorm2d), 0);
+    auto after = ref::run(g, w, x);
+    ASSERT_TRUE(after.ok()) << after.error().message;
+    EXPECT_LE(rel_l2((*after)[0].data, (*before)[0].data), 1e-6);
   }
-  const ir::Node* dw2 = g.find_node("dw2");
+  ir::Graph dw = *test::load(repo_path("tests/backend/depthwise_layers.yaml"), d, {});
+  ASSERT_TRUE(passes::run_pipeline(dw, d)) << d.render();
+  const ir::Node* dw2 = dw.find_node("dw2");
   ASSERT_NE(dw2, nullptr);
   EXPECT_EQ(dw2->attrs.i("activation"), ir::fused_activation_code(ir::OpKind::Hardtanh));
   EXPECT_EQ(dw2->attrs.f("min_val"), 0.0);
   EXPECT_EQ(dw2->attrs.f("max_val"), 6.0);
-  EXPECT_EQ(g.find_node("dw1")->attrs.i("activation"), 1);  // ReLU keeps its code
-  EXPECT_EQ(g.find_node("dw8")->attrs.i("activation"), ir::fused_activation_code(ir::OpKind::Silu));
-  auto after = ref::run(g, w, x);
-  ASSERT_TRUE(after.ok()) << after.error().message;
-  EXPECT_LE(rel_l2((*after)[0].data, (*before)[0].data), 1e-6);
-
-  // A SiLU after an ordinary conv stays a layer of its own.
-  const test::TempDir dir;
-  auto plain = test::load(dir.write("plain.yaml",
-                                    "zoc: 1\ninput: {channels: 3, height: 8, width: 8}\nlayers:\n"
-                                    "  - c: {op: conv2d, out_channels: 4, kernel: 3}\n"
-                                    "  - s: {op: silu}\n"),
-                          d);
-  ASSERT_TRUE(plain) << d.render();
-  ASSERT_TRUE(passes::run_pipeline(*plain, d)) << d.render();
-  EXPECT_EQ(count(*plain, ir::OpKind::Silu), 1);
+  EXPECT_EQ(dw.find_node("dw1")->attrs.i("activation"), 1);  // ReLU keeps its code
+  EXPECT_EQ(dw.find_node("dw8")->attrs.i("activation"),
+            ir::fused_activation_code(ir::OpKind::Silu));
+  ir::Graph ep = *test::load(repo_path("tests/backend/epilogue_layers.yaml"), d, {});
+  ASSERT_TRUE(passes::run_pipeline(ep, d)) << d.render();
+  const ir::Node* c2 = ep.find_node("c2");
+  ASSERT_NE(c2, nullptr);
+  EXPECT_EQ(c2->attrs.f("min_val"), -0.5);
+  EXPECT_EQ(c2->attrs.f("max_val"), 1.5);
+  EXPECT_EQ(ep.find_node("c4")->inputs.size(), 2u);  // residual, then GELU
+  EXPECT_EQ(ep.find_node("c4")->attrs.i("activation"),
+            ir::fused_activation_code(ir::OpKind::Gelu));
 }
 
 TEST(Passes, LeNetDropoutRemovedAndReluFused) {

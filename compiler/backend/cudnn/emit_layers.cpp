@@ -20,6 +20,12 @@ using snippet::dims_of;
 using snippet::param;
 using snippet::timed_call;
 
+// The fused activation other than ReLU of conv `n`, or nullptr.
+const ir::FusedActivation* non_relu_activation(const ir::Node& n) {
+  const ir::FusedActivation* a = ir::fused_activation(static_cast<int>(n.attrs.i("activation")));
+  return a && a->op != ir::OpKind::Relu ? a : nullptr;
+}
+
 // "conv 3x3/2, 64->128, 56x56 -> 28x28"
 std::string conv_summary(const EmitContext& ctx, const ir::Node& n) {
   const Dims in = dims_of(ctx.g.type(n.inputs[0]));
@@ -36,6 +42,12 @@ std::string conv_summary(const EmitContext& ctx, const ir::Node& n) {
 }
 
 }  // namespace
+
+bool graph_api_conv(const ir::Node& n, bool graph_api) {
+  if (n.op != ir::OpKind::FusedConv2d || n.attrs.i("groups") != 1) return false;
+  const ir::FusedActivation* a = non_relu_activation(n);
+  return graph_api || (a && act::cudnn_pointwise(a->kind));
+}
 
 std::string activation_params_text(const act::Params& p) {
   return fmt::format("{{{:.9g}, {:.9g}}}", p.a, p.b);
@@ -67,7 +79,12 @@ struct ConvGeom {
   int64_t out_h = 1, out_w = 1;
   bool relu = false;
   bool residual = false;  // a second input added before the activation
+  // An activation other than ReLU in the graph API's epilogue (graph_api_conv), and its
+  // parameters; nullptr when there is none or it runs as a kernel of its own.
+  const ir::FusedActivation* other = nullptr;
+  act::Params other_params{};
 };
+
 
 // Everything of a fused convolution except its weight packing: the call constant, the
 // descriptor bundle (legacy or graph API) and the call, on the side stream when the schedule put
@@ -76,14 +93,19 @@ void emit_conv_call(EmitContext& ctx, const ir::Node& n, size_t i, const ConvGeo
                     const std::string& summary) {
   const std::string& id = ctx.ids[i];
   const int side = ctx.side_of[i];  // >= 0: runs on the side stream
-  const std::string shape = fmt::format(
-      "{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}", g.c, g.h, g.w, g.k,
+  std::string shape = fmt::format(
+      "{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}", g.c, g.h, g.w, g.k,
       g.r, g.s, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dil_h, g.dil_w, g.groups, g.out_h,
       g.out_w, g.relu ? "true" : "false");
+  if (g.other) {  // ConvShape's other_activation, activation, activation_params
+    shape += fmt::format(", true, zoc::act::Kind::k{}, {}", g.other->math,
+                         activation_params_text(g.other_params));
+  }
+  shape += "}";
   constant(ctx, "ConvCall", "kConv_" + id,
            {shape, ctx.tensor(n.inputs[0]), "kW_" + id, "kB_" + id,
             g.residual ? ctx.tensor(n.inputs[1]) : "zoc::kNoTensor", ctx.tensor(n.output)});
-  const bool graph = ctx.graph_api && g.groups == 1;
+  const bool graph = graph_api_conv(n, ctx.graph_api);
   ctx.s.members.line("zoc::{} {}_;  // {}", graph ? "GraphConvLayer" : "ConvLayer", id,
                      sanitize_comment(ctx.title(n)));
   comment(ctx, n, summary);
@@ -165,11 +187,15 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
     emit_depthwise_call(ctx, n, i, g, conv_summary(ctx, n));
     return true;
   }
-  emit_conv_call(ctx, n, i, g, conv_summary(ctx, n));
-  // An activation cuDNN's epilogue lacks (fused into a depthwise conv that runs through cuDNN
-  // here): the model's activation kernel, in place on the conv's output.
-  const ir::FusedActivation* a = ir::fused_activation(static_cast<int>(n.attrs.i("activation")));
-  if (a && a->op != ir::OpKind::Relu) {
+  const ir::FusedActivation* a = non_relu_activation(n);
+  const bool in_epilogue = a && graph_api_conv(n, ctx.graph_api) && act::cudnn_pointwise(a->kind);
+  ConvGeom with = g;
+  if (in_epilogue) with.other = a, with.other_params = ir::fused_activation_params(n);
+  emit_conv_call(ctx, n, i, with, conv_summary(ctx, n));
+  // An activation the convolution's epilogue lacks (the legacy call fuses ReLU only; cuDNN's
+  // pointwise operations have no hardswish): the model's activation kernel, in place on the
+  // conv's output.
+  if (a && !in_epilogue) {
     emit_activation(ctx, n, i, fmt::format("zoc::act::Kind::k{}", a->math),
                     ir::fused_activation_params(n), n.output,
                     fmt::format("{} of {}, in place", ir::op_info(a->op).name, n.name));

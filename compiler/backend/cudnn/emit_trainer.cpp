@@ -352,14 +352,14 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   const uint64_t hash = fnv1a64(ir::print_graph(model, popts));
   const std::string base = sanitize_identifier(model.name) + "_train";
   const std::string cls = class_name_for(model.name) + "Trainer";
-  const std::string head = banner(options, model.name + " (trainer)", hash);
+  const std::string head = banner(options, model.name + " (trainer)", hash, false);
   Generated gen;
   gen.class_name = cls;
   gen.arena_bytes_per_sample = ctx.plan.arena_bytes_per_sample;
   gen.unshared_bytes_per_sample = ctx.plan.unplanned_bytes_per_sample;
   gen.weight_bytes = 3 * info.param_elements * 4;
   gen.files = {{"CMakeLists.txt",
-                cmake_lists(banner(options, model.name + " (trainer)", hash, "#"), base) +
+                cmake_lists(banner(options, model.name + " (trainer)", hash, false, "#"), base) +
                     nccl_cmake(base)},
                {base + ".h", trainer_header(ctx, head, cls, input, logits, loss)},
                {base + ".cpp", trainer_source(ctx, model, head, cls, base, forward, backward)},

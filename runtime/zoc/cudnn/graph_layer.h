@@ -8,6 +8,10 @@
 // cudnnConvolutionBiasActivationForward costs about a hundred (see
 // results/2026-11-22-h200-cudnn-graph-prototype/). tune() times the engine configs the
 // heuristics offer, as PyTorch's cudnn.benchmark does, and keeps the fastest.
+// An activation other than ReLU (ConvShape::other_activation) goes into the plan's epilogue where
+// an engine fuses it (fp16, bf16 and TF32 on the H100); where none does (fp32 with TF32 off: no
+// engine, measured 2026-11-25), the plan is the convolution alone and separate_activation() tells
+// the model to run its activation kernel in place after it.
 // Needs cudnn.h and cuda_runtime.h only.
 #pragma once
 
@@ -37,9 +41,67 @@ class GraphConvLayer {
   }
 
   // Builds the plan for batch n within workspace_limit bytes of workspace: the plan file's
-  // engine config for (layer, n) if it has one that fits, else the heuristics' first.
+  // engine config for (layer, n) if it has one that fits, else the heuristics' first; without
+  // the epilogue's activation if no engine fuses it (see separate_activation()).
   Status describe(cudnnHandle_t handle, int n, size_t workspace_limit, const char* layer,
                   const PlanFile* plan = nullptr) {
+    return with_fallback([&] { return describe_spec(handle, n, workspace_limit, layer, plan); });
+  }
+
+  // Times every candidate engine config (FusedConvPlan::candidates, at most kMaxTuneCandidates)
+  // on the real call at batch n with the given device pointers (z: the residual, or nullptr),
+  // within `scratch_bytes` of workspace, and keeps the fastest: *chosen receives it, and the
+  // layer is left described with it (bind() again before run()). Runs on `stream`. A config
+  // whose second call (the first loads its kernel) takes over twice the best median so far is
+  // not timed further: at batch 256 the slow engines would otherwise take most of the tuning.
+  Status tune(cudnnHandle_t handle, int n, void* x, const void* w, const void* bias,
+              const void* z, void* y, void* scratch, size_t scratch_bytes, cudaStream_t stream,
+              const char* layer, PlanChoice* chosen) {
+    return with_fallback([&] {
+      return tune_spec(handle, n, x, w, bias, z, y, scratch, scratch_bytes, stream, layer, chosen);
+    });
+  }
+
+  // True when the plan lacks the epilogue's activation (no engine fuses it): the caller applies
+  // ConvShape::activation in place on y after run().
+  bool separate_activation() const { return separate_; }
+
+  // Fixes the pointers the plan reads and writes (z: the residual, or null).
+  Status bind(void* x, const void* w, const void* bias, const void* z, void* y, void* ws,
+              const char* layer) {
+    return plan_.bind(x, w, bias, z, y, ws, layer);
+  }
+
+  Status run(cudnnHandle_t handle, const char* layer) const { return plan_.run(handle, layer); }
+
+  // The engine the current plan runs, for logs ("A#0 eng12 tc {k2=3}", "plan eng..." when
+  // rebuilt from a plan file; "+ activation kernel" when the activation runs after it).
+  std::string engine_name() const {
+    return plan_.engine_name() + (separate_ ? " + activation kernel" : "");
+  }
+
+  void destroy() { plan_ = FusedConvPlan(); }
+
+ private:
+  // Runs `step` (describe or tune) with the activation in the epilogue; if that fails and the
+  // activation is not ReLU, once more without it. The first error is the one reported when
+  // both fail.
+  template <class Step>
+  Status with_fallback(Step step) {
+    separate_ = false;
+    Status fused = step();
+    if (fused || !s_.other_activation) return fused;
+    separate_ = true;
+    Status plain = step();
+    if (!plain) {
+      separate_ = false;
+      return fused;
+    }
+    return plain;
+  }
+
+  Status describe_spec(cudnnHandle_t handle, int n, size_t workspace_limit, const char* layer,
+                       const PlanFile* plan) {
     const PlanChoice* chosen = plan ? plan->find(layer, n) : nullptr;
     if (chosen && chosen->engine >= 0 && chosen->workspace <= workspace_limit) {
       EngineChoice c{chosen->engine, {}};
@@ -56,15 +118,9 @@ class GraphConvLayer {
     return adopt(std::move(*built));
   }
 
-  // Times every candidate engine config (FusedConvPlan::candidates, at most kMaxTuneCandidates)
-  // on the real call at batch n with the given device pointers (z: the residual, or nullptr),
-  // within `scratch_bytes` of workspace, and keeps the fastest: *chosen receives it, and the
-  // layer is left described with it (bind() again before run()). Runs on `stream`. A config
-  // whose second call (the first loads its kernel) takes over twice the best median so far is
-  // not timed further: at batch 256 the slow engines would otherwise take most of the tuning.
-  Status tune(cudnnHandle_t handle, int n, void* x, const void* w, const void* bias,
-              const void* z, void* y, void* scratch, size_t scratch_bytes, cudaStream_t stream,
-              const char* layer, PlanChoice* chosen) {
+  Status tune_spec(cudnnHandle_t handle, int n, void* x, const void* w, const void* bias,
+                   const void* z, void* y, void* scratch, size_t scratch_bytes,
+                   cudaStream_t stream, const char* layer, PlanChoice* chosen) {
     *chosen = PlanChoice();
     ZOC_ASSIGN_OR_RETURN(std::vector<EngineChoice> list,
                          FusedConvPlan::candidates(handle, spec(n), kMaxTuneCandidates, layer));
@@ -102,27 +158,13 @@ class GraphConvLayer {
     return adopt(std::move(winner));
   }
 
-  // Fixes the pointers the plan reads and writes (z: the residual, or null).
-  Status bind(void* x, const void* w, const void* bias, const void* z, void* y, void* ws,
-              const char* layer) {
-    return plan_.bind(x, w, bias, z, y, ws, layer);
-  }
-
-  Status run(cudnnHandle_t handle, const char* layer) const { return plan_.run(handle, layer); }
-
-  // The engine the current plan runs, for logs ("A#0 eng12 tc {k2=3}", "plan eng..." when
-  // rebuilt from a plan file).
-  std::string engine_name() const { return plan_.engine_name(); }
-
-  void destroy() { plan_ = FusedConvPlan(); }
-
- private:
   FusedConvSpec spec(int n) const {
     return FusedConvSpec{n,         s_.c,        s_.h,        s_.w,      s_.k,      s_.r,
                          s_.s,      s_.pad_h,    s_.pad_w,    s_.stride_h, s_.stride_w, s_.dil_h,
                          s_.dil_w,  s_.out_h,    s_.out_w,    residual_, s_.relu,   p_.data,
                          p_.format == CUDNN_TENSOR_NHWC,
-                         p_.data == CUDNN_DATA_FLOAT && p_.math != CUDNN_FMA_MATH};
+                         p_.data == CUDNN_DATA_FLOAT && p_.math != CUDNN_FMA_MATH,
+                         s_.other_activation && !separate_, s_.activation, s_.activation_params};
   }
   Status adopt(FusedConvPlan p) {
     plan_ = std::move(p);
@@ -133,6 +175,7 @@ class GraphConvLayer {
   ConvShape s_{};
   Precision p_{};
   bool residual_ = false;
+  bool separate_ = false;  // the plan lacks s_.activation (separate_activation())
   FusedConvPlan plan_;
 };
 

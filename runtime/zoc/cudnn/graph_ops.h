@@ -1,12 +1,14 @@
-// The operation graph of a fused convolution (conv + bias [+ residual] [+ ReLU]) in cuDNN's
+// The operation graph of a fused convolution (conv + bias [+ residual] [+ activation]) in cuDNN's
 // backend (graph) API: owned descriptors, tensors, pointwise ops and the finalized graph.
 //
 // Why a file of its own: the graph is built the same way whether its engine comes from cuDNN's
 // heuristics or from a plan file's measured choice (zoc/cudnn/graph_engine.h picks engines,
 // zoc/cudnn/graph.h builds and runs plans). The graph follows the legacy call's formula
 // y = act(conv(x, w) + z + bias), in the order of cudnn-frontend's ConvBiasAct sample:
-//   conv_fwd(x, w) -> [add z] -> add bias (1xKx1x1, broadcast, same type as y) -> [relu] -> y
-// with fp32 virtual intermediates and fp32 compute.
+//   conv_fwd(x, w) -> [add z] -> add bias (1xKx1x1, broadcast, same type as y) -> [act] -> y
+// with fp32 virtual intermediates and fp32 compute, rounded once into y. The activation is ReLU
+// (the legacy call's one) or any that cuDNN's pointwise modes express (act::cudnn_pointwise):
+// ReLU6 and hardtanh as ReLU with both clips, SiLU as swish, sigmoid, tanh, GELU (erf, tanh).
 // Header-only C++17; needs cudnn.h and cuda_runtime.h (through cuda_check.h and device.h).
 #pragma once
 
@@ -22,6 +24,7 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/device.h"
 #include "zoc/core/expected.h"
+#include "zoc/math/activations.h"
 
 namespace zoc {
 
@@ -35,6 +38,10 @@ struct FusedConvSpec {
   cudnnDataType_t io_type;  // CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16 or CUDNN_DATA_FLOAT
   bool nhwc;                // NHWC activations and KRSC filters; else NCHW and KCRS
   bool allow_tf32 = false;  // fp32 only: accept engines that round inputs to TF32 (tensor cores)
+  // Instead of ReLU: this activation (act::cudnn_pointwise) with its parameters (hardtanh's bounds).
+  bool other_activation = false;
+  act::Kind activation = act::Kind::kRelu;
+  act::Params activation_params{};
 };
 
 // The error of a graph that no engine can run contains this text (see is_no_engine_error).
@@ -168,20 +175,11 @@ inline Expected<cudnnBackendDescriptor_t> make_tensor(int64_t uid, cudnnDataType
   return keep_desc(keep, std::move(t));
 }
 
-// One pointwise operation y = mode(x[, b]) computed in fp32; returns the operation.
-inline Expected<cudnnBackendDescriptor_t> make_pointwise(
-    cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+// The operation applying the finalized pointwise descriptor `raw_pw` to x [and b] into y.
+inline Expected<cudnnBackendDescriptor_t> make_pointwise_op(
+    cudnnBackendDescriptor_t raw_pw, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
     cudnnBackendDescriptor_t y, const char* name, std::vector<BackendDesc>* keep,
     const char* layer) {
-  const std::string what = std::string("pointwise descriptor '") + name + "'";
-  ZOC_ASSIGN_OR_RETURN(BackendDesc pw,
-                       BackendDesc::create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, what, layer));
-  cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, what, layer);
-  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, what, layer);
-  ZOC_TRY(finalize(pw, what, layer));
-  const cudnnBackendDescriptor_t raw_pw = keep_desc(keep, std::move(pw));
-
   const std::string op_what = std::string("pointwise operation '") + name + "'";
   ZOC_ASSIGN_OR_RETURN(
       BackendDesc op,
@@ -197,6 +195,67 @@ inline Expected<cudnnBackendDescriptor_t> make_pointwise(
                layer);
   ZOC_TRY(finalize(op, op_what, layer));
   return keep_desc(keep, std::move(op));
+}
+
+// One pointwise operation y = mode(x[, b]) computed in fp32; returns the operation.
+inline Expected<cudnnBackendDescriptor_t> make_pointwise(
+    cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+    cudnnBackendDescriptor_t y, const char* name, std::vector<BackendDesc>* keep,
+    const char* layer) {
+  const std::string what = std::string("pointwise descriptor '") + name + "'";
+  ZOC_ASSIGN_OR_RETURN(BackendDesc pw,
+                       BackendDesc::create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, what, layer));
+  cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, what, layer);
+  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, what, layer);
+  ZOC_TRY(finalize(pw, what, layer));
+  return make_pointwise_op(keep_desc(keep, std::move(pw)), x, b, y, name, keep, layer);
+}
+
+// The epilogue's activation y = f(x) as one pointwise operation. ReLU as the measured engines
+// saw it (cuDNN's documented defaults: clip below at 0, slope 0 there, no upper clip); hardtanh
+// (ReLU6) as ReLU clipped at its bounds, slope 0 below; SiLU as swish with beta 1. The
+// parameters are float, the operation's math precision (as cudnn-frontend sets them).
+inline Expected<cudnnBackendDescriptor_t> make_activation(const FusedConvSpec& s,
+                                                          cudnnBackendDescriptor_t x,
+                                                          cudnnBackendDescriptor_t y,
+                                                          std::vector<BackendDesc>* keep,
+                                                          const char* layer) {
+  const act::Kind k = s.other_activation ? s.activation : act::Kind::kRelu;
+  float lower = 0, upper = 0, slope = 0, beta = 1;
+  cudnnPointwiseMode_t mode = CUDNN_POINTWISE_RELU_FWD;
+  switch (k) {
+    case act::Kind::kRelu: break;
+    case act::Kind::kHardtanh:
+      lower = float(s.activation_params.a), upper = float(s.activation_params.b);
+      break;
+    case act::Kind::kSilu: mode = CUDNN_POINTWISE_SWISH_FWD; break;
+    case act::Kind::kSigmoid: mode = CUDNN_POINTWISE_SIGMOID_FWD; break;
+    case act::Kind::kTanh: mode = CUDNN_POINTWISE_TANH_FWD; break;
+    case act::Kind::kGelu: mode = CUDNN_POINTWISE_GELU_FWD; break;
+    case act::Kind::kGeluTanh: mode = CUDNN_POINTWISE_GELU_APPROX_TANH_FWD; break;
+    case act::Kind::kHardswish:
+    case act::Kind::kHardsigmoid: break;  // refused by validate()
+  }
+  const std::string what = "pointwise descriptor 'activation'";
+  ZOC_ASSIGN_OR_RETURN(BackendDesc pw,
+                       BackendDesc::create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, what, layer));
+  cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, what, layer);
+  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, what, layer);
+  if (k == act::Kind::kHardtanh) {
+    ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_FLOAT, 1, &lower, what,
+                 layer);
+    ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_FLOAT, 1, &upper, what,
+                 layer);
+    ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_FLOAT, 1, &slope,
+                 what, layer);
+  } else if (mode == CUDNN_POINTWISE_SWISH_FWD) {
+    ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_FLOAT, 1, &beta, what, layer);
+  }
+  ZOC_TRY(finalize(pw, what, layer));
+  return make_pointwise_op(keep_desc(keep, std::move(pw)), x, nullptr, y, "activation", keep,
+                           layer);
 }
 
 // Builds and finalizes the operation graph of `s` and returns it; every descriptor goes into
@@ -265,18 +324,18 @@ inline Expected<cudnnBackendDescriptor_t> make_op_graph(cudnnHandle_t handle,
     ops.push_back(op);
     cur = after_z;
   }
+  const bool activation = s.relu || s.other_activation;
   T bias_out = y;
-  if (s.relu) {
+  if (activation) {
     ZOC_ASSIGN_OR_RETURN(
         bias_out, make_tensor(kUidAddB, f32, yd, s.nhwc, true, "after_add_bias", keep, layer));
   }
   ZOC_ASSIGN_OR_RETURN(const T add_b, make_pointwise(CUDNN_POINTWISE_ADD, cur, b, bias_out,
                                                      "add_bias", keep, layer));
   ops.push_back(add_b);
-  if (s.relu) {
-    ZOC_ASSIGN_OR_RETURN(const T relu, make_pointwise(CUDNN_POINTWISE_RELU_FWD, bias_out, nullptr,
-                                                      y, "relu", keep, layer));
-    ops.push_back(relu);
+  if (activation) {
+    ZOC_ASSIGN_OR_RETURN(const T act, make_activation(s, bias_out, y, keep, layer));
+    ops.push_back(act);
   }
 
   ZOC_ASSIGN_OR_RETURN(
@@ -320,6 +379,10 @@ inline Status validate(const FusedConvSpec& s, const char* layer) {
   if (s.io_type != CUDNN_DATA_HALF && s.io_type != CUDNN_DATA_BFLOAT16 &&
       s.io_type != CUDNN_DATA_FLOAT) {
     return Error{who + "io_type must be CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16 or CUDNN_DATA_FLOAT"};
+  }
+  if (s.other_activation && (s.relu || !act::cudnn_pointwise(s.activation))) {
+    return Error{who + (s.relu ? "ReLU and another activation at once"
+                               : "the activation has no cuDNN pointwise mode")};
   }
   // Element counts of x, w and y must fit in int64 (each factor is < 2^31, so two steps suffice).
   const double biggest =

@@ -180,4 +180,9 @@ enum class Kind {
 #undef ZOC_ACTIVATION_KIND
 };
 
+// Whether cuDNN's graph API has a pointwise mode computing the activation (ReLU with clips for
+// hardtanh, swish with beta 1 for SiLU, GELU in both forms: zoc/cudnn/graph_ops.h maps them), so
+// that a graph-API convolution applies it in its epilogue. Hardswish and hardsigmoid have none.
+constexpr bool cudnn_pointwise(Kind k) { return k != Kind::kHardswish && k != Kind::kHardsigmoid; }
+
 }  // namespace zoc::act

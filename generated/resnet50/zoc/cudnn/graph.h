@@ -1,4 +1,4 @@
-// Fused convolution (conv + bias [+ residual] [+ ReLU]) through cuDNN's backend (graph) API,
+// Fused convolution (conv + bias [+ residual] [+ activation]) through cuDNN's backend (graph) API,
 // built once and executed with a single cudnnBackendExecute per call.
 //
 // Why: cuDNN 9's deprecated cudnnConvolutionBiasActivationForward costs about 100 us of host time

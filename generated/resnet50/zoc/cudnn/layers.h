@@ -20,6 +20,7 @@
 #include "zoc/cudnn/exact.h"
 #include "zoc/core/expected.h"
 #include "zoc/cudnn/plan_file.h"
+#include "zoc/math/activations.h"
 
 namespace zoc {
 
@@ -43,7 +44,12 @@ struct ConvShape {
   int k, r, s;  // output channels, kernel height and width
   int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups;
   int out_h, out_w;
-  bool relu;  // ReLU in the epilogue, else identity
+  bool relu;  // ReLU in the epilogue (the one activation the legacy call fuses), else identity
+  // Instead, any activation cuDNN's pointwise operations express (act::cudnn_pointwise), in the
+  // epilogue of a graph-API convolution (GraphConvLayer); the legacy ConvLayer refuses it.
+  bool other_activation = false;
+  act::Kind activation = act::Kind::kRelu;
+  act::Params activation_params{};
 };
 
 // Times `call` (a cuDNN call enqueued on `stream`, returning its status) as the generated
@@ -100,6 +106,11 @@ class ConvLayer {
   size_t workspace = 0;
 
   Status create(const ConvShape& s, const Precision& p, const char* layer) {
+    if (s.other_activation) {
+      return Error{std::string("layer '") + layer +
+                   "': cuDNN's legacy fused convolution applies ReLU only; another activation "
+                   "needs the graph API (GraphConvLayer)"};
+    }
     s_ = s;
     p_ = p;
     ZOC_CUDNN(cudnnCreateTensorDescriptor(&x), layer);

@@ -230,8 +230,9 @@ struct Run {
     ZOC_TRY(legacy_conv(l, c, s.cudnn, s.workspace, name));
     return mark();
   }
-  Status conv(GraphConvLayer& l, const ConvCall&, const char* name) {
+  Status conv(GraphConvLayer& l, const ConvCall& c, const char* name) {
     ZOC_TRY(l.run(s.cudnn, name));
+    ZOC_TRY(separate_activation(l, c, stream, name));
     return mark();
   }
   // On the side stream, beside the main branch until join(branch).
@@ -241,6 +242,7 @@ struct Run {
     ZOC_CUDA(cudaStreamWaitEvent(s.side, s.fork[branch], 0), name);
     if constexpr (std::is_same_v<L, GraphConvLayer>) {
       ZOC_TRY(l.run(s.cudnn_side, name));
+      ZOC_TRY(separate_activation(l, c, s.side, name));
     } else {
       ZOC_TRY(legacy_conv(l, c, s.cudnn_side, s.side_workspace, name));
     }
@@ -354,6 +356,17 @@ struct Run {
   }
 
  private:
+  // The activation a graph-API plan could not fuse (no engine: fp32 with TF32 off), in place.
+  Status separate_activation(const GraphConvLayer& l, const ConvCall& c, cudaStream_t on,
+                             const char* name) {
+    if (!l.separate_activation()) return Status::success();
+    const ConvShape& g = c.shape;
+    const int64_t count = int64_t(n) * g.k * g.out_h * g.out_w;
+    ZOC_CUDA(model_kernels::activation(g.activation, g.activation_params, act(c.y), act(c.y),
+                                       count, on),
+             name);
+    return Status::success();
+  }
   Status legacy_conv(ConvLayer& l, const ConvCall& c, cudnnHandle_t handle, void* workspace,
                      const char* name) {
     const bool residual = c.z != kNoTensor;

@@ -1,4 +1,5 @@
-// GPU test of runtime/zoc/core/kernels.cuh against CPU computations.
+// GPU test of runtime/zoc/core/kernels.cuh (and layer_kernels.cuh's channel_mul) against CPU
+// computations.
 //
 // The custom kernels sit between cuDNN calls in every generated model, where a wrong index or a
 // missed tail element corrupts results silently; this program checks each launcher for float,
@@ -6,8 +7,8 @@
 // vector width of the pooling kernel, a misaligned pointer) and one case past 2^31 elements for the
 // 64-bit indexing. Outputs are poisoned before each launch so unwritten elements show. Conversions
 // and elementwise results must match the CPU bit for bit (the CPU uses the same float arithmetic
-// and rounding); pooling, whose sums the CPU repeats in the same order, may differ by one unit in
-// the last place. No test framework: the last line is "N passed, M failed", the exit status
+// and rounding); pooling, which adds in an order of its own, must lie within float summation's
+// error bound of the exact mean. No test framework: the last line is "N passed, M failed", the exit status
 // non-zero on any failure. Runs on the GPU machine only (see tests/gpu/gpu_check.sh).
 #include <cmath>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "zoc/core/kernels.cuh"
+#include "zoc/core/layer_kernels.cuh"
 
 namespace {
 
@@ -189,6 +191,34 @@ void test_add(int64_t count, bool relu, bool in_place) {
          err);
 }
 
+// y = x * s per channel (zoc/core/layer_kernels.cuh): s per sample ([n, c]) or shared ([c]), in
+// either layout; every element is one float product rounded once, so the result is exact.
+// Sizes pick the vector kernel (c or hw a multiple of 16 bytes' worth) or the general one.
+template <class T>
+void test_channel_mul(int n, int c, int hw, bool nhwc, bool per_sample, int offset) {
+  const std::string name = std::string("channel_mul<") + type_name<T>() + "> n" +
+                           std::to_string(n) + " c" + std::to_string(c) + " hw" +
+                           std::to_string(hw) + (nhwc ? " nhwc" : " nchw") +
+                           (per_sample ? " per-sample" : " shared") +
+                           (offset ? " misaligned" : "");
+  const size_t count = static_cast<size_t>(n) * c * hw;
+  std::vector<T> x = random_values<T>(count + offset, 19);
+  std::vector<T> s = random_values<T>(static_cast<size_t>(per_sample ? n : 1) * c, 20);
+  std::vector<T> want(count);
+  for (size_t i = 0; i < count; ++i) {
+    const size_t b = i / (static_cast<size_t>(c) * hw);
+    const size_t k = nhwc ? i % c : (i / hw) % c;
+    want[i] = from_float<T>(to_float(x[offset + i]) * to_float(s[(per_sample ? b * c : 0) + k]));
+  }
+  Device<T> d_x(x), d_s(s), d_y(count + offset);
+  d_y.poison();
+  const zoc::ChannelMulShape m{c, hw, nhwc, per_sample, false};
+  std::string err = run_status(zoc::kernels::launch_channel_mul<T, T>(
+      d_x.ptr + offset, d_s.ptr, d_y.ptr + offset, static_cast<int64_t>(count), m, nullptr));
+  if (err.empty()) err = compare_exact(d_y.read(count, offset), want);
+  report(err.empty(), name, err);
+}
+
 // `offset` elements past an aligned allocation for x and y: forces narrower vectors.
 template <class T>
 void test_avgpool(int n, int hw, int c, int offset) {
@@ -196,13 +226,21 @@ void test_avgpool(int n, int hw, int c, int offset) {
                            std::to_string(n) + " hw" + std::to_string(hw) + " c" +
                            std::to_string(c) + (offset ? " misaligned" : "");
   std::vector<T> x = random_values<T>(static_cast<size_t>(n) * hw * c + offset, 17);
-  std::vector<T> want(static_cast<size_t>(n) * c);
+  // The kernel adds in float in an order of its own (pixel lanes, then a tree): the reference
+  // is the exact mean, and the bound is float summation's worst case over hw terms plus T's
+  // rounding of the result. An index error is off by whole values, far outside it.
+  std::vector<double> want(static_cast<size_t>(n) * c), bound(want.size());
   for (int b = 0; b < n; ++b)
     for (int k = 0; k < c; ++k) {
-      float sum = 0.0f;  // the kernel's order: sequential over pixels, in float
-      for (int p = 0; p < hw; ++p)
-        sum += to_float(x[offset + (static_cast<size_t>(b) * hw + p) * c + k]);
-      want[static_cast<size_t>(b) * c + k] = from_float<T>(sum * (1.0f / static_cast<float>(hw)));
+      double sum = 0.0, magnitude = 0.0;
+      for (int p = 0; p < hw; ++p) {
+        const double v = to_float(x[offset + (static_cast<size_t>(b) * hw + p) * c + k]);
+        sum += v;
+        magnitude += std::fabs(v);
+      }
+      const size_t at = static_cast<size_t>(b) * c + k;
+      want[at] = sum / hw;
+      bound[at] = epsilon<T>() * std::fabs(want[at]) + 0x1.0p-24 * magnitude + 1e-7;
     }
   Device<T> d_x(x), d_y(want.size() + offset);
   d_y.poison();
@@ -211,10 +249,10 @@ void test_avgpool(int n, int hw, int c, int offset) {
   if (err.empty()) {
     std::vector<T> got = d_y.read(want.size(), offset);
     for (size_t i = 0; i < want.size() && err.empty(); ++i) {
-      const double g = to_float(got[i]), w = to_float(want[i]);
-      if (!(std::fabs(g - w) <= 1e-7 + 2 * epsilon<T>() * std::fabs(w))) {
+      const double g = to_float(got[i]);
+      if (!(std::fabs(g - want[i]) <= bound[i])) {
         err = "index " + std::to_string(i) + ": got " + std::to_string(g) + ", want " +
-              std::to_string(w);
+              std::to_string(want[i]);
       }
     }
   }
@@ -275,6 +313,14 @@ void test_type() {
   test_avgpool<T>(1, 49, 2048, 0);   // batch 1: few threads
   test_avgpool<T>(3, 13, 1001, 0);   // odd everything
   test_avgpool<T>(2, 1, 5, 0);       // hw 1
+  test_avgpool<T>(1, 12544, 32, 0);  // one narrow map of many pixels (a block's lanes)
+  test_avgpool<T>(3, 49, 1152, 0);   // many channel tiles
+  test_channel_mul<T>(4, 96, 49, true, true, 0);     // NHWC vectors
+  test_channel_mul<T>(4, 96, 49, true, false, 0);    // NHWC vectors, one scale vector
+  test_channel_mul<T>(3, 20, 64, false, true, 0);    // NCHW vectors along the pixels
+  test_channel_mul<T>(3, 7, 13, true, true, 0);      // general kernel (c, hw odd)
+  test_channel_mul<T>(2, 96, 49, true, true, 1);     // misaligned: general kernel
+  test_channel_mul<T>(1, 32, 12544, true, true, 0);  // batch 1, a large map
 }
 
 // Invalid arguments are refused without a launch, empty work launches nothing.

@@ -53,11 +53,65 @@ __global__ void channel_mul_kernel(const T* x, const S* s, T* y, int64_t count, 
   }
 }
 
+// The per-channel scale (squeeze-and-excitation's gate, layer scale) V elements at a time:
+// blockIdx.y is the sample, and within it vector j covers channels k..k+V-1 of one pixel (NHWC,
+// c % V == 0) or V pixels of channel k (NCHW, hw % V == 0), found with 32-bit arithmetic. The
+// general kernel above spends two 64-bit divisions per element and ran EfficientNet-B0's gates
+// at ~1.15 TB/s (24% of its time at batch 256 fp16).
+template <class T, class S, int V>
+__global__ void channel_mul_vec_kernel(const T* x, const S* s, T* y, int n, ChannelMulShape m) {
+  const int per_sample = static_cast<int>(m.c * m.hw / V);
+  const int c = static_cast<int>(m.c), row = static_cast<int>(m.nhwc ? m.c : m.hw) / V;
+  for (int b = static_cast<int>(blockIdx.y); b < n; b += static_cast<int>(gridDim.y)) {
+    const int64_t base = static_cast<int64_t>(b) * m.c * m.hw;
+    const S* gate = s + (m.per_sample ? static_cast<int64_t>(b) * c : 0);
+    for (int j = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); j < per_sample;
+         j += static_cast<int>(gridDim.x * blockDim.x)) {
+      const Vec<T, V> in = reinterpret_cast<const Vec<T, V>*>(x + base)[j];
+      Vec<T, V> out;
+      if (m.nhwc) {
+        const int k = (j % row) * V;
+#pragma unroll
+        for (int e = 0; e < V; ++e) out.v[e] = from_float<T>(to_float(in.v[e]) * to_float(gate[k + e]));
+      } else {
+        const float f = to_float(gate[j / row]);
+#pragma unroll
+        for (int e = 0; e < V; ++e) out.v[e] = from_float<T>(to_float(in.v[e]) * f);
+      }
+      reinterpret_cast<Vec<T, V>*>(y + base)[j] = out;
+    }
+  }
+}
+
+namespace detail {
+
+template <class T, class S, int V>
+cudaError_t launch_channel_mul_vec(const T* x, const S* s, T* y, int64_t n, ChannelMulShape m,
+                                   cudaStream_t stream) {
+  const int64_t per_sample = m.c * m.hw / V;
+  const int64_t blocks = (per_sample + kBlock - 1) / kBlock;
+  const dim3 grid(static_cast<unsigned>(blocks < 4096 ? blocks : 4096),
+                  static_cast<unsigned>(n < 65535 ? n : 65535));
+  channel_mul_vec_kernel<T, S, V><<<grid, kBlock, 0, stream>>>(x, s, y, static_cast<int>(n), m);
+  return launched();
+}
+
+}  // namespace detail
+
 template <class T, class S>
 cudaError_t launch_channel_mul(const T* x, const S* s, T* y, int64_t count, ChannelMulShape m,
                                cudaStream_t stream) {
   if (count < 0) return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;
+  // 16-byte vectors where each stays inside one row of equal scales (or one pixel's channels)
+  // and both tensors are aligned to it; the general kernel otherwise.
+  constexpr int V = static_cast<int>(16 / sizeof(T));
+  const int64_t per_sample = m.c * m.hw, row = m.nhwc ? m.c : m.hw;
+  if (!m.elementwise && per_sample > 0 && count % per_sample == 0 && row % V == 0 &&
+      per_sample / V <= INT32_MAX && m.c <= INT32_MAX && count / per_sample <= INT32_MAX &&
+      detail::aligned(x, 16) && detail::aligned(y, 16)) {
+    return detail::launch_channel_mul_vec<T, S, V>(x, s, y, count / per_sample, m, stream);
+  }
   channel_mul_kernel<T, S><<<detail::grid_for(count), detail::kBlock, 0, stream>>>(x, s, y, count,
                                                                                   m);
   return detail::launched();

@@ -23,6 +23,7 @@ zoc::PlanFile sample() {
   p.set({"layer1.0.conv2", 256, 6, 2, 0, 0.25, -1, ""});
   p.set({"layer1.0.conv3", 8, 0, 0, 1 << 20, 0.031, 42, "k2=3,k14=-1"});  // a graph-API config
   p.set({"fc", 8, 0, 0, 0, 0.002, 7, "-"});
+  p.set({"stem", 256, 0, 0, 0, 0.3, 52, "-", true});  // the conv alone, its activation after
   return p;
 }
 
@@ -48,6 +49,11 @@ TEST(PlanFile, RoundTripKeepsEveryChoice) {
   EXPECT_EQ(back->find("layer1.0.conv2", 256)->engine, -1);  // a legacy choice stays legacy
   EXPECT_NE(p.text().find("graph 8 42 k2=3,k14=-1 1048576 0.03100 layer1.0.conv3\n"),
             std::string::npos);
+  EXPECT_FALSE(back->find("layer1.0.conv3", 8)->split);
+  ASSERT_NE(back->find("stem", 256), nullptr);
+  EXPECT_TRUE(back->find("stem", 256)->split);
+  EXPECT_EQ(back->find("stem", 256)->engine, 52);
+  EXPECT_NE(p.text().find("graph-split 256 52 - 0 0.30000 stem\n"), std::string::npos);
 }
 
 TEST(PlanFile, KnobListsParseAndPrintBack) {
@@ -68,10 +74,10 @@ TEST(PlanFile, KnobListsParseAndPrintBack) {
 TEST(PlanFile, SetReplacesTheChoiceForALayerAndBatch) {
   zoc::PlanFile p = sample();
   p.set({"conv1", 1, 0, 0, 0, 0.5, -1, ""});
-  EXPECT_EQ(p.choices.size(), 4u);
+  EXPECT_EQ(p.choices.size(), 5u);
   EXPECT_EQ(p.find("conv1", 1)->algo, 0);
   p.set({"conv1", 1, 0, 0, 0, 0.4, 9, "k1=2"});  // a graph-API choice replaces a legacy one
-  EXPECT_EQ(p.choices.size(), 4u);
+  EXPECT_EQ(p.choices.size(), 5u);
   EXPECT_EQ(p.find("conv1", 1)->engine, 9);
 }
 
@@ -121,7 +127,12 @@ TEST(PlanFile, MalformedFilesAreLocatedErrors) {
   EXPECT_EQ(error_of("zoc-plan 1\nmodel m fp16\n"),
             "p.plan:2: 'model' needs a name, a precision and an IR hash");
   EXPECT_EQ(error_of(head + "engine 3\n"),
-            "p.plan:5: unknown line 'engine' (expected gpu, cudnn, model, conv or graph)");
+            "p.plan:5: unknown line 'engine' (expected gpu, cudnn, model, conv, graph or "
+            "graph-split)");
+  EXPECT_EQ(error_of(head + "graph-split 1 42 k2=3 0 0.1\n"),
+            "p.plan:5: expected 'graph-split BATCH ENGINE KNOBS WORKSPACE MS LAYER'");
+  EXPECT_EQ(error_of(head + "graph 1 42 - 0 0.1 conv1\ngraph-split 1 42 - 0 0.1 conv1\n"),
+            "p.plan:6: a second choice for layer 'conv1' at batch 1");
   EXPECT_EQ(error_of(head + "graph 1 42 k2=3 0 0.1\n"),
             "p.plan:5: expected 'graph BATCH ENGINE KNOBS WORKSPACE MS LAYER'");
   EXPECT_EQ(error_of(head + "graph 1 -3 k2=3 0 0.1 conv1\n"), "p.plan:5: engine out of range");

@@ -11,7 +11,11 @@
 // An activation other than ReLU (ConvShape::other_activation) goes into the plan's epilogue where
 // an engine fuses it (fp16, bf16 and TF32 on the H100); where none does (fp32 with TF32 off: no
 // engine, measured 2026-11-25), the plan is the convolution alone and separate_activation() tells
-// the model to run its activation kernel in place after it.
+// the model to run its activation kernel in place after it. tune() also measures that split
+// form where the fused one is slow, and keeps it when faster (measured 2026-11-25: MobileNetV2's
+// 3->32 stem with ReLU6 fused ran 1.15 ms at batch 256 fp16, the engine heuristics and tuning
+// offered for conv + bias + clipped ReLU being poor at 4 input channels); the plan file says
+// `graph-split` for it.
 // Needs cudnn.h and cuda_runtime.h only.
 #pragma once
 
@@ -28,6 +32,12 @@ class GraphConvLayer {
   // Engine configs timed per layer and batch by tune(), A's best first (PyTorch's
   // torch.backends.cudnn.benchmark_limit is 10 by default).
   static constexpr size_t kMaxTuneCandidates = 24;
+  // The split form (convolution alone, activation after it) is timed only where the best fused
+  // config takes longer than this, and over fewer configs: it doubles a layer's tuning, and
+  // can win back only a share of a layer's time (EfficientNet-B0 at batch 1 has 50 layers of
+  // a few microseconds each, and its tuning already takes minutes).
+  static constexpr float kSplitTryMs = 0.05f;
+  static constexpr size_t kMaxSplitCandidates = 8;
 
   Status create(const ConvShape& s, const Precision& p, bool residual, const char* layer) {
     if (s.groups != 1) {
@@ -41,10 +51,16 @@ class GraphConvLayer {
   }
 
   // Builds the plan for batch n within workspace_limit bytes of workspace: the plan file's
-  // engine config for (layer, n) if it has one that fits, else the heuristics' first; without
-  // the epilogue's activation if no engine fuses it (see separate_activation()).
+  // engine config for (layer, n) if it has one that fits (a graph-split one without the
+  // activation), else the heuristics' first; without the epilogue's activation if no engine
+  // fuses it (see separate_activation()).
   Status describe(cudnnHandle_t handle, int n, size_t workspace_limit, const char* layer,
                   const PlanFile* plan = nullptr) {
+    const PlanChoice* chosen = plan ? plan->find(layer, n) : nullptr;
+    if (chosen && chosen->split && s_.other_activation) {
+      separate_ = true;
+      return describe_spec(handle, n, workspace_limit, layer, plan);
+    }
     return with_fallback([&] { return describe_spec(handle, n, workspace_limit, layer, plan); });
   }
 
@@ -54,12 +70,35 @@ class GraphConvLayer {
   // layer is left described with it (bind() again before run()). Runs on `stream`. A config
   // whose second call (the first loads its kernel) takes over twice the best median so far is
   // not timed further: at batch 256 the slow engines would otherwise take most of the tuning.
+  // With an activation other than ReLU, `activate(stream)` launches it in place on y: the split
+  // form (the convolution's configs without it, each timed with that launch after it) competes
+  // where the fused best is slower than kSplitTryMs.
+  template <class Activate>
   Status tune(cudnnHandle_t handle, int n, void* x, const void* w, const void* bias,
               const void* z, void* y, void* scratch, size_t scratch_bytes, cudaStream_t stream,
-              const char* layer, PlanChoice* chosen) {
-    return with_fallback([&] {
-      return tune_spec(handle, n, x, w, bias, z, y, scratch, scratch_bytes, stream, layer, chosen);
-    });
+              const char* layer, PlanChoice* chosen, Activate activate) {
+    auto no_activation = [](cudaStream_t) { return cudaSuccess; };
+    auto fused_step = [&] {
+      return tune_spec(handle, n, x, w, bias, z, y, scratch, scratch_bytes, stream, layer, chosen,
+                       kMaxTuneCandidates, no_activation);
+    };
+    if (!s_.other_activation) return with_fallback(fused_step);
+    separate_ = false;
+    Status fused = fused_step();
+    if (fused && chosen->ms <= kSplitTryMs) return fused;
+    const PlanChoice fused_choice = *chosen;
+    FusedConvPlan fused_plan = std::move(plan_);
+    separate_ = true;
+    Status split = tune_spec(handle, n, x, w, bias, z, y, scratch, scratch_bytes, stream, layer,
+                             chosen, fused ? kMaxSplitCandidates : kMaxTuneCandidates, activate);
+    if (split && (!fused || chosen->ms < fused_choice.ms)) {
+      chosen->split = true;
+      return split;
+    }
+    separate_ = false;
+    *chosen = fused_choice;
+    if (!fused) return fused;
+    return adopt(std::move(fused_plan));
   }
 
   // True when the plan lacks the epilogue's activation (no engine fuses it): the caller applies
@@ -118,12 +157,15 @@ class GraphConvLayer {
     return adopt(std::move(*built));
   }
 
+  // Times up to `most` configs of spec(n), each call followed by `after(stream)`.
+  template <class After>
   Status tune_spec(cudnnHandle_t handle, int n, void* x, const void* w, const void* bias,
                    const void* z, void* y, void* scratch, size_t scratch_bytes,
-                   cudaStream_t stream, const char* layer, PlanChoice* chosen) {
+                   cudaStream_t stream, const char* layer, PlanChoice* chosen, size_t most,
+                   After after) {
     *chosen = PlanChoice();
     ZOC_ASSIGN_OR_RETURN(std::vector<EngineChoice> list,
-                         FusedConvPlan::candidates(handle, spec(n), kMaxTuneCandidates, layer));
+                         FusedConvPlan::candidates(handle, spec(n), most, layer));
     ZOC_CUDNN(cudnnSetStream(handle, stream), layer);
     EventTimer one_call;
     float best = -1;
@@ -133,7 +175,11 @@ class GraphConvLayer {
       if (!built) continue;  // does not finalize here, or needs too much workspace
       FusedConvPlan& p = *built;
       ZOC_TRY(p.bind(x, w, bias, z, y, scratch, layer));
-      auto call = [&] { return cudnnBackendExecute(handle, p.plan(), p.pack()); };
+      auto call = [&] {
+        const cudnnStatus_t ran = cudnnBackendExecute(handle, p.plan(), p.pack());
+        if (ran != CUDNN_STATUS_SUCCESS) return ran;
+        return after(stream) == cudaSuccess ? ran : CUDNN_STATUS_EXECUTION_FAILED;
+      };
       if (call() != CUDNN_STATUS_SUCCESS) continue;  // loads the kernel; does it run at all?
       ZOC_TRY(one_call.start(stream));
       ZOC_CUDNN(call(), layer);

@@ -157,12 +157,26 @@ struct Tune : StepBase {
   size_t scratch_bytes;
   cudaStream_t stream;
   PlanFile* plan;
-  template <class L>
-  Status conv(L& l, const ConvCall& c, const char* name) {
+  Status conv(ConvLayer& l, const ConvCall& c, const char* name) {
     PlanChoice choice;
     const void* z = c.z == kNoTensor ? nullptr : s.act(c.z, input);
     ZOC_TRY(l.tune(s.cudnn, n, s.act(c.x, input), s.weight(c.w), s.weight(c.b), z,
                    s.act(c.y, input), scratch, scratch_bytes, stream, name, &choice));
+    plan->set(choice);
+    return Status::success();
+  }
+  // A graph-API layer also times its split form: the activation as Run's in-place kernel.
+  Status conv(GraphConvLayer& l, const ConvCall& c, const char* name) {
+    PlanChoice choice;
+    const void* z = c.z == kNoTensor ? nullptr : s.act(c.z, input);
+    void* y = s.act(c.y, input);
+    const ConvShape& g = c.shape;
+    const int64_t count = int64_t(n) * g.k * g.out_h * g.out_w;
+    auto activate = [&](cudaStream_t on) {
+      return model_kernels::activation(g.activation, g.activation_params, y, y, count, on);
+    };
+    ZOC_TRY(l.tune(s.cudnn, n, s.act(c.x, input), s.weight(c.w), s.weight(c.b), z, y, scratch,
+                   scratch_bytes, stream, name, &choice, activate));
     plan->set(choice);
     return Status::success();
   }

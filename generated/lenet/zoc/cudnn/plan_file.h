@@ -16,9 +16,13 @@
 //   model resnet50 fp16 7c0d2a0fe3f1b9aa
 //   conv <batch> <algo> <math type> <workspace bytes> <median ms> <layer name>
 //   graph <batch> <engine> <knobs> <workspace bytes> <median ms> <layer name>
+//   graph-split <batch> <engine> <knobs> <workspace bytes> <median ms> <layer name>
 //
 // A `graph` line is a graph-API engine config: cuDNN's global engine index and its knob choices
 // ("k<knob type>=<value>,..." or "-" for none), from which the execution plan is rebuilt exactly.
+// A `graph-split` line is the engine config of the convolution without its epilogue's
+// activation, which then runs as a kernel of its own: tuning measured that pair faster than
+// every config with the activation fused (the time is the pair's).
 //
 // Dependency-free C++17 (no CUDA): unit-tested on machines without a GPU.
 #pragma once
@@ -75,6 +79,7 @@ struct PlanChoice {
   double ms = 0;         // the measured median, for the reader
   int64_t engine = -1;   // graph API: cuDNN's global engine index; -1: a legacy choice
   std::string knobs{};   // graph API: knob_list_text() of the engine config's knob choices
+  bool split = false;    // graph API: the config lacks the epilogue's activation (graph-split)
 };
 
 struct PlanFile {
@@ -137,7 +142,7 @@ struct PlanFile {
       char ms[32];
       std::snprintf(ms, sizeof(ms), "%.5f", c.ms);
       if (c.engine >= 0) {
-        out << "graph " << c.batch << " " << c.engine << " " << (c.knobs.empty() ? "-" : c.knobs)
+        out << (c.split ? "graph-split " : "graph ") << c.batch << " " << c.engine << " " << (c.knobs.empty() ? "-" : c.knobs)
             << " " << c.workspace << " " << ms << " " << c.layer << "\n";
       } else {
         out << "conv " << c.batch << " " << c.algo << " " << c.math << " " << c.workspace << " "
@@ -206,16 +211,17 @@ struct PlanFile {
           return at("'model' needs a name, a precision and an IR hash");
         }
         have_model = true;
-      } else if (key == "conv" || key == "graph") {
+      } else if (key == "conv" || key == "graph" || key == "graph-split") {
         PlanChoice c;
         std::string extra;
         long long workspace = -1;  // signed: ">>" into an unsigned would wrap "-5"
-        const bool graph = key == "graph";
+        const bool graph = key != "conv";
+        c.split = key == "graph-split";
         bool read = graph ? bool(fields >> c.batch >> c.engine >> c.knobs)
                           : bool(fields >> c.batch >> c.algo >> c.math);
         read = read && (fields >> workspace >> c.ms >> c.layer) && !(fields >> extra);
         if (!read) {
-          return at(graph ? "expected 'graph BATCH ENGINE KNOBS WORKSPACE MS LAYER'"
+          return at(graph ? "expected '" + key + " BATCH ENGINE KNOBS WORKSPACE MS LAYER'"
                           : "expected 'conv BATCH ALGO MATH WORKSPACE MS LAYER'");
         }
         if (workspace < 0) return at("workspace out of range");
@@ -236,7 +242,7 @@ struct PlanFile {
         }
         plan.choices.push_back(c);
       } else {
-        return at("unknown line '" + key + "' (expected gpu, cudnn, model, conv or graph)");
+        return at("unknown line '" + key + "' (expected gpu, cudnn, model, conv, graph or graph-split)");
       }
     }
     if (number == 0) return Error{path + ": empty file (not a zoc plan file)"};

@@ -208,15 +208,16 @@ def case_plan(work):
         for v in ("zoc-graph_fp16_nhwc", "zoc-graph_fp32_nchw",
                   "eager" + cl, "torchscript-py-frozen-graph" + cl,
                   "torchscript-py-optimized-graph" + cl, "torchscript-cpp-optimized" + cl,
-                  "jax-xla_fp16_nhwc", "eager_fp32_nchw", "torchscript-py-optimized-graph_fp32_nchw",
-                  "jax-xla_fp32_nhwc"):
+                  "jax-xla_fp16_nhwc", "eager_fp32_nchw",
+                  "torchscript-py-optimized-graph_fp32_nchw"):
             assert batches(v) == [1, 8, 32, 64, 256], "zoo: %s %s at %s" % (model, v, batches(v))
         for v in ("compile-default" + cl, "compile-max-autotune" + cl,
-                  "zoc-graph-tuned_fp16_nhwc"):
+                  "zoc-graph-tuned_fp16_nhwc", "jax-xla_fp32_nhwc"):
             assert batches(v) == [1, 256], "zoo: %s %s at %s" % (model, v, batches(v))
     assert not any(s["runner"] == "resnet50_nn" for p in plan.ZOO_PARTS
                    for s in plan.steps_for(p)), "resnet50_nn is ResNet-50 only"
-    profiled = [v for s in plan.steps_for("zoo") for v, _ in s["runs"] if v["family"] == "zoc"]
+    profiled = [v for p in ("zoo", "zoo-tuned") for s in plan.steps_for(p)
+                for v, _ in s["runs"] if v["family"] == "zoc"]
     assert all(v["profile"] for v in profiled), "a zoo zoc row without its per-layer profile"
     folders = [f[0] for f in plan.zoc_folders("zoo")]
     assert folders == ["efficientnet_b0_r224_fp16", "efficientnet_b0_r224_fp32",

@@ -31,10 +31,12 @@ limit: raise HARNESS_BUDGET_S).
 The zoo sweep (issue 20: MobileNetV2 and EfficientNet-B0 at 224x224, batch 1, 8, 32, 64, 256),
 torchvision's networks with models/zoo.py's weights, compiled by zoc through its TorchScript
 route (prepare.sh scripts them first), comes in parts too: zoo (zoc fp16 and fp32 in CUDA graphs
-with their per-layer profiles, fp16 tuned; PyTorch eager, frozen and optimized TorchScript in CUDA
-graphs; optimized TorchScript from C++), zoo-jax (JAX/XLA fp16 and fp32, whose Flax versions of
-both networks are jax_models.py's, and torch.compile's default mode at batch 1 and 256: the rows
-that compile per batch size), and zoo-compile-1 / zoo-compile-256 (torch.compile max-autotune at
+with their per-layer profiles; PyTorch eager, frozen and optimized TorchScript in CUDA graphs;
+optimized TorchScript from C++), zoo-tuned (zoc fp16 with every convolution's engine chosen by
+measurement, at batch 1 and 256: EfficientNet-B0's tuning alone takes minutes), zoo-jax (JAX/XLA
+fp16, and fp32 at batch 1 and 256, whose Flax versions of both networks are jax_models.py's, and
+torch.compile's default mode at batch 1 and 256: the rows that compile per batch size), and
+zoo-compile-1 / zoo-compile-256 (torch.compile max-autotune at
 one batch size, MobileNetV2 first: EfficientNet-B0's ~40 convolution shapes may not both fit one
 command at 256; a part run again on the same machine resumes from inductor's cache).
 """
@@ -53,7 +55,7 @@ NATIVE_RES = {"resnet50": 224, "lenet": 28, "mobilenet_v2": 224, "efficientnet_b
 PARTS = ("batch-zoc", "batch-torch", "batch-cpp", "resolution", "lenet", "compile",
          "compile-max-32", "compile-max-256", "jax")
 QUICK_PARTS = ("quick-main", "quick-jax")
-ZOO_PARTS = ("zoo", "zoo-jax", "zoo-compile-1", "zoo-compile-256")
+ZOO_PARTS = ("zoo", "zoo-tuned", "zoo-jax", "zoo-compile-1", "zoo-compile-256")
 MODES = ("quick",) + QUICK_PARTS + PARTS + ("full",) + ZOO_PARTS
 
 LAYOUT_LABEL = {"nchw": "NCHW", "channels_last": "channels-last", "nhwc": "NHWC"}
@@ -260,8 +262,8 @@ def _zoo_parts():
     """The zoo sweep's parts: MobileNetV2 and EfficientNet-B0 at 224x224, every row fp16
     channels-last (zoc: NHWC) plus fp32 (TF32 off) where it costs little, as zoc's claim there
     is made in fp16. zoc's fp16 graph rows carry their per-layer profile (the report shows it
-    at batch 1 and 256: where zoc loses time if it loses); the tuned fp16 row comes last in its
-    part, as it is the one to drop when time runs short."""
+    at batch 1 and 256: where zoc loses time if it loses); the tuned fp16 row has a part of its
+    own, as tuning EfficientNet-B0 takes minutes per batch size."""
     cl = "channels_last"
     zoo = [group(m, 224, QUICK_BATCHES, "batch") for m in ZOO]
     ends = [group(m, 224, [1, 256], "batch") for m in ZOO]
@@ -270,16 +272,20 @@ def _zoo_parts():
     main = [step("zoc_zoo", "zoc", [(zoc("fp16", True), zoo), (zoc("fp32", True), zoo)], 30, 240),
             step("torch_zoo", "torch", [(v, zoo) for v in pythons], 60, 300),
             step("ts_runner_fp16_optimized_zoo", "ts_runner",
-                 [(ts_cpp("fp16", cl, optimize=True), zoo)], 25, 150),
-            # Tuning times every engine config of every layer: EfficientNet-B0's graph-API
-            # epilogues (SiLU, sigmoid) offer many runtime-compiled ones, 103 s at batch 1 on
-            # the H100 (2026-11-25), so the tuned row measures the two ends of the sweep only.
-            step("zoc_zoo_tuned", "zoc", [(zoc("fp16", True, tune=True), ends)], 45, 240)]
-    jax = [step("jax_zoo_fp16", "jax", [(jax_xla("fp16"), zoo)], 40, 200),
+                 [(ts_cpp("fp16", cl, optimize=True), zoo)], 25, 150)]
+    # Tuning times every engine config of every layer: EfficientNet-B0's graph-API epilogues
+    # (SiLU, sigmoid) offer many runtime-compiled ones, 103 s at batch 1 on the H100
+    # (2026-11-25), so the tuned row measures the two ends of the sweep only, one model a step.
+    tuned = [step("zoc_zoo_tuned_%s" % m, "zoc",
+                  [(zoc("fp16", True, tune=True), [group(m, 224, [1, 256], "batch")])], 60, cap)
+             for m, cap in zip(ZOO, (150, 330))]
+    # JAX compiles per batch size (~30 s each for EfficientNet-B0): fp16, the claim's precision,
+    # at every batch first; fp32 at the ends.
+    jax = [step("jax_zoo_fp16", "jax", [(jax_xla("fp16"), zoo)], 40, 300),
            step("compile_default_zoo", "torch", [(compiled("fp16", cl, "default"), ends)], 90,
                 300),
-           step("jax_zoo_fp32", "jax", [(jax_xla("fp32"), zoo)], 40, 200)]
-    parts = {"zoo": main, "zoo-jax": jax}
+           step("jax_zoo_fp32", "jax", [(jax_xla("fp32"), ends)], 40, 150)]
+    parts = {"zoo": main, "zoo-tuned": tuned, "zoo-jax": jax}
     for batch in (1, 256):  # max-autotune: minutes of autotuning per model and batch size
         parts["zoo-compile-%d" % batch] = [
             step("compile_max_autotune_%s_b%d" % (m, batch), "torch",

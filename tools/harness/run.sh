@@ -17,8 +17,8 @@
 #   each, into separate OUT folders merged by `report.py --raw OUT1 OUT2 ... --out DIR`; full
 #   runs every part (raise HARNESS_BUDGET_S where no 10-minute limit applies). The zoo sweep
 #   (MobileNetV2, EfficientNet-B0 at 224, batch 1..256; GEN_DIR from `prepare.sh zoo`): zoo (zoc,
-#   PyTorch, LibTorch), zoo-jax (JAX/XLA, torch.compile default), zoo-compile-1 and
-#   zoo-compile-256 (max-autotune), one command each, merged the same way.
+#   PyTorch, LibTorch), zoo-tuned (zoc with --tune), zoo-jax (JAX/XLA, torch.compile default),
+#   zoo-compile-1 and zoo-compile-256 (max-autotune), one command each, merged the same way.
 # Environment: OUT (results; default ./harness_out), HARNESS_WORK (scratch, /tmp/zoc_harness),
 #   HARNESS_BUDGET_S (540: everything, report included, ends by then), HARNESS_PYTHON,
 #   HARNESS_DEVICE (cuda; cpu for a dry run of the plumbing without a GPU: PyTorch rows on the

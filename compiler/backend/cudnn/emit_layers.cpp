@@ -85,7 +85,6 @@ struct ConvGeom {
   act::Params other_params{};
 };
 
-
 // Everything of a fused convolution except its weight packing: the call constant, the
 // descriptor bundle (legacy or graph API) and the call, on the side stream when the schedule put
 // it there. `summary` is the sequence's comment.

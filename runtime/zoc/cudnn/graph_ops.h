@@ -197,17 +197,25 @@ inline Expected<cudnnBackendDescriptor_t> make_pointwise_op(
   return keep_desc(keep, std::move(op));
 }
 
+// A pointwise descriptor of `mode` computing in fp32, not finalized (its mode's attributes go
+// on it first).
+inline Expected<BackendDesc> pointwise_desc(cudnnPointwiseMode_t mode, const std::string& what,
+                                            const char* layer) {
+  ZOC_ASSIGN_OR_RETURN(BackendDesc pw,
+                       BackendDesc::create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, what, layer));
+  cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, what, layer);
+  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, what, layer);
+  return pw;
+}
+
 // One pointwise operation y = mode(x[, b]) computed in fp32; returns the operation.
 inline Expected<cudnnBackendDescriptor_t> make_pointwise(
     cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
     cudnnBackendDescriptor_t y, const char* name, std::vector<BackendDesc>* keep,
     const char* layer) {
   const std::string what = std::string("pointwise descriptor '") + name + "'";
-  ZOC_ASSIGN_OR_RETURN(BackendDesc pw,
-                       BackendDesc::create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, what, layer));
-  cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, what, layer);
-  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, what, layer);
+  ZOC_ASSIGN_OR_RETURN(BackendDesc pw, pointwise_desc(mode, what, layer));
   ZOC_TRY(finalize(pw, what, layer));
   return make_pointwise_op(keep_desc(keep, std::move(pw)), x, b, y, name, keep, layer);
 }
@@ -238,11 +246,7 @@ inline Expected<cudnnBackendDescriptor_t> make_activation(const FusedConvSpec& s
     case act::Kind::kHardsigmoid: break;  // refused by validate()
   }
   const std::string what = "pointwise descriptor 'activation'";
-  ZOC_ASSIGN_OR_RETURN(BackendDesc pw,
-                       BackendDesc::create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, what, layer));
-  cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, what, layer);
-  ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, what, layer);
+  ZOC_ASSIGN_OR_RETURN(BackendDesc pw, pointwise_desc(mode, what, layer));
   if (k == act::Kind::kHardtanh) {
     ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_FLOAT, 1, &lower, what,
                  layer);

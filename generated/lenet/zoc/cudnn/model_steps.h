@@ -147,6 +147,14 @@ struct Bind : StepBase {
   }
 };
 
+// A convolution's activation (ConvShape::activation) in place on its output y at batch n: what
+// Run launches after a graph-API plan without it, and what Tune times that plan with.
+inline cudaError_t conv_activation(const ConvCall& c, int n, void* y, cudaStream_t on) {
+  const ConvShape& g = c.shape;
+  const int64_t count = int64_t(n) * g.k * g.out_h * g.out_w;
+  return model_kernels::activation(g.activation, g.activation_params, y, y, count, on);
+}
+
 // Times every usable candidate of every convolution at batch n on the activations of a real
 // forward pass, leaving each layer on its fastest, and records the choices in *plan.
 struct Tune : StepBase {
@@ -157,26 +165,20 @@ struct Tune : StepBase {
   size_t scratch_bytes;
   cudaStream_t stream;
   PlanFile* plan;
-  Status conv(ConvLayer& l, const ConvCall& c, const char* name) {
-    PlanChoice choice;
-    const void* z = c.z == kNoTensor ? nullptr : s.act(c.z, input);
-    ZOC_TRY(l.tune(s.cudnn, n, s.act(c.x, input), s.weight(c.w), s.weight(c.b), z,
-                   s.act(c.y, input), scratch, scratch_bytes, stream, name, &choice));
-    plan->set(choice);
-    return Status::success();
-  }
   // A graph-API layer also times its split form: the activation as Run's in-place kernel.
-  Status conv(GraphConvLayer& l, const ConvCall& c, const char* name) {
+  template <class L>
+  Status conv(L& l, const ConvCall& c, const char* name) {
     PlanChoice choice;
     const void* z = c.z == kNoTensor ? nullptr : s.act(c.z, input);
     void* y = s.act(c.y, input);
-    const ConvShape& g = c.shape;
-    const int64_t count = int64_t(n) * g.k * g.out_h * g.out_w;
-    auto activate = [&](cudaStream_t on) {
-      return model_kernels::activation(g.activation, g.activation_params, y, y, count, on);
-    };
-    ZOC_TRY(l.tune(s.cudnn, n, s.act(c.x, input), s.weight(c.w), s.weight(c.b), z, y, scratch,
-                   scratch_bytes, stream, name, &choice, activate));
+    if constexpr (std::is_same_v<L, GraphConvLayer>) {
+      auto activate = [&](cudaStream_t on) { return conv_activation(c, n, y, on); };
+      ZOC_TRY(l.tune(s.cudnn, n, s.act(c.x, input), s.weight(c.w), s.weight(c.b), z, y, scratch,
+                     scratch_bytes, stream, name, &choice, activate));
+    } else {
+      ZOC_TRY(l.tune(s.cudnn, n, s.act(c.x, input), s.weight(c.w), s.weight(c.b), z, y, scratch,
+                     scratch_bytes, stream, name, &choice));
+    }
     plan->set(choice);
     return Status::success();
   }
@@ -370,15 +372,12 @@ struct Run {
   }
 
  private:
-  // The activation a graph-API plan could not fuse (no engine: fp32 with TF32 off), in place.
+  // The activation a graph-API plan lacks (no engine fuses it, or tuning measured the split
+  // form faster), in place.
   Status separate_activation(const GraphConvLayer& l, const ConvCall& c, cudaStream_t on,
                              const char* name) {
     if (!l.separate_activation()) return Status::success();
-    const ConvShape& g = c.shape;
-    const int64_t count = int64_t(n) * g.k * g.out_h * g.out_w;
-    ZOC_CUDA(model_kernels::activation(g.activation, g.activation_params, act(c.y), act(c.y),
-                                       count, on),
-             name);
+    ZOC_CUDA(conv_activation(c, n, act(c.y), on), name);
     return Status::success();
   }
   Status legacy_conv(ConvLayer& l, const ConvCall& c, cudnnHandle_t handle, void* workspace,

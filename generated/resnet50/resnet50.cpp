@@ -183,8 +183,7 @@ constexpr zoc::ConvCall kConv_layer4_2_conv2 = {{512, 7, 7, 512, 3, 3, 1, 1, 1, 
     kA_layer4_2_conv1, kW_layer4_2_conv2, kB_layer4_2_conv2, zoc::kNoTensor, kA_layer4_2_conv2};
 constexpr zoc::ConvCall kConv_layer4_2_conv3 = {{512, 7, 7, 2048, 1, 1, 0, 0, 1, 1, 1, 1, 1, 7, 7, true},
     kA_layer4_2_conv2, kW_layer4_2_conv3, kB_layer4_2_conv3, kA_layer4_1_conv3, kA_layer4_2_conv3};
-constexpr zoc::PoolCall kPool_avgpool = {
-    {CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, 2048, 7, 7, 7, 7, 0, 0, 7, 7, 1, 1}, kA_layer4_2_conv3, kA_avgpool};
+constexpr zoc::AdaptivePoolCall kPool_avgpool = {{2048, 7, 7, 1, 1, true}, kA_layer4_2_conv3, kA_avgpool};
 constexpr zoc::LinearCall kFc_fc = {2048, 1000, kW_fc, kB_fc, kA_avgpool, kA_fc};
 }  // namespace
 
@@ -420,8 +419,8 @@ zoc::Status Resnet50::layers(V& v) {
   // layer4.2.conv3 + layer4.2.bn3 + layer4.2.add + layer4.2.relu3: conv 1x1/1, 512->2048, 7x7 -> 7x7, + residual, relu
   // (models/resnet_blocks.yaml:37:9)
   ZOC_TRY(v.conv(layer4_2_conv3_, kConv_layer4_2_conv3, "layer4.2.conv3"));
-  // avgpool: global average pool 7x7 (models/resnet50.yaml:25:5)
-  ZOC_TRY(v.pool(avgpool_, kPool_avgpool, "avgpool"));
+  // avgpool: global average pool 7x7 (zoc's kernel) (models/resnet50.yaml:25:5)
+  ZOC_TRY(v.adaptive_pool(kPool_avgpool, "avgpool"));
   // flatten: a view of its input (no data movement) (models/resnet50.yaml:26:5)
   // fc: linear 2048 -> 1000 (models/resnet50.yaml:27:5)
   ZOC_TRY(v.linear(kFc_fc, "fc"));

@@ -103,7 +103,6 @@ class Resnet50 : public zoc::Model<Resnet50> {
   zoc::ConvLayer layer4_2_conv1_;  // layer4.2.conv1 + layer4.2.bn1 + layer4.2.relu1
   zoc::ConvLayer layer4_2_conv2_;  // layer4.2.conv2 + layer4.2.bn2 + layer4.2.relu2
   zoc::ConvLayer layer4_2_conv3_;  // layer4.2.conv3 + layer4.2.bn3 + layer4.2.add + layer4.2.relu3
-  zoc::PoolLayer avgpool_;  // avgpool
 };
 }  // namespace zoc_model
 

@@ -112,7 +112,8 @@ bool emit_train_slice(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_train_loss(EmitContext& ctx, const ir::Node& n);
 bool emit_train_softmax(EmitContext& ctx, const ir::Node& n);
 // The zoo's layers at inference (emit_zoo_layers.cpp): mul, layer_scale, layernorm,
-// channel_shuffle, adaptive_avgpool2d; and a model's slice_channels.
+// channel_shuffle, adaptive_avgpool2d (and an NHWC global_avgpool); and a model's
+// slice_channels.
 bool emit_zoo_layer(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i);
 // Emits one layer into the sections; false after reporting an unsupported construct.

@@ -435,9 +435,13 @@ bool emit_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::FusedConv2d:
       if (!train) return emit_conv(ctx, n, i);
       break;
+    case ir::OpKind::GlobalAvgPool:
+      // NHWC: zoc's pooling kernel (cuDNN's NHWC global pooling ran EfficientNet-B0's 17 at
+      // ~0.8 TB/s, 15% of its forward at batch 256 fp16 on an H100, 2026-11-25).
+      if (!train && ctx.t.nhwc) return emit_zoo_layer(ctx, n, i);
+      return train ? emit_train_pool(ctx, n, i) : emit_pool(ctx, n, i);
     case ir::OpKind::MaxPool2d:
     case ir::OpKind::AvgPool2d:
-    case ir::OpKind::GlobalAvgPool:
       return train ? emit_train_pool(ctx, n, i) : emit_pool(ctx, n, i);
     case ir::OpKind::Softmax: return train ? emit_train_softmax(ctx, n) : emit_softmax(ctx, n, i);
     case ir::OpKind::BatchNorm2d:

@@ -81,7 +81,10 @@ bool emit_adaptive_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
                                            out.w, flag(ctx.t.nhwc));
   constant(ctx, "AdaptivePoolCall", "kPool_" + ctx.ids[i],
            {geometry, ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
-  comment(ctx, n, fmt::format("adaptive average pool {}x{} -> {}x{}", in.h, in.w, out.h, out.w));
+  comment(ctx, n, n.op == ir::OpKind::GlobalAvgPool
+                      ? fmt::format("global average pool {}x{} (zoc's kernel)", in.h, in.w)
+                      : fmt::format("adaptive average pool {}x{} -> {}x{}", in.h, in.w, out.h,
+                                    out.w));
   timed_call(ctx, n, "v.adaptive_pool(kPool_{}, {})", ctx.ids[i], ctx.name_literal(n));
   return true;
 }
@@ -94,7 +97,9 @@ bool emit_zoo_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
     case ir::OpKind::LayerScale: return emit_layer_scale(ctx, n, i);
     case ir::OpKind::LayerNorm: return emit_layernorm(ctx, n, i);
     case ir::OpKind::ChannelShuffle: return emit_channel_shuffle(ctx, n, i);
-    case ir::OpKind::AdaptiveAvgPool2d: return emit_adaptive_pool(ctx, n, i);
+    case ir::OpKind::AdaptiveAvgPool2d:
+    case ir::OpKind::GlobalAvgPool:  // NHWC: an adaptive pool to 1x1 (emit_layer)
+      return emit_adaptive_pool(ctx, n, i);
     default: break;
   }
   ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): not one of the zoo's layers", n.name,

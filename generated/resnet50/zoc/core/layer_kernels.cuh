@@ -245,6 +245,13 @@ cudaError_t launch_adaptive_avgpool(const T* x, T* y, int64_t n, const AdaptiveG
   if (n < 0) return cudaErrorInvalidValue;
   const int64_t count = n * g.c * g.out_h * g.out_w;
   if (count == 0) return cudaSuccess;
+  // To 1x1 in NHWC: the global pool's kernel (zoc/core/kernels.cuh), whose blocks split the map's
+  // pixels; this one gives each output element one thread that walks its whole bin.
+  if (g.nhwc && g.out_h == 1 && g.out_w == 1 && n <= INT32_MAX && g.h * g.w <= INT32_MAX &&
+      g.c <= INT32_MAX) {
+    return launch_global_avgpool_nhwc<T>(x, y, static_cast<int>(n), static_cast<int>(g.h * g.w),
+                                         static_cast<int>(g.c), stream);
+  }
   adaptive_avgpool_kernel<T><<<detail::grid_for(count), detail::kBlock, 0, stream>>>(x, y, count,
                                                                                     g);
   return detail::launched();

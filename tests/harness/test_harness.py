@@ -223,6 +223,12 @@ def case_plan(work):
     assert folders == ["efficientnet_b0_r224_fp16", "efficientnet_b0_r224_fp32",
                        "mobilenet_v2_r224_fp16", "mobilenet_v2_r224_fp32"], folders
     assert plan.exports("zoo") == [("efficientnet_b0", 224, True), ("mobilenet_v2", 224, True)]
+    steps = plan.steps_for("zoo-compile-1")
+    one, error = plan.select_steps(steps, ["compile_max_autotune_mobilenet_v2_b1"], "zoo-compile-1")
+    assert error is None and [s["name"] for s in one] == ["compile_max_autotune_mobilenet_v2_b1"]
+    none, error = plan.select_steps(steps, ["compile_max_autotune_vgg_b1"], "zoo-compile-1")
+    assert none is None and "compile_max_autotune_vgg_b1: not a step of mode zoo-compile-1" in error
+    assert "compile_max_autotune_efficientnet_b0_b1" in error, error
     print("PASS: the zoo's parts plan %d points once each: zoc fp16 (profiled, tuned) and fp32, "
           "the frameworks' strongest fp16 rows and fp32 where cheap, both networks" % len(zoo))
 

@@ -389,6 +389,11 @@ class Bench:
     def main(self):
         a = self.a
         steps = plan.steps_for(a.mode, a.dry)
+        if a.steps:  # a part's steps that a cut run left unmeasured, say
+            steps, error = plan.select_steps(steps, a.steps.split(","), a.mode)
+            if error:
+                print("bench.py: --steps: " + error, file=sys.stderr)
+                return 2
         self.say("harness %s on %s: %d steps, deadline in %.0fs; logs in %s" % (
             a.mode, a.device, len(steps), self.left(), self.logs))
         info = subprocess.run([a.python, "-c", nvml.PYTHON_INFO], capture_output=True,
@@ -429,6 +434,8 @@ def main(argv=None):
     p.add_argument("--budget-s", type=float, default=540)
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     p.add_argument("--python", default=sys.executable, help="the python with torch")
+    p.add_argument("--steps", default="",
+                   help="comma-separated names of the mode's steps to run (default: all)")
     p.add_argument("--dry", action="store_true",
                    help="a miniature sweep with short timing, to check the plumbing")
     a = p.parse_args(argv)

@@ -311,6 +311,17 @@ def steps_for(mode, dry=False):
     return steps
 
 
+def select_steps(steps, names, mode):
+    """(the steps named, in the mode's order; None) or (None, an error naming the unknown ones
+    and the mode's steps): bench.py --steps, to run again only what a cut part left."""
+    have = [s["name"] for s in steps]
+    unknown = [n for n in names if n not in have]
+    if unknown:
+        return None, "%s: not a step of mode %s (its steps: %s)" % (
+            ", ".join(unknown), mode, ", ".join(have))
+    return [s for s in steps if s["name"] in names], None
+
+
 def _steps(mode):
     if mode in ZOO_PARTS:
         return _zoo_parts()[mode]

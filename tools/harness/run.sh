@@ -24,7 +24,9 @@
 #   HARNESS_DEVICE (cuda; cpu for a dry run of the plumbing without a GPU: PyTorch rows on the
 #   CPU, LibTorch runners built against the local LibTorch, zoc rows skipped),
 #   HARNESS_TORCH_PREFIX (CMake prefix of LibTorch; default: the python's torch), HARNESS_DRY=1
-#   (a miniature of the sweep with short timing: with HARNESS_DEVICE=cpu, the dry run).
+#   (a miniature of the sweep with short timing: with HARNESS_DEVICE=cpu, the dry run),
+#   HARNESS_STEPS (comma-separated step names of the mode, `plan.py steps MODE`: only those, e.g.
+#   the one a cut part left unmeasured on a fresh machine).
 set -uo pipefail
 START=$(date +%s.%N)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -48,7 +50,7 @@ echo "[   0s] harness $MODE: GEN_DIR $GEN, OUT $OUT, python $PY, budget ${BUDGET
 # report below still runs in time.
 timeout -k 5 $((${BUDGET%.*} - 20)) "$PY" "$ROOT/tools/harness/bench.py" --mode "$MODE" \
   --gen "$GEN" --work "$WORK" --out "$OUT" --start "$START" --budget-s "$BUDGET" \
-  --device "$DEVICE" --python "$PY" ${HARNESS_DRY:+--dry}
+  --device "$DEVICE" --python "$PY" ${HARNESS_DRY:+--dry} ${HARNESS_STEPS:+--steps "$HARNESS_STEPS"}
 bench_rc=$?
 [ $bench_rc -eq 0 ] || echo "[$(printf '%4d' "$(elapsed)")s] bench.py ended with status $bench_rc"
 "$PY" "$ROOT/tools/harness/report.py" --raw "$OUT" --out "$OUT"

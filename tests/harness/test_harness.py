@@ -339,6 +339,18 @@ def case_profile(work, zoc):
         assert len(sized) == sum(n for k, n in got_kinds(layers).items()
                                  if k.startswith(("conv", "depthwise", "silu", "hardtanh",
                                                   "sigmoid"))), (model, sized)
+        # Every convolution's FLOPs (the report's TFLOP/s), its groups counted: the stem
+        # (3x3/2, 3->32, 112x112 out) and, summed, the network's multiply-adds at 224 as
+        # torchvision's documentation gives them (0.30 and 0.39 GMACs; zoc's graph folds
+        # BatchNorm, and the classifier and SE's tiny convolutions are a few MFLOP of it).
+        flops = [layer_profile.gflop(what, 1) for _, _, what in layers]
+        convs = [f for f in flops if f is not None]
+        assert len(convs) == sum(n for k, n in got_kinds(layers).items()
+                                 if k.startswith(("conv", "depthwise"))), model
+        stem = [f for (t, _, w), f in zip(layers, flops) if w.startswith("conv 3x3/2, 3->")]
+        assert stem and abs(stem[0] - 2 * 3 * 9 * 32 * 112 * 112 / 1e9) < 1e-9, stem
+        gmacs = {"mobilenet_v2": 0.30, "efficientnet_b0": 0.39}[model]
+        assert abs(sum(convs) / 2 - gmacs) < 0.03, (model, sum(convs) / 2)
         got = got_kinds(layers)
         assert all(got[k] == n for k, n in kinds.items()), "%s: %s" % (model, got)
         print("%s: %d layers described, %s" % (model, len(layers), dict(got)))

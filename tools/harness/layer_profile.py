@@ -79,6 +79,18 @@ def traffic_mb(what, batch, precision):
     return ((cin * h * w + outputs) * batch + weights) * ELEMENT_BYTES[precision] / 1e6
 
 
+def gflop(what, batch):
+    """A convolution's multiply-adds times two, GFLOP (its input channels over its groups, each
+    output element once); None for other layers."""
+    conv = CONV.match(what)
+    if not conv:
+        return None
+    r, s, cin, cout, _, _, p, q = map(int, conv.groups())
+    groups = re.search(r"groups (\d+)", what)
+    per_output = cin // (int(groups.group(1)) if groups else 1) * r * s
+    return 2.0 * batch * cout * p * q * per_output / 1e9
+
+
 def kind_of(title, what):
     """The kind of a layer, for the per-kind sums: 'conv 1x1', 'depthwise conv 3x3', 'silu', ..."""
     conv = re.match(r"conv (\d+x\d+)/\d+, (\d+)->(\d+), \d+x\d+ -> (\d+x\d+)", what)
@@ -115,22 +127,30 @@ def breakdown(rec, other, top=12):
             "slower by %.3f ms" % (rec["median_ms"] - other["median_ms"]))
     kinds = {}
     for title, ms, what in layers:
-        k = kinds.setdefault(kind_of(title, what), [0, 0.0, 0.0])
+        k = kinds.setdefault(kind_of(title, what), [0, 0.0, 0.0, 0.0])
         mb = traffic_mb(what, rec["batch"], rec["precision"])
+        gf = gflop(what, rec["batch"])
         k[0] += 1
         k[1] += ms
         k[2] = None if mb is None or k[2] is None else k[2] + mb
+        k[3] = None if gf is None or k[3] is None else k[3] + gf
     by_kind = sorted(kinds.items(), key=lambda kv: -kv[1][1])
     slowest = sorted(layers, key=lambda x: -x[1])[:top]
 
-    def rate(mb, ms):
+    def rate(mb, ms):  # MB/ms = GB/s
         return "%.0f" % (mb / ms) if mb is not None and ms > 0 else "–"
+
+    def tflops(gf, ms):  # GFLOP/ms = TFLOP/s
+        return "%.1f" % (gf / ms) if gf is not None and ms > 0 else "–"
     return ["#### " + head, "",
-            md_table(["kind of layer", "layers", "ms", "share", "GB/s (least traffic)"],
-                     [[k, n, "%.3f" % ms, "%.1f%%" % (100.0 * ms / total), rate(mb, ms)]
-                      for k, (n, ms, mb) in by_kind]), "",
-            md_table(["slowest layers", "what", "ms", "share", "least traffic MB", "GB/s"],
+            md_table(["kind of layer", "layers", "ms", "share", "GB/s (least traffic)",
+                      "TFLOP/s"],
+                     [[k, n, "%.3f" % ms, "%.1f%%" % (100.0 * ms / total), rate(mb, ms),
+                       tflops(gf, ms)] for k, (n, ms, mb, gf) in by_kind]), "",
+            md_table(["slowest layers", "what", "ms", "share", "least traffic MB", "GB/s",
+                      "TFLOP/s"],
                      [[t, w or "–", "%.3f" % ms, "%.1f%%" % (100.0 * ms / total),
-                       "%.1f" % mb if mb is not None else "–", rate(mb, ms)]
+                       "%.1f" % mb if mb is not None else "–", rate(mb, ms),
+                       tflops(gflop(w, rec["batch"]), ms)]
                       for t, ms, w in slowest
                       for mb in [traffic_mb(w, rec["batch"], rec["precision"])]]), ""]

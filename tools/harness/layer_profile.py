@@ -63,32 +63,39 @@ CONV = re.compile(r"conv (\d+)x(\d+)/\d+, (\d+)->(\d+), (\d+)x(\d+) -> (\d+)x(\d
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 
 
+def conv_shape(what):
+    """A convolution's (r, s, cin, cout, h, w, p, q, groups) from its description; None for
+    other layers."""
+    conv = CONV.match(what)
+    if not conv:
+        return None
+    groups = re.search(r"groups (\d+)", what)
+    return tuple(map(int, conv.groups())) + (int(groups.group(1)) if groups else 1,)
+
+
 def traffic_mb(what, batch, precision):
     """The least a convolution must move through DRAM, MB: its input, output (and residual)
     read or written once, weights once; an activation its input and output; None for other
     layers (their shapes are not in `what`)."""
-    conv, act = CONV.match(what), re.search(r"(\d+) elements per sample", what)
+    conv, act = conv_shape(what), re.search(r"(\d+) elements per sample", what)
     if precision not in ELEMENT_BYTES or not (conv or act):
         return None
     if act:
         return 2 * int(act.group(1)) * batch * ELEMENT_BYTES[precision] / 1e6
-    r, s, cin, cout, h, w, p, q = map(int, conv.groups())
-    groups = re.search(r"groups (\d+)", what)
+    r, s, cin, cout, h, w, p, q, groups = conv
     outputs = cout * p * q * (2 if "+ residual" in what else 1)
-    weights = cout * cin // (int(groups.group(1)) if groups else 1) * r * s
+    weights = cout * cin // groups * r * s
     return ((cin * h * w + outputs) * batch + weights) * ELEMENT_BYTES[precision] / 1e6
 
 
 def gflop(what, batch):
     """A convolution's multiply-adds times two, GFLOP (its input channels over its groups, each
     output element once); None for other layers."""
-    conv = CONV.match(what)
+    conv = conv_shape(what)
     if not conv:
         return None
-    r, s, cin, cout, _, _, p, q = map(int, conv.groups())
-    groups = re.search(r"groups (\d+)", what)
-    per_output = cin // (int(groups.group(1)) if groups else 1) * r * s
-    return 2.0 * batch * cout * p * q * per_output / 1e9
+    r, s, cin, cout, _, _, p, q, groups = conv
+    return 2.0 * batch * cout * p * q * (cin // groups * r * s) / 1e9
 
 
 def kind_of(title, what):

@@ -36,9 +36,9 @@ optimized TorchScript from C++), zoo-tuned (zoc fp16 with every convolution's en
 measurement, at batch 1 and 256: EfficientNet-B0's tuning alone takes minutes), zoo-jax (JAX/XLA
 fp16, and fp32 at batch 1 and 256, whose Flax versions of both networks are jax_models.py's, and
 torch.compile's default mode at batch 1 and 256: the rows that compile per batch size), and
-zoo-compile-1 / zoo-compile-256 (torch.compile max-autotune at
-one batch size, EfficientNet-B0 first: the two networks' autotuning does not fit one command;
-a part run again on the same machine resumes from inductor's cache).
+zoo-compile-1 / zoo-compile-256 (torch.compile max-autotune at one batch size, EfficientNet-B0
+first: the two networks' autotuning does not fit one command; a part run again on the same
+machine resumes from inductor's cache, and HARNESS_STEPS runs one step alone on another).
 """
 
 import sys

@@ -213,7 +213,8 @@ template <class T, int V>
 __global__ void global_avgpool_nhwc_kernel(const T* x, T* y, int n, int hw, int c, int tx) {
   extern __shared__ float pool_partial[];  // [ty][tx * V]
   const int ty = static_cast<int>(blockDim.x) / tx;
-  const int lane_c = static_cast<int>(threadIdx.x) % tx, lane_p = static_cast<int>(threadIdx.x) / tx;
+  const int lane_c = static_cast<int>(threadIdx.x) % tx,
+            lane_p = static_cast<int>(threadIdx.x) / tx;
   const int group = static_cast<int>(blockIdx.x) * tx + lane_c;
   const bool active = group * V < c;
   const float scale = 1.0f / static_cast<float>(hw);

@@ -142,8 +142,9 @@ struct PlanFile {
       char ms[32];
       std::snprintf(ms, sizeof(ms), "%.5f", c.ms);
       if (c.engine >= 0) {
-        out << (c.split ? "graph-split " : "graph ") << c.batch << " " << c.engine << " " << (c.knobs.empty() ? "-" : c.knobs)
-            << " " << c.workspace << " " << ms << " " << c.layer << "\n";
+        out << (c.split ? "graph-split " : "graph ") << c.batch << " " << c.engine << " "
+            << (c.knobs.empty() ? "-" : c.knobs) << " " << c.workspace << " " << ms << " "
+            << c.layer << "\n";
       } else {
         out << "conv " << c.batch << " " << c.algo << " " << c.math << " " << c.workspace << " "
             << ms << " " << c.layer << "\n";
@@ -242,7 +243,8 @@ struct PlanFile {
         }
         plan.choices.push_back(c);
       } else {
-        return at("unknown line '" + key + "' (expected gpu, cudnn, model, conv, graph or graph-split)");
+        return at("unknown line '" + key +
+                  "' (expected gpu, cudnn, model, conv, graph or graph-split)");
       }
     }
     if (number == 0) return Error{path + ": empty file (not a zoc plan file)"};

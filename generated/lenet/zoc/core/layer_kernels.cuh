@@ -72,7 +72,8 @@ __global__ void channel_mul_vec_kernel(const T* x, const S* s, T* y, int n, Chan
       if (m.nhwc) {
         const int k = (j % row) * V;
 #pragma unroll
-        for (int e = 0; e < V; ++e) out.v[e] = from_float<T>(to_float(in.v[e]) * to_float(gate[k + e]));
+        for (int e = 0; e < V; ++e)
+          out.v[e] = from_float<T>(to_float(in.v[e]) * to_float(gate[k + e]));
       } else {
         const float f = to_float(gate[j / row]);
 #pragma unroll

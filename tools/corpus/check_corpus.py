@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Run a corpus that export_corpus.py wrote through zoc's reference interpreter, per route.
+
+For each model folder (meta.json, output*.npy, and the route files script.pt, trace.pt,
+dynamo.onnx, ts17.onnx) this regenerates the input from the seed (checking meta.json's hash),
+runs `zoc run --optimize` on each route file (TorchScript: the module's own weights through
+`zoc extract-weights`), and compares the first output with PyTorch's by relative L2 error:
+
+  PASS     within --tol (1e-5)
+  WRONG    zoc ran and gave another number: the worst outcome, a bug to fix first
+  REFUSED  zoc refused the model; the first error line says why
+  NO FILE  the exporter itself failed on the GPU machine (meta.json holds its error)
+
+Writes DIR/report.json and DIR/report.md (a family x route table) and prints the table.
+Needs numpy and torch (for the seeded input): Debian's python3-torch.
+
+Usage: check_corpus.py --zoc build/compiler/zoc --corpus DIR [--only a,b] [--jobs 2]
+                       [--routes script,trace,dynamo,ts17] [--timeout 600] [--out DIR]
+"""
+
+import argparse
+import concurrent.futures as cf
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROUTES = ("script", "trace", "dynamo", "ts17")
+FILES = {"script": "script.pt", "trace": "trace.pt", "dynamo": "dynamo.onnx", "ts17": "ts17.onnx"}
+
+
+def regenerate_input(meta, path):
+    import torch
+
+    x = torch.randn((1,) + tuple(meta["input"]),
+                    generator=torch.Generator().manual_seed(meta["seed"] * 16 + 2))
+    a = x.numpy()
+    if hashlib.sha256(a.tobytes()).hexdigest() != meta["input_sha256"]:
+        raise RuntimeError("the regenerated input does not match the exporter's (input_sha256)")
+    np.save(path, a)
+
+
+def first_error(text):
+    """The first error line, or for a list of unsupported operations the operations, counted."""
+    import collections
+    import re
+
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "error:" in line and "unsupported" in line:
+            ops = collections.Counter()
+            for item in lines[i + 1:]:
+                if not item.startswith("  "):
+                    break
+                m = re.search(r": ((?:aten|prim)::\w+)", item) or re.search(r"\((\w+), #\d+\)", item)
+                ops[m.group(1) if m else item.strip()[:60]] += 1
+            return "unsupported: " + ", ".join(
+                k + ("" if v == 1 else " x%d" % v) for k, v in sorted(ops.items()))
+    errors = [l for l in lines if "error:" in l]
+    text = errors[0] if errors else (lines[-1] if lines else "")
+    return text.split("error: ", 1)[-1][:400]
+
+
+def run_route(zoc, folder, meta, route, tmp, timeout, tol):
+    model = os.path.join(folder, FILES[route])
+    if not os.path.exists(model):
+        err = meta.get("routes", {}).get(route, {}).get("error", "not exported")
+        return {"status": "NO FILE", "why": err[:300]}
+    x = os.path.join(tmp, "input.npy")
+    y = os.path.join(tmp, route + "_out.npy")
+    cmd = [zoc, "run", model, "--input", x, "--output", y, "--optimize", "--top", "1"]
+    t0 = time.time()
+    try:
+        if route in ("script", "trace"):
+            w = os.path.join(tmp, route + ".safetensors")
+            r = subprocess.run([zoc, "extract-weights", model, "-o", w], capture_output=True,
+                               text=True, timeout=timeout)
+            if r.returncode != 0:
+                return {"status": "REFUSED", "why": first_error(r.stderr), "step": "extract"}
+            cmd += ["--weights", w]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "TIMEOUT", "why": "over %d s" % timeout}
+    seconds = round(time.time() - t0, 1)
+    if r.returncode != 0:
+        crashed = r.returncode < 0 or "Sanitizer" in r.stderr
+        return {"status": "CRASH" if crashed else "REFUSED", "why": first_error(r.stderr),
+                "seconds": seconds, "stderr": r.stderr[-4000:]}
+    ref = np.load(os.path.join(folder, "output%s.npy" % meta["outputs"][0]["suffix"]))
+    got = np.load(y)
+    if got.shape != ref.shape:
+        return {"status": "WRONG", "why": "shape %s, PyTorch's %s" % (got.shape, ref.shape),
+                "seconds": seconds}
+    err = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+    return {"status": "PASS" if err <= tol else "WRONG", "rel_l2": err, "seconds": seconds,
+            "why": "" if err <= tol else "relative L2 error %.3g" % err}
+
+
+def check_model(zoc, corpus, name, routes, timeout, tol):
+    folder = os.path.join(corpus, name)
+    with open(os.path.join(folder, "meta.json")) as f:
+        meta = json.load(f)
+    out = {"kind": meta.get("kind"), "routes": {}}
+    if "build_error" in meta:
+        return name, {"kind": meta.get("kind"), "build_error": meta["build_error"][-300:]}
+    with tempfile.TemporaryDirectory() as tmp:
+        regenerate_input(meta, os.path.join(tmp, "input.npy"))
+        for route in routes:
+            out["routes"][route] = run_route(zoc, folder, meta, route, tmp, timeout, tol)
+    return name, out
+
+
+def table(results, routes):
+    rows = ["| model | kind | " + " | ".join(routes) + " |",
+            "|---|---|" + "---|" * len(routes)]
+    for name, r in sorted(results.items(), key=lambda kv: (kv[1].get("kind", ""), kv[0])):
+        cells = []
+        for route in routes:
+            c = r.get("routes", {}).get(route, {"status": "-"})
+            cells.append(c["status"] + ("" if c["status"] == "PASS" else ": " + c.get("why", "")
+                                        .replace("|", "/")[:160]))
+        rows.append("| %s | %s | %s |" % (name, r.get("kind", ""), " | ".join(cells)))
+    counts = {}
+    for r in results.values():
+        for route in routes:
+            s = r.get("routes", {}).get(route, {}).get("status", "-")
+            counts.setdefault(route, {}).setdefault(s, 0)
+            counts[route][s] += 1
+    summary = ["%s: %s" % (route, ", ".join("%s %d" % kv for kv in sorted(counts[route].items())))
+               for route in routes if route in counts]
+    return "\n".join(rows), summary
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--zoc", required=True)
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--routes", default=",".join(ROUTES))
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--tol", type=float, default=1e-5)
+    ap.add_argument("--out", default="", help="where report.json/.md go (default: --corpus)")
+    a = ap.parse_args()
+    routes = [r for r in a.routes.split(",") if r]
+    names = sorted(n for n in os.listdir(a.corpus)
+                   if os.path.exists(os.path.join(a.corpus, n, "meta.json")))
+    if a.only:
+        keep = set(a.only.split(","))
+        names = [n for n in names if n in keep]
+    results = {}
+    with cf.ThreadPoolExecutor(a.jobs) as ex:
+        futures = [ex.submit(check_model, a.zoc, a.corpus, n, routes, a.timeout, a.tol)
+                   for n in names]
+        for fut in cf.as_completed(futures):
+            name, r = fut.result()
+            results[name] = r
+            print("%-28s %s" % (name, " ".join(
+                "%s=%s" % (k, v["status"]) for k, v in r.get("routes", {}).items())), flush=True)
+    md, summary = table(results, routes)
+    out = a.out or a.corpus
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump(results, f, indent=1, sort_keys=True)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(md + "\n\n" + "\n".join(summary) + "\n")
+    print(md)
+    print("\n".join(summary))
+    wrong = sum(1 for r in results.values() for c in r.get("routes", {}).values()
+                if c["status"] in ("WRONG", "CRASH"))
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -28,17 +28,30 @@ build() {
 for m in zoo_layers depthwise_layers epilogue_layers; do
   for p in fp32 fp16; do build "$m" "${m}_$p" --precision "$p"; done
 done
-# The depthwise convolutions through cuDNN instead (--depthwise cudnn): their fused ReLU6 and SiLU
-# then run as in-place activation kernels after the convolution.
+# The depthwise convolutions through cuDNN instead (--depthwise cudnn): the graph API (the
+# default) puts their ReLU6 and SiLU in the epilogue; the legacy call fuses ReLU only, so
+# there they run as in-place activation kernels after the convolution.
 build depthwise_layers depthwise_layers_fp16_cudnn --precision fp16 --depthwise cudnn
-grep -q 'v.activation(kAct_dw2' "$scratch/depthwise_layers_fp16_cudnn_src/depthwise_layers.cpp" ||
-  { echo "--depthwise cudnn: no in-place activation after dw2"; exit 1; }
-# In fp16 (legacy API by default) the convolutions with ReLU6, SiLU, GELU, ... go through the
-# graph API with the activation in the epilogue; hardswish and hardsigmoid stay in-place kernels.
+src=$scratch/depthwise_layers_fp16_cudnn_src/depthwise_layers
+grep -q 'zoc::GraphConvLayer dw2_' "$src.h" && ! grep -q 'v.activation(kAct_dw2' "$src.cpp" ||
+  { echo "--depthwise cudnn: dw2 is not a graph-API convolution with its activation fused"; exit 1; }
+build depthwise_layers depthwise_layers_fp16_cudnn_legacy --precision fp16 --depthwise cudnn \
+  --conv-api legacy
+grep -q 'v.activation(kAct_dw2' "$scratch/depthwise_layers_fp16_cudnn_legacy_src/depthwise_layers.cpp" ||
+  { echo "--depthwise cudnn --conv-api legacy: no in-place activation after dw2"; exit 1; }
+# In fp16 the convolutions with ReLU6, SiLU, GELU, ... have the activation in the graph API's
+# epilogue; hardswish and hardsigmoid stay in-place kernels.
 src=$scratch/epilogue_layers_fp16_src/epilogue_layers.cpp
 grep -q 'zoc::act::Kind::kHardtanh, {0, 6}' "$src" && grep -q 'zoc::act::Kind::kSilu' "$src" &&
   grep -q 'v.activation(kAct_c8' "$src" && ! grep -q 'v.activation(kAct_c2' "$src" ||
   { echo "epilogue_layers fp16: activations not where expected"; exit 1; }
-grep -q 'GraphConvLayer c2_' "$scratch/epilogue_layers_fp16_src/epilogue_layers.h" &&
-  grep -q 'zoc::ConvLayer c7_' "$scratch/epilogue_layers_fp16_src/epilogue_layers.h" ||
-  { echo "epilogue_layers fp16: not one graph-API and one legacy convolution"; exit 1; }
+! grep -q 'zoc::ConvLayer ' "$scratch/epilogue_layers_fp16_src/epilogue_layers.h" ||
+  { echo "epilogue_layers fp16: a legacy convolution under the default --conv-api"; exit 1; }
+# With --conv-api legacy (compiled only), the model mixes both: the graph API where the epilogue
+# has an activation the legacy call lacks.
+"$zoc" compile "$here/backend/epilogue_layers.yaml" --precision fp16 --conv-api legacy \
+  -o "$scratch/epilogue_layers_fp16_legacy_src" >/dev/null
+grep -q 'GraphConvLayer c2_' "$scratch/epilogue_layers_fp16_legacy_src/epilogue_layers.h" &&
+  grep -q 'zoc::ConvLayer c7_' "$scratch/epilogue_layers_fp16_legacy_src/epilogue_layers.h" ||
+  { echo "epilogue_layers fp16 --conv-api legacy: not one graph-API and one legacy convolution"
+    exit 1; }

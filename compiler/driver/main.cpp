@@ -240,14 +240,12 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   if (!args.train && !optimize(g, args, diags)) return finish(diags);
   zoc::cudnn::EmitOptions eopts;
   eopts.precision = *precision;
-  // auto: the API measured faster for the precision, both tuned (H100, ResNet-50,
-  // results/2026-11-24-h100-graph-engines): the graph API in fp32 (62.1 -> 52.9 ms at batch 256)
-  // and tf32 (14.4 -> 13.7 ms); the legacy call in fp16/bf16 (0.31 vs 0.33 ms at batch 1). The
-  // trainer's convolutions are legacy calls whatever this says.
-  const bool fp32_or_tf32 = *precision == zoc::cudnn::Precision::kFP32 ||
-                            *precision == zoc::cudnn::Precision::kTF32;
-  const bool graph = args.conv_api == "graph" || (args.conv_api == "auto" && fp32_or_tf32 &&
-                                                   !args.train);
+  // auto: the graph API in every precision. Its plans are built once per batch size, so a plain
+  // forward() pays one cudnnBackendExecute per convolution; cuDNN 9's legacy fused call builds
+  // and finalizes engine configs on every call (about 140 us of host time per fp16 convolution
+  // on an H100: 7.5 ms per ResNet-50 forward without a CUDA graph, issue 33). `legacy` stays
+  // for comparison. The trainer's convolutions are legacy calls whatever this says.
+  const bool graph = args.conv_api == "graph" || (args.conv_api == "auto" && !args.train);
   eopts.conv_api = graph ? zoc::cudnn::ConvApi::kGraph : zoc::cudnn::ConvApi::kLegacy;
   eopts.linear_api =
       args.linear_api == "cudnn" ? zoc::cudnn::LinearApi::kCudnn : zoc::cudnn::LinearApi::kCublas;
@@ -259,6 +257,8 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
                                          : zoc::cudnn::Layout::kAuto;
   // auto: the side stream where it was measured to pay (results/2026-11-22-h100-side-stream):
   // fp32/tf32 at small batch; fp16/bf16 gained nothing and would pay 0.4 MiB/sample of arena.
+  const bool fp32_or_tf32 = *precision == zoc::cudnn::Precision::kFP32 ||
+                            *precision == zoc::cudnn::Precision::kTF32;
   eopts.side_stream = args.streams == "2" || (args.streams == "auto" && fp32_or_tf32);
   eopts.command = args.command_line;
   eopts.zoc_version = ZOC_VERSION;
@@ -370,7 +370,7 @@ Commands define_commands(CLI::App& app, Args& args) {
                           "input size CxHxW (default: the model's; required for .pt models)");
   compile_cmd->add_option("--conv-api", args.conv_api,
                           "fused convolutions via cuDNN's 'legacy' call or 'graph' API plans; "
-                          "auto: graph for fp32/tf32, legacy for fp16/bf16 (measured faster)")
+                          "auto: graph (plans built once; the legacy call plans on every call)")
       ->check(CLI::IsMember({"auto", "legacy", "graph"}))
       ->capture_default_str();
   compile_cmd->add_flag("--train", args.train,

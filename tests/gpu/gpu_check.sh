@@ -125,7 +125,7 @@ check_run() {  # name batch mode
     what="skipped: time budget"; rc=124; echo "$what" >"$log"
   else
     # The graph row also runs below its maximum batch (--max-batch 64), the run-time batch path.
-    local extra=(--max-batch "$n"); [ "$mode" = graph ] && extra=(--graph --max-batch 64)
+    local extra=(--no-graph --max-batch "$n"); [ "$mode" = graph ] && extra=(--graph --max-batch 64)
     # tuned: algorithms chosen by measurement first (--tune), then the same check with them.
     [ "$mode" = tuned ] && extra=(--graph --max-batch "$n" --tune "$WORK/plans/$name.plan")
     run "$log" 120 "$(cat "$WORK/build/$name/zoc_binary")" --weights "$ref/weights.safetensors" \
@@ -152,7 +152,7 @@ latency_run() {  # name batch graph(0/1) tag [extra runner options]
   local id=${name}_b${n}_g${graph}${tag:+_$tag} log json rc=1 extra=() iters=200 warmup=20
   log=$OUT/logs/latency_$id.log json=$WORK/json/latency_$id.json
   rm -f "$json"
-  [ "$graph" = 1 ] && extra=(--graph)
+  extra=(--no-graph); [ "$graph" = 1 ] && extra=(--graph)
   [ "$n" -ge 64 ] && iters=50 warmup=10
   if [ -f "$WORK/build/$name/zoc_binary" ]; then
     run "$log" 180 "$(cat "$WORK/build/$name/zoc_binary")" --weights "$WORK/ref/$model/weights.safetensors" \

@@ -59,13 +59,13 @@ bad_calls() {
   local weights=$WORK/ref/$model/weights.safetensors lib cls
   mkdir -p "$dir/bad"
   lib=$(find "$WORK/build/$name" -maxdepth 1 -name "lib$model.a" | head -1)
-  cls=$(sed -n 's/^class \([A-Za-z0-9_]*\) {$/\1/p' "$CHECK_DIR/$name/$model.h" | head -1)
+  cls=$(sed -n 's/^class \([A-Za-z0-9_]*\) .*/\1/p' "$CHECK_DIR/$name/$model.h" | head -1)
   if [ -z "$lib" ] || [ -z "$cls" ] || [ ! -f "$weights" ]; then
     echo "no library, class or weights for $name" >"$log"
   elif ! "$NVCC" -std=c++17 -O1 -I "$CHECK_DIR/$name" -I "$CUDNN_INC" \
          -DZOC_MODEL_HEADER="\"$model.h\"" -DZOC_MODEL_CLASS="$cls" \
          "$ROOT/tests/gpu/reliability/bad_calls.cpp" "$lib" -L"$(dirname "$CUDNN_LIB")" \
-         -l:"$(basename "$CUDNN_LIB")" -lcublas \
+         -l:"$(basename "$CUDNN_LIB")" -lcublas -lcuda \
          -o "$dir/bad_calls" >"$log" 2>&1; then
     echo "build of bad_calls failed" >>"$log"
   elif ! "$PY" "$ROOT/tests/gpu/reliability/corrupt_weights.py" "$weights" "$dir/bad" >>"$log" 2>&1; then

@@ -53,8 +53,8 @@ bits() {
     for batch in 1 8; do
       "$PY" "$ROOT/tests/gpu/gpu_compare.py" slice "$ref/input.npy" $batch "$ref/input_b$batch.npy" \
         >>"$OUT/logs/run_$n.log" 2>&1
-      for graph in "" --graph; do
-        local tag=b$batch${graph:+_graph}
+      for graph in --no-graph --graph; do
+        local tag=b$batch; [ "$graph" = --graph ] && tag=${tag}_graph
         for side in old new; do
           "$WORK/build/${side}_$n/${model}_main" --weights "$ref/weights.safetensors" \
             --input "$ref/input_b$batch.npy" --output "$WORK/out/${side}_${n}_$tag.npy" $graph \

@@ -231,15 +231,38 @@ def case_plan(work):
     assert "compile_max_autotune_efficientnet_b0_b1" in error, error
     print("PASS: the zoo's parts plan %d points once each: zoc fp16 (profiled, tuned) and fp32, "
           "the frameworks' strongest fp16 rows and fp32 where cheap, both networks" % len(zoo))
+    # The plain sweep: in every precision zoc's plain row and every peer's plain row, no graphs.
+    plain = [n for p in plan.PLAIN_PARTS for n in names(p)]
+    assert len(set(plain)) == len(plain), "a point is planned twice across the plain parts"
+    rows = {v["name"]: v for p in plan.PLAIN_PARTS for s in plan.steps_for(p) for v, _ in s["runs"]}
+    for prec in ("fp32", "tf32", "fp16", "bf16"):
+        cl = "channels_last" if prec in ("fp16", "bf16") else "nchw"
+        zl = "nhwc" if prec in ("fp16", "bf16") else "nchw"
+        for v, models in (("zoc_%s_%s" % (prec, zl), ("resnet50", "lenet")),
+                          ("eager_%s_%s" % (prec, cl), ("resnet50", "lenet")),
+                          ("torchscript-py-frozen_%s_%s" % (prec, cl), ("resnet50", "lenet")),
+                          ("torchscript-py-optimized_%s_%s" % (prec, cl), ("resnet50", "lenet")),
+                          ("torchscript-cpp-optimized_%s_%s" % (prec, cl), ("resnet50", "lenet")),
+                          ("jax-xla_%s_nhwc" % prec, ("resnet50", "lenet")),
+                          ("compile-default_%s_%s" % (prec, cl), ("resnet50",))):
+            for model in models:
+                got = sorted(b for _, w, m, _, b in plain if (w, m) == (v, model))
+                want = plan.QUICK_BATCHES if model == "resnet50" else plan.QUICK_LENET
+                assert got == want, "plain: %s %s at %s" % (model, v, got)
+    graphs = [v for v in rows.values() if v["graph"] and v["family"] != "zoc"]
+    assert not graphs, "a peer row with a CUDA graph in the plain sweep: %s" % graphs
+    print("PASS: the plain parts plan %d points once each: zoc's plain path and every peer "
+          "without CUDA graphs in all four precisions, ResNet-50 and LeNet" % len(plain))
 
 
 # --- report: equal-precision speed-ups against the fastest passing row ------------------
 
-def _rec(impl, family, prec, batch, ms, status="PASS", error=None, model="resnet50"):
+def _rec(impl, family, prec, batch, ms, status="PASS", error=None, model="resnet50",
+         graph=True, host=None):
     v = plan.variant(family, impl, prec, "channels_last" if family == "compile" else "nchw",
-                     graph=True)
+                     graph=graph)
     r = common.new_record(v, {"model": model, "resolution": 224, "sweep": "batch"}, batch)
-    r.update(status=status, median_ms=ms, error=error)
+    r.update(status=status, median_ms=ms, error=error, host_cpu_us=host)
     return r
 
 
@@ -252,7 +275,12 @@ def case_report(work):
             _rec("torchscript-py-optimized-graph", "torchscript", "fp32", 1, 1.9),
             _rec("jax-xla", "jax", "tf32", 1, 0.5),
             _rec("compile-default", "compile", "fp16", 1, None, status="skipped",
-                 error="skipped: time budget")]
+                 error="skipped: time budget"),
+            # Without graphs: zoc's plain row against the other plain rows (the eager FAIL row
+            # never counts), and against zoc's own graph row above.
+            _rec("zoc", "zoc", "fp16", 1, 0.36, graph=False, host=230),
+            _rec("torchscript-py-optimized", "torchscript", "fp16", 1, 1.2, graph=False, host=1100),
+            _rec("eager", "eager", "fp16", 1, 0.2, status="FAIL", graph=False)]
     # The zoo: zoc's per-layer profile beside the fastest other fp16 row, at batch 1 and 256.
     profile = [["features.1.conv.0.0 + features.1.conv.0.1", 0.5,
                 "conv 3x3/1, 32->32, 112x112 -> 112x112, groups 32"],
@@ -280,6 +308,9 @@ def case_report(work):
     tf32 = summary.split("### ResNet-50 224, tf32:")[1].split("###")[0]
     assert "| 1 | – | – | jax-xla tf32 NHWC | 0.500 | – |" in tf32, tf32
     assert "across precisions" in summary
+    plain = summary.split("## No CUDA graph anywhere")[1].split("\n## ")[0]
+    assert "| zoc fp16 NHWC | 0.360 (230 µs) |" in plain, plain
+    assert "| 1 | 0.360 | torchscript-py-optimized fp16 | 1.200 | 3.33× | 0.300 | 1.20 |" in plain, plain
     assert "RESULT: INCOMPLETE" in p.stdout, p.stdout
     assert "compile-default fp16 channels-last, resnet50 r224, batch 1" in p.stdout, p.stdout
     zoo = summary.split("### MobileNetV2 224, fp16:")[1].split("###")[0]

@@ -261,8 +261,7 @@ class Bench:
                "--batches", ",".join(map(str, g["batches"])), "--top", 0, "--json", base + ".json",
                "--output", base, "--warmup", TIMING["warmup"], "--iters", TIMING["iters"],
                "--max-time-ms", TIMING["max_time_ms"], "--h2d-reps", TIMING["h2d_reps"]]
-        if v["graph"]:
-            cmd.append("--graph")
+        cmd.append("--graph" if v["graph"] else "--no-graph")
         if v.get("tune"):  # the plan file travels back in the bundle (raw/plans)
             plans = os.path.join(self.a.out, "raw", "plans")
             os.makedirs(plans, exist_ok=True)

@@ -39,6 +39,10 @@ torch.compile's default mode at batch 1 and 256: the rows that compile per batch
 zoo-compile-1 / zoo-compile-256 (torch.compile max-autotune at one batch size, EfficientNet-B0
 first: the two networks' autotuning does not fit one command; a part run again on the same
 machine resumes from inductor's cache, and HARNESS_STEPS runs one step alone on another).
+
+The plain sweep (issue 33: no CUDA graph anywhere) comes in parts too: plain-main, plain-compile
+and plain-jax (_plain_parts says what each holds); the report's "no CUDA graph anywhere" tables
+compare zoc's plain row with every other plain row of the same precision.
 """
 
 import sys
@@ -56,7 +60,8 @@ PARTS = ("batch-zoc", "batch-torch", "batch-cpp", "resolution", "lenet", "compil
          "compile-max-32", "compile-max-256", "jax")
 QUICK_PARTS = ("quick-main", "quick-jax")
 ZOO_PARTS = ("zoo", "zoo-tuned", "zoo-jax", "zoo-compile-1", "zoo-compile-256")
-MODES = ("quick",) + QUICK_PARTS + PARTS + ("full",) + ZOO_PARTS
+PLAIN_PARTS = ("plain-main", "plain-compile", "plain-jax")
+MODES = ("quick",) + QUICK_PARTS + PARTS + ("full",) + ZOO_PARTS + PLAIN_PARTS
 
 LAYOUT_LABEL = {"nchw": "NCHW", "channels_last": "channels-last", "nhwc": "NHWC"}
 LENET_GRAPH_PRECS = ("fp32", "tf32", "fp16")  # LeNet: the same families and precisions
@@ -79,13 +84,14 @@ def variant(family, impl, precision, layout="nchw", graph=False, runner=None, **
     return v
 
 
-def zoc(precision, graph, tune=False):
-    """zoc rows. With a CUDA graph a per-layer profile is taken too (--profile); tune: the
-    convolution algorithms are chosen by measurement first (--tune, a plan file per folder)
-    rather than by cuDNN's heuristics."""
+def zoc(precision, graph, tune=False, profile=True):
+    """zoc rows. With a CUDA graph a per-layer profile is taken too (--profile) unless profile
+    is False; tune: the convolution algorithms are chosen by measurement first (--tune, a plan
+    file per folder) rather than by cuDNN's heuristics. zoc's default replays CUDA graphs; the
+    row without (impl "zoc") is the plain path (--no-graph)."""
     impl = "zoc-graph" if graph else "zoc"
     return variant("zoc", impl + ("-tuned" if tune else ""), precision, graph=graph, tune=tune,
-                   profile=20 if graph else 0)
+                   profile=20 if graph and profile else 0)
 
 
 def eager(precision, layout="nchw"):
@@ -298,6 +304,41 @@ def _zoo_parts():
     return parts
 
 
+def _plain_parts():
+    """The sweep without CUDA graphs anywhere (issue 33): zoc's plain path (--no-graph) against
+    every peer as it runs without graphs, in all four precisions, ResNet-50 224 at every batch of
+    quick and LeNet, with host CPU time per forward. zoc's graph rows come along (no profile) for
+    the plain/graph ratio. plain-main: zoc, PyTorch eager, frozen and optimized TorchScript
+    without graphs, optimized TorchScript and the nn API from C++ (and zoc's fp32 plain row tuned,
+    the counterpart of PyTorch's cuDNN autotuning); plain-compile: torch.compile's default mode
+    (no CUDA graphs; one compile per batch size); plain-jax: JAX/XLA under jit (XLA's own
+    defaults, which may use command buffers inside) in all four precisions."""
+    precs = ("fp32", "tf32", "fp16", "bf16")
+    lay = {"fp32": "nchw", "tf32": "nchw", "fp16": "channels_last", "bf16": "channels_last"}
+    r224 = [group("resnet50", 224, QUICK_BATCHES, "batch")]
+    lenet = [group("lenet", 28, QUICK_LENET, "lenet")]
+    # fp32's plain row also tuned (--tune): cuDNN's heuristics pick slower FMA kernels than
+    # PyTorch's autotuning (cudnn.benchmark) finds at batch 8 and 32 (H200, 2026-11-26).
+    zocs = ([(zoc(p, True, profile=False), r224 + lenet) for p in precs] +
+            [(zoc(p, False), r224 + lenet) for p in precs] +
+            [(zoc("fp32", False, tune=True), r224 + lenet)])
+    pythons = ([eager(p, lay[p]) for p in precs] + [ts_py(p, lay[p], graph=False) for p in precs] +
+               [ts_opt(p, lay[p], graph=False) for p in precs])
+    main = [step("zoc_plain", "zoc", zocs, 30, 300),
+            step("torch_plain", "torch", [(v, r224 + lenet) for v in pythons], 40, 330)]
+    main += [step("ts_runner_%s_optimized_plain" % p, "ts_runner",
+                  [(ts_cpp(p, lay[p], optimize=True), r224 + lenet)], 25, 120) for p in precs]
+    main += [step("resnet50_nn_%s_plain" % p, "resnet50_nn", [(nn_cpp(p, lay[p]), r224)], 25, 90)
+             for p in ("fp32", "fp16")]
+    # About 20 s per compile and batch size on an H200 (2026-11-26), fp16 first.
+    compile_steps = [step("compile_default_%s_plain" % p, "torch",
+                          [(compiled(p, lay[p], "default"), r224)], 60, 150)
+                     for p in ("fp16", "fp32", "bf16", "tf32")]
+    jax = [step("jax_plain_lenet", "jax", [(jax_xla(p), lenet) for p in precs], 30, 150),
+           step("jax_plain_r224", "jax", [(jax_xla(p), r224) for p in precs], 60, 480)]
+    return {"plain-main": main, "plain-compile": compile_steps, "plain-jax": jax}
+
+
 def steps_for(mode, dry=False):
     """The ordered steps of a mode: zoc and the frameworks first, torch.compile last. dry: a
     miniature of the same steps (first two batch sizes, two resolutions) for a plumbing check
@@ -325,6 +366,8 @@ def select_steps(steps, names, mode):
 def _steps(mode):
     if mode in ZOO_PARTS:
         return _zoo_parts()[mode]
+    if mode in PLAIN_PARTS:
+        return _plain_parts()[mode]
     if mode in ("quick",) + QUICK_PARTS:
         b = _batch_part(QUICK_BATCHES, False)
         main = (b["zoc"] + b["torch"] + b["cpp"] + _resolution_part([64, 128, 224, 448], False) +

@@ -162,6 +162,57 @@ def speedup_sections(records, model, resolution):
     return md
 
 
+def plain_sections(records):
+    """Markdown: the rows that run without a CUDA graph, per model and precision (issue 33), with
+    host CPU time per forward beside each latency; then per batch zoc's plain row against the
+    fastest other plain row, and against zoc's own graph row of the same run."""
+    md = []
+    for model, res in (("resnet50", 224), ("lenet", 28)):
+        for p in PRECISIONS:
+            pts = [r for r in records if r["model"] == model and r["resolution"] == res
+                   and r["precision"] == p]
+            plain = [r for r in pts if not r.get("graph")]
+            if not any(r["family"] == "zoc" for r in plain):
+                continue
+            xs = sorted({r["batch"] for r in plain})
+            by_label = {}
+            for r in plain:
+                by_label.setdefault(r["label"], {})[r["batch"]] = r
+
+            def with_host(r):
+                if r is None:
+                    return ""
+                host = r.get("host_cpu_us") if r["status"] == "PASS" else None
+                return cell(r) + (" (%.0f µs)" % host if host else "")
+            rows = [[lab] + [with_host(by_label[lab].get(x)) for x in xs]
+                    for lab in order(by_label, by_label)]
+            name = MODEL_NAMES.get(model, model)
+            md += ["### %s %d, %s: median ms (host CPU µs per forward)" % (name, res, p), "",
+                   md_table(["implementation"] + xs, rows), ""]
+            srows = []
+            for b in xs:
+                at = [r for r in plain if r["batch"] == b]
+                z = fastest(at, lambda r: r["family"] == "zoc")
+                o = fastest(at, lambda r: r["family"] != "zoc")
+                g = fastest([r for r in pts if r.get("graph") and r["batch"] == b],
+                            lambda r: r["family"] == "zoc")
+                srows.append([b, fmt_ms(z and z["median_ms"]), o["label"] if o else "–",
+                              fmt_ms(o and o["median_ms"]),
+                              "%.2f×" % (o["median_ms"] / z["median_ms"]) if o and z else "–",
+                              fmt_ms(g and g["median_ms"]),
+                              "%.2f" % (z["median_ms"] / g["median_ms"]) if z and g else "–"])
+            md += [md_table(["batch", "zoc plain ms", "fastest other plain row", "ms",
+                             "zoc speed-up", "zoc graph ms", "zoc plain / graph"], srows), ""]
+    if md:
+        md = ["## No CUDA graph anywhere: the plain path", "",
+              "Rows that replay no CUDA graph: zoc's plain forward (--no-graph), PyTorch eager, "
+              "frozen and optimized TorchScript without graphs, TorchScript and the nn API from "
+              "C++, torch.compile's default mode, JAX/XLA under jit (XLA's defaults, which may "
+              "use command buffers inside). A FAIL row is excluded from every comparison.",
+              ""] + md
+    return md
+
+
 def missing_points(records):
     """Points that were planned but not measured (skipped, e.g. cut by the deadline), grouped as
     'row model rRES: batches (why)' lines."""
@@ -382,6 +433,7 @@ def summary(records, envs, made, notes):
             md += ["## " + title, "", md_table(["implementation"] + xs, rows), ""]
             if x_key == "batch":
                 md += speedup_sections(records, model, fixed["resolution"])
+    md += plain_sections(records)
     for model in ("resnet50",) + plan.ZOO:
         xs, rows = grid(records, model, "batch", {"resolution": 224},
                         lambda r: "%.0f" % r["peak_mem_mb"] if r and r.get("peak_mem_mb") else "")

@@ -228,7 +228,10 @@ std::string cmake_lists(const std::string& hash_banner, const std::string& base)
   cm.line("endif()");
   cm.line("add_library({0} STATIC {0}.cpp {0}_kernels.cu)", base);
   cm.line("target_include_directories({} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}} ${{CUDNN_INCLUDE_DIR}})", base);
-  cm.line("target_link_libraries({} PUBLIC ${{CUDNN_LIBRARY}} CUDA::cublas CUDA::cudart)", base);
+  // cuda_driver: the recorded launches of the plain forward (zoc/cudnn/recorded_launch.h).
+  cm.line("target_link_libraries({} PUBLIC ${{CUDNN_LIBRARY}} CUDA::cublas CUDA::cudart "
+          "CUDA::cuda_driver)",
+          base);
   cm.line("add_executable({0}_main main.cpp)", base);
   cm.line("target_link_libraries({0}_main PRIVATE {0})", base);
   return cm.str();

@@ -65,8 +65,8 @@ struct EmitContext {
   std::string name_literal(const ir::Node& n) const;
 };
 
-// Whether fused convolution `n` runs through cuDNN's graph API (GraphConvLayer): every ungrouped
-// one when the compile chose that API (`graph_api`), else the ungrouped ones whose epilogue
+// Whether fused convolution `n` runs through cuDNN's graph API (GraphConvLayer): every one, grouped
+// or not, when the compile chose that API (`graph_api`), else the ungrouped ones whose epilogue
 // activation only the graph API applies (ReLU6, SiLU, GELU, ...: one kernel instead of the legacy
 // call plus an activation pass over memory).
 bool graph_api_conv(const ir::Node& n, bool graph_api);

@@ -44,9 +44,10 @@ std::string conv_summary(const EmitContext& ctx, const ir::Node& n) {
 }  // namespace
 
 bool graph_api_conv(const ir::Node& n, bool graph_api) {
-  if (n.op != ir::OpKind::FusedConv2d || n.attrs.i("groups") != 1) return false;
+  if (n.op != ir::OpKind::FusedConv2d) return false;
+  if (graph_api) return true;
   const ir::FusedActivation* a = non_relu_activation(n);
-  return graph_api || (a && act::cudnn_pointwise(a->kind));
+  return n.attrs.i("groups") == 1 && a && act::cudnn_pointwise(a->kind);
 }
 
 std::string activation_params_text(const act::Params& p) {

@@ -16,13 +16,27 @@
 // 3->32 stem with ReLU6 fused ran 1.15 ms at batch 256 fp16, the engine heuristics and tuning
 // offered for conv + bias + clipped ReLU being poor at 4 input channels); the plan file says
 // `graph-split` for it.
+//
+// Plans are kept per batch size (one entry per batch the model has run): prepare() for a batch
+// seen before rebuilds nothing, and a CUDA graph captured at one batch size stays valid while
+// another runs (a graph replays the kernels of the plan it captured, which must stay loaded).
+// Grouped convolutions go through the graph API too (cuDNN infers the group count from the
+// filter's channels). Where no engine runs a layer at some batch (is_no_engine_error), and its
+// epilogue is one the legacy call has (ReLU or none), that batch falls back to the legacy fused
+// call (fallback_reason() says so); it costs about a hundred microseconds of host time per call
+// in cuDNN 9, which is why it is only the fallback.
 // Needs cudnn.h and cuda_runtime.h only.
 #pragma once
 
 #include "zoc/cudnn/graph.h"
 #include "zoc/cudnn/layers.h"
 #include "zoc/cudnn/plan_file.h"
+#include "zoc/cudnn/recorded_launch.h"
 #include "zoc/core/timing.h"
+
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace zoc {
 
@@ -40,9 +54,8 @@ class GraphConvLayer {
   static constexpr size_t kMaxSplitCandidates = 8;
 
   Status create(const ConvShape& s, const Precision& p, bool residual, const char* layer) {
-    if (s.groups != 1) {
-      return Error{std::string("layer '") + layer +
-                   "': the graph-API convolution supports groups = 1 only"};
+    if (s.groups < 1 || s.c % s.groups != 0 || s.k % s.groups != 0) {
+      return Error{std::string("layer '") + layer + "': groups must divide the channels"};
     }
     s_ = s;
     p_ = p;
@@ -50,90 +63,227 @@ class GraphConvLayer {
     return Status::success();
   }
 
-  // Builds the plan for batch n within workspace_limit bytes of workspace: the plan file's
-  // engine config for (layer, n) if it has one that fits (a graph-split one without the
-  // activation), else the heuristics' first; without the epilogue's activation if no engine
-  // fuses it (see separate_activation()).
+  // Makes batch n's plan current, building it within workspace_limit bytes of workspace if this
+  // batch has none yet: the plan file's engine config for (layer, n) if it has one that fits (a
+  // graph-split one without the activation), else the heuristics' first; without the
+  // epilogue's activation if no engine fuses it (see separate_activation()); the legacy call if
+  // no engine runs the layer at all (see the top of this file).
   Status describe(cudnnHandle_t handle, int n, size_t workspace_limit, const char* layer,
                   const PlanFile* plan = nullptr) {
+    if (PerBatch* have = find(n)) return select(have, handle, n, workspace_limit, layer, plan);
+    PerBatch entry;
+    entry.n = n;
+    cur_ = &entry;
     const PlanChoice* chosen = plan ? plan->find(layer, n) : nullptr;
-    if (chosen && chosen->split && s_.other_activation) {
-      separate_ = true;
-      return describe_spec(handle, n, workspace_limit, layer, plan);
+    auto build = [&] { return describe_spec(handle, n, workspace_limit, layer, plan); };
+    const bool split = chosen && chosen->split && s_.other_activation;
+    entry.separate = split;
+    Status built = split ? build() : with_fallback(build);
+    cur_ = nullptr;
+    if (!built) {
+      if (!is_no_engine_error(built.error()) || s_.other_activation) return built;
+      entry.legacy = true;  // no engine runs it: the legacy call, described below
+      entry.why = built.error().message;
     }
-    return with_fallback([&] { return describe_spec(handle, n, workspace_limit, layer, plan); });
+    return select(keep(std::move(entry)), handle, n, workspace_limit, layer, plan);
   }
 
   // Times every candidate engine config (FusedConvPlan::candidates, at most kMaxTuneCandidates)
   // on the real call at batch n with the given device pointers (z: the residual, or nullptr),
-  // within `scratch_bytes` of workspace, and keeps the fastest: *chosen receives it, and the
-  // layer is left described with it (bind() again before run()). Runs on `stream`. A config
-  // whose second call (the first loads its kernel) takes over twice the best median so far is
-  // not timed further: at batch 256 the slow engines would otherwise take most of the tuning.
-  // With an activation other than ReLU, `activate(stream)` launches it in place on y: the split
-  // form (the convolution's configs without it, each timed with that launch after it) competes
-  // where the fused best is slower than kSplitTryMs.
+  // within `scratch_bytes` of workspace, and keeps the fastest as batch n's plan: *chosen
+  // receives it, and the layer is left described with it (bind() again before run()). Runs on
+  // `stream`. A config whose second call (the first loads its kernel) takes over twice the best
+  // median so far is not timed further: at batch 256 the slow engines would otherwise take most
+  // of the tuning. With an activation other than ReLU, `activate(stream)` launches it in place
+  // on y: the split form (the convolution's configs without it, each timed with that launch
+  // after it) competes where the fused best is slower than kSplitTryMs.
   template <class Activate>
   Status tune(cudnnHandle_t handle, int n, void* x, const void* w, const void* bias,
               const void* z, void* y, void* scratch, size_t scratch_bytes, cudaStream_t stream,
               const char* layer, PlanChoice* chosen, Activate activate) {
+    PerBatch entry;
+    entry.n = n;
+    cur_ = &entry;
+    Status tuned = tune_entry(handle, n, x, w, bias, z, y, scratch, scratch_bytes, stream, layer,
+                              chosen, activate);
+    cur_ = nullptr;
+    if (!tuned) {
+      if (PerBatch* have = find(n)) cur_ = have;  // keep what batch n had
+      return tuned;
+    }
+    if (PerBatch* have = find(n)) {
+      *have = std::move(entry);
+      cur_ = have;
+    } else {
+      cur_ = keep(std::move(entry));
+    }
+    workspace = cur_->plan.workspace_bytes();
+    return Status::success();
+  }
+
+  // True when the current plan lacks the epilogue's activation (no engine fuses it): the
+  // caller applies ConvShape::activation in place on y after run().
+  bool separate_activation() const { return cur_ && cur_->separate; }
+  // True when run() launches recorded kernels: they may go on any stream.
+  bool recorded() const { return cur_ && !cur_->legacy && !cur_->launches.empty(); }
+  // Non-empty when the current batch runs the legacy call because no engine runs the layer.
+  const std::string& fallback_reason() const {
+    static const std::string none;
+    return cur_ && cur_->legacy ? cur_->why : none;
+  }
+
+  // Fixes the pointers the current plan reads and writes (z: the residual, or null), and records
+  // the kernels its execute launches (zoc/cudnn/recorded_launch.h) by capturing one execute on
+  // `capture_stream` with `handle`, the handle that runs it.
+  Status bind(cudnnHandle_t handle, cudaStream_t capture_stream, void* x, const void* w,
+              const void* bias, const void* z, void* y, void* ws, const char* layer) {
+    if (!cur_) return Error{std::string("layer '") + layer + "': bind() before describe()"};
+    bound_ = {x, w, bias, z, y, ws};
+    if (cur_->legacy) return Status::success();
+    // A batch size seen before keeps its variant pack and launches when the pointers are the
+    // same (they change only when the workspace grows): switching batch sizes builds nothing.
+    if (cur_->plan.pack() && cur_->bound == bound_) return Status::success();
+    cur_->launches = RecordedLaunches();
+    ZOC_TRY(cur_->plan.bind(x, w, bias, z, y, ws, layer));
+    cur_->bound = bound_;
+    if (capture_stream) {
+      ZOC_ASSIGN_OR_RETURN(const bool recorded,
+                           cur_->launches.record(handle, cur_->plan.plan(), cur_->plan.pack(),
+                                                 capture_stream, &cur_->not_recorded, layer));
+      (void)recorded;  // when false, run() calls cudnnBackendExecute (not_recorded says why)
+    }
+    return Status::success();
+  }
+
+  // One convolution on `stream` (the handle's stream): the recorded kernels, else one
+  // cudnnBackendExecute, else (no engine) the legacy call.
+  Status run(cudnnHandle_t handle, cudaStream_t stream, const char* layer) const {
+    if (!cur_) return Error{std::string("layer '") + layer + "': run() before describe()"};
+    if (!cur_->legacy && !cur_->launches.empty()) {
+      ZOC_CUDA(cur_->launches.launch(stream), layer);
+      return Status::success();
+    }
+    if (!cur_->legacy) return cur_->plan.run(handle, layer);
+    const bool residual = bound_.z != nullptr;
+    const float one = 1.0f, zero = 0.0f;
+    ZOC_CUDNN(cudnnConvolutionBiasActivationForward(
+                  handle, &one, legacy_.x, bound_.x, legacy_.w, bound_.w, legacy_.conv,
+                  legacy_.algo, bound_.ws, legacy_.workspace, residual ? &one : &zero, legacy_.y,
+                  residual ? bound_.z : bound_.y, legacy_.bias, bound_.bias, legacy_.act,
+                  legacy_.y, bound_.y),
+              layer);
+    return Status::success();
+  }
+
+  // The engine the current plan runs, for logs ("A#0 eng12 tc {k2=3}", "plan eng..." when
+  // rebuilt from a plan file; "+ activation kernel" when the activation runs after it).
+  std::string engine_name() const {
+    if (!cur_) return "(none)";
+    if (cur_->legacy) return "legacy call (no graph-API engine)";
+    return cur_->plan.engine_name() + (cur_->separate ? " + activation kernel" : "") +
+           (cur_->launches.empty() ? " (executed: " + cur_->not_recorded + ")"
+                                   : " (" + std::to_string(cur_->launches.kernels()) +
+                                         " recorded kernels)");
+  }
+
+  void destroy() {
+    cur_ = nullptr;
+    plans_.clear();
+    legacy_.destroy();
+    legacy_created_ = false;
+  }
+
+ private:
+  struct Bound {
+    void* x = nullptr;
+    const void* w = nullptr;
+    const void* bias = nullptr;
+    const void* z = nullptr;
+    void* y = nullptr;
+    void* ws = nullptr;
+    bool operator==(const Bound& o) const {
+      return x == o.x && w == o.w && bias == o.bias && z == o.z && y == o.y && ws == o.ws;
+    }
+  };
+  struct PerBatch {
+    int n = 0;
+    FusedConvPlan plan;
+    Bound bound;            // what plan's variant pack holds
+    RecordedLaunches launches;  // what its execute launches, for the plain forward
+    std::string not_recorded;   // why launches is empty, if it is
+    bool separate = false;  // the plan lacks s_.activation (separate_activation())
+    bool legacy = false;    // no engine: the legacy call (fallback_reason())
+    std::string why;
+  };
+
+  PerBatch* find(int n) {
+    for (auto& p : plans_) {
+      if (p->n == n) return p.get();
+    }
+    return nullptr;
+  }
+  PerBatch* keep(PerBatch entry) {
+    plans_.push_back(std::make_unique<PerBatch>(std::move(entry)));
+    return plans_.back().get();
+  }
+  // Makes `e` current; a legacy entry (re)describes the legacy bundle for batch n.
+  Status select(PerBatch* e, cudnnHandle_t handle, int n, size_t workspace_limit,
+                const char* layer, const PlanFile* plan) {
+    cur_ = e;
+    if (!e->legacy) {
+      workspace = e->plan.workspace_bytes();
+      return Status::success();
+    }
+    if (!legacy_created_) {
+      ZOC_TRY(legacy_.create(s_, p_, layer));
+      legacy_created_ = true;
+    }
+    ZOC_TRY(legacy_.describe(handle, n, workspace_limit, layer, plan));
+    workspace = legacy_.workspace;
+    return Status::success();
+  }
+
+  template <class Activate>
+  Status tune_entry(cudnnHandle_t handle, int n, void* x, const void* w, const void* bias,
+                    const void* z, void* y, void* scratch, size_t scratch_bytes,
+                    cudaStream_t stream, const char* layer, PlanChoice* chosen,
+                    Activate activate) {
     auto no_activation = [](cudaStream_t) { return cudaSuccess; };
     auto fused_step = [&] {
       return tune_spec(handle, n, x, w, bias, z, y, scratch, scratch_bytes, stream, layer, chosen,
                        kMaxTuneCandidates, no_activation);
     };
     if (!s_.other_activation) return with_fallback(fused_step);
-    separate_ = false;
+    cur_->separate = false;
     Status fused = fused_step();
     if (fused && chosen->ms <= kSplitTryMs) return fused;
     const PlanChoice fused_choice = *chosen;
-    FusedConvPlan fused_plan = std::move(plan_);
-    separate_ = true;
+    FusedConvPlan fused_plan = std::move(cur_->plan);
+    cur_->separate = true;
     Status split = tune_spec(handle, n, x, w, bias, z, y, scratch, scratch_bytes, stream, layer,
                              chosen, fused ? kMaxSplitCandidates : kMaxTuneCandidates, activate);
     if (split && (!fused || chosen->ms < fused_choice.ms)) {
       chosen->split = true;
       return split;
     }
-    separate_ = false;
+    cur_->separate = false;
     *chosen = fused_choice;
     if (!fused) return fused;
     return adopt(std::move(fused_plan));
   }
 
-  // True when the plan lacks the epilogue's activation (no engine fuses it): the caller applies
-  // ConvShape::activation in place on y after run().
-  bool separate_activation() const { return separate_; }
-
-  // Fixes the pointers the plan reads and writes (z: the residual, or null).
-  Status bind(void* x, const void* w, const void* bias, const void* z, void* y, void* ws,
-              const char* layer) {
-    return plan_.bind(x, w, bias, z, y, ws, layer);
-  }
-
-  Status run(cudnnHandle_t handle, const char* layer) const { return plan_.run(handle, layer); }
-
-  // The engine the current plan runs, for logs ("A#0 eng12 tc {k2=3}", "plan eng..." when
-  // rebuilt from a plan file; "+ activation kernel" when the activation runs after it).
-  std::string engine_name() const {
-    return plan_.engine_name() + (separate_ ? " + activation kernel" : "");
-  }
-
-  void destroy() { plan_ = FusedConvPlan(); }
-
- private:
   // Runs `step` (describe or tune) with the activation in the epilogue; if that fails and the
   // activation is not ReLU, once more without it. The first error is the one reported when
   // both fail.
   template <class Step>
   Status with_fallback(Step step) {
-    separate_ = false;
+    cur_->separate = false;
     Status fused = step();
     if (fused || !s_.other_activation) return fused;
-    separate_ = true;
+    cur_->separate = true;
     Status plain = step();
     if (!plain) {
-      separate_ = false;
+      cur_->separate = false;
       return fused;
     }
     return plain;
@@ -205,24 +355,31 @@ class GraphConvLayer {
   }
 
   FusedConvSpec spec(int n) const {
-    return FusedConvSpec{n,         s_.c,        s_.h,        s_.w,      s_.k,      s_.r,
-                         s_.s,      s_.pad_h,    s_.pad_w,    s_.stride_h, s_.stride_w, s_.dil_h,
-                         s_.dil_w,  s_.out_h,    s_.out_w,    residual_, s_.relu,   p_.data,
-                         p_.format == CUDNN_TENSOR_NHWC,
-                         p_.data == CUDNN_DATA_FLOAT && p_.math != CUDNN_FMA_MATH,
-                         s_.other_activation && !separate_, s_.activation, s_.activation_params};
+    FusedConvSpec f{n,         s_.c,        s_.h,        s_.w,      s_.k,      s_.r,
+                    s_.s,      s_.pad_h,    s_.pad_w,    s_.stride_h, s_.stride_w, s_.dil_h,
+                    s_.dil_w,  s_.out_h,    s_.out_w,    residual_, s_.relu,   p_.data,
+                    p_.format == CUDNN_TENSOR_NHWC,
+                    p_.data == CUDNN_DATA_FLOAT && p_.math != CUDNN_FMA_MATH,
+                    s_.other_activation && !(cur_ && cur_->separate), s_.activation,
+                    s_.activation_params};
+    f.groups = s_.groups;
+    return f;
   }
+  // The plan being built (cur_ points at the entry under construction) becomes its plan.
   Status adopt(FusedConvPlan p) {
-    plan_ = std::move(p);
-    workspace = plan_.workspace_bytes();
+    cur_->plan = std::move(p);
+    workspace = cur_->plan.workspace_bytes();
     return Status::success();
   }
 
   ConvShape s_{};
   Precision p_{};
   bool residual_ = false;
-  bool separate_ = false;  // the plan lacks s_.activation (separate_activation())
-  FusedConvPlan plan_;
+  std::vector<std::unique_ptr<PerBatch>> plans_;  // stable addresses: cur_ points into it
+  PerBatch* cur_ = nullptr;
+  Bound bound_;
+  ConvLayer legacy_;
+  bool legacy_created_ = false;
 };
 
 }  // namespace zoc

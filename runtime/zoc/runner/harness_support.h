@@ -45,7 +45,7 @@ struct Args {
   int max_batch = 0;  // 0: the batch
   int top = 5, warmup = 10, iters = 50;
   long long workspace_mb = -1;  // -1: the model's default
-  bool graph = false, strict = false, help = false;
+  bool graph = true, strict = false, help = false;  // graph: the library's default
   std::vector<int> batches;  // --batches: sweep mode, one created model per batch size
   bool tile = false;         // --tile: repeat the --input samples up to the batch
   int max_time_ms = 0;       // --max-time-ms: stop timing (and warm-up) early; 0: off
@@ -67,7 +67,8 @@ inline void print_usage(const char* name, const char* precision, int c, int h, i
       "  --top K             classes printed per sample, first 8 samples (default 5, 0: none)\n"
       "  --warmup N          untimed forwards before timing (default 10)\n"
       "  --iters N           timed forwards, CUDA events around each (default 50, 0: none)\n"
-      "  --graph             run forward as a CUDA graph (Options.cuda_graph)\n"
+      "  --graph             replay forward from a CUDA graph (Options.cuda_graph, the default)\n"
+      "  --no-graph          the plain path: forward's calls one by one, no CUDA graph\n"
       "  --workspace-mb N    cap the cuDNN workspace at N MiB\n"
       "  --strict            reject weights holding NaN or Inf instead of warning\n"
       "  --json PATH         write model, batch, latency and memory figures as JSON\n"
@@ -84,7 +85,7 @@ inline void print_usage(const char* name, const char* precision, int c, int h, i
       "                      it already holds for this GPU and model), then measure with it\n"
       "  --plan PLAN         use the measured choices in PLAN (another GPU's: a warning)\n"
       "  --profile N         after timing, N forwards with a CUDA event between layers (in\n"
-      "                      the CUDA graph with --graph): per-layer median times, printed and\n"
+      "                      the CUDA graph unless --no-graph): per-layer median times, printed and\n"
       "                      in the JSON under \"profile\" (default 0: none)\n"
       "  --help              this text\n"
       "Exit status: 0 ok, 1 model or GPU failure or non-finite output, 2 bad command line.\n",
@@ -122,10 +123,11 @@ inline std::string parse_args(int argc, char** argv, int outputs, Args* a) {
       flag.resize(eq);
       has_inline_value = true;
     }
-    if (flag == "--graph" || flag == "--strict" || flag == "--help" || flag == "-h" ||
-        flag == "--tile") {
+    if (flag == "--graph" || flag == "--no-graph" || flag == "--strict" || flag == "--help" ||
+        flag == "-h" || flag == "--tile") {
       if (has_inline_value) return "option " + flag + " takes no value";
       if (flag == "--graph") a->graph = true;
+      if (flag == "--no-graph") a->graph = false;
       if (flag == "--strict") a->strict = true;
       if (flag == "--tile") a->tile = true;
       if (flag == "--help" || flag == "-h") a->help = true;

@@ -30,7 +30,7 @@ namespace zoc {
 
 struct FusedConvSpec {
   int n, c, h, w;  // input, dims in NCHW order whatever the layout
-  int k, r, s;     // output channels, kernel height and width (groups = 1)
+  int k, r, s;     // output channels, kernel height and width
   int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
   int out_h, out_w;
   bool residual;            // y = act(conv + z + bias), z shaped like y
@@ -42,6 +42,9 @@ struct FusedConvSpec {
   bool other_activation = false;
   act::Kind activation = act::Kind::kRelu;
   act::Params activation_params{};
+  // Grouped convolution: the filter is [k, c / groups, r, s] and cuDNN infers the group count
+  // from the two channel counts (the graph API has no group attribute).
+  int groups = 1;
 };
 
 // The error of a graph that no engine can run contains this text (see is_no_engine_error).
@@ -269,7 +272,7 @@ inline Expected<cudnnBackendDescriptor_t> make_op_graph(cudnnHandle_t handle,
                                                         const FusedConvSpec& s,
                                                         std::vector<BackendDesc>* keep,
                                                         const char* layer) {
-  const int64_t xd[4] = {s.n, s.c, s.h, s.w}, wd[4] = {s.k, s.c, s.r, s.s};
+  const int64_t xd[4] = {s.n, s.c, s.h, s.w}, wd[4] = {s.k, s.c / s.groups, s.r, s.s};
   const int64_t yd[4] = {s.n, s.k, s.out_h, s.out_w}, bd[4] = {1, s.k, 1, 1};
   const cudnnDataType_t io = s.io_type, f32 = CUDNN_DATA_FLOAT;
   using T = cudnnBackendDescriptor_t;
@@ -371,6 +374,9 @@ inline Status validate(const FusedConvSpec& s, const char* layer) {
     if (x < 1) return Error{who + "sizes, strides and dilations must be >= 1"};
   }
   if (s.pad_h < 0 || s.pad_w < 0) return Error{who + "negative padding"};
+  if (s.groups < 1 || s.c % s.groups != 0 || s.k % s.groups != 0) {
+    return Error{who + "groups must divide the input and output channels"};
+  }
   const int64_t oh =
       (int64_t(s.h) + 2 * int64_t(s.pad_h) - int64_t(s.dil_h) * (s.r - 1) - 1) / s.stride_h + 1;
   const int64_t ow =

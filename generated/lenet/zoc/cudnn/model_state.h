@@ -27,7 +27,12 @@
 namespace zoc {
 
 struct ModelOptions {
-  bool cuda_graph = false;                 // capture forward() once per batch size and replay it
+  // Replay forward() from a CUDA graph, captured on the first call of each batch size and
+  // buffer pair (Model::forward says when it falls back to the plain path). The default, as
+  // it is what a caller wants: one launch per forward. Turn it off where a graph cannot be
+  // captured or replayed (a stream that is itself being captured, host callbacks around the
+  // call); the plain path then issues the same calls one by one.
+  bool cuda_graph = true;
   size_t workspace_limit = size_t(1) << 30;  // cap on the cuDNN workspace, bytes
   uint64_t seed = 0;    // seed of the default weights when no file is given
   bool strict = false;  // NaN/Inf in the weights file is an error, not a warning
@@ -59,16 +64,33 @@ struct ModelState {
   std::vector<cudaEvent_t> fork_events, join_events, mark_events;
   cudaEvent_t* fork = nullptr;  // fork_events.data(), one per side branch
   cudaEvent_t* join = nullptr;
+  std::vector<char> inline_branches;  // per side branch: ran inline in this plain forward
+  char* inline_branch = nullptr;      // inline_branches.data()
   void* side_workspace = nullptr;  // the side layers' own cuDNN workspace
   size_t side_need = 0;            // what their algorithm choices need (set_batch)
   size_t side_limit = 0;           // their cap: options.workspace_limit, then what was allocated
-  // The last pointers forward() validated, and the captured graphs with what they captured.
+  // The last pointers forward() validated.
   const float* checked_input = nullptr;
   float* checked_output = nullptr;
-  cudaGraphExec_t graph = nullptr;
-  int graph_batch = 0;
-  const float* graph_input = nullptr;
-  float* graph_output = nullptr;
+  // forward()'s captured graphs, one per batch size and buffer pair (least recently used
+  // replaced), and how many captures in a row were for new buffers at a batch already captured:
+  // a caller whose buffers change on every call gets the plain path instead (graphs_off).
+  struct Captured {
+    cudaGraphExec_t exec = nullptr;
+    int batch = 0;
+    const float* input = nullptr;
+    float* output = nullptr;
+    uint64_t used = 0;
+  };
+  static constexpr int kGraphCache = 8;
+  static constexpr int kMaxBufferRecaptures = 3;
+  Captured graphs[kGraphCache];
+  // Graphs and recorded launches are captured here (capturing runs nothing), then replayed or
+  // launched on any stream.
+  cudaStream_t capture_stream = nullptr;
+  uint64_t graph_clock = 0;
+  int buffer_recaptures = 0;
+  bool graphs_off = false;
   cudaEvent_t* marks = nullptr;  // mark_events.data(): profile(), before, then after each layer
   cudaGraphExec_t profile_graph = nullptr;
   int profile_batch = 0;

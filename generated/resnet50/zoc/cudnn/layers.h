@@ -20,6 +20,7 @@
 #include "zoc/cudnn/exact.h"
 #include "zoc/core/expected.h"
 #include "zoc/cudnn/plan_file.h"
+#include "zoc/cudnn/recorded_launch.h"
 #include "zoc/math/activations.h"
 
 namespace zoc {
@@ -261,6 +262,7 @@ class PoolLayer {
  public:
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnPoolingDescriptor_t pool = nullptr;
+  RecordedByBatch recorded;  // the plain forward's kernels per batch size (recorded_launch.h)
 
   Status create(const PoolShape& s, const Precision& p, const char* layer) {
     s_ = s;
@@ -279,6 +281,7 @@ class PoolLayer {
     return Status::success();
   }
   void destroy() {
+    recorded.clear();
     if (x) cudnnDestroyTensorDescriptor(x);
     if (y) cudnnDestroyTensorDescriptor(y);
     if (pool) cudnnDestroyPoolingDescriptor(pool);
@@ -295,6 +298,7 @@ class PoolLayer {
 class TensorLayer {
  public:
   cudnnTensorDescriptor_t t = nullptr;
+  RecordedByBatch recorded;  // the plain forward's kernels per batch size (softmax)
 
   Status create(int c, int h, int w, const Precision& p, const char* layer) {
     c_ = c;
@@ -306,6 +310,7 @@ class TensorLayer {
   }
   Status describe(int n, const char* layer) { return set_tensor(t, p_, n, c_, h_, w_, layer); }
   void destroy() {
+    recorded.clear();
     if (t) cudnnDestroyTensorDescriptor(t);
     t = nullptr;
   }

@@ -52,22 +52,34 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   // input: device fp32 NCHW [batch, C, H, W]; output: device fp32 [batch, kOutputs].
-  // Allocates nothing; a new batch size re-describes tensors (host-side) first, and grows the
-  // cuDNN workspace in the rare case that batch needs more than any before (prepare()).
+  // Allocates nothing on its steady path. With options.cuda_graph (the default) it replays the
+  // graph captured for this batch size and buffer pair: one launch. The first call of a new
+  // batch size or buffer pair captures one (the marked one-time path: it re-describes tensors
+  // for a new batch size first, prepare()), keeping up to ModelState::kGraphCache graphs; after
+  // kMaxBufferRecaptures captures in a row for new buffers at a batch already captured, the
+  // caller's buffers are taken to change on every call and forward() runs the plain path from
+  // then on (graph_replay() says which). The plain path issues the model's calls one by one,
+  // each prepared in create()/prepare(): a new batch size re-describes first.
   Status forward(const float* input, float* output, int batch, cudaStream_t stream) {
-    ZOC_TRY(begin(input, output, batch));
-    if (!s_.options.cuda_graph) return run_layers<false>(input, output, stream);
-    if (!s_.graph || s_.graph_batch != batch || s_.graph_input != input ||
-        s_.graph_output != output) {
+    ZOC_TRY(check_call(input, output, batch));
+    if (s_.options.cuda_graph && !s_.graphs_off && !capturing(stream)) {
+      if (ModelState::Captured* g = cached_graph(batch, input, output)) {
+        g->used = ++s_.graph_clock;
+        s_.buffer_recaptures = 0;
+        ZOC_CUDA(cudaGraphLaunch(g->exec, stream), "forward: graph launch");
+        return Status::success();
+      }
       // The one-time path (per batch size and buffer pair), the only one that creates objects.
-      ZOC_TRY(capture<false>(&s_.graph, input, output, stream));  // zoc-verify: one-time
-      s_.graph_batch = batch;
-      s_.graph_input = input;
-      s_.graph_output = output;
+      return capture_and_launch(input, output, batch, stream);  // zoc-verify: one-time
     }
-    ZOC_CUDA(cudaGraphLaunch(s_.graph, stream), "forward: graph launch");
-    return Status::success();
+    if (batch != s_.batch) ZOC_TRY(prepare(batch));  // zoc-verify: one-time
+    return run_layers<false>(input, output, stream);
   }
+
+  // Whether forward() replays CUDA graphs (options.cuda_graph, unless the caller's buffers
+  // changed on every call). On a stream that the caller is capturing into a graph of its own,
+  // forward() always takes the plain path, whose calls that capture then records.
+  bool graph_replay() const { return s_.options.cuda_graph && !s_.graphs_off; }
 
   // Re-describes every tensor and re-plans every layer for a new batch size (host-side).
   // forward() does this itself on a batch change; calling it ahead keeps that one-time work out
@@ -88,7 +100,7 @@ class Model {
       ZOC_TRY(planned);
       ZOC_TRY(grow_workspace(need));
     }
-    ZOC_TRY(bind_layers());
+    ZOC_TRY(bind_layers(batch));
     s_.batch = batch;
     return Status::success();
   }
@@ -128,13 +140,22 @@ class Model {
   Status load_weights(const std::string& weights_path);
   Status load_plan();
   Status set_batch(int n, size_t workspace_limit, size_t* workspace_need);
-  Status bind_layers() {
-    steps::Bind bind(s_);
+  Status bind_layers(int batch) {
+    steps::Bind bind(s_, batch);
     return self().layers(bind);
   }
   Status begin(const float* input, float* output, int batch);
+  Status check_call(const float* input, const float* output, int batch);
+  ModelState::Captured* cached_graph(int batch, const float* input, const float* output);
+  Status capture_and_launch(const float* input, float* output, int batch, cudaStream_t stream);
+  void drop_graphs();
+  static bool capturing(cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    return cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
+           status != cudaStreamCaptureStatusNone;
+  }
   template <bool kProfile>
-  Status run_layers(const float* input, float* output, cudaStream_t stream);
+  Status run_layers(const float* input, float* output, cudaStream_t stream, bool plain = true);
   template <bool kProfile>
   Status capture(cudaGraphExec_t* exec, const float* input, float* output, cudaStream_t stream);
 
@@ -170,7 +191,7 @@ Status Model<M>::init(const std::string& weights_path, int max_batch, const Opti
     if (s_.side_need > 0) ZOC_CUDA(cudaMalloc(&s_.side_workspace, s_.side_need), "workspace");
     s_.side_limit = s_.side_need;
   }
-  ZOC_TRY(bind_layers());
+  ZOC_TRY(bind_layers(max_batch));
   s_.batch = max_batch;
   // The weight upload ran on the legacy default stream, which the caller's non-blocking stream
   // does not wait for.
@@ -181,6 +202,8 @@ Status Model<M>::init(const std::string& weights_path, int max_batch, const Opti
 template <class M>
 Status Model<M>::create_handles() {
   ZOC_CUDNN(cudnnCreate(&s_.cudnn), "init");
+  // Where forward()'s graphs and the graph-API layers' recorded launches are captured.
+  ZOC_CUDA(cudaStreamCreateWithFlags(&s_.capture_stream, cudaStreamNonBlocking), "init");
   if constexpr (M::kUsesCublas) {
     constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;
     ZOC_CUBLAS(cublasCreate(&s_.cublas), "init");
@@ -195,6 +218,8 @@ Status Model<M>::create_handles() {
     s_.join_events.assign(M::kSideBranches, nullptr);
     s_.fork = s_.fork_events.data();
     s_.join = s_.join_events.data();
+    s_.inline_branches.assign(M::kSideBranches, 0);
+    s_.inline_branch = s_.inline_branches.data();
     for (int k = 0; k < M::kSideBranches; ++k) {
       ZOC_CUDA(cudaEventCreateWithFlags(&s_.fork[k], cudaEventDisableTiming), "init");
       ZOC_CUDA(cudaEventCreateWithFlags(&s_.join[k], cudaEventDisableTiming), "init");
@@ -209,6 +234,7 @@ Status Model<M>::create_handles() {
 template <class M>
 Status Model<M>::grow_workspace(size_t need) {
   ZOC_CUDA(cudaDeviceSynchronize(), "prepare: workspace");
+  drop_graphs();  // they captured the old workspace's address
   if (need > s_.workspace_bytes) {
     if (s_.workspace) ZOC_CUDA(cudaFree(s_.workspace), "prepare: workspace");
     s_.workspace = nullptr;
@@ -278,54 +304,112 @@ Status Model<M>::set_batch(int n, size_t workspace_limit, size_t* workspace_need
   return Status::success();
 }
 
-// Checks a call's batch and pointers and prepares a new batch size.
+// Checks a call's batch and pointers (a pointer pair once: cudaPointerGetAttributes is not free).
 template <class M>
-Status Model<M>::begin(const float* input, float* output, int batch) {
+Status Model<M>::check_call(const float* input, const float* output, int batch) {
   ZOC_TRY(check_batch(batch, s_.max_batch));
   if (input != s_.checked_input || output != s_.checked_output) {
     ZOC_TRY(check_device_pointer(input, "forward: input"));
     ZOC_TRY(check_device_pointer(output, "forward: output"));
     s_.checked_input = input;
-    s_.checked_output = output;
+    s_.checked_output = const_cast<float*>(output);
   }
+  return Status::success();
+}
+
+// Checks a call's batch and pointers and prepares a new batch size.
+template <class M>
+Status Model<M>::begin(const float* input, float* output, int batch) {
+  ZOC_TRY(check_call(input, output, batch));
   if (batch != s_.batch) ZOC_TRY(prepare(batch));  // zoc-verify: one-time
   return Status::success();
+}
+
+// forward()'s graph for this batch size and buffer pair, or null.
+template <class M>
+ModelState::Captured* Model<M>::cached_graph(int batch, const float* input, const float* output) {
+  for (ModelState::Captured& g : s_.graphs) {
+    if (g.exec && g.batch == batch && g.input == input && g.output == output) return &g;
+  }
+  return nullptr;
+}
+
+// Captures forward() for a new batch size or buffer pair into the least recently used slot and
+// launches it; counts captures that only new buffers caused (see forward()).
+template <class M>
+Status Model<M>::capture_and_launch(const float* input, float* output, int batch,
+                                    cudaStream_t stream) {
+  bool batch_seen = false;
+  ModelState::Captured* slot = &s_.graphs[0];
+  for (ModelState::Captured& g : s_.graphs) {
+    batch_seen = batch_seen || (g.exec && g.batch == batch);
+    if (!g.exec || (slot->exec && g.used < slot->used)) slot = &g;
+  }
+  if (batch_seen && ++s_.buffer_recaptures >= ModelState::kMaxBufferRecaptures) {
+    s_.graphs_off = true;  // the buffers change on every call: the plain path from now on
+    drop_graphs();
+    if (batch != s_.batch) ZOC_TRY(prepare(batch));
+    return run_layers<false>(input, output, stream);
+  }
+  if (batch != s_.batch) ZOC_TRY(prepare(batch));
+  if (slot->exec) cudaGraphExecDestroy(slot->exec);
+  *slot = ModelState::Captured{};
+  ZOC_TRY(capture<false>(&slot->exec, input, output, stream));
+  *slot = ModelState::Captured{slot->exec, batch, input, output, ++s_.graph_clock};
+  ZOC_CUDA(cudaGraphLaunch(slot->exec, stream), "forward: graph launch");
+  return Status::success();
+}
+
+// Forgets forward()'s graphs: the buffers or kernels they captured are about to change.
+template <class M>
+void Model<M>::drop_graphs() {
+  for (ModelState::Captured& g : s_.graphs) {
+    if (g.exec) cudaGraphExecDestroy(g.exec);
+    g = ModelState::Captured{};
+  }
+  if (s_.profile_graph) cudaGraphExecDestroy(s_.profile_graph);
+  s_.profile_graph = nullptr;
+  s_.profile_batch = 0;
 }
 
 // The forward pass: one library call or kernel per layer, in order (the model's layer sequence
 // walked with steps::Run); the kProfile instantiation also records s_.marks.
 template <class M>
 template <bool kProfile>
-Status Model<M>::run_layers(const float* input, float* output, cudaStream_t stream) {
+Status Model<M>::run_layers(const float* input, float* output, cudaStream_t stream, bool plain) {
   ZOC_CUDNN(cudnnSetStream(s_.cudnn, stream), "forward");
   if constexpr (M::kUsesCublas) ZOC_CUBLAS(cublasSetStream(s_.cublas, stream), "forward");
   if constexpr (kProfile) {
     ZOC_CUDA(cudaEventRecordWithFlags(s_.marks[0], stream, s_.record_flags), "profile");
   }
-  steps::Run<kProfile> run{s_, input, output, stream, s_.batch};
+  steps::Run<kProfile> run{s_, input, output, stream, s_.batch, plain};
   return self().layers(run);
 }
 
-// Runs run_layers once (first launches load kernels), then captures it into *exec.
+// Runs run_layers once on `stream` (first launches load kernels), then captures it into *exec
+// on the model's own capture stream, so that any stream can replay it, the legacy default stream
+// included (which cannot itself be captured).
 template <class M>
 template <bool kProfile>
 Status Model<M>::capture(cudaGraphExec_t* exec, const float* input, float* output,
                          cudaStream_t stream) {
-  ZOC_TRY(run_layers<kProfile>(input, output, stream));
+  ZOC_TRY(run_layers<kProfile>(input, output, stream, /*plain=*/false));
+  cudaStream_t on = s_.capture_stream;  // capturing runs nothing: the launch below orders it
   if (*exec) cudaGraphExecDestroy(*exec);
   *exec = nullptr;
   cudaGraph_t graph = nullptr;
-  ZOC_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "forward: capture");
+  ZOC_CUDA(cudaStreamBeginCapture(on, cudaStreamCaptureModeThreadLocal), "forward: capture");
   s_.record_flags = cudaEventRecordExternal;
-  const Status captured = run_layers<kProfile>(input, output, stream);
+  const Status captured = run_layers<kProfile>(input, output, on, /*plain=*/false);
   s_.record_flags = cudaEventRecordDefault;
   if constexpr (M::kSideBranches > 0) {
     if (!captured.ok()) {  // a failure between a fork and its join: join the side stream
       (void)cudaEventRecord(s_.join[0], s_.side);
-      (void)cudaStreamWaitEvent(stream, s_.join[0], 0);
+      (void)cudaStreamWaitEvent(on, s_.join[0], 0);
     }
   }
-  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  const cudaError_t ended = cudaStreamEndCapture(on, &graph);
+  // Later plain calls use `stream` again (run_layers sets the handles' stream each call).
   if (!captured.ok() || ended != cudaSuccess) {
     if (graph) cudaGraphDestroy(graph);
     if (!captured.ok()) return captured;
@@ -380,6 +464,7 @@ Status Model<M>::tune(const float* input, float* output, int batch, cudaStream_t
   auto scratch = DeviceBuffer::allocate(std::max<size_t>(scratch_bytes, 1), "tune: workspace");
   if (!scratch) return scratch.error();
   steps::Tune tuner{{}, s_, batch, input, scratch->get(), scratch_bytes, stream, plan};
+  drop_graphs();  // tuning replaces plans whose kernels they replay
   ZOC_TRY(self().layers(tuner));
   // Back to the model's own choices (tuning left each layer on its fastest).
   return prepare(batch);
@@ -387,8 +472,8 @@ Status Model<M>::tune(const float* input, float* output, int batch, cudaStream_t
 
 template <class M>
 void Model<M>::release() {
-  if (s_.graph) cudaGraphExecDestroy(s_.graph);
-  if (s_.profile_graph) cudaGraphExecDestroy(s_.profile_graph);
+  drop_graphs();
+  if (s_.capture_stream) cudaStreamDestroy(s_.capture_stream);
   if constexpr (M::kSideBranches > 0) {
     for (cudaEvent_t e : s_.fork_events) {
       if (e) cudaEventDestroy(e);

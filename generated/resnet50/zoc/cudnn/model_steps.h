@@ -129,21 +129,42 @@ struct Describe : StepBase {
 // Binds every graph-API plan to its input, weights, residual, output and workspace.
 struct Bind : StepBase {
   ModelState& s;
-  explicit Bind(ModelState& state) : s(state) {}
+  int n;  // the batch size being prepared
+  Bind(ModelState& state, int batch) : s(state), n(batch) {}
   Status conv(GraphConvLayer& l, const ConvCall& c, const char* name) {
-    return bind(l, c, s.workspace, name);
+    return bind(l, c, s.cudnn, s.workspace, name);
   }
   Status conv(ConvLayer&, const ConvCall&, const char*) { return Status::success(); }
   Status side_conv(GraphConvLayer& l, const ConvCall& c, int, const char* name) {
-    return bind(l, c, s.side_workspace, name);
+    return bind(l, c, s.cudnn_side, s.side_workspace, name);
   }
   Status side_conv(ConvLayer&, const ConvCall&, int, const char*) { return Status::success(); }
+  // The legacy calls of the plain forward, recorded for this batch (recorded_launch.h) where
+  // they read and write the arena only.
+  Status pool(PoolLayer& l, const PoolCall& c, const char* name) {
+    if (c.x == kCallerInput) return Status::success();
+    char* x = s.act(c.x, nullptr);
+    char* y = s.act(c.y, nullptr);
+    return l.recorded.record(n, s.cudnn, s.capture_stream, [&] {
+      return cudnnPoolingForward(s.cudnn, l.pool, &kOne, l.x, x, &kZero, l.y, y);
+    }, name);
+  }
+  Status softmax(TensorLayer& l, const SoftmaxCall& c, const char* name) {
+    if (c.x == kCallerInput) return Status::success();
+    char* x = s.act(c.x, nullptr);
+    char* y = s.act(c.y, nullptr);
+    return l.recorded.record(n, s.cudnn, s.capture_stream, [&] {
+      return cudnnSoftmaxForward(s.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
+                                 &kOne, l.t, x, &kZero, l.t, y);
+    }, name);
+  }
 
  private:
-  Status bind(GraphConvLayer& l, const ConvCall& c, void* workspace, const char* name) {
+  Status bind(GraphConvLayer& l, const ConvCall& c, cudnnHandle_t handle, void* workspace,
+              const char* name) {
     const void* z = c.z == kNoTensor ? nullptr : s.act(c.z, nullptr);
-    return l.bind(s.act(c.x, nullptr), s.weight(c.w), s.weight(c.b), z, s.act(c.y, nullptr),
-                  workspace, name);
+    return l.bind(handle, s.capture_stream, s.act(c.x, nullptr), s.weight(c.w), s.weight(c.b), z,
+                  s.act(c.y, nullptr), workspace, name);
   }
 };
 
@@ -220,6 +241,10 @@ struct Run {
   float* output;
   cudaStream_t stream;
   int n;
+  // The plain forward: side branches whose convolution has recorded kernels run inline on
+  // `stream` (no fork and join events); a graph capture keeps them on the side stream, where
+  // the graph runs them beside the main branch.
+  bool plain = false;
   int mark_index = 0;
 
   Status mark() {
@@ -247,17 +272,25 @@ struct Run {
     return mark();
   }
   Status conv(GraphConvLayer& l, const ConvCall& c, const char* name) {
-    ZOC_TRY(l.run(s.cudnn, name));
+    ZOC_TRY(l.run(s.cudnn, stream, name));
     ZOC_TRY(separate_activation(l, c, stream, name));
     return mark();
   }
   // On the side stream, beside the main branch until join(branch).
   template <class L>
   Status side_conv(L& l, const ConvCall& c, int branch, const char* name) {
+    if constexpr (std::is_same_v<L, GraphConvLayer>) {
+      s.inline_branch[branch] = plain && l.recorded();
+      if (s.inline_branch[branch]) {
+        ZOC_TRY(l.run(s.cudnn, stream, name));
+        ZOC_TRY(separate_activation(l, c, stream, name));
+        return mark();
+      }
+    }
     ZOC_CUDA(cudaEventRecord(s.fork[branch], stream), name);
     ZOC_CUDA(cudaStreamWaitEvent(s.side, s.fork[branch], 0), name);
     if constexpr (std::is_same_v<L, GraphConvLayer>) {
-      ZOC_TRY(l.run(s.cudnn_side, name));
+      ZOC_TRY(l.run(s.cudnn_side, s.side, name));
       ZOC_TRY(separate_activation(l, c, s.side, name));
     } else {
       ZOC_TRY(legacy_conv(l, c, s.cudnn_side, s.side_workspace, name));
@@ -266,10 +299,15 @@ struct Run {
     return mark();
   }
   Status join(int branch, const char* name) {
+    if (s.inline_branch[branch]) return Status::success();
     ZOC_CUDA(cudaStreamWaitEvent(stream, s.join[branch], 0), name);
     return Status::success();
   }
   Status pool(PoolLayer& l, const PoolCall& c, const char* name) {
+    if (const RecordedLaunches* r = plain ? l.recorded.find(n) : nullptr) {
+      ZOC_CUDA(r->launch(stream), name);
+      return mark();
+    }
     ZOC_CUDNN(cudnnPoolingForward(s.cudnn, l.pool, &kOne, l.x, act(c.x), &kZero, l.y, act(c.y)),
               name);
     return mark();
@@ -281,6 +319,10 @@ struct Run {
     return mark();
   }
   Status softmax(TensorLayer& l, const SoftmaxCall& c, const char* name) {
+    if (const RecordedLaunches* r = plain ? l.recorded.find(n) : nullptr) {
+      ZOC_CUDA(r->launch(stream), name);
+      return mark();
+    }
     ZOC_CUDNN(cudnnSoftmaxForward(s.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
                                   &kOne, l.t, act(c.x), &kZero, l.t, act(c.y)),
               name);

@@ -129,7 +129,9 @@ class Checker:
                         if k not in self.user})
         journal = os.path.join(out, ".zoc-staging", "journal")
         committed = os.path.isfile(journal) and b"state committed" in open(journal, "rb").read()
-        for config in possible:
+        # Under a committed journal the next compile moves the rest in, so the folder's future
+        # is still open even where it matches one output now.
+        for config in possible if not committed else ():
             if zoc == self.refs[config]:
                 self.states["new" if config == new else "old"] += 1
                 return config

@@ -75,6 +75,28 @@ bash -c 'mkdir .reuse.tmp.$$ && echo "rescued" >.reuse.tmp.$$/thesis.txt && echo
 same ".reuse.tmp.$(cat pid)/thesis.txt" "rescued"
 rm -r ".reuse.tmp.$(cat pid)" pid
 
+# Issue 31, items 11 and 10 at fixed instants: the old design renamed out/ aside and then the new
+# folder in, so a kill between the two renames left no out/; and it moved the user's files into
+# the new folder first, so a kill before that left them in a temporary. Killed on entry to each
+# rename in turn (strace), out/ must stay complete, with the user's file in it once there is one.
+if strace -qq -o /dev/null -e trace=none true 2>/dev/null; then
+  "$zoc" compile "$model" -o k11 >/dev/null
+  for notes in "" "mine"; do
+    [ -n "$notes" ] && echo "$notes" >k11/NOTES
+    for k in 1 2 3 4 5 6 7 8; do
+      (strace -f -qq -o /dev/null -e trace=rename -e "inject=rename:signal=KILL:when=$k" \
+        "$zoc" compile "$model" -o k11 --precision $([ $((k % 2)) = 1 ] && echo fp16 || echo fp32)
+       true) >/dev/null 2>&1  # `true`: this shell, not the caller, reports the kill
+      [ -f k11/.zoc-generated ] || { echo "FAIL: no k11/ after a kill at rename $k"; fail=1; break; }
+      [ -z "$notes" ] || same k11/NOTES "$notes"
+    done
+  done
+  expect 0 "wrote k11" "$zoc" compile "$model" -o k11
+  rm -r k11
+else
+  echo "note: no working strace here; the kills at each rename were skipped"
+fi
+
 # Any valid name: the temporary's name does not grow with the output's (was "File name too long").
 long=$(printf 'n%.0s' {1..250})
 expect 0 "wrote $long" "$zoc" compile "$model" -o "$long"
@@ -127,5 +149,5 @@ expect 1 "zoc: error: unknown command 'complie'; the commands are ir, compile, r
 
 leftovers=$(find . -name '.*.tmp.*' -o -name '.*.old.*' -o -name '.zoc-*' ! -name .zoc-generated)
 [ -z "$leftovers" ] || { echo "FAIL: temporaries left behind: $leftovers"; fail=1; }
-[ $fail -eq 0 ] && echo "zoc compile -o kept every file it did not write (16 cases)"
+[ $fail -eq 0 ] && echo "zoc compile -o kept every file it did not write (17 cases)"
 exit $fail

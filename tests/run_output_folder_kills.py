@@ -11,9 +11,12 @@ each is killed after a random delay within about one compile's duration. After e
 file exists with its content; `out` exists and is the previous or the new complete output, or
 (only while `out/.zoc-staging/journal` says the write was committed) each of zoc's files is in
 its previous or new version. A final compile must leave exactly the new output and no temporary.
-Then pairs of compiles run at once into the same folder, some killed, with the same checks.
+Then, where strace can inject signals, SIGKILL lands on entry to the k-th rename, mkdir, unlink
+and rmdir of a compile, for every k (so the rename that made the old design leave no `out`, issue
+31's item 11, is hit for sure). Last, pairs of compiles run at once into the same folder, some
+killed, with the same checks.
 
-Usage: run_output_folder_kills.py ZOC SCRATCH [--kills N] [--pairs N] [--seed S]
+Usage: run_output_folder_kills.py ZOC SCRATCH [--kills N] [--pairs N] [--seed S] [--show N]
 """
 import argparse
 import os
@@ -162,6 +165,35 @@ def run_clean(zoc, work, config, when, checker):
     return r
 
 
+def strace_works():
+    if not shutil.which("strace"):
+        return False
+    r = subprocess.run(["strace", "-qq", "-o", "/dev/null", "-e", "trace=none", "true"],
+                       capture_output=True)
+    return r.returncode == 0
+
+
+def syscall_kills(zoc, work, checker, possible):
+    """Kills a compile on entry to its k-th call of each file-system syscall, for every k."""
+    runs = 0
+    for call in ("rename", "mkdir", "unlink", "rmdir"):
+        for k in range(1, 1000):
+            config = "fp16" if runs % 2 else "fp32"
+            runs += 1
+            r = subprocess.run(["strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=" + call,
+                                "-e", f"inject={call}:signal=KILL:when={k}"]
+                               + compile_args(zoc, config), cwd=work, capture_output=True)
+            when = f"killed at {call} {k} ({config})"
+            if r.returncode not in (0, -signal.SIGKILL):
+                checker.fail(when, f"exited {r.returncode}: {r.stderr.decode()[-500:]}")
+            possible.add(config)
+            holds = checker.check(when, possible, config)
+            possible = {holds} if holds else possible
+            if r.returncode != -signal.SIGKILL:
+                break  # the compile made fewer than k such calls
+    return possible, runs
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("zoc")
@@ -169,6 +201,7 @@ def main():
     ap.add_argument("--kills", type=int, default=100)
     ap.add_argument("--pairs", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--show", type=int, default=20, help="failures to print")
     a = ap.parse_args()
     zoc, scratch = os.path.abspath(a.zoc), os.path.abspath(a.scratch)
     rng = random.Random(a.seed)
@@ -215,6 +248,11 @@ def main():
         possible.add(config)
         holds = checker.check(when, possible, config)
         possible = {holds} if holds else possible
+    syscalls = 0
+    if strace_works():
+        possible, syscalls = syscall_kills(zoc, work, checker, possible)
+    else:
+        print("note: no working strace here; the kills at every syscall were skipped")
     run_clean(zoc, work, "fp32", "the final compile", checker)
     if checker.check("after the final compile", {"fp32"}, "fp32") != "fp32":
         checker.fail("after the final compile", "out is not the fp32 output")
@@ -239,11 +277,12 @@ def main():
     run_clean(zoc, work, "fp32", "the last compile", checker)
     checker.check("after the last compile", {"fp32"}, "fp32")
 
-    for f in checker.failures[:20]:
+    for f in checker.failures[:a.show]:
         print("FAIL:", f)
     states = ", ".join(f"{n} {s}" for s, n in checker.states.items())
     print(f"{a.kills} kills ({finished} compiles ended before their kill; {forged} forged stamps),"
-          f" {a.pairs} concurrent pairs; states seen: {states}; "
+          f" {syscalls} compiles killed at each syscall, {a.pairs} concurrent pairs; "
+          f"states seen: {states}; "
           f"{len(checker.failures)} failures; user files lost or changed: {len(checker.lost)} "
           f"of {len(user) + len(beside)}")
     return 1 if checker.failures else 0

@@ -71,10 +71,12 @@ std::optional<Stamp> read_stamp(const fs::path& dir) {
                         digits.size() < 20 && std::all_of(digits.begin(), digits.end(), is_digit) &&
                         std::all_of(line.begin(), line.begin() + 64, is_hex);
     const std::string path = hashed ? line.substr(sp2 + 1) : line;
-    if (!is_safe_relative(path)) continue;
+    const fs::path normal = fs::path(path).lexically_normal();
+    // "dir/" would make lstat follow a link at dir: such a line is not zoc's, and ignored.
+    if (!is_safe_relative(path) || normal.filename().empty() || normal == ".") continue;
     std::optional<FileId> id;
     if (hashed) id = FileId{line.substr(0, 64), std::stoull(digits)};
-    stamp[fs::path(path).lexically_normal().string()] = id;
+    stamp[normal.string()] = id;
   }
   return stamp;
 }

@@ -103,7 +103,7 @@ class Checker:
         self.work, self.refs, self.user, self.beside = work, refs, user, beside
         self.failures = []
         self.lost = set()  # user files seen gone or changed
-        self.states = {"old": 0, "new": 0, "committed, finished by the next compile": 0}
+        self.states = {"old": 0, "new": 0, "mixed (committed, finished by the next compile)": 0}
 
     def fail(self, when, what, lost=None):
         self.failures.append(f"{when}: {what}")
@@ -134,15 +134,15 @@ class Checker:
         committed = os.path.isfile(journal) and b"state committed" in open(journal, "rb").read()
         # Under a committed journal the next compile moves the rest in, so the folder's future
         # is still open even where it matches one output now.
-        for config in possible if not committed else ():
+        for config in possible:
             if zoc == self.refs[config]:
                 self.states["new" if config == new else "old"] += 1
-                return config
+                return None if committed else config
         if not committed:
             self.fail(when, f"out is none of the complete outputs {sorted(possible)}: "
                       + describe(zoc, self.refs, possible))
             return None
-        self.states["committed, finished by the next compile"] += 1
+        self.states["mixed (committed, finished by the next compile)"] += 1
         for rel, data in zoc.items():
             if not any(self.refs[c].get(rel) == data for c in possible):
                 self.fail(when, f"{rel} is none of zoc's versions of it")

@@ -41,7 +41,7 @@ struct Args {
   std::string conv_api = "auto";  // --conv-api auto|legacy|graph
   std::string linear_api = "cublas";  // --linear cublas|cudnn
   bool train = false;                 // zoc compile --train
-  bool force = false;                 // zoc compile --force: replace a folder zoc did not write
+  bool force = false;                 // zoc compile --force: replace files zoc did not write
   int pad_input_channels = 4;       // --pad-input-channels 0|4|8
   std::string streams = "auto";     // --streams auto|1|2
   std::string layout = "auto";      // --layout auto|nchw|nhwc
@@ -266,9 +266,13 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   if (!gen) return finish(diags);
   zoc::WriteFolderOptions wopts;
   wopts.force = args.force;
-  if (zoc::Status s = zoc::write_folder_atomically(args.output, gen->files, wopts); !s) {
-    diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+  auto written = zoc::write_folder_atomically(args.output, gen->files, wopts);
+  if (!written) {
+    diags.error(zoc::SourceLoc{args.output, 0, 0}, written.error().message);
     return finish(diags);
+  }
+  for (const std::string& note : written->notes) {
+    diags.warning(zoc::SourceLoc{args.output, 0, 0}, note);
   }
   auto mib = [](int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
   std::cout << fmt::format(
@@ -358,12 +362,13 @@ Commands define_commands(CLI::App& app, Args& args) {
   add_model(compile_cmd);
   compile_cmd
       ->add_option("-o,--output", args.output,
-                   "output folder (written atomically; an existing folder is replaced only if "
-                   "zoc wrote it, and files zoc did not write there are kept)")
+                   "output folder (written atomically; in an existing folder zoc replaces or "
+                   "deletes only the files it wrote, and only while they hold what it wrote)")
       ->required();
   compile_cmd->add_flag("--force", args.force,
-                        "replace the output folder even if zoc did not write it, with everything "
-                        "in it");
+                        "write into a folder zoc did not write, and replace files (not folders) at "
+                        "the names zoc writes even if zoc did not write them; nothing else is "
+                        "deleted");
   compile_cmd->add_option("--precision", args.precision, "fp32 (TF32 off), tf32, fp16 or bf16")
       ->capture_default_str();
   compile_cmd->add_option("--input", args.input_dims,

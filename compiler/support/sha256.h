@@ -1,11 +1,12 @@
-// SHA-256 (FIPS 180-4), for content hashes that stand as proof.
+// SHA-256 content hashes, through OpenSSL's libcrypto (EVP), for hashes that stand as proof.
 //
 // The output folder's stamp records what zoc wrote in each file, and zoc later replaces or
 // deletes a file only if it still holds exactly that: a hash an edited file can match by
-// accident, or a copied stamp by design, would make zoc delete the user's work. No library zoc
-// already links offers SHA-256, so here are its hundred lines.
+// accident, or a copied stamp by design, would make zoc delete the user's work. SHA-256 from a
+// maintained library rather than our own: this is a small wrapper.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -18,16 +19,15 @@ std::string sha256_hex(std::string_view data);
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
   void update(std::string_view data);
   std::string hex();  // finishes the digest; the object is spent after this
 
  private:
-  void block(const unsigned char* p);
-
-  unsigned int h_[8];
-  unsigned char buf_[64];
-  size_t buffered_ = 0;
-  unsigned long long length_ = 0;  // bytes fed so far
+  struct Context;
+  std::unique_ptr<Context> ctx_;
 };
 
 }  // namespace zoc

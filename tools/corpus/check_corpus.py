@@ -6,7 +6,10 @@ dynamo.onnx, ts17.onnx) this regenerates the input from the seed (checking meta.
 runs `zoc run --optimize` on each route file (TorchScript: the module's own weights through
 `zoc extract-weights`), and compares the first output with PyTorch's by relative L2 error:
 
-  PASS     within --tol (1e-5)
+  PASS     within --tol (1e-5) of PyTorch's output; or, where the model (with these synthetic
+           weights) is ill-conditioned, at least as close to the float64 result as PyTorch's own
+           fp32 output is (twice its distance, or --tol): the float64 result comes from the
+           traced or scripted module run in double by this machine's torch, and says which
   WRONG    zoc ran and gave another number: the worst outcome, a bug to fix first
   REFUSED  zoc refused the model; the first error line says why
   NO FILE  the exporter itself failed on the GPU machine (meta.json holds its error)
@@ -43,6 +46,38 @@ def regenerate_input(meta, path):
     if hashlib.sha256(a.tobytes()).hexdigest() != meta["input_sha256"]:
         raise RuntimeError("the regenerated input does not match the exporter's (input_sha256)")
     np.save(path, a)
+
+
+def reference64(folder, meta, x_path):
+    """The first output in float64 (output64.npy, cached beside the corpus files), from the
+    traced (else scripted) module run in double; None when neither loads here."""
+    import torch
+
+    cached = os.path.join(folder, "output64.npy")
+    if os.path.exists(cached):
+        return np.load(cached)
+    for name in ("trace.pt", "script.pt"):
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            continue
+        try:
+            m = torch.jit.load(path).eval().double()
+            with torch.no_grad():
+                y = m(torch.from_numpy(np.load(x_path)).double())
+        except Exception:  # noqa: BLE001 - an archive this torch cannot run: no fp64 check
+            continue
+        if isinstance(y, dict):
+            y = next(iter(y.values()))
+        elif isinstance(y, (tuple, list)):
+            y = y[0]
+        out = y.numpy()
+        np.save(cached, out)
+        return out
+    return None
+
+
+def rel(a, b):
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
 
 def first_error(text):
@@ -96,9 +131,22 @@ def run_route(zoc, folder, meta, route, tmp, timeout, tol):
     if got.shape != ref.shape:
         return {"status": "WRONG", "why": "shape %s, PyTorch's %s" % (got.shape, ref.shape),
                 "seconds": seconds}
-    err = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
-    return {"status": "PASS" if err <= tol else "WRONG", "rel_l2": err, "seconds": seconds,
-            "why": "" if err <= tol else "relative L2 error %.3g" % err}
+    err = rel(got, ref)
+    if err <= tol:
+        return {"status": "PASS", "rel_l2": err, "seconds": seconds}
+    # Ill-conditioned? Judge both against float64.
+    ref64 = reference64(folder, meta, x)
+    if ref64 is not None and ref64.shape == got.shape:
+        torch_err, zoc_err = rel(ref, ref64), rel(got, ref64)
+        if zoc_err <= max(tol, 2 * torch_err):
+            return {"status": "PASS", "rel_l2": err, "seconds": seconds,
+                    "why": "ill-conditioned: against float64 zoc %.3g, PyTorch fp32 %.3g" % (
+                        zoc_err, torch_err)}
+        return {"status": "WRONG", "rel_l2": err, "seconds": seconds,
+                "why": "relative L2 error %.3g (against float64: zoc %.3g, PyTorch fp32 %.3g)" % (
+                    err, zoc_err, torch_err)}
+    return {"status": "WRONG", "rel_l2": err, "seconds": seconds,
+            "why": "relative L2 error %.3g" % err}
 
 
 def check_model(zoc, corpus, name, routes, timeout, tol):
@@ -122,8 +170,8 @@ def table(results, routes):
         cells = []
         for route in routes:
             c = r.get("routes", {}).get(route, {"status": "-"})
-            cells.append(c["status"] + ("" if c["status"] == "PASS" else ": " + c.get("why", "")
-                                        .replace("|", "/")[:160]))
+            why = c.get("why", "").replace("|", "/")[:160]
+            cells.append(c["status"] + (": " + why if why else ""))
         rows.append("| %s | %s | %s |" % (name, r.get("kind", ""), " | ".join(cells)))
     counts = {}
     for r in results.values():

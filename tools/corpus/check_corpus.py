@@ -17,8 +17,13 @@ runs `zoc run --optimize` on each route file (TorchScript: the module's own weig
 Writes DIR/report.json and DIR/report.md (a family x route table) and prints the table.
 Needs numpy and torch (for the seeded input): Debian's python3-torch.
 
+With --expect FILE (JSON: {model: {route: status}}) it is a test: it fails when a route
+expected to PASS does not, or when any route is WRONG or CRASH; a route that now does better
+than expected is listed, to be recorded with --write-expect.
+
 Usage: check_corpus.py --zoc build/compiler/zoc --corpus DIR [--only a,b] [--jobs 2]
                        [--routes script,trace,dynamo,ts17] [--timeout 600] [--out DIR]
+                       [--expect FILE | --write-expect FILE]
 """
 
 import argparse
@@ -194,6 +199,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--tol", type=float, default=1e-5)
     ap.add_argument("--out", default="", help="where report.json/.md go (default: --corpus)")
+    ap.add_argument("--expect", default="", help="statuses to hold to (a test)")
+    ap.add_argument("--write-expect", default="", help="write this run's statuses there")
     a = ap.parse_args()
     routes = [r for r in a.routes.split(",") if r]
     names = sorted(n for n in os.listdir(a.corpus)
@@ -221,7 +228,35 @@ def main():
     print("\n".join(summary))
     wrong = sum(1 for r in results.values() for c in r.get("routes", {}).values()
                 if c["status"] in ("WRONG", "CRASH"))
+    statuses = {n: {k: c["status"] for k, c in r.get("routes", {}).items()}
+                for n, r in results.items()}
+    if a.write_expect:
+        with open(a.write_expect, "w") as f:
+            json.dump(statuses, f, indent=1, sort_keys=True)
+            f.write("\n")
+    if a.expect:
+        return compare_expected(statuses, a.expect) or (1 if wrong else 0)
     return 1 if wrong else 0
+
+
+def compare_expected(statuses, path):
+    """1 when a route expected to PASS does not; lists routes that do better than expected."""
+    with open(path) as f:
+        expected = json.load(f)
+    lost, better = [], []
+    for model, routes in expected.items():
+        for route, want in routes.items():
+            got = statuses.get(model, {}).get(route, "not run")
+            if want == "PASS" and got != "PASS":
+                lost.append("%s %s: expected PASS, got %s" % (model, route, got))
+            elif want != "PASS" and got == "PASS":
+                better.append("%s %s: now PASS (expected %s)" % (model, route, want))
+    for line in lost:
+        print("REGRESSION " + line)
+    for line in better:
+        print("BETTER " + line + " -- record it with --write-expect")
+    print("expectations: %d regressions, %d better" % (len(lost), len(better)))
+    return 1 if lost else 0
 
 
 if __name__ == "__main__":

@@ -427,9 +427,13 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
 
 }  // namespace
 
-bool infer_shapes(Graph& graph, Diagnostics& diags) {
+bool infer_shapes(Graph& graph, Diagnostics& diags) { return infer_shapes_from(graph, 0, diags); }
+
+bool infer_shapes_from(Graph& graph, size_t first, Diagnostics& diags) {
   bool all_ok = true;
-  for (Node& node : graph.nodes) {
+  detail::EarlierNodes earlier(graph);
+  for (size_t i = first; i < graph.nodes.size(); ++i) {
+    Node& node = graph.nodes[i];
     node.params.clear();
     for (ValueId v : Graph::results(node)) graph.values[v].type.reset();
     bool inputs_ok = true;
@@ -438,7 +442,7 @@ bool infer_shapes(Graph& graph, Diagnostics& diags) {
       all_ok = false;  // an earlier error already explains it
       continue;
     }
-    detail::Rule rule(graph, node, diags);
+    detail::Rule rule(graph, node, diags, earlier);
     bool ok = true;
     // A model's ops read per-sample float tensors: never labels or a non-batched value.
     for (ValueId v : op_info(node.op).user ? node.inputs : std::vector<ValueId>{}) {

@@ -9,12 +9,31 @@
 
 namespace zoc::ir::detail {
 
-const Node* Rule::earlier_node(const std::string& name) const {
-  for (const Node& n : g_.nodes) {
-    if (&n == &n_) break;
-    if (n.name == name) return &n;
+void EarlierNodes::extend(size_t upto) {
+  for (; indexed_ < upto; ++indexed_) {
+    const Node& n = g_.nodes[indexed_];
+    nodes_.emplace(n.name, &n);
+    if (!n.origin.empty()) continue;
+    for (const ParamSpec& p : n.params) {
+      if (p.trainable) params_[p.name] = &p;
+    }
   }
-  return nullptr;
+}
+
+const Node* EarlierNodes::node(const std::string& name, size_t upto) {
+  extend(upto);
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : it->second;
+}
+
+const ParamSpec* EarlierNodes::trainable_param(const std::string& name, size_t upto) {
+  extend(upto);
+  auto it = params_.find(name);
+  return it == params_.end() ? nullptr : it->second;
+}
+
+const Node* Rule::earlier_node(const std::string& name) const {
+  return earlier_.node(name, node_index());
 }
 
 bool Rule::labels() { return set_output({}, Layout::NC, DType::I32); }
@@ -131,13 +150,7 @@ bool Rule::adaptive_avgpool2d_grad() {
 
 // sgd(grad): the parameter named by `origin`, declared by an earlier (model) layer, updated.
 bool Rule::sgd() {
-  const ParamSpec* param = nullptr;
-  for (const Node& n : g_.nodes) {
-    if (&n == &n_) break;
-    for (const ParamSpec& p : n.params) {
-      if (p.name == n_.origin && p.trainable && n.origin.empty()) param = &p;
-    }
-  }
+  const ParamSpec* param = earlier_.trainable_param(n_.origin, node_index());
   if (!param) return fail(fmt::format("no layer has a trainable parameter '{}'", n_.origin));
   const TensorType want = whole_tensor(param->shape);
   if (in(0) != want) {

@@ -234,7 +234,8 @@ void NodeContext::result(Val v) { result_at(0, std::move(v)); }
 void NodeContext::result_at(size_t k, Val v) {
   if (k >= static_cast<size_t>(n_.output_size()) || n_.output(static_cast<int>(k)).empty()) return;
   v.name = n_.output(static_cast<int>(k));
-  t_.env_[v.name] = std::move(v);
+  const std::string name = v.name;
+  t_.bind(name, std::move(v));
 }
 
 ir::Node& NodeContext::producer(ir::ValueId v) {
@@ -254,8 +255,13 @@ size_t NodeContext::readers_of_input(size_t i) const {
 
 size_t NodeContext::readers_of_value(ir::ValueId v) const {
   size_t n = 0;
-  for (const auto& [name, val] : t_.env_) {
-    if (!val.is(Val::Kind::kActivation) || val.id != v) continue;
+  auto names = t_.names_of_value_.find(v);
+  if (names == t_.names_of_value_.end()) return 0;
+  for (const std::string& name : names->second) {
+    auto val = t_.env_.find(name);
+    if (val == t_.env_.end() || !val->second.is(Val::Kind::kActivation) || val->second.id != v) {
+      continue;
+    }
     auto it = t_.readers_.find(name);
     n += (it == t_.readers_.end() ? 0 : it->second) + t_.graph_outputs_.count(name);
   }

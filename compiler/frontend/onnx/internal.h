@@ -367,6 +367,7 @@ class Translator {
   bool collect_weights(Model& out);
 
   const Val& get(const std::string& name) const;
+  void bind(const std::string& name, Val v);  // env_[name] = v, noting an activation's names
   const std::vector<int64_t>* dims(ir::ValueId v);
 
   const ModelFile& model_;
@@ -376,6 +377,9 @@ class Translator {
   Diagnostics& diags_;
   ir::Graph graph_;
   std::unordered_map<std::string, Val> env_;
+  // IR value -> the ONNX names bound to it (an Identity's output shares its input's value), so
+  // that NodeContext::readers_of_value need not scan env_ per node.
+  std::unordered_map<ir::ValueId, std::vector<std::string>> names_of_value_;
   std::vector<bool> needed_;                       // per node: its result reaches the output
   std::unordered_map<std::string, size_t> readers_;  // value name -> needed nodes reading it
   std::set<std::string> graph_outputs_;
@@ -386,6 +390,7 @@ class Translator {
   std::optional<int64_t> batch_;  // the batch size the model's input declares, if it fixes one
   bool dims_overridden_ = false;  // --input set a dimension the model leaves dynamic
   bool fatal_ = false;
+  size_t typed_nodes_ = 0;  // nodes [0, typed_nodes_) have their shapes inferred (dims())
 };
 
 }  // namespace zoc::onnx::detail

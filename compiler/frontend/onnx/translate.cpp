@@ -51,6 +51,11 @@ const Val& Translator::get(const std::string& name) const {
   return it == env_.end() ? kPoison : it->second;
 }
 
+void Translator::bind(const std::string& name, Val v) {
+  if (v.is(Val::Kind::kActivation)) names_of_value_[v.id].push_back(name);
+  env_[name] = std::move(v);
+}
+
 bool Translator::run(Model& out) {
   const size_t errors_before = diags_.error_count();
   graph_.name = std::filesystem::path(path_).stem().string();
@@ -173,8 +178,9 @@ bool Translator::add_input_node(const pb::ValueInfoProto& input) {
   ir::Attrs attrs;
   for (int k = 0; k < 3; ++k) attrs.set(what[k], int_attr(d[static_cast<size_t>(k)]));
   const int32_t node = graph_.add_node(ir::OpKind::Input, "input", {}, attrs, at);
-  env_[input.name()] = Val::activation(graph_.nodes[static_cast<size_t>(node)].output);
-  env_[input.name()].name = input.name();
+  Val v = Val::activation(graph_.nodes[static_cast<size_t>(node)].output);
+  v.name = input.name();
+  bind(input.name(), std::move(v));
   return true;
 }
 
@@ -356,13 +362,18 @@ bool Translator::collect_weights(Model& out) {
   return true;
 }
 
-// Shapes come from the IR's own shape rules, run on the graph built so far when a handler needs
-// them (a rank check, a flatten, a weight's expected size). A shape error stops the walk.
+// Shapes come from the IR's own shape rules, run on the nodes added since the last call when a
+// handler needs them (a rank check, a flatten, a weight's expected size), so each node is
+// inferred once. Handlers that rewrite an earlier node (a bias taken into its layer, a gate
+// turned into SiLU) keep its output's shape; check_params infers the whole graph again. A shape
+// error stops the walk.
 const std::vector<int64_t>* Translator::dims(ir::ValueId v) {
   if (v < 0 || static_cast<size_t>(v) >= graph_.values.size()) return nullptr;
   if (!graph_.values[static_cast<size_t>(v)].type) {
     Diagnostics scratch;
-    if (!ir::infer_shapes(graph_, scratch) || !graph_.values[static_cast<size_t>(v)].type) {
+    const bool ok = ir::infer_shapes_from(graph_, typed_nodes_, scratch);
+    typed_nodes_ = graph_.nodes.size();
+    if (!ok || !graph_.values[static_cast<size_t>(v)].type) {
       if (!fatal_) diags_.merge(scratch);
       fatal_ = true;
       return nullptr;

@@ -20,6 +20,7 @@
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
+#include "compiler/support/sanitize.h"
 #include "compiler/weights/weights.h"
 #include "zoc/io/npy.h"
 
@@ -89,7 +90,8 @@ std::optional<zoc::Weights> get_weights(const zoc::LoadedModel& m, const Args& a
         for (float v : values) {
           if (std::isfinite(v)) continue;
           diags.error(zoc::SourceLoc{args.model, 0, 0},
-                      fmt::format("tensor '{}' holds NaN or infinite values (--strict)", name));
+                      fmt::format("tensor '{}' holds NaN or infinite values (--strict)",
+                                  zoc::shown_text(name)));
           break;
         }
       }

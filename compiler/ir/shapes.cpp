@@ -6,6 +6,7 @@
 
 #include "compiler/ir/shape_rule.h"
 #include "compiler/support/checked_math.h"
+#include "compiler/support/sanitize.h"
 
 namespace zoc::ir {
 namespace detail {
@@ -23,7 +24,8 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 }
 
 bool Rule::fail(const std::string& msg) {
-  d_.error(n_.loc, fmt::format("layer '{}' ({}): {}", n_.name, op_info(n_.op).name, msg));
+  d_.error(n_.loc,
+           fmt::format("layer '{}' ({}): {}", shown_text(n_.name), op_info(n_.op).name, msg));
   return false;
 }
 

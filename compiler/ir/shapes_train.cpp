@@ -6,6 +6,7 @@
 
 #include "compiler/ir/shape_rule.h"
 #include "compiler/support/checked_math.h"
+#include "compiler/support/sanitize.h"
 
 namespace zoc::ir::detail {
 
@@ -51,8 +52,8 @@ bool Rule::softmax_cross_entropy() {
 bool Rule::layer_grad(OpKind forward_op) {
   const Node* f = earlier_node(n_.origin);
   if (!f || f->op != forward_op) {
-    return fail(fmt::format("its layer '{}' is not an earlier {} of the graph", n_.origin,
-                            op_info(forward_op).name));
+    return fail(fmt::format("its layer '{}' is not an earlier {} of the graph",
+                            shown_text(n_.origin), op_info(forward_op).name));
   }
   if (in(0) != g_.type(f->inputs[0]) || in(1) != g_.type(f->output)) {
     return fail(fmt::format("x {} and dy {} are not its layer's input {} and output {}",
@@ -151,7 +152,9 @@ bool Rule::adaptive_avgpool2d_grad() {
 // sgd(grad): the parameter named by `origin`, declared by an earlier (model) layer, updated.
 bool Rule::sgd() {
   const ParamSpec* param = earlier_.trainable_param(n_.origin, node_index());
-  if (!param) return fail(fmt::format("no layer has a trainable parameter '{}'", n_.origin));
+  if (!param) {
+    return fail(fmt::format("no layer has a trainable parameter '{}'", shown_text(n_.origin)));
+  }
   const TensorType want = whole_tensor(param->shape);
   if (in(0) != want) {
     return fail(fmt::format("its gradient {} does not match the parameter's shape {}", in(0).str(),

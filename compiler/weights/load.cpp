@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/support/sanitize.h"
 #include "compiler/weights/weights.h"
 #include "zoc/io/safetensors.h"
 
@@ -48,33 +49,34 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
   for (const ir::Node& node : graph.nodes) {
     for (const ir::ParamSpec& p : node.params) {
       expected.insert(p.name);
+      // Names from the model and the file, as messages show them (sanitize.h).
       const std::string layer =
-          fmt::format("layer '{}' ({})", node.name, ir::op_info(node.op).name);
+          fmt::format("layer '{}' ({})", shown_text(node.name), ir::op_info(node.op).name);
+      const std::string name = shown_text(p.name);
       const st::TensorView* t = file->find(p.name);
       if (!t) {
         if (!p.optional) {
-          diags.error(file_loc, fmt::format("missing tensor '{}' needed by {} with shape {}",
-                                            p.name, layer, shape_str(p.shape)));
+          diags.error(file_loc, fmt::format("missing tensor '{}' needed by {} with shape {}", name,
+                                            layer, shape_str(p.shape)));
         }
         continue;
       }
       if (t->shape != p.shape) {
-        diags.error(file_loc, fmt::format("tensor '{}' has shape {}, but {} expects {}", p.name,
+        diags.error(file_loc, fmt::format("tensor '{}' has shape {}, but {} expects {}", name,
                                           shape_str(t->shape), layer, shape_str(p.shape)));
         continue;
       }
       if (p.dtype == ir::DType::I64) {
         if (t->dtype != st::DType::I64) {
-          diags.error(file_loc, fmt::format("tensor '{}' has dtype {}, but {} expects I64",
-                                            p.name, st::dtype_name(t->dtype), layer));
+          diags.error(file_loc, fmt::format("tensor '{}' has dtype {}, but {} expects I64", name,
+                                            st::dtype_name(t->dtype), layer));
         }
         continue;
       }
       if (!converts_to_float32(t->dtype)) {
-        diags.error(file_loc,
-                    fmt::format("tensor '{}' has dtype {}, but {} expects floating point "
-                                "(F32, F16, BF16 or F64)",
-                                p.name, st::dtype_name(t->dtype), layer));
+        diags.error(file_loc, fmt::format("tensor '{}' has dtype {}, but {} expects floating point "
+                                          "(F32, F16, BF16 or F64)",
+                                          name, st::dtype_name(t->dtype), layer));
         continue;
       }
       std::vector<float> values(t->numel());
@@ -96,7 +98,7 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
       }
       if (!problems.empty()) {
         const std::string msg =
-            fmt::format("tensor '{}' holds {}", p.name, fmt::join(problems, " and "));
+            fmt::format("tensor '{}' holds {}", name, fmt::join(problems, " and "));
         if (options.strict) {
           diags.error(file_loc, msg);
           continue;
@@ -109,7 +111,7 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
   for (const st::TensorView& t : file->tensors()) {
     if (!expected.count(t.name)) {
       diags.error(file_loc, fmt::format("unexpected tensor '{}': no layer of model '{}' uses it",
-                                        t.name, graph.name));
+                                        shown_text(t.name), shown_text(graph.name)));
     }
   }
   if (diags.error_count() != errors_before) return std::nullopt;

@@ -91,11 +91,11 @@ const Val* NodeContext::viewed(size_t i) {
     fail(fmt::format("input {} is missing", i + 1));
   } else if (v.is(Val::Kind::kPartial)) {
     fail(fmt::format("input {} ('{}') is {}, used otherwise than as its next step", i + 1,
-                     shown_name(v.name), step_name(v.partial->step)));
+                     shown_text(v.name), step_name(v.partial->step)));
   } else {
     fail(fmt::format("input {} ('{}') is a constant where zoc needs a tensor computed from the "
                      "model's input",
-                     i + 1, shown_name(v.name)));
+                     i + 1, shown_text(v.name)));
   }
   return nullptr;
 }
@@ -108,7 +108,7 @@ std::optional<ir::ValueId> NodeContext::activation(size_t i) {
     fail(fmt::format("input {} ('{}') is {}{}; zoc follows such a view only into the ops of the "
                      "models that use it (ConvNeXt's LayerNormalization, MatMul and elementwise "
                      "ops; ShuffleNet's Transpose and Reshape)",
-                     i + 1, shown_name(v->name), view_name(v->view),
+                     i + 1, shown_text(v->name), view_name(v->view),
                      d ? fmt::format(" [N, {}]", fmt::join(viewed_dims(*v, *d), ", ")) : ""));
     return std::nullopt;
   }
@@ -129,7 +129,7 @@ const Val* NodeContext::shape_constant(size_t i, const char* what) {
   if (v.is(Val::Kind::kConstant)) return &v;
   fail(has_input(i) ? fmt::format("its {} ('{}') is computed at run time; zoc needs an "
                                   "initializer or a constant there",
-                                  what, shown_name(n_.input(static_cast<int>(i))))
+                                  what, shown_text(n_.input(static_cast<int>(i))))
                     : fmt::format("its {} is missing", what));
   return nullptr;
 }
@@ -138,7 +138,7 @@ const Val* NodeContext::constant(size_t i, const char* what) {
   const Val* v = shape_constant(i, what);
   if (v && v->constant->has_batch()) {
     fail(fmt::format("its {} ('{}') depends on the batch size, which zoc keeps dynamic", what,
-                     shown_name(v->name)));
+                     shown_text(v->name)));
     return nullptr;
   }
   return v;

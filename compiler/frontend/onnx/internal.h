@@ -20,6 +20,7 @@
 
 #include "compiler/frontend/activation_view.h"
 #include "compiler/frontend/onnx/onnx_frontend.h"
+#include "compiler/support/sanitize.h"  // shown_text: every name a message quotes
 
 namespace zoc::onnx::detail {
 
@@ -44,7 +45,8 @@ bool check_graph_structure(const pb::GraphProto& g, const std::string& path, Dia
 std::string describe_node(const pb::NodeProto& n, int index);
 // Where node `index` is: "model.onnx: node '/conv1/Conv' (Conv, #3)".
 SourceLoc node_loc(const std::string& path, const pb::NodeProto& n, int index);
-// The bytes of a regular file of at most `limit` bytes.
+// The bytes of a regular file of at most `limit` bytes; the error says why not, without the path
+// (the caller's location or prefix names it).
 Expected<std::string> read_bytes(const std::string& path, int64_t limit);
 
 // --- tensors.cpp -----------------------------------------------------------------------------
@@ -338,9 +340,6 @@ class LayerNames {
   std::set<std::string> tensors_;         // names of initializers and bound inputs
   std::set<std::string> used_;
 };
-
-// Text safe to show for a user-supplied name: printable, quoted characters escaped, bounded.
-std::string shown_name(const std::string& name);
 
 // Runs the graph walk (translate.cpp).
 class Translator {

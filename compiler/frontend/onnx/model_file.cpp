@@ -33,6 +33,7 @@ namespace fs = std::filesystem;
 using google::protobuf::internal::WireFormatLite;
 
 constexpr int64_t kMaxExternalBytes = int64_t{8} << 30;  // all external data of one model
+constexpr size_t kMaxCheckerBytes = 1000;  // of ONNX's checker's message, as shown
 
 // ModelProto's fields (onnx.proto), to tell a truncated model from bytes that are not one.
 const char* model_field_name(int field) {
@@ -158,10 +159,16 @@ Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
       location = e.value();
     } else if (e.key() == "offset") {
       offset = parse_count(e.value());
-      if (!offset) return Error{fmt::format("its external data offset '{}' is not a count", e.value())};
+      if (!offset) {
+        return Error{fmt::format("its external data offset '{}' is not a count",
+                                 shown_text(e.value()))};
+      }
     } else if (e.key() == "length") {
       length = parse_count(e.value());
-      if (!length) return Error{fmt::format("its external data length '{}' is not a count", e.value())};
+      if (!length) {
+        return Error{fmt::format("its external data length '{}' is not a count",
+                                 shown_text(e.value()))};
+      }
     }
   }
   if (location.empty()) return Error{"its data is external but names no location"};
@@ -169,13 +176,13 @@ Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
   if (rel.is_absolute()) {
     return Error{fmt::format("its external data location '{}' is an absolute path; zoc reads "
                              "external data only from files beside the model",
-                             shown_name(location))};
+                             shown_text(location))};
   }
   for (const fs::path& part : rel) {
     if (part == "..") {
       return Error{fmt::format("its external data location '{}' leads out of the model's "
                                "folder ('..'); zoc reads external data only from beside the model",
-                               shown_name(location))};
+                               shown_text(location))};
     }
   }
   std::error_code ec;
@@ -185,12 +192,12 @@ Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
   if (ec || file.string().rfind(prefix, 0) != 0) {
     return Error{fmt::format("its external data location '{}' resolves outside the model's "
                              "folder",
-                             shown_name(location))};
+                             shown_text(location))};
   }
   if (!fs::is_regular_file(file, ec)) {
     return Error{fmt::format("its external data file '{}' does not exist beside the model or is "
                              "not a regular file",
-                             shown_name(location))};
+                             shown_text(location))};
   }
   const std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   const auto numel = checked_numel(dims);
@@ -206,7 +213,7 @@ Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
   if (ec || *offset > file_size || *need > file_size - *offset) {
     return Error{fmt::format("its external data ({} bytes at offset {}) lies past the end of "
                              "'{}' ({} bytes)",
-                             *need, *offset, shown_name(location), file_size)};
+                             *need, *offset, shown_text(location), file_size)};
   }
   if (*need > budget) return Error{"the model's external data exceeds 8 GiB"};
   budget -= *need;
@@ -214,7 +221,7 @@ Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
   std::ifstream in(file, std::ios::binary);
   in.seekg(*offset);
   in.read(data.data(), static_cast<std::streamsize>(*need));
-  if (!in) return Error{fmt::format("cannot read external data file '{}'", shown_name(location))};
+  if (!in) return Error{fmt::format("cannot read external data file '{}'", shown_text(location))};
   t.clear_external_data();
   t.set_data_location(pb::TensorProto::DEFAULT);
   *t.mutable_raw_data() = std::move(data);
@@ -255,7 +262,7 @@ bool check_tensors(pb::ModelProto& m, const std::string& path, Diagnostics& diag
     if (s) s = check_tensor_data(t);
     if (!s) {
       diags.error(SourceLoc{path, 0, 0}, fmt::format("{} tensor '{}': {}", holder,
-                                                     shown_name(t.name()), s.error().message));
+                                                     shown_text(t.name()), s.error().message));
     }
   });
   return diags.error_count() == before;
@@ -266,17 +273,17 @@ bool check_tensors(pb::ModelProto& m, const std::string& path, Diagnostics& diag
 Expected<std::string> read_bytes(const std::string& path, int64_t limit) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) return Error{fmt::format("{}: no such file", path)};
-  if (!fs::is_regular_file(st)) return Error{fmt::format("{}: not a regular file", path)};
+  if (ec || !fs::exists(st)) return Error{"no such file"};
+  if (!fs::is_regular_file(st)) return Error{"not a regular file"};
   const auto size = fs::file_size(path, ec);
-  if (ec) return Error{fmt::format("{}: cannot read: {}", path, ec.message())};
+  if (ec) return Error{fmt::format("cannot read: {}", ec.message())};
   if (static_cast<int64_t>(size) > limit) {
-    return Error{fmt::format("{}: the file is {} bytes, over the limit of {}", path, size, limit)};
+    return Error{fmt::format("the file is {} bytes, over the limit of {}", size, limit)};
   }
   std::string bytes(size, '\0');
   std::ifstream in(path, std::ios::binary);
   in.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (!in) return Error{fmt::format("{}: cannot read", path)};
+  if (!in) return Error{"cannot read"};
   return bytes;
 }
 
@@ -288,7 +295,7 @@ std::optional<ModelFile> read_model(const std::string& path, Diagnostics& diags)
   };
   auto bytes = read_bytes(path, kMaxModelBytes);
   if (!bytes) {
-    diags.error(SourceLoc{}, bytes.error().message);
+    diags.error(at, bytes.error().message);
     return std::nullopt;
   }
   if (bytes->empty()) return fail("empty file: not an ONNX model");
@@ -314,8 +321,9 @@ std::optional<ModelFile> read_model(const std::string& path, Diagnostics& diags)
         what += ' ';
       }
     }
+    // It quotes the model's names and strings: escaped like every name from the file.
     return fail(fmt::format("ONNX's checker (libonnx {}) rejects the model: {}", libonnx_version(),
-                            what));
+                            shown_text(what, kMaxCheckerBytes)));
   }
   return out;
 }

@@ -34,7 +34,7 @@ std::string declared_str(const pb::TypeProto& t) {
   std::vector<std::string> d;
   for (const pb::TensorShapeProto::Dimension& dim : t.tensor_type().shape().dim()) {
     d.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
-                                    : dim.has_dim_param() ? shown_name(dim.dim_param()) : "?");
+                                    : dim.has_dim_param() ? shown_text(dim.dim_param()) : "?");
   }
   return fmt::format("[{}]", fmt::join(d, ", "));
 }
@@ -81,7 +81,7 @@ bool Translator::bind_graph_inputs() {
   for (const pb::TensorProto& t : g_.initializer()) {
     auto c = decode_tensor(t);
     if (!c) {
-      diags_.error(at, fmt::format("initializer '{}': {}", shown_name(t.name()), c.error().message));
+      diags_.error(at, fmt::format("initializer '{}': {}", shown_text(t.name()), c.error().message));
       continue;
     }
     initializers.insert(t.name());
@@ -95,7 +95,7 @@ bool Translator::bind_graph_inputs() {
     pb::TensorProto t;
     auto c = t.ParseFromString(bytes) ? decode_tensor(t) : Expected<Constant>(Error{"not a TensorProto"});
     if (!inputs.count(name) || initializers.count(name) || !c) {
-      diags_.error(at, fmt::format("cannot bind graph input '{}' to a constant: {}", shown_name(name),
+      diags_.error(at, fmt::format("cannot bind graph input '{}' to a constant: {}", shown_text(name),
                                    !c ? c.error().message : "the graph has no such input"));
       continue;
     }
@@ -116,13 +116,13 @@ bool Translator::bind_graph_inputs() {
                                    "run time; zoc compiles initializers into the model, so "
                                    "remove '{}' from the graph's inputs (torch.onnx.export: "
                                    "keep_initializers_as_inputs=False)",
-                                   shown_name(v.name()), shown_name(v.name())));
+                                   shown_text(v.name()), shown_text(v.name())));
     }
   }
   if (diags_.error_count() != errors_before) return false;
   if (data.size() != 1) {
     std::vector<std::string> names;
-    for (const pb::ValueInfoProto* v : data) names.push_back("'" + shown_name(v->name()) + "'");
+    for (const pb::ValueInfoProto* v : data) names.push_back("'" + shown_text(v->name()) + "'");
     diags_.error(at, data.empty() ? std::string("the graph has no input left to feed (every "
                                                 "input is an initializer)")
                                   : fmt::format("the graph has {} inputs ({}); zoc compiles "
@@ -134,7 +134,7 @@ bool Translator::bind_graph_inputs() {
 }
 
 bool Translator::add_input_node(const pb::ValueInfoProto& input) {
-  const SourceLoc at{fmt::format("{}: graph input '{}'", path_, shown_name(input.name())), 0, 0};
+  const SourceLoc at{fmt::format("{}: graph input '{}'", path_, shown_text(input.name())), 0, 0};
   if (!input.type().has_tensor_type()) {
     diags_.error(at, "it is not a tensor");
     return false;
@@ -227,7 +227,7 @@ void Translator::step(int index) {
     // Listed even when its inputs are poisoned, so that every unsupported node is.
     problems_.push_back({index, default_domain ? std::string()
                                                : fmt::format("an op of domain '{}'",
-                                                             shown_name(n.domain()))});
+                                                             shown_text(n.domain()))});
   } else if (!poisoned) {
     NodeContext c(*this, n, index);
     // A step of a decomposed op goes to the next step's handler; arithmetic on constants (shape
@@ -262,7 +262,7 @@ bool Translator::finish_output() {
   const SourceLoc at{path_, 0, 0};
   if (g_.output_size() != 1) {
     std::vector<std::string> names;
-    for (const pb::ValueInfoProto& v : g_.output()) names.push_back("'" + shown_name(v.name()) + "'");
+    for (const pb::ValueInfoProto& v : g_.output()) names.push_back("'" + shown_text(v.name()) + "'");
     diags_.error(at, fmt::format("the graph has {} outputs ({}); zoc compiles models with one "
                                  "output",
                                  g_.output_size(), fmt::join(names, ", ")));
@@ -273,13 +273,13 @@ bool Translator::finish_output() {
   if (!v.is(Val::Kind::kActivation) || graph_.values[static_cast<size_t>(v.id)].producer == 0) {
     diags_.error(at, fmt::format("graph output '{}' is {}: the model computes nothing from its "
                                  "input",
-                                 shown_name(o.name()),
+                                 shown_text(o.name()),
                                  v.is(Val::Kind::kConstant) ? "a constant" : "the graph's input"));
     return false;
   }
   if (o.type().has_tensor_type() && o.type().tensor_type().elem_type() != pb::TensorProto::FLOAT) {
     diags_.error(at, fmt::format("graph output '{}' is of type {}; zoc's output is float32",
-                                 shown_name(o.name()),
+                                 shown_text(o.name()),
                                  elem_type_name(o.type().tensor_type().elem_type())));
     return false;
   }
@@ -314,7 +314,7 @@ void Translator::check_params() {
       diags_.error(node.loc, fmt::format("{} '{}' has shape {}{}, but layer '{}' ({}) needs {} for "
                                          "its {}",
                                          b.seen_as == b.value->name ? "initializer" : "tensor",
-                                         shown_name(b.seen_as), shape_str(b.value->dims),
+                                         shown_text(b.seen_as), shape_str(b.value->dims),
                                          b.transpose ? " (transposed for the layer)" : "",
                                          node.name, ir::op_info(node.op).name,
                                          shape_str(spec->shape), b.suffix));
@@ -333,7 +333,7 @@ void Translator::check_params() {
     const ir::Node& last = graph_.producer(graph_.outputs[0]);
     diags_.error(last.loc, fmt::format("the model declares its output '{}' as {}, but zoc computes "
                                        "N x {}: zoc would not compute what the model does",
-                                       shown_name(o.name()), declared_str(o.type()),
+                                       shown_text(o.name()), declared_str(o.type()),
                                        fmt::join(t.dims, " x ")));
   }
 }
@@ -353,7 +353,7 @@ bool Translator::collect_weights(Model& out) {
           std::count_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); }));
       if (bad > 0) {
         diags_.warning(node.loc, fmt::format("tensor '{}' holds {} NaN or infinite value{}",
-                                             shown_name(b.seen_as), bad, bad == 1 ? "" : "s"));
+                                             shown_text(b.seen_as), bad, bad == 1 ? "" : "s"));
       }
       out.weights.tensors[node.name + "." + b.suffix] = std::move(values);
     }

@@ -378,6 +378,13 @@ def checker_rejects():
     return m.SerializeToString()
 
 
+def checker_quotes_escape():
+    """ONNX's checker quotes the attribute's name, which holds a terminal escape (issue 31)."""
+    m = tiny()
+    m.graph.node[2].attribute.append(helper.make_attribute("alpha\x1b[2J", 0.5))
+    return m.SerializeToString()
+
+
 def output_mismatch():
     m = tiny()
     dims = m.graph.output[0].type.tensor_type.shape.dim
@@ -427,6 +434,7 @@ CASES = {
     "dynamic_size_contradicted": (good, "--input 3x16x16", 1),
     "weight_shape": (weight_shape, "", 1),
     "checker_rejects": (checker_rejects, "", 1),
+    "checker_quotes_escape": (checker_quotes_escape, "", 1),
     "output_mismatch": (output_mismatch, "", 1),
     "multiple_outputs": (multiple_outputs, "", 1),
     "training_batchnorm": (training_batchnorm, "", 1),
@@ -509,6 +517,9 @@ EXPECT = {
                      "weight"],
     "checker_rejects": [F + "checker_rejects.onnx: error: ONNX's checker (libonnx 1.12.0) rejects "
                         "the model: Unrecognized attribute: alpha for operator Relu"],
+    "checker_quotes_escape": [F + "checker_quotes_escape.onnx: error: ONNX's checker (libonnx "
+                              "1.12.0) rejects the model: Unrecognized attribute: alpha\\x1b[2J "
+                              "for operator Relu"],
     "output_mismatch": [F + "output_mismatch.onnx: node '/fc/Gemm' (Gemm, #5): error: the model "
                         "declares its output 'output' as [batch, 3], but zoc computes N x 2: zoc "
                         "would not compute what the model does"],

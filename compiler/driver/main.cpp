@@ -20,6 +20,7 @@
 #include "compiler/frontend/onnx/onnx_frontend.h"
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "compiler/ir/printer.h"
+#include "compiler/ir/shapes.h"
 #include "compiler/passes/pipeline.h"
 #include "compiler/support/sanitize.h"
 #include "compiler/weights/weights.h"
@@ -118,10 +119,6 @@ std::optional<zoc::ref::Tensor> get_input(const zoc::ir::Graph& g, const Args& a
     }
     t.data = std::move(*data);
     return t;
-  }
-  if (args.batch < 1 || args.batch > 65536) {
-    diags.error(zoc::SourceLoc{"--batch", 0, 0}, "batch must be between 1 and 65536");
-    return std::nullopt;
   }
   const auto& dims = g.type(g.nodes.front().output).dims;
   t.shape = {args.batch};
@@ -452,7 +449,7 @@ Commands define_commands(CLI::App& app, Args& args) {
   run_cmd->add_option("--input", args.input,
                       "input .npy [N, C, H, W] (default: seeded random; required for .pt models)");
   run_cmd->add_option("--batch", args.batch, "batch of the random input (not with --input)")
-      ->check(whole_number(1, 65536))
+      ->check(whole_number(1, zoc::ir::kMaxBatch))
       ->capture_default_str();
   run_cmd->add_option("--output", args.output, "write the output to this .npy file");
   run_cmd->add_option("--top", args.top_k, "classes to print per sample")

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/activation_params.h"
 #include "compiler/ir/shape_rule.h"
 #include "compiler/support/checked_math.h"
 #include "compiler/support/sanitize.h"
@@ -145,7 +146,17 @@ bool Rule::batchnorm2d() {
   return set_output(in(0).dims, in(0).layout);
 }
 
-bool Rule::same_as_input() { return set_output(in(0).dims, in(0).layout); }
+bool Rule::same_as_input() {
+  // hardtanh clamps to [min_val, max_val]; with min_val above max_val the kernels would disagree
+  // on which bound wins (issue 31: accepted from any frontend).
+  if (n_.op == OpKind::Hardtanh &&
+      !(activation_param(n_, "min_val") <= activation_param(n_, "max_val"))) {
+    return fail(fmt::format("min_val {:g} is above max_val {:g}: hardtanh clamps to [min_val, "
+                            "max_val]",
+                            activation_param(n_, "min_val"), activation_param(n_, "max_val")));
+  }
+  return set_output(in(0).dims, in(0).layout);
+}
 
 bool Rule::add() {
   if (in(0).dims != in(1).dims) {

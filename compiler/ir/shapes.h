@@ -15,6 +15,8 @@ inline constexpr int64_t kMaxDim = (int64_t{1} << 31) - 1;
 // Largest per-sample tensor, in bytes of the widest dtype (8), so byte sizes of a whole batch
 // of up to 2^16 samples still fit in 64 bits.
 inline constexpr int64_t kMaxSampleBytes = int64_t{1} << 40;
+// Largest batch: that of the bound above, of zoc run --batch and of a batch a model file fixes.
+inline constexpr int64_t kMaxBatch = int64_t{1} << 16;
 
 // Infers types for all nodes in order. Reports every error found (a node whose inputs failed
 // is skipped silently, so one mistake gives one message). Returns false on any error.

@@ -20,6 +20,12 @@ bool attr_in_range(const AttrSpec& spec, const AttrValue& v) {
   return false;
 }
 
+std::string attr_range_text(const AttrSpec& spec) {
+  if (spec.kind == AttrKind::Float) return fmt::format("between {:g} and {:g}", spec.min, spec.max);
+  return fmt::format("between {} and {}", static_cast<int64_t>(spec.min),
+                     static_cast<int64_t>(spec.max));
+}
+
 bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
   const size_t before = diags.error_count();
   auto fail = [&](const Node* n, const std::string& msg) {
@@ -78,7 +84,7 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
       } else if (spec->kind != value.kind) {
         fail(&n, fmt::format("attribute '{}' must be {}", key, attr_kind_name(spec->kind)));
       } else if (!attr_in_range(*spec, value)) {
-        fail(&n, fmt::format("attribute '{}' out of range", key));
+        fail(&n, fmt::format("attribute '{}' out of range ({})", key, attr_range_text(*spec)));
       }
     }
     for (const AttrSpec& spec : info.attrs) {

@@ -215,8 +215,8 @@ std::optional<ir::ValueId> NodeContext::emit(ir::OpKind op, std::vector<ir::Valu
                                     ? fmt::format("{}x{}", value.pair.h, value.pair.w)
                                     : value.kind == ir::AttrKind::Float ? fmt::format("{:g}", value.f)
                                                                         : std::to_string(value.i);
-      fail(fmt::format("{} {} is outside what zoc supports ({:g} to {:g})", key, shown, spec->min,
-                       spec->max));
+      fail(fmt::format("{} {} is outside what zoc supports ({})", key, shown,
+                       ir::attr_range_text(*spec)));
       return std::nullopt;
     }
   }

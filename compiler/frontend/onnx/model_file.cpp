@@ -19,6 +19,8 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -61,6 +63,39 @@ std::string first_bytes(const std::string& bytes) {
   return out;
 }
 
+// Whether the messages of the ModelProto in `bytes` nest deeper than `limit` levels: protobuf
+// refuses such a file with nothing but a parse failure (issue 31 found it called "corrupt"). A
+// walk of the wire format along ModelProto's descriptor, with a stack instead of recursion.
+bool nests_deeper_than(const std::string& bytes, size_t limit) {
+  namespace gp = google::protobuf;
+  gp::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                              static_cast<int>(bytes.size()));
+  const gp::Descriptor* d = pb::ModelProto::descriptor();
+  std::vector<std::pair<const gp::Descriptor*, gp::io::CodedInputStream::Limit>> outer;
+  for (;;) {
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) {  // the end of the file or of a submessage (or bytes that are not protobuf)
+      if (outer.empty()) return false;
+      in.PopLimit(outer.back().second);
+      d = outer.back().first;
+      outer.pop_back();
+      continue;
+    }
+    const gp::FieldDescriptor* f =
+        d->FindFieldByNumber(static_cast<int>(WireFormatLite::GetTagFieldNumber(tag)));
+    uint32_t length = 0;
+    if (f && f->type() == gp::FieldDescriptor::TYPE_MESSAGE &&
+        WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      if (!in.ReadVarint32(&length)) return false;
+      if (outer.size() + 1 >= limit) return true;
+      outer.emplace_back(d, in.PushLimit(static_cast<int>(length)));
+      d = f->message_type();
+    } else if (!WireFormatLite::SkipField(&in, tag)) {
+      return false;
+    }
+  }
+}
+
 // Why protobuf could not parse `bytes` as a ModelProto: walks the top-level fields with
 // protobuf's own wire-format reader. A field a ModelProto does not have, or of another wire type,
 // means the bytes are not a model; a field whose length runs past the end, a file cut short.
@@ -97,6 +132,12 @@ std::string explain_parse_failure(const std::string& bytes) {
     }
     if (!varint) in.Skip(static_cast<int>(length));
   }
+  const int depth = google::protobuf::io::CodedInputStream::GetDefaultRecursionLimit();
+  if (nests_deeper_than(bytes, static_cast<size_t>(depth))) {
+    return fmt::format("the model's messages nest more than {} levels deep (graphs inside the "
+                       "attributes of nodes of graphs...), deeper than protobuf reads",
+                       depth);
+  }
   return fmt::format("corrupt: the model's top-level fields are intact, but protobuf cannot parse "
                      "what they hold (the file is {} bytes)",
                      bytes.size());
@@ -106,7 +147,15 @@ std::string explain_parse_failure(const std::string& bytes) {
 Expected<int64_t> default_opset(const pb::ModelProto& m) {
   std::optional<int64_t> found;
   for (const pb::OperatorSetIdProto& o : m.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") found = o.version();
+    if (!o.domain().empty() && o.domain() != "ai.onnx") continue;
+    // Two imports of the one domain leave its ops' meaning open (ONNX's checker takes one of
+    // them and zoc the other); issue 31 found them accepted.
+    if (found && *found != o.version()) {
+      return Error{fmt::format("the model imports the default ONNX domain twice, as opsets {} and "
+                               "{}: a model imports each domain once",
+                               *found, o.version())};
+    }
+    found = o.version();
   }
   if (!found) {
     return Error{"the model imports no opset of the default ONNX domain (opset_import has no "

@@ -152,7 +152,17 @@ bool Translator::add_input_node(const pb::ValueInfoProto& input) {
                                  dim.size(), declared_str(input.type())));
     return false;
   }
-  if (tt.has_shape() && dim[0].has_dim_value()) batch_ = dim[0].dim_value();
+  if (tt.has_shape() && dim[0].has_dim_value()) {
+    // Shape arithmetic folds a fixed batch as a number: -1 would read as Reshape's "infer this
+    // dimension", 2^62 overflow a product (both accepted before issue 31).
+    batch_ = dim[0].dim_value();
+    if (*batch_ < 1 || *batch_ > ir::kMaxBatch) {
+      diags_.error(at, fmt::format("its batch size is {} ({}): a fixed batch size is between 1 "
+                                   "and {}; a dynamic one is named (dim_param)",
+                                   *batch_, declared_str(input.type()), ir::kMaxBatch));
+      return false;
+    }
+  }
   const char* what[] = {"channels", "height", "width"};
   std::array<int64_t, 3> d{};
   for (int k = 0; k < 3; ++k) {

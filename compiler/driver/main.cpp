@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/backend/reference/interpreter.h"
@@ -114,10 +115,20 @@ std::optional<zoc::ref::Tensor> get_input(const zoc::ir::Graph& g, const Args& a
   if (!args.input.empty()) {
     auto data = zoc::npy::read_float32(args.input, &t.shape);
     if (!data) {
-      diags.error(zoc::SourceLoc{args.input, 0, 0}, data.error().message);
+      diags.file_error(args.input, data.error().message);
       return std::nullopt;
     }
     t.data = std::move(*data);
+    const auto& dims = g.type(g.nodes.front().output).dims;
+    if (t.shape.size() != dims.size() + 1 || t.shape[0] < 1 ||
+        !std::equal(dims.begin(), dims.end(), t.shape.begin() + 1)) {
+      // numpy's spelling of the array's shape: "()" for a scalar ("shape ," before issue 31).
+      diags.error(zoc::SourceLoc{args.input, 0, 0},
+                  fmt::format("the array has shape {}, but model '{}' takes (N, {}) with N >= 1",
+                              zoc::st::detail::shape_string(t.shape, /*python=*/true),
+                              zoc::shown_text(g.name), fmt::join(dims, ", ")));
+      return std::nullopt;
+    }
     return t;
   }
   const auto& dims = g.type(g.nodes.front().output).dims;
@@ -137,7 +148,7 @@ int cmd_extract_onnx_weights(const Args& args, const zoc::LoadOptions& opts,
   auto m = zoc::load_model_and_weights(args.model, diags, opts);
   if (!m) return finish(diags);
   if (zoc::Status s = zoc::save_weights(m->graph, *m->weights, args.output); !s) {
-    diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+    diags.file_error(args.output, s.error().message);
     return finish(diags);
   }
   size_t bytes = 0;
@@ -153,7 +164,7 @@ int cmd_extract_weights(const Args& args, zoc::Diagnostics& diags) {
   auto tensors = zoc::torchscript::read_state_dict(args.model, diags);
   if (!tensors) return finish(diags);
   if (zoc::Status s = zoc::torchscript::write_state_dict(*tensors, args.output); !s) {
-    diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+    diags.file_error(args.output, s.error().message);
     return finish(diags);
   }
   size_t bytes = 0;
@@ -182,7 +193,7 @@ int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags
   const zoc::ref::Tensor& out = outs->front();
   if (!args.output.empty()) {
     if (zoc::Status s = zoc::npy::write_float32(args.output, out.data.data(), out.shape); !s) {
-      diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+      diags.file_error(args.output, s.error().message);
       return finish(diags);
     }
   }
@@ -276,7 +287,7 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   zoc::WriteFolderOptions wopts;
   wopts.force = args.force;
   if (zoc::Status s = zoc::write_folder_atomically(args.output, gen->files, wopts); !s) {
-    diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+    diags.file_error(args.output, s.error().message);
     return finish(diags);
   }
   auto mib = [](int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
@@ -564,14 +575,14 @@ int run(int argc, char** argv) {
     if (!training) return finish(diags);
     auto done = zoc::run_grad_command(*training, *weights, args.batch_file, args.output);
     if (!done) {
-      diags.error(zoc::SourceLoc{args.batch_file, 0, 0}, done.error().message);
+      diags.file_error(args.batch_file, done.error().message);
     } else {
       std::cout << *done << "\n";
     }
   } else if (cmd.init->parsed()) {
     const zoc::Weights w = zoc::init_weights(*graph, args.seed);
     if (zoc::Status s = zoc::save_weights(*graph, w, args.output); !s) {
-      diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+      diags.file_error(args.output, s.error().message);
     } else {
       std::cout << fmt::format("wrote {} ({} tensors, seed {})\n", args.output, w.tensors.size(),
                                args.seed);

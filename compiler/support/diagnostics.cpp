@@ -39,6 +39,12 @@ void Diagnostics::note(const SourceLoc& loc, std::string message) {
   items_.push_back({Severity::kNote, loc, std::move(message)});
 }
 
+void Diagnostics::file_error(const std::string& path, std::string message) {
+  const std::string prefix = path + ": ";
+  if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+  error(SourceLoc{path, 0, 0}, std::move(message));
+}
+
 std::string Diagnostics::render() const {
   std::string out;
   for (const Diagnostic& d : items_) {

@@ -19,13 +19,6 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-// The reader's messages start with the file's path; the diagnostic's location already says it.
-std::string without_path(std::string message, const std::string& path) {
-  const std::string prefix = path + ": ";
-  if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
-  return message;
-}
-
 // The dtypes st::to_float32 converts. (F8 counts as floating point to the reader, but zoc does
 // not convert it.)
 bool converts_to_float32(st::DType t) {
@@ -40,7 +33,7 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
   const SourceLoc file_loc{path, 0, 0};
   auto file = st::File::open(path);
   if (!file) {
-    diags.error(file_loc, without_path(file.error().message, path));
+    diags.file_error(path, file.error().message);
     return std::nullopt;
   }
   Weights out;
@@ -81,7 +74,7 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
       }
       std::vector<float> values(t->numel());
       if (Status s = st::to_float32(*t, values.data(), values.size()); !s) {
-        diags.error(file_loc, without_path(s.error().message, path));
+        diags.file_error(path, s.error().message);
         continue;
       }
       // NaN and Inf in the file, and F64 values that become Inf in float32.

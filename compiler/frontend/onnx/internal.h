@@ -33,9 +33,20 @@ inline constexpr int64_t kMaxModelBytes = int64_t{2} << 30;  // protobuf's own l
 // Reads and parses `path`, checks its versions, loads external data (only from files beside the
 // model), checks tensor sizes, node inputs and cycles, then runs ONNX's checker. Returns the
 // model with all tensor data inline and the opset of the default domain it imports.
+// Where a tensor's external data lies: checked (a regular file beside the model, long enough),
+// not yet read.
+struct ExternalData {
+  std::string file;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
 struct ModelFile {
   pb::ModelProto proto;
   int64_t opset = 0;
+  // Per initializer of the main graph: its external float32 data, left in the file until the
+  // translator reads it straight into its values (read_external_floats), so that the data is
+  // never held twice (issue 31). Other external data is read into the proto.
+  std::vector<std::optional<ExternalData>> external_initializers;
 };
 std::optional<ModelFile> read_model(const std::string& path, Diagnostics& diags);
 // Checks that every value has one producer, every input one, and nodes come in topological
@@ -53,6 +64,8 @@ Expected<std::string> read_bytes(const std::string& path, int64_t limit);
 
 // A tensor whose value is known when the model is compiled: an initializer, a bound input or a
 // Constant node's value. Floating types are kept as float32, integer and bool types as int64.
+// Every Constant is created non-const (std::make_shared<Constant>) and shared as const, so that
+// Translator::collect_weights may move the values out of one it holds alone.
 struct Constant {
   std::string name;  // the tensor's own name
   bool floating = true;
@@ -78,6 +91,8 @@ Status check_tensor_data(const pb::TensorProto& t);
 // The value of `t`, or why it cannot be read (dims negative or overflowing, data of the wrong
 // length, an unsupported type, data stored externally).
 Expected<Constant> decode_tensor(const pb::TensorProto& t);
+// The value of an initializer whose data read_model left in its file (model_file.cpp).
+Expected<Constant> read_external_floats(const pb::TensorProto& t, const ExternalData& data);
 // Element size in bytes of an elem_type zoc decodes; 0 for others (strings, complex).
 int64_t elem_size(int32_t elem_type);
 // Product of dims, or nullopt if one is negative or it overflows int64.
@@ -251,7 +266,7 @@ class NodeContext {
     return true;
   }
   bool result_constant(Constant k) {
-    result(Val::known(std::make_shared<const Constant>(std::move(k))));
+    result(Val::known(std::make_shared<Constant>(std::move(k))));
     return true;
   }
   // The IR node producing `v`, and the parameters bound to it so far.
@@ -344,8 +359,8 @@ class LayerNames {
 // Runs the graph walk (translate.cpp).
 class Translator {
  public:
-  Translator(const ModelFile& model, const std::string& path, const Options& options,
-             Diagnostics& diags);
+  // Takes the initializers' data out of `model` as it reads them.
+  Translator(ModelFile& model, const std::string& path, const Options& options, Diagnostics& diags);
   bool run(Model& out);
 
  private:
@@ -369,7 +384,7 @@ class Translator {
   void bind(const std::string& name, Val v);  // env_[name] = v, noting an activation's names
   const std::vector<int64_t>* dims(ir::ValueId v);
 
-  const ModelFile& model_;
+  ModelFile& model_;
   const pb::GraphProto& g_;
   std::string path_;
   const Options& options_;

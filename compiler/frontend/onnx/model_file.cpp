@@ -16,9 +16,11 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -199,8 +201,10 @@ std::optional<int64_t> parse_count(const std::string& s) {
   return v;
 }
 
-// Replaces `t`'s external data by the bytes it names in a file beside the model.
-Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
+// Where `t`'s external data lies, checked: a regular file beside the model (or below it) that
+// holds the bytes its dims and type need, within the model's budget.
+Expected<ExternalData> locate_external(const pb::TensorProto& t, const fs::path& dir,
+                                       int64_t& budget) {
   std::string location;
   std::optional<int64_t> offset = 0, length;
   for (const pb::StringStringEntryProto& e : t.external_data()) {
@@ -266,14 +270,30 @@ Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
   }
   if (*need > budget) return Error{"the model's external data exceeds 8 GiB"};
   budget -= *need;
-  std::string data(static_cast<size_t>(*need), '\0');
-  std::ifstream in(file, std::ios::binary);
-  in.seekg(*offset);
-  in.read(data.data(), static_cast<std::streamsize>(*need));
-  if (!in) return Error{fmt::format("cannot read external data file '{}'", shown_text(location))};
+  return ExternalData{file.string(), *offset, *need};
+}
+
+// `data.bytes` bytes of `data.file` from `data.offset` into `out`.
+Status read_external(const ExternalData& data, char* out) {
+  std::ifstream in(data.file, std::ios::binary);
+  in.seekg(data.offset);
+  in.read(out, static_cast<std::streamsize>(data.bytes));
+  if (!in) {
+    return Error{fmt::format("cannot read external data file '{}'",
+                             shown_text(fs::path(data.file).filename().string()))};
+  }
+  return Status::success();
+}
+
+// Replaces `t`'s external data by the bytes it names in a file beside the model.
+Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
+  auto data = locate_external(t, dir, budget);
+  if (!data) return data.error();
+  std::string bytes(static_cast<size_t>(data->bytes), '\0');
+  ZOC_TRY(read_external(*data, bytes.data()));
   t.clear_external_data();
   t.set_data_location(pb::TensorProto::DEFAULT);
-  *t.mutable_raw_data() = std::move(data);
+  *t.mutable_raw_data() = std::move(bytes);
   return Status::success();
 }
 
@@ -299,13 +319,37 @@ void for_each_tensor(pb::GraphProto& g, F&& f) {
   }
 }
 
-// External data loaded, then every tensor's size checked against its data.
-bool check_tensors(pb::ModelProto& m, const std::string& path, Diagnostics& diags) {
+// External data checked and loaded (that of the main graph's float32 initializers only checked,
+// noted in `out`), then every tensor's size checked against its data.
+bool check_tensors(ModelFile& out, const std::string& path, Diagnostics& diags) {
   const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".")
                                                              : fs::path(path).parent_path();
   int64_t budget = kMaxExternalBytes;
   const size_t before = diags.error_count();
-  for_each_tensor(*m.mutable_graph(), [&](pb::TensorProto& t, const char* holder) {
+  auto& initializers = *out.proto.mutable_graph()->mutable_initializer();
+  out.external_initializers.assign(static_cast<size_t>(initializers.size()), std::nullopt);
+  std::unordered_set<const pb::TensorProto*> handled;  // external float32 initializers
+  for (int k = 0; k < initializers.size(); ++k) {
+    const pb::TensorProto& t = initializers[k];
+    if (t.data_location() != pb::TensorProto::EXTERNAL || t.data_type() != pb::TensorProto::FLOAT) {
+      continue;
+    }
+    handled.insert(&t);
+    auto data = locate_external(t, dir, budget);
+    const bool inline_too = t.has_raw_data() || t.float_data_size() > 0 ||
+                            t.int32_data_size() > 0 || t.int64_data_size() > 0 ||
+                            t.double_data_size() > 0 || t.uint64_data_size() > 0 ||
+                            t.string_data_size() > 0;
+    if (data && inline_too) data = Error{"it holds data both in an external file and inline"};
+    if (!data) {
+      diags.error(SourceLoc{path, 0, 0}, fmt::format("initializer tensor '{}': {}",
+                                                     shown_text(t.name()), data.error().message));
+      continue;
+    }
+    out.external_initializers[static_cast<size_t>(k)] = *data;
+  }
+  for_each_tensor(*out.proto.mutable_graph(), [&](pb::TensorProto& t, const char* holder) {
+    if (handled.count(&t)) return;
     Status s = t.data_location() == pb::TensorProto::EXTERNAL ? load_external(t, dir, budget)
                                                                : Status::success();
     if (s) s = check_tensor_data(t);
@@ -350,16 +394,25 @@ std::optional<ModelFile> read_model(const std::string& path, Diagnostics& diags)
   if (bytes->empty()) return fail("empty file: not an ONNX model");
   ModelFile out;
   if (!out.proto.ParseFromString(*bytes)) return fail(explain_parse_failure(*bytes));
-  bytes->clear();
+  std::string().swap(*bytes);  // parsed: the file's bytes are not held beside the model
   if (Status s = check_ir_version(out.proto); !s) return fail(s.error().message);
   auto opset = default_opset(out.proto);
   if (!opset) return fail(opset.error().message);
   out.opset = *opset;
   if (!out.proto.has_graph()) return fail("the model has no graph");
-  if (!check_tensors(out.proto, path, diags)) return std::nullopt;
+  if (!check_tensors(out, path, diags)) return std::nullopt;
   if (!check_graph_structure(out.proto.graph(), path, diags)) return std::nullopt;
   try {
-    pb::checker::check_model(out.proto);
+    // Data left in its file is checked by the checker that reads the model from its path, which
+    // resolves external files against the model's folder (zoc has checked them already).
+    const bool deferred = std::any_of(out.external_initializers.begin(),
+                                      out.external_initializers.end(),
+                                      [](const auto& e) { return e.has_value(); });
+    if (deferred) {
+      pb::checker::check_model(path);
+    } else {
+      pb::checker::check_model(out.proto);
+    }
   } catch (const std::exception& e) {
     // Its message ends with "\n\n==> Context: ..."; one line reads better in a diagnostic.
     std::string what;
@@ -375,6 +428,15 @@ std::optional<ModelFile> read_model(const std::string& path, Diagnostics& diags)
                             shown_text(what, kMaxCheckerBytes)));
   }
   return out;
+}
+
+Expected<Constant> read_external_floats(const pb::TensorProto& t, const ExternalData& data) {
+  Constant c;
+  c.name = t.name();
+  c.dims.assign(t.dims().begin(), t.dims().end());
+  c.f.resize(static_cast<size_t>(data.bytes) / sizeof(float));  // little-endian, as zoc assumes
+  ZOC_TRY(read_external(data, reinterpret_cast<char*>(c.f.data())));
+  return c;
 }
 
 }  // namespace detail

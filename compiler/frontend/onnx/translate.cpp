@@ -25,6 +25,15 @@ namespace zoc::onnx {
 namespace detail {
 namespace {
 
+// Frees a decoded tensor's data (clear() would keep the capacity).
+void release_data(pb::TensorProto& t) {
+  std::string().swap(*t.mutable_raw_data());
+  google::protobuf::RepeatedField<float>().Swap(t.mutable_float_data());
+  google::protobuf::RepeatedField<double>().Swap(t.mutable_double_data());
+  google::protobuf::RepeatedField<int32_t>().Swap(t.mutable_int32_data());
+  google::protobuf::RepeatedField<int64_t>().Swap(t.mutable_int64_data());
+}
+
 constexpr size_t kMaxListedProblems = 40;
 
 std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
@@ -41,7 +50,7 @@ std::string declared_str(const pb::TypeProto& t) {
 
 }  // namespace
 
-Translator::Translator(const ModelFile& model, const std::string& path, const Options& options,
+Translator::Translator(ModelFile& model, const std::string& path, const Options& options,
                        Diagnostics& diags)
     : model_(model), g_(model.proto.graph()), path_(path), options_(options), diags_(diags) {}
 
@@ -78,15 +87,19 @@ bool Translator::bind_graph_inputs() {
   const SourceLoc at{path_, 0, 0};
   const size_t errors_before = diags_.error_count();
   std::set<std::string> initializers;
-  for (const pb::TensorProto& t : g_.initializer()) {
-    auto c = decode_tensor(t);
+  auto& tensors = *model_.proto.mutable_graph()->mutable_initializer();
+  for (int k = 0; k < tensors.size(); ++k) {
+    pb::TensorProto& t = tensors[k];
+    const auto& external = model_.external_initializers[static_cast<size_t>(k)];
+    auto c = external ? read_external_floats(t, *external) : decode_tensor(t);
+    release_data(t);  // decoded: the values are not held twice (issue 31)
     if (!c) {
       diags_.error(at, fmt::format("initializer '{}': {}", shown_text(t.name()), c.error().message));
       continue;
     }
     initializers.insert(t.name());
     tensor_names_.push_back(t.name());
-    env_[t.name()] = Val::known(std::make_shared<const Constant>(std::move(*c)), t.name());
+    env_[t.name()] = Val::known(std::make_shared<Constant>(std::move(*c)), t.name());
   }
   std::set<std::string> inputs;
   for (const pb::ValueInfoProto& v : g_.input()) inputs.insert(v.name());
@@ -101,7 +114,7 @@ bool Translator::bind_graph_inputs() {
     }
     bound.insert(name);
     tensor_names_.push_back(name);
-    env_[name] = Val::known(std::make_shared<const Constant>(std::move(*c)), name);
+    env_[name] = Val::known(std::make_shared<Constant>(std::move(*c)), name);
   }
   std::vector<const pb::ValueInfoProto*> data;
   for (const pb::ValueInfoProto& v : g_.input()) {
@@ -348,11 +361,20 @@ void Translator::check_params() {
   }
 }
 
+// The bound tensors' values become the weights, each held once: the walk's values are dropped
+// first, so a binding that holds its constant alone moves the values out (a model with 1 GB of
+// external data needed 3 GB before issue 31: the file's bytes, the decoded values, this copy).
 bool Translator::collect_weights(Model& out) {
-  for (const auto& [index, bindings] : params_) {
+  env_.clear();
+  for (auto& [index, bindings] : params_) {
     const ir::Node& node = graph_.nodes[static_cast<size_t>(index)];
-    for (const ParamBinding& b : bindings) {
-      std::vector<float> values = b.value->f;
+    for (ParamBinding& b : bindings) {
+      std::vector<float> values;
+      if (b.value.use_count() == 1 && !b.transpose) {
+        values = std::move(const_cast<Constant&>(*b.value).f);  // made non-const: internal.h
+      } else {
+        values = b.value->f;
+      }
       if (b.transpose) {  // [rows, cols] -> [cols, rows]
         const size_t rows = static_cast<size_t>(b.value->dims[0]), cols = static_cast<size_t>(b.value->dims[1]);
         for (size_t r = 0; r < rows; ++r) {
@@ -366,6 +388,7 @@ bool Translator::collect_weights(Model& out) {
                                              shown_text(b.seen_as), bad, bad == 1 ? "" : "s"));
       }
       out.weights.tensors[node.name + "." + b.suffix] = std::move(values);
+      b.value.reset();
     }
   }
   out.graph = std::move(graph_);

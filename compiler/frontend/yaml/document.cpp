@@ -238,12 +238,13 @@ std::optional<Document> load_document(const std::string& path, const SourceLoc& 
       }
     }
     diags.error(SourceLoc{path, e.mark.line + 1, e.mark.column + 1},
-                fmt::format("YAML syntax error: {}{}", e.msg, hint));
+                fmt::format("YAML syntax error: {}{}", terminal_safe(e.msg, false), hint));
   } catch (const YAML::Exception& e) {
     diags.error(SourceLoc{path, e.mark.line + 1, e.mark.column + 1},
-                fmt::format("cannot read YAML: {}", e.msg));
+                fmt::format("cannot read YAML: {}", terminal_safe(e.msg, false)));
   } catch (const std::exception& e) {
-    diags.error(SourceLoc{path, 0, 0}, fmt::format("cannot read YAML: {}", e.what()));
+    diags.error(SourceLoc{path, 0, 0},
+                fmt::format("cannot read YAML: {}", terminal_safe(e.what(), false)));
   }
   return std::nullopt;
 }

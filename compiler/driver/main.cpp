@@ -236,7 +236,7 @@ bool parse_input_dims(const std::string& text, zoc::LoadOptions& opts, zoc::Diag
   for (size_t i = 0; i < 3 && ok; ++i) {
     if (i > 0) ok = p < end && *p++ == 'x';
     const auto [next, ec] = std::from_chars(p, end, d[i]);
-    ok = ok && ec == std::errc() && next != p && *p != '+';
+    ok = ok && ec == std::errc();
     p = next;
   }
   if (!ok || p != end) {

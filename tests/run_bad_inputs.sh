@@ -5,6 +5,7 @@
 #   - exits with the expected code (1, or the case's `exit:`), not by a signal or a timeout,
 #   - writes nothing to stdout when it fails (no partial output),
 #   - prints no sanitizer report,
+#   - prints no raw control character (C0 but the newline, DEL, C1): names are escaped,
 #   - prints every `expect:` line on stderr.
 # A refused TorchScript archive (tests/bad_inputs/torchscript/) must also be refused before
 # anything runs: the dynamic loader's own log (LD_DEBUG) shows that neither zoc's LibTorch plugin
@@ -90,6 +91,8 @@ for folder in yaml shapes weights onnx torchscript; do
       fail "exit code $rc, expected $want"
     elif [ "$rc" -ne 0 ] && [ -s "$tmp/out" ]; then
       fail "wrote to stdout although it failed"
+    elif LC_ALL=C grep -qP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "$tmp/err"; then
+      fail "a raw control character on stderr (names from files must be escaped)"
     else
       for e in "${expects[@]}"; do
         if ! grep -qF -- "$e" "$tmp/err"; then

@@ -1,6 +1,7 @@
 // `zoc`: the command-line driver. The only place in zoc that prints diagnostics and chooses an
 // exit code; everything below it returns errors as values.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/backend/reference/interpreter.h"
@@ -19,7 +21,9 @@
 #include "compiler/frontend/onnx/onnx_frontend.h"
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "compiler/ir/printer.h"
+#include "compiler/ir/shapes.h"
 #include "compiler/passes/pipeline.h"
+#include "compiler/support/sanitize.h"
 #include "compiler/weights/weights.h"
 #include "zoc/io/npy.h"
 
@@ -89,7 +93,8 @@ std::optional<zoc::Weights> get_weights(const zoc::LoadedModel& m, const Args& a
         for (float v : values) {
           if (std::isfinite(v)) continue;
           diags.error(zoc::SourceLoc{args.model, 0, 0},
-                      fmt::format("tensor '{}' holds NaN or infinite values (--strict)", name));
+                      fmt::format("tensor '{}' holds NaN or infinite values (--strict)",
+                                  zoc::shown_text(name)));
           break;
         }
       }
@@ -110,15 +115,21 @@ std::optional<zoc::ref::Tensor> get_input(const zoc::ir::Graph& g, const Args& a
   if (!args.input.empty()) {
     auto data = zoc::npy::read_float32(args.input, &t.shape);
     if (!data) {
-      diags.error(zoc::SourceLoc{args.input, 0, 0}, data.error().message);
+      diags.file_error(args.input, data.error().message);
       return std::nullopt;
     }
     t.data = std::move(*data);
+    const auto& dims = g.type(g.nodes.front().output).dims;
+    if (t.shape.size() != dims.size() + 1 || t.shape[0] < 1 ||
+        !std::equal(dims.begin(), dims.end(), t.shape.begin() + 1)) {
+      // numpy's spelling of the array's shape: "()" for a scalar ("shape ," before issue 31).
+      diags.error(zoc::SourceLoc{args.input, 0, 0},
+                  fmt::format("the array has shape {}, but model '{}' takes (N, {}) with N >= 1",
+                              zoc::st::detail::shape_string(t.shape, /*python=*/true),
+                              zoc::shown_text(g.name), fmt::join(dims, ", ")));
+      return std::nullopt;
+    }
     return t;
-  }
-  if (args.batch < 1 || args.batch > 65536) {
-    diags.error(zoc::SourceLoc{"--batch", 0, 0}, "batch must be between 1 and 65536");
-    return std::nullopt;
   }
   const auto& dims = g.type(g.nodes.front().output).dims;
   t.shape = {args.batch};
@@ -137,7 +148,7 @@ int cmd_extract_onnx_weights(const Args& args, const zoc::LoadOptions& opts,
   auto m = zoc::load_model_and_weights(args.model, diags, opts);
   if (!m) return finish(diags);
   if (zoc::Status s = zoc::save_weights(m->graph, *m->weights, args.output); !s) {
-    diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+    diags.file_error(args.output, s.error().message);
     return finish(diags);
   }
   size_t bytes = 0;
@@ -153,7 +164,7 @@ int cmd_extract_weights(const Args& args, zoc::Diagnostics& diags) {
   auto tensors = zoc::torchscript::read_state_dict(args.model, diags);
   if (!tensors) return finish(diags);
   if (zoc::Status s = zoc::torchscript::write_state_dict(*tensors, args.output); !s) {
-    diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+    diags.file_error(args.output, s.error().message);
     return finish(diags);
   }
   size_t bytes = 0;
@@ -182,7 +193,7 @@ int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags
   const zoc::ref::Tensor& out = outs->front();
   if (!args.output.empty()) {
     if (zoc::Status s = zoc::npy::write_float32(args.output, out.data.data(), out.shape); !s) {
-      diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+      diags.file_error(args.output, s.error().message);
       return finish(diags);
     }
   }
@@ -214,15 +225,24 @@ bool optimize(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
       args.train ? zoc::passes::training_pipeline() : zoc::passes::inference_pipeline());
 }
 
+// --input CxHxW. Each number must fit int64 (sscanf saturated 99999999999999999999 and the
+// range check then quoted a number the user never wrote); the loader checks the ranges.
 bool parse_input_dims(const std::string& text, zoc::LoadOptions& opts, zoc::Diagnostics& diags) {
   if (text.empty()) return true;
   std::array<int64_t, 3> d{};
-  char x1 = 0, x2 = 0;
-  int used = 0;
-  if (std::sscanf(text.c_str(), "%ld%c%ld%c%ld%n", &d[0], &x1, &d[1], &x2, &d[2], &used) != 5 ||
-      x1 != 'x' || x2 != 'x' || used != static_cast<int>(text.size())) {
+  const char* p = text.data();
+  const char* end = text.data() + text.size();
+  bool ok = true;
+  for (size_t i = 0; i < 3 && ok; ++i) {
+    if (i > 0) ok = p < end && *p++ == 'x';
+    const auto [next, ec] = std::from_chars(p, end, d[i]);
+    ok = ok && ec == std::errc();
+    p = next;
+  }
+  if (!ok || p != end) {
     diags.error(zoc::SourceLoc{"--input", 0, 0},
-                fmt::format("'{}' is not of the form CxHxW (e.g. 3x224x224)", text));
+                fmt::format("'{}' is not of the form CxHxW with whole numbers (e.g. 3x224x224)",
+                            zoc::shown_text(text)));
     return false;
   }
   opts.input_dims = d;
@@ -268,7 +288,7 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   wopts.force = args.force;
   auto written = zoc::write_folder_atomically(args.output, gen->files, wopts);
   if (!written) {
-    diags.error(zoc::SourceLoc{args.output, 0, 0}, written.error().message);
+    diags.file_error(args.output, written.error().message);
     return finish(diags);
   }
   for (const std::string& note : written->notes) {
@@ -329,6 +349,30 @@ int main(int argc, char** argv) {
 }
 
 namespace {
+
+// A check of an integer option's text: a whole number within [lo, hi]. CLI11 itself wraps "-1"
+// into an unsigned option, saturates 99999999999999999999 and let `--top -1000000` through,
+// which then crashed zoc run (issue 31).
+CLI::Validator whole_number(int64_t lo, uint64_t hi) {
+  const std::string range = fmt::format("{} to {}", lo, hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        const char* end = text.data() + text.size();
+        bool ok = !text.empty() && text[0] != '+';
+        if (ok && text[0] == '-') {
+          int64_t v = 0;
+          const auto [p, ec] = std::from_chars(text.data(), end, v);
+          ok = ec == std::errc() && p == end && v >= lo;
+        } else if (ok) {
+          uint64_t v = 0;
+          const auto [p, ec] = std::from_chars(text.data(), end, v);
+          ok = ec == std::errc() && p == end && v <= hi && (lo <= 0 || v >= uint64_t(lo));
+        }
+        if (ok) return "";
+        return fmt::format("'{}' is not a whole number from {}", zoc::shown_text(text), range);
+      },
+      "INT in " + range);
+}
 
 // The subcommands and their options, bound to `args`.
 struct Commands {
@@ -416,19 +460,25 @@ Commands define_commands(CLI::App& app, Args& args) {
   add_model(run_cmd);
   run_cmd->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
   run_cmd->add_flag("--strict", args.strict, "reject weights holding NaN or Inf");
-  run_cmd->add_option("--seed", args.seed, "seed of the default weights and random input");
+  run_cmd->add_option("--seed", args.seed, "seed of the default weights and random input")
+      ->check(whole_number(0, UINT64_MAX));
   run_cmd->add_option("--input", args.input,
                       "input .npy [N, C, H, W] (default: seeded random; required for .pt models)");
-  run_cmd->add_option("--batch", args.batch, "batch of the random input")->capture_default_str();
+  run_cmd->add_option("--batch", args.batch, "batch of the random input (not with --input)")
+      ->check(whole_number(1, zoc::ir::kMaxBatch))
+      ->capture_default_str();
   run_cmd->add_option("--output", args.output, "write the output to this .npy file");
-  run_cmd->add_option("--top", args.top_k, "classes to print per sample")->capture_default_str();
+  run_cmd->add_option("--top", args.top_k, "classes to print per sample")
+      ->check(whole_number(1, INT32_MAX))
+      ->capture_default_str();
   run_cmd->add_flag("--optimize", args.optimize, "run the graph after the inference passes");
 
   CLI::App* grad_cmd = app.add_subcommand(
       "grad", "one training step's loss and parameter gradients with the reference interpreter");
   add_model(grad_cmd);
   grad_cmd->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
-  grad_cmd->add_option("--seed", args.seed, "seed of the default weights");
+  grad_cmd->add_option("--seed", args.seed, "seed of the default weights")
+      ->check(whole_number(0, UINT64_MAX));
   grad_cmd
       ->add_option("--batch-file", args.batch_file,
                    "safetensors with 'input' [N, C, H, W] and 'labels' [N] "
@@ -439,7 +489,9 @@ Commands define_commands(CLI::App& app, Args& args) {
   CLI::App* init_cmd = app.add_subcommand(
       "init-weights", "write seeded weights: PyTorch defaults or the layers' `init` (safetensors)");
   add_model(init_cmd);
-  init_cmd->add_option("--seed", args.seed, "random seed")->capture_default_str();
+  init_cmd->add_option("--seed", args.seed, "random seed")
+      ->check(whole_number(0, UINT64_MAX))
+      ->capture_default_str();
   init_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();
 
   CLI::App* extract_cmd = app.add_subcommand(
@@ -464,10 +516,20 @@ int run(int argc, char** argv) {
 
   if (argc > 1 && argv[1][0] != '-' && !is_subcommand(app, argv[1])) {
     std::cerr << fmt::format("zoc: error: unknown command '{}'; the commands are {} (zoc --help)\n",
-                             argv[1], subcommand_names(app));
+                             zoc::shown_text(argv[1]), subcommand_names(app));
     return 1;
   }
+  // CLI11's messages quote the arguments: escaped like every other message.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return fmt::format("zoc: error: {}\nRun with --help for more information.\n",
+                       zoc::terminal_safe(e.what(), /*continuation_lines=*/false));
+  });
   CLI11_PARSE(app, argc, argv);
+  if (cmd.run->count("--batch") > 0 && !args.input.empty()) {
+    std::cerr << "zoc: error: --batch sizes the random input; with --input the batch is the "
+                 ".npy file's first dimension\n";
+    return 1;
+  }
   args.command_line = "zoc";
   for (int i = 1; i < argc; ++i) args.command_line += std::string(" ") + argv[i];
 
@@ -518,14 +580,14 @@ int run(int argc, char** argv) {
     if (!training) return finish(diags);
     auto done = zoc::run_grad_command(*training, *weights, args.batch_file, args.output);
     if (!done) {
-      diags.error(zoc::SourceLoc{args.batch_file, 0, 0}, done.error().message);
+      diags.file_error(args.batch_file, done.error().message);
     } else {
       std::cout << *done << "\n";
     }
   } else if (cmd.init->parsed()) {
     const zoc::Weights w = zoc::init_weights(*graph, args.seed);
     if (zoc::Status s = zoc::save_weights(*graph, w, args.output); !s) {
-      diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+      diags.file_error(args.output, s.error().message);
     } else {
       std::cout << fmt::format("wrote {} ({} tensors, seed {})\n", args.output, w.tensors.size(),
                                args.seed);

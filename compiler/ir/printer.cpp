@@ -5,10 +5,15 @@
 
 #include <fmt/format.h>
 
+#include "compiler/support/sanitize.h"
+
 namespace zoc::ir {
 namespace {
 
-std::string value_name(const Graph& g, ValueId v) { return "%" + g.value_name(v); }
+// Names come from model files: escaped as messages escape them (sanitize.h), never cut.
+std::string shown(const std::string& name) { return shown_text(name, std::string::npos); }
+
+std::string value_name(const Graph& g, ValueId v) { return "%" + shown(g.value_name(v)); }
 
 // "%out : T" for one result; "%out, %extra : T, T2" for several (training graphs).
 std::pair<std::string, std::string> results_and_types(const Graph& g, const Node& n) {
@@ -56,7 +61,7 @@ std::string format_attrs(const Node& node) {
 }
 
 std::string print_graph(const Graph& g, const PrintOptions& options) {
-  std::string out = fmt::format("graph {} {{\n", g.name);
+  std::string out = fmt::format("graph {} {{\n", shown(g.name));
   for (const Node& n : g.nodes) {
     std::string operands;
     for (ValueId v : n.inputs) {
@@ -71,13 +76,13 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
     line += " : " + types;
     if (n.fused_from.size() > 1) {
       std::string from;
-      for (const std::string& f : n.fused_from) from += (from.empty() ? "" : " + ") + f;
+      for (const std::string& f : n.fused_from) from += (from.empty() ? "" : " + ") + shown(f);
       line += "  [" + from + "]";
     }
-    if (!n.origin.empty()) line += "  [of " + n.origin + "]";
+    if (!n.origin.empty()) line += "  [of " + shown(n.origin) + "]";
     if (options.locations && n.loc.known()) {
       if (line.size() < 100) line.append(100 - line.size(), ' ');
-      line += "  # " + n.loc.str();
+      line += "  # " + shown(n.loc.str());
     }
     out += line + "\n";
     if (options.params) {
@@ -85,8 +90,8 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
         std::string shape;
         for (int64_t d : p.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
         // A declared init shows; PyTorch's default (the usual case) does not.
-        out += fmt::format("      {} {} [{}]{}{}\n", p.trainable ? "param " : "buffer", p.name,
-                           shape.empty() ? "scalar" : shape,
+        out += fmt::format("      {} {} [{}]{}{}\n", p.trainable ? "param " : "buffer",
+                           shown(p.name), shape.empty() ? "scalar" : shape,
                            p.dtype == DType::F32 ? "" : fmt::format(" {}", dtype_name(p.dtype)),
                            p.init == InitScheme::kPytorchDefault
                                ? ""

@@ -7,15 +7,34 @@
 
 namespace zoc::ir {
 
-void replace_uses(Graph& g, ValueId from, ValueId to) {
-  for (Node& n : g.nodes) {
-    for (ValueId& v : n.inputs) {
-      if (v == from) v = to;
+UseIndex::UseIndex(Graph& g) : g_(g), uses_(g.values.size()) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const std::vector<ValueId>& in = g.nodes[i].inputs;
+    for (size_t k = 0; k < in.size(); ++k) {
+      uses_[static_cast<size_t>(in[k])].push_back(
+          {static_cast<int32_t>(i), static_cast<int32_t>(k)});
     }
   }
-  for (ValueId& v : g.outputs) {
-    if (v == from) v = to;
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    uses_[static_cast<size_t>(g.outputs[k])].push_back({kGraphOutput, static_cast<int32_t>(k)});
   }
+}
+
+void UseIndex::replace(ValueId from, ValueId to) {
+  if (from == to) return;
+  std::vector<Use>& moved = uses_[static_cast<size_t>(from)];
+  for (const Use& u : moved) {
+    const auto slot = static_cast<size_t>(u.slot);
+    ValueId& v = u.node == kGraphOutput ? g_.outputs[slot]
+                                        : g_.nodes[static_cast<size_t>(u.node)].inputs[slot];
+    v = to;
+  }
+  // The shorter list joins the longer (order does not matter), so a use moves O(log n) times
+  // however the rewrites chain.
+  std::vector<Use>& target = uses_[static_cast<size_t>(to)];
+  if (moved.size() > target.size()) moved.swap(target);
+  target.insert(target.end(), moved.begin(), moved.end());
+  moved.clear();
 }
 
 int use_count(const Graph& g, ValueId v) {

@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/activation_params.h"
 #include "compiler/ir/shape_rule.h"
 #include "compiler/support/checked_math.h"
+#include "compiler/support/sanitize.h"
 
 namespace zoc::ir {
 namespace detail {
@@ -23,7 +25,8 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 }
 
 bool Rule::fail(const std::string& msg) {
-  d_.error(n_.loc, fmt::format("layer '{}' ({}): {}", n_.name, op_info(n_.op).name, msg));
+  d_.error(n_.loc,
+           fmt::format("layer '{}' ({}): {}", shown_text(n_.name), op_info(n_.op).name, msg));
   return false;
 }
 
@@ -143,7 +146,17 @@ bool Rule::batchnorm2d() {
   return set_output(in(0).dims, in(0).layout);
 }
 
-bool Rule::same_as_input() { return set_output(in(0).dims, in(0).layout); }
+bool Rule::same_as_input() {
+  // hardtanh clamps to [min_val, max_val]; with min_val above max_val the kernels would disagree
+  // on which bound wins (issue 31: accepted from any frontend).
+  if (n_.op == OpKind::Hardtanh &&
+      !(activation_param(n_, "min_val") <= activation_param(n_, "max_val"))) {
+    return fail(fmt::format("min_val {:g} is above max_val {:g}: hardtanh clamps to [min_val, "
+                            "max_val]",
+                            activation_param(n_, "min_val"), activation_param(n_, "max_val")));
+  }
+  return set_output(in(0).dims, in(0).layout);
+}
 
 bool Rule::add() {
   if (in(0).dims != in(1).dims) {
@@ -427,9 +440,13 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
 
 }  // namespace
 
-bool infer_shapes(Graph& graph, Diagnostics& diags) {
+bool infer_shapes(Graph& graph, Diagnostics& diags) { return infer_shapes_from(graph, 0, diags); }
+
+bool infer_shapes_from(Graph& graph, size_t first, Diagnostics& diags) {
   bool all_ok = true;
-  for (Node& node : graph.nodes) {
+  detail::EarlierNodes earlier(graph);
+  for (size_t i = first; i < graph.nodes.size(); ++i) {
+    Node& node = graph.nodes[i];
     node.params.clear();
     for (ValueId v : Graph::results(node)) graph.values[v].type.reset();
     bool inputs_ok = true;
@@ -438,7 +455,7 @@ bool infer_shapes(Graph& graph, Diagnostics& diags) {
       all_ok = false;  // an earlier error already explains it
       continue;
     }
-    detail::Rule rule(graph, node, diags);
+    detail::Rule rule(graph, node, diags, earlier);
     bool ok = true;
     // A model's ops read per-sample float tensors: never labels or a non-batched value.
     for (ValueId v : op_info(node.op).user ? node.inputs : std::vector<ValueId>{}) {

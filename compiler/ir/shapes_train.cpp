@@ -6,15 +6,35 @@
 
 #include "compiler/ir/shape_rule.h"
 #include "compiler/support/checked_math.h"
+#include "compiler/support/sanitize.h"
 
 namespace zoc::ir::detail {
 
-const Node* Rule::earlier_node(const std::string& name) const {
-  for (const Node& n : g_.nodes) {
-    if (&n == &n_) break;
-    if (n.name == name) return &n;
+void EarlierNodes::extend(size_t upto) {
+  for (; indexed_ < upto; ++indexed_) {
+    const Node& n = g_.nodes[indexed_];
+    nodes_.emplace(n.name, &n);
+    if (!n.origin.empty()) continue;
+    for (const ParamSpec& p : n.params) {
+      if (p.trainable) params_[p.name] = &p;
+    }
   }
-  return nullptr;
+}
+
+const Node* EarlierNodes::node(const std::string& name, size_t upto) {
+  extend(upto);
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : it->second;
+}
+
+const ParamSpec* EarlierNodes::trainable_param(const std::string& name, size_t upto) {
+  extend(upto);
+  auto it = params_.find(name);
+  return it == params_.end() ? nullptr : it->second;
+}
+
+const Node* Rule::earlier_node(const std::string& name) const {
+  return earlier_.node(name, node_index());
 }
 
 bool Rule::labels() { return set_output({}, Layout::NC, DType::I32); }
@@ -32,8 +52,8 @@ bool Rule::softmax_cross_entropy() {
 bool Rule::layer_grad(OpKind forward_op) {
   const Node* f = earlier_node(n_.origin);
   if (!f || f->op != forward_op) {
-    return fail(fmt::format("its layer '{}' is not an earlier {} of the graph", n_.origin,
-                            op_info(forward_op).name));
+    return fail(fmt::format("its layer '{}' is not an earlier {} of the graph",
+                            shown_text(n_.origin), op_info(forward_op).name));
   }
   if (in(0) != g_.type(f->inputs[0]) || in(1) != g_.type(f->output)) {
     return fail(fmt::format("x {} and dy {} are not its layer's input {} and output {}",
@@ -131,14 +151,10 @@ bool Rule::adaptive_avgpool2d_grad() {
 
 // sgd(grad): the parameter named by `origin`, declared by an earlier (model) layer, updated.
 bool Rule::sgd() {
-  const ParamSpec* param = nullptr;
-  for (const Node& n : g_.nodes) {
-    if (&n == &n_) break;
-    for (const ParamSpec& p : n.params) {
-      if (p.name == n_.origin && p.trainable && n.origin.empty()) param = &p;
-    }
+  const ParamSpec* param = earlier_.trainable_param(n_.origin, node_index());
+  if (!param) {
+    return fail(fmt::format("no layer has a trainable parameter '{}'", shown_text(n_.origin)));
   }
-  if (!param) return fail(fmt::format("no layer has a trainable parameter '{}'", n_.origin));
   const TensorType want = whole_tensor(param->shape);
   if (in(0) != want) {
     return fail(fmt::format("its gradient {} does not match the parameter's shape {}", in(0).str(),

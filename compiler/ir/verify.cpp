@@ -1,5 +1,6 @@
 // Structural checks of the graph IR (see verify.h).
 #include "compiler/ir/verify.h"
+#include "compiler/support/sanitize.h"
 
 #include <set>
 
@@ -19,11 +20,17 @@ bool attr_in_range(const AttrSpec& spec, const AttrValue& v) {
   return false;
 }
 
+std::string attr_range_text(const AttrSpec& spec) {
+  if (spec.kind == AttrKind::Float) return fmt::format("between {:g} and {:g}", spec.min, spec.max);
+  return fmt::format("between {} and {}", static_cast<int64_t>(spec.min),
+                     static_cast<int64_t>(spec.max));
+}
+
 bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
   const size_t before = diags.error_count();
   auto fail = [&](const Node* n, const std::string& msg) {
     if (n) {
-      diags.error(n->loc, fmt::format("IR verifier: layer '{}' ({}): {}", n->name,
+      diags.error(n->loc, fmt::format("IR verifier: layer '{}' ({}): {}", shown_text(n->name),
                                       op_info(n->op).name, msg));
     } else {
       diags.error(SourceLoc{g.name, 0, 0}, "IR verifier: " + msg);
@@ -62,11 +69,12 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
       }
       if (extra && g.values[v].name.empty()) fail(&n, "an extra result has no name");
       if (extra && !names.insert(g.values[v].name).second) {
-        fail(&n, fmt::format("duplicate value name '{}'", g.values[v].name));
+        fail(&n, fmt::format("duplicate value name '{}'", shown_text(g.values[v].name)));
       }
       if (options.require_types && !g.values[v].type) {
-        fail(&n, fmt::format("{} has no type (shape inference did not run or failed)",
-                             extra ? fmt::format("result '%{}'", g.values[v].name) : "output"));
+        fail(&n, fmt::format(
+                     "{} has no type (shape inference did not run or failed)",
+                     extra ? fmt::format("result '%{}'", shown_text(g.values[v].name)) : "output"));
       }
     }
     for (const auto& [key, value] : n.attrs.items()) {
@@ -76,7 +84,7 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
       } else if (spec->kind != value.kind) {
         fail(&n, fmt::format("attribute '{}' must be {}", key, attr_kind_name(spec->kind)));
       } else if (!attr_in_range(*spec, value)) {
-        fail(&n, fmt::format("attribute '{}' out of range", key));
+        fail(&n, fmt::format("attribute '{}' out of range ({})", key, attr_range_text(*spec)));
       }
     }
     for (const AttrSpec& spec : info.attrs) {

@@ -4,6 +4,8 @@
 // where it was broken instead of as a wrong number three stages later.
 #pragma once
 
+#include <string>
+
 #include "compiler/ir/graph.h"
 #include "compiler/support/diagnostics.h"
 
@@ -16,6 +18,9 @@ struct VerifyOptions {
 // Whether an attribute value lies in its op-table range (frontends that take numbers from
 // model files check them before shape inference divides by them).
 bool attr_in_range(const AttrSpec& spec, const AttrValue& value);
+// That range in words: "between 1 and 4096" (whole numbers for integer, pair and boolean
+// attributes: {:g} printed 1048576 as 1.04858e+06), "between -1e+30 and 1e+30" for floats.
+std::string attr_range_text(const AttrSpec& spec);
 
 // Reports every violation found; returns false if there was any.
 bool verify(const Graph& graph, Diagnostics& diags, const VerifyOptions& options = {});

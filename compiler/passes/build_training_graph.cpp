@@ -25,6 +25,7 @@
 #include "compiler/ir/shapes.h"
 #include "compiler/ir/verify.h"
 #include "compiler/passes/pipeline.h"
+#include "compiler/support/sanitize.h"
 
 namespace zoc::passes {
 namespace {
@@ -96,8 +97,8 @@ bool Builder::check_model() {
   bool ok = true;
   for (const ir::Node& n : m_.nodes) {
     if (const ir::GradRule rule = ir::grad_rule(n.op); !rule.fn) {
-      diags_.error(
-          n.loc, fmt::format("layer '{}' ({}): {}", n.name, ir::op_info(n.op).name, rule.refusal));
+      diags_.error(n.loc, fmt::format("layer '{}' ({}): {}", shown_text(n.name),
+                                      ir::op_info(n.op).name, rule.refusal));
       ok = false;
     }
   }
@@ -110,7 +111,7 @@ bool Builder::check_model() {
   if (m_.outputs.size() != 1) {
     diags_.error(model_loc, fmt::format("training graph: model '{}' has {} outputs; training "
                                         "takes one",
-                                        m_.name, m_.outputs.size()));
+                                        shown_text(m_.name), m_.outputs.size()));
     return false;
   }
   if (!ok) return false;
@@ -118,10 +119,10 @@ bool Builder::check_model() {
   if (last.op == ir::OpKind::Softmax) softmax_ = &last;
   logits_ = softmax_ ? last.inputs[0] : m_.outputs[0];
   if (m_.type(logits_).dims.size() != 1) {
-    diags_.error(last.loc,
-                 fmt::format("layer '{}' ({}): training needs [classes] logits as the "
-                             "model's output (or a final softmax's input), not {}",
-                             last.name, ir::op_info(last.op).name, m_.type(logits_).str()));
+    diags_.error(last.loc, fmt::format("layer '{}' ({}): training needs [classes] logits as the "
+                                       "model's output (or a final softmax's input), not {}",
+                                       shown_text(last.name), ir::op_info(last.op).name,
+                                       m_.type(logits_).str()));
     return false;
   }
   return true;

@@ -23,21 +23,21 @@ namespace zoc::passes {
 
 bool fold_batchnorm(ir::Graph& g, Diagnostics& diags) {
   std::vector<bool> remove(g.nodes.size(), false);
+  ir::UseIndex uses(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ir::Node& bn = g.nodes[i];
     if (bn.op != ir::OpKind::BatchNorm2d) continue;
     const ir::ValueId conv_out = bn.inputs[0];
     ir::Node& conv = g.nodes[g.values[conv_out].producer];
     if (conv.op != ir::OpKind::FusedConv2d || conv.attrs.has("bn_eps") ||
-        conv.attrs.i("activation") != 0 || conv.inputs.size() != 1 ||
-        ir::use_count(g, conv_out) != 1) {
+        conv.attrs.i("activation") != 0 || conv.inputs.size() != 1 || uses.count(conv_out) != 1) {
       continue;
     }
     conv.attrs.set("bn_eps", ir::AttrValue{ir::AttrKind::Float, 0, {}, bn.attrs.f("eps")});
     // The BN's declared gamma init stays with its tensors (seeded weights of the folded graph).
     if (const ir::AttrValue* init = bn.attrs.find("init")) conv.attrs.set("bn_init", *init);
     conv.fused_from.push_back(bn.name);
-    ir::replace_uses(g, bn.output, conv_out);
+    uses.replace(bn.output, conv_out);
     remove[i] = true;
   }
   if (!ir::compact_and_sort(g, remove)) {

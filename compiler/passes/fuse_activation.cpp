@@ -15,6 +15,7 @@ namespace zoc::passes {
 
 bool fuse_activation(ir::Graph& g, Diagnostics& diags) {
   std::vector<bool> remove(g.nodes.size(), false);
+  ir::UseIndex uses(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& act = g.nodes[i];
     const int code = ir::fused_activation_code(act.op);
@@ -22,7 +23,7 @@ bool fuse_activation(ir::Graph& g, Diagnostics& diags) {
     const ir::ValueId conv_out = act.inputs[0];
     ir::Node& conv = g.nodes[g.values[conv_out].producer];
     if (conv.op != ir::OpKind::FusedConv2d || conv.attrs.i("activation") != 0 ||
-        ir::use_count(g, conv_out) != 1) {
+        uses.count(conv_out) != 1) {
       continue;
     }
     conv.attrs.set("activation", ir::AttrValue{ir::AttrKind::Int, code, {}, 0});
@@ -33,7 +34,7 @@ bool fuse_activation(ir::Graph& g, Diagnostics& diags) {
       }
     }
     conv.fused_from.push_back(act.name);
-    ir::replace_uses(g, act.output, conv_out);
+    uses.replace(act.output, conv_out);
     remove[i] = true;
   }
   if (!ir::compact_and_sort(g, remove)) {

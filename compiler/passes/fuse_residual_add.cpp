@@ -11,23 +11,24 @@
 namespace zoc::passes {
 namespace {
 
-bool can_take_residual(const ir::Graph& g, ir::ValueId v) {
+bool can_take_residual(const ir::Graph& g, const ir::UseIndex& uses, ir::ValueId v) {
   const ir::Node& n = g.producer(v);
-  return n.op == ir::OpKind::FusedConv2d && n.inputs.size() == 1 &&
-         n.attrs.i("activation") == 0 && ir::use_count(g, v) == 1;
+  return n.op == ir::OpKind::FusedConv2d && n.inputs.size() == 1 && n.attrs.i("activation") == 0 &&
+         uses.count(v) == 1;
 }
 
 }  // namespace
 
 bool fuse_residual_add(ir::Graph& g, Diagnostics& diags) {
   std::vector<bool> remove(g.nodes.size(), false);
+  ir::UseIndex uses(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& add = g.nodes[i];
     if (add.op != ir::OpKind::Add) continue;
     int conv_side = -1;
-    if (can_take_residual(g, add.inputs[0])) {
+    if (can_take_residual(g, uses, add.inputs[0])) {
       conv_side = 0;
-    } else if (can_take_residual(g, add.inputs[1])) {
+    } else if (can_take_residual(g, uses, add.inputs[1])) {
       conv_side = 1;
     }
     if (conv_side < 0) continue;
@@ -37,7 +38,7 @@ bool fuse_residual_add(ir::Graph& g, Diagnostics& diags) {
     conv.inputs.push_back(residual);
     conv.fused_from.push_back(add.name);
     const ir::ValueId add_out = add.output;
-    ir::replace_uses(g, add_out, conv_out);
+    uses.replace(add_out, conv_out);
     remove[i] = true;
   }
   if (!ir::compact_and_sort(g, remove)) {

@@ -6,10 +6,11 @@ namespace zoc::passes {
 
 bool remove_dropout(ir::Graph& g, Diagnostics& diags) {
   std::vector<bool> remove(g.nodes.size(), false);
+  ir::UseIndex uses(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
     if (n.op != ir::OpKind::Dropout) continue;
-    ir::replace_uses(g, n.output, n.inputs[0]);
+    uses.replace(n.output, n.inputs[0]);
     remove[i] = true;
   }
   if (!ir::compact_and_sort(g, remove)) {

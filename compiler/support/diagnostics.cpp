@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/support/sanitize.h"
+
 namespace zoc {
 
 std::string SourceLoc::str() const {
@@ -17,7 +19,11 @@ std::string Diagnostic::render() const {
   const char* sev = severity == Severity::kError     ? "error"
                     : severity == Severity::kWarning ? "warning"
                                                      : "note";
-  return fmt::format("{}: {}: {}", loc.str(), sev, message);
+  // Names from files are escaped where messages quote them (shown_text); this is the last guard,
+  // for a string that slipped through: no escape sequence reaches the terminal, and no text
+  // starts a line that could pass for a diagnostic of its own.
+  return fmt::format("{}: {}: {}", terminal_safe(loc.str(), false), sev,
+                     terminal_safe(message, /*continuation_lines=*/true));
 }
 
 void Diagnostics::error(const SourceLoc& loc, std::string message) {
@@ -31,6 +37,12 @@ void Diagnostics::warning(const SourceLoc& loc, std::string message) {
 
 void Diagnostics::note(const SourceLoc& loc, std::string message) {
   items_.push_back({Severity::kNote, loc, std::move(message)});
+}
+
+void Diagnostics::file_error(const std::string& path, std::string message) {
+  const std::string prefix = path + ": ";
+  if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+  error(SourceLoc{path, 0, 0}, std::move(message));
 }
 
 std::string Diagnostics::render() const {

@@ -39,6 +39,10 @@ class Diagnostics {
   void error(const SourceLoc& loc, std::string message);
   void warning(const SourceLoc& loc, std::string message);
   void note(const SourceLoc& loc, std::string message);
+  // An error at the file `path` for a message that may start with "path: " (the runtime's
+  // safetensors and npy readers and writers name the file they fail on): the location says it,
+  // so the prefix is dropped rather than printed twice.
+  void file_error(const std::string& path, std::string message);
 
   bool has_errors() const { return errors_ > 0; }
   size_t error_count() const { return errors_; }

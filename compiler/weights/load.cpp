@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/support/sanitize.h"
 #include "compiler/weights/weights.h"
 #include "zoc/io/safetensors.h"
 
@@ -16,13 +17,6 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
-}
-
-// The reader's messages start with the file's path; the diagnostic's location already says it.
-std::string without_path(std::string message, const std::string& path) {
-  const std::string prefix = path + ": ";
-  if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
-  return message;
 }
 
 // The dtypes st::to_float32 converts. (F8 counts as floating point to the reader, but zoc does
@@ -39,7 +33,7 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
   const SourceLoc file_loc{path, 0, 0};
   auto file = st::File::open(path);
   if (!file) {
-    diags.error(file_loc, without_path(file.error().message, path));
+    diags.file_error(path, file.error().message);
     return std::nullopt;
   }
   Weights out;
@@ -48,38 +42,39 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
   for (const ir::Node& node : graph.nodes) {
     for (const ir::ParamSpec& p : node.params) {
       expected.insert(p.name);
+      // Names from the model and the file, as messages show them (sanitize.h).
       const std::string layer =
-          fmt::format("layer '{}' ({})", node.name, ir::op_info(node.op).name);
+          fmt::format("layer '{}' ({})", shown_text(node.name), ir::op_info(node.op).name);
+      const std::string name = shown_text(p.name);
       const st::TensorView* t = file->find(p.name);
       if (!t) {
         if (!p.optional) {
-          diags.error(file_loc, fmt::format("missing tensor '{}' needed by {} with shape {}",
-                                            p.name, layer, shape_str(p.shape)));
+          diags.error(file_loc, fmt::format("missing tensor '{}' needed by {} with shape {}", name,
+                                            layer, shape_str(p.shape)));
         }
         continue;
       }
       if (t->shape != p.shape) {
-        diags.error(file_loc, fmt::format("tensor '{}' has shape {}, but {} expects {}", p.name,
+        diags.error(file_loc, fmt::format("tensor '{}' has shape {}, but {} expects {}", name,
                                           shape_str(t->shape), layer, shape_str(p.shape)));
         continue;
       }
       if (p.dtype == ir::DType::I64) {
         if (t->dtype != st::DType::I64) {
-          diags.error(file_loc, fmt::format("tensor '{}' has dtype {}, but {} expects I64",
-                                            p.name, st::dtype_name(t->dtype), layer));
+          diags.error(file_loc, fmt::format("tensor '{}' has dtype {}, but {} expects I64", name,
+                                            st::dtype_name(t->dtype), layer));
         }
         continue;
       }
       if (!converts_to_float32(t->dtype)) {
-        diags.error(file_loc,
-                    fmt::format("tensor '{}' has dtype {}, but {} expects floating point "
-                                "(F32, F16, BF16 or F64)",
-                                p.name, st::dtype_name(t->dtype), layer));
+        diags.error(file_loc, fmt::format("tensor '{}' has dtype {}, but {} expects floating point "
+                                          "(F32, F16, BF16 or F64)",
+                                          name, st::dtype_name(t->dtype), layer));
         continue;
       }
       std::vector<float> values(t->numel());
       if (Status s = st::to_float32(*t, values.data(), values.size()); !s) {
-        diags.error(file_loc, without_path(s.error().message, path));
+        diags.file_error(path, s.error().message);
         continue;
       }
       // NaN and Inf in the file, and F64 values that become Inf in float32.
@@ -96,7 +91,7 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
       }
       if (!problems.empty()) {
         const std::string msg =
-            fmt::format("tensor '{}' holds {}", p.name, fmt::join(problems, " and "));
+            fmt::format("tensor '{}' holds {}", name, fmt::join(problems, " and "));
         if (options.strict) {
           diags.error(file_loc, msg);
           continue;
@@ -109,7 +104,7 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
   for (const st::TensorView& t : file->tensors()) {
     if (!expected.count(t.name)) {
       diags.error(file_loc, fmt::format("unexpected tensor '{}': no layer of model '{}' uses it",
-                                        t.name, graph.name));
+                                        shown_text(t.name), shown_text(graph.name)));
     }
   }
   if (diags.error_count() != errors_before) return std::nullopt;

@@ -36,6 +36,7 @@ inline void check_plan(const ir::Graph& g, int64_t element_bytes) {
 // The loader's answer `graph` with its `diags`, then everything `zoc compile` runs on it
 // before emitting code.
 inline void check_loaded(std::optional<ir::Graph>& graph, Diagnostics& diags) {
+  check_escaped(diags);
   if (!graph) {
     check(diags.has_errors(), "model rejected without an error", diags.render());
     return;
@@ -49,6 +50,7 @@ inline void check_loaded(std::optional<ir::Graph>& graph, Diagnostics& diags) {
     return;
   }
   check(!diags.has_errors(), "pass pipeline succeeded with errors", diags.render());
+  check_escaped(diags);
   (void)ir::print_graph(*graph);
   check_plan(*graph, 4);
   check_plan(*graph, 2);

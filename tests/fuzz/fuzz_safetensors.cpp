@@ -111,6 +111,7 @@ void check_loader(const zoc::ir::Graph& g, const std::string& path, bool strict)
   zoc::LoadWeightsOptions opts;
   opts.strict = strict;
   std::optional<zoc::Weights> w = zoc::load_weights(g, path, diags, opts);
+  zoc::fuzz::check_escaped(diags);
   if (!w) {
     check(diags.has_errors(), "weights rejected without an error", diags.render());
     return;

@@ -18,6 +18,9 @@
 #include <string>
 #include <system_error>
 
+#include "compiler/support/diagnostics.h"
+#include "compiler/support/sanitize.h"
+
 namespace zoc::fuzz {
 
 // A violated invariant of the code under test: print it and abort, which libFuzzer (and the
@@ -30,6 +33,17 @@ namespace zoc::fuzz {
 
 inline void check(bool ok, const char* what, const std::string& detail = "") {
   if (!ok) fail(what, detail);
+}
+
+// Strings from the input reach messages escaped (issue 31): no message holds a control byte, a
+// hidden or bidirectional character, or a line break but before a list's indented line, even
+// before Diagnostic::render escapes it again as a last guard.
+inline void check_escaped(const Diagnostics& diags) {
+  for (const Diagnostic& d : diags.all()) {
+    check(terminal_safe(d.message, /*continuation_lines=*/true) == d.message &&
+              terminal_safe(d.loc.file, false) == d.loc.file,
+          "a message holds text a terminal would act on", shown_text(d.loc.str() + ": " + d.message));
+  }
 }
 
 namespace detail {

@@ -214,6 +214,14 @@ TEST_P(BadInput, GivesItsDiagnostics) {
         << out.diagnostics;
   }
   EXPECT_EQ(out.printed, "") << "library code printed instead of reporting diagnostics";
+  // Names from hostile files are escaped (issue 31): no control byte but the line breaks, and no
+  // line that starts with anything but a location or a list's indentation.
+  for (size_t i = 0; i < out.diagnostics.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(out.diagnostics[i]);
+    EXPECT_TRUE(ch == '\n' || (ch >= 0x20 && ch != 0x7f))
+        << "raw control byte " << static_cast<int>(ch) << " at " << i << " of:\n"
+        << out.diagnostics;
+  }
 }
 
 std::string case_test_name(const testing::TestParamInfo<Case>& info) {

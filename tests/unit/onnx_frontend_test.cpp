@@ -401,5 +401,17 @@ TEST(OnnxTensors, ReadTensorFile) {
       << bad.error().message;
 }
 
+// Files zoc cannot read are errors at the file, not at "<unknown>" (issue 31).
+TEST(OnnxFile, UnreadableFilesAreLocatedAtThePath) {
+  test::TempDir dir;
+  for (const std::string& path : {dir.file("missing.onnx"), dir.file("")}) {
+    Diagnostics d;
+    EXPECT_FALSE(onnx::load_model(path, {}, d));
+    ASSERT_EQ(d.all().size(), 1u) << d.render();
+    EXPECT_EQ(d.all()[0].loc.file, path);
+    EXPECT_EQ(d.all()[0].message, path == dir.file("") ? "not a regular file" : "no such file");
+  }
+}
+
 }  // namespace
 }  // namespace zoc

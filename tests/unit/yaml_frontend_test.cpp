@@ -2,6 +2,9 @@
 // `when`, references, includes and overrides. Malformed input is covered by the bad-input
 // files under tests/bad_inputs/.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
 
 #include "compiler/ir/printer.h"
 #include "tests/unit/test_util.h"
@@ -169,6 +172,49 @@ layers:
                             "' is larger than 16 MiB"),
             std::string::npos)
       << d.render();
+}
+
+// What an include may name (issue 31, models/README.md): a file in the including file's folder or
+// below it. A symbolic link is followed only while it stays there; a device or pipe that a link
+// or a name inside the folder reaches is refused when opened, never read.
+TEST(YamlFrontend, IncludesStayInTheIncludingFilesFolder) {
+  test::TempDir dir;
+  namespace fs = std::filesystem;
+  fs::create_directories(dir.file("lib/deeper"));
+  dir.write("lib/deeper/act.yaml", "zoc: 1\nblocks:\n  act: {layers: [{r: {op: relu}}]}\n");
+  dir.write("lib/nested.yaml", "zoc: 1\ninclude: deeper/act.yaml\n");
+  dir.write("outside.yaml", "zoc: 1\nblocks:\n  out: {layers: [{r: {op: relu}}]}\n");
+  fs::create_symlink("deeper/act.yaml", dir.file("lib/inside_link.yaml"));
+  fs::create_symlink("../outside.yaml", dir.file("lib/outside_link.yaml"));
+  fs::create_symlink("/dev/zero", dir.file("lib/device_link.yaml"));
+  fs::create_directory_symlink("..", dir.file("lib/up"));
+  ASSERT_EQ(mkfifo(dir.file("lib/pipe.yaml").c_str(), 0600), 0);
+  auto model = [&](const std::string& include) {
+    return dir.write("lib/m.yaml", "zoc: 1\ninclude: " + include +
+                                       "\ninput: {channels: 3, height: 8, width: 8}\n"
+                                       "layers:\n  - a: {block: act}\n");
+  };
+  for (const char* ok : {"nested.yaml", "inside_link.yaml", "deeper/act.yaml"}) {
+    Diagnostics d;
+    EXPECT_TRUE(load(model(ok), d)) << ok << ": " << d.render();
+  }
+  const std::string outside = "resolves outside the including file's folder (a symbolic link?)";
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"outside_link.yaml", outside},
+      {"device_link.yaml", outside},
+      {"up/outside.yaml", outside},
+      {"pipe.yaml",
+       "cannot open included file '" + dir.file("lib/pipe.yaml") + "': it is not a regular file"},
+      {dir.file("outside.yaml"), "is an absolute path"},
+      {"deeper/../nested.yaml", "leads out of the including file's folder ('..')"},
+  };
+  for (const auto& [include, why] : refused) {
+    Diagnostics d;
+    EXPECT_FALSE(load(model(include), d)) << include;
+    EXPECT_NE(d.render().find(dir.file("lib/m.yaml") + ":2:10: error: "), std::string::npos)
+        << d.render();
+    EXPECT_NE(d.render().find(why), std::string::npos) << include << ": " << d.render();
+  }
 }
 
 TEST(YamlFrontend, ReportsEveryErrorInOneRun) {

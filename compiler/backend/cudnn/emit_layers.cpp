@@ -58,7 +58,7 @@ namespace {
 
 bool unsupported(EmitContext& ctx, const ir::Node& n, const std::string& what) {
   ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): the cuDNN backend does not support {}",
-                                     n.name, ir::op_info(n.op).name, what));
+                                     shown_text(n.name), ir::op_info(n.op).name, what));
   return false;
 }
 

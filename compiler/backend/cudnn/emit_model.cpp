@@ -290,8 +290,8 @@ std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options
     diags.error(last.loc, fmt::format("layer '{}' ({}): the cuDNN backend needs the model's output "
                                       "to be features [N, F] (or N x C x 1 x 1) when it stores "
                                       "activations NHWC, not an image N x {} x {} x {}",
-                                      last.name, ir::op_info(last.op).name, out_type.dims[0],
-                                      out_type.dims[1], out_type.dims[2]));
+                                      shown_text(last.name), ir::op_info(last.op).name,
+                                      out_type.dims[0], out_type.dims[1], out_type.dims[2]));
     return std::nullopt;
   }
   plan_weights(ctx);

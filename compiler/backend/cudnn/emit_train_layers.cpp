@@ -104,7 +104,7 @@ bool emit_train_batchnorm(EmitContext& ctx, const ir::Node& n, size_t i) {
   if (!training || n.extra_outputs.empty()) {
     ctx.diags.error(n.loc, fmt::format("layer '{}' (batchnorm2d): the trainer needs the training "
                                        "graph's batch norm (with its saved statistics)",
-                                       n.name));
+                                       shown_text(n.name)));
     return false;
   }
   constant(ctx, "train::BatchNormTrainCall", "kBn_" + id,
@@ -270,7 +270,7 @@ bool emit_train_softmax(EmitContext& ctx, const ir::Node& n) {
   }
   ctx.diags.error(n.loc, fmt::format("layer '{}' (softmax): the trainer does not support a "
                                      "softmax inside the model",
-                                     n.name));
+                                     shown_text(n.name)));
   return false;
 }
 

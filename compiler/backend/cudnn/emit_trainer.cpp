@@ -283,8 +283,8 @@ std::string trainer_source(const EmitContext& ctx, const ir::Graph& model, const
 bool check_trainable(const ir::Graph& model, Diagnostics& diags) {
   bool ok = true;
   auto refuse = [&](const ir::Node& n, const std::string& what) {
-    diags.error(n.loc, fmt::format("layer '{}' ({}): the trainer does not support {}", n.name,
-                                   ir::op_info(n.op).name, what));
+    diags.error(n.loc, fmt::format("layer '{}' ({}): the trainer does not support {}",
+                                   shown_text(n.name), ir::op_info(n.op).name, what));
     ok = false;
   };
   for (const ir::Node& n : model.nodes) {

@@ -4,6 +4,7 @@
 // and one call of zoc/cudnn/model_steps.h's Run step into zoc/core/layer_kernels.cuh (a slice is
 // a strided copy); layer scale and layer norm also pack their parameters.
 #include "compiler/backend/cudnn/emit_snippet.h"
+#include "compiler/support/sanitize.h"
 #include "compiler/weights/weights.h"
 
 namespace zoc::cudnn {
@@ -102,8 +103,8 @@ bool emit_zoo_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
       return emit_adaptive_pool(ctx, n, i);
     default: break;
   }
-  ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): not one of the zoo's layers", n.name,
-                                     ir::op_info(n.op).name));
+  ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): not one of the zoo's layers",
+                                     shown_text(n.name), ir::op_info(n.op).name));
   return false;
 }
 

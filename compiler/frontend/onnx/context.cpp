@@ -91,11 +91,11 @@ const Val* NodeContext::viewed(size_t i) {
     fail(fmt::format("input {} is missing", i + 1));
   } else if (v.is(Val::Kind::kPartial)) {
     fail(fmt::format("input {} ('{}') is {}, used otherwise than as its next step", i + 1,
-                     shown_name(v.name), step_name(v.partial->step)));
+                     shown_text(v.name), step_name(v.partial->step)));
   } else {
     fail(fmt::format("input {} ('{}') is a constant where zoc needs a tensor computed from the "
                      "model's input",
-                     i + 1, shown_name(v.name)));
+                     i + 1, shown_text(v.name)));
   }
   return nullptr;
 }
@@ -108,7 +108,7 @@ std::optional<ir::ValueId> NodeContext::activation(size_t i) {
     fail(fmt::format("input {} ('{}') is {}{}; zoc follows such a view only into the ops of the "
                      "models that use it (ConvNeXt's LayerNormalization, MatMul and elementwise "
                      "ops; ShuffleNet's Transpose and Reshape)",
-                     i + 1, shown_name(v->name), view_name(v->view),
+                     i + 1, shown_text(v->name), view_name(v->view),
                      d ? fmt::format(" [N, {}]", fmt::join(viewed_dims(*v, *d), ", ")) : ""));
     return std::nullopt;
   }
@@ -129,7 +129,7 @@ const Val* NodeContext::shape_constant(size_t i, const char* what) {
   if (v.is(Val::Kind::kConstant)) return &v;
   fail(has_input(i) ? fmt::format("its {} ('{}') is computed at run time; zoc needs an "
                                   "initializer or a constant there",
-                                  what, shown_name(n_.input(static_cast<int>(i))))
+                                  what, shown_text(n_.input(static_cast<int>(i))))
                     : fmt::format("its {} is missing", what));
   return nullptr;
 }
@@ -138,7 +138,7 @@ const Val* NodeContext::constant(size_t i, const char* what) {
   const Val* v = shape_constant(i, what);
   if (v && v->constant->has_batch()) {
     fail(fmt::format("its {} ('{}') depends on the batch size, which zoc keeps dynamic", what,
-                     shown_name(v->name)));
+                     shown_text(v->name)));
     return nullptr;
   }
   return v;
@@ -215,8 +215,8 @@ std::optional<ir::ValueId> NodeContext::emit(ir::OpKind op, std::vector<ir::Valu
                                     ? fmt::format("{}x{}", value.pair.h, value.pair.w)
                                     : value.kind == ir::AttrKind::Float ? fmt::format("{:g}", value.f)
                                                                         : std::to_string(value.i);
-      fail(fmt::format("{} {} is outside what zoc supports ({:g} to {:g})", key, shown, spec->min,
-                       spec->max));
+      fail(fmt::format("{} {} is outside what zoc supports ({})", key, shown,
+                       ir::attr_range_text(*spec)));
       return std::nullopt;
     }
   }
@@ -234,7 +234,8 @@ void NodeContext::result(Val v) { result_at(0, std::move(v)); }
 void NodeContext::result_at(size_t k, Val v) {
   if (k >= static_cast<size_t>(n_.output_size()) || n_.output(static_cast<int>(k)).empty()) return;
   v.name = n_.output(static_cast<int>(k));
-  t_.env_[v.name] = std::move(v);
+  const std::string name = v.name;
+  t_.bind(name, std::move(v));
 }
 
 ir::Node& NodeContext::producer(ir::ValueId v) {
@@ -254,8 +255,13 @@ size_t NodeContext::readers_of_input(size_t i) const {
 
 size_t NodeContext::readers_of_value(ir::ValueId v) const {
   size_t n = 0;
-  for (const auto& [name, val] : t_.env_) {
-    if (!val.is(Val::Kind::kActivation) || val.id != v) continue;
+  auto names = t_.names_of_value_.find(v);
+  if (names == t_.names_of_value_.end()) return 0;
+  for (const std::string& name : names->second) {
+    auto val = t_.env_.find(name);
+    if (val == t_.env_.end() || !val->second.is(Val::Kind::kActivation) || val->second.id != v) {
+      continue;
+    }
     auto it = t_.readers_.find(name);
     n += (it == t_.readers_.end() ? 0 : it->second) + t_.graph_outputs_.count(name);
   }

@@ -20,6 +20,7 @@
 
 #include "compiler/frontend/activation_view.h"
 #include "compiler/frontend/onnx/onnx_frontend.h"
+#include "compiler/support/sanitize.h"  // shown_text: every name a message quotes
 
 namespace zoc::onnx::detail {
 
@@ -32,9 +33,20 @@ inline constexpr int64_t kMaxModelBytes = int64_t{2} << 30;  // protobuf's own l
 // Reads and parses `path`, checks its versions, loads external data (only from files beside the
 // model), checks tensor sizes, node inputs and cycles, then runs ONNX's checker. Returns the
 // model with all tensor data inline and the opset of the default domain it imports.
+// Where a tensor's external data lies: checked (a regular file beside the model, long enough),
+// not yet read.
+struct ExternalData {
+  std::string file;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
 struct ModelFile {
   pb::ModelProto proto;
   int64_t opset = 0;
+  // Per initializer of the main graph: its external float32 data, left in the file until the
+  // translator reads it straight into its values (read_external_floats), so that the data is
+  // never held twice (issue 31). Other external data is read into the proto.
+  std::vector<std::optional<ExternalData>> external_initializers;
 };
 std::optional<ModelFile> read_model(const std::string& path, Diagnostics& diags);
 // Checks that every value has one producer, every input one, and nodes come in topological
@@ -44,13 +56,16 @@ bool check_graph_structure(const pb::GraphProto& g, const std::string& path, Dia
 std::string describe_node(const pb::NodeProto& n, int index);
 // Where node `index` is: "model.onnx: node '/conv1/Conv' (Conv, #3)".
 SourceLoc node_loc(const std::string& path, const pb::NodeProto& n, int index);
-// The bytes of a regular file of at most `limit` bytes.
+// The bytes of a regular file of at most `limit` bytes; the error says why not, without the path
+// (the caller's location or prefix names it).
 Expected<std::string> read_bytes(const std::string& path, int64_t limit);
 
 // --- tensors.cpp -----------------------------------------------------------------------------
 
 // A tensor whose value is known when the model is compiled: an initializer, a bound input or a
 // Constant node's value. Floating types are kept as float32, integer and bool types as int64.
+// Every Constant is created non-const (std::make_shared<Constant>) and shared as const, so that
+// Translator::collect_weights may move the values out of one it holds alone.
 struct Constant {
   std::string name;  // the tensor's own name
   bool floating = true;
@@ -76,6 +91,8 @@ Status check_tensor_data(const pb::TensorProto& t);
 // The value of `t`, or why it cannot be read (dims negative or overflowing, data of the wrong
 // length, an unsupported type, data stored externally).
 Expected<Constant> decode_tensor(const pb::TensorProto& t);
+// The value of an initializer whose data read_model left in its file (model_file.cpp).
+Expected<Constant> read_external_floats(const pb::TensorProto& t, const ExternalData& data);
 // Element size in bytes of an elem_type zoc decodes; 0 for others (strings, complex).
 int64_t elem_size(int32_t elem_type);
 // Product of dims, or nullopt if one is negative or it overflows int64.
@@ -249,7 +266,7 @@ class NodeContext {
     return true;
   }
   bool result_constant(Constant k) {
-    result(Val::known(std::make_shared<const Constant>(std::move(k))));
+    result(Val::known(std::make_shared<Constant>(std::move(k))));
     return true;
   }
   // The IR node producing `v`, and the parameters bound to it so far.
@@ -339,14 +356,11 @@ class LayerNames {
   std::set<std::string> used_;
 };
 
-// Text safe to show for a user-supplied name: printable, quoted characters escaped, bounded.
-std::string shown_name(const std::string& name);
-
 // Runs the graph walk (translate.cpp).
 class Translator {
  public:
-  Translator(const ModelFile& model, const std::string& path, const Options& options,
-             Diagnostics& diags);
+  // Takes the initializers' data out of `model` as it reads them.
+  Translator(ModelFile& model, const std::string& path, const Options& options, Diagnostics& diags);
   bool run(Model& out);
 
  private:
@@ -367,15 +381,19 @@ class Translator {
   bool collect_weights(Model& out);
 
   const Val& get(const std::string& name) const;
+  void bind(const std::string& name, Val v);  // env_[name] = v, noting an activation's names
   const std::vector<int64_t>* dims(ir::ValueId v);
 
-  const ModelFile& model_;
+  ModelFile& model_;
   const pb::GraphProto& g_;
   std::string path_;
   const Options& options_;
   Diagnostics& diags_;
   ir::Graph graph_;
   std::unordered_map<std::string, Val> env_;
+  // IR value -> the ONNX names bound to it (an Identity's output shares its input's value), so
+  // that NodeContext::readers_of_value need not scan env_ per node.
+  std::unordered_map<ir::ValueId, std::vector<std::string>> names_of_value_;
   std::vector<bool> needed_;                       // per node: its result reaches the output
   std::unordered_map<std::string, size_t> readers_;  // value name -> needed nodes reading it
   std::set<std::string> graph_outputs_;
@@ -386,6 +404,7 @@ class Translator {
   std::optional<int64_t> batch_;  // the batch size the model's input declares, if it fixes one
   bool dims_overridden_ = false;  // --input set a dimension the model leaves dynamic
   bool fatal_ = false;
+  size_t typed_nodes_ = 0;  // nodes [0, typed_nodes_) have their shapes inferred (dims())
 };
 
 }  // namespace zoc::onnx::detail

@@ -16,9 +16,13 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -33,6 +37,7 @@ namespace fs = std::filesystem;
 using google::protobuf::internal::WireFormatLite;
 
 constexpr int64_t kMaxExternalBytes = int64_t{8} << 30;  // all external data of one model
+constexpr size_t kMaxCheckerBytes = 1000;  // of ONNX's checker's message, as shown
 
 // ModelProto's fields (onnx.proto), to tell a truncated model from bytes that are not one.
 const char* model_field_name(int field) {
@@ -58,6 +63,39 @@ std::string first_bytes(const std::string& bytes) {
     out += fmt::format("{}{:02x}", i ? " " : "", static_cast<unsigned char>(bytes[i]));
   }
   return out;
+}
+
+// Whether the messages of the ModelProto in `bytes` nest deeper than `limit` levels: protobuf
+// refuses such a file with nothing but a parse failure (issue 31 found it called "corrupt"). A
+// walk of the wire format along ModelProto's descriptor, with a stack instead of recursion.
+bool nests_deeper_than(const std::string& bytes, size_t limit) {
+  namespace gp = google::protobuf;
+  gp::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                              static_cast<int>(bytes.size()));
+  const gp::Descriptor* d = pb::ModelProto::descriptor();
+  std::vector<std::pair<const gp::Descriptor*, gp::io::CodedInputStream::Limit>> outer;
+  for (;;) {
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) {  // the end of the file or of a submessage (or bytes that are not protobuf)
+      if (outer.empty()) return false;
+      in.PopLimit(outer.back().second);
+      d = outer.back().first;
+      outer.pop_back();
+      continue;
+    }
+    const gp::FieldDescriptor* f =
+        d->FindFieldByNumber(static_cast<int>(WireFormatLite::GetTagFieldNumber(tag)));
+    uint32_t length = 0;
+    if (f && f->type() == gp::FieldDescriptor::TYPE_MESSAGE &&
+        WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      if (!in.ReadVarint32(&length)) return false;
+      if (outer.size() + 1 >= limit) return true;
+      outer.emplace_back(d, in.PushLimit(static_cast<int>(length)));
+      d = f->message_type();
+    } else if (!WireFormatLite::SkipField(&in, tag)) {
+      return false;
+    }
+  }
 }
 
 // Why protobuf could not parse `bytes` as a ModelProto: walks the top-level fields with
@@ -96,6 +134,12 @@ std::string explain_parse_failure(const std::string& bytes) {
     }
     if (!varint) in.Skip(static_cast<int>(length));
   }
+  const int depth = google::protobuf::io::CodedInputStream::GetDefaultRecursionLimit();
+  if (nests_deeper_than(bytes, static_cast<size_t>(depth))) {
+    return fmt::format("the model's messages nest more than {} levels deep (graphs inside the "
+                       "attributes of nodes of graphs...), deeper than protobuf reads",
+                       depth);
+  }
   return fmt::format("corrupt: the model's top-level fields are intact, but protobuf cannot parse "
                      "what they hold (the file is {} bytes)",
                      bytes.size());
@@ -105,7 +149,15 @@ std::string explain_parse_failure(const std::string& bytes) {
 Expected<int64_t> default_opset(const pb::ModelProto& m) {
   std::optional<int64_t> found;
   for (const pb::OperatorSetIdProto& o : m.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") found = o.version();
+    if (!o.domain().empty() && o.domain() != "ai.onnx") continue;
+    // Two imports of the one domain leave its ops' meaning open (ONNX's checker takes one of
+    // them and zoc the other); issue 31 found them accepted.
+    if (found && *found != o.version()) {
+      return Error{fmt::format("the model imports the default ONNX domain twice, as opsets {} and "
+                               "{}: a model imports each domain once",
+                               *found, o.version())};
+    }
+    found = o.version();
   }
   if (!found) {
     return Error{"the model imports no opset of the default ONNX domain (opset_import has no "
@@ -149,8 +201,10 @@ std::optional<int64_t> parse_count(const std::string& s) {
   return v;
 }
 
-// Replaces `t`'s external data by the bytes it names in a file beside the model.
-Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
+// Where `t`'s external data lies, checked: a regular file beside the model (or below it) that
+// holds the bytes its dims and type need, within the model's budget.
+Expected<ExternalData> locate_external(const pb::TensorProto& t, const fs::path& dir,
+                                       int64_t& budget) {
   std::string location;
   std::optional<int64_t> offset = 0, length;
   for (const pb::StringStringEntryProto& e : t.external_data()) {
@@ -158,10 +212,16 @@ Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
       location = e.value();
     } else if (e.key() == "offset") {
       offset = parse_count(e.value());
-      if (!offset) return Error{fmt::format("its external data offset '{}' is not a count", e.value())};
+      if (!offset) {
+        return Error{fmt::format("its external data offset '{}' is not a count",
+                                 shown_text(e.value()))};
+      }
     } else if (e.key() == "length") {
       length = parse_count(e.value());
-      if (!length) return Error{fmt::format("its external data length '{}' is not a count", e.value())};
+      if (!length) {
+        return Error{fmt::format("its external data length '{}' is not a count",
+                                 shown_text(e.value()))};
+      }
     }
   }
   if (location.empty()) return Error{"its data is external but names no location"};
@@ -169,13 +229,13 @@ Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
   if (rel.is_absolute()) {
     return Error{fmt::format("its external data location '{}' is an absolute path; zoc reads "
                              "external data only from files beside the model",
-                             shown_name(location))};
+                             shown_text(location))};
   }
   for (const fs::path& part : rel) {
     if (part == "..") {
       return Error{fmt::format("its external data location '{}' leads out of the model's "
                                "folder ('..'); zoc reads external data only from beside the model",
-                               shown_name(location))};
+                               shown_text(location))};
     }
   }
   std::error_code ec;
@@ -185,12 +245,12 @@ Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
   if (ec || file.string().rfind(prefix, 0) != 0) {
     return Error{fmt::format("its external data location '{}' resolves outside the model's "
                              "folder",
-                             shown_name(location))};
+                             shown_text(location))};
   }
   if (!fs::is_regular_file(file, ec)) {
     return Error{fmt::format("its external data file '{}' does not exist beside the model or is "
                              "not a regular file",
-                             shown_name(location))};
+                             shown_text(location))};
   }
   const std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   const auto numel = checked_numel(dims);
@@ -206,18 +266,34 @@ Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
   if (ec || *offset > file_size || *need > file_size - *offset) {
     return Error{fmt::format("its external data ({} bytes at offset {}) lies past the end of "
                              "'{}' ({} bytes)",
-                             *need, *offset, shown_name(location), file_size)};
+                             *need, *offset, shown_text(location), file_size)};
   }
   if (*need > budget) return Error{"the model's external data exceeds 8 GiB"};
   budget -= *need;
-  std::string data(static_cast<size_t>(*need), '\0');
-  std::ifstream in(file, std::ios::binary);
-  in.seekg(*offset);
-  in.read(data.data(), static_cast<std::streamsize>(*need));
-  if (!in) return Error{fmt::format("cannot read external data file '{}'", shown_name(location))};
+  return ExternalData{file.string(), *offset, *need};
+}
+
+// `data.bytes` bytes of `data.file` from `data.offset` into `out`.
+Status read_external(const ExternalData& data, char* out) {
+  std::ifstream in(data.file, std::ios::binary);
+  in.seekg(data.offset);
+  in.read(out, static_cast<std::streamsize>(data.bytes));
+  if (!in) {
+    return Error{fmt::format("cannot read external data file '{}'",
+                             shown_text(fs::path(data.file).filename().string()))};
+  }
+  return Status::success();
+}
+
+// Replaces `t`'s external data by the bytes it names in a file beside the model.
+Status load_external(pb::TensorProto& t, const fs::path& dir, int64_t& budget) {
+  auto data = locate_external(t, dir, budget);
+  if (!data) return data.error();
+  std::string bytes(static_cast<size_t>(data->bytes), '\0');
+  ZOC_TRY(read_external(*data, bytes.data()));
   t.clear_external_data();
   t.set_data_location(pb::TensorProto::DEFAULT);
-  *t.mutable_raw_data() = std::move(data);
+  *t.mutable_raw_data() = std::move(bytes);
   return Status::success();
 }
 
@@ -243,19 +319,43 @@ void for_each_tensor(pb::GraphProto& g, F&& f) {
   }
 }
 
-// External data loaded, then every tensor's size checked against its data.
-bool check_tensors(pb::ModelProto& m, const std::string& path, Diagnostics& diags) {
+// External data checked and loaded (that of the main graph's float32 initializers only checked,
+// noted in `out`), then every tensor's size checked against its data.
+bool check_tensors(ModelFile& out, const std::string& path, Diagnostics& diags) {
   const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".")
                                                              : fs::path(path).parent_path();
   int64_t budget = kMaxExternalBytes;
   const size_t before = diags.error_count();
-  for_each_tensor(*m.mutable_graph(), [&](pb::TensorProto& t, const char* holder) {
+  auto& initializers = *out.proto.mutable_graph()->mutable_initializer();
+  out.external_initializers.assign(static_cast<size_t>(initializers.size()), std::nullopt);
+  std::unordered_set<const pb::TensorProto*> handled;  // external float32 initializers
+  for (int k = 0; k < initializers.size(); ++k) {
+    const pb::TensorProto& t = initializers[k];
+    if (t.data_location() != pb::TensorProto::EXTERNAL || t.data_type() != pb::TensorProto::FLOAT) {
+      continue;
+    }
+    handled.insert(&t);
+    auto data = locate_external(t, dir, budget);
+    const bool inline_too = t.has_raw_data() || t.float_data_size() > 0 ||
+                            t.int32_data_size() > 0 || t.int64_data_size() > 0 ||
+                            t.double_data_size() > 0 || t.uint64_data_size() > 0 ||
+                            t.string_data_size() > 0;
+    if (data && inline_too) data = Error{"it holds data both in an external file and inline"};
+    if (!data) {
+      diags.error(SourceLoc{path, 0, 0}, fmt::format("initializer tensor '{}': {}",
+                                                     shown_text(t.name()), data.error().message));
+      continue;
+    }
+    out.external_initializers[static_cast<size_t>(k)] = *data;
+  }
+  for_each_tensor(*out.proto.mutable_graph(), [&](pb::TensorProto& t, const char* holder) {
+    if (handled.count(&t)) return;
     Status s = t.data_location() == pb::TensorProto::EXTERNAL ? load_external(t, dir, budget)
                                                                : Status::success();
     if (s) s = check_tensor_data(t);
     if (!s) {
       diags.error(SourceLoc{path, 0, 0}, fmt::format("{} tensor '{}': {}", holder,
-                                                     shown_name(t.name()), s.error().message));
+                                                     shown_text(t.name()), s.error().message));
     }
   });
   return diags.error_count() == before;
@@ -266,17 +366,17 @@ bool check_tensors(pb::ModelProto& m, const std::string& path, Diagnostics& diag
 Expected<std::string> read_bytes(const std::string& path, int64_t limit) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) return Error{fmt::format("{}: no such file", path)};
-  if (!fs::is_regular_file(st)) return Error{fmt::format("{}: not a regular file", path)};
+  if (ec || !fs::exists(st)) return Error{"no such file"};
+  if (!fs::is_regular_file(st)) return Error{"not a regular file"};
   const auto size = fs::file_size(path, ec);
-  if (ec) return Error{fmt::format("{}: cannot read: {}", path, ec.message())};
+  if (ec) return Error{fmt::format("cannot read: {}", ec.message())};
   if (static_cast<int64_t>(size) > limit) {
-    return Error{fmt::format("{}: the file is {} bytes, over the limit of {}", path, size, limit)};
+    return Error{fmt::format("the file is {} bytes, over the limit of {}", size, limit)};
   }
   std::string bytes(size, '\0');
   std::ifstream in(path, std::ios::binary);
   in.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (!in) return Error{fmt::format("{}: cannot read", path)};
+  if (!in) return Error{"cannot read"};
   return bytes;
 }
 
@@ -288,22 +388,31 @@ std::optional<ModelFile> read_model(const std::string& path, Diagnostics& diags)
   };
   auto bytes = read_bytes(path, kMaxModelBytes);
   if (!bytes) {
-    diags.error(SourceLoc{}, bytes.error().message);
+    diags.error(at, bytes.error().message);
     return std::nullopt;
   }
   if (bytes->empty()) return fail("empty file: not an ONNX model");
   ModelFile out;
   if (!out.proto.ParseFromString(*bytes)) return fail(explain_parse_failure(*bytes));
-  bytes->clear();
+  std::string().swap(*bytes);  // parsed: the file's bytes are not held beside the model
   if (Status s = check_ir_version(out.proto); !s) return fail(s.error().message);
   auto opset = default_opset(out.proto);
   if (!opset) return fail(opset.error().message);
   out.opset = *opset;
   if (!out.proto.has_graph()) return fail("the model has no graph");
-  if (!check_tensors(out.proto, path, diags)) return std::nullopt;
+  if (!check_tensors(out, path, diags)) return std::nullopt;
   if (!check_graph_structure(out.proto.graph(), path, diags)) return std::nullopt;
   try {
-    pb::checker::check_model(out.proto);
+    // Data left in its file is checked by the checker that reads the model from its path, which
+    // resolves external files against the model's folder (zoc has checked them already).
+    const bool deferred = std::any_of(out.external_initializers.begin(),
+                                      out.external_initializers.end(),
+                                      [](const auto& e) { return e.has_value(); });
+    if (deferred) {
+      pb::checker::check_model(path);
+    } else {
+      pb::checker::check_model(out.proto);
+    }
   } catch (const std::exception& e) {
     // Its message ends with "\n\n==> Context: ..."; one line reads better in a diagnostic.
     std::string what;
@@ -314,10 +423,20 @@ std::optional<ModelFile> read_model(const std::string& path, Diagnostics& diags)
         what += ' ';
       }
     }
+    // It quotes the model's names and strings: escaped like every name from the file.
     return fail(fmt::format("ONNX's checker (libonnx {}) rejects the model: {}", libonnx_version(),
-                            what));
+                            shown_text(what, kMaxCheckerBytes)));
   }
   return out;
+}
+
+Expected<Constant> read_external_floats(const pb::TensorProto& t, const ExternalData& data) {
+  Constant c;
+  c.name = t.name();
+  c.dims.assign(t.dims().begin(), t.dims().end());
+  c.f.resize(static_cast<size_t>(data.bytes) / sizeof(float));  // little-endian, as zoc assumes
+  ZOC_TRY(read_external(data, reinterpret_cast<char*>(c.f.data())));
+  return c;
 }
 
 }  // namespace detail

@@ -73,11 +73,6 @@ std::string scope_path(const std::string& node_name) {
 
 }  // namespace
 
-std::string shown_name(const std::string& name) {
-  if (name.size() <= kMaxNameChars) return sanitize_comment(name);
-  return sanitize_comment(name.substr(0, kMaxNameChars)) + "...";
-}
-
 LayerNames::LayerNames(const pb::GraphProto& graph, const std::vector<std::string>& tensors) {
   for (const std::string& t : tensors) {
     tensors_.insert(t);

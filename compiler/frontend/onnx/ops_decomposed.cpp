@@ -84,7 +84,7 @@ bool refuse(NodeContext& c) {
   for (size_t i = 0; i < static_cast<size_t>(c.node().input_size()); ++i) {
     if (const Partial* p = step_in(c, i)) {
       return c.fail(fmt::format("input {} ('{}') is {}; zoc follows it only into {}", i + 1,
-                                shown_name(c.in(i).name), step_name(p->step), next_of(p->step)));
+                                shown_text(c.in(i).name), step_name(p->step), next_of(p->step)));
     }
   }
   return c.fail("an input is a step of a decomposed op");
@@ -158,7 +158,7 @@ bool only_as_step(NodeContext& c) {
   return c.fail(
       fmt::format("{} of an activation outside GELU's erf form and a decomposed "
                   "LayerNormalization, which zoc follows",
-                  shown_name(c.node().op_type())));
+                  shown_text(c.node().op_type())));
 }
 
 const OpEntry kDecomposedOps[] = {

@@ -87,7 +87,7 @@ std::optional<ir::Pair> window_padding(NodeContext& c, const Image& x, ir::Pair 
   }
   if (auto_pad == "VALID") return ir::Pair{0, 0};
   if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
-    c.fail(fmt::format("auto_pad '{}' is not one ONNX defines", shown_name(auto_pad)));
+    c.fail(fmt::format("auto_pad '{}' is not one ONNX defines", shown_text(auto_pad)));
     return std::nullopt;
   }
   // SAME: the output is ceil(in / stride); the padding that takes splits evenly or not at all.
@@ -114,11 +114,11 @@ const Val* param(NodeContext& c, size_t i, const char* what, int rank) {
   const Val* v = c.constant(i, what);
   if (!v) return nullptr;
   if (!v->constant->floating) {
-    c.fail(fmt::format("its {} ('{}') is an integer tensor", what, shown_name(v->name)));
+    c.fail(fmt::format("its {} ('{}') is an integer tensor", what, shown_text(v->name)));
     return nullptr;
   }
   if (rank >= 0 && v->constant->dims.size() != static_cast<size_t>(rank)) {
-    c.fail(fmt::format("its {} ('{}') has shape {}, not rank {}", what, shown_name(v->name),
+    c.fail(fmt::format("its {} ('{}') has shape {}, not rank {}", what, shown_text(v->name),
                        list_str(v->constant->dims), rank));
     return nullptr;
   }

@@ -236,7 +236,7 @@ bool only_on_constants(NodeContext& c) {
   return c.fail(
       fmt::format("{} of a tensor computed from the input; zoc computes it only on "
                   "constants (shape arithmetic)",
-                  shown_name(c.node().op_type())));
+                  shown_text(c.node().op_type())));
 }
 
 const OpEntry kShapeOps[] = {

@@ -108,7 +108,7 @@ bool add_bias(NodeContext& c, size_t xi, const Val& b, std::optional<int64_t> le
     return c.fail(fmt::format("adding constant '{}' of shape {} to a tensor computed from the "
                               "input: zoc adds a constant only as the bias of the convolution or "
                               "linear layer just before it",
-                              shown_name(b.name), list_str(d)));
+                              shown_text(b.name), list_str(d)));
   }
   auto bias = std::make_shared<Constant>(*b.constant);
   bias->dims = {channels};
@@ -206,7 +206,7 @@ const Val* matrix(NodeContext& c, size_t i) {
   const Val* w = c.constant(i, "weight");
   if (w && (!w->constant->floating || w->constant->dims.size() != 2)) {
     c.fail(fmt::format("its weight '{}' is not a floating-point matrix (shape {})",
-                       shown_name(w->name), list_str(w->constant->dims)));
+                       shown_text(w->name), list_str(w->constant->dims)));
     return nullptr;
   }
   return w;
@@ -249,7 +249,7 @@ bool gemm(NodeContext& c) {
     if (!b->constant->floating || (d != std::vector<int64_t>{out} && d != std::vector<int64_t>{1, out})) {
       return c.fail(fmt::format("its C '{}' has shape {}: zoc's linear bias is one value per "
                                 "output feature ([{}])",
-                                shown_name(b->name), list_str(d), out));
+                                shown_text(b->name), list_str(d), out));
     }
     auto bias = std::make_shared<Constant>(*b->constant);
     bias->dims = {out};
@@ -371,7 +371,7 @@ bool constant(NodeContext& c) {
                                        : std::vector<int64_t>(a.ints().begin(), a.ints().end());
       if (a.name() == "value_ints") out->dims = {static_cast<int64_t>(out->i.size())};
     } else {
-      return c.fail(fmt::format("a constant given as '{}'", shown_name(a.name())));
+      return c.fail(fmt::format("a constant given as '{}'", shown_text(a.name())));
     }
   }
   out->name = c.node().output_size() > 0 ? c.node().output(0) : "";

@@ -65,7 +65,7 @@ bool layer_scale(NodeContext& c, size_t xi, size_t gi) {
         fmt::format("multiplying [N, {}] by constant '{}' of shape {}; zoc multiplies an "
                     "image by a per-channel [C, 1, 1] constant (a layer scale), by 1, or "
                     "by another activation",
-                    fmt::join(*d, ", "), shown_name(g->name), list_str(shape)));
+                    fmt::join(*d, ", "), shown_text(g->name), list_str(shape)));
   }
   auto gamma = std::make_shared<Constant>(*g->constant);
   gamma->dims = {(*d)[0], 1, 1};
@@ -315,7 +315,7 @@ bool pad(NodeContext& c) {
   }
   if (mode != "constant" || value != 0) {
     return c.fail(fmt::format("{}; zoc follows a Pad with zeros into the AveragePool after it",
-                              mode != "constant" ? "mode '" + shown_name(mode) + "'"
+                              mode != "constant" ? "mode '" + shown_text(mode) + "'"
                                                  : fmt::format("padding with {:g}", value)));
   }
   const bool symmetric_hw = pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 &&
@@ -375,7 +375,7 @@ bool emit_layer_norm(NodeContext& c, const Val& x, int64_t axis, double eps, Par
       return c.fail(fmt::format(
           "its scale or bias '{}' has shape {}, where zoc's layernorm takes "
           "one value per channel ([{}])",
-          shown_name(p == weight.value.get() ? weight.seen_as : bias.name), list_str(p->dims), n));
+          shown_text(p == weight.value.get() ? weight.seen_as : bias.name), list_str(p->dims), n));
     }
   }
   ir::Attrs a;
@@ -395,7 +395,7 @@ bool pixel_linear(NodeContext& c, const Val& x, const Val& w) {
   if (d->size() != 3 || wd[0] != (*d)[0]) {
     return c.fail(fmt::format("a matrix product of {} [N, {}] by '{}' of shape {}",
                               view_name(x.view), fmt::join(viewed_dims(x, *d), ", "),
-                              shown_name(w.name), list_str(wd)));
+                              shown_text(w.name), list_str(wd)));
   }
   ir::Attrs a;
   a.set("out_channels", int_attr(wd[1]));

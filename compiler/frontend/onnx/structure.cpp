@@ -73,8 +73,8 @@ bool orderable(const pb::GraphProto& g, const std::vector<std::vector<int>>& dep
 }  // namespace
 
 std::string describe_node(const pb::NodeProto& n, int index) {
-  if (n.name().empty()) return fmt::format("node #{} ({})", index, shown_name(n.op_type()));
-  return fmt::format("node '{}' ({}, #{})", shown_name(n.name()), shown_name(n.op_type()), index);
+  if (n.name().empty()) return fmt::format("node #{} ({})", index, shown_text(n.op_type()));
+  return fmt::format("node '{}' ({}, #{})", shown_text(n.name()), shown_text(n.op_type()), index);
 }
 
 SourceLoc node_loc(const std::string& path, const pb::NodeProto& n, int index) {
@@ -92,7 +92,7 @@ bool check_graph_structure(const pb::GraphProto& g, const std::string& path, Dia
       auto [it, fresh] = producer.emplace(out, i);
       if (!fresh) {
         diags.error(node_loc(path, g.node(i), i),
-                    fmt::format("its output '{}' is also produced by {}", shown_name(out),
+                    fmt::format("its output '{}' is also produced by {}", shown_text(out),
                                 it->second == kGraphValue
                                     ? std::string("a graph input or initializer")
                                     : describe_node(g.node(it->second), it->second)));
@@ -109,7 +109,7 @@ bool check_graph_structure(const pb::GraphProto& g, const std::string& path, Dia
         diags.error(node_loc(path, g.node(i), i),
                     fmt::format("its input '{}' is produced by no node, initializer or graph "
                                 "input",
-                                shown_name(in)));
+                                shown_text(in)));
       } else if (it->second != kGraphValue) {
         deps[static_cast<size_t>(i)].push_back(it->second);
         if (it->second >= i && first_late < 0) first_late = i;
@@ -119,7 +119,7 @@ bool check_graph_structure(const pb::GraphProto& g, const std::string& path, Dia
   for (const pb::ValueInfoProto& v : g.output()) {
     if (!producer.count(v.name())) {
       diags.error(SourceLoc{path, 0, 0},
-                  fmt::format("graph output '{}' is produced by no node", shown_name(v.name())));
+                  fmt::format("graph output '{}' is produced by no node", shown_text(v.name())));
     }
   }
   if (diags.error_count() != before || first_late < 0) return diags.error_count() == before;

@@ -193,16 +193,20 @@ Expected<Constant> decode_tensor(const TP& t) {
 
 Expected<HostTensor> read_tensor_file(const std::string& path) {
   auto bytes = detail::read_bytes(path, detail::kMaxModelBytes);
-  if (!bytes) return bytes.error();
+  if (!bytes) return Error{fmt::format("{}: {}", path, bytes.error().message)};
   detail::pb::TensorProto proto;
   if (!proto.ParseFromString(*bytes)) {
     return Error{fmt::format("{}: not a serialized ONNX TensorProto", path)};
   }
   auto c = detail::decode_tensor(proto);
-  if (!c) return Error{fmt::format("{}: tensor '{}': {}", path, proto.name(), c.error().message)};
+  if (!c) {
+    return Error{
+        fmt::format("{}: tensor '{}': {}", path, shown_text(proto.name()), c.error().message)};
+  }
   if (!c->floating) {
     return Error{fmt::format("{}: tensor '{}' is of type {}; zoc's inputs and outputs are float32",
-                             path, proto.name(), detail::elem_type_name(proto.data_type()))};
+                             path, shown_text(proto.name()),
+                             detail::elem_type_name(proto.data_type()))};
   }
   return HostTensor{c->name, std::move(c->dims), std::move(c->f)};
 }

@@ -25,6 +25,15 @@ namespace zoc::onnx {
 namespace detail {
 namespace {
 
+// Frees a decoded tensor's data (clear() would keep the capacity).
+void release_data(pb::TensorProto& t) {
+  std::string().swap(*t.mutable_raw_data());
+  google::protobuf::RepeatedField<float>().Swap(t.mutable_float_data());
+  google::protobuf::RepeatedField<double>().Swap(t.mutable_double_data());
+  google::protobuf::RepeatedField<int32_t>().Swap(t.mutable_int32_data());
+  google::protobuf::RepeatedField<int64_t>().Swap(t.mutable_int64_data());
+}
+
 constexpr size_t kMaxListedProblems = 40;
 
 std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
@@ -34,14 +43,14 @@ std::string declared_str(const pb::TypeProto& t) {
   std::vector<std::string> d;
   for (const pb::TensorShapeProto::Dimension& dim : t.tensor_type().shape().dim()) {
     d.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
-                                    : dim.has_dim_param() ? shown_name(dim.dim_param()) : "?");
+                                    : dim.has_dim_param() ? shown_text(dim.dim_param()) : "?");
   }
   return fmt::format("[{}]", fmt::join(d, ", "));
 }
 
 }  // namespace
 
-Translator::Translator(const ModelFile& model, const std::string& path, const Options& options,
+Translator::Translator(ModelFile& model, const std::string& path, const Options& options,
                        Diagnostics& diags)
     : model_(model), g_(model.proto.graph()), path_(path), options_(options), diags_(diags) {}
 
@@ -49,6 +58,11 @@ const Val& Translator::get(const std::string& name) const {
   static const Val kPoison{};
   auto it = env_.find(name);
   return it == env_.end() ? kPoison : it->second;
+}
+
+void Translator::bind(const std::string& name, Val v) {
+  if (v.is(Val::Kind::kActivation)) names_of_value_[v.id].push_back(name);
+  env_[name] = std::move(v);
 }
 
 bool Translator::run(Model& out) {
@@ -73,15 +87,19 @@ bool Translator::bind_graph_inputs() {
   const SourceLoc at{path_, 0, 0};
   const size_t errors_before = diags_.error_count();
   std::set<std::string> initializers;
-  for (const pb::TensorProto& t : g_.initializer()) {
-    auto c = decode_tensor(t);
+  auto& tensors = *model_.proto.mutable_graph()->mutable_initializer();
+  for (int k = 0; k < tensors.size(); ++k) {
+    pb::TensorProto& t = tensors[k];
+    const auto& external = model_.external_initializers[static_cast<size_t>(k)];
+    auto c = external ? read_external_floats(t, *external) : decode_tensor(t);
+    release_data(t);  // decoded: the values are not held twice (issue 31)
     if (!c) {
-      diags_.error(at, fmt::format("initializer '{}': {}", shown_name(t.name()), c.error().message));
+      diags_.error(at, fmt::format("initializer '{}': {}", shown_text(t.name()), c.error().message));
       continue;
     }
     initializers.insert(t.name());
     tensor_names_.push_back(t.name());
-    env_[t.name()] = Val::known(std::make_shared<const Constant>(std::move(*c)), t.name());
+    env_[t.name()] = Val::known(std::make_shared<Constant>(std::move(*c)), t.name());
   }
   std::set<std::string> inputs;
   for (const pb::ValueInfoProto& v : g_.input()) inputs.insert(v.name());
@@ -90,13 +108,13 @@ bool Translator::bind_graph_inputs() {
     pb::TensorProto t;
     auto c = t.ParseFromString(bytes) ? decode_tensor(t) : Expected<Constant>(Error{"not a TensorProto"});
     if (!inputs.count(name) || initializers.count(name) || !c) {
-      diags_.error(at, fmt::format("cannot bind graph input '{}' to a constant: {}", shown_name(name),
+      diags_.error(at, fmt::format("cannot bind graph input '{}' to a constant: {}", shown_text(name),
                                    !c ? c.error().message : "the graph has no such input"));
       continue;
     }
     bound.insert(name);
     tensor_names_.push_back(name);
-    env_[name] = Val::known(std::make_shared<const Constant>(std::move(*c)), name);
+    env_[name] = Val::known(std::make_shared<Constant>(std::move(*c)), name);
   }
   std::vector<const pb::ValueInfoProto*> data;
   for (const pb::ValueInfoProto& v : g_.input()) {
@@ -111,13 +129,13 @@ bool Translator::bind_graph_inputs() {
                                    "run time; zoc compiles initializers into the model, so "
                                    "remove '{}' from the graph's inputs (torch.onnx.export: "
                                    "keep_initializers_as_inputs=False)",
-                                   shown_name(v.name()), shown_name(v.name())));
+                                   shown_text(v.name()), shown_text(v.name())));
     }
   }
   if (diags_.error_count() != errors_before) return false;
   if (data.size() != 1) {
     std::vector<std::string> names;
-    for (const pb::ValueInfoProto* v : data) names.push_back("'" + shown_name(v->name()) + "'");
+    for (const pb::ValueInfoProto* v : data) names.push_back("'" + shown_text(v->name()) + "'");
     diags_.error(at, data.empty() ? std::string("the graph has no input left to feed (every "
                                                 "input is an initializer)")
                                   : fmt::format("the graph has {} inputs ({}); zoc compiles "
@@ -129,7 +147,7 @@ bool Translator::bind_graph_inputs() {
 }
 
 bool Translator::add_input_node(const pb::ValueInfoProto& input) {
-  const SourceLoc at{fmt::format("{}: graph input '{}'", path_, shown_name(input.name())), 0, 0};
+  const SourceLoc at{fmt::format("{}: graph input '{}'", path_, shown_text(input.name())), 0, 0};
   if (!input.type().has_tensor_type()) {
     diags_.error(at, "it is not a tensor");
     return false;
@@ -147,7 +165,17 @@ bool Translator::add_input_node(const pb::ValueInfoProto& input) {
                                  dim.size(), declared_str(input.type())));
     return false;
   }
-  if (tt.has_shape() && dim[0].has_dim_value()) batch_ = dim[0].dim_value();
+  if (tt.has_shape() && dim[0].has_dim_value()) {
+    // Shape arithmetic folds a fixed batch as a number: -1 would read as Reshape's "infer this
+    // dimension", 2^62 overflow a product (both accepted before issue 31).
+    batch_ = dim[0].dim_value();
+    if (*batch_ < 1 || *batch_ > ir::kMaxBatch) {
+      diags_.error(at, fmt::format("its batch size is {} ({}): a fixed batch size is between 1 "
+                                   "and {}; a dynamic one is named (dim_param)",
+                                   *batch_, declared_str(input.type()), ir::kMaxBatch));
+      return false;
+    }
+  }
   const char* what[] = {"channels", "height", "width"};
   std::array<int64_t, 3> d{};
   for (int k = 0; k < 3; ++k) {
@@ -173,8 +201,9 @@ bool Translator::add_input_node(const pb::ValueInfoProto& input) {
   ir::Attrs attrs;
   for (int k = 0; k < 3; ++k) attrs.set(what[k], int_attr(d[static_cast<size_t>(k)]));
   const int32_t node = graph_.add_node(ir::OpKind::Input, "input", {}, attrs, at);
-  env_[input.name()] = Val::activation(graph_.nodes[static_cast<size_t>(node)].output);
-  env_[input.name()].name = input.name();
+  Val v = Val::activation(graph_.nodes[static_cast<size_t>(node)].output);
+  v.name = input.name();
+  bind(input.name(), std::move(v));
   return true;
 }
 
@@ -221,7 +250,7 @@ void Translator::step(int index) {
     // Listed even when its inputs are poisoned, so that every unsupported node is.
     problems_.push_back({index, default_domain ? std::string()
                                                : fmt::format("an op of domain '{}'",
-                                                             shown_name(n.domain()))});
+                                                             shown_text(n.domain()))});
   } else if (!poisoned) {
     NodeContext c(*this, n, index);
     // A step of a decomposed op goes to the next step's handler; arithmetic on constants (shape
@@ -256,7 +285,7 @@ bool Translator::finish_output() {
   const SourceLoc at{path_, 0, 0};
   if (g_.output_size() != 1) {
     std::vector<std::string> names;
-    for (const pb::ValueInfoProto& v : g_.output()) names.push_back("'" + shown_name(v.name()) + "'");
+    for (const pb::ValueInfoProto& v : g_.output()) names.push_back("'" + shown_text(v.name()) + "'");
     diags_.error(at, fmt::format("the graph has {} outputs ({}); zoc compiles models with one "
                                  "output",
                                  g_.output_size(), fmt::join(names, ", ")));
@@ -267,13 +296,13 @@ bool Translator::finish_output() {
   if (!v.is(Val::Kind::kActivation) || graph_.values[static_cast<size_t>(v.id)].producer == 0) {
     diags_.error(at, fmt::format("graph output '{}' is {}: the model computes nothing from its "
                                  "input",
-                                 shown_name(o.name()),
+                                 shown_text(o.name()),
                                  v.is(Val::Kind::kConstant) ? "a constant" : "the graph's input"));
     return false;
   }
   if (o.type().has_tensor_type() && o.type().tensor_type().elem_type() != pb::TensorProto::FLOAT) {
     diags_.error(at, fmt::format("graph output '{}' is of type {}; zoc's output is float32",
-                                 shown_name(o.name()),
+                                 shown_text(o.name()),
                                  elem_type_name(o.type().tensor_type().elem_type())));
     return false;
   }
@@ -308,7 +337,7 @@ void Translator::check_params() {
       diags_.error(node.loc, fmt::format("{} '{}' has shape {}{}, but layer '{}' ({}) needs {} for "
                                          "its {}",
                                          b.seen_as == b.value->name ? "initializer" : "tensor",
-                                         shown_name(b.seen_as), shape_str(b.value->dims),
+                                         shown_text(b.seen_as), shape_str(b.value->dims),
                                          b.transpose ? " (transposed for the layer)" : "",
                                          node.name, ir::op_info(node.op).name,
                                          shape_str(spec->shape), b.suffix));
@@ -327,16 +356,25 @@ void Translator::check_params() {
     const ir::Node& last = graph_.producer(graph_.outputs[0]);
     diags_.error(last.loc, fmt::format("the model declares its output '{}' as {}, but zoc computes "
                                        "N x {}: zoc would not compute what the model does",
-                                       shown_name(o.name()), declared_str(o.type()),
+                                       shown_text(o.name()), declared_str(o.type()),
                                        fmt::join(t.dims, " x ")));
   }
 }
 
+// The bound tensors' values become the weights, each held once: the walk's values are dropped
+// first, so a binding that holds its constant alone moves the values out (a model with 1 GB of
+// external data needed 3 GB before issue 31: the file's bytes, the decoded values, this copy).
 bool Translator::collect_weights(Model& out) {
-  for (const auto& [index, bindings] : params_) {
+  env_.clear();
+  for (auto& [index, bindings] : params_) {
     const ir::Node& node = graph_.nodes[static_cast<size_t>(index)];
-    for (const ParamBinding& b : bindings) {
-      std::vector<float> values = b.value->f;
+    for (ParamBinding& b : bindings) {
+      std::vector<float> values;
+      if (b.value.use_count() == 1 && !b.transpose) {
+        values = std::move(const_cast<Constant&>(*b.value).f);  // made non-const: internal.h
+      } else {
+        values = b.value->f;
+      }
       if (b.transpose) {  // [rows, cols] -> [cols, rows]
         const size_t rows = static_cast<size_t>(b.value->dims[0]), cols = static_cast<size_t>(b.value->dims[1]);
         for (size_t r = 0; r < rows; ++r) {
@@ -347,22 +385,28 @@ bool Translator::collect_weights(Model& out) {
           std::count_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); }));
       if (bad > 0) {
         diags_.warning(node.loc, fmt::format("tensor '{}' holds {} NaN or infinite value{}",
-                                             shown_name(b.seen_as), bad, bad == 1 ? "" : "s"));
+                                             shown_text(b.seen_as), bad, bad == 1 ? "" : "s"));
       }
       out.weights.tensors[node.name + "." + b.suffix] = std::move(values);
+      b.value.reset();
     }
   }
   out.graph = std::move(graph_);
   return true;
 }
 
-// Shapes come from the IR's own shape rules, run on the graph built so far when a handler needs
-// them (a rank check, a flatten, a weight's expected size). A shape error stops the walk.
+// Shapes come from the IR's own shape rules, run on the nodes added since the last call when a
+// handler needs them (a rank check, a flatten, a weight's expected size), so each node is
+// inferred once. Handlers that rewrite an earlier node (a bias taken into its layer, a gate
+// turned into SiLU) keep its output's shape; check_params infers the whole graph again. A shape
+// error stops the walk.
 const std::vector<int64_t>* Translator::dims(ir::ValueId v) {
   if (v < 0 || static_cast<size_t>(v) >= graph_.values.size()) return nullptr;
   if (!graph_.values[static_cast<size_t>(v)].type) {
     Diagnostics scratch;
-    if (!ir::infer_shapes(graph_, scratch) || !graph_.values[static_cast<size_t>(v)].type) {
+    const bool ok = ir::infer_shapes_from(graph_, typed_nodes_, scratch);
+    typed_nodes_ = graph_.nodes.size();
+    if (!ok || !graph_.values[static_cast<size_t>(v)].type) {
       if (!fatal_) diags_.merge(scratch);
       fatal_ = true;
       return nullptr;

@@ -3,7 +3,9 @@
 // yaml-cpp reports errors by exception and positions 0-based; this file turns both into zoc
 // diagnostics (1-based `file:line:col`), so the rest of the frontend never sees an exception.
 // It also rejects what yaml-cpp would otherwise read silently or explain badly: NUL bytes,
-// invalid UTF-8, a second document after `---`, tabs in indentation.
+// invalid UTF-8, a second document after `---`, tabs in indentation, and keys or values holding
+// control or invisible characters (a newline in a layer name would forge a diagnostic line; no
+// name or value of a model needs one), so no later message can print one.
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -19,6 +21,7 @@
 
 #include "compiler/frontend/yaml/internal.h"
 #include "compiler/frontend/yaml/yaml_frontend.h"
+#include "compiler/support/sanitize.h"
 
 namespace zoc::yaml {
 
@@ -105,6 +108,8 @@ bool indented_with_tab(const std::string& text, int line) {
 class DocumentCounter final : public YAML::EventHandler {
  public:
   std::vector<YAML::Mark> starts, roots;
+  // The first scalar (a key or a value) with text that shown_text would escape.
+  std::optional<std::pair<YAML::Mark, std::string>> unprintable;
 
   void OnDocumentStart(const YAML::Mark& mark) override {
     starts.push_back(mark);
@@ -114,8 +119,9 @@ class DocumentCounter final : public YAML::EventHandler {
   void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
   void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
-                const std::string&) override {
+                const std::string& value) override {
     node(mark);
+    if (!unprintable && terminal_safe(value, false) != value) unprintable.emplace(mark, value);
   }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {
@@ -193,6 +199,14 @@ std::optional<Document> load_document(const std::string& path, const SourceLoc& 
         return std::nullopt;
       }
     }
+    if (docs.unprintable) {
+      const YAML::Mark& m = docs.unprintable->first;
+      diags.error(SourceLoc{path, m.line + 1, m.column + 1},
+                  fmt::format("'{}' holds a control or invisible character; the names and values "
+                              "of a model file are printable text",
+                              shown_text(docs.unprintable->second)));
+      return std::nullopt;
+    }
     if (docs.starts.size() > 1) {
       const YAML::Mark& m = docs.roots.size() > 1 ? docs.roots[1] : docs.starts[1];
       diags.error(SourceLoc{path, m.line + 1, m.column + 1},
@@ -224,12 +238,13 @@ std::optional<Document> load_document(const std::string& path, const SourceLoc& 
       }
     }
     diags.error(SourceLoc{path, e.mark.line + 1, e.mark.column + 1},
-                fmt::format("YAML syntax error: {}{}", e.msg, hint));
+                fmt::format("YAML syntax error: {}{}", terminal_safe(e.msg, false), hint));
   } catch (const YAML::Exception& e) {
     diags.error(SourceLoc{path, e.mark.line + 1, e.mark.column + 1},
-                fmt::format("cannot read YAML: {}", e.msg));
+                fmt::format("cannot read YAML: {}", terminal_safe(e.msg, false)));
   } catch (const std::exception& e) {
-    diags.error(SourceLoc{path, 0, 0}, fmt::format("cannot read YAML: {}", e.what()));
+    diags.error(SourceLoc{path, 0, 0},
+                fmt::format("cannot read YAML: {}", terminal_safe(e.what(), false)));
   }
   return std::nullopt;
 }

@@ -14,6 +14,7 @@
 
 #include "compiler/frontend/yaml/internal.h"
 #include "compiler/frontend/yaml/yaml_frontend.h"
+#include "compiler/ir/verify.h"
 
 namespace zoc::yaml {
 namespace {
@@ -55,19 +56,13 @@ bool valid_layer_name(const std::string& name) {
   });
 }
 
-std::string range_text(const ir::AttrSpec& spec) {
-  if (spec.kind == ir::AttrKind::Float) return fmt::format("between {:g} and {:g}", spec.min, spec.max);
-  return fmt::format("between {} and {}", static_cast<int64_t>(spec.min),
-                     static_cast<int64_t>(spec.max));
-}
-
 std::optional<int64_t> attr_int(Ctx& c, const YAML::Node& node, const ExprEnv& env,
                                 const ir::AttrSpec& spec, const std::string& what) {
   auto v = eval_int(c.file, node, env, what, c.diags);
   if (!v) return std::nullopt;
   if (*v < spec.min || *v > spec.max) {
     c.diags.error(loc_of(c.file, node),
-                  fmt::format("{} must be {}, got {}", what, range_text(spec), *v));
+                  fmt::format("{} must be {}, got {}", what, ir::attr_range_text(spec), *v));
     return std::nullopt;
   }
   return v;
@@ -151,7 +146,7 @@ std::optional<ir::AttrValue> parse_attr(Ctx& c, const YAML::Node& node, const Ex
       }
       if (f < spec.min || f > spec.max) {
         c.diags.error(loc_of(c.file, node),
-                      fmt::format("{} must be {}, got {:g}", what, range_text(spec), f));
+                      fmt::format("{} must be {}, got {:g}", what, ir::attr_range_text(spec), f));
         return std::nullopt;
       }
       out.f = f;

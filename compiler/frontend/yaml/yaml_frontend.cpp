@@ -2,12 +2,14 @@
 // model input, then expansion (expand.cpp) and linking (link.cpp).
 #include "compiler/frontend/yaml/yaml_frontend.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "compiler/frontend/yaml/internal.h"
+#include "compiler/support/sanitize.h"
 
 namespace zoc::yaml {
 namespace {
@@ -18,6 +20,40 @@ const std::vector<std::string> kModelKeys = {"zoc",   "name",   "include", "para
                                              "input", "layers", "output",  "blocks"};
 const std::vector<std::string> kLibraryKeys = {"zoc", "include", "blocks"};
 const std::vector<std::string> kInputKeys = {"channels", "height", "width"};
+
+// What an include may name (models/README.md, docs/security.md): a file in the folder of the
+// file that includes it or below it, by a relative path. An absolute path or '..' is refused as
+// written, and a path that resolves elsewhere (a symbolic link) once resolved, so a model file
+// cannot make zoc read, and quote in its errors, a file of the user's outside the model's folder
+// (`include: /etc/shadow` printed its lines). Devices, pipes and folders are refused when the
+// file is opened (load_document). Returns why `name` may not be included, or "".
+std::string include_refusal(const fs::path& including_file, const std::string& name) {
+  const fs::path rel(name);
+  const std::string shown = shown_text(name);
+  constexpr const char* kRule =
+      "an include names a file in the including file's folder or below "
+      "it, by a relative path (models/README.md)";
+  if (rel.is_absolute()) return fmt::format("include '{}' is an absolute path: {}", shown, kRule);
+  for (const fs::path& part : rel) {
+    if (part == "..") {
+      return fmt::format("include '{}' leads out of the including file's folder ('..'): {}", shown,
+                         kRule);
+    }
+  }
+  std::error_code ec;
+  const fs::path dir =
+      including_file.parent_path().empty() ? fs::path(".") : including_file.parent_path();
+  const fs::path base = fs::weakly_canonical(dir, ec);
+  const fs::path target = ec ? fs::path() : fs::weakly_canonical(dir / rel, ec);
+  const auto [mismatch, _] = std::mismatch(base.begin(), base.end(), target.begin(), target.end());
+  if (ec || mismatch != base.end()) {
+    return fmt::format(
+        "include '{}' resolves outside the including file's folder (a symbolic "
+        "link?): {}",
+        shown, kRule);
+  }
+  return "";
+}
 
 class Loader {
  public:
@@ -85,6 +121,10 @@ void Loader::load_blocks(const Document& doc, const std::vector<MapEntry>& keys,
         const SourceLoc at = loc_of(doc.path, f);
         if (!f.IsScalar() || f.Scalar().empty()) {
           diags_.error(at, "an include must be a file name");
+          continue;
+        }
+        if (const std::string why = include_refusal(doc.path, f.Scalar()); !why.empty()) {
+          diags_.error(at, why);
           continue;
         }
         const fs::path target = fs::path(doc.path).parent_path() / f.Scalar();

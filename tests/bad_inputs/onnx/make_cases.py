@@ -365,6 +365,42 @@ def dynamic_size():
     return m.SerializeToString()
 
 
+def fixed_batch(batch):
+    """An input whose batch is fixed to a number shape arithmetic cannot take (issue 31)."""
+    def build():
+        m = tiny()
+        m.graph.input[0].CopyFrom(image_input(dims=(batch, 3, 8, 8)))
+        return m.SerializeToString()
+    return build
+
+
+def conv_groups_range():
+    """A Conv's group beyond what zoc supports: the range was printed as floats (1.04858e+06)."""
+    m = tiny()
+    m.graph.node[0].attribute.append(helper.make_attribute("group", 2000000))
+    return m.SerializeToString()
+
+
+def nesting_too_deep():
+    """If nodes whose then-branches nest 40 deep: 120 levels of messages, more than protobuf's
+    100. Reported as "corrupt" before issue 31."""
+    def graph(level):
+        out = [helper.make_tensor_value_info("y", FLOAT, [1])]
+        if level == 0:
+            return helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [], out)
+        node = helper.make_node("If", ["c"], ["y"], then_branch=graph(level - 1),
+                                else_branch=graph(0))
+        return helper.make_graph([node], "level%d" % level, [], out)
+    return model(graph(40)).SerializeToString()
+
+
+def opset_twice():
+    """Two imports of the default domain, which ONNX's checker accepted (issue 31)."""
+    m = tiny()
+    m.opset_import.append(helper.make_opsetid("ai.onnx", 13))
+    return m.SerializeToString()
+
+
 def weight_shape():
     m = tiny()
     t = find_init(m, "fc.weight")
@@ -375,6 +411,13 @@ def weight_shape():
 def checker_rejects():
     m = tiny()
     m.graph.node[2].attribute.append(helper.make_attribute("alpha", 0.5))  # Relu has none
+    return m.SerializeToString()
+
+
+def checker_quotes_escape():
+    """ONNX's checker quotes the attribute's name, which holds a terminal escape (issue 31)."""
+    m = tiny()
+    m.graph.node[2].attribute.append(helper.make_attribute("alpha\x1b[2J", 0.5))
     return m.SerializeToString()
 
 
@@ -423,10 +466,16 @@ CASES = {
     "two_inputs": (two_inputs, "", 1),
     "rank3_input": (rank3_input, "", 1),
     "dynamic_size": (dynamic_size, "", 1),
+    "batch_negative": (fixed_batch(-1), "", 1),
+    "batch_huge": (fixed_batch(1 << 62), "", 1),
+    "opset_twice": (opset_twice, "", 1),
+    "nesting_too_deep": (nesting_too_deep, "", 1),
+    "conv_groups_range": (conv_groups_range, "", 1),
     "dynamic_size_given": (dynamic_size, "--input 3x8x8", 0),
     "dynamic_size_contradicted": (good, "--input 3x16x16", 1),
     "weight_shape": (weight_shape, "", 1),
     "checker_rejects": (checker_rejects, "", 1),
+    "checker_quotes_escape": (checker_quotes_escape, "", 1),
     "output_mismatch": (output_mismatch, "", 1),
     "multiple_outputs": (multiple_outputs, "", 1),
     "training_batchnorm": (training_batchnorm, "", 1),
@@ -500,6 +549,20 @@ EXPECT = {
                    "compiles models with one input, an image [N, C, H, W]"],
     "rank3_input": [F + "rank3_input.onnx: graph input 'x': error: it has rank 3 ([2, 3, 4]); zoc "
                     "compiles models whose input is an image [N, C, H, W]"],
+    "batch_negative": [F + "batch_negative.onnx: graph input 'input': error: its batch size is -1 "
+                       "([-1, 3, 8, 8]): a fixed batch size is between 1 and 65536; a dynamic one "
+                       "is named (dim_param)"],
+    "batch_huge": [F + "batch_huge.onnx: graph input 'input': error: its batch size is "
+                   "4611686018427387904 ([4611686018427387904, 3, 8, 8]): a fixed batch size is "
+                   "between 1 and 65536; a dynamic one is named (dim_param)"],
+    "conv_groups_range": [F + "conv_groups_range.onnx" + UNSUPPORTED,
+                          "  node '/conv/Conv' (Conv, #0): groups 2000000 is outside what zoc "
+                          "supports (between 1 and 1048576)"],
+    "nesting_too_deep": [F + "nesting_too_deep.onnx: error: the model's messages nest more than "
+                         "100 levels deep (graphs inside the attributes of nodes of graphs...), "
+                         "deeper than protobuf reads"],
+    "opset_twice": [F + "opset_twice.onnx: error: the model imports the default ONNX domain twice, "
+                    "as opsets 17 and 13: a model imports each domain once"],
     "dynamic_size": [F + "dynamic_size.onnx: graph input 'input': error: its height is not fixed "
                      "([batch, 3, height, width]): give the input size with --input CxHxW"],
     "dynamic_size_contradicted": [F + "good.onnx: graph input 'input': error: --input gives height "
@@ -509,6 +572,9 @@ EXPECT = {
                      "weight"],
     "checker_rejects": [F + "checker_rejects.onnx: error: ONNX's checker (libonnx 1.12.0) rejects "
                         "the model: Unrecognized attribute: alpha for operator Relu"],
+    "checker_quotes_escape": [F + "checker_quotes_escape.onnx: error: ONNX's checker (libonnx "
+                              "1.12.0) rejects the model: Unrecognized attribute: alpha\\x1b[2J "
+                              "for operator Relu"],
     "output_mismatch": [F + "output_mismatch.onnx: node '/fc/Gemm' (Gemm, #5): error: the model "
                         "declares its output 'output' as [batch, 3], but zoc computes N x 2: zoc "
                         "would not compute what the model does"],

@@ -139,6 +139,11 @@ case("missing_several", tiny(drop={"conv.bias", "fc.weight"}),
 case("extra_tensor", tiny(extra=[("fc2.weight", "F32", [2, 2])]),
      [at("extra_tensor") + "error: unexpected tensor 'fc2.weight': no layer of model 'tiny' uses "
       "it"])
+# A tensor name with a terminal escape (ESC [ 2 J clears the screen) and a newline that would
+# start a forged diagnostic line (issue 31): escaped in the message.
+case("name_with_escape", tiny(extra=[("fc2\x1b[2J\nforged: error: x", "F32", [2])]),
+     [at("name_with_escape") + "error: unexpected tensor 'fc2\\x1b[2J\\x0aforged: error: x': no "
+      "layer of model 'tiny' uses it"])
 case("wrong_dtype_conv_i32", tiny(change=only("conv.weight", lambda d, s: ("I32", s))),
      [at("wrong_dtype_conv_i32") + "error: tensor 'conv.weight' has dtype I32, but layer 'conv' "
       "(conv2d) expects floating point (F32, F16, BF16 or F64)"])

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -94,6 +95,12 @@ Status check_layout(const std::vector<ZipEntry>& entries, ArchiveInfo& info) {
   return Status::success();
 }
 
+std::string lower_case(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix.data(), suffix.size()) == 0;
@@ -101,14 +108,45 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 // Every pickle LibTorch may unpickle: data.pkl, constants.pkl, the code's .debug_pkl files and
 // any other .pkl record, wherever it is, in any letter case (LibTorch finds records ignoring it).
-Status check_pickles(FileReader& r, const std::vector<ZipEntry>& entries) {
+Status check_pickles(FileReader& r, const std::vector<ZipEntry>& entries,
+                     const std::string& root) {
+  std::map<std::string, uint64_t> sizes;
+  for (const ZipEntry& e : entries) sizes[lower_case(e.name)] = e.uncompressed;
   for (const ZipEntry& e : entries) {
-    std::string lower = e.name;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string lower = lower_case(e.name);
     if (!ends_with(lower, ".pkl") && !ends_with(lower, ".debug_pkl")) continue;
     ZOC_ASSIGN_OR_RETURN(const std::string bytes, read_zip_entry(r, e, kMaxPickleBytes));
-    ZOC_TRY(check_pickle(quoted_name(e.name), bytes));
+    const bool loads_tensors = lower == root + "/data.pkl" || lower == root + "/constants.pkl";
+    ZOC_TRY(check_pickle(e.name, bytes, loads_tensors ? &sizes : nullptr));
+  }
+  return Status::success();
+}
+
+// The code records (<root>/code/**.py, Python-like TorchScript source) define no __setstate__:
+// LibTorch runs an object's __setstate__ while it unpickles the object, that is while it loads
+// the file, before zoc can see or refuse what the method does (read or write files, loop). The
+// modules zoc compiles never define one; a word match refuses every definition and call.
+Status check_code(FileReader& r, const std::vector<ZipEntry>& entries) {
+  constexpr std::string_view kHook = "__setstate__";
+  const auto word_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  for (const ZipEntry& e : entries) {
+    if (!ends_with(lower_case(e.name), ".py")) continue;
+    ZOC_ASSIGN_OR_RETURN(const std::string code, read_zip_entry(r, e, kMaxInflatedTotal));
+    for (size_t at = code.find(kHook); at != std::string::npos; at = code.find(kHook, at + 1)) {
+      const size_t end = at + kHook.size();
+      if ((at > 0 && word_char(code[at - 1])) || (end < code.size() && word_char(code[end]))) {
+        continue;
+      }
+      const int64_t line = 1 + std::count(code.begin(), code.begin() + static_cast<int64_t>(at),
+                                          '\n');
+      return Error{fmt::format(
+          "unsafe TorchScript code: record '{}' line {} has __setstate__, a method LibTorch "
+          "runs while it loads the file, before zoc could refuse what it does; the models zoc "
+          "compiles never define one; zoc refused the file before loading any of it",
+          quoted_name(e.name), line)};
+    }
   }
   return Status::success();
 }
@@ -140,8 +178,8 @@ std::optional<int64_t> read_version(FileReader& r, const std::vector<ZipEntry>& 
 }  // namespace
 
 Expected<ArchiveInfo> inspect_archive(const std::string& path) {
-  FileReader r(path);
-  if (!r.open()) return Error{"cannot open the file"};
+  FileReader r;
+  ZOC_TRY(r.open(path));
   if (r.size() == 0) return Error{"the file is empty; " + std::string(kHowToSave)};
   const std::vector<uint8_t> head = r.read(0, std::min<uint64_t>(r.size(), 24));
   if (head.size() >= 4 && read_le(head.data(), 4) != kLocalHeader) return not_a_zip(head);
@@ -156,8 +194,11 @@ Expected<ArchiveInfo> inspect_archive(const std::string& path) {
   ArchiveInfo info;
   info.records = static_cast<int64_t>(entries.size());
   info.file_size = static_cast<int64_t>(r.size());
+  info.device = r.device();
+  info.inode = r.inode();
   ZOC_TRY(check_layout(entries, info));
-  ZOC_TRY(check_pickles(r, entries));
+  ZOC_TRY(check_pickles(r, entries, lower_case(info.root)));
+  ZOC_TRY(check_code(r, entries));
   info.format_version = read_version(r, entries, info.root);
   return info;
 }

@@ -24,6 +24,9 @@ struct ArchiveInfo {
   std::optional<int64_t> format_version;  // <root>/.data/version, or <root>/version
   int64_t records = 0;
   int64_t file_size = 0;
+  // The file checked (st_dev, st_ino): LibTorch is given this file, not whatever the path names
+  // by then.
+  uint64_t device = 0, inode = 0;
 
   // "TorchScript file format version 3" (inline: the plugin uses it too).
   std::string describe() const {

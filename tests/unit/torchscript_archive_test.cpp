@@ -151,13 +151,15 @@ TEST(TorchScriptArchive, PickleScanNeedsACompleteStream) {
 
 // Nesting is bounded at 1000 levels, counted however a pickle builds it.
 TEST(TorchScriptArchive, PickleNestingIsBounded) {
-  const auto nested = [](int levels) { return "\x80\x02)" + std::string(levels - 1, '\x85') + "."; };
+  const auto nested = [](int levels) {
+    return "\x80\x02)" + std::string(levels - 1, '\x85') + ".";
+  };
   EXPECT_EQ(scan_error(nested(1000)), "");
   expect_refused(nested(1001), "nests values more than 1000 deep (at byte 1002)");
   // Lists filled with APPEND nest as deep as tuples.
   std::string lists = "\x80\x02]";
   for (int i = 0; i < 1000; ++i) lists += "]\x94";  // 1001 lists on the stack, each memoized
-  for (int i = 0; i < 1000; ++i) lists += "a";       // each appended to the one below
+  for (int i = 0; i < 1000; ++i) lists += "a";      // each appended to the one below
   expect_refused(lists + ".", "nests values more than 1000 deep (at byte 3002)");
 }
 
@@ -165,13 +167,22 @@ TEST(TorchScriptArchive, PickleNestingIsBounded) {
 // when it is placed and no cycle can form; an opcode never reaches below the last MARK.
 TEST(TorchScriptArchive, PickleContainersAreFilledBeforeTheyArePlaced) {
   // [] memoized, placed into a second list, then fetched from the memo and appended to.
-  expect_refused("\x80\x02]\x94]\x94h\x00" "ah\x00" "Na."s,
-                 "adds to a container already placed inside another (APPEND at byte 12)");
-  expect_refused("\x80\x02]\x94h\x00" "a."s, "puts a container inside itself (APPEND at byte 6)");
-  expect_refused("\x80\x02)(0.", "has fewer values than its POP opcode at byte 4 takes after the "
+  expect_refused(
+      "\x80\x02]\x94]\x94h\x00"
+      "ah\x00"
+      "Na."s,
+      "adds to a container already placed inside another (APPEND at byte 12)");
+  expect_refused(
+      "\x80\x02]\x94h\x00"
+      "a."s,
+      "puts a container inside itself (APPEND at byte 6)");
+  expect_refused("\x80\x02)(0.",
+                 "has fewer values than its POP opcode at byte 4 takes after the "
                  "last MARK");
   expect_refused("\x80\x02NNa.", "adds to something that is not a list, dict, set or object");
-  EXPECT_EQ(scan_error("\x80\x02](K\x01K\x02" "e}(K\x01NK\x02]\x94u."), "");
+  EXPECT_EQ(scan_error("\x80\x02](K\x01K\x02"
+                       "e}(K\x01NK\x02]\x94u."),
+            "");
 }
 
 TEST(TorchScriptArchive, PickleValuesAliveAtOnceAreBounded) {
@@ -217,9 +228,10 @@ TEST(TorchScriptArchive, PickleTensorViewsLieInsideTheirStorage) {
       << tensor_error(past, 64);
   // Empty views read nothing; sizes and strides must pair up; a storage needs its record.
   EXPECT_EQ(tensor_error(module_with_tensor(16, 99, "(K\x00K\x05t(K\x05K\x01t"s), 64), "");
-  EXPECT_NE(tensor_error(module_with_tensor(16, 0, "(K\x03t(K\x05K\x01t"), 64)
-                .find("from arguments other than a storage, an offset and as many sizes as strides"),
-            std::string::npos);
+  EXPECT_NE(
+      tensor_error(module_with_tensor(16, 0, "(K\x03t(K\x05K\x01t"), 64)
+          .find("from arguments other than a storage, an offset and as many sizes as strides"),
+      std::string::npos);
   const std::map<std::string, uint64_t> none;
   const Status missing = check_pickle("archive/data.pkl", fits, &none);
   ASSERT_FALSE(missing.ok());

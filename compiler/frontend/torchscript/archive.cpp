@@ -108,8 +108,7 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 // Every pickle LibTorch may unpickle: data.pkl, constants.pkl, the code's .debug_pkl files and
 // any other .pkl record, wherever it is, in any letter case (LibTorch finds records ignoring it).
-Status check_pickles(FileReader& r, const std::vector<ZipEntry>& entries,
-                     const std::string& root) {
+Status check_pickles(FileReader& r, const std::vector<ZipEntry>& entries, const std::string& root) {
   std::map<std::string, uint64_t> sizes;
   for (const ZipEntry& e : entries) sizes[lower_case(e.name)] = e.uncompressed;
   for (const ZipEntry& e : entries) {
@@ -139,8 +138,8 @@ Status check_code(FileReader& r, const std::vector<ZipEntry>& entries) {
       if ((at > 0 && word_char(code[at - 1])) || (end < code.size() && word_char(code[end]))) {
         continue;
       }
-      const int64_t line = 1 + std::count(code.begin(), code.begin() + static_cast<int64_t>(at),
-                                          '\n');
+      const int64_t line =
+          1 + std::count(code.begin(), code.begin() + static_cast<int64_t>(at), '\n');
       return Error{fmt::format(
           "unsafe TorchScript code: record '{}' line {} has __setstate__, a method LibTorch "
           "runs while it loads the file, before zoc could refuse what it does; the models zoc "

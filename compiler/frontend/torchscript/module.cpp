@@ -18,6 +18,7 @@
 
 #include "compiler/frontend/torchscript/internal.h"
 #include "compiler/frontend/torchscript/plugin.h"
+#include "compiler/support/escape.h"
 
 namespace zoc::torchscript::detail {
 namespace {
@@ -45,7 +46,7 @@ std::string libtorch_message(const std::exception& e) {
 
 std::string libtorch_failed(const ArchiveInfo& archive, const std::exception& e) {
   return fmt::format("LibTorch {} cannot read this {}: {}", TORCH_VERSION, archive.describe(),
-                     libtorch_message(e));
+                     readable_libtorch_text(libtorch_message(e)));
 }
 
 // The file inspect_archive checked, as LibTorch reads it: opened again without blocking and
@@ -64,8 +65,9 @@ class CheckedFile : public caffe2::serialize::ReadAdapterInterface {
         static_cast<uint64_t>(st.st_dev) != archive.device ||
         static_cast<uint64_t>(st.st_ino) != archive.inode ||
         st.st_size != static_cast<off_t>(archive.file_size)) {
-      return std::string("the file changed while zoc read it (the path no longer names the file "
-                         "zoc checked); run zoc again");
+      return std::string(
+          "the file changed while zoc read it (the path no longer names the file "
+          "zoc checked); run zoc again");
     }
     size_ = static_cast<size_t>(st.st_size);
     return std::nullopt;
@@ -74,8 +76,8 @@ class CheckedFile : public caffe2::serialize::ReadAdapterInterface {
   size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
     size_t done = 0;
     while (done < n && pos + done < size_) {
-      const ssize_t got = ::pread(fd_, static_cast<char*>(buf) + done, n - done,
-                                  static_cast<off_t>(pos + done));
+      const ssize_t got =
+          ::pread(fd_, static_cast<char*>(buf) + done, n - done, static_cast<off_t>(pos + done));
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) break;
       done += static_cast<size_t>(got);
@@ -174,6 +176,14 @@ bool read_state_dict(const std::string& path, const ArchiveInfo& archive,
       named.emplace_back(b.name, b.value);
     bool ok = true;
     for (const auto& [name, tensor] : named) {
+      if (escape_for_message(name) != name) {
+        diags.error(SourceLoc{path, 0, 0},
+                    fmt::format("tensor '{}' has a name that zoc cannot print as it is, which "
+                                "zoc does not export",
+                                escape_for_message(name)));
+        ok = false;
+        continue;
+      }
       StateTensor s;
       if (auto why = to_state_tensor(name, tensor, s)) {
         diags.error(SourceLoc{path, 0, 0}, *why + ", which zoc does not export");
@@ -192,11 +202,33 @@ bool read_state_dict(const std::string& path, const ArchiveInfo& archive,
 }
 
 }  // namespace
+
+// LibTorch's internal checks read "isObject() INTERNAL ASSERT FAILED at "./aten/src/ATen/core/
+// ivalue_inl.h":120, please report a bug to PyTorch. Expected Object but got Tuple": a bug report
+// request about LibTorch's own sources, where the file is at fault. Kept: the check and its cause.
+std::string readable_libtorch_text(const std::string& text) {
+  constexpr std::string_view kAssert = " INTERNAL ASSERT FAILED at ";
+  const size_t at = text.find(kAssert);
+  if (at == std::string::npos) return escape_for_message(text);
+  const std::string check = text.substr(0, at);
+  std::string cause;
+  const size_t bug = text.find("please report a bug to PyTorch.", at);
+  if (bug != std::string::npos) {
+    cause = text.substr(bug + std::string_view("please report a bug to PyTorch.").size());
+    cause.erase(0, cause.find_first_not_of(' '));
+  }
+  return escape_for_message(fmt::format(
+      "the file holds something LibTorch's loader does not expect there (its internal check {} "
+      "failed{}{})",
+      check, cause.empty() ? "" : ": ", cause));
+}
+
 }  // namespace zoc::torchscript::detail
 
 extern "C" __attribute__((visibility("default"))) const zoc::torchscript::plugin::Api*
 zoc_torchscript_plugin_api() {
   namespace p = zoc::torchscript::plugin;
+  zoc::torchscript::detail::guard_libtorch_string_ops();  // before any model is compiled
   static const p::Api api{p::kAbiVersion,
                           p::layout_fingerprint(),
                           TORCH_VERSION,

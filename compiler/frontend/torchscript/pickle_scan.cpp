@@ -193,8 +193,8 @@ std::optional<int64_t> text_int(std::string_view s) {
 std::optional<int64_t> binary_int(std::string_view bytes, bool is_signed) {
   if (bytes.size() > 8) return std::nullopt;
   if (bytes.empty()) return 0;
-  uint64_t v = read_le(reinterpret_cast<const uint8_t*>(bytes.data()),
-                       static_cast<int>(bytes.size()));
+  uint64_t v =
+      read_le(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
   const unsigned bits = 8 * static_cast<unsigned>(bytes.size());
   if (is_signed && bits < 64 && (v >> (bits - 1)) & 1) v |= ~uint64_t{0} << bits;
   return static_cast<int64_t>(v);
@@ -330,7 +330,8 @@ Status Scanner::step(const Opcode& op, uint64_t at) {
       ZOC_TRY(pop_mark(op, at));
       return Status::success();
     case E::kDup: {
-      ZOC_ASSIGN_OR_RETURN(Slot* t, top(op, at));
+      Slot* t = nullptr;
+      ZOC_ASSIGN_OR_RETURN(t, top(op, at));
       return push(*t);
     }
     case E::kScalar:
@@ -366,12 +367,14 @@ Status Scanner::step(const Opcode& op, uint64_t at) {
       } else {
         ZOC_ASSIGN_OR_RETURN(items, pop(static_cast<size_t>(op.count), op, at));
       }
-      ZOC_ASSIGN_OR_RETURN(Slot* into, top(op, at));
+      Slot* into = nullptr;
+      ZOC_ASSIGN_OR_RETURN(into, top(op, at));
       return add(*into, std::move(items), op, at);
     }
     case E::kBuild: {
       ZOC_ASSIGN_OR_RETURN(std::vector<Slot> state, pop(1, op, at));
-      ZOC_ASSIGN_OR_RETURN(Slot* object, top(op, at));
+      Slot* object = nullptr;
+      ZOC_ASSIGN_OR_RETURN(object, top(op, at));
       return add(*object, std::move(state), op, at);
     }
     case E::kMemoGet:
@@ -420,8 +423,8 @@ Status Scanner::memo(const Opcode& op, uint64_t at) {
   }
   if (op.effect == E::kMemoGet) {
     if (*key >= memo_.size()) {
-      return corrupt(fmt::format("reads memo entry {} ({} at byte {}), which it never stored",
-                                 *key, op.name, at));
+      return corrupt(fmt::format("reads memo entry {} ({} at byte {}), which it never stored", *key,
+                                 op.name, at));
     }
     return push(memo_[*key]);
   }
@@ -433,7 +436,8 @@ Status Scanner::memo(const Opcode& op, uint64_t at) {
         "Python would read differently",
         *key, op.name, at, memo_.size()));
   }
-  ZOC_ASSIGN_OR_RETURN(Slot* t, top(op, at));
+  Slot* t = nullptr;
+  ZOC_ASSIGN_OR_RETURN(t, top(op, at));
   ZOC_TRY(room(at));
   memo_.push_back(*t);
   return Status::success();

@@ -35,14 +35,14 @@ enum class Effect : uint8_t {
   kPop,
   kPopMark,
   kDup,
-  kScalar,       // pushes a number, bytes, None, a bool, a buffer: nothing the checks read
-  kInt,          // pushes an integer (INT, BININT*, LONG*)
-  kString,       // pushes its argument as a string
-  kTuple,        // pops `count` items (count < 0: down to the mark) into a tuple
-  kEmpty,        // pushes an empty list, dict or set
-  kFromMark,     // LIST, DICT, FROZENSET: the items down to the mark into a container
-  kAppend,       // APPEND, SETITEM, ADDITEMS(mark)...: `count` items (< 0: down to the mark)
-                 // added to the container below them
+  kScalar,    // pushes a number, bytes, None, a bool, a buffer: nothing the checks read
+  kInt,       // pushes an integer (INT, BININT*, LONG*)
+  kString,    // pushes its argument as a string
+  kTuple,     // pops `count` items (count < 0: down to the mark) into a tuple
+  kEmpty,     // pushes an empty list, dict or set
+  kFromMark,  // LIST, DICT, FROZENSET: the items down to the mark into a container
+  kAppend,    // APPEND, SETITEM, ADDITEMS(mark)...: `count` items (< 0: down to the mark)
+              // added to the container below them
   kMemoGet,
   kMemoPut,
   kMemoize,
@@ -60,15 +60,25 @@ enum class Effect : uint8_t {
 };
 
 // What follows an opcode byte.
-enum class Arg : uint8_t { kNone, kFixed1, kFixed2, kFixed4, kFixed8, kLine, kTwoLines, kLen1,
-                           kLen4, kLen8 };
+enum class Arg : uint8_t {
+  kNone,
+  kFixed1,
+  kFixed2,
+  kFixed4,
+  kFixed8,
+  kLine,
+  kTwoLines,
+  kLen1,
+  kLen4,
+  kLen8
+};
 
 struct Opcode {
   uint8_t code;
   const char* name;
   Arg arg;
   Effect effect;
-  int count = 0;  // kTuple, kAppend, kNewObj: items it pops (-1: down to the mark)
+  int count = 0;      // kTuple, kAppend, kNewObj: items it pops (-1: down to the mark)
   bool dict = false;  // kEmpty, kFromMark: the container is a dict
 };
 
@@ -103,14 +113,14 @@ struct Storage {
 struct Node {
   enum class Kind : uint8_t { kString, kGlobal, kTuple, kContainer, kStorage, kTensor };
   Kind kind = Kind::kContainer;
-  bool known = true;     // kString: the text is the string (short and plainly encoded)
-  bool dict = false;     // kContainer: a dict (for the names of tensors)
-  bool sealed = false;   // placed into another container: holds what it holds for good
-  uint32_t depth = 0;    // containers and tuples: 1 + the depth of their deepest item
-  std::string text;      // kString: the string; kGlobal: "module.name"
+  bool known = true;        // kString: the text is the string (short and plainly encoded)
+  bool dict = false;        // kContainer: a dict (for the names of tensors)
+  bool sealed = false;      // placed into another container: holds what it holds for good
+  uint32_t depth = 0;       // containers and tuples: 1 + the depth of their deepest item
+  std::string text;         // kString: the string; kGlobal: "module.name"
   bool items_kept = false;  // kTuple: `items` holds every item
   std::vector<Slot> items;
-  Storage storage;       // kStorage
+  Storage storage;  // kStorage
 };
 
 class Scanner {

@@ -47,6 +47,7 @@ std::string lower_case(std::string s) {
 }  // namespace
 
 int64_t storage_element_size(std::string_view dtype) {
+  // clang-format off
   static constexpr std::pair<std::string_view, int64_t> kSizes[] = {
       {"Byte", 1},          {"Char", 1},           {"Short", 2},          {"Int", 4},
       {"Long", 8},          {"Half", 2},           {"Float", 4},          {"Double", 8},
@@ -55,6 +56,7 @@ int64_t storage_element_size(std::string_view dtype) {
       {"QUInt4x2", 1},      {"QUInt2x4", 1},       {"UInt16", 2},         {"UInt32", 4},
       {"UInt64", 8},        {"Float8_e5m2", 1},    {"Float8_e4m3fn", 1},  {"Float8_e5m2fnuz", 1},
       {"Float8_e4m3fnuz", 1}, {"Float8_e8m0fnu", 1}};
+  // clang-format on
   for (const auto& [name, size] : kSizes) {
     if (name == dtype) return size;
   }
@@ -63,9 +65,10 @@ int64_t storage_element_size(std::string_view dtype) {
 
 Status Scanner::room(uint64_t at) const {
   if (stack_.size() + marks_.size() + memo_.size() < kMaxLiveValues) return Status::success();
-  return refuse(fmt::format("holds more than {} values at once (at byte {}), more than zoc "
-                            "reads",
-                            kMaxLiveValues, at));
+  return refuse(
+      fmt::format("holds more than {} values at once (at byte {}), more than zoc "
+                  "reads",
+                  kMaxLiveValues, at));
 }
 
 Status Scanner::push(Slot s) {
@@ -135,14 +138,16 @@ Expected<Slot> Scanner::make(Node::Kind kind, std::vector<Slot> items, bool dict
 Status Scanner::add(Slot& into, std::vector<Slot> items, const Opcode& op, uint64_t at) {
   Node* c = into.node.get();
   if (!c || c->kind != Node::Kind::kContainer) {
-    return corrupt(fmt::format("adds to something that is not a list, dict, set or object ({} "
-                               "at byte {})",
-                               op.name, at));
+    return corrupt(
+        fmt::format("adds to something that is not a list, dict, set or object ({} "
+                    "at byte {})",
+                    op.name, at));
   }
   if (c->sealed) {
-    return refuse(fmt::format("adds to a container already placed inside another ({} at byte "
-                              "{})",
-                              op.name, at));
+    return refuse(
+        fmt::format("adds to a container already placed inside another ({} at byte "
+                    "{})",
+                    op.name, at));
   }
   for (Slot& item : items) {
     if (item.node.get() == c) {
@@ -161,9 +166,10 @@ Expected<Slot> Scanner::storage(const Slot& id, uint64_t at) {
   if (!record_sizes_) return Slot{};  // a pickle whose tensors LibTorch does not build
   const Node* t = node_of(id, Node::Kind::kTuple);
   const auto odd = [&](const std::string& why) {
-    return refuse(fmt::format("has a persistent id (BINPERSID at byte {}) that is not a tensor "
-                              "storage as torch.jit.save writes one: {}",
-                              at, why));
+    return refuse(
+        fmt::format("has a persistent id (BINPERSID at byte {}) that is not a tensor "
+                    "storage as torch.jit.save writes one: {}",
+                    at, why));
   };
   if (!t || !t->items_kept || t->items.size() < 5) {
     return odd("('storage', its type, key, device, size) expected");
@@ -180,8 +186,8 @@ Expected<Slot> Scanner::storage(const Slot& id, uint64_t at) {
   if (type_name.size() > kPrefix.size() + kSuffix.size() &&
       type_name.substr(0, kPrefix.size()) == kPrefix &&
       type_name.substr(type_name.size() - kSuffix.size()) == kSuffix) {
-    s.dtype = std::string(type_name.substr(
-        kPrefix.size(), type_name.size() - kPrefix.size() - kSuffix.size()));
+    s.dtype = std::string(
+        type_name.substr(kPrefix.size(), type_name.size() - kPrefix.size() - kSuffix.size()));
   }
   s.element_size = storage_element_size(s.dtype);
   s.numel = t->items[4].i;
@@ -197,9 +203,10 @@ Expected<Slot> Scanner::storage(const Slot& id, uint64_t at) {
   if (s.numel > 0) {
     const auto it = record_sizes_->find(lower_case(s.record));
     if (it == record_sizes_->end()) {
-      return refuse(fmt::format("names storage '{}' (BINPERSID at byte {}), which is no record "
-                                "of the archive",
-                                escape_for_message(s.record), at));
+      return refuse(
+          fmt::format("names storage '{}' (BINPERSID at byte {}), which is no record "
+                      "of the archive",
+                      escape_for_message(s.record), at));
     }
     if (it->second < static_cast<uint64_t>(*bytes)) {
       return refuse(fmt::format(
@@ -232,9 +239,10 @@ Expected<Slot> Scanner::tensor(const Slot& args, uint64_t at) {
   const auto strides = st ? ints_of(t->items[3]) : std::nullopt;
   if (!st || t->items[1].kind != Slot::Kind::kInt || !sizes || !strides ||
       sizes->size() != strides->size()) {
-    return refuse(fmt::format("builds tensor {} (REDUCE at byte {}) from arguments other than a "
-                              "storage, an offset and as many sizes as strides",
-                              name, at));
+    return refuse(
+        fmt::format("builds tensor {} (REDUCE at byte {}) from arguments other than a "
+                    "storage, an offset and as many sizes as strides",
+                    name, at));
   }
   const Storage& s = st->storage;
   const int64_t offset = t->items[1].i;
@@ -246,14 +254,15 @@ Expected<Slot> Scanner::tensor(const Slot& args, uint64_t at) {
   for (size_t i = 0; i < sizes->size() && last; ++i) {
     if ((*sizes)[i] < 0 || (*strides)[i] < 0) last = std::nullopt;
     empty = empty || (*sizes)[i] == 0;
-    const auto step = last ? checked_mul((*sizes)[i] > 0 ? (*sizes)[i] - 1 : 0, (*strides)[i])
-                           : std::nullopt;
+    const auto step =
+        last ? checked_mul((*sizes)[i] > 0 ? (*sizes)[i] - 1 : 0, (*strides)[i]) : std::nullopt;
     last = step ? checked_add(*last, *step) : std::nullopt;
   }
   if (offset < 0 || !last) {
-    return refuse(fmt::format("builds tensor {} ({}; REDUCE at byte {}) with a negative size, "
-                              "stride or offset, or one whose reach overflows",
-                              name, view, at));
+    return refuse(
+        fmt::format("builds tensor {} ({}; REDUCE at byte {}) with a negative size, "
+                    "stride or offset, or one whose reach overflows",
+                    name, view, at));
   }
   if (!empty && *last >= s.numel) {
     return refuse(fmt::format(

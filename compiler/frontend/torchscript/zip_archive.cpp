@@ -398,9 +398,10 @@ Expected<int> open_regular_file(const std::string& path) {
                        : S_ISBLK(mode)  ? "a block device"
                        : S_ISSOCK(mode) ? "a socket"
                                         : "not readable as a file";
-    return Error{fmt::format("cannot read it: it is {}, not a regular file; zoc reads TorchScript "
-                             "models only from regular files",
-                             what)};
+    return Error{
+        fmt::format("cannot read it: it is {}, not a regular file; zoc reads TorchScript "
+                    "models only from regular files",
+                    what)};
   }
   return fd;
 }
@@ -425,8 +426,8 @@ std::vector<uint8_t> FileReader::read(uint64_t offset, uint64_t n) {
   if (fd_ < 0 || offset > size_ || n > size_ - offset || n == 0) return {};
   std::vector<uint8_t> buf(n);
   for (uint64_t done = 0; done < n;) {
-    const ssize_t got = ::pread(fd_, buf.data() + done, n - done,
-                                static_cast<off_t>(offset + done));
+    const ssize_t got =
+        ::pread(fd_, buf.data() + done, n - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return {};  // an error, or the file shrank
     done += static_cast<uint64_t>(got);

@@ -17,9 +17,11 @@ namespace prim = c10::prim;
 namespace aten = c10::aten;
 
 // ATen ops that only move values around; structural() handles them unless an input is poison.
+// Lists and dicts that an unsupported op left unknown are not listed again where they are filled.
 bool is_plumbing(c10::Symbol k) {
   return k == aten::__getitem__ || k == aten::len || k == aten::size || k == aten::dim ||
-         k == aten::Int || k == aten::ScalarImplicit || k == aten::__is__ || k == aten::__isnot__;
+         k == aten::Int || k == aten::ScalarImplicit || k == aten::__is__ || k == aten::__isnot__ ||
+         k == aten::append || k == aten::_set_item;
 }
 
 std::string exception_text(const std::exception& e) {

@@ -1,8 +1,9 @@
 // Inspecting a `.pt` file before LibTorch sees it (see archive.h): what kind of file it is, then
-// the zip layer's checks (zip_archive.h), the layout torch.jit.save writes, every pickle's
-// globals (pickle_scan.h) and the version record. Only the zip directory, the local headers, the
-// pickles and the version record are read; the tensor data never is. PyTorch writes zip64
-// archives whose records are stored or deflated; anything else is refused with a message.
+// the zip layer's checks (zip_archive.h), the layout torch.jit.save writes, every pickle
+// (pickle_scan.h), every code record (code_scan.h) and the version record. Only the zip
+// directory, the local headers, the compressed records (inflated once to check them), the
+// pickles, the code and the version record are read; the tensor data never is. PyTorch writes
+// zip64 archives whose records are stored or deflated; anything else is refused with a message.
 #include "compiler/frontend/torchscript/archive.h"
 
 #include <algorithm>
@@ -13,8 +14,10 @@
 
 #include <fmt/format.h>
 
+#include "compiler/frontend/torchscript/code_scan.h"
 #include "compiler/frontend/torchscript/pickle_scan.h"
 #include "compiler/frontend/torchscript/zip_archive.h"
+#include "compiler/support/escape.h"
 
 namespace zoc::torchscript {
 namespace {
@@ -121,57 +124,50 @@ Status check_pickles(FileReader& r, const std::vector<ZipEntry>& entries, const 
   return Status::success();
 }
 
-// The code records (<root>/code/**.py, Python-like TorchScript source) define no __setstate__:
-// LibTorch runs an object's __setstate__ while it unpickles the object, that is while it loads
-// the file, before zoc can see or refuse what the method does (read or write files, loop). The
-// modules zoc compiles never define one; a word match refuses every definition and call.
-Status check_code(FileReader& r, const std::vector<ZipEntry>& entries) {
-  constexpr std::string_view kHook = "__setstate__";
-  const auto word_char = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  };
+// The code records (<root>/code/**.py, TorchScript source), for what LibTorch would run or crash
+// on while loading the file (code_scan.h).
+Status check_code_records(FileReader& r, const std::vector<ZipEntry>& entries) {
   for (const ZipEntry& e : entries) {
     if (!ends_with(lower_case(e.name), ".py")) continue;
     ZOC_ASSIGN_OR_RETURN(const std::string code, read_zip_entry(r, e, kMaxInflatedTotal));
-    for (size_t at = code.find(kHook); at != std::string::npos; at = code.find(kHook, at + 1)) {
-      const size_t end = at + kHook.size();
-      if ((at > 0 && word_char(code[at - 1])) || (end < code.size() && word_char(code[end]))) {
-        continue;
-      }
-      const int64_t line =
-          1 + std::count(code.begin(), code.begin() + static_cast<int64_t>(at), '\n');
-      return Error{fmt::format(
-          "unsafe TorchScript code: record '{}' line {} has __setstate__, a method LibTorch "
-          "runs while it loads the file, before zoc could refuse what it does; the models zoc "
-          "compiles never define one; zoc refused the file before loading any of it",
-          quoted_name(e.name), line)};
-    }
+    ZOC_TRY(check_code(e.name, code));
   }
   return Status::success();
 }
 
-// The file format version: the digits of <root>/.data/version or <root>/version, if readable.
-std::optional<int64_t> read_version(FileReader& r, const std::vector<ZipEntry>& entries,
-                                    const std::string& root) {
+// The file format version: the digits of <root>/.data/version or <root>/version, the first that
+// exists, as LibTorch reads it. A missing or unreadable one is refused here, before LibTorch,
+// whose reader throws from its constructor then and leaks the archive it opened.
+Expected<int64_t> read_version(FileReader& r, const std::vector<ZipEntry>& entries,
+                               const std::string& root) {
   for (const char* record : {".data/version", "version"}) {
-    auto it = std::find_if(entries.begin(), entries.end(),
-                           [&](const ZipEntry& e) { return e.name == root + "/" + record; });
+    const std::string name = root + "/" + record;
+    auto it = std::find_if(entries.begin(), entries.end(), [&](const ZipEntry& e) {
+      return lower_case(e.name) == lower_case(name);
+    });
     if (it == entries.end()) continue;
     const auto text = read_zip_entry(r, *it, 20);
-    if (!text || text->empty()) return std::nullopt;
     int64_t v = 0;
-    bool digits = false;
-    for (char c : *text) {
+    bool digits = false, readable = text.ok();
+    for (char c : text.ok() ? *text : std::string()) {
       if (std::isdigit(static_cast<unsigned char>(c)) && v < 1000000000) {
         v = v * 10 + (c - '0');
         digits = true;
       } else if (!std::isspace(static_cast<unsigned char>(c))) {
-        return std::nullopt;
+        readable = false;
       }
     }
-    return digits ? std::optional<int64_t>(v) : std::nullopt;
+    if (readable && digits) return v;
+    return Error{fmt::format(
+        "its version record '{}' holds {}, not the file format version number torch.jit.save "
+        "writes there; zoc refused the file before loading any of it",
+        quoted_name(it->name),
+        text.ok() ? "'" + escape_for_message(*text, 40) + "'" : "more than 20 bytes")};
   }
-  return std::nullopt;
+  return Error{fmt::format(
+      "a zip archive that is not a TorchScript model: it has no version record ('{}/version'), "
+      "which torch.jit.save always writes",
+      quoted_name(root))};
 }
 
 }  // namespace
@@ -197,8 +193,8 @@ Expected<ArchiveInfo> inspect_archive(const std::string& path) {
   info.inode = r.inode();
   ZOC_TRY(check_layout(entries, info));
   ZOC_TRY(check_pickles(r, entries, lower_case(info.root)));
-  ZOC_TRY(check_code(r, entries));
-  info.format_version = read_version(r, entries, info.root);
+  ZOC_TRY(check_code_records(r, entries));
+  ZOC_ASSIGN_OR_RETURN(info.format_version, read_version(r, entries, info.root));
   return info;
 }
 

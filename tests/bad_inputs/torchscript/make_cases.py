@@ -134,15 +134,16 @@ def write_zip(records):
 
 
 def model(*extra, data_pkl=MODULE_PICKLE, constants_pkl=EMPTY_TUPLE_PICKLE,
-          constants_name="archive/constants.pkl", first=(), data_method=0, code_method=8):
+          constants_name="archive/constants.pkl", first=(), data_method=0, code_method=8,
+          version=b"3\n", code=b"class M(Module):\n  __parameters__ = []\n",
+          code_name="archive/code/__torch__/m.py"):
     """The records of a small TorchScript archive, with `first` before and `extra` after them."""
-    return list(first) + [
+    return list(first) + [r for r in [
         record("archive/data.pkl", data_pkl, method=data_method),
-        record("archive/code/__torch__/m.py", b"class M(Module):\n  __parameters__ = []\n",
-               method=code_method),
+        record(code_name, code, method=code_method),
         record(constants_name, constants_pkl),
-        record("archive/version", b"3\n"),
-    ] + list(extra)
+        record("archive/version", version) if version is not None else None,
+    ] if r] + list(extra)
 
 
 # ---- the cases ---------------------------------------------------------------------------------
@@ -372,6 +373,17 @@ case("code_crc_mismatch",
      "corrupt zip archive: record 'archive/code/__torch__/n.py' does not match the CRC the zip "
      "directory gives it")
 
+# Version records LibTorch cannot read (its reader then throws from its constructor and leaks
+# the archive it opened: the first input the fuzzer found with LibTorch in its build).
+case("version_unreadable", model(version=b"3;\n"),
+     "a version record that holds '3;' instead of a number",
+     "its version record 'archive/version' holds '3;\\n', not the file format version number "
+     "torch.jit.save writes there; zoc refused the file before loading any of it")
+case("version_missing", model(version=None),
+     "an archive without a version record",
+     "a zip archive that is not a TorchScript model: it has no version record "
+     "('archive/version'), which torch.jit.save always writes")
+
 # Code LibTorch would run while loading the file.
 SETSTATE_CODE = (b"class M(Module):\n  __parameters__ = []\n"
                  b"  def __setstate__(self: __torch__.M, state: Tuple[int]) -> NoneType:\n"
@@ -382,6 +394,42 @@ case("code_setstate", model(record("archive/code/__torch__/s.py", SETSTATE_CODE,
      "unsafe TorchScript code: record 'archive/code/__torch__/s.py' line 3 has __setstate__, a "
      "method LibTorch runs while it loads the file, before zoc could refuse what it does; the "
      "models zoc compiles never define one; zoc refused the file before loading any of it")
+
+
+# Code that overflows LibTorch's recursive parser and compiler (10,000 levels crash LibTorch 1.13)
+# or that its importer crashes on: refused from the text, before LibTorch compiles it.
+def code_case(name, code, description, line, what):
+    """Class __torch__.M, the module data.pkl holds, as `code`: LibTorch imports it while
+    loading."""
+    case(name, model(code=code, code_name="archive/code/__torch__.py"), description,
+         "unsafe TorchScript code: record 'archive/code/__torch__.py' line %d %s; zoc refused "
+         "the file before loading any of it" % (line, what))
+
+
+FORWARD = (b"class M(Module):\n  __parameters__ = []\n"
+           b"  def forward(self: __torch__.M, x: Tensor) -> Tensor:\n")
+code_case("code_nested_brackets", FORWARD + b"    return " + b"(" * 10000 + b"x" + b")" * 10000
+          + b"\n", "forward returns x in 10,000 nested brackets", 4,
+          "nests brackets more than 64 deep, which overflows LibTorch's recursive parser "
+          "(torch.jit.save writes a few levels)")
+code_case("code_operator_chain", FORWARD + b"    return x" + b" + x" * 10000 + b"\n",
+          "forward adds x to itself in one statement of 10,000 additions", 4,
+          "has 10000 operators in one statement, more than LibTorch's recursive compiler takes "
+          "(zoc reads at most 256; torch.jit.save writes one operation per statement)")
+code_case("code_deep_blocks",
+          FORWARD + b"".join(b" " * (4 + 2 * k) + b"if True:\n" for k in range(5000))
+          + b" " * 10004 + b"return x\n",
+          "forward nests 5,000 if-blocks", 4 + 127,
+          "is indented 258 columns, blocks nested deeper than zoc lets LibTorch's recursive "
+          "compiler take (zoc reads at most 256; torch.jit.save writes a few levels)")
+code_case("code_class_constant_untyped",
+          b"class M(Module):\n  __parameters__ = []\n  __buffers__ = []\n  training : bool\n"
+          b"  scale = [\"weight\", ]\n"
+          b"  def forward(self: __torch__.M, x: Tensor) -> Tensor:\n    return x\n",
+          "a class attribute assigned without a type, which crashes LibTorch 1.13's importer (the "
+          "first crash fuzz_torchscript found with LibTorch in its build)", 5,
+          "assigns class attribute 'scale' without a type, which crashes LibTorch 1.13's "
+          "importer (torch.jit.save writes class constants as 'name : Final[type] = value')")
 
 
 def overlapping_records():

@@ -244,6 +244,26 @@ TEST(TorchScriptArchive, PickleTensorViewsLieInsideTheirStorage) {
   EXPECT_EQ(scan_error(past), "");
 }
 
+// LibTorch reads a .debug_pkl's sources (text indices, file name index, line) by indexing its
+// string table unchecked: every index must be inside it.
+TEST(TorchScriptArchive, DebugPickleSourcesStayInsideTheirStringTable) {
+  const auto debug_pkl = [](const std::string& indices, const std::string& name) {
+    return "\x80\x02" + unicode("FORMAT_WITH_STRING_TABLE") + "(" + unicode("") + unicode("f.py") +
+           "t" + global("torch.jit._pickle", "build_intlist") + "(](" + indices + "etR" + name +
+           "K\x07\x87\x86.";
+  };
+  const auto error = [](const std::string& pickle) {
+    const Status s = check_pickle("archive/code/__torch__.py.debug_pkl", pickle);
+    return s.ok() ? std::string() : s.error().message;
+  };
+  EXPECT_EQ(error(debug_pkl("K\x00K\x01"s, "K\x01")), "");
+  EXPECT_NE(error(debug_pkl("K\x00K\x02"s, "K\x01"))
+                .find("refers to entries past its string "
+                      "table of 2"),
+            std::string::npos);
+  EXPECT_NE(error(debug_pkl("K\x00"s, "K\x09")).find("past its string table"), std::string::npos);
+}
+
 // A named pipe or a device would block open() or never end: refused before anything is read.
 TEST(TorchScriptArchive, OnlyRegularFilesAreRead) {
   test::TempDir dir;

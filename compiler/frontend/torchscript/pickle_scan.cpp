@@ -339,8 +339,16 @@ Status Scanner::step(const Opcode& op, uint64_t at) {
       return push(Slot{});
     case E::kInt:
       return push_int(op, at);
-    case E::kString:
-      return push(Slot{Slot::Kind::kNode, 0, string_node(op.code, arg_)});
+    case E::kString: {
+      auto node = string_node(op.code, arg_);
+      // LibTorch's .debug_pkl format with a string table starts with its name.
+      if (!seen_string_ && node->known && node->text == "FORMAT_WITH_STRING_TABLE" &&
+          record_.size() > 10 && record_.compare(record_.size() - 10, 10, ".debug_pkl") == 0) {
+        string_table_format_ = true;
+      }
+      seen_string_ = true;
+      return push(Slot{Slot::Kind::kNode, 0, std::move(node)});
+    }
     case E::kTuple: {
       std::vector<Slot> items;
       if (op.count < 0) {
@@ -499,9 +507,11 @@ Status Scanner::call(const Opcode& op, uint64_t at) {
         return push(std::move(t));
       }
       const Node* args = parts[1].node.get();
-      if (name == "torch.jit._pickle.restore_type_tag" && args &&
-          args->kind == Node::Kind::kTuple && args->items_kept && !args->items.empty()) {
-        return push(args->items[0]);  // the value itself, with its type restored
+      const bool same_value = name == "torch.jit._pickle.restore_type_tag" ||
+                              name.rfind("torch.jit._pickle.build_", 0) == 0;
+      if (same_value && args && args->kind == Node::Kind::kTuple && args->items_kept &&
+          !args->items.empty()) {
+        return push(args->items[0]);  // the value itself, typed (or as a typed list)
       }
       ZOC_ASSIGN_OR_RETURN(Slot result, make(Node::Kind::kContainer, std::move(parts), false, at));
       return push(std::move(result));

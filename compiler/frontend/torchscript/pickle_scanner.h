@@ -120,6 +120,11 @@ struct Node {
   std::string text;         // kString: the string; kGlobal: "module.name"
   bool items_kept = false;  // kTuple: `items` holds every item
   std::vector<Slot> items;
+  // Tuples and containers: how many items they hold, and the range of those that are integers
+  // (the string-table indices of a .debug_pkl's sources).
+  uint64_t count = 0;
+  bool only_ints = true;
+  int64_t min_int = INT64_MAX, max_int = INT64_MIN;
   Storage storage;  // kStorage
 };
 
@@ -157,6 +162,10 @@ class Scanner {
   // Adds `items` to the container `into` (APPEND, SETITEM, BUILD, ...).
   Status add(Slot& into, std::vector<Slot> items, const Opcode& op, uint64_t at);
   Status deeper(uint32_t depth, uint64_t at) const;
+  // Counts `item` into `c`'s summary (count, integer range).
+  static void summarize(Node& c, const Slot& item);
+  // A .debug_pkl source (text indices, file name index, line): its indices inside the table.
+  Status check_source(const Node& t, uint64_t at) const;
   // The storage a BINPERSID names, checked against its record.
   Expected<Slot> storage(const Slot& id, uint64_t at);
   // _rebuild_tensor_v2 / _rebuild_qtensor: the view checked against its storage.
@@ -176,6 +185,10 @@ class Scanner {
   std::vector<Slot> stack_;
   std::vector<size_t> marks_;  // stack sizes at each MARK, as LibTorch keeps them
   std::vector<Slot> memo_;
+  // A .debug_pkl in LibTorch's FORMAT_WITH_STRING_TABLE: the size of its string table, once
+  // built (-1 before; LibTorch indexes the table with each source's indices unchecked).
+  bool string_table_format_ = false, seen_string_ = false;
+  int64_t text_table_ = -1;
   // Known strings pushed right before, directly or from the memo (0 to 2): STACK_GLOBAL takes
   // its names only from those, so that a name assembled any other way is refused, not followed.
   int fresh_strings_ = 0;

@@ -115,6 +115,16 @@ Status Scanner::deeper(uint32_t depth, uint64_t at) const {
                   kMaxDepth, at));
 }
 
+void Scanner::summarize(Node& c, const Slot& item) {
+  ++c.count;
+  if (item.kind != Slot::Kind::kInt) {
+    c.only_ints = false;
+    return;
+  }
+  c.min_int = std::min(c.min_int, item.i);
+  c.max_int = std::max(c.max_int, item.i);
+}
+
 Expected<Slot> Scanner::make(Node::Kind kind, std::vector<Slot> items, bool dict, uint64_t at) {
   auto node = std::make_shared<Node>();
   node->kind = kind;
@@ -123,6 +133,7 @@ Expected<Slot> Scanner::make(Node::Kind kind, std::vector<Slot> items, bool dict
   for (Slot& item : items) {
     deepest = std::max(deepest, depth_of(item));
     if (item.node) item.node->sealed = true;
+    summarize(*node, item);
   }
   node->depth = deepest + 1;
   ZOC_TRY(deeper(node->depth, at));
@@ -130,7 +141,30 @@ Expected<Slot> Scanner::make(Node::Kind kind, std::vector<Slot> items, bool dict
     node->items_kept = true;
     node->items = std::move(items);
   }
+  if (kind == Node::Kind::kTuple && string_table_format_) {
+    if (text_table_ < 0) {
+      text_table_ = static_cast<int64_t>(node->count);  // the first tuple is the string table
+    } else {
+      ZOC_TRY(check_source(*node, at));
+    }
+  }
   return Slot{Slot::Kind::kNode, 0, std::move(node)};
+}
+
+// LibTorch's SourceRangeDeserializer reads each source (text indices, file name index, starting
+// line) by indexing the string table without a bound check.
+Status Scanner::check_source(const Node& t, uint64_t at) const {
+  if (!t.items_kept || t.items.size() != 3) return Status::success();
+  const Node* text = t.items[0].node.get();
+  if (!text || text->kind != Node::Kind::kContainer || !text->only_ints) return Status::success();
+  const bool text_ok = text->count == 0 || (text->min_int >= 0 && text->max_int < text_table_);
+  const bool name_ok =
+      t.items[1].kind == Slot::Kind::kInt && t.items[1].i >= 0 && t.items[1].i < text_table_;
+  if (text_ok && name_ok) return Status::success();
+  return corrupt(
+      fmt::format("has a source (at byte {}) that refers to entries past its string "
+                  "table of {}, which LibTorch would read past",
+                  at, text_table_));
 }
 
 // A container is filled before it is placed into another and never after (pickle_scanner.h):
@@ -155,6 +189,7 @@ Status Scanner::add(Slot& into, std::vector<Slot> items, const Opcode& op, uint6
     }
     c->depth = std::max(c->depth, depth_of(item) + 1);
     if (item.node) item.node->sealed = true;
+    summarize(*c, item);
   }
   return deeper(c->depth, at);
 }

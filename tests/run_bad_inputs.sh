@@ -51,7 +51,7 @@ check_refused_archive() {
   fi
 }
 
-for folder in yaml shapes weights onnx torchscript; do
+for folder in yaml shapes weights onnx torchscript torchscript_loaded; do
   found=0
   for case_file in tests/bad_inputs/$folder/*.yaml tests/bad_inputs/$folder/*.expect; do
     [ -f "$case_file" ] || continue

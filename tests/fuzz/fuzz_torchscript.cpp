@@ -1,13 +1,20 @@
-// libFuzzer target: bytes as a TorchScript `.pt` file, through what `zoc ir` runs on one. A `.pt` file from the internet is the input most likely to be hostile, and the archive check
+// libFuzzer target: bytes as a TorchScript `.pt` file, through what `zoc ir` runs on one. A `.pt`
+// file from the internet is the input most likely to be hostile, and the archive check
 // (compiler/frontend/torchscript/archive.h) is what stands between it and LibTorch. This feeds
 // the bytes to inspect_archive and then to load_verified_model, as `zoc ir FILE --input 3x16x16`
 // does, and turns every broken promise into a crash: a refusal without a message, an accepted
 // archive whose summary does not match the file, load_verified_model disagreeing with the
 // archive check, a refused file that loaded the LibTorch plugin anyway, a failure without an
 // error or a success with one. Sanitizer reports, hangs and memory blow-ups (zip bombs) are
-// libFuzzer's. The fuzz build has no LibTorch (tools/dev/fuzz.sh), so there an accepted archive
-// ends in "not supported by this build"; the replay test of the normal build loads every seed and
-// kept crash through LibTorch itself.
+// libFuzzer's.
+//
+// The mutator (LLVMFuzzerCustomMutator, libFuzzer builds only) mutates the archive's records as
+// well as its bytes: it reads the records (zip_records.h), mutates the contents of one, most
+// often a code record (TorchScript source) or a pickle, and writes the archive again with its
+// sizes and CRCs right, so that mutated code and constants get past the zip layer to the code
+// check and, where the fuzz build has LibTorch (tools/dev/fuzz.sh builds it with), to LibTorch's
+// compiler and zoc's translator and constant folding. The replay test of the normal build loads
+// every seed and kept crash through LibTorch too.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +25,41 @@
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "compiler/ir/printer.h"
 #include "tests/fuzz/fuzz_support.h"
+#include "tests/fuzz/zip_records.h"
+
+#ifdef ZOC_LIBFUZZER
+#include <cstring>
+#include <random>
+
+extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
+
+// One mutation: of the raw bytes one time in four (the zip layer), else of one record's contents,
+// chosen among the code records and pickles nine times in ten.
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned seed) {
+  std::minstd_rand rng(seed);
+  auto records = rng() % 4 == 0 ? std::nullopt : zoc::fuzz::read_zip_records(data, size, max_size);
+  if (!records || records->empty()) return LLVMFuzzerMutate(data, size, max_size);
+  std::vector<size_t> interesting;
+  for (size_t i = 0; i < records->size(); ++i) {
+    const std::string& name = (*records)[i].name;
+    const bool code = name.size() > 3 && name.compare(name.size() - 3, 3, ".py") == 0;
+    const bool pickle = name.size() > 4 && name.compare(name.size() - 4, 4, ".pkl") == 0;
+    if (code || pickle) interesting.push_back(i);
+  }
+  const size_t pick = !interesting.empty() && rng() % 10 != 0 ? interesting[rng() % interesting.size()]
+                                                              : rng() % records->size();
+  std::string& content = (*records)[pick].data;
+  const size_t used = content.size();
+  content.resize(used + 256 + used / 2);
+  content.resize(LLVMFuzzerMutate(reinterpret_cast<uint8_t*>(content.data()), used,
+                                  content.size()));
+  const std::string out = zoc::fuzz::write_zip_records(*records);
+  if (out.size() > max_size) return LLVMFuzzerMutate(data, size, max_size);
+  std::memcpy(data, out.data(), out.size());
+  return out.size();
+}
+#endif
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = zoc::fuzz::scratch_dir() + "/model.pt";

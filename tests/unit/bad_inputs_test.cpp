@@ -1,4 +1,5 @@
-// Runs every bad-input case under tests/bad_inputs/{yaml,shapes,weights,onnx,torchscript}/
+// Runs every bad-input case under tests/bad_inputs/{yaml,shapes,weights,onnx,torchscript,
+// torchscript_loaded}/
 // through the compiler libraries the way `zoc ir` does, and checks the diagnostics each case
 // says it must produce (and, for a refused TorchScript archive, that LibTorch's plugin was not
 // loaded).
@@ -31,7 +32,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kFolders[] = {"yaml", "shapes", "weights", "onnx", "torchscript"};
+const char* const kFolders[] = {"yaml", "shapes",      "weights",
+                                "onnx", "torchscript", "torchscript_loaded"};
 
 fs::path cases_root() { return fs::path(ZOC_SOURCE_DIR) / "tests" / "bad_inputs"; }
 
@@ -243,7 +245,7 @@ TEST(BadInputs, EveryFolderHasCases) {
 // Every weights file and every archive is used by some case, so none is silently left unchecked.
 TEST(BadInputs, EveryInputFileIsUsed) {
   std::set<std::string> used;
-  for (const char* folder : {"weights", "torchscript"}) {
+  for (const char* folder : {"weights", "torchscript", "torchscript_loaded"}) {
     for (const Case& c : cases_in(folder)) {
       const Directives d = read_directives(c);
       used.insert(d.model);
@@ -252,7 +254,9 @@ TEST(BadInputs, EveryInputFileIsUsed) {
       }
     }
   }
-  for (const auto& [folder, ext] : {std::pair{"weights", ".safetensors"}, {"torchscript", ".pt"}}) {
+  for (const auto& [folder, ext] : {std::pair{"weights", ".safetensors"},
+                                    {"torchscript", ".pt"},
+                                    {"torchscript_loaded", ".pt"}}) {
     for (const auto& e : fs::directory_iterator(cases_root() / folder)) {
       if (e.path().extension() != ext) continue;
       const std::string rel =

@@ -1,6 +1,7 @@
 // Zip archives built byte by byte for the TorchScript archive tests, so that they need neither
-// Python nor the reference data: stored records with CRCs left 0 (the archive check does not
-// verify CRCs; LibTorch does, and rejects them, which is what the corrupt-record test needs),
+// Python nor the reference data: stored records with CRCs left 0 (the archive check verifies the
+// CRCs of deflated records only; LibTorch verifies them all, and rejects these, which is what the
+// corrupt-record test needs),
 // and the smallest pickle the archive check accepts.
 #pragma once
 

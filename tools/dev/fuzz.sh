@@ -53,10 +53,14 @@ done
 # Everything the build needs, plus Clang and its libFuzzer/sanitizer runtimes.
 tools/setup.sh clang-14 libclang-rt-14-dev
 
-# Coverage-instrumented, sanitized build of the targets only (no LibTorch plugin, no zoc-verify).
+# Coverage-instrumented, sanitized build of the targets only (no zoc-verify). The LibTorch plugin
+# is built (instrumented too) only for the torchscript target, whose mutated code records then
+# reach LibTorch's compiler and zoc's translator; it costs the build some minutes.
+torch=-DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON
+[[ " ${targets[*]} " == *" torchscript "* ]] && torch=-DCMAKE_DISABLE_FIND_PACKAGE_Torch=OFF
 nice -n 10 cmake -S . -B "$build" -G Ninja -DZOC_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 \
-  -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON -DCMAKE_DISABLE_FIND_PACKAGE_Clang=ON >/dev/null
+  "$torch" -DCMAKE_DISABLE_FIND_PACKAGE_Clang=ON >/dev/null
 nice -n 10 cmake --build "$build" -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
 
 max_len() {
@@ -109,6 +113,10 @@ run_target() {
   local flags=(-max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -max_len="$(max_len "$t")"
                -artifact_prefix="$art" -print_final_stats=1)
   [ -f "tests/fuzz/$t.dict" ] && flags+=(-dict="tests/fuzz/$t.dict")
+  # LibTorch 1.13 leaks on many of its error paths (a compilation unit and its class types keep
+  # each other alive when compiling the code fails): a leak report there names no zoc code, and
+  # stops the run at once. zoc's own code is checked for leaks by the replay test under ASan.
+  [ "$t" = torchscript ] && flags+=(-detect_leaks=0)
   local start rc=0
   start=$(date +%s)
   nice -n 10 "$bin" "${flags[@]}" "$corpus" "$regressions" >"$log" 2>&1 || rc=$?

@@ -1,19 +1,23 @@
 // Inspecting a `.pt` file before LibTorch sees it (see archive.h): what kind of file it is, then
-// the zip layer's checks (zip_archive.h), the layout torch.jit.save writes, every pickle's
-// globals (pickle_scan.h) and the version record. Only the zip directory, the local headers, the
-// pickles and the version record are read; the tensor data never is. PyTorch writes zip64
-// archives whose records are stored or deflated; anything else is refused with a message.
+// the zip layer's checks (zip_archive.h), the layout torch.jit.save writes, every pickle
+// (pickle_scan.h), every code record (code_scan.h) and the version record. Only the zip
+// directory, the local headers, the compressed records (inflated once to check them), the
+// pickles, the code and the version record are read; the tensor data never is. PyTorch writes
+// zip64 archives whose records are stored or deflated; anything else is refused with a message.
 #include "compiler/frontend/torchscript/archive.h"
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "compiler/frontend/torchscript/code_scan.h"
 #include "compiler/frontend/torchscript/pickle_scan.h"
 #include "compiler/frontend/torchscript/zip_archive.h"
+#include "compiler/support/sanitize.h"
 
 namespace zoc::torchscript {
 namespace {
@@ -94,6 +98,12 @@ Status check_layout(const std::vector<ZipEntry>& entries, ArchiveInfo& info) {
   return Status::success();
 }
 
+std::string lower_case(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix.data(), suffix.size()) == 0;
@@ -101,47 +111,70 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 // Every pickle LibTorch may unpickle: data.pkl, constants.pkl, the code's .debug_pkl files and
 // any other .pkl record, wherever it is, in any letter case (LibTorch finds records ignoring it).
-Status check_pickles(FileReader& r, const std::vector<ZipEntry>& entries) {
+Status check_pickles(FileReader& r, const std::vector<ZipEntry>& entries, const std::string& root) {
+  std::map<std::string, uint64_t> sizes;
+  for (const ZipEntry& e : entries) sizes[lower_case(e.name)] = e.uncompressed;
   for (const ZipEntry& e : entries) {
-    std::string lower = e.name;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string lower = lower_case(e.name);
     if (!ends_with(lower, ".pkl") && !ends_with(lower, ".debug_pkl")) continue;
     ZOC_ASSIGN_OR_RETURN(const std::string bytes, read_zip_entry(r, e, kMaxPickleBytes));
-    ZOC_TRY(check_pickle(quoted_name(e.name), bytes));
+    const bool loads_tensors = lower == root + "/data.pkl" || lower == root + "/constants.pkl";
+    ZOC_TRY(check_pickle(e.name, bytes, loads_tensors ? &sizes : nullptr));
   }
   return Status::success();
 }
 
-// The file format version: the digits of <root>/.data/version or <root>/version, if readable.
-std::optional<int64_t> read_version(FileReader& r, const std::vector<ZipEntry>& entries,
-                                    const std::string& root) {
+// The code records (<root>/code/**.py, TorchScript source), for what LibTorch would run or crash
+// on while loading the file (code_scan.h).
+Status check_code_records(FileReader& r, const std::vector<ZipEntry>& entries) {
+  for (const ZipEntry& e : entries) {
+    if (!ends_with(lower_case(e.name), ".py")) continue;
+    ZOC_ASSIGN_OR_RETURN(const std::string code, read_zip_entry(r, e, kMaxInflatedTotal));
+    ZOC_TRY(check_code(e.name, code));
+  }
+  return Status::success();
+}
+
+// The file format version: the digits of <root>/.data/version or <root>/version, the first that
+// exists, as LibTorch reads it. A missing or unreadable one is refused here, before LibTorch,
+// whose reader throws from its constructor then and leaks the archive it opened.
+Expected<int64_t> read_version(FileReader& r, const std::vector<ZipEntry>& entries,
+                               const std::string& root) {
   for (const char* record : {".data/version", "version"}) {
-    auto it = std::find_if(entries.begin(), entries.end(),
-                           [&](const ZipEntry& e) { return e.name == root + "/" + record; });
+    const std::string name = root + "/" + record;
+    auto it = std::find_if(entries.begin(), entries.end(), [&](const ZipEntry& e) {
+      return lower_case(e.name) == lower_case(name);
+    });
     if (it == entries.end()) continue;
     const auto text = read_zip_entry(r, *it, 20);
-    if (!text || text->empty()) return std::nullopt;
     int64_t v = 0;
-    bool digits = false;
-    for (char c : *text) {
+    bool digits = false, readable = text.ok();
+    for (char c : text.ok() ? *text : std::string()) {
       if (std::isdigit(static_cast<unsigned char>(c)) && v < 1000000000) {
         v = v * 10 + (c - '0');
         digits = true;
       } else if (!std::isspace(static_cast<unsigned char>(c))) {
-        return std::nullopt;
+        readable = false;
       }
     }
-    return digits ? std::optional<int64_t>(v) : std::nullopt;
+    if (readable && digits) return v;
+    return Error{fmt::format(
+        "its version record '{}' holds {}, not the file format version number torch.jit.save "
+        "writes there; zoc refused the file before loading any of it",
+        quoted_name(it->name),
+        text.ok() ? "'" + shown_text(*text, 40) + "'" : "more than 20 bytes")};
   }
-  return std::nullopt;
+  return Error{fmt::format(
+      "a zip archive that is not a TorchScript model: it has no version record ('{}/version'), "
+      "which torch.jit.save always writes",
+      quoted_name(root))};
 }
 
 }  // namespace
 
 Expected<ArchiveInfo> inspect_archive(const std::string& path) {
-  FileReader r(path);
-  if (!r.open()) return Error{"cannot open the file"};
+  FileReader r;
+  ZOC_TRY(r.open(path));
   if (r.size() == 0) return Error{"the file is empty; " + std::string(kHowToSave)};
   const std::vector<uint8_t> head = r.read(0, std::min<uint64_t>(r.size(), 24));
   if (head.size() >= 4 && read_le(head.data(), 4) != kLocalHeader) return not_a_zip(head);
@@ -156,9 +189,12 @@ Expected<ArchiveInfo> inspect_archive(const std::string& path) {
   ArchiveInfo info;
   info.records = static_cast<int64_t>(entries.size());
   info.file_size = static_cast<int64_t>(r.size());
+  info.device = r.device();
+  info.inode = r.inode();
   ZOC_TRY(check_layout(entries, info));
-  ZOC_TRY(check_pickles(r, entries));
-  info.format_version = read_version(r, entries, info.root);
+  ZOC_TRY(check_pickles(r, entries, lower_case(info.root)));
+  ZOC_TRY(check_code_records(r, entries));
+  ZOC_ASSIGN_OR_RETURN(info.format_version, read_version(r, entries, info.root));
   return info;
 }
 

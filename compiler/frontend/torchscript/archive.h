@@ -7,8 +7,9 @@
 // constants.pkl"); this check runs first, says what the file is in the user's terms, and finds
 // the version record that every later error names. It also refuses hostile archives before
 // LibTorch opens them: unsafe record names, duplicates, zip bombs and inconsistent headers
-// (zip_archive.h), and pickles that name Python globals TorchScript never writes
-// (pickle_scan.h).
+// (zip_archive.h), pickles that name Python globals TorchScript never writes, nest too deep or
+// hold tensors that reach past their bytes (pickle_scan.h), and code LibTorch would run or crash
+// on while loading it (code_scan.h).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,9 @@ struct ArchiveInfo {
   std::optional<int64_t> format_version;  // <root>/.data/version, or <root>/version
   int64_t records = 0;
   int64_t file_size = 0;
+  // The file checked (st_dev, st_ino): LibTorch is given this file, not whatever the path names
+  // by then.
+  uint64_t device = 0, inode = 0;
 
   // "TorchScript file format version 3" (inline: the plugin uses it too).
   std::string describe() const {

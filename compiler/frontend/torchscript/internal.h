@@ -149,6 +149,37 @@ class OpContext {
   bool failed_ = false;  // one reason per node is enough
 };
 
+// Constant folding's limits and allow-list (fold_policy.cpp says why and where the list comes
+// from). Sizes count string and tensor data bytes and 8 bytes per number and per item.
+inline constexpr uint64_t kMaxFoldedValueBytes = uint64_t{1} << 20;    // any one value
+inline constexpr uint64_t kMaxFoldedTotalBytes = uint64_t{256} << 20;  // all, per translation
+inline constexpr size_t kMaxFoldedDepth = 100;                         // nesting of a value
+inline constexpr int64_t kMaxFoldedTensorElements = 1024;  // tensors folding computes with
+
+struct FoldSize {
+  uint64_t bytes = 0;  // stops growing once past kMaxFoldedValueBytes
+  bool too_deep = false;
+};
+// The size of `v`, counting its tensors' data only if `tensor_data` (values that are moved around
+// or whose sizes are read cost no copy of their data).
+FoldSize measure_value(const c10::IValue& v, bool tensor_data);
+
+struct FoldVerdict {
+  enum Kind { kAllowed, kNotPure, kTooLarge } kind = kAllowed;
+  std::string why;           // kNotPure: why it is not evaluated; kTooLarge: what it would give
+  bool tensor_data = false;  // kAllowed: the op computes with tensor data (count it)
+};
+// Whether node `n` may be evaluated on the constants `args` (its inputs, in order).
+FoldVerdict check_fold(jit::Node* n, const std::vector<c10::IValue>& args);
+// Whether a TorchScript type is or holds a tensor.
+bool holds_tensor(const c10::TypePtr& t);
+// LibTorch's message `text` made printable, its INTERNAL ASSERT wording (a request to report a
+// LibTorch bug, with a path into LibTorch's sources) replaced by what it means (module.cpp).
+std::string readable_libtorch_text(const std::string& text);
+// Puts LibTorch's string operators whose result can outgrow their inputs behind zoc's size
+// check, once per process, before any model is compiled (fold_policy.cpp says why).
+void guard_libtorch_string_ops();
+
 // An op handler: maps one ATen node to IR nodes and sets its results; false after fail().
 using Handler = bool (*)(OpContext&);
 // The handler for an op kind ("aten::conv2d"), or nullptr if zoc does not map it.
@@ -206,6 +237,9 @@ class Translator {
   bool structural(jit::Node* n);  // lists, sizes, None checks, casts with non-constant parts
   bool fold_container(jit::Node* n, const std::vector<Val>& in);
   bool fold(jit::Node* n);  // runs a node on constant inputs with LibTorch's own kernel
+  // Counts a folded value against the limits; false after reporting it past them.
+  bool charge_folded(jit::Node* n, const c10::IValue& v, const char* role, bool tensor_data);
+  bool charge_folded_items(jit::Node* n, size_t items);  // lists of non-constant values
   void get_attr(jit::Node* n);
   void call(jit::Node* n, bool method);
   void run_if(jit::Node* n);
@@ -218,6 +252,7 @@ class Translator {
   Origin origin(jit::Node* n) const;
   std::optional<SourceLoc> to_loc(const jit::SourceRange& r) const;
   void unsupported(jit::Node* n, const std::string& why);
+  void not_folded(jit::Node* n, const std::string& why);  // listed with the unsupported ops
   void error(jit::Node* n, const std::string& message);  // a fatal, located error
   bool is_leaf(const c10::IValue& module) const;
   std::string fresh_name(const Origin& o, ir::OpKind op) const;
@@ -237,6 +272,7 @@ class Translator {
   std::set<std::string> reserved_names_;     // layers that own state_dict tensors, and "input"
   std::map<std::string, at::Tensor> state_;  // state_dict name -> tensor
   int64_t steps_ = 0;
+  uint64_t folded_bytes_ = 0;  // all values folding took and gave (kMaxFoldedTotalBytes)
   bool fatal_ = false;
 };
 

@@ -1,130 +1,96 @@
-// The opcode walk and allow-list of pickle_scan.h. The walk tracks, instead of a stack of
-// objects, only whether each of the top two stack entries is a known string (and the same for
-// memo entries), which is all STACK_GLOBAL needs: an opcode that is not a plain push leaves both
-// unknown, so a name that is not pushed right before STACK_GLOBAL is refused as unknowable rather
-// than guessed. Strings longer than any global name, and memo entries past a bound, are not
-// tracked, which keeps the walk's memory small for any input.
+// The opcode walk and allow-list of pickle_scan.h, and the opcodes' effects on the model of the
+// unpickler's stack (pickle_scanner.h; pickle_values.cpp keeps the stack). Globals are checked as
+// they are named. STACK_GLOBAL takes its module and name from the stack; the scan follows them
+// only when they are known strings pushed right before it, directly or through the memo, so that
+// a name assembled any other way is refused as unknowable rather than guessed.
 #include "compiler/frontend/torchscript/pickle_scan.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdint>
-#include <map>
-#include <optional>
 
 #include <fmt/format.h>
 
+#include "compiler/frontend/torchscript/pickle_scanner.h"
 #include "compiler/frontend/torchscript/zip_archive.h"
 #include "compiler/support/sanitize.h"
 
-namespace zoc::torchscript {
+namespace zoc::torchscript::pickle {
 namespace {
 
-// What follows an opcode byte.
-enum class Arg : uint8_t {
-  kNone,
-  kFixed1,
-  kFixed2,
-  kFixed4,
-  kFixed8,
-  kLine,
-  kTwoLines,
-  kLen1,
-  kLen4,
-  kLen8
-};
-// What an opcode does to the scan's state.
-enum class Role : uint8_t {
-  kOther,        // pops or rewrites the stack: the top entries become unknown
-  kPush,         // pushes something that is not a string
-  kPushString,   // pushes its argument as a string
-  kMemoGet,      // pushes a memo entry
-  kMemoPut,      // copies the top into the memo at its argument
-  kMemoize,      // copies the top into the memo at the memo's size
-  kNeutral,      // PROTO, FRAME: no stack effect
-  kGlobal,       // GLOBAL, INST: module and name inline
-  kStackGlobal,  // module and name from the stack
-  kExtension,    // EXT1/2/4: a global from the copyreg extension registry
-  kStop,
-};
-
-struct Opcode {
-  uint8_t code;
-  const char* name;
-  Arg arg;
-  Role role;
-};
+using E = Effect;
 
 // Every opcode of pickle protocols 0 to 5 (CPython's Lib/pickletools.py lists them).
 constexpr Opcode kOpcodes[] = {
-    {'(', "MARK", Arg::kNone, Role::kPush},
-    {'.', "STOP", Arg::kNone, Role::kStop},
-    {'0', "POP", Arg::kNone, Role::kOther},
-    {'1', "POP_MARK", Arg::kNone, Role::kOther},
-    {'2', "DUP", Arg::kNone, Role::kPush},
-    {'F', "FLOAT", Arg::kLine, Role::kPush},
-    {'I', "INT", Arg::kLine, Role::kPush},
-    {'J', "BININT", Arg::kFixed4, Role::kPush},
-    {'K', "BININT1", Arg::kFixed1, Role::kPush},
-    {'L', "LONG", Arg::kLine, Role::kPush},
-    {'M', "BININT2", Arg::kFixed2, Role::kPush},
-    {'N', "NONE", Arg::kNone, Role::kPush},
-    {'P', "PERSID", Arg::kLine, Role::kPush},
-    {'Q', "BINPERSID", Arg::kNone, Role::kOther},
-    {'R', "REDUCE", Arg::kNone, Role::kOther},
-    {'S', "STRING", Arg::kLine, Role::kPushString},
-    {'T', "BINSTRING", Arg::kLen4, Role::kPushString},
-    {'U', "SHORT_BINSTRING", Arg::kLen1, Role::kPushString},
-    {'V', "UNICODE", Arg::kLine, Role::kPushString},
-    {'X', "BINUNICODE", Arg::kLen4, Role::kPushString},
-    {'a', "APPEND", Arg::kNone, Role::kOther},
-    {'b', "BUILD", Arg::kNone, Role::kOther},
-    {'c', "GLOBAL", Arg::kTwoLines, Role::kGlobal},
-    {'d', "DICT", Arg::kNone, Role::kOther},
-    {'}', "EMPTY_DICT", Arg::kNone, Role::kPush},
-    {'e', "APPENDS", Arg::kNone, Role::kOther},
-    {'g', "GET", Arg::kLine, Role::kMemoGet},
-    {'h', "BINGET", Arg::kFixed1, Role::kMemoGet},
-    {'i', "INST", Arg::kTwoLines, Role::kGlobal},
-    {'j', "LONG_BINGET", Arg::kFixed4, Role::kMemoGet},
-    {'l', "LIST", Arg::kNone, Role::kOther},
-    {']', "EMPTY_LIST", Arg::kNone, Role::kPush},
-    {'o', "OBJ", Arg::kNone, Role::kOther},
-    {'p', "PUT", Arg::kLine, Role::kMemoPut},
-    {'q', "BINPUT", Arg::kFixed1, Role::kMemoPut},
-    {'r', "LONG_BINPUT", Arg::kFixed4, Role::kMemoPut},
-    {'s', "SETITEM", Arg::kNone, Role::kOther},
-    {'t', "TUPLE", Arg::kNone, Role::kOther},
-    {')', "EMPTY_TUPLE", Arg::kNone, Role::kPush},
-    {'u', "SETITEMS", Arg::kNone, Role::kOther},
-    {'G', "BINFLOAT", Arg::kFixed8, Role::kPush},
-    {0x80, "PROTO", Arg::kFixed1, Role::kNeutral},
-    {0x81, "NEWOBJ", Arg::kNone, Role::kOther},
-    {0x82, "EXT1", Arg::kFixed1, Role::kExtension},
-    {0x83, "EXT2", Arg::kFixed2, Role::kExtension},
-    {0x84, "EXT4", Arg::kFixed4, Role::kExtension},
-    {0x85, "TUPLE1", Arg::kNone, Role::kOther},
-    {0x86, "TUPLE2", Arg::kNone, Role::kOther},
-    {0x87, "TUPLE3", Arg::kNone, Role::kOther},
-    {0x88, "NEWTRUE", Arg::kNone, Role::kPush},
-    {0x89, "NEWFALSE", Arg::kNone, Role::kPush},
-    {0x8a, "LONG1", Arg::kLen1, Role::kPush},
-    {0x8b, "LONG4", Arg::kLen4, Role::kPush},
-    {'B', "BINBYTES", Arg::kLen4, Role::kPush},
-    {'C', "SHORT_BINBYTES", Arg::kLen1, Role::kPush},
-    {0x8c, "SHORT_BINUNICODE", Arg::kLen1, Role::kPushString},
-    {0x8d, "BINUNICODE8", Arg::kLen8, Role::kPushString},
-    {0x8e, "BINBYTES8", Arg::kLen8, Role::kPush},
-    {0x8f, "EMPTY_SET", Arg::kNone, Role::kPush},
-    {0x90, "ADDITEMS", Arg::kNone, Role::kOther},
-    {0x91, "FROZENSET", Arg::kNone, Role::kOther},
-    {0x92, "NEWOBJ_EX", Arg::kNone, Role::kOther},
-    {0x93, "STACK_GLOBAL", Arg::kNone, Role::kStackGlobal},
-    {0x94, "MEMOIZE", Arg::kNone, Role::kMemoize},
-    {0x95, "FRAME", Arg::kFixed8, Role::kNeutral},
-    {0x96, "BYTEARRAY8", Arg::kLen8, Role::kPush},
-    {0x97, "NEXT_BUFFER", Arg::kNone, Role::kPush},
-    {0x98, "READONLY_BUFFER", Arg::kNone, Role::kOther},
+    {'(', "MARK", Arg::kNone, E::kMark},
+    {'.', "STOP", Arg::kNone, E::kStop},
+    {'0', "POP", Arg::kNone, E::kPop},
+    {'1', "POP_MARK", Arg::kNone, E::kPopMark},
+    {'2', "DUP", Arg::kNone, E::kDup},
+    {'F', "FLOAT", Arg::kLine, E::kScalar},
+    {'I', "INT", Arg::kLine, E::kInt},
+    {'J', "BININT", Arg::kFixed4, E::kInt},
+    {'K', "BININT1", Arg::kFixed1, E::kInt},
+    {'L', "LONG", Arg::kLine, E::kInt},
+    {'M', "BININT2", Arg::kFixed2, E::kInt},
+    {'N', "NONE", Arg::kNone, E::kScalar},
+    {'P', "PERSID", Arg::kLine, E::kTextPersId},
+    {'Q', "BINPERSID", Arg::kNone, E::kPersId},
+    {'R', "REDUCE", Arg::kNone, E::kReduce},
+    {'S', "STRING", Arg::kLine, E::kString},
+    {'T', "BINSTRING", Arg::kLen4, E::kString},
+    {'U', "SHORT_BINSTRING", Arg::kLen1, E::kString},
+    {'V', "UNICODE", Arg::kLine, E::kString},
+    {'X', "BINUNICODE", Arg::kLen4, E::kString},
+    {'a', "APPEND", Arg::kNone, E::kAppend, 1},
+    {'b', "BUILD", Arg::kNone, E::kBuild},
+    {'c', "GLOBAL", Arg::kTwoLines, E::kGlobal},
+    {'d', "DICT", Arg::kNone, E::kFromMark, 0, true},
+    {'}', "EMPTY_DICT", Arg::kNone, E::kEmpty, 0, true},
+    {'e', "APPENDS", Arg::kNone, E::kAppend, -1},
+    {'g', "GET", Arg::kLine, E::kMemoGet},
+    {'h', "BINGET", Arg::kFixed1, E::kMemoGet},
+    {'i', "INST", Arg::kTwoLines, E::kInst},
+    {'j', "LONG_BINGET", Arg::kFixed4, E::kMemoGet},
+    {'l', "LIST", Arg::kNone, E::kFromMark},
+    {']', "EMPTY_LIST", Arg::kNone, E::kEmpty},
+    {'o', "OBJ", Arg::kNone, E::kObj},
+    {'p', "PUT", Arg::kLine, E::kMemoPut},
+    {'q', "BINPUT", Arg::kFixed1, E::kMemoPut},
+    {'r', "LONG_BINPUT", Arg::kFixed4, E::kMemoPut},
+    {'s', "SETITEM", Arg::kNone, E::kAppend, 2},
+    {'t', "TUPLE", Arg::kNone, E::kTuple, -1},
+    {')', "EMPTY_TUPLE", Arg::kNone, E::kTuple, 0},
+    {'u', "SETITEMS", Arg::kNone, E::kAppend, -1},
+    {'G', "BINFLOAT", Arg::kFixed8, E::kScalar},
+    {0x80, "PROTO", Arg::kFixed1, E::kNeutral},
+    {0x81, "NEWOBJ", Arg::kNone, E::kNewObj, 2},
+    {0x82, "EXT1", Arg::kFixed1, E::kExtension},
+    {0x83, "EXT2", Arg::kFixed2, E::kExtension},
+    {0x84, "EXT4", Arg::kFixed4, E::kExtension},
+    {0x85, "TUPLE1", Arg::kNone, E::kTuple, 1},
+    {0x86, "TUPLE2", Arg::kNone, E::kTuple, 2},
+    {0x87, "TUPLE3", Arg::kNone, E::kTuple, 3},
+    {0x88, "NEWTRUE", Arg::kNone, E::kScalar},
+    {0x89, "NEWFALSE", Arg::kNone, E::kScalar},
+    {0x8a, "LONG1", Arg::kLen1, E::kInt},
+    {0x8b, "LONG4", Arg::kLen4, E::kInt},
+    {'B', "BINBYTES", Arg::kLen4, E::kScalar},
+    {'C', "SHORT_BINBYTES", Arg::kLen1, E::kScalar},
+    {0x8c, "SHORT_BINUNICODE", Arg::kLen1, E::kString},
+    {0x8d, "BINUNICODE8", Arg::kLen8, E::kString},
+    {0x8e, "BINBYTES8", Arg::kLen8, E::kScalar},
+    {0x8f, "EMPTY_SET", Arg::kNone, E::kEmpty},
+    {0x90, "ADDITEMS", Arg::kNone, E::kAppend, -1},
+    {0x91, "FROZENSET", Arg::kNone, E::kFromMark},
+    {0x92, "NEWOBJ_EX", Arg::kNone, E::kNewObj, 3},
+    {0x93, "STACK_GLOBAL", Arg::kNone, E::kStackGlobal},
+    {0x94, "MEMOIZE", Arg::kNone, E::kMemoize},
+    {0x95, "FRAME", Arg::kFixed8, E::kNeutral},
+    {0x96, "BYTEARRAY8", Arg::kLen8, E::kScalar},
+    {0x97, "NEXT_BUFFER", Arg::kNone, E::kScalar},
+    {0x98, "READONLY_BUFFER", Arg::kNone, E::kNeutral},
 };
 
 constexpr std::array<const Opcode*, 256> opcode_index() {
@@ -178,29 +144,28 @@ bool is_identifier(std::string_view s) {
   return true;
 }
 
-// A string as the stack holds it: known if decoded exactly and short enough to be a global name.
-using Known = std::optional<std::string>;
-constexpr size_t kMaxTrackedString = 256;
-constexpr size_t kMaxTrackedMemo = 1 << 16;
+// Strings longer than any global name, storage key or attribute name are not kept.
+constexpr size_t kMaxKeptString = 256;
 
-Known known_if_short(std::string_view s) {
-  if (s.size() > kMaxTrackedString) return std::nullopt;
-  return std::string(s);
-}
-
-// The string a string-pushing opcode's argument decodes to, where that is plain: text opcodes
-// with escapes, and Python 2 strings with non-ASCII bytes, are left unknown.
-Known decode_string(uint8_t code, std::string_view arg) {
+// A string node for a string-pushing opcode's argument: known where the argument decodes plainly
+// (text opcodes with escapes, and Python 2 strings with non-ASCII bytes, are left unknown).
+std::shared_ptr<Node> string_node(uint8_t code, std::string_view arg) {
+  auto node = std::make_shared<Node>();
+  node->kind = Node::Kind::kString;
+  node->known = false;
   if (code == 'S') {  // a quoted repr: 'os'
-    if (arg.size() < 2 || (arg[0] != '\'' && arg[0] != '"') || arg.back() != arg[0]) return {};
+    if (arg.size() < 2 || (arg[0] != '\'' && arg[0] != '"') || arg.back() != arg[0]) return node;
     arg = arg.substr(1, arg.size() - 2);
   }
   if (code == 'S' || code == 'V' || code == 'T' || code == 'U') {
     for (unsigned char c : arg) {
-      if (c == '\\' || c >= 0x80) return std::nullopt;
+      if (c == '\\' || c >= 0x80) return node;
     }
   }
-  return known_if_short(arg);
+  if (arg.size() > kMaxKeptString) return node;
+  node->known = true;
+  node->text = std::string(arg);
+  return node;
 }
 
 std::optional<uint64_t> decimal(std::string_view s) {
@@ -213,48 +178,42 @@ std::optional<uint64_t> decimal(std::string_view s) {
   return v;
 }
 
-class Scanner {
- public:
-  Scanner(const std::string& record, std::string_view bytes) : record_(record), in_(bytes) {}
-  Status run();
+// A text integer (INT, LONG): decimal, optionally signed, LONG's with a trailing 'L'; INT's "01"
+// and "00" are Python 2's True and False. Nothing outside int64 is an integer the checks use.
+std::optional<int64_t> text_int(std::string_view s) {
+  if (!s.empty() && s.back() == 'L') s.remove_suffix(1);
+  const bool negative = !s.empty() && s[0] == '-';
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  const std::optional<uint64_t> v = decimal(s);
+  if (!v || *v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  return negative ? -static_cast<int64_t>(*v) : static_cast<int64_t>(*v);
+}
 
- private:
-  // Reads the argument of `op` at pos_ into arg_ (and, for two lines, arg2_).
-  Status read_arg(const Opcode& op, uint64_t at);
-  std::optional<std::string_view> line();
-  Status check_global(std::string_view module, std::string_view name, const Opcode& op,
-                      uint64_t at) const;
-  // Python's memo, until it outgrows the bound: from then on every memo entry is unknown (and
-  // MEMOIZE's index, the memo's size, is too).
-  void remember(uint64_t key) {
-    if (memo_lost_) return;
-    if (memo_.size() >= kMaxTrackedMemo && !memo_.count(key)) {
-      memo_lost_ = true;
-      memo_.clear();
-      return;
-    }
-    memo_[key] = top_;
-  }
-  void push(Known value) {
-    below_ = std::move(top_);
-    top_ = std::move(value);
-  }
-  Error refuse(const std::string& what) const {
-    return Error{
-        fmt::format("unsafe pickle: record '{}' {}; {}", record_, what, kRefusedBeforeLoading)};
-  }
-  Error corrupt(const std::string& what) const {
-    return Error{fmt::format("corrupt pickle: record '{}' {}", record_, what)};
-  }
+// A little-endian two's complement integer of at most 8 bytes (BININT*, LONG1, LONG4).
+std::optional<int64_t> binary_int(std::string_view bytes, bool is_signed) {
+  if (bytes.size() > 8) return std::nullopt;
+  if (bytes.empty()) return 0;
+  uint64_t v =
+      read_le(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
+  const unsigned bits = 8 * static_cast<unsigned>(bytes.size());
+  if (is_signed && bits < 64 && (v >> (bits - 1)) & 1) v |= ~uint64_t{0} << bits;
+  return static_cast<int64_t>(v);
+}
 
-  const std::string& record_;
-  std::string_view in_;
-  uint64_t pos_ = 0;
-  std::string_view arg_, arg2_;
-  Known top_, below_;
-  std::map<uint64_t, Known> memo_;
-  bool memo_lost_ = false;
-};
+}  // namespace
+
+Scanner::Scanner(const std::string& record, std::string_view bytes,
+                 const std::map<std::string, uint64_t>* record_sizes)
+    : record_(record), shown_(quoted_name(record)), in_(bytes), record_sizes_(record_sizes) {}
+
+Error Scanner::refuse(const std::string& what) const {
+  return Error{
+      fmt::format("unsafe pickle: record '{}' {}; {}", shown_, what, kRefusedBeforeLoading)};
+}
+
+Error Scanner::corrupt(const std::string& what) const {
+  return Error{fmt::format("corrupt pickle: record '{}' {}", shown_, what)};
+}
 
 std::optional<std::string_view> Scanner::line() {
   const size_t nl = in_.find('\n', pos_);
@@ -338,70 +297,236 @@ Status Scanner::run() {
           fmt::format("is not a pickle: byte {} is 0x{:02x}, which is no pickle opcode", at, code));
     }
     ZOC_TRY(read_arg(*op, at));
-    switch (op->role) {
-      case Role::kStop:
-        return Status::success();
-      case Role::kNeutral:
-        break;
-      case Role::kOther:
-        top_ = below_ = std::nullopt;
-        break;
-      case Role::kPush:
-        push(std::nullopt);
-        break;
-      case Role::kPushString:
-        push(decode_string(code, arg_));
-        break;
-      case Role::kGlobal:
-        ZOC_TRY(check_global(arg_, arg2_, *op, at));
-        top_ = below_ = std::nullopt;
-        break;
-      case Role::kStackGlobal:
-        if (!top_ || !below_) {
-          return refuse(
-              fmt::format("loads a global whose name it computes (STACK_GLOBAL at byte "
-                          "{} without two strings pushed right before it), so zoc "
-                          "cannot tell what it would run",
-                          at));
-        }
-        ZOC_TRY(check_global(*below_, *top_, *op, at));
-        top_ = below_ = std::nullopt;
-        break;
-      case Role::kExtension:
-        return refuse(
-            fmt::format("loads a global through Python's copyreg extension registry "
-                        "({} at byte {}), so zoc cannot tell what it would run",
-                        op->name, at));
-      case Role::kMemoGet:
-      case Role::kMemoPut: {
-        const std::optional<uint64_t> key =
-            op->arg == Arg::kLine ? decimal(arg_)
-                                  : read_le(reinterpret_cast<const uint8_t*>(arg_.data()),
-                                            static_cast<int>(arg_.size()));
-        if (!key) {
-          return corrupt(
-              fmt::format("has no memo index after its {} opcode at byte {}", op->name, at));
-        }
-        if (op->role == Role::kMemoGet) {
-          const auto it = memo_.find(*key);
-          push(it == memo_.end() ? std::nullopt : it->second);
-        } else {
-          remember(*key);
-        }
-        break;
-      }
-      case Role::kMemoize:
-        remember(memo_.size());
-        break;
+    if (op->effect == E::kStop) return Status::success();
+    const int fresh_before = fresh_strings_;
+    ZOC_TRY(step(*op, at));
+    const Node* pushed = stack_.empty() ? nullptr : stack_.back().node.get();
+    if (op->effect == E::kMemoPut || op->effect == E::kMemoize || op->effect == E::kNeutral) {
+      fresh_strings_ = fresh_before;  // these leave the stack as it is
+    } else if ((op->effect == E::kString || op->effect == E::kMemoGet) && pushed &&
+               pushed->kind == Node::Kind::kString && pushed->known) {
+      fresh_strings_ = std::min(fresh_before + 1, 2);
+    } else {
+      fresh_strings_ = 0;
     }
   }
   return corrupt(
       fmt::format("ends at byte {} without the STOP opcode that closes a pickle", in_.size()));
 }
 
-}  // namespace
+Status Scanner::step(const Opcode& op, uint64_t at) {
+  switch (op.effect) {
+    case E::kStop:
+    case E::kNeutral:
+      return Status::success();
+    case E::kMark:
+      ZOC_TRY(room(at));
+      marks_.push_back(stack_.size());
+      return Status::success();
+    case E::kPop:
+      ZOC_TRY(pop(1, op, at));
+      return Status::success();
+    case E::kPopMark:
+      ZOC_TRY(pop_mark(op, at));
+      return Status::success();
+    case E::kDup: {
+      Slot* t = nullptr;
+      ZOC_ASSIGN_OR_RETURN(t, top(op, at));
+      return push(*t);
+    }
+    case E::kScalar:
+    case E::kTextPersId:
+      return push(Slot{});
+    case E::kInt:
+      return push_int(op, at);
+    case E::kString: {
+      auto node = string_node(op.code, arg_);
+      // LibTorch's .debug_pkl format with a string table starts with its name.
+      if (!seen_string_ && node->known && node->text == "FORMAT_WITH_STRING_TABLE" &&
+          record_.size() > 10 && record_.compare(record_.size() - 10, 10, ".debug_pkl") == 0) {
+        string_table_format_ = true;
+      }
+      seen_string_ = true;
+      return push(Slot{Slot::Kind::kNode, 0, std::move(node)});
+    }
+    case E::kTuple: {
+      std::vector<Slot> items;
+      if (op.count < 0) {
+        ZOC_ASSIGN_OR_RETURN(items, pop_mark(op, at));
+      } else {
+        ZOC_ASSIGN_OR_RETURN(items, pop(static_cast<size_t>(op.count), op, at));
+      }
+      ZOC_ASSIGN_OR_RETURN(Slot t, make(Node::Kind::kTuple, std::move(items), false, at));
+      return push(std::move(t));
+    }
+    case E::kEmpty:
+    case E::kFromMark: {
+      std::vector<Slot> items;
+      if (op.effect == E::kFromMark) {
+        ZOC_ASSIGN_OR_RETURN(items, pop_mark(op, at));
+      }
+      ZOC_ASSIGN_OR_RETURN(Slot c, make(Node::Kind::kContainer, std::move(items), op.dict, at));
+      return push(std::move(c));
+    }
+    case E::kAppend: {
+      std::vector<Slot> items;
+      if (op.count < 0) {
+        ZOC_ASSIGN_OR_RETURN(items, pop_mark(op, at));
+      } else {
+        ZOC_ASSIGN_OR_RETURN(items, pop(static_cast<size_t>(op.count), op, at));
+      }
+      Slot* into = nullptr;
+      ZOC_ASSIGN_OR_RETURN(into, top(op, at));
+      return add(*into, std::move(items), op, at);
+    }
+    case E::kBuild: {
+      ZOC_ASSIGN_OR_RETURN(std::vector<Slot> state, pop(1, op, at));
+      Slot* object = nullptr;
+      ZOC_ASSIGN_OR_RETURN(object, top(op, at));
+      return add(*object, std::move(state), op, at);
+    }
+    case E::kMemoGet:
+    case E::kMemoPut:
+    case E::kMemoize:
+      return memo(op, at);
+    case E::kGlobal:
+    case E::kStackGlobal:
+    case E::kInst:
+    case E::kObj:
+    case E::kReduce:
+    case E::kNewObj:
+    case E::kPersId:
+    case E::kExtension:
+      return call(op, at);
+  }
+  return Status::success();
+}
+
+Status Scanner::push_int(const Opcode& op, uint64_t at) {
+  std::optional<int64_t> v;
+  if (op.arg == Arg::kLine) {
+    if (op.code == 'I' && (arg_ == "00" || arg_ == "01")) return push(Slot{});  // a bool
+    v = text_int(arg_);
+    if (!v && arg_.find_first_not_of("+-0123456789L") != std::string_view::npos) {
+      return corrupt(fmt::format("has no integer after its {} opcode at byte {}", op.name, at));
+    }
+  } else {
+    v = binary_int(arg_, op.code == 'J' || op.code == 0x8a || op.code == 0x8b);
+  }
+  if (!v) return push(Slot{});  // past int64: no size, stride or offset LibTorch reads
+  return push(Slot{Slot::Kind::kInt, *v, nullptr});
+}
+
+Status Scanner::memo(const Opcode& op, uint64_t at) {
+  std::optional<uint64_t> key;
+  if (op.effect == E::kMemoize) {
+    key = memo_.size();
+  } else if (op.arg == Arg::kLine) {
+    key = decimal(arg_);
+  } else {
+    key = read_le(reinterpret_cast<const uint8_t*>(arg_.data()), static_cast<int>(arg_.size()));
+  }
+  if (!key) {
+    return corrupt(fmt::format("has no memo index after its {} opcode at byte {}", op.name, at));
+  }
+  if (op.effect == E::kMemoGet) {
+    if (*key >= memo_.size()) {
+      return corrupt(fmt::format("reads memo entry {} ({} at byte {}), which it never stored", *key,
+                                 op.name, at));
+    }
+    return push(memo_[*key]);
+  }
+  // LibTorch stores memo entries in order whatever their index says, Python at their index: the
+  // two read the same only if the indices count up from 0, as every pickler writes them.
+  if (*key != memo_.size()) {
+    return refuse(fmt::format(
+        "stores memo entry {} ({} at byte {}) where entry {} comes next, which LibTorch and "
+        "Python would read differently",
+        *key, op.name, at, memo_.size()));
+  }
+  Slot* t = nullptr;
+  ZOC_ASSIGN_OR_RETURN(t, top(op, at));
+  ZOC_TRY(room(at));
+  memo_.push_back(*t);
+  return Status::success();
+}
+
+// The opcodes that name or call a global, a class or a persistent id.
+Status Scanner::call(const Opcode& op, uint64_t at) {
+  auto global = [](std::string text) {
+    auto node = std::make_shared<Node>();
+    node->kind = Node::Kind::kGlobal;
+    node->text = std::move(text);
+    return Slot{Slot::Kind::kNode, 0, std::move(node)};
+  };
+  switch (op.effect) {
+    case E::kGlobal:
+      ZOC_TRY(check_global(arg_, arg2_, op, at));
+      return push(global(fmt::format("{}.{}", arg_, arg2_)));
+    case E::kStackGlobal: {
+      if (fresh_strings_ < 2) {
+        return refuse(
+            fmt::format("loads a global whose name it computes (STACK_GLOBAL at byte "
+                        "{} without two strings pushed right before it), so zoc "
+                        "cannot tell what it would run",
+                        at));
+      }
+      ZOC_ASSIGN_OR_RETURN(const std::vector<Slot> names, pop(2, op, at));
+      ZOC_TRY(check_global(names[0].node->text, names[1].node->text, op, at));
+      return push(global(names[0].node->text + "." + names[1].node->text));
+    }
+    case E::kExtension:
+      return refuse(
+          fmt::format("loads a global through Python's copyreg extension registry "
+                      "({} at byte {}), so zoc cannot tell what it would run",
+                      op.name, at));
+    case E::kInst:
+    case E::kObj: {
+      if (op.effect == E::kInst) ZOC_TRY(check_global(arg_, arg2_, op, at));
+      ZOC_ASSIGN_OR_RETURN(std::vector<Slot> args, pop_mark(op, at));
+      ZOC_ASSIGN_OR_RETURN(Slot object, make(Node::Kind::kContainer, std::move(args), false, at));
+      return push(std::move(object));
+    }
+    case E::kNewObj: {
+      ZOC_ASSIGN_OR_RETURN(std::vector<Slot> parts, pop(static_cast<size_t>(op.count), op, at));
+      ZOC_ASSIGN_OR_RETURN(Slot object, make(Node::Kind::kContainer, std::move(parts), false, at));
+      return push(std::move(object));
+    }
+    case E::kPersId: {
+      ZOC_ASSIGN_OR_RETURN(const std::vector<Slot> id, pop(1, op, at));
+      ZOC_ASSIGN_OR_RETURN(Slot s, storage(id[0], at));
+      return push(std::move(s));
+    }
+    case E::kReduce: {
+      ZOC_ASSIGN_OR_RETURN(std::vector<Slot> parts, pop(2, op, at));
+      const Node* callee = parts[0].node.get();
+      const std::string name =
+          callee && callee->kind == Node::Kind::kGlobal ? callee->text : std::string();
+      if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_qtensor") {
+        ZOC_ASSIGN_OR_RETURN(Slot t, tensor(parts[1], at));
+        return push(std::move(t));
+      }
+      const Node* args = parts[1].node.get();
+      const bool same_value = name == "torch.jit._pickle.restore_type_tag" ||
+                              name.rfind("torch.jit._pickle.build_", 0) == 0;
+      if (same_value && args && args->kind == Node::Kind::kTuple && args->items_kept &&
+          !args->items.empty()) {
+        return push(args->items[0]);  // the value itself, typed (or as a typed list)
+      }
+      ZOC_ASSIGN_OR_RETURN(Slot result, make(Node::Kind::kContainer, std::move(parts), false, at));
+      return push(std::move(result));
+    }
+    default:
+      return Status::success();
+  }
+}
+
+}  // namespace zoc::torchscript::pickle
+
+namespace zoc::torchscript {
 
 bool allowed_pickle_global(std::string_view module, std::string_view name) {
+  using namespace pickle;  // the lists above
   for (const Global& g : kGlobals) {
     if (g.module == module && g.name == name) return true;
   }
@@ -433,8 +558,9 @@ bool allowed_pickle_global(std::string_view module, std::string_view name) {
   return true;
 }
 
-Status check_pickle(const std::string& record, std::string_view bytes) {
-  return Scanner(record, bytes).run();
+Status check_pickle(const std::string& record, std::string_view bytes,
+                    const std::map<std::string, uint64_t>* record_sizes) {
+  return pickle::Scanner(record, bytes, record_sizes).run();
 }
 
 }  // namespace zoc::torchscript

@@ -16,7 +16,7 @@
 
 namespace zoc::torchscript::plugin {
 
-inline constexpr uint32_t kAbiVersion = 1;
+inline constexpr uint32_t kAbiVersion = 2;
 inline constexpr const char* kEntryPoint = "zoc_torchscript_plugin_api";
 
 // Changes whenever a type passed across the boundary changes size.

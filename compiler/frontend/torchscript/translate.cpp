@@ -36,6 +36,7 @@
 #include <fmt/format.h>
 
 #include "compiler/frontend/torchscript/internal.h"
+#include "compiler/support/sanitize.h"
 
 namespace zoc::torchscript::detail {
 namespace {
@@ -187,8 +188,9 @@ void Translator::step(jit::Node* n) {
   } else if (k == prim::RaiseException) {
     const Val& m = get(n->input(0));
     error(n, fmt::format("forward raises an exception for this input: {}",
-                         m.is(Kind::kConst) && m.value.isString() ? m.value.toStringRef()
-                                                                  : "(message unknown)"));
+                         m.is(Kind::kConst) && m.value.isString()
+                             ? shown_text(m.value.toStringRef())
+                             : "(message unknown)"));
   } else if (k == aten::warn || k == prim::Print) {
     // No effect on the result.
   } else if (k == prim::Uninitialized) {
@@ -203,10 +205,18 @@ void Translator::get_attr(jit::Node* n) {
   const std::string attr = n->s(jit::attr::name);
   if (obj.is(Kind::kPoison)) return poison_outputs(n);
   if (!obj.value.isObject()) return unsupported(n, "attribute of a value that is not an object");
+  if (shown_text(attr) != attr) {  // control bytes, bidirectional overrides, '\\'
+    return error(n, fmt::format("attribute '{}' has a name that zoc cannot print as it is, so "
+                                "it is no layer or tensor name zoc accepts",
+                                shown_text(attr)));
+  }
   const c10::intrusive_ptr<c10::ivalue::Object> object = obj.value.toObject();
   const c10::ClassTypePtr type = object->type();
   const c10::optional<size_t> slot = type->findAttributeSlot(attr);
-  if (!slot) return error(n, fmt::format("'{}' has no attribute '{}'", obj.name, attr));
+  if (!slot) {
+    return error(n, fmt::format("'{}' has no attribute '{}'", shown_text(obj.name),
+                                shown_text(attr)));
+  }
   c10::IValue v = object->getSlot(*slot);
   Val out;
   if (obj.is(Kind::kModule) && v.isObject() && v.toObject()->type()->is_module()) {

@@ -8,6 +8,7 @@
 
 #include "compiler/frontend/torchscript/internal.h"
 #include "compiler/ir/shapes.h"
+#include "compiler/support/sanitize.h"
 
 namespace zoc::torchscript::detail {
 namespace {
@@ -26,9 +27,11 @@ bool inside_pytorch(const std::string& file) {
 void Translator::report_problems(const SourceLoc& at) {
   std::vector<std::pair<std::string, int>> lines;
   for (const Problem& p : problems_) {
-    std::string line = fmt::format(
-        "{}: {} at {}", p.origin.module_path.empty() ? "(top-level module)" : p.origin.module_path,
-        p.what, p.origin.loc.str());
+    std::string line =
+        fmt::format("{}: {} at {}",
+                    p.origin.module_path.empty() ? "(top-level module)"
+                                                 : shown_text(p.origin.module_path),
+                    p.what, p.origin.loc.str());
     auto it =
         std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == line; });
     if (it == lines.end()) {
@@ -62,9 +65,10 @@ void Translator::check_parameters() {
       auto it = state_.find(p.name);
       if (it == state_.end()) {
         if (!p.optional) {
-          diags_.error(node.loc, fmt::format("layer '{}' needs tensor '{}', which is not in the "
-                                             "module's state_dict",
-                                             node.name, p.name));
+          diags_.error(node.loc,
+                       fmt::format("layer '{}' needs tensor '{}', which is not in the "
+                                   "module's state_dict",
+                                   shown_text(node.name), shown_text(p.name)));
         }
         continue;
       }
@@ -73,7 +77,8 @@ void Translator::check_parameters() {
         diags_.error(node.loc,
                      fmt::format("layer '{}': tensor '{}' has shape {} in the module, "
                                  "but the layer as called needs {}",
-                                 node.name, p.name, shape_str(shape), shape_str(p.shape)));
+                                 shown_text(node.name), shown_text(p.name),
+                                 shape_str(shape), shape_str(p.shape)));
       }
     }
   }
@@ -107,23 +112,33 @@ std::optional<SourceLoc> Translator::to_loc(const jit::SourceRange& r) const {
     if (!flc || std::get<0>(*flc).empty() || std::get<1>(*flc) == 0) return std::nullopt;
     // Column 0 is what the tracer records for "somewhere on this line": leave it out.
     const int col = static_cast<int>(std::get<2>(*flc));
-    return SourceLoc{std::get<0>(*flc), static_cast<int>(std::get<1>(*flc)), col > 0 ? col + 1 : 0};
+    // The file name comes from the archive's debug records: printed, so escaped.
+    return SourceLoc{shown_text(std::get<0>(*flc)), static_cast<int>(std::get<1>(*flc)),
+                     col > 0 ? col + 1 : 0};
   } catch (const std::exception&) {
     return std::nullopt;  // unreadable debug records: report without a position
   }
 }
 
 void Translator::unsupported(jit::Node* n, const std::string& why) {
-  std::string what = n->kind().toQualString();
+  std::string what = shown_text(n->kind().toQualString());
   if (!why.empty()) what += " (" + why + ")";
   problems_.push_back({std::move(what), origin(n)});
   poison_outputs(n);
 }
 
+void Translator::not_folded(jit::Node* n, const std::string& why) {
+  problems_.push_back(
+      {shown_text(n->kind().toQualString()) + " is not evaluated at compile time: " + why,
+       origin(n)});
+  poison_outputs(n);
+}
+
 void Translator::error(jit::Node* n, const std::string& message) {
   const Origin o = origin(n);
-  diags_.error(
-      o.loc, o.module_path.empty() ? message : fmt::format("in '{}': {}", o.module_path, message));
+  diags_.error(o.loc, o.module_path.empty()
+                          ? message
+                          : fmt::format("in '{}': {}", shown_text(o.module_path), message));
   fatal_ = true;
   poison_outputs(n);
 }

@@ -16,24 +16,18 @@ using Kind = Val::Kind;
 namespace prim = c10::prim;
 namespace aten = c10::aten;
 
-bool holds_tensor(const c10::TypePtr& t) {
-  if (t->kind() == c10::TypeKind::TensorType) return true;
-  for (const c10::TypePtr& c : t->containedTypes()) {
-    if (holds_tensor(c)) return true;
-  }
-  return false;
-}
-
 // ATen ops that only move values around; structural() handles them unless an input is poison.
+// Lists and dicts that an unsupported op left unknown are not listed again where they are filled.
 bool is_plumbing(c10::Symbol k) {
   return k == aten::__getitem__ || k == aten::len || k == aten::size || k == aten::dim ||
-         k == aten::Int || k == aten::ScalarImplicit || k == aten::__is__ || k == aten::__isnot__;
+         k == aten::Int || k == aten::ScalarImplicit || k == aten::__is__ || k == aten::__isnot__ ||
+         k == aten::append || k == aten::_set_item;
 }
 
 std::string exception_text(const std::exception& e) {
   const auto* c10e = dynamic_cast<const c10::Error*>(&e);
   std::string text = c10e ? c10e->what_without_backtrace() : e.what();
-  return text.substr(0, text.find('\n'));
+  return readable_libtorch_text(text.substr(0, text.find('\n')));
 }
 
 const Val kPoison{};
@@ -45,8 +39,15 @@ const Val& Translator::get(jit::Value* v) {
   return it == env_.end() ? kPoison : it->second;
 }
 
+// The outputs of a node that did not run, and the inputs it would have written (a list that
+// aten::append did not extend is no longer the list it was: TorchScript lists are references).
 void Translator::poison_outputs(jit::Node* n) {
   for (jit::Value* v : n->outputs()) set(v, Val{});
+  if (!n->maybeSchema()) return;
+  const std::vector<c10::Argument>& args = n->schema().arguments();
+  for (size_t i = 0; i < args.size() && i < n->inputs().size(); ++i) {
+    if (args[i].alias_info() && args[i].alias_info()->isWrite()) set(n->input(i), Val{});
+  }
 }
 
 // Ops on lists, sizes and optionals whose inputs are not all constants: a list holding an
@@ -76,6 +77,7 @@ bool Translator::structural(jit::Node* n) {
     return b;
   };
   if (k == prim::ListConstruct || k == prim::TupleConstruct) {
+    if (!charge_folded_items(n, in.size())) return true;
     Val l;
     l.kind = Kind::kList;
     l.items = std::move(in);
@@ -96,6 +98,7 @@ bool Translator::structural(jit::Node* n) {
   // TorchScript lists are references, so the list value itself now holds x too.
   if (k == aten::append && (in[0].is(Kind::kList) || (in[0].is(Kind::kConst) &&
                                                       in[0].value.isList()))) {
+    if (!charge_folded_items(n, in[0].is(Kind::kList) ? in[0].items.size() + 1 : 1)) return true;
     Val l;
     l.kind = Kind::kList;
     if (in[0].is(Kind::kList)) {
@@ -157,13 +160,15 @@ bool Translator::fold_container(jit::Node* n, const std::vector<Val>& in) {
     if (!list_type) return false;
     c10::impl::GenericList list(list_type->getElementType());
     for (const Val& v : in) list.push_back(v.value);
-    set(n->output(), Val::constant(c10::IValue(std::move(list))));
+    c10::IValue value(std::move(list));
+    if (charge_folded(n, value, "gives", false)) set(n->output(), Val::constant(std::move(value)));
     return true;
   }
   if (k == prim::TupleConstruct) {
     std::vector<c10::IValue> items;
     for (const Val& v : in) items.push_back(v.value);
-    set(n->output(), Val::constant(c10::ivalue::Tuple::create(std::move(items))));
+    c10::IValue value(c10::ivalue::Tuple::create(std::move(items)));
+    if (charge_folded(n, value, "gives", false)) set(n->output(), Val::constant(std::move(value)));
     return true;
   }
   if (k == prim::ListUnpack || k == prim::TupleUnpack) {
@@ -187,14 +192,29 @@ bool Translator::fold_container(jit::Node* n, const std::vector<Val>& in) {
   return false;
 }
 
-// Runs a node whose inputs are all constants with LibTorch's own implementation of it.
+// Runs a node whose inputs are all constants with LibTorch's own implementation of it, if it is
+// an op known to be pure, on values and with results of bounded size (fold_policy.cpp).
 bool Translator::fold(jit::Node* n) {
   for (jit::Value* v : n->inputs()) {
     if (!get(v).is(Kind::kConst)) return false;
   }
-  if (!n->maybeOperator() || n->isNondeterministic() || n->hasSideEffects()) return false;
-  jit::Stack stack;
-  for (jit::Value* v : n->inputs()) stack.push_back(get(v).value);
+  if (!n->maybeOperator()) return false;
+  std::vector<c10::IValue> args;
+  for (jit::Value* v : n->inputs()) args.push_back(get(v).value);
+  const FoldVerdict verdict = check_fold(n, args);
+  if (verdict.kind == FoldVerdict::kNotPure) {
+    not_folded(n, verdict.why);
+    return true;
+  }
+  if (verdict.kind == FoldVerdict::kTooLarge) {
+    error(n, fmt::format("{}; zoc computes at most {} MiB per value while compiling a model",
+                         verdict.why, kMaxFoldedValueBytes >> 20));
+    return true;
+  }
+  for (const c10::IValue& a : args) {
+    if (!charge_folded(n, a, "takes", verdict.tensor_data)) return true;
+  }
+  jit::Stack stack(std::move(args));
   // Vararg ops (aten::format) take their input count on top, as LibTorch's interpreter does.
   if (n->maybeSchema() && n->schema().is_vararg()) {
     stack.emplace_back(static_cast<int64_t>(n->inputs().size()));
@@ -211,8 +231,49 @@ bool Translator::fold(jit::Node* n) {
                          stack.size(), n->outputs().size()));
     return true;
   }
+  for (const c10::IValue& v : stack) {
+    if (!charge_folded(n, v, "gives", verdict.tensor_data)) return true;
+  }
   for (size_t i = 0; i < stack.size(); ++i) set(n->output(i), Val::constant(std::move(stack[i])));
   return true;
+}
+
+bool Translator::charge_folded(jit::Node* n, const c10::IValue& v, const char* role,
+                               bool tensor_data) {
+  const FoldSize size = measure_value(v, tensor_data);
+  const std::string op = n->kind().toQualString();
+  if (size.too_deep) {
+    error(n, fmt::format("{} on constants {} a value nested more than {} levels deep; zoc does "
+                         "not compute such values while compiling a model",
+                         op, role, kMaxFoldedDepth));
+    return false;
+  }
+  if (size.bytes > kMaxFoldedValueBytes) {
+    error(n, fmt::format("{} on constants {} a value of more than {} MiB; zoc computes at most "
+                         "{} MiB per value while compiling a model",
+                         op, role, kMaxFoldedValueBytes >> 20, kMaxFoldedValueBytes >> 20));
+    return false;
+  }
+  folded_bytes_ += size.bytes;
+  if (folded_bytes_ > kMaxFoldedTotalBytes) {
+    error(n, fmt::format("evaluating constants ({} here) has computed more than {} MiB in all "
+                         "(a loop that builds ever more values?); zoc computes at most that much "
+                         "while compiling a model",
+                         op, kMaxFoldedTotalBytes >> 20));
+    return false;
+  }
+  return true;
+}
+
+// A list of non-constant values is copied whole when one is appended, so its items count too.
+bool Translator::charge_folded_items(jit::Node* n, size_t items) {
+  folded_bytes_ += 8 * static_cast<uint64_t>(items);
+  if (folded_bytes_ <= kMaxFoldedTotalBytes) return true;
+  error(n, fmt::format("building lists ({} here) has taken more than {} MiB in all (a loop that "
+                       "builds ever longer lists?); zoc computes at most that much while "
+                       "compiling a model",
+                       n->kind().toQualString(), kMaxFoldedTotalBytes >> 20));
+  return false;
 }
 
 void Translator::run_op(jit::Node* n) {

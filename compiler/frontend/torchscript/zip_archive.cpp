@@ -5,10 +5,15 @@
 // declared sizes from the directory first, then duplicates, then the local headers, then overlap.
 #include "compiler/frontend/torchscript/zip_archive.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <initializer_list>
 #include <map>
 
@@ -209,11 +214,20 @@ Status check_duplicates(const std::vector<ZipEntry>& entries) {
   return Status::success();
 }
 
+// The declared sizes of the compressed records, each and in all, before any is inflated.
 Status check_inflated_total(const std::vector<ZipEntry>& entries) {
   uint64_t total = 0;
   for (const ZipEntry& e : entries) {
-    if (e.method == 8)
-      total = std::min(total + std::min(e.uncompressed, kMaxInflatedTotal), kMaxInflatedTotal + 1);
+    if (e.method != 8) continue;
+    if (e.uncompressed > kMaxInflatedTotal) {
+      return unsafe(
+          fmt::format("record '{}' declares {} bytes uncompressed, more than the {} MiB zoc "
+                      "inflates in all (LibTorch allocates a record's declared size before "
+                      "reading it; the code and debug information of a traced ResNet-50 take "
+                      "0.35 MiB): a zip bomb",
+                      quoted_name(e.name), e.uncompressed, kMaxInflatedTotal >> 20));
+    }
+    total += e.uncompressed;  // each at most 64 MiB, and fewer than 2^40 records
   }
   if (total <= kMaxInflatedTotal) return Status::success();
   return unsafe(
@@ -320,20 +334,40 @@ Status check_overlaps(const std::vector<ZipEntry>& entries) {
   return Status::success();
 }
 
-Expected<std::string> inflate_record(const ZipEntry& e, std::vector<uint8_t>& in) {
-  // One byte of room past the declared size shows a record that inflates to more.
-  std::string out(e.uncompressed + 1, '\0');
+// Inflates record e, keeping the output only if `keep`, and checks that it gives exactly its
+// declared size and CRC: LibTorch's reader (miniz) inflates into a buffer of the declared size, so
+// a record that inflates to more is a bomb it would have to stop, and one that differs otherwise
+// is damaged. The declared sizes are bounded (check_inflated_total), so the work is too.
+Expected<std::string> inflate_record(FileReader& r, const ZipEntry& e, bool keep) {
+  const std::string q = quoted_name(e.name);
   z_stream z{};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return Error{"cannot inflate: out of memory"};
-  z.next_in = in.data();
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  const int rc = inflate(&z, Z_FINISH);
-  const uint64_t produced = z.total_out;
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  std::vector<uint8_t> in, out(1 << 16);
+  std::string kept;
+  uint64_t read = 0, produced = 0;
+  uLong crc = crc32(0, nullptr, 0);
+  int rc = Z_OK;
+  while (rc == Z_OK && produced <= e.uncompressed) {
+    if (z.avail_in == 0 && read < e.compressed) {
+      in = r.read(e.data_offset + read, std::min(kChunk, e.compressed - read));
+      if (in.empty()) break;
+      read += in.size();
+      z.next_in = in.data();
+      z.avail_in = static_cast<uInt>(in.size());
+    }
+    z.next_out = out.data();
+    z.avail_out = static_cast<uInt>(out.size());
+    rc = inflate(&z, Z_NO_FLUSH);
+    const uint64_t n = out.size() - z.avail_out;
+    crc = crc32(crc, out.data(), static_cast<uInt>(n));
+    produced += n;
+    if (keep && produced <= e.uncompressed) kept.append(out.begin(), out.begin() + n);
+    if (rc == Z_BUF_ERROR && z.avail_in == 0 && read >= e.compressed) break;  // input ran out
+    if (rc == Z_BUF_ERROR) rc = Z_OK;  // no progress possible this round; more input comes
+  }
   const std::string why = z.msg ? z.msg : "it ends early";
   inflateEnd(&z);
-  const std::string q = quoted_name(e.name);
   if (produced > e.uncompressed) {
     return unsafe(fmt::format("record '{}' inflates to more than the {} bytes it declares", q,
                               e.uncompressed));
@@ -345,26 +379,59 @@ Expected<std::string> inflate_record(const ZipEntry& e, std::vector<uint8_t>& in
     return corrupt(fmt::format("record '{}' inflates to {} bytes, not the {} it declares", q,
                                produced, e.uncompressed));
   }
-  out.resize(e.uncompressed);
-  return out;
+  if (crc != e.crc) {
+    return corrupt(fmt::format("record '{}' does not match the CRC the zip directory gives it", q));
+  }
+  return kept;
+}
+
+Expected<int> open_regular_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return Error{fmt::format("cannot open the file: {}", std::strerror(errno))};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const mode_t mode = st.st_mode;
+    ::close(fd);
+    const char* what = S_ISDIR(mode)    ? "a directory"
+                       : S_ISFIFO(mode) ? "a named pipe (FIFO)"
+                       : S_ISCHR(mode)  ? "a character device"
+                       : S_ISBLK(mode)  ? "a block device"
+                       : S_ISSOCK(mode) ? "a socket"
+                                        : "not readable as a file";
+    return Error{
+        fmt::format("cannot read it: it is {}, not a regular file; zoc reads TorchScript "
+                    "models only from regular files",
+                    what)};
+  }
+  return fd;
 }
 
 }  // namespace
 
-FileReader::FileReader(const std::string& path) : in_(path, std::ios::binary) {
-  if (in_) {
-    in_.seekg(0, std::ios::end);
-    size_ = static_cast<uint64_t>(in_.tellg());
-  }
+Status FileReader::open(const std::string& path) {
+  ZOC_ASSIGN_OR_RETURN(fd_, open_regular_file(path));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return Error{"cannot read the file"};
+  size_ = static_cast<uint64_t>(st.st_size);
+  device_ = static_cast<uint64_t>(st.st_dev);
+  inode_ = static_cast<uint64_t>(st.st_ino);
+  return Status::success();
+}
+
+FileReader::~FileReader() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 std::vector<uint8_t> FileReader::read(uint64_t offset, uint64_t n) {
-  if (offset > size_ || n > size_ - offset || n == 0) return {};
+  if (fd_ < 0 || offset > size_ || n > size_ - offset || n == 0) return {};
   std::vector<uint8_t> buf(n);
-  in_.clear();
-  in_.seekg(static_cast<std::streamoff>(offset));
-  in_.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(n));
-  if (!in_) return {};
+  for (uint64_t done = 0; done < n;) {
+    const ssize_t got =
+        ::pread(fd_, buf.data() + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return {};  // an error, or the file shrank
+    done += static_cast<uint64_t>(got);
+  }
   return buf;
 }
 
@@ -399,6 +466,9 @@ Expected<std::vector<ZipEntry>> read_zip_directory(FileReader& r, const std::str
   ZOC_TRY(check_inflated_total(entries));
   for (ZipEntry& e : entries) ZOC_TRY(check_local(r, e, d.offset));
   ZOC_TRY(check_overlaps(entries));
+  for (const ZipEntry& e : entries) {
+    if (e.method == 8) ZOC_TRY(inflate_record(r, e, /*keep=*/false));
+  }
   return entries;
 }
 
@@ -408,10 +478,10 @@ Expected<std::string> read_zip_entry(FileReader& r, const ZipEntry& e, uint64_t 
                              quoted_name(e.name), std::max(e.uncompressed, e.compressed),
                              max_bytes)};
   }
+  if (e.method == 8) return inflate_record(r, e, /*keep=*/true);
   std::vector<uint8_t> data = r.read(e.data_offset, e.compressed);
   if (data.size() != e.compressed) return Error{"cannot read the file"};
-  if (e.method == 0) return std::string(data.begin(), data.end());
-  return inflate_record(e, data);
+  return std::string(data.begin(), data.end());
 }
 
 }  // namespace zoc::torchscript

@@ -15,7 +15,6 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -23,18 +22,29 @@
 
 namespace zoc::torchscript {
 
-// Reads byte ranges of a file without mapping it whole (a `.pt` file may hold gigabytes).
+// Reads byte ranges of a regular file without mapping it whole (a `.pt` file may hold
+// gigabytes). The file is opened without blocking and checked to be a regular file before
+// anything is read: a named pipe or a device with a `.pt` name would otherwise block zoc in
+// open() or never end.
 class FileReader {
  public:
-  explicit FileReader(const std::string& path);
-  bool open() const { return static_cast<bool>(in_); }
+  FileReader() = default;
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+  ~FileReader();
+  // Opens `path`; the error says why it cannot be read ("it is a named pipe (FIFO), not a
+  // regular file", "No such file or directory").
+  Status open(const std::string& path);
   uint64_t size() const { return size_; }
+  // Which file this is, so that a later reader can check it reads the same one.
+  uint64_t device() const { return device_; }
+  uint64_t inode() const { return inode_; }
   // [offset, offset + n), or an empty vector if that is not inside the file.
   std::vector<uint8_t> read(uint64_t offset, uint64_t n);
 
  private:
-  std::ifstream in_;
-  uint64_t size_ = 0;
+  int fd_ = -1;
+  uint64_t size_ = 0, device_ = 0, inode_ = 0;
 };
 
 // Little-endian integer of `bytes` bytes at p.
@@ -56,7 +66,9 @@ struct ZipEntry {
 // costs at least two bits), so a larger declared ratio is a lie. Compressed records in TorchScript
 // archives are code and debug information (358 KB in all for a traced ResNet-50, ratio 4); tensor
 // data is stored, so its size is bounded by the file. LibTorch allocates a record's declared size
-// before inflating it, so the declared total is capped at 64 MiB, 180 times that ResNet's.
+// before inflating it, so the declared sizes of all compressed records together (each one's too)
+// are capped at 64 MiB, 180 times that ResNet's, and every compressed record is inflated once,
+// without keeping the output, to check that it gives exactly its declared size and CRC.
 inline constexpr uint64_t kMaxDeflateRatio = 1032;
 inline constexpr uint64_t kMaxInflatedTotal = uint64_t{64} << 20;
 
@@ -64,7 +76,8 @@ inline constexpr uint64_t kMaxInflatedTotal = uint64_t{64} << 20;
 inline constexpr const char* kRefusedBeforeLoading =
     "torch.jit.save never writes this; zoc refused the file before loading any of it";
 
-// Reads the zip directory and checks every record as described above. `truncated` is the
+// Reads the zip directory and checks every record as described above (which inflates every
+// compressed record once). `truncated` is the
 // message for a file whose end (the directory) is missing or points outside it. Records come in
 // directory order.
 Expected<std::vector<ZipEntry>> read_zip_directory(FileReader& file, const std::string& truncated);

@@ -44,6 +44,38 @@ MODULE_PICKLE = b"\x80\x02" + global_op("__torch__", "M") + b")\x81}b."
 EMPTY_TUPLE_PICKLE = b"\x80\x02)."
 
 
+def binint(v):  # the shortest integer opcode for v, as the C++ pickler chooses
+    if 0 <= v < 256:
+        return b"K" + bytes([v])
+    if 0 <= v < 65536:
+        return b"M" + struct.pack("<H", v)
+    if -2**31 <= v < 2**31:
+        return b"J" + struct.pack("<i", v)
+    n = (v.bit_length() + 8) // 8
+    return b"\x8a" + bytes([n]) + v.to_bytes(n, "little", signed=True)
+
+
+def binunicode(s):  # BINUNICODE
+    b = s.encode()
+    return b"X" + struct.pack("<I", len(b)) + b
+
+
+def tensor_pickle(numel, offset, sizes, strides, name="weight"):
+    """A module with one float tensor attribute `name`, as torch.jit.save pickles it: its storage
+    ('storage', torch.FloatStorage, '0', 'cpu', numel) is the record data/0, and the tensor is
+    _rebuild_tensor_v2(storage, offset, sizes, strides, False, OrderedDict()). Returns the pickle
+    and the bytes of its BINPERSID and of the REDUCE that builds the tensor."""
+    head = (b"\x80\x02" + global_op("__torch__", "M") + b")\x81}(" + binunicode(name)
+            + global_op("torch._utils", "_rebuild_tensor_v2") + b"((" + binunicode("storage")
+            + global_op("torch", "FloatStorage") + binunicode("0") + binunicode("cpu")
+            + binint(numel) + b"t")
+    persid_at = len(head)
+    body = (head + b"Q" + binint(offset) + b"(" + b"".join(map(binint, sizes)) + b"t("
+            + b"".join(map(binint, strides)) + b"t\x89" + global_op("collections", "OrderedDict")
+            + b")Rt")
+    return body + b"Rub.", persid_at, len(body)
+
+
 def call_pickle(module, name, arg="id"):
     """module.name(arg) through GLOBAL and REDUCE: what `pickle.dumps` writes for a payload."""
     return b"\x80\x02" + global_op(module, name) + b"X" + struct.pack("<I", len(arg)) + \
@@ -102,15 +134,16 @@ def write_zip(records):
 
 
 def model(*extra, data_pkl=MODULE_PICKLE, constants_pkl=EMPTY_TUPLE_PICKLE,
-          constants_name="archive/constants.pkl", first=()):
+          constants_name="archive/constants.pkl", first=(), data_method=0, code_method=8,
+          version=b"3\n", code=b"class M(Module):\n  __parameters__ = []\n",
+          code_name="archive/code/__torch__/m.py"):
     """The records of a small TorchScript archive, with `first` before and `extra` after them."""
-    return list(first) + [
-        record("archive/data.pkl", data_pkl),
-        record("archive/code/__torch__/m.py", b"class M(Module):\n  __parameters__ = []\n",
-               method=8),
+    return list(first) + [r for r in [
+        record("archive/data.pkl", data_pkl, method=data_method),
+        record(code_name, code, method=code_method),
         record(constants_name, constants_pkl),
-        record("archive/version", b"3\n"),
-    ] + list(extra)
+        record("archive/version", version) if version is not None else None,
+    ] if r] + list(extra)
 
 
 # ---- the cases ---------------------------------------------------------------------------------
@@ -203,8 +236,8 @@ STACK_GLOBAL_POPEN = (b"\x80\x04" + short_unicode("subprocess") + b"\x94" + shor
 case("pickle_subprocess_stack_global", model(data_pkl=STACK_GLOBAL_POPEN),
      "data.pkl calls subprocess.Popen through STACK_GLOBAL (pickle protocol 4)",
      refers("archive/data.pkl", "subprocess.Popen", "STACK_GLOBAL", 23))
-MEMO_GETATTR = (b"\x80\x04" + short_unicode("builtins") + b"q\x07" + short_unicode("getattr")
-                + b"q\x08]\x940h\x07h\x08\x93.")
+MEMO_GETATTR = (b"\x80\x04" + short_unicode("builtins") + b"q\x00" + short_unicode("getattr")
+                + b"q\x01]\x940h\x00h\x01\x93.")
 case("pickle_getattr_from_memo", model(data_pkl=MEMO_GETATTR),
      "data.pkl loads builtins.getattr by STACK_GLOBAL from names it put in the memo earlier",
      refers("archive/data.pkl", "builtins.getattr", "STACK_GLOBAL", 32))
@@ -264,6 +297,139 @@ case("zip_bomb_total",
      unsafe_zip("its compressed records declare more than 64 MiB uncompressed in all (LibTorch "
                 "allocates each declared size before reading a record; the code and debug "
                 "information of a traced ResNet-50 take 0.35 MiB): a zip bomb"))
+
+
+# Tensors whose storage or view LibTorch would build without checking, so that reading them
+# (zoc extract-weights, any use of the tensor) reads memory past their bytes.
+def tensor_case(name, numel, record_bytes, offset, sizes, strides, description, message):
+    pickle, persid_at, reduce_at = tensor_pickle(numel, offset, sizes, strides)
+    case(name, model(record("archive/data/0", b"\0" * record_bytes), data_pkl=pickle),
+         description, message(persid_at, reduce_at))
+
+
+tensor_case("tensor_storage_record_empty", 16, 0, 10**6, [4], [10**8],
+            "a tensor (storage offset 10^6, stride 10^8) on a 16-float storage whose record is "
+            "empty",
+            lambda p, r: unsafe_pickle("archive/data.pkl", "gives storage 'archive/data/0' 16 "
+                                       "Float elements (64 bytes; BINPERSID at byte %d), but its "
+                                       "record holds 0 bytes, and LibTorch would read past them"
+                                       % p))
+tensor_case("tensor_storage_record_short", 16, 60, 0, [16], [1],
+            "a 16-float storage whose record holds 60 bytes, one element short",
+            lambda p, r: unsafe_pickle("archive/data.pkl", "gives storage 'archive/data/0' 16 "
+                                       "Float elements (64 bytes; BINPERSID at byte %d), but its "
+                                       "record holds 60 bytes, and LibTorch would read past them"
+                                       % p))
+tensor_case("tensor_view_past_storage", 16, 64, 10**6, [4], [10**8],
+            "a tensor with storage offset 10^6 and stride 10^8 on a complete 16-float storage",
+            lambda p, r: unsafe_pickle("archive/data.pkl", "builds tensor 'weight' (sizes [4], "
+                                       "strides [100000000], storage offset 1000000; REDUCE at "
+                                       "byte %d) that reaches element 301000000 of storage "
+                                       "'archive/data/0', which holds 16 Float elements: LibTorch "
+                                       "would read past its storage" % r))
+tensor_case("tensor_view_one_past_end", 16, 64, 1, [4, 4], [4, 1],
+            "a 4x4 view at storage offset 1 of a 16-float storage: its last element is one past "
+            "the end",
+            lambda p, r: unsafe_pickle("archive/data.pkl", "builds tensor 'weight' (sizes [4, 4], "
+                                       "strides [4, 1], storage offset 1; REDUCE at byte %d) that "
+                                       "reaches element 16 of storage 'archive/data/0', which "
+                                       "holds 16 Float elements: LibTorch would read past its "
+                                       "storage" % r))
+tensor_case("tensor_view_overflow", 16, 64, 0, [3], [2**62],
+            "a stride of 2^62: the view's reach overflows 64 bits",
+            lambda p, r: unsafe_pickle("archive/data.pkl", "builds tensor 'weight' (sizes [3], "
+                                       "strides [4611686018427387904], storage offset 0; REDUCE "
+                                       "at byte %d) with a negative size, stride or offset, or "
+                                       "one whose reach overflows" % r))
+
+# Pickles LibTorch would unpickle into a crash or read differently from Python.
+case("pickle_nested_tuples",
+     model(data_pkl=b"\x80\x02)" + b"\x85" * 10**6 + b".", data_method=8),
+     "data.pkl (deflated) nests a tuple 10^6 deep, which overflows LibTorch's stack when freed",
+     unsafe_pickle("archive/data.pkl", "nests values more than 1000 deep (at byte 1002); "
+                   "LibTorch frees nested values recursively, and a million levels overflow its "
+                   "stack"))
+case("pickle_memo_out_of_order", model(data_pkl=b"\x80\x02)q\x05."),
+     "data.pkl stores memo entry 5 first (LibTorch stores it as entry 0, Python as entry 5)",
+     unsafe_pickle("archive/data.pkl", "stores memo entry 5 (BINPUT at byte 3) where entry 0 comes "
+                   "next, which LibTorch and Python would read differently"))
+
+# Compressed code records that inflate to more, or to other bytes, than they declare.
+case("zip_bomb_one_record",
+     model(record("archive/code/__torch__/zeros.py", bytes(65 << 20), method=8), code_method=0),
+     "the only deflated record, code of 65 MiB of zeros (LibTorch would allocate and inflate it)",
+     unsafe_zip("record 'archive/code/__torch__/zeros.py' declares 68157440 bytes uncompressed, "
+                "more than the 64 MiB zoc inflates in all (LibTorch allocates a record's declared "
+                "size before reading it; the code and debug information of a traced ResNet-50 take "
+                "0.35 MiB): a zip bomb"))
+case("code_inflates_past_declared",
+     model(record("archive/code/__torch__/big.py", b"#" * 10000, method=8, uncompressed=100)),
+     "a deflated code record that declares 100 bytes and inflates to 10,000",
+     unsafe_zip("record 'archive/code/__torch__/big.py' inflates to more than the 100 bytes it "
+                "declares"))
+case("code_crc_mismatch",
+     model(record("archive/code/__torch__/n.py", b"# notes\n", method=8, crc=0x12345678)),
+     "a deflated code record whose CRC is not its data's",
+     "corrupt zip archive: record 'archive/code/__torch__/n.py' does not match the CRC the zip "
+     "directory gives it")
+
+# Version records LibTorch cannot read (its reader then throws from its constructor and leaks
+# the archive it opened: the first input the fuzzer found with LibTorch in its build).
+case("version_unreadable", model(version=b"3;\n"),
+     "a version record that holds '3;' instead of a number",
+     "its version record 'archive/version' holds '3;\\n', not the file format version number "
+     "torch.jit.save writes there; zoc refused the file before loading any of it")
+case("version_missing", model(version=None),
+     "an archive without a version record",
+     "a zip archive that is not a TorchScript model: it has no version record "
+     "('archive/version'), which torch.jit.save always writes")
+
+# Code LibTorch would run while loading the file.
+SETSTATE_CODE = (b"class M(Module):\n  __parameters__ = []\n"
+                 b"  def __setstate__(self: __torch__.M, state: Tuple[int]) -> NoneType:\n"
+                 b"    _0 = torch.from_file(\"/etc/passwd\", False, 32, dtype=0)\n"
+                 b"    return None\n")
+case("code_setstate", model(record("archive/code/__torch__/s.py", SETSTATE_CODE, method=8)),
+     "a class whose __setstate__, which LibTorch runs while loading, reads /etc/passwd",
+     "unsafe TorchScript code: record 'archive/code/__torch__/s.py' line 3 has __setstate__, a "
+     "method LibTorch runs while it loads the file, before zoc could refuse what it does; the "
+     "models zoc compiles never define one; zoc refused the file before loading any of it")
+
+
+# Code that overflows LibTorch's recursive parser and compiler (10,000 levels crash LibTorch 1.13)
+# or that its importer crashes on: refused from the text, before LibTorch compiles it.
+def code_case(name, code, description, line, what):
+    """Class __torch__.M, the module data.pkl holds, as `code`: LibTorch imports it while
+    loading."""
+    case(name, model(code=code, code_name="archive/code/__torch__.py"), description,
+         "unsafe TorchScript code: record 'archive/code/__torch__.py' line %d %s; zoc refused "
+         "the file before loading any of it" % (line, what))
+
+
+FORWARD = (b"class M(Module):\n  __parameters__ = []\n"
+           b"  def forward(self: __torch__.M, x: Tensor) -> Tensor:\n")
+code_case("code_nested_brackets", FORWARD + b"    return " + b"(" * 10000 + b"x" + b")" * 10000
+          + b"\n", "forward returns x in 10,000 nested brackets", 4,
+          "nests brackets more than 64 deep, which overflows LibTorch's recursive parser "
+          "(torch.jit.save writes a few levels)")
+code_case("code_operator_chain", FORWARD + b"    return x" + b" + x" * 10000 + b"\n",
+          "forward adds x to itself in one statement of 10,000 additions", 4,
+          "has 10000 operators in one statement, more than LibTorch's recursive compiler takes "
+          "(zoc reads at most 256; torch.jit.save writes one operation per statement)")
+code_case("code_deep_blocks",
+          FORWARD + b"".join(b" " * (4 + 2 * k) + b"if True:\n" for k in range(5000))
+          + b" " * 10004 + b"return x\n",
+          "forward nests 5,000 if-blocks", 4 + 127,
+          "is indented 258 columns, blocks nested deeper than zoc lets LibTorch's recursive "
+          "compiler take (zoc reads at most 256; torch.jit.save writes a few levels)")
+code_case("code_class_constant_untyped",
+          b"class M(Module):\n  __parameters__ = []\n  __buffers__ = []\n  training : bool\n"
+          b"  scale = [\"weight\", ]\n"
+          b"  def forward(self: __torch__.M, x: Tensor) -> Tensor:\n    return x\n",
+          "a class attribute assigned without a type, which crashes LibTorch 1.13's importer (the "
+          "first crash fuzz_torchscript found with LibTorch in its build)", 5,
+          "assigns class attribute 'scale' without a type, which crashes LibTorch 1.13's "
+          "importer (torch.jit.save writes class constants as 'name : Final[type] = value')")
 
 
 def overlapping_records():
@@ -334,10 +500,23 @@ case("encrypted", model(record("archive/extra/notes.txt", b"hi\n", flags=0x0809)
      "record 'archive/extra/notes.txt' is encrypted; LibTorch cannot read it")
 
 
+# Files that are no regular file: zoc must not block on a named pipe or read /dev/zero forever.
+# A symbolic link to /dev/zero (a FIFO cannot be committed; tests/unit makes one), named .pth so
+# that the fuzz targets, which take every .pt file here as a seed, do not read it.
+SPECIAL = {"dev_zero": ("/dev/zero", "a .pth name for /dev/zero (a symbolic link to it)",
+                        "cannot read it: it is a character device, not a regular file; zoc reads "
+                        "TorchScript models only from regular files")}
+
+
 def main():
-    for pattern in ("*.pt", "*.expect"):
+    for pattern in ("*.pt", "*.pth", "*.expect"):
         for path in glob.glob(os.path.join(HERE, pattern)):
             os.remove(path)
+    for name, (target, description, message) in sorted(SPECIAL.items()):
+        os.symlink(target, os.path.join(HERE, name + ".pth"))
+        with open(os.path.join(HERE, name + ".expect"), "w") as f:
+            f.write("# %s\nmodel: %s/%s.pth\nexpect: %s/%s.pth: error: %s\n"
+                    % (description, REL, name, REL, name, message))
     for name, (data, description, message) in sorted(CASES.items()):
         with open(os.path.join(HERE, name + ".pt"), "wb") as f:
             f.write(data)
@@ -345,7 +524,7 @@ def main():
                  "expect: %s/%s.pt: error: %s" % (REL, name, message)]
         with open(os.path.join(HERE, name + ".expect"), "w") as f:
             f.write("\n".join(lines) + "\n")
-    print("make_cases: wrote %d cases to %s" % (len(CASES), REL))
+    print("make_cases: wrote %d cases to %s" % (len(CASES) + len(SPECIAL), REL))
 
 
 if __name__ == "__main__":

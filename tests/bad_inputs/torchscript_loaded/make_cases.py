@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""Generates the TorchScript models in this folder that pass zoc's archive check, load in LibTorch,
+and must then be refused, each beside the error it must give (tests/bad_inputs/README.md).
+
+They are what a hostile or careless model can do once LibTorch has loaded it: make zoc's constant
+folding read a file (aten::from_file) or compute without bound (a string doubled 40 times, in a
+loop or in 40 lines of code LibTorch folds itself while compiling), print terminal escapes (an
+exception's message, an attribute's name, a source file's name from the debug records), or reach
+one of LibTorch's internal checks. Each model is scripted with torch 1.13 (Debian's python3-torch)
+from source text given here under a fixed file name, so that the locations in the messages do not
+depend on where this script lives; archives that torch.jit.save cannot write are edited after it,
+record by record. `zoc ir NAME.pt --input 3x8x8` must fail with the expected message.
+
+Run from anywhere:  /usr/bin/python3 tests/bad_inputs/torchscript_loaded/make_cases.py
+"""
+
+import glob
+import io
+import linecache
+import os
+import sys
+import types
+import zipfile
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REL = "tests/bad_inputs/torchscript_loaded"
+CASES = {}  # name -> (archive bytes, description, [expected messages after "NAME.pt"])
+
+
+def module_from_source(source, filename="model.py"):
+    """The module `source` defines, with `filename` as its file for TorchScript's debug records:
+    the source is given to linecache, where inspect finds it without a file."""
+    module = types.ModuleType("zoc_case_" + str(len(CASES)))
+    module.__file__ = filename
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    sys.modules[module.__name__] = module
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return module
+
+
+def scripted(source, filename="model.py"):
+    """torch.jit.script(M()).save() of the class M that `source` defines, as bytes."""
+    buf = io.BytesIO()
+    torch.jit.save(torch.jit.script(module_from_source(source, filename).M()), buf)
+    return buf.getvalue()
+
+
+def edited(archive, edit):
+    """`archive` with each record's bytes passed through edit(name, data) (None drops it); the
+    records keep their order, names and compression."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(archive)) as zin, zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            data = edit(info.filename, zin.read(info))
+            if data is not None:
+                zout.writestr(info, data)
+    return out.getvalue()
+
+
+def case(name, archive, description, *messages):
+    CASES[name] = (archive, description, list(messages))
+
+
+HEADER = "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+NOT_PURE = ("is not evaluated at compile time: zoc evaluates only the number, string, list and "
+            "shape operations it knows to be pure on a model's constants (a model file must not "
+            "make zoc read or write files)")
+PER_VALUE = "zoc computes at most 1 MiB per value while compiling a model"
+
+# Constant folding runs only ops known to be pure: reading /etc/passwd into the exception message
+# (the issue's attack) is refused before the file is opened.
+case("fold_from_file", scripted(HEADER + """\
+        t = torch.from_file("/etc/passwd", False, 32, dtype=torch.uint8)
+        s = ""
+        for i in range(32):
+            s = s + chr(int(t[i]))
+        raise RuntimeError(s)
+"""), "forward reads /etc/passwd with torch.from_file and raises it as its message",
+     "(top-level module): aten::from_file " + NOT_PURE + " at model.py:6:13")
+
+# Folding is bounded: a string doubled 40 times in a loop stops at 1 MiB.
+case("fold_string_doubling", scripted(HEADER + """\
+        s = "ab"
+        for i in range(40):
+            s = s + s
+        return x * len(s)
+"""), "forward doubles a string 40 times in a loop (2 TiB)",
+     "model.py:8:17: error: aten::add on constants gives a value of more than 1 MiB; " + PER_VALUE)
+
+# LibTorch folds straight-line constant code itself while compiling the file's code; zoc's guard
+# on its string operators stops it at 1 MiB and leaves the rest to zoc, which refuses it.
+UNROLLED = ("    s = \"ab\"\n" + "    s = torch.add(s, s)\n" * 40
+            + "    return torch.mul(x, torch.len(s))\n")
+
+
+def unrolled(name, data):
+    if name.endswith(".debug_pkl"):
+        return None  # its source ranges are the scripted code's, not this one's
+    if name.endswith(".py") and b"    s = " in data:  # the code record of forward
+        code = data.decode()
+        return (code[:code.index("    s = ")] + UNROLLED).encode()
+    return data
+
+
+case("fold_string_doubling_unrolled", edited(scripted(HEADER + """\
+        s = "ab"
+        for i in range(1):
+            s = s + s
+        return x * len(s)
+"""), unrolled),
+     "the code record doubles a string in 40 lines, which LibTorch folds while it compiles",
+     "code/__torch__/zoc_case_2.py:28:9: error: aten::add on constants would give a value of "
+     "about 2097152 bytes; " + PER_VALUE)
+
+# Text from the file is printed escaped: an exception's message that would retitle and clear the
+# terminal and forge a diagnostic line of its own.
+case("raise_escape_sequences", scripted(HEADER + """\
+        raise RuntimeError("\\x1b]0;owned\\x07\\x1b[2J\\nmodel.pt:1:1: note: all checks passed")
+"""), "forward raises a message with terminal escapes and a newline",
+     "model.py:6:9: error: forward raises an exception for this input: \\x1b]0;owned\\x07\\x1b[2J"
+     "\\nmodel.pt:1:1: note: all checks passed")
+
+# An attribute whose name holds an escape sequence names no layer zoc accepts.
+case("attribute_name_escape", scripted("""\
+import collections
+import torch
+
+
+class M(torch.nn.Sequential):
+    def __init__(self):
+        super().__init__(collections.OrderedDict([("relu\\x1b[2J", torch.nn.ReLU())]))
+"""), "a Sequential whose layer is named with a terminal escape sequence",
+     REL + "/attribute_name_escape.pt: error: attribute 'relu\\x1b[2J' has a name that zoc "
+     "cannot print as it is, so it is no layer or tensor name zoc accepts")
+
+# The debug records' source file names are printed escaped.
+case("source_file_name_escape", scripted(HEADER + """\
+        return torch.sort(x)[0]
+""", filename="model\x1b[2J\n.py"), "an unsupported op in code from a file whose name holds an "
+     "escape sequence and a newline",
+     "(top-level module): aten::sort at model\\x1b[2J\\n.py:6:16")
+
+# LibTorch's internal checks are reported in the user's terms: data.pkl holds a tuple, not the
+# module object.
+case("internal_assert", edited(scripted(HEADER + "        return x\n"),
+                               lambda name, data: b"\x80\x02)." if name.endswith("/data.pkl")
+                               else data),
+     "data.pkl holds an empty tuple where LibTorch expects the module object",
+     "error: LibTorch 1.13.0 cannot read this TorchScript file format version 3: the file holds "
+     "something LibTorch's loader does not expect there (its internal check isObject() failed: "
+     "Expected Object but got Tuple)")
+
+
+def main():
+    for pattern in ("*.pt", "*.expect"):
+        for path in glob.glob(os.path.join(HERE, pattern)):
+            os.remove(path)
+    for name, (data, description, messages) in sorted(CASES.items()):
+        with open(os.path.join(HERE, name + ".pt"), "wb") as f:
+            f.write(data)
+        lines = ["# " + description, "model: %s/%s.pt" % (REL, name), "args: --input 3x8x8"]
+        lines += ["expect: " + m for m in messages]
+        with open(os.path.join(HERE, name + ".expect"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    print("make_cases: wrote %d cases to %s" % (len(CASES), REL))
+
+
+if __name__ == "__main__":
+    main()

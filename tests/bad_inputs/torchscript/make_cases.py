@@ -377,7 +377,7 @@ case("code_crc_mismatch",
 # the archive it opened: the first input the fuzzer found with LibTorch in its build).
 case("version_unreadable", model(version=b"3;\n"),
      "a version record that holds '3;' instead of a number",
-     "its version record 'archive/version' holds '3;\\n', not the file format version number "
+     "its version record 'archive/version' holds '3;\\x0a', not the file format version number "
      "torch.jit.save writes there; zoc refused the file before loading any of it")
 case("version_missing", model(version=None),
      "an archive without a version record",

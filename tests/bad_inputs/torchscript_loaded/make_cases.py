@@ -120,7 +120,7 @@ case("raise_escape_sequences", scripted(HEADER + """\
         raise RuntimeError("\\x1b]0;owned\\x07\\x1b[2J\\nmodel.pt:1:1: note: all checks passed")
 """), "forward raises a message with terminal escapes and a newline",
      "model.py:6:9: error: forward raises an exception for this input: \\x1b]0;owned\\x07\\x1b[2J"
-     "\\nmodel.pt:1:1: note: all checks passed")
+     "\\x0amodel.pt:1:1: note: all checks passed")
 
 # An attribute whose name holds an escape sequence names no layer zoc accepts.
 case("attribute_name_escape", scripted("""\
@@ -140,7 +140,7 @@ case("source_file_name_escape", scripted(HEADER + """\
         return torch.sort(x)[0]
 """, filename="model\x1b[2J\n.py"), "an unsupported op in code from a file whose name holds an "
      "escape sequence and a newline",
-     "(top-level module): aten::sort at model\\x1b[2J\\n.py:6:16")
+     "(top-level module): aten::sort at model\\x1b[2J\\x0a.py:6:16")
 
 # LibTorch's internal checks are reported in the user's terms: data.pkl holds a tuple, not the
 # module object.

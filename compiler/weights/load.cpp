@@ -26,6 +26,40 @@ bool converts_to_float32(st::DType t) {
          t == st::DType::F64;
 }
 
+// A module's whole state_dict (safetensors metadata "format": "pt", as `zoc extract-weights`
+// and safetensors.torch write it) holds the tensors of layers no output depends on, such as
+// Inception's auxiliary head: while nothing else is wrong they are ignored, with one note. Any
+// other file (or a state_dict that also misses tensors, where an unused name is a clue to a
+// misnamed one) gets an error per tensor no layer uses.
+void report_unused(const st::File& file, const std::set<std::string, std::less<>>& expected,
+                   const ir::Graph& graph, bool other_errors, const SourceLoc& loc,
+                   Diagnostics& diags) {
+  std::vector<std::string> unused;
+  for (const st::TensorView& t : file.tensors()) {
+    if (!expected.count(t.name)) unused.push_back(shown_text(t.name));
+  }
+  if (unused.empty()) return;
+  const auto& meta = file.metadata();
+  const bool state_dict = std::any_of(meta.begin(), meta.end(), [](const auto& kv) {
+    return kv.first == "format" && kv.second == "pt";
+  });
+  if (state_dict && !other_errors) {
+    constexpr size_t kShown = 4;
+    const size_t n = unused.size();
+    const std::string more = n > kShown ? fmt::format(" and {} more", n - kShown) : "";
+    unused.resize(std::min(n, kShown));
+    diags.note(loc, fmt::format("{} tensor{} of this state_dict no layer of model '{}' uses, "
+                                "ignored (an unused layer or an auxiliary head): '{}'{}",
+                                n, n == 1 ? "" : "s", shown_text(graph.name),
+                                fmt::join(unused, "', '"), more));
+    return;
+  }
+  for (const std::string& name : unused) {
+    diags.error(loc, fmt::format("unexpected tensor '{}': no layer of model '{}' uses it", name,
+                                 shown_text(graph.name)));
+  }
+}
+
 }  // namespace
 
 std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& path,
@@ -101,12 +135,7 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
       out.tensors.emplace(p.name, std::move(values));
     }
   }
-  for (const st::TensorView& t : file->tensors()) {
-    if (!expected.count(t.name)) {
-      diags.error(file_loc, fmt::format("unexpected tensor '{}': no layer of model '{}' uses it",
-                                        shown_text(t.name), shown_text(graph.name)));
-    }
-  }
+  report_unused(*file, expected, graph, diags.error_count() != errors_before, file_loc, diags);
   if (diags.error_count() != errors_before) return std::nullopt;
   return out;
 }

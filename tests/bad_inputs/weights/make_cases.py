@@ -62,9 +62,10 @@ def encode(dtype, vals):
     return struct.pack("<%d%s" % (len(vals), FORMATS[dtype]), *vals)
 
 
-def safetensors(tensors):
-    """tensors: list of (name, dtype, shape, data bytes). Returns the file's bytes."""
-    header, data = {}, b""
+def safetensors(tensors, metadata=None):
+    """tensors: list of (name, dtype, shape, data bytes); metadata: the optional __metadata__
+    map. Returns the file's bytes."""
+    header, data = ({"__metadata__": metadata} if metadata else {}), b""
     for name, dtype, shape, raw in tensors:
         offsets = [len(data), len(data) + len(raw)]
         header[name] = {"dtype": dtype, "shape": shape, "data_offsets": offsets}
@@ -74,7 +75,7 @@ def safetensors(tensors):
     return struct.pack("<Q", len(text)) + text + data
 
 
-def tiny(drop=(), change=None, extra=()):
+def tiny(drop=(), change=None, extra=(), metadata=None):
     """tiny.yaml's tensors, minus `drop`, with change(name, dtype, shape) -> (dtype, shape, vals)
     overriding some, plus `extra` (name, dtype, shape) tensors."""
     out = []
@@ -90,7 +91,7 @@ def tiny(drop=(), change=None, extra=()):
         out.append((name, dtype, shape, encode(dtype, vals)))
     for name, dtype, shape in extra:
         out.append((name, dtype, shape, encode(dtype, values(name, numel(shape)))))
-    return safetensors(out)
+    return safetensors(out, metadata)
 
 
 def only(target, result):
@@ -139,6 +140,21 @@ case("missing_several", tiny(drop={"conv.bias", "fc.weight"}),
 case("extra_tensor", tiny(extra=[("fc2.weight", "F32", [2, 2])]),
      [at("extra_tensor") + "error: unexpected tensor 'fc2.weight': no layer of model 'tiny' uses "
       "it"])
+# A module's whole state_dict ("format": "pt", what `zoc extract-weights` writes from a .pt) may
+# hold layers the outputs do not use (an auxiliary head, issue 32): one note, not an error...
+case("state_dict_extra_tensors",
+     tiny(extra=[("aux.conv.weight", "F32", [2, 2]), ("aux.fc.weight", "F32", [2])],
+          metadata={"format": "pt"}),
+     [at("state_dict_extra_tensors") + "note: 2 tensors of this state_dict no layer of model "
+      "'tiny' uses, ignored (an unused layer or an auxiliary head): 'aux.conv.weight', "
+      "'aux.fc.weight'"], exit_code=0)
+# ... unless a tensor is missing too: then an unused name may be the misnamed one.
+case("state_dict_extra_and_missing",
+     tiny(drop={"fc.bias"}, extra=[("fc.bias_", "F32", [2])], metadata={"format": "pt"}),
+     [at("state_dict_extra_and_missing") + "error: missing tensor 'fc.bias' needed by layer 'fc' "
+      "(linear) with shape [2]",
+      at("state_dict_extra_and_missing") + "error: unexpected tensor 'fc.bias_': no layer of "
+      "model 'tiny' uses it"])
 # A tensor name with a terminal escape (ESC [ 2 J clears the screen) and a newline that would
 # start a forged diagnostic line (issue 31): escaped in the message.
 case("name_with_escape", tiny(extra=[("fc2\x1b[2J\nforged: error: x", "F32", [2])]),

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Generates the folders tests/gpu/corpus_check.sh runs on the GPU machine: third-party models of
+# the export corpus (tools/corpus/export_corpus.py, e.g. timm's families exported by PyTorch
+# 2.11's default ONNX exporter) compiled here through one route, in fp32 and fp16, into
+# corpus_check/<model>_<precision>/ (git-ignored; it travels with the device tool's `carry`),
+# and per model corpus_check/_ref/<model>/:
+#   weights.safetensors.xz  the ONNX file's initializers (`zoc extract-weights`), xz-compressed:
+#                           the corpus's tiled weights compress ~400x (ResNet-50: 97 MiB, 240 KB)
+#   input.json, output.npy  a seeded batch of 8 (its shape, seed and SHA-256: corpus_check.sh
+#                           regenerates it there, as the corpus's reader does) and PyTorch's fp32
+#                           output for it, from the corpus's traced (else scripted) module run
+#                           by this machine's torch
+# The GPU check compares zoc's generated code with that output at batch 1 and 8 (and 8 in a
+# CUDA graph), as it does for the torchvision zoo.
+# Usage: tests/gpu/prepare_corpus_check.sh CORPUS_DIR ROUTE MODEL... (ROUTE: dynamo or ts17)
+#        environment ZOC (default build/compiler/zoc), OUT_DIR (default corpus_check)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+corpus=$(realpath "$1") route=$2
+shift 2
+zoc=$(realpath "${ZOC:-$repo/build/compiler/zoc}")
+out=${OUT_DIR:-$repo/corpus_check}
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+rm -rf "$out" && mkdir -p "$out/_ref"
+for m in "$@"; do
+  # The model's own name for the file (the generated class is named after it), its external
+  # data beside it under the name the file gives.
+  rm -rf "${scratch:?}"/* && cp "$corpus/$m/$route.onnx" "$scratch/$m.onnx"
+  [ ! -f "$corpus/$m/$route.onnx.data" ] || cp "$corpus/$m/$route.onnx.data" "$scratch/"
+  src=$scratch/$m.onnx ref=$out/_ref/$m
+  mkdir -p "$ref"
+  /usr/bin/python3 - "$corpus/$m" "$ref" <<'PY'
+import hashlib, json, os, sys
+import numpy as np, torch
+folder, ref = sys.argv[1:]
+meta = json.load(open(os.path.join(folder, "meta.json")))
+shape, seed = [8] + list(meta["input"]), meta["seed"] * 16 + 3
+x = torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+with open(os.path.join(ref, "input.json"), "w") as f:
+    json.dump({"shape": shape, "seed": seed,
+               "sha256": hashlib.sha256(x.numpy().tobytes()).hexdigest()}, f)
+for name in ("trace.pt", "script.pt"):
+    path = os.path.join(folder, name)
+    if os.path.exists(path):
+        break
+with torch.no_grad():
+    y = torch.jit.load(path).eval()(x)
+if isinstance(y, dict):
+    y = next(iter(y.values()))
+elif isinstance(y, (tuple, list)):
+    y = y[0]
+np.save(os.path.join(ref, "output.npy"), y.numpy())
+print("%s: PyTorch %s output %s from %s" % (meta["name"], torch.__version__, tuple(y.shape), name))
+PY
+  "$zoc" extract-weights "$src" -o "$ref/weights.safetensors" >/dev/null
+  xz -T2 -6 "$ref/weights.safetensors"
+  for p in fp32 fp16; do
+    "$zoc" compile "$src" -o "$out/${m}_$p" --precision "$p" | head -1
+  done
+done
+du -sh "$out"

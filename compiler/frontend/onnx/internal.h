@@ -397,6 +397,7 @@ class Translator {
   };
 
   bool bind_graph_inputs();
+  void report_inputs(const std::vector<const pb::ValueInfoProto*>& data);
   bool add_input_node(const pb::ValueInfoProto& input);
   void mark_needed();
   void step(int index);

@@ -6,7 +6,8 @@ per check (an attribute the op's schema does not have at that opset, an op the o
 have yet, a required attribute missing, an initializer given twice) or form (Split's
 num_outputs, the dynamo exporter's as_strided). And two refusals that misled before: reflection
 padding as the TorchScript-based exporter writes it (which named a ConstantOfShape, never the
-Pad), and a model exported without its weights (which listed every weight as an input).
+Pad), a model exported without its weights (which listed every weight as an input), and
+BatchNorm1d after a flatten (which said only that BatchNorm expects an image).
 """
 
 from onnx import TensorProto, helper
@@ -106,6 +107,16 @@ def cases(mk):
         del m.graph.initializer[:]
         return m.SerializeToString()
 
+    def batchnorm_on_features():
+        # nn.BatchNorm1d(4) after the flatten, as torch.onnx.export writes it.
+        m = mk.tiny()
+        bn = m.graph.node.pop(1)
+        m.graph.node[0].output[0] = "b"
+        bn.input[0], bn.output[0], bn.name = "f", "n", "/bn1d/BatchNormalization"
+        m.graph.node.insert(4, bn)
+        m.graph.node[5].input[0] = "n"
+        return m.SerializeToString()
+
     return {
         "newer_good": (newer_good, "", 0),
         "newer_unknown_attribute": (newer_unknown_attribute, "", 1),
@@ -117,6 +128,7 @@ def cases(mk):
         "as_strided_out_of_order": (as_strided_out_of_order, "", 1),
         "pad_reflect": (pad_reflect, "", 1),
         "weights_as_inputs": (weights_as_inputs, "", 1),
+        "batchnorm_on_features": (batchnorm_on_features, "", 1),
     }
 
 
@@ -164,4 +176,9 @@ def expect(f, unsupported):
             "'bn.running_mean', 'bn.running_var' and 2 more): the model's weights are graph "
             "inputs, not initializers, so the file carries none (torch.onnx.export(..., "
             "export_params=False)); export it with export_params=True, the default"],
+        "batchnorm_on_features": [
+            f + "batchnorm_on_features.onnx" + unsupported,
+            "  node '/bn1d/BatchNormalization' (BatchNormalization, #4): BatchNorm over a 2-D "
+            "(N, C) tensor ([N, 4], BatchNorm1d) is not supported; zoc's BatchNorm takes images "
+            "[N, C, H, W]"],
     }

@@ -315,12 +315,9 @@ std::string version_text() {
       "generated code: CUDA {} and cuDNN {} (headers under {} when zoc was configured); "
       "needs cuDNN 9\n"
       "TorchScript input: LibTorch {}\n"
-      "ONNX input: opsets {} to {}, IR versions up to {}; libonnx {} (its checker judges up to "
-      "opset {} and IR {}, zoc's own checks newer files)",
+      "ONNX input: {}",
       ZOC_VERSION, ZOC_CUDA_VERSION, ZOC_CUDNN_VERSION, ZOC_CUDA_ROOT, ZOC_LIBTORCH_VERSION,
-      zoc::onnx::kMinOpset, zoc::onnx::kMaxOpset, zoc::onnx::kMaxIrVersion,
-      zoc::onnx::libonnx_version(), zoc::onnx::checker_max_opset(),
-      zoc::onnx::checker_max_ir_version());
+      zoc::onnx::versions_read());
 }
 
 bool is_subcommand(CLI::App& app, const std::string& name) {

@@ -1,7 +1,8 @@
 // Small ONNX models built in code with libonnx's protobuf classes, for the ONNX frontend's unit
 // tests (onnx_frontend_test.cpp: the op table's first forms; onnx_zoo_ops_test.cpp: the CNN
-// zoo's; onnx_newer_test.cpp: opsets 18 to 21 and the dynamo exporter's forms): a Builder of inputs, outputs, initializers and nodes, attribute setters, and the checks
-// those tests share (the op sequence of a loaded model, a refusal's message).
+// zoo's; onnx_newer_test.cpp: opsets 18 to 21 and the dynamo exporter's forms): a Builder of
+// inputs, outputs, initializers and nodes, attribute setters, and the checks those tests share (the
+// op sequence of a loaded model, a refusal's message).
 #pragma once
 
 #include <onnx/onnx_pb.h>

@@ -40,7 +40,8 @@ std::vector<float> run_printed(const Builder& b, const std::string& ops, const r
 
 ref::Tensor image(int64_t n, int64_t c, int64_t h, int64_t w) {
   ref::Tensor x{{n, c, h, w}, {}};
-  for (int64_t i = 0; i < n * c * h * w; ++i) x.data.push_back(0.5f * static_cast<float>(i % 13) - 3.f);
+  for (int64_t i = 0; i < n * c * h * w; ++i)
+    x.data.push_back(0.5f * static_cast<float>(i % 13) - 3.f);
   return x;
 }
 
@@ -88,15 +89,19 @@ TEST(OnnxNewer, SplitByNumOutputsGivesTheLastPartTheRest) {
   set_int(t, "axis", 1);
   set_int(t, "num_outputs", 3);
   set_int(empty_last.node("Concat", {"a", "b", "c"}, {"y"}), "axis", 1);
-  expect_refused(empty_last, "node 'split' (Split, #0): 4 channels in 3 parts of 2 leave the last "
-                             "part empty");
+  expect_refused(empty_last,
+                 "node 'split' (Split, #0): 4 channels in 3 parts of 2 leave the last "
+                 "part empty");
 }
 
 // Pad-18's axes input: pads [begin..., end...] for the axes it lists, here H and W before an
 // AveragePool that counts them (PyTorch's count_include_pad).
 TEST(OnnxNewer, PadAxesInputCoversTheAxesItNames) {
   Builder b = newer();
-  b.input("x", {-1, 1, 2, 2}).output("y", 4).init_i64("pads", {1, 2, 1, 2}).init_i64("axes", {2, 3});
+  b.input("x", {-1, 1, 2, 2})
+      .output("y", 4)
+      .init_i64("pads", {1, 2, 1, 2})
+      .init_i64("axes", {2, 3});
   b.node("Pad", {"x", "pads", "", "axes"}, {"p"});
   set_ints(b.node("AveragePool", {"p"}, {"y"}), "kernel_shape", {3, 5});
   const ref::Tensor x{{1, 1, 2, 2}, {1, 2, 3, 4}};
@@ -107,7 +112,8 @@ TEST(OnnxNewer, PadAxesInputCoversTheAxesItNames) {
       double sum = 0;
       for (int y = oy; y < oy + 3; ++y)
         for (int xx = ox; xx < ox + 5; ++xx)
-          if (y >= 1 && y <= 2 && xx >= 2 && xx <= 3) sum += x.data[static_cast<size_t>((y - 1) * 2 + xx - 2)];
+          if (y >= 1 && y <= 2 && xx >= 2 && xx <= 3)
+            sum += x.data[static_cast<size_t>((y - 1) * 2 + xx - 2)];
       want.push_back(static_cast<float>(sum / 15));
     }
   }
@@ -140,15 +146,17 @@ TEST(OnnxNewer, AsStridedOntoItsOwnStridesIsTheTensor) {
   for (bool in_order : {true, false}) {
     Builder b = newer();
     b.input("x", {1, 2, 2, 1}).output("y", {1, 2, 2, 1}).init_i64("flat", {-1});
-    b.init_i64("order", in_order ? std::vector<int64_t>{0, 1, 2, 3} : std::vector<int64_t>{1, 0, 2, 3},
+    b.init_i64("order",
+               in_order ? std::vector<int64_t>{0, 1, 2, 3} : std::vector<int64_t>{1, 0, 2, 3},
                false, {1, 2, 2, 1});
     b.node("Relu", {"x"}, {"r"});
     b.node("Reshape", {"r", "flat"}, {"v"});
     set_int(b.node("Gather", {"v", "order"}, {"g"}, "as_strided"), "axis", 0);
     b.node("Sigmoid", {"g"}, {"y"});
     if (!in_order) {
-      expect_refused(b, "node 'as_strided' (Gather, #2): a Gather of a tensor flattened with its "
-                        "batch (a Reshape to [-1]) other than every element in order");
+      expect_refused(b,
+                     "node 'as_strided' (Gather, #2): a Gather of a tensor flattened with its "
+                     "batch (a Reshape to [-1]) other than every element in order");
       continue;
     }
     const ref::Tensor x{{1, 2, 2, 1}, {-1, 2, -3, 4}};
@@ -184,11 +192,12 @@ TEST(OnnxNewer, LayersTakeTheNameScopesOfTheirMetadata) {
   scopes(cat, "['', 'block', 'cat']");
   std::string printed;
   const ref::Tensor x{{1, 1, 2, 2}, {1, -2, 3, -4}};
-  EXPECT_EQ(run_printed(b, "input conv2d slice_channels slice_channels relu relu concat", x, printed),
-            (std::vector<float>{1.5f, 0, 3.5f, 0, 0, 2, 0, 4}));
+  EXPECT_EQ(
+      run_printed(b, "input conv2d slice_channels slice_channels relu relu concat", x, printed),
+      (std::vector<float>{1.5f, 0, 3.5f, 0, 0, 2, 0, 4}));
   for (const char* name : {"%block.conv = conv2d", "param  block.conv.bias [2]",
-                           "%block.act.slice_channels = ", "%block.act = relu", "%block.act_1 = relu",
-                           "%block.concat = concat"}) {
+                           "%block.act.slice_channels = ", "%block.act = relu",
+                           "%block.act_1 = relu", "%block.concat = concat"}) {
     EXPECT_NE(printed.find(name), std::string::npos) << name << "\n" << printed;
   }
 }

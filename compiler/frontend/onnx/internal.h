@@ -177,20 +177,20 @@ std::vector<int64_t> viewed_dims(const Val& v, const std::vector<int64_t>& dims)
 // a step; a use of one other than the next step is unsupported, with the step named.
 struct Partial {
   enum class Step {
-    kGeluScaled,     // x / sqrt(2)
-    kGeluErf,        // erf(x / sqrt(2))
-    kGeluErfPlus1,   // 1 + erf(x / sqrt(2))
-    kGeluUnhalved,   // x * (1 + erf(x / sqrt(2)))
-    kNormMean,       // mean of x over its last axis
-    kNormCentered,   // d = x - mean
-    kNormSquared,    // d^2
-    kNormVariance,   // mean of d^2
-    kNormVarEps,     // variance + eps
-    kNormStd,        // sqrt(variance + eps)
-    kNormalized,     // d / sqrt(variance + eps)
-    kNormScaled,     // that times the weight
-    kPadded,         // x padded with zeros on H and W by `pad`
-    kFlattened,      // x with its (fixed) batch flattened into one axis: Reshape to [-1]
+    kGeluScaled,    // x / sqrt(2)
+    kGeluErf,       // erf(x / sqrt(2))
+    kGeluErfPlus1,  // 1 + erf(x / sqrt(2))
+    kGeluUnhalved,  // x * (1 + erf(x / sqrt(2)))
+    kNormMean,      // mean of x over its last axis
+    kNormCentered,  // d = x - mean
+    kNormSquared,   // d^2
+    kNormVariance,  // mean of d^2
+    kNormVarEps,    // variance + eps
+    kNormStd,       // sqrt(variance + eps)
+    kNormalized,    // d / sqrt(variance + eps)
+    kNormScaled,    // that times the weight
+    kPadded,        // x padded with zeros on H and W by `pad`
+    kFlattened,     // x with its (fixed) batch flattened into one axis: Reshape to [-1]
   };
   Partial(Step s, Val x) : step(s), source(std::move(x)) {}
 
@@ -375,7 +375,7 @@ class LayerNames {
 
   std::vector<std::string> node_names_;
   std::vector<std::string> scope_paths_;  // per node: its module path ("" if none)
-  std::vector<bool> scoped_;  // per node: its name or metadata gives its module path
+  std::vector<bool> scoped_;              // per node: its name or metadata gives its module path
   std::vector<bool> scope_is_leaf_;       // per node: no other node lies inside its scope
   std::set<std::string> reserved_;        // prefixes of parameter tensors, "input"
   std::set<std::string> tensors_;         // names of initializers and bound inputs

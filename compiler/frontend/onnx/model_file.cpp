@@ -165,9 +165,10 @@ Expected<int64_t> default_opset(const pb::ModelProto& m) {
                  "entry with domain \"\")"};
   }
   if (*found > kMaxOpset) {
-    return Error{fmt::format("the model uses opset {} of the ONNX domain, newer than opset {}, "
-                             "the newest zoc reads: export it with opset_version={} or older",
-                             *found, kMaxOpset, kMaxOpset)};
+    return Error{
+        fmt::format("the model uses opset {} of the ONNX domain, newer than opset {}, "
+                    "the newest zoc reads: export it with opset_version={} or older",
+                    *found, kMaxOpset, kMaxOpset)};
   }
   if (*found < kMinOpset) {
     return Error{fmt::format("the model imports opset {} of the ONNX domain, which does not exist",
@@ -182,9 +183,10 @@ Status check_ir_version(const pb::ModelProto& m) {
     return Error{"the model has no ir_version: not an ONNX model, or an empty one"};
   }
   if (m.ir_version() > newest) {
-    return Error{fmt::format("the model's ir_version is {}, newer than {}, the newest zoc reads: "
-                             "export it with an older ONNX",
-                             m.ir_version(), newest)};
+    return Error{
+        fmt::format("the model's ir_version is {}, newer than {}, the newest zoc reads: "
+                    "export it with an older ONNX",
+                    m.ir_version(), newest)};
   }
   if (m.ir_version() < 3) {
     return Error{fmt::format("the model's ir_version is {}; zoc reads ONNX IR versions 3 to {} "

@@ -7,11 +7,12 @@
 // does not check or reports without saying where: the IR and opset versions, every tensor's size
 // against its data, external data (read only from files beside the model), node inputs that
 // nothing produces, and cycles. A file newer than this libonnx's checker knows (IR 9 and 10,
-// opsets 18 to 21: the dynamo exporter's) is checked by zoc itself instead (own_checks.cpp). The graph is then walked in
-// topological order and every node is mapped by the op table of ops_*.cpp; all unsupported
-// nodes are reported in one error, each named with its op type and position. Layers are named
-// after the state_dict prefix of their initializers ("layer1.0.conv1"), so that one weights file
-// serves the YAML, TorchScript and ONNX routes; README.md, "ONNX input", lists what maps.
+// opsets 18 to 21: the dynamo exporter's) is checked by zoc itself instead (own_checks.cpp). The
+// graph is then walked in topological order and every node is mapped by the op table of ops_*.cpp;
+// all unsupported nodes are reported in one error, each named with its op type and position. Layers
+// are named after the state_dict prefix of their initializers ("layer1.0.conv1"), so that one
+// weights file serves the YAML, TorchScript and ONNX routes; README.md, "ONNX input", lists what
+// maps.
 #pragma once
 
 #include <array>
@@ -66,6 +67,9 @@ int64_t checker_max_opset();
 int64_t checker_max_ir_version();
 // The libonnx release zoc was built with ("1.12.0").
 std::string_view libonnx_version();
+// For `zoc --version`: the opsets and IR versions read, and up to where libonnx's checker
+// judges them.
+std::string versions_read();
 
 // A tensor of an ONNX file read on its own (a test case's `input_0.pb` or `output_0.pb`):
 // floating types as float32.

@@ -56,7 +56,8 @@ const char* next_of(Step s) {
     case Step::kPadded:
       return "an AveragePool, as its padding";
     case Step::kFlattened:
-      return "a Gather of every element in order, back to the tensor's shape (as_strided's identity)";
+      return "a Gather of every element in order, back to the tensor's shape (as_strided's "
+             "identity)";
   }
   return "its next step";
 }
@@ -109,9 +110,10 @@ bool gather_in_order(NodeContext& c, const Partial& p) {
   bool in_order = !k.floating && k.dims == shape && axis == 0;
   for (size_t e = 0; in_order && e < k.i.size(); ++e) in_order = k.i[e] == static_cast<int64_t>(e);
   if (!in_order) {
-    return c.fail(fmt::format("a Gather of {} other than every element in order into the tensor's "
-                              "own shape (as_strided onto its own strides), which zoc follows",
-                              step_name(p.step)));
+    return c.fail(
+        fmt::format("a Gather of {} other than every element in order into the tensor's "
+                    "own shape (as_strided onto its own strides), which zoc follows",
+                    step_name(p.step)));
   }
   c.result(p.source);
   return true;

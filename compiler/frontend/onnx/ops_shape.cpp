@@ -236,9 +236,10 @@ bool arithmetic(NodeContext& c) {
 bool folds(NodeContext& c, const std::vector<int64_t>& dims) {
   const auto n = checked_numel(dims);
   if (n && static_cast<size_t>(*n) <= kMaxFoldedElements) return true;
-  return c.fail(fmt::format("{} of a constant into [{}], more than the 2^20 elements zoc computes "
-                            "while compiling",
-                            shown_text(c.node().op_type()), fmt::join(dims, ", ")));
+  return c.fail(
+      fmt::format("{} of a constant into [{}], more than the 2^20 elements zoc computes "
+                  "while compiling",
+                  shown_text(c.node().op_type()), fmt::join(dims, ", ")));
 }
 
 // Elements `from` of `k`, in that order, as a constant of dims `dims` (their batch marks kept).
@@ -288,8 +289,9 @@ bool constant_of_shape(NodeContext& c) {
   const Constant& s = constant_of(c, 0);
   const auto n = s.floating || s.dims.size() != 1 ? std::nullopt : checked_numel(s.i);
   if (!n || s.has_batch() || static_cast<size_t>(*n) > kMaxFoldedElements) {
-    return c.fail("a ConstantOfShape of other than a 1-D integer shape known when compiling, of at "
-                  "most 2^20 elements");
+    return c.fail(
+        "a ConstantOfShape of other than a 1-D integer shape known when compiling, of at "
+        "most 2^20 elements");
   }
   Constant value;
   value.f = {0.f};
@@ -369,12 +371,14 @@ bool slice_of_constant(NodeContext& c) {
       if (a < 3 && !c.attr(names[a], args[a])) return false;
     } else if (c.has_input(a + 1)) {
       const Val* v = c.constant(a + 1, names[a]);
-      if (!v || v->constant->floating) return v && c.fail(fmt::format("its {} are floating-point", names[a]));
+      if (!v || v->constant->floating)
+        return v && c.fail(fmt::format("its {} are floating-point", names[a]));
       args[a] = v->constant->i;
     }
   }
   std::vector<int64_t>&starts = args[0], &ends = args[1], &axes = args[2], &steps = args[3];
-  for (size_t a = 0; axes.empty() && a < starts.size(); ++a) axes.push_back(static_cast<int64_t>(a));
+  for (size_t a = 0; axes.empty() && a < starts.size(); ++a)
+    axes.push_back(static_cast<int64_t>(a));
   if (steps.empty()) steps.assign(starts.size(), 1);
   std::vector<int64_t> dims = k.dims, step = row_major_strides(k.dims), first(k.dims.size(), 0);
   const std::vector<int64_t> unit = step;
@@ -383,10 +387,11 @@ bool slice_of_constant(NodeContext& c) {
     const int64_t axis = axes[e] < 0 ? axes[e] + rank : axes[e];
     if (starts.size() != axes.size() || ends.size() != axes.size() || steps.size() != axes.size() ||
         axis < 0 || axis >= rank || seen[static_cast<size_t>(axis)] || steps[e] == 0) {
-      return c.fail(fmt::format("a slice of a rank-{} constant by starts [{}], ends [{}], axes [{}] "
-                                "and steps [{}]",
-                                rank, fmt::join(starts, ", "), fmt::join(ends, ", "),
-                                fmt::join(axes, ", "), fmt::join(steps, ", ")));
+      return c.fail(
+          fmt::format("a slice of a rank-{} constant by starts [{}], ends [{}], axes [{}] "
+                      "and steps [{}]",
+                      rank, fmt::join(starts, ", "), fmt::join(ends, ", "), fmt::join(axes, ", "),
+                      fmt::join(steps, ", ")));
     }
     const auto a = static_cast<size_t>(axis);
     seen[a] = true;

@@ -52,8 +52,8 @@ bool gelu(NodeContext& c) {
   if (!x || !c.attr("approximate", approximate)) return false;
   const Val v = *x;
   if (approximate != "none" && approximate != "tanh") {
-    return c.fail(fmt::format("approximate '{}': ONNX defines 'none' and 'tanh'",
-                              shown_text(approximate)));
+    return c.fail(
+        fmt::format("approximate '{}': ONNX defines 'none' and 'tanh'", shown_text(approximate)));
   }
   auto y = c.emit(approximate == "tanh" ? ir::OpKind::GeluTanh : ir::OpKind::Gelu, {v.id}, {});
   return y && c.result_like(*y, v);

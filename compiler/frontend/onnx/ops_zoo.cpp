@@ -242,8 +242,9 @@ bool split(NodeContext& c) {
   if (!sizes) return false;
   const int64_t outputs = c.node().output_size();
   if (c.has_attr("num_outputs") && (c.has_input(1) || num_outputs != outputs)) {
-    return c.fail(c.has_input(1) ? std::string("both a split input and num_outputs (ONNX allows one)")
-                                 : fmt::format("num_outputs {} for {} outputs", num_outputs, outputs));
+    return c.fail(c.has_input(1)
+                      ? std::string("both a split input and num_outputs (ONNX allows one)")
+                      : fmt::format("num_outputs {} for {} outputs", num_outputs, outputs));
   }
   const auto a = normalized_axes({axis}, static_cast<int64_t>(d->size()) + 1);
   if (d->size() != 3 || a != std::vector<int64_t>{1}) {
@@ -331,9 +332,10 @@ bool pads_over_axes(NodeContext& c, std::vector<int64_t>& pads, int64_t rank) {
     const int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
     if (a->constant->floating || pads.size() != 2 * n || axis < 0 || axis >= rank ||
         seen[static_cast<size_t>(axis)]) {
-      return c.fail(fmt::format("pads {} over axes {} of a rank-{} tensor: ONNX gives a begin and "
-                                "an end for each of its distinct axes",
-                                list_str(pads), list_str(axes), rank));
+      return c.fail(
+          fmt::format("pads {} over axes {} of a rank-{} tensor: ONNX gives a begin and "
+                      "an end for each of its distinct axes",
+                      list_str(pads), list_str(axes), rank));
     }
     seen[static_cast<size_t>(axis)] = true;
     full[static_cast<size_t>(axis)] = pads[k];

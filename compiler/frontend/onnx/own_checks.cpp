@@ -42,7 +42,10 @@ const std::vector<std::string>& any_type() {
 
 OpSchema unary_schema(const char* op, int since) {
   OpSchema s(op, __FILE__, __LINE__);
-  s.SinceVersion(since).Input(0, "X", "", "T").Output(0, "Y", "", "T").TypeConstraint("T", any_type(), "");
+  s.SinceVersion(since)
+      .Input(0, "X", "", "T")
+      .Output(0, "Y", "", "T")
+      .TypeConstraint("T", any_type(), "");
   return s;
 }
 
@@ -129,7 +132,8 @@ const OpSchema* schema_at(const std::string& op, int64_t opset, std::string& sou
   static const std::vector<OpSchema> newer = newer_schemas();
   const OpSchema* best = nullptr;
   for (const OpSchema& s : newer) {
-    if (s.Name() == op && s.SinceVersion() <= opset && (!best || s.SinceVersion() > best->SinceVersion())) {
+    if (s.Name() == op && s.SinceVersion() <= opset &&
+        (!best || s.SinceVersion() > best->SinceVersion())) {
       best = &s;
     }
   }
@@ -144,13 +148,14 @@ const OpSchema* schema_at(const std::string& op, int64_t opset, std::string& sou
 }
 
 // One node of an op zoc maps against its schema, then each of its attributes.
-void check_node(const pb::NodeProto& n, int index, int64_t opset, const pb::checker::CheckerContext& ctx,
-                const std::string& path, Diagnostics& diags) {
+void check_node(const pb::NodeProto& n, int index, int64_t opset,
+                const pb::checker::CheckerContext& ctx, const std::string& path,
+                Diagnostics& diags) {
   std::string source;
   const OpSchema* schema = schema_at(n.op_type(), opset, source);
   if (!schema) {
-    diags.error(node_loc(path, n, index),
-                fmt::format("opset {} of the ONNX domain has no op {}", opset, shown_text(n.op_type())));
+    diags.error(node_loc(path, n, index), fmt::format("opset {} of the ONNX domain has no op {}",
+                                                      opset, shown_text(n.op_type())));
     return;
   }
   try {
@@ -159,8 +164,8 @@ void check_node(const pb::NodeProto& n, int index, int64_t opset, const pb::chec
     for (const pb::AttributeProto& a : n.attribute()) pb::checker::check_attribute(a, ctx, scope);
   } catch (const std::exception& e) {
     diags.error(node_loc(path, n, index),
-                fmt::format("the schema of {} at opset {} ({}) rejects it: {}", shown_text(n.op_type()),
-                            opset, source, checker_message(e)));
+                fmt::format("the schema of {} at opset {} ({}) rejects it: {}",
+                            shown_text(n.op_type()), opset, source, checker_message(e)));
   }
 }
 
@@ -192,7 +197,8 @@ void check_values(const pb::GraphProto& g, const pb::checker::CheckerContext& ct
       try {
         pb::checker::check_tensor(t, ctx);
       } catch (const std::exception& e) {
-        diags.error(at, fmt::format("initializer '{}': {}", shown_text(t.name()), checker_message(e)));
+        diags.error(at,
+                    fmt::format("initializer '{}': {}", shown_text(t.name()), checker_message(e)));
       }
     }
   }
@@ -211,12 +217,14 @@ bool check_newer_model(const ModelFile& m, const std::string& path, Diagnostics&
   // The checker's own context as far as it knows: attributes and subgraphs are judged as in
   // the newest IR version and opset it has.
   ctx.set_ir_version(static_cast<int>(std::min(m.proto.ir_version(), checker_max_ir_version())));
-  ctx.set_opset_imports({{pb::ONNX_DOMAIN, static_cast<int>(std::min(m.opset, checker_max_opset()))}});
+  ctx.set_opset_imports(
+      {{pb::ONNX_DOMAIN, static_cast<int>(std::min(m.opset, checker_max_opset()))}});
   std::unordered_set<std::string> keys;
   for (const pb::StringStringEntryProto& e : m.proto.metadata_props()) {
     if (!keys.insert(e.key()).second) {
-      diags.error(SourceLoc{path, 0, 0},
-                  fmt::format("the model's metadata_props holds the key '{}' twice", shown_text(e.key())));
+      diags.error(
+          SourceLoc{path, 0, 0},
+          fmt::format("the model's metadata_props holds the key '{}' twice", shown_text(e.key())));
     }
   }
   check_values(g, ctx, path, diags);
@@ -226,13 +234,14 @@ bool check_newer_model(const ModelFile& m, const std::string& path, Diagnostics&
     if (default_domain && find_handler(n.op_type())) check_node(n, i, m.opset, ctx, path, diags);
   }
   if (diags.error_count() != before) return false;
-  diags.note(SourceLoc{path, 0, 0},
-             fmt::format("the model is ONNX IR version {} with opset {}, newer than the checker of "
-                         "this zoc's libonnx {} reads (IR {}, opset {}): zoc checked it itself (the "
-                         "graph's wiring, its tensors and external data, and each node of an op zoc "
-                         "maps against that op's schema at opset {})",
-                         m.proto.ir_version(), m.opset, libonnx_version(), checker_max_ir_version(),
-                         checker_max_opset(), m.opset));
+  diags.note(
+      SourceLoc{path, 0, 0},
+      fmt::format("the model is ONNX IR version {} with opset {}, newer than the checker of "
+                  "this zoc's libonnx {} reads (IR {}, opset {}): zoc checked it itself (the "
+                  "graph's wiring, its tensors and external data, and each node of an op zoc "
+                  "maps against that op's schema at opset {})",
+                  m.proto.ir_version(), m.opset, libonnx_version(), checker_max_ir_version(),
+                  checker_max_opset(), m.opset));
   return true;
 }
 
@@ -245,5 +254,13 @@ int64_t checker_max_opset() {
 }
 
 int64_t checker_max_ir_version() { return ::onnx::IR_VERSION; }
+
+std::string versions_read() {
+  return fmt::format(
+      "opsets {} to {}, IR versions up to {}; libonnx {} (its checker judges up to "
+      "opset {} and IR {}, zoc's own checks newer files)",
+      kMinOpset, kMaxOpset, kMaxIrVersion, libonnx_version(), checker_max_opset(),
+      checker_max_ir_version());
+}
 
 }  // namespace zoc::onnx

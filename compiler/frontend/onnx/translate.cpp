@@ -152,7 +152,8 @@ void Translator::report_inputs(const std::vector<const pb::ValueInfoProto*>& dat
   }
   std::unordered_map<std::string, std::vector<std::pair<int, int>>> readers;  // (node, input)
   for (int i = 0; i < g_.node_size(); ++i) {
-    for (int k = 0; k < g_.node(i).input_size(); ++k) readers[g_.node(i).input(k)].push_back({i, k});
+    for (int k = 0; k < g_.node(i).input_size(); ++k)
+      readers[g_.node(i).input(k)].push_back({i, k});
   }
   // An Identity's output is judged before its input: its readers come after it (structure.cpp
   // checked the order), so a walk from the last node back needs no recursion.
@@ -179,15 +180,17 @@ void Translator::report_inputs(const std::vector<const pb::ValueInfoProto*>& dat
   }
   auto listed = [](const std::vector<std::string>& names) {
     const size_t shown = std::min<size_t>(names.size(), 6);
-    return fmt::format("{}{}", fmt::join(names.begin(), names.begin() + static_cast<long>(shown), ", "),
-                       names.size() > shown ? fmt::format(" and {} more", names.size() - shown) : "");
+    return fmt::format(
+        "{}{}", fmt::join(names.begin(), names.begin() + static_cast<long>(shown), ", "),
+        names.size() > shown ? fmt::format(" and {} more", names.size() - shown) : "");
   };
   if (others.size() == 1 && !weights.empty()) {
-    diags_.error(at, fmt::format("the graph has {} inputs: {} and {} that nodes read as weights ({}): "
-                                 "the model's weights are graph inputs, not initializers, so the "
-                                 "file carries none (torch.onnx.export(..., export_params=False)); "
-                                 "export it with export_params=True, the default",
-                                 data.size(), others[0], weights.size(), listed(weights)));
+    diags_.error(at,
+                 fmt::format("the graph has {} inputs: {} and {} that nodes read as weights ({}): "
+                             "the model's weights are graph inputs, not initializers, so the "
+                             "file carries none (torch.onnx.export(..., export_params=False)); "
+                             "export it with export_params=True, the default",
+                             data.size(), others[0], weights.size(), listed(weights)));
     return;
   }
   others.insert(others.end(), weights.begin(), weights.end());

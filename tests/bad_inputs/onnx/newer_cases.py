@@ -146,15 +146,15 @@ def expect(f, unsupported):
             "for operator Relu"],
         "newer_reduce_mean_axes_attribute": [
             f + "newer_reduce_mean_axes_attribute.onnx: node '/pool/ReduceMean' (ReduceMean, #3): "
-            "error: the schema of ReduceMean at opset 18 (ReduceMean-18, as zoc records it) rejects "
-            "it: Unrecognized attribute: axes for operator ReduceMean"],
+            "error: the schema of ReduceMean at opset 18 (ReduceMean-18, as zoc records it) "
+            "rejects it: Unrecognized attribute: axes for operator ReduceMean"],
         "newer_gelu_before_opset20": [
             f + "newer_gelu_before_opset20.onnx: node '/act/Gelu' (Gelu, #2): error: opset 19 of "
             "the ONNX domain has no op Gelu"],
         "newer_pool_without_kernel": [
-            f + "newer_pool_without_kernel.onnx: node '/pool/AveragePool' (AveragePool, #3): error: "
-            "the schema of AveragePool at opset 19 (AveragePool-19, as zoc records it) rejects it: "
-            "Required attribute 'kernel_shape' is missing."],
+            f + "newer_pool_without_kernel.onnx: node '/pool/AveragePool' (AveragePool, #3): "
+            "error: the schema of AveragePool at opset 19 (AveragePool-19, as zoc records it) "
+            "rejects it: Required attribute 'kernel_shape' is missing."],
         "newer_initializer_twice": [
             f + "newer_initializer_twice.onnx: error: initializer 'fc.bias' is given twice"],
         "newer_split_num_outputs": [
@@ -163,8 +163,8 @@ def expect(f, unsupported):
             "  node '/chunk/Split' (Split, #0): num_outputs 3 for 2 outputs"],
         "as_strided_out_of_order": [
             f + "as_strided_out_of_order.onnx" + unsupported,
-            "  node 'node_as_strided' (Gather, #2): a Gather of a tensor flattened with its batch (a "
-            "Reshape to [-1]) other than every element in order into the tensor's own shape "
+            "  node 'node_as_strided' (Gather, #2): a Gather of a tensor flattened with its batch "
+            "(a Reshape to [-1]) other than every element in order into the tensor's own shape "
             "(as_strided onto its own strides), which zoc follows"],
         "pad_reflect": [
             f + "pad_reflect.onnx" + unsupported,

@@ -7,7 +7,8 @@
 set -euo pipefail
 corpus=${1:?usage: pack.sh CORPUS_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
-MODELS="resnet18 mobilenet_v2 efficientnet_b0 convnext_atto shufflenet_v2_x1_0 mixnet_s squeezenet1_1 lcnet_050"
+MODELS="resnet18 mobilenet_v2 efficientnet_b0 convnext_atto shufflenet_v2_x1_0 mixnet_s"
+MODELS="$MODELS squeezenet1_1 lcnet_050"
 SAME_IR="resnet18 convnext_atto"
 for m in $MODELS; do
   rm -rf "${here:?}/$m"

@@ -6,7 +6,9 @@
 set -euo pipefail
 zoc=${1:?usage: same_ir.sh ZOC DIR}
 dir=${2:?usage: same_ir.sh ZOC DIR}
-ir() { "$zoc" ir "$1" --optimize 2>/dev/null | sed -e 's/ *# .*$//' -e '1s/^graph [^ ]* /graph G /'; }
+ir() {
+  "$zoc" ir "$1" --optimize 2>/dev/null | sed -e 's/ *# .*$//' -e '1s/^graph [^ ]* /graph G /'
+}
 checked=0
 for ts in "$dir"/*/ts17.onnx; do
   m=$(basename "$(dirname "$ts")")

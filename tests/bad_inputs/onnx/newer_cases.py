@@ -25,6 +25,12 @@ def cases(mk):
     def newer_good():
         return newer().SerializeToString()
 
+    def newer_good_opset21():  # the newest opset read: Flatten-21 and the rest changed only types
+        return newer(opset=21).SerializeToString()
+
+    def newer_good_ir9():  # IR 9 at opset 17: libonnx's checker still refuses the IR version
+        return mk.tiny(ir_version=9, opset=17).SerializeToString()
+
     def newer_unknown_attribute():
         m = newer()
         m.graph.node[2].attribute.append(helper.make_attribute("alpha", 0.1))
@@ -119,6 +125,8 @@ def cases(mk):
 
     return {
         "newer_good": (newer_good, "", 0),
+        "newer_good_opset21": (newer_good_opset21, "", 0),
+        "newer_good_ir9": (newer_good_ir9, "", 0),
         "newer_unknown_attribute": (newer_unknown_attribute, "", 1),
         "newer_reduce_mean_axes_attribute": (newer_reduce_mean_axes_attribute, "", 1),
         "newer_gelu_before_opset20": (newer_gelu_before_opset20, "", 1),
@@ -140,6 +148,9 @@ def expect(f, unsupported):
             "op's schema at opset {0})")
     return {
         "newer_good": [f + "newer_good.onnx" + note.format(20)],
+        "newer_good_opset21": [f + "newer_good_opset21.onnx" + note.format(21)],
+        "newer_good_ir9": [f + "newer_good_ir9.onnx" + note.replace("version 10", "version 9")
+                           .format(17)],
         "newer_unknown_attribute": [
             f + "newer_unknown_attribute.onnx: node '/relu/Relu' (Relu, #2): error: the schema of "
             "Relu at opset 20 (libonnx 1.12.0's Relu-14) rejects it: Unrecognized attribute: alpha "

@@ -315,9 +315,9 @@ std::string version_text() {
       "generated code: CUDA {} and cuDNN {} (headers under {} when zoc was configured); "
       "needs cuDNN 9\n"
       "TorchScript input: LibTorch {}\n"
-      "ONNX input: libonnx {} (opsets {} to {})",
+      "ONNX input: {}",
       ZOC_VERSION, ZOC_CUDA_VERSION, ZOC_CUDNN_VERSION, ZOC_CUDA_ROOT, ZOC_LIBTORCH_VERSION,
-      zoc::onnx::libonnx_version(), zoc::onnx::kMinOpset, zoc::onnx::max_opset());
+      zoc::onnx::versions_read());
 }
 
 bool is_subcommand(CLI::App& app, const std::string& name) {

@@ -138,6 +138,14 @@ bool Rule::conv2d() {
 
 // In training mode, an extra result: the batch's statistics for the backward pass.
 bool Rule::batchnorm2d() {
+  // BatchNorm1d (after a flatten or linear layer) reaches here as the same op; say so rather
+  // than only that an image was expected.
+  if (in(0).dims.size() == 1) {
+    return fail(
+        fmt::format("BatchNorm over a 2-D (N, C) tensor ({}, BatchNorm1d) is not "
+                    "supported; zoc's BatchNorm takes images [N, C, H, W]",
+                    dims_str(in(0).dims)));
+  }
   if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
   const int64_t c = in(0).dims[0];
   bn_params(c, nullptr, "init");

@@ -1,7 +1,8 @@
 // Small ONNX models built in code with libonnx's protobuf classes, for the ONNX frontend's unit
 // tests (onnx_frontend_test.cpp: the op table's first forms; onnx_zoo_ops_test.cpp: the CNN
-// zoo's): a Builder of inputs, outputs, initializers and nodes, attribute setters, and the checks
-// those tests share (the op sequence of a loaded model, a refusal's message).
+// zoo's; onnx_newer_test.cpp: opsets 18 to 21 and the dynamo exporter's forms): a Builder of
+// inputs, outputs, initializers and nodes, attribute setters, and the checks those tests share (the
+// op sequence of a loaded model, a refusal's message).
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/backend/reference/interpreter.h"
 #include "compiler/driver/model_loader.h"
 #include "compiler/ir/ops.h"
 #include "tests/unit/test_util.h"
@@ -29,6 +31,11 @@ class Builder {
     o->set_domain("");
     o->set_version(opset);
     m_.mutable_graph()->set_name("t");
+  }
+  // The IR version (8 unless set; the dynamo exporter writes 10).
+  Builder& ir(int64_t version) {
+    m_.set_ir_version(version);
+    return *this;
   }
   Builder& input(const std::string& name, const std::vector<int64_t>& dims) {
     value(m_.mutable_graph()->add_input(), name, dims);
@@ -58,12 +65,17 @@ class Builder {
     t->add_int32_data(v ? 1 : 0);
     return *this;
   }
-  // A 1-D int64 initializer, or with `scalar` a 0-D one of v's one element.
-  Builder& init_i64(const std::string& name, const std::vector<int64_t>& v, bool scalar = false) {
+  // A 1-D int64 initializer, or with `scalar` a 0-D one of v's one element, or of `dims`.
+  Builder& init_i64(const std::string& name, const std::vector<int64_t>& v, bool scalar = false,
+                    const std::vector<int64_t>& dims = {}) {
     pb::TensorProto* t = m_.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(pb::TensorProto::INT64);
-    if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
+    if (!dims.empty()) {
+      for (int64_t d : dims) t->add_dims(d);
+    } else if (!scalar) {
+      t->add_dims(static_cast<int64_t>(v.size()));
+    }
     for (int64_t x : v) t->add_int64_data(x);
     return *this;
   }
@@ -111,6 +123,12 @@ inline void set_int(pb::NodeProto& n, const std::string& name, int64_t v) {
   a->set_type(pb::AttributeProto::INT);
   a->set_i(v);
 }
+inline void set_string(pb::NodeProto& n, const std::string& name, const std::string& v) {
+  pb::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(pb::AttributeProto::STRING);
+  a->set_s(v);
+}
 inline void set_float(pb::NodeProto& n, const std::string& name, float v) {
   pb::AttributeProto* a = n.add_attribute();
   a->set_name(name);
@@ -133,6 +151,22 @@ inline std::string ops_of(const ir::Graph& g) {
   for (const ir::Node& n : g.nodes)
     s += std::string(s.empty() ? "" : " ") + std::string(ir::op_info(n.op).name);
   return s;
+}
+
+// Loads `b`, expects its op sequence, and runs it on `x` with the reference interpreter; `keep`,
+// if given, gets the loaded model.
+inline std::vector<float> run_model(const Builder& b, const std::string& ops, const ref::Tensor& x,
+                                    LoadedModel* keep = nullptr) {
+  test::TempDir dir;
+  Diagnostics d;
+  auto m = load(b.save(dir), d);
+  EXPECT_TRUE(m) << d.render();
+  if (!m) return {};
+  EXPECT_EQ(ops_of(m->graph), ops);
+  auto out = ref::run(m->graph, *m->weights, x);
+  EXPECT_TRUE(out.ok()) << out.error().message;
+  if (keep) *keep = *m;
+  return out.ok() ? (*out)[0].data : std::vector<float>{};
 }
 
 inline void expect_refused(const Builder& b, const std::string& why) {

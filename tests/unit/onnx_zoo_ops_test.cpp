@@ -20,21 +20,6 @@ namespace {
 
 using namespace test::onnx_builder;  // NOLINT: the builder's vocabulary
 
-// Loads `b`, expects its op sequence, and runs it on `x`.
-std::vector<float> run_model(const Builder& b, const std::string& ops, const ref::Tensor& x,
-                             LoadedModel* keep = nullptr) {
-  test::TempDir dir;
-  Diagnostics d;
-  auto m = load(b.save(dir), d);
-  EXPECT_TRUE(m) << d.render();
-  if (!m) return {};
-  EXPECT_EQ(ops_of(m->graph), ops);
-  auto out = ref::run(m->graph, *m->weights, x);
-  EXPECT_TRUE(out.ok()) << out.error().message;
-  if (keep) *keep = *m;
-  return out.ok() ? (*out)[0].data : std::vector<float>{};
-}
-
 void expect_near(const std::vector<float>& got, const std::vector<float>& want, double tol = 1e-6) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << i;

@@ -69,6 +69,8 @@ std::string step_name(Partial::Step step) {
     case S::kNormalized: return "the normalized x of a decomposed LayerNormalization";
     case S::kNormScaled: return "the scaled x of a decomposed LayerNormalization";
     case S::kPadded: return "the result of a Pad with zeros";
+    case S::kFlattened:
+      return "a tensor flattened with its batch (a Reshape to [-1])";
   }
   return "a step of a decomposed op";
 }

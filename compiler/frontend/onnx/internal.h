@@ -3,7 +3,8 @@
 // walk), context.cpp (what an op handler sees of its node) and the op table: ops_layers.cpp,
 // ops_tensor.cpp, ops_zoo.cpp (the CNN zoo's layers and views), ops_decomposed.cpp (ops an
 // exporter writes node by node) and ops_shape.cpp (shape arithmetic folded while compiling).
-// The only header of zoc that includes libonnx.
+// own_checks.cpp checks a file newer than libonnx's checker knows. The only header of zoc that
+// includes libonnx.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -59,6 +60,19 @@ SourceLoc node_loc(const std::string& path, const pb::NodeProto& n, int index);
 // The bytes of a regular file of at most `limit` bytes; the error says why not, without the path
 // (the caller's location or prefix names it).
 Expected<std::string> read_bytes(const std::string& path, int64_t limit);
+// A message of ONNX's checker on one line (its context after "\n\n==> Context:" joined),
+// escaped like every name from the file.
+std::string checker_message(const std::exception& e);
+
+// --- own_checks.cpp --------------------------------------------------------------------------
+
+// Whether libonnx's checker knows the model's IR version and opset; if not, zoc checks it itself.
+bool checker_knows(const ModelFile& m);
+// What ONNX's checker would check, as far as zoc reads the model, for a file newer than libonnx's
+// checker knows: graph inputs, outputs and initializers, and each node of an op zoc maps against
+// its schema at the file's opset. Each problem is reported at its node or value; a note says that
+// zoc checked the model itself when none is found.
+bool check_newer_model(const ModelFile& m, const std::string& path, Diagnostics& diags);
 
 // --- tensors.cpp -----------------------------------------------------------------------------
 
@@ -157,23 +171,26 @@ std::vector<int64_t> viewed_dims(const Val& v, const std::vector<int64_t>& dims)
 // A step of an op that torch.onnx.export writes as several nodes, followed node by node until
 // the one that completes it (ops_decomposed.cpp): GELU's erf form x * 0.5 * (1 + erf(x / sqrt 2)),
 // LayerNormalization below opset 17 (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul,
-// Add), and a zero Pad before AveragePool (PyTorch's count_include_pad). No IR node exists for
+// Add), a zero Pad before AveragePool (PyTorch's count_include_pad), and the dynamo exporter's
+// as_strided that reads a tensor back unchanged (Reshape to [-1], then a Gather of every element
+// in order: timm's ConvNeXt head). No IR node exists for
 // a step; a use of one other than the next step is unsupported, with the step named.
 struct Partial {
   enum class Step {
-    kGeluScaled,     // x / sqrt(2)
-    kGeluErf,        // erf(x / sqrt(2))
-    kGeluErfPlus1,   // 1 + erf(x / sqrt(2))
-    kGeluUnhalved,   // x * (1 + erf(x / sqrt(2)))
-    kNormMean,       // mean of x over its last axis
-    kNormCentered,   // d = x - mean
-    kNormSquared,    // d^2
-    kNormVariance,   // mean of d^2
-    kNormVarEps,     // variance + eps
-    kNormStd,        // sqrt(variance + eps)
-    kNormalized,     // d / sqrt(variance + eps)
-    kNormScaled,     // that times the weight
-    kPadded,         // x padded with zeros on H and W by `pad`
+    kGeluScaled,    // x / sqrt(2)
+    kGeluErf,       // erf(x / sqrt(2))
+    kGeluErfPlus1,  // 1 + erf(x / sqrt(2))
+    kGeluUnhalved,  // x * (1 + erf(x / sqrt(2)))
+    kNormMean,      // mean of x over its last axis
+    kNormCentered,  // d = x - mean
+    kNormSquared,   // d^2
+    kNormVariance,  // mean of d^2
+    kNormVarEps,    // variance + eps
+    kNormStd,       // sqrt(variance + eps)
+    kNormalized,    // d / sqrt(variance + eps)
+    kNormScaled,    // that times the weight
+    kPadded,        // x padded with zeros on H and W by `pad`
+    kFlattened,     // x with its (fixed) batch flattened into one axis: Reshape to [-1]
   };
   Partial(Step s, Val x) : step(s), source(std::move(x)) {}
 
@@ -312,6 +329,13 @@ bool decomposed_step(NodeContext& c);
 bool start_layer_norm(NodeContext& c, const Val& x);
 //   ops_layers.cpp: AveragePool of a Pad's result x (count_include_pad).
 bool average_pool_padded(NodeContext& c, const Val& x, ir::Pair pad);
+//   ops_zoo.cpp: the axes a ReduceMean reduces: its attribute below opset 18, its input from 18;
+//   empty for all of them, unless `identity` (noop_with_empty_axes with no axes) is set.
+struct ReduceAxes {
+  std::vector<int64_t> axes;
+  bool identity = false;
+};
+std::optional<ReduceAxes> reduce_axes(NodeContext& c);
 //   ops_zoo.cpp: Reshape of an image into ShuffleNet's grouped view and back.
 bool reshape_view(NodeContext& c, const std::vector<int64_t>& shape);
 //   ops_zoo.cpp: MatMul of a channels-last view (a linear layer over each pixel's channels).
@@ -345,11 +369,13 @@ class LayerNames {
   std::string name_for(int index, ir::OpKind op, const std::vector<ParamBinding>& params);
 
  private:
+  void scope_from_readers(const pb::GraphProto& graph);
   std::string from_node(int index, ir::OpKind op) const;
   std::string fresh(const std::string& base);
 
   std::vector<std::string> node_names_;
   std::vector<std::string> scope_paths_;  // per node: its module path ("" if none)
+  std::vector<bool> scoped_;              // per node: its name or metadata gives its module path
   std::vector<bool> scope_is_leaf_;       // per node: no other node lies inside its scope
   std::set<std::string> reserved_;        // prefixes of parameter tensors, "input"
   std::set<std::string> tensors_;         // names of initializers and bound inputs
@@ -371,6 +397,7 @@ class Translator {
   };
 
   bool bind_graph_inputs();
+  void report_inputs(const std::vector<const pb::ValueInfoProto*>& data);
   bool add_input_node(const pb::ValueInfoProto& input);
   void mark_needed();
   void step(int index);

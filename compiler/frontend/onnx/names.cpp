@@ -8,8 +8,16 @@
 // such a layer is named after its node instead. torch.onnx.export (1.13 and later) names nodes by
 // the module scopes they ran in, "/layer1/layer1.0/relu_1/Relu"; decoded into a module path
 // ("layer1.0.relu_1") that gives the names the TorchScript frontend gives: a module's path where
-// the module has no submodules, else the path plus the op ("layer1.0.add", "flatten").
+// the module has no submodules, else the path plus the op ("layer1.0.add", "flatten"). The dynamo
+// exporter (PyTorch 2.9 and later, IR 10) names nodes "node_relu_1" instead and writes the scopes
+// into the node's metadata_props (pkg.torch.onnx.name_scopes: "['', 'layer1', 'layer1.0',
+// 'layer1.0.relu', 'relu_1']"), a field libonnx 1.12's NodeProto keeps as an unknown field; its
+// optimizer folds a BatchNorm into the convolution before it and names the new bias
+// "<weight>_bias", which counts as the layer's "<prefix>.bias".
 #include <algorithm>
+#include <unordered_map>
+
+#include <google/protobuf/unknown_field_set.h>
 
 #include <fmt/format.h>
 
@@ -71,6 +79,62 @@ std::string scope_path(const std::string& node_name) {
   return plain_name(out) ? out : clean_name(out);
 }
 
+// NodeProto's metadata_props (IR version 10): field 9, unknown to libonnx 1.12's classes.
+constexpr int kNodeMetadataProps = 9;
+
+// The module path in the dynamo exporter's name_scopes of node `n`: the last scope before the FX
+// node's own name ("layer1.0.relu" of "['', 'layer1', 'layer1.0', 'layer1.0.relu', 'relu_1']", ""
+// for a node of the top module); nullopt where the node has none or it reads otherwise.
+std::optional<std::string> metadata_scope(const pb::NodeProto& n) {
+  const google::protobuf::UnknownFieldSet& fields = n.GetReflection()->GetUnknownFields(n);
+  for (int k = 0; k < fields.field_count(); ++k) {
+    const google::protobuf::UnknownField& f = fields.field(k);
+    if (f.number() != kNodeMetadataProps ||
+        f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+      continue;
+    }
+    pb::StringStringEntryProto e;
+    if (!e.ParseFromString(f.length_delimited()) || e.key() != "pkg.torch.onnx.name_scopes") {
+      continue;
+    }
+    const std::string& v = e.value();
+    if (v.size() < 4 || v.compare(0, 2, "['") != 0 || v.compare(v.size() - 2, 2, "']") != 0) {
+      return std::nullopt;
+    }
+    std::vector<std::string> items;
+    const std::string body = v.substr(2, v.size() - 4);
+    for (size_t start = 0;;) {
+      const size_t sep = body.find("', '", start);
+      items.push_back(body.substr(start, sep == std::string::npos ? sep : sep - start));
+      if (sep == std::string::npos) break;
+      start = sep + 4;
+    }
+    if (items.size() < 2 || !items[0].empty()) return std::nullopt;
+    if (items.size() == 2) return std::string();
+    const std::string& path = items[items.size() - 2];
+    return plain_name(path) ? path : clean_name(path);
+  }
+  return std::nullopt;
+}
+
+// The module path that `a` and `b` share, in whole components ("stage2.1" of "stage2.1" and
+// "stage2.1.branch2.0"; "" of "stage2" and "stage3").
+std::string common_scope(const std::string& a, const std::string& b) {
+  size_t end = 0;
+  for (size_t k = 0;; ++k) {
+    if ((k == a.size() || a[k] == '.') && (k == b.size() || b[k] == '.')) end = k;
+    if (k == a.size() || k == b.size() || a[k] != b[k]) break;
+  }
+  return a.substr(0, end);
+}
+
+// Whether `bias` is the name the dynamo exporter's optimizer gives the bias it makes for a
+// convolution whose weight is `weight` (FuseBatchNormIntoConv, RemoveOptionalBiasFromConv).
+bool made_bias_of(const std::string& bias, const std::string& weight) {
+  return bias.size() == weight.size() + 5 && bias.compare(0, weight.size(), weight) == 0 &&
+         bias.compare(weight.size(), 5, "_bias") == 0;
+}
+
 }  // namespace
 
 LayerNames::LayerNames(const pb::GraphProto& graph, const std::vector<std::string>& tensors) {
@@ -81,15 +145,50 @@ LayerNames::LayerNames(const pb::GraphProto& graph, const std::vector<std::strin
   }
   reserved_.insert("input");
   std::set<std::string> prefixes;  // every path and each of its '.'-prefixes
+  bool any_metadata = false;       // the dynamo exporter's file
   for (const pb::NodeProto& n : graph.node()) {
     node_names_.push_back(n.name());
-    scope_paths_.push_back(scope_path(n.name()));
+    const std::optional<std::string> from_metadata = metadata_scope(n);
+    any_metadata = any_metadata || from_metadata.has_value();
+    scoped_.push_back(from_metadata || (!n.name().empty() && n.name()[0] == '/'));
+    scope_paths_.push_back(from_metadata ? *from_metadata : scope_path(n.name()));
     const std::string& p = scope_paths_.back();
     for (size_t dot = p.find('.'); dot != std::string::npos; dot = p.find('.', dot + 1)) {
       prefixes.insert(p.substr(0, dot));
     }
   }
   for (const std::string& p : scope_paths_) scope_is_leaf_.push_back(!prefixes.count(p));
+  if (any_metadata) scope_from_readers(graph);
+}
+
+// A node the dynamo exporter's optimizer made (a Split from a chunk's Slices) carries no
+// name_scopes: it takes the scope its readers share ("stage2.1" of a Split read in
+// "stage2.1.branch2.0" and "stage2.1"), as the module that called it, never as a leaf.
+void LayerNames::scope_from_readers(const pb::GraphProto& graph) {
+  std::unordered_map<std::string, std::vector<int>> readers;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    for (const std::string& in : graph.node(i).input()) readers[in].push_back(i);
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (scoped_[static_cast<size_t>(i)]) continue;
+    std::optional<std::string> common;
+    bool all_scoped = true;
+    for (const std::string& out : graph.node(i).output()) {
+      for (int r : readers[out]) {
+        all_scoped = all_scoped && scoped_[static_cast<size_t>(r)];
+        const std::string& p = scope_paths_[static_cast<size_t>(r)];
+        if (!common) {
+          common = p;
+          continue;
+        }
+        common = common_scope(*common, p);
+      }
+    }
+    if (!common || !all_scoped) continue;
+    scoped_[static_cast<size_t>(i)] = true;
+    scope_paths_[static_cast<size_t>(i)] = *common;
+    scope_is_leaf_[static_cast<size_t>(i)] = false;
+  }
 }
 
 std::string LayerNames::from_node(int index, ir::OpKind op) const {
@@ -112,7 +211,12 @@ std::string LayerNames::name_for(int index, ir::OpKind op, const std::vector<Par
   if (!params.empty()) {
     // The prefix every parameter shares as "<prefix>.<suffix>".
     std::optional<std::string> prefix;
+    const std::string* weight = nullptr;
     for (const ParamBinding& p : params) {
+      if (p.suffix == "weight") weight = &p.seen_as;
+    }
+    for (const ParamBinding& p : params) {
+      if (weight && p.suffix == "bias" && made_bias_of(p.seen_as, *weight)) continue;
       const std::string tail = "." + p.suffix;
       const std::string& s = p.seen_as;
       const bool ends = s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -134,14 +238,15 @@ std::string LayerNames::name_for(int index, ir::OpKind op, const std::vector<Par
   // "<path>.bias". No other tensor may claim the name as the layer's (no "<path>.weight").
   const std::string& scope = scope_paths_[static_cast<size_t>(index)];
   const bool claimed = std::any_of(params.begin(), params.end(), [&](const ParamBinding& p) {
-    return tensors_.count(scope + "." + p.suffix) > 0;
+    const std::string own = scope + "." + p.suffix;
+    return tensors_.count(own) > 0 && p.seen_as != own;
   });
   if (!params.empty() && !scope.empty() && scope_is_leaf_[static_cast<size_t>(index)] &&
       reserved_.count(scope) && !used_.count(scope) && !claimed) {
     used_.insert(scope);
     return scope;
   }
-  if (node_name.empty() || node_name[0] == '/') return fresh(from_node(index, op));
+  if (node_name.empty() || scoped_[static_cast<size_t>(index)]) return fresh(from_node(index, op));
   const std::string cleaned = clean_name(node_name);
   return fresh(cleaned.empty() ? std::string(ir::op_info(op).name) : cleaned);
 }

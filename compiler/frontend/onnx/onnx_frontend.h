@@ -4,13 +4,15 @@
 //
 // The file is parsed with libonnx (Debian's libonnx-dev, ONNX 1.12: its protobuf classes and its
 // checker), never by hand. Before ONNX's checker sees it, zoc checks what the checker either
-// does not check or reports without saying where: the IR and opset versions against what this
-// libonnx knows, every tensor's size against its data, external data (read only from files
-// beside the model), node inputs that nothing produces, and cycles. The graph is then walked in
-// topological order and every node is mapped by the op table of ops_*.cpp; all unsupported
-// nodes are reported in one error, each named with its op type and position. Layers are named
-// after the state_dict prefix of their initializers ("layer1.0.conv1"), so that one weights file
-// serves the YAML, TorchScript and ONNX routes; README.md, "ONNX input", lists what maps.
+// does not check or reports without saying where: the IR and opset versions, every tensor's size
+// against its data, external data (read only from files beside the model), node inputs that
+// nothing produces, and cycles. A file newer than this libonnx's checker knows (IR 9 and 10,
+// opsets 18 to 21: the dynamo exporter's) is checked by zoc itself instead (own_checks.cpp). The
+// graph is then walked in topological order and every node is mapped by the op table of ops_*.cpp;
+// all unsupported nodes are reported in one error, each named with its op type and position. Layers
+// are named after the state_dict prefix of their initializers ("layer1.0.conv1"), so that one
+// weights file serves the YAML, TorchScript and ONNX routes; README.md, "ONNX input", lists what
+// maps.
 #pragma once
 
 #include <array>
@@ -51,13 +53,23 @@ std::optional<Model> load_model(const std::string& path, const Options& options,
 // The ONNX op types the op table maps (for messages, the conformance test and the README).
 std::vector<std::string_view> mapped_op_types();
 
-// The oldest opset of the default ONNX domain zoc reads (the first: the mapped ops' semantics
-// are the same since, and handlers read the node's opset where attributes moved), and the
-// newest this libonnx knows.
+// The opsets of the default ONNX domain and the IR versions zoc reads: from the first (the
+// mapped ops' semantics are the same since, and handlers read the node's opset where attributes
+// moved) to opset 21 and IR version 10, which covers what torch.onnx.export's default (dynamo)
+// exporter writes since PyTorch 2.9 (IR 10, opset 18 to 20). ONNX's checker (libonnx) judges the
+// files it knows, up to checker_max_opset() and checker_max_ir_version(); zoc checks a newer one
+// itself (own_checks.cpp) and says so in a note.
 inline constexpr int64_t kMinOpset = 1;
-int64_t max_opset();
+inline constexpr int64_t kMaxOpset = 21;
+inline constexpr int64_t kMaxIrVersion = 10;
+int64_t max_opset();  // kMaxOpset
+int64_t checker_max_opset();
+int64_t checker_max_ir_version();
 // The libonnx release zoc was built with ("1.12.0").
 std::string_view libonnx_version();
+// For `zoc --version`: the opsets and IR versions read, and up to where libonnx's checker
+// judges them.
+std::string versions_read();
 
 // A tensor of an ONNX file read on its own (a test case's `input_0.pb` or `output_0.pb`):
 // floating types as float32.

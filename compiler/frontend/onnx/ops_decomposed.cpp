@@ -5,7 +5,10 @@
 //   - LayerNormalization below opset 17, which has no such op: ReduceMean(x), Sub, Pow(2),
 //     ReduceMean, Add(eps), Sqrt, Div, Mul(weight), Add(bias), over the last axis of a
 //     channels-last view (ConvNeXt), each step checked to read the same x;
-//   - a Pad with zeros, then an AveragePool (PyTorch's count_include_pad=True padding).
+//   - a Pad with zeros, then an AveragePool (PyTorch's count_include_pad=True padding);
+//   - the dynamo exporter's as_strided of a tensor onto its own shape and strides: a Reshape of
+//     it with its fixed batch to [-1], then a Gather of every element in order, which is the
+//     tensor itself (timm's ConvNeXt head; any other order or shape is refused).
 // A step is no tensor zoc computes: any use of it other than its next step is unsupported, with
 // the step and what zoc expected named, so a model that merely resembles a pattern is refused
 // rather than computed wrongly. The first steps come from the Div here (GELU), ReduceMean and
@@ -52,6 +55,9 @@ const char* next_of(Step s) {
       return "an Add of the bias";
     case Step::kPadded:
       return "an AveragePool, as its padding";
+    case Step::kFlattened:
+      return "a Gather of every element in order, back to the tensor's shape (as_strided's "
+             "identity)";
   }
   return "its next step";
 }
@@ -91,11 +97,35 @@ bool refuse(NodeContext& c) {
 }
 
 // Whether a ReduceMean reduces the last axis of (the view of) x, keeping it.
+// Gather(flat, indices) of a tensor flattened by Reshape to [-1]: the tensor itself where the
+// indices are 0, 1, 2, ... in the tensor's own shape [N, ...].
+bool gather_in_order(NodeContext& c, const Partial& p) {
+  int64_t axis = 0;
+  const Val* idx = c.attr("axis", axis) ? c.constant(1, "indices") : nullptr;
+  const std::vector<int64_t>* d = idx ? c.dims(p.source.id) : nullptr;
+  if (!d) return false;
+  std::vector<int64_t> shape = viewed_dims(p.source, *d);
+  shape.insert(shape.begin(), c.declared_batch().value_or(0));
+  const Constant& k = *idx->constant;
+  bool in_order = !k.floating && k.dims == shape && axis == 0;
+  for (size_t e = 0; in_order && e < k.i.size(); ++e) in_order = k.i[e] == static_cast<int64_t>(e);
+  if (!in_order) {
+    return c.fail(
+        fmt::format("a Gather of {} other than every element in order into the tensor's "
+                    "own shape (as_strided onto its own strides), which zoc follows",
+                    step_name(p.step)));
+  }
+  c.result(p.source);
+  return true;
+}
+
 bool over_last_axis(NodeContext& c, const Val& x) {
-  std::vector<int64_t> axes;
   int64_t keepdims = 1;
   const std::vector<int64_t>* d = c.dims(x.id);
-  if (!d || !c.attr("axes", axes) || !c.attr("keepdims", keepdims)) return false;
+  if (!d || !c.attr("keepdims", keepdims)) return false;
+  const auto reduced = reduce_axes(c);
+  if (!reduced) return false;
+  const std::vector<int64_t>& axes = reduced->axes;
   const int64_t rank = static_cast<int64_t>(viewed_dims(x, *d).size()) + 1;
   return keepdims == 1 && axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
 }
@@ -209,6 +239,7 @@ bool decomposed_step(NodeContext& c) {
   if (op == "Sqrt" && p.step == Step::kNormVarEps) return next(c, p, Step::kNormStd);
   if (op == "AveragePool" && p.step == Step::kPadded)
     return average_pool_padded(c, p.source, p.pad);
+  if (op == "Gather" && pi == 0 && p.step == Step::kFlattened) return gather_in_order(c, p);
   return refuse(c);
 }
 

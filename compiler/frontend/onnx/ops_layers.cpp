@@ -174,6 +174,12 @@ bool batch_norm(NodeContext& c) {
   auto x = c.activation(0);
   const std::vector<int64_t>* d = x ? c.dims(*x) : nullptr;
   if (!d) return false;
+  if (d->size() == 1) {
+    return c.fail(
+        fmt::format("BatchNorm over a 2-D (N, C) tensor ([N, {}], BatchNorm1d) is not "
+                    "supported; zoc's BatchNorm takes images [N, C, H, W]",
+                    (*d)[0]));
+  }
   if (d->size() != 3) {
     return c.fail(fmt::format("batch normalization of [N, {}]; zoc's BatchNorm takes images "
                               "[N, C, H, W]",

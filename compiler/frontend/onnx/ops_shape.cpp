@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "compiler/frontend/onnx/internal.h"
+#include "compiler/support/checked_math.h"
 
 namespace zoc::onnx::detail {
 
@@ -231,6 +232,186 @@ bool arithmetic(NodeContext& c) {
   return c.result_constant(std::move(out));
 }
 
+// Whether a constant of `dims` is small enough to compute here; else a failure.
+bool folds(NodeContext& c, const std::vector<int64_t>& dims) {
+  const auto n = checked_numel(dims);
+  if (n && static_cast<size_t>(*n) <= kMaxFoldedElements) return true;
+  return c.fail(
+      fmt::format("{} of a constant into [{}], more than the 2^20 elements zoc computes "
+                  "while compiling",
+                  shown_text(c.node().op_type()), fmt::join(dims, ", ")));
+}
+
+// Elements `from` of `k`, in that order, as a constant of dims `dims` (their batch marks kept).
+Constant pick(const Constant& k, const std::vector<size_t>& from, std::vector<int64_t> dims) {
+  Constant out;
+  out.floating = k.floating;
+  out.dims = std::move(dims);
+  for (size_t e : from) {
+    if (k.floating) {
+      out.f.push_back(k.f[e]);
+    } else {
+      out.i.push_back(k.i[e]);
+    }
+    if (!k.batch.empty()) out.batch.push_back(k.batch[e]);
+  }
+  return out;
+}
+
+// The element offsets of every index of `dims` in row-major order, where moving one step along
+// axis a moves `step[a]` elements from `first`.
+std::vector<size_t> strided(const std::vector<int64_t>& dims, const std::vector<int64_t>& step,
+                            int64_t first) {
+  std::vector<size_t> out;
+  std::vector<int64_t> at(dims.size(), 0);
+  const auto n = checked_numel(dims);
+  for (int64_t e = 0; e < n.value_or(0); ++e) {
+    int64_t offset = first;
+    for (size_t a = 0; a < dims.size(); ++a) offset += at[a] * step[a];
+    out.push_back(static_cast<size_t>(offset));
+    for (size_t a = dims.size(); a-- > 0;) {
+      if (++at[a] < dims[a]) break;
+      at[a] = 0;
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t a = dims.size(); a-- > 1;) s[a - 1] = s[a] * dims[a];
+  return s;
+}
+
+// ConstantOfShape(shape): its `value` (one element; float 0 by default) in every element. The
+// TorchScript-based exporter computes a Pad's pads so (reflection padding, issue 32).
+bool constant_of_shape(NodeContext& c) {
+  const Constant& s = constant_of(c, 0);
+  const auto n = s.floating || s.dims.size() != 1 ? std::nullopt : checked_numel(s.i);
+  if (!n || s.has_batch() || static_cast<size_t>(*n) > kMaxFoldedElements) {
+    return c.fail(
+        "a ConstantOfShape of other than a 1-D integer shape known when compiling, of at "
+        "most 2^20 elements");
+  }
+  Constant value;
+  value.f = {0.f};
+  for (const pb::AttributeProto& a : c.node().attribute()) {
+    if (a.name() != "value") continue;
+    auto v = decode_tensor(a.t());
+    if (!v || v->numel() != 1) return c.fail("its value is not a tensor of one element");
+    value = std::move(*v);
+  }
+  return c.result_constant(pick(value, std::vector<size_t>(static_cast<size_t>(*n), 0), s.i));
+}
+
+// Reshape(data, shape) of a constant, with ONNX's 0 (the dim as it was, unless allowzero) and
+// one -1 (what the others leave).
+bool reshape_of_constant(NodeContext& c) {
+  const Constant& k = constant_of(c, 0);
+  const Val* shape = c.constant(1, "shape");
+  int64_t allowzero = 0;
+  if (!shape || !c.attr("allowzero", allowzero)) return false;
+  std::vector<int64_t> to = shape->constant->i;
+  int64_t known = 1, infer = -1;
+  for (size_t a = 0; a < to.size(); ++a) {
+    if (to[a] == 0 && !allowzero) to[a] = a < k.dims.size() ? k.dims[a] : -2;
+    if (to[a] == -1 && infer < 0) {
+      infer = static_cast<int64_t>(a);
+    } else if (to[a] < 0 || !checked_mul(known, to[a])) {
+      known = -1;
+      break;
+    } else {
+      known *= to[a];
+    }
+  }
+  const auto n = static_cast<int64_t>(k.numel());
+  if (infer >= 0 && known > 0 && n % known == 0) to[static_cast<size_t>(infer)] = n / known;
+  if (shape->constant->floating || known < 0 || checked_numel(to) != n) {
+    return c.fail(fmt::format("a reshape of a constant of shape [{}] to [{}]",
+                              fmt::join(k.dims, ", "), fmt::join(shape->constant->i, ", ")));
+  }
+  Constant out = k;
+  out.dims = to;
+  return c.result_constant(std::move(out));
+}
+
+// Transpose(data, perm) of a constant; perm reverses the axes by default.
+bool transpose_of_constant(NodeContext& c) {
+  const Constant& k = constant_of(c, 0);
+  const size_t rank = k.dims.size();
+  std::vector<int64_t> perm(rank);
+  for (size_t a = 0; a < rank; ++a) perm[a] = static_cast<int64_t>(rank - 1 - a);
+  if (!c.attr("perm", perm)) return false;
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t a = 0; a < sorted.size(); ++a) {
+    if (sorted.size() != rank || sorted[a] != static_cast<int64_t>(a)) {
+      return c.fail(fmt::format("perm [{}] of a rank-{} constant", fmt::join(perm, ", "), rank));
+    }
+  }
+  const std::vector<int64_t> from = row_major_strides(k.dims);
+  std::vector<int64_t> dims, step;
+  for (int64_t a : perm) {
+    dims.push_back(k.dims[static_cast<size_t>(a)]);
+    step.push_back(from[static_cast<size_t>(a)]);
+  }
+  if (!folds(c, dims)) return false;
+  return c.result_constant(pick(k, strided(dims, step, 0), dims));
+}
+
+// Slice(data, starts, ends, axes, steps) of a constant, with ONNX's clamping for either sign of
+// step (opset 10 on; before, starts, ends and axes were attributes and steps 1).
+bool slice_of_constant(NodeContext& c) {
+  const Constant& k = constant_of(c, 0);
+  const int64_t rank = static_cast<int64_t>(k.dims.size());
+  std::vector<std::vector<int64_t>> args(4);  // starts, ends, axes, steps
+  const char* names[] = {"starts", "ends", "axes", "steps"};
+  for (size_t a = 0; a < 4; ++a) {
+    if (c.opset() < 10) {
+      if (a < 3 && !c.attr(names[a], args[a])) return false;
+    } else if (c.has_input(a + 1)) {
+      const Val* v = c.constant(a + 1, names[a]);
+      if (!v || v->constant->floating)
+        return v && c.fail(fmt::format("its {} are floating-point", names[a]));
+      args[a] = v->constant->i;
+    }
+  }
+  std::vector<int64_t>&starts = args[0], &ends = args[1], &axes = args[2], &steps = args[3];
+  for (size_t a = 0; axes.empty() && a < starts.size(); ++a)
+    axes.push_back(static_cast<int64_t>(a));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  std::vector<int64_t> dims = k.dims, step = row_major_strides(k.dims), first(k.dims.size(), 0);
+  const std::vector<int64_t> unit = step;
+  std::vector<bool> seen(k.dims.size(), false);
+  for (size_t e = 0; e < axes.size(); ++e) {
+    const int64_t axis = axes[e] < 0 ? axes[e] + rank : axes[e];
+    if (starts.size() != axes.size() || ends.size() != axes.size() || steps.size() != axes.size() ||
+        axis < 0 || axis >= rank || seen[static_cast<size_t>(axis)] || steps[e] == 0) {
+      return c.fail(
+          fmt::format("a slice of a rank-{} constant by starts [{}], ends [{}], axes [{}] "
+                      "and steps [{}]",
+                      rank, fmt::join(starts, ", "), fmt::join(ends, ", "), fmt::join(axes, ", "),
+                      fmt::join(steps, ", ")));
+    }
+    const auto a = static_cast<size_t>(axis);
+    seen[a] = true;
+    const int64_t dim = k.dims[a], s = steps[e];
+    if (dim == 0) continue;
+    int64_t b = starts[e] < 0 ? starts[e] + dim : starts[e];
+    int64_t end = ends[e] < 0 ? ends[e] + dim : ends[e];
+    b = s > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
+    end = s > 0 ? std::clamp<int64_t>(end, 0, dim) : std::clamp<int64_t>(end, -1, dim - 1);
+    const int64_t span = s > 0 ? end - b : b - end, size = s > 0 ? s : -s;
+    dims[a] = span <= 0 ? 0 : (span + size - 1) / size;
+    first[a] = b;
+    step[a] = unit[a] * s;
+  }
+  int64_t offset = 0;
+  for (size_t a = 0; a < first.size(); ++a) offset += first[a] * unit[a];
+  if (!folds(c, dims)) return false;
+  return c.result_constant(pick(k, strided(dims, step, offset), dims));
+}
+
 // Gather, Unsqueeze, Squeeze and Cast of a tensor computed at run time.
 bool only_on_constants(NodeContext& c) {
   return c.fail(
@@ -245,6 +426,7 @@ const OpEntry kShapeOps[] = {
     {"Unsqueeze", only_on_constants},
     {"Squeeze", only_on_constants},
     {"Cast", only_on_constants},
+    {"ConstantOfShape", only_on_constants},
 };
 
 const OpEntry kConstantHandlers[] = {
@@ -252,6 +434,10 @@ const OpEntry kConstantHandlers[] = {
     {"Unsqueeze", reshape_constant},
     {"Squeeze", reshape_constant},
     {"Cast", cast},
+    {"ConstantOfShape", constant_of_shape},
+    {"Reshape", reshape_of_constant},
+    {"Transpose", transpose_of_constant},
+    {"Slice", slice_of_constant},
     {"Concat", concat_constants},
     {"Add", arithmetic},
     {"Sub", arithmetic},

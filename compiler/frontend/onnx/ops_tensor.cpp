@@ -44,6 +44,21 @@ bool unary(NodeContext& c) {
   return y && c.result_like(*y, v);
 }
 
+// Gelu (opset 20): PyTorch's GELU, the erf form (approximate "none") or the tanh approximation;
+// it follows views like the other activations.
+bool gelu(NodeContext& c) {
+  const Val* x = c.viewed(0);
+  std::string approximate = "none";
+  if (!x || !c.attr("approximate", approximate)) return false;
+  const Val v = *x;
+  if (approximate != "none" && approximate != "tanh") {
+    return c.fail(
+        fmt::format("approximate '{}': ONNX defines 'none' and 'tanh'", shown_text(approximate)));
+  }
+  auto y = c.emit(approximate == "tanh" ? ir::OpKind::GeluTanh : ir::OpKind::Gelu, {v.id}, {});
+  return y && c.result_like(*y, v);
+}
+
 // Clip(x, min, max): ReLU when it only clips below at 0, else hardtanh (ReLU6 is Clip(x, 0, 6)).
 // Opset 11 moved min and max from attributes to inputs.
 bool clip(NodeContext& c) {
@@ -176,6 +191,10 @@ bool reshape(NodeContext& c) {
     }
   } else {
     return false;
+  }
+  if (!floating && to == std::vector<int64_t>{-1} && c.declared_batch()) {
+    Partial p{Partial::Step::kFlattened, c.in(0)};  // as_strided's first step (ops_decomposed.cpp)
+    return c.result_partial(std::move(p));
   }
   if (!floating && (c.in(0).view != Val::View::kNone || to.size() == 5)) return reshape_view(c, to);
   const std::vector<int64_t>* d = c.dims(*x);
@@ -384,6 +403,7 @@ const OpEntry kTensorOps[] = {
     {"Sigmoid", unary<ir::OpKind::Sigmoid>},
     {"Tanh", unary<ir::OpKind::Tanh>},
     {"HardSwish", unary<ir::OpKind::Hardswish>},
+    {"Gelu", gelu},
     {"Clip", clip},
     {"Add", add},
     {"Flatten", flatten},

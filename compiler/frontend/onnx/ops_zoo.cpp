@@ -132,10 +132,13 @@ bool hard_sigmoid(NodeContext& c) {
 // keepdims; over the channels of a channels-last view: a decomposed LayerNormalization's mean.
 bool reduce_mean(NodeContext& c) {
   const Val* x = c.viewed(0);
-  std::vector<int64_t> axes;
   int64_t keepdims = 1;
-  if (!x || !c.attr("axes", axes) || !c.attr("keepdims", keepdims)) return false;
+  if (!x || !c.attr("keepdims", keepdims)) return false;
   const Val v = *x;
+  const auto reduced = reduce_axes(c);
+  if (!reduced) return false;
+  if (reduced->identity) return c.result_like(v.id, v);
+  const std::vector<int64_t>& axes = reduced->axes;
   const std::vector<int64_t>* d = c.dims(v.id);
   if (!d) return false;
   const std::vector<int64_t> shown = viewed_dims(v, *d);
@@ -215,15 +218,34 @@ bool slice(NodeContext& c) {
   return y && c.result_activation(*y);
 }
 
-// Split(x, split) along the channels: one slice_channels per output read.
+// The sizes of Split-18's num_outputs parts of `total`: equal, or, where they cannot be, each
+// total / n + 1 and the last smaller (ONNX's rule; torch.chunk's too); empty if the last would be
+// empty.
+std::vector<int64_t> split_parts(int64_t total, int64_t n) {
+  const int64_t part = total % n == 0 ? total / n : total / n + 1;
+  const int64_t last = total - part * (n - 1);
+  if (last < 1) return {};
+  std::vector<int64_t> out(static_cast<size_t>(n - 1), part);
+  out.push_back(last);
+  return out;
+}
+
+// Split(x, split) along the channels: one slice_channels per output read. Without sizes the
+// parts are equal; from opset 18 num_outputs may give their number instead (the last part may be
+// smaller).
 bool split(NodeContext& c) {
   auto x = c.activation(0);
   const std::vector<int64_t>* d = x ? c.dims(*x) : nullptr;
-  int64_t axis = 0;
-  if (!d || !c.attr("axis", axis)) return false;
+  int64_t axis = 0, num_outputs = 0;
+  if (!d || !c.attr("axis", axis) || !c.attr("num_outputs", num_outputs)) return false;
   auto sizes = slice_arg(c, 1, "split", 13, {});
   if (!sizes) return false;
   const int64_t outputs = c.node().output_size();
+  if (c.has_attr("num_outputs") && (c.has_input(1) || num_outputs != outputs)) {
+    return c.fail(c.has_input(1)
+                      ? std::string("both a split input and num_outputs (ONNX allows one)")
+                      : fmt::format("num_outputs {} for {} outputs", num_outputs, outputs));
+  }
   const auto a = normalized_axes({axis}, static_cast<int64_t>(d->size()) + 1);
   if (d->size() != 3 || a != std::vector<int64_t>{1}) {
     return c.fail(
@@ -232,7 +254,13 @@ bool split(NodeContext& c) {
                     axis, fmt::join(*d, ", ")));
   }
   const int64_t channels = (*d)[0];
-  if (sizes->empty()) {
+  if (sizes->empty() && c.has_attr("num_outputs")) {
+    *sizes = split_parts(channels, num_outputs);
+    if (sizes->empty()) {
+      return c.fail(fmt::format("{} channels in {} parts of {} leave the last part empty", channels,
+                                num_outputs, channels / num_outputs + 1));
+    }
+  } else if (sizes->empty()) {
     if (channels % outputs != 0) {
       return c.fail(fmt::format("{} channels do not split into {} equal parts", channels, outputs));
     }
@@ -291,9 +319,35 @@ bool transpose(NodeContext& c) {
                   list_str(perm), view_name(v.view), fmt::join(shown, ", ")));
 }
 
+// Pad-18's pads for the axes its axes input lists ([a_begin..., a_end...]) as pads for every
+// axis of a rank-`rank` tensor, in place; false after a failure.
+bool pads_over_axes(NodeContext& c, std::vector<int64_t>& pads, int64_t rank) {
+  const Val* a = c.constant(3, "axes");
+  if (!a) return false;
+  const std::vector<int64_t>& axes = a->constant->i;
+  const size_t n = axes.size(), r = static_cast<size_t>(rank);
+  std::vector<int64_t> full(2 * r, 0);
+  std::vector<bool> seen(r, false);
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
+    if (a->constant->floating || pads.size() != 2 * n || axis < 0 || axis >= rank ||
+        seen[static_cast<size_t>(axis)]) {
+      return c.fail(
+          fmt::format("pads {} over axes {} of a rank-{} tensor: ONNX gives a begin and "
+                      "an end for each of its distinct axes",
+                      list_str(pads), list_str(axes), rank));
+    }
+    seen[static_cast<size_t>(axis)] = true;
+    full[static_cast<size_t>(axis)] = pads[k];
+    full[static_cast<size_t>(axis) + r] = pads[k + n];
+  }
+  pads = full;
+  return true;
+}
+
 // Pad(x, pads, value) with zeros on H and W alike on both sides: followed into the AveragePool
 // that must come next, whose padding it is (PyTorch's count_include_pad=True). Opset 11 moved
-// pads and the value from attributes to inputs.
+// pads and the value from attributes to inputs; opset 18 added axes, which pads then cover.
 bool pad(NodeContext& c) {
   auto x = c.activation(0);
   std::string mode = "constant";
@@ -311,7 +365,10 @@ bool pad(NodeContext& c) {
       if (!v) return false;
       value = *v;
     }
-    if (c.has_input(3)) return c.fail("an axes input");
+    const std::vector<int64_t>* d = c.has_input(3) ? c.dims(*x) : nullptr;
+    if (c.has_input(3) && (!d || !pads_over_axes(c, pads, static_cast<int64_t>(d->size()) + 1))) {
+      return false;
+    }
   }
   if (mode != "constant" || value != 0) {
     return c.fail(fmt::format("{}; zoc follows a Pad with zeros into the AveragePool after it",
@@ -352,6 +409,27 @@ bool layer_normalization(NodeContext& c) {
 }
 
 }  // namespace
+
+std::optional<ReduceAxes> reduce_axes(NodeContext& c) {
+  ReduceAxes out;
+  int64_t noop = 0;
+  if (c.opset() < 18) {
+    if (!c.attr("axes", out.axes)) return std::nullopt;
+  } else {
+    if (!c.attr("noop_with_empty_axes", noop)) return std::nullopt;
+    if (c.has_input(1)) {
+      const Val* a = c.constant(1, "axes");
+      if (!a) return std::nullopt;
+      if (a->constant->floating) {
+        c.fail("its axes are floating-point");
+        return std::nullopt;
+      }
+      out.axes = a->constant->i;
+    }
+  }
+  out.identity = out.axes.empty() && noop != 0;
+  return out;
+}
 
 bool emit_layer_norm(NodeContext& c, const Val& x, int64_t axis, double eps, ParamBinding weight,
                      const Val& bias) {

@@ -134,16 +134,69 @@ bool Translator::bind_graph_inputs() {
   }
   if (diags_.error_count() != errors_before) return false;
   if (data.size() != 1) {
-    std::vector<std::string> names;
-    for (const pb::ValueInfoProto* v : data) names.push_back("'" + shown_text(v->name()) + "'");
-    diags_.error(at, data.empty() ? std::string("the graph has no input left to feed (every "
-                                                "input is an initializer)")
-                                  : fmt::format("the graph has {} inputs ({}); zoc compiles "
-                                                "models with one input, an image [N, C, H, W]",
-                                                data.size(), fmt::join(names, ", ")));
+    report_inputs(data);
     return false;
   }
   return add_input_node(*data[0]);
+}
+
+// Why a graph with other than one input to feed is refused. A model exported without its
+// weights (torch.onnx.export(..., export_params=False)) has them as graph inputs, which nodes
+// read only as their second or later input (a Conv's W, a Gemm's B), directly or through
+// Identity nodes: said so, not listed whole (issue 32 found 43 names and no reason).
+void Translator::report_inputs(const std::vector<const pb::ValueInfoProto*>& data) {
+  const SourceLoc at{path_, 0, 0};
+  if (data.empty()) {
+    diags_.error(at, "the graph has no input left to feed (every input is an initializer)");
+    return;
+  }
+  std::unordered_map<std::string, std::vector<std::pair<int, int>>> readers;  // (node, input)
+  for (int i = 0; i < g_.node_size(); ++i) {
+    for (int k = 0; k < g_.node(i).input_size(); ++k)
+      readers[g_.node(i).input(k)].push_back({i, k});
+  }
+  // An Identity's output is judged before its input: its readers come after it (structure.cpp
+  // checked the order), so a walk from the last node back needs no recursion.
+  std::unordered_map<std::string, bool> through_identity;
+  auto read_as_weight = [&](const std::string& name) {
+    const auto& r = readers[name];
+    bool weight = !r.empty();
+    for (auto [node, k] : r) {
+      const pb::NodeProto& n = g_.node(node);
+      const bool identity = n.op_type() == "Identity" && n.output_size() == 1;
+      weight = weight && (identity ? through_identity[n.output(0)] : k >= 1);
+    }
+    return weight;
+  };
+  for (int i = g_.node_size(); i-- > 0;) {
+    const pb::NodeProto& n = g_.node(i);
+    if (n.op_type() == "Identity" && n.output_size() == 1) {
+      through_identity[n.output(0)] = read_as_weight(n.output(0));
+    }
+  }
+  std::vector<std::string> weights, others;
+  for (const pb::ValueInfoProto* v : data) {
+    (read_as_weight(v->name()) ? weights : others).push_back("'" + shown_text(v->name()) + "'");
+  }
+  auto listed = [](const std::vector<std::string>& names) {
+    const size_t shown = std::min<size_t>(names.size(), 6);
+    return fmt::format(
+        "{}{}", fmt::join(names.begin(), names.begin() + static_cast<long>(shown), ", "),
+        names.size() > shown ? fmt::format(" and {} more", names.size() - shown) : "");
+  };
+  if (others.size() == 1 && !weights.empty()) {
+    diags_.error(at,
+                 fmt::format("the graph has {} inputs: {} and {} that nodes read as weights ({}): "
+                             "the model's weights are graph inputs, not initializers, so the "
+                             "file carries none (torch.onnx.export(..., export_params=False)); "
+                             "export it with export_params=True, the default",
+                             data.size(), others[0], weights.size(), listed(weights)));
+    return;
+  }
+  others.insert(others.end(), weights.begin(), weights.end());
+  diags_.error(at, fmt::format("the graph has {} inputs ({}); zoc compiles models with one input, "
+                               "an image [N, C, H, W]",
+                               data.size(), listed(others)));
 }
 
 bool Translator::add_input_node(const pb::ValueInfoProto& input) {

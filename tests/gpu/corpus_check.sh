@@ -2,7 +2,8 @@
 # Third-party models of the export corpus on the GPU, in one device command: the folders
 # tests/gpu/prepare_corpus_check.sh wrote, built and run by tests/gpu/gpu_check.sh in fp32 and
 # fp16 at batch 1 and 8 (and 8 in a CUDA graph) against PyTorch's fp32 output, after unpacking
-# the weights. No latency, tuning or sanitizer phase: this checks numbers.
+# the weights. No latency or tuning phase: this checks numbers (and runs compute-sanitizer on
+# the folders ZOC_SANITIZE_MODELS names, none by default).
 # Usage: tests/gpu/corpus_check.sh [CHECK_DIR (default corpus_check)]   (OUT as gpu_check.sh's)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,5 +24,5 @@ if hashlib.sha256(x.tobytes()).hexdigest() != spec["sha256"]:
 np.save(os.path.join(ref, "input.npy"), x)
 PY
 done
-export ZOC_GPU_BATCHES="1 8" ZOC_SANITIZE_MODELS= ZOC_LATENCY_MODELS= ZOC_GPU_TUNED=0
+export ZOC_GPU_BATCHES="1 8" ZOC_SANITIZE_MODELS=${ZOC_SANITIZE_MODELS-} ZOC_LATENCY_MODELS= ZOC_GPU_TUNED=0
 exec "$ROOT/tests/gpu/gpu_check.sh" "$DIR"

@@ -142,6 +142,26 @@ case("source_file_name_escape", scripted(HEADER + """\
      "escape sequence and a newline",
      "(top-level module): aten::sort at model\\x1b[2J\\x0a.py:6:16")
 
+# A model saved in training mode is compiled in that mode, where its batch statistics are refused
+# as in a traced model, with the cause said once (zoc ran such models in eval mode, silently).
+case("train_mode", scripted("""\
+import torch
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.bn = torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+"""), "a scripted Conv2d and BatchNorm2d saved without model.eval()",
+     "bn: aten::batch_norm (batch statistics (training mode): call model.eval() before saving) "
+     "at model.py:11:16",
+     REL + "/train_mode.pt: note: the model was saved in training mode: call model.eval() before "
+     "saving")
+
 # LibTorch's internal checks are reported in the user's terms: data.pkl holds a tuple, not the
 # module object.
 case("internal_assert", edited(scripted(HEADER + "        return x\n"),

@@ -34,6 +34,16 @@ std::string exception_text(const std::exception& e) {
 
 const Val kPoison{};
 
+// What the user wrote where that is not the op's name: TorchScript compiles `1.0 - x` (torch.rsub
+// with a constant) to aten::neg then aten::add, so a bare "aten::neg" named nothing they wrote.
+const char* unmapped_hint(c10::Symbol k) {
+  if (k == aten::neg || k == aten::rsub) {
+    return "-x, or `c - x` with a constant c, which TorchScript writes as aten::neg then "
+           "aten::add: zoc has no op that negates or subtracts from a constant";
+  }
+  return "";
+}
+
 }  // namespace
 
 const Val& Translator::get(jit::Value* v) {
@@ -297,7 +307,7 @@ void Translator::run_op(jit::Node* n) {
     }
     return unsupported(n, !tensors && batch ? "it computes with the batch size, which zoc keeps "
                                               "dynamic"
-                                            : "");
+                                            : unmapped_hint(n->kind()));
   }
   if (poisoned) return poison_outputs(n);
   OpContext c(*this, n);

@@ -142,6 +142,15 @@ case("source_file_name_escape", scripted(HEADER + """\
      "escape sequence and a newline",
      "(top-level module): aten::sort at model\\x1b[2J\\x0a.py:6:16")
 
+# `1.0 - x` is torch.rsub, which TorchScript inlines as aten::neg then aten::add from its own
+# builtin source ("<string>:11:9" was the whole message): the user's form and line are named.
+case("rsub_constant", scripted(HEADER + """\
+        return 1.0 - torch.sigmoid(x)
+"""), "forward subtracts an activation from a constant",
+     "(top-level module): aten::neg (-x, or `c - x` with a constant c, which TorchScript writes "
+     "as aten::neg then aten::add: zoc has no op that negates or subtracts from a constant) at "
+     "model.py:6:16")
+
 # A model saved in training mode is compiled in that mode, where its batch statistics are refused
 # as in a traced model, with the cause said once (zoc ran such models in eval mode, silently).
 case("train_mode", scripted("""\

@@ -545,22 +545,7 @@ int run(int argc, char** argv) {
       (zoc::is_torchscript_file(args.model) || zoc::is_onnx_file(args.model))) {
     // A TorchScript model has no static input shape, nor an ONNX model with dynamic dimensions:
     // `zoc run` takes it from the .npy (an ONNX model checks it against the sizes it fixes).
-    // A .npy that is unreadable or not 4-D gets the error `zoc run` gives it for any model, not
-    // the missing --input CxHxW that a TorchScript model would otherwise report.
-    std::vector<int64_t> shape;
-    auto x = zoc::npy::read_float32(args.input, &shape);
-    if (!x) {
-      diags.file_error(args.input, x.error().message);
-      return finish(diags);
-    }
-    if (shape.size() != 4 || shape[0] < 1) {
-      diags.error(zoc::SourceLoc{args.input, 0, 0},
-                  fmt::format("the array has shape {}, but the model takes an image batch "
-                              "(N, C, H, W) with N >= 1",
-                              zoc::st::detail::shape_string(shape, /*python=*/true)));
-      return finish(diags);
-    }
-    opts.input_dims = std::array<int64_t, 3>{shape[1], shape[2], shape[3]};
+    if (!zoc::input_dims_from_npy(args.input, opts, diags)) return finish(diags);
   }
   auto model = zoc::load_model_and_weights(args.model, diags, opts);
   if (!model) return finish(diags);

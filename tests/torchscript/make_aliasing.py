@@ -196,6 +196,16 @@ class Branch(Convs):
         return self.conv2(out) + identity
 
 
+class LoopWrite(Convs):
+    # writes in a loop, each reading the tensor the last one wrote, under both names
+    def forward(self, x):
+        out = self.conv1(x)
+        identity = out
+        for _ in range(2):
+            out.mul_(torch.sigmoid(identity))
+        return self.conv2(out) + identity
+
+
 class DetachAlias(Convs):
     # detach() is a view of the whole tensor: the write through it changes `out`
     def forward(self, x):
@@ -294,6 +304,7 @@ def cases(m):
         "tuple_element": (m.TupleElement(), both),
         "branch_alias": (m.Branch(0), both),
         "branch_no_alias": (m.Branch(1), both),
+        "loop": (m.LoopWrite(), both),
         "detach_view": (m.DetachAlias(), both),
         "chunk_then_write": (m.ChunkThenWrite(), both),
     }

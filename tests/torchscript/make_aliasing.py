@@ -264,6 +264,15 @@ class WriteIntoView(Convs):
             a.relu_()
             return torch.sigmoid(b)  # PyTorch's b is unchanged; zoc does not know the parts
         return torch.sigmoid(out)
+
+
+class CloneNoAlias(Convs):
+    # clone() copies: the write leaves `identity` as it was
+    def forward(self, x):
+        out = self.conv1(x)
+        identity = out.clone()
+        self.relu(out)
+        return self.conv2(out) + identity
 '''
 
 
@@ -306,6 +315,7 @@ def cases(m):
         "branch_no_alias": (m.Branch(1), both),
         "loop": (m.LoopWrite(), both),
         "detach_view": (m.DetachAlias(), both),
+        "clone_no_alias": (m.CloneNoAlias(), both),
         "chunk_then_write": (m.ChunkThenWrite(), both),
     }
 

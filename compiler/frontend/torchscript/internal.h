@@ -225,6 +225,8 @@ class Translator {
              Diagnostics& diags);
   // The graph, or false after reporting errors.
   bool run(ir::Graph& out);
+  // Whether the code read a module's `training` flag as true (a model saved in training mode).
+  bool read_training() const { return read_training_; }
 
  private:
   friend class OpContext;
@@ -320,6 +322,7 @@ class Translator {
   int64_t steps_ = 0;
   uint64_t folded_bytes_ = 0;  // all values folding took and gave (kMaxFoldedTotalBytes)
   bool fatal_ = false;
+  bool read_training_ = false;
 };
 
 }  // namespace zoc::torchscript::detail

@@ -115,7 +115,7 @@ bool load_model(const std::string& path, const ArchiveInfo& archive, const Optio
     if (!module) return false;
     Translator translator(*module, path, options, diags);
     if (translator.run(out)) return true;
-    if (module->is_training()) {
+    if (translator.read_training()) {
       diags.note(SourceLoc{path, 0, 0},
                  "the model was saved in training mode: call model.eval() before saving");
     }

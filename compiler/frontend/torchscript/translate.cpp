@@ -225,6 +225,7 @@ void Translator::get_attr(jit::Node* n) {
                                 shown_text(attr)));
   }
   c10::IValue v = object->getSlot(*slot);
+  if (attr == "training" && v.isBool() && v.toBool()) read_training_ = true;
   Val out;
   if (obj.is(Kind::kModule) && v.isObject() && v.toObject()->type()->is_module()) {
     out.kind = Kind::kModule;

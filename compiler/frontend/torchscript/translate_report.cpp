@@ -101,12 +101,18 @@ Origin Translator::origin(jit::Node* n) const {
   for (size_t i = 1; i < frames_.size(); ++i) consider(frames_[i].call_site);
   consider(n->sourceRange());
   // TorchScript's builtins (torch.rsub's `other - self`, compiled from "<string>") are inlined
-  // with their own positions; the constants the user wrote beside them keep the user's.
-  if (!user && any && any->file == kBuiltinSource) {
+  // with their own positions; the constants the user wrote beside them keep the user's. A list
+  // built for a call (prim::ListConstruct) has no position: its user's is where it is written.
+  const bool builtin = !user && any && any->file == kBuiltinSource;
+  const bool list = n->kind() == c10::prim::ListConstruct || n->kind() == c10::prim::TupleConstruct;
+  if (builtin || (!any && list)) {
     for (jit::Value* out : n->outputs()) {
       for (const jit::Use& u : out->uses()) {
+        if (!builtin) consider(u.user->sourceRange());
         for (jit::Value* in : u.user->inputs()) {
-          if (in->node()->kind() == c10::prim::Constant) consider(in->node()->sourceRange());
+          if (builtin && in->node()->kind() == c10::prim::Constant) {
+            consider(in->node()->sourceRange());
+          }
         }
       }
     }

@@ -5,10 +5,11 @@ Every numeric option is a whole number within its range or a clear error naming 
 (`zoc run --top -1000000` crashed, `--top -1` printed "top--1", `--seed -1` wrapped to 2^64 - 1),
 --batch and --input exclude each other, and what the user typed is quoted escaped. The files it
 names: an --input array of the wrong shape is an error at that file in numpy's spelling (a
-scalar was "shape ,"), and a weights or output file that cannot be written (the file-size limit
-stands in for a full disk) says why, once, and leaves nothing behind. Each case gives the exit
-code and the text zoc must print; a failing run must print nothing on stdout and no raw control
-character on stderr.
+scalar was "shape ,"; a TorchScript model's .npy that cannot give the input shape is that file's
+error, not "no static input shape"), and a weights or output file that cannot be written (the
+file-size limit stands in for a full disk) says why, once, and leaves nothing behind. Each case
+gives the exit code and the text zoc must print; a failing run must print nothing on stdout and
+no raw control character on stderr.
 
 Usage: cli_options.py ZOC
 """
@@ -22,6 +23,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "models", "lenet.yaml")
+PT = os.path.join(ROOT, "tests", "torchscript", "torch2.11", "opzoo", "model.pt")
 TOP = "is not a whole number from 1 to 2147483647"
 BATCH = "is not a whole number from 1 to 65536"
 SEED = "is not a whole number from 0 to 18446744073709551615"
@@ -57,6 +59,18 @@ CASES += [
     (1, "vector.npy: error: the array has shape (5,), but model 'lenet' takes (N, 1, 28, 28)",
      ["run", MODEL, "--input", "vector.npy"]),
 ]
+# A TorchScript model takes its input shape from the .npy: one it cannot use is that file's
+# error, not "a TorchScript model has no static input shape" (issue 32).
+CASES += [
+    (1, "int32.npy: error: dtype '<i4' is not a float type", ["run", PT, "--input", "int32.npy"]),
+    (1, "fortran.npy: error: fortran_order True is not supported",
+     ["run", PT, "--input", "fortran.npy"]),
+    (1, "missing.npy: error: cannot open: No such file", ["run", PT, "--input", "missing.npy"]),
+    (1, "three.npy: error: the array has shape (3, 16, 16), but the model takes an image batch "
+        "(N, C, H, W) with N >= 1", ["run", PT, "--input", "three.npy"]),
+    (1, "five.npy: error: the array has shape (1, 1, 3, 16, 16), but the model takes an image "
+        "batch (N, C, H, W) with N >= 1", ["run", PT, "--input", "five.npy"]),
+]
 # Under a 4 KiB file-size limit (the writers see EFBIG, as they would ENOSPC on a full disk).
 FULL = [
     (1, "w.safetensors: error: cannot write w.safetensors.tmp.", "File too large",
@@ -71,10 +85,10 @@ for cmd in ("run", "init-weights"):
                       [cmd, MODEL, "--seed", seed] + out))
 
 
-def npy(shape):
-    """A little-endian float32 .npy file of zeros, as numpy writes version 1.0."""
+def npy(shape, descr="<f4", fortran=False):
+    """A little-endian .npy file of zeros (float32 unless told), as numpy writes version 1.0."""
     dims = "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
-    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {dims}, }}"
+    header = f"{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {dims}, }}"
     header += " " * (63 - (10 + len(header)) % 64) + "\n"
     count = 1
     for d in shape:
@@ -113,9 +127,14 @@ def main():
     zoc = os.path.abspath(sys.argv[1])
     failed = 0
     with tempfile.TemporaryDirectory(prefix="zoc_cli_") as work:
-        for name, shape in (("scalar.npy", []), ("vector.npy", [5])):
+        for name, shape, descr, fortran in (
+                ("scalar.npy", [], "<f4", False), ("vector.npy", [5], "<f4", False),
+                ("int32.npy", [1, 3, 16, 16], "<i4", False),
+                ("fortran.npy", [1, 3, 16, 16], "<f4", True),
+                ("three.npy", [3, 16, 16], "<f4", False),
+                ("five.npy", [1, 1, 3, 16, 16], "<f4", False)):
             with open(os.path.join(work, name), "wb") as f:
-                f.write(npy(shape))
+                f.write(npy(shape, descr, fortran))
         runs = [(code, [want], args, None) for code, want, args in CASES]
         runs += [(code, [a, b], args, small_files) for code, a, b, args in FULL]
         for code, wants, args, preexec in runs:

@@ -31,3 +31,8 @@ if [ ! -f "$out/torchscript/unsupported/output.npy" ] ||
    [ "$ts_models" -nt "$out/torchscript/unsupported/output.npy" ]; then
   "$py" "$ts_models" --out "$out/torchscript"
 fi
+alias_models="$here/tests/torchscript/make_aliasing.py"
+if [ ! -f "$out/torchscript/aliasing/cases.txt" ] ||
+   [ "$alias_models" -nt "$out/torchscript/aliasing/cases.txt" ]; then
+  "$py" "$alias_models" --out "$out/torchscript/aliasing"
+fi

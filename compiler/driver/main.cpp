@@ -544,11 +544,11 @@ int run(int argc, char** argv) {
   if (cmd.run->parsed() && !args.input.empty() &&
       (zoc::is_torchscript_file(args.model) || zoc::is_onnx_file(args.model))) {
     // A TorchScript model has no static input shape, nor an ONNX model with dynamic dimensions:
-    // `zoc run` takes it from the .npy (an ONNX model checks it against the sizes it fixes).
-    std::vector<int64_t> shape;
-    if (auto x = zoc::npy::read_float32(args.input, &shape); x.ok() && shape.size() == 4) {
-      opts.input_dims = std::array<int64_t, 3>{shape[1], shape[2], shape[3]};
-    }
+    // `zoc run` takes it from the .npy (an ONNX model checks it against the sizes it fixes, and
+    // an unusable .npy against them when it runs; a TorchScript model has no sizes to name).
+    zoc::Diagnostics later;
+    const bool ts = zoc::is_torchscript_file(args.model);
+    if (!zoc::input_dims_from_npy(args.input, opts, ts ? diags : later) && ts) return finish(diags);
   }
   auto model = zoc::load_model_and_weights(args.model, diags, opts);
   if (!model) return finish(diags);

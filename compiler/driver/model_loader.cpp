@@ -9,6 +9,7 @@
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "compiler/ir/shapes.h"
 #include "compiler/ir/verify.h"
+#include "zoc/io/npy.h"
 
 namespace zoc {
 namespace {
@@ -53,6 +54,26 @@ std::optional<LoadedModel> run_frontend(const std::string& path, Diagnostics& di
 }
 
 }  // namespace
+
+// A .npy that is unreadable or not 4-D gets the error `zoc run` gives it for any model, not the
+// missing --input CxHxW that a TorchScript model would otherwise report.
+bool input_dims_from_npy(const std::string& npy, LoadOptions& options, Diagnostics& diags) {
+  std::vector<int64_t> shape;
+  auto x = npy::read_float32(npy, &shape);
+  if (!x) {
+    diags.file_error(npy, x.error().message);
+    return false;
+  }
+  if (shape.size() != 4 || shape[0] < 1) {
+    diags.error(SourceLoc{npy, 0, 0},
+                fmt::format("the array has shape {}, but the model takes an image batch "
+                            "(N, C, H, W) with N >= 1",
+                            st::detail::shape_string(shape, /*python=*/true)));
+    return false;
+  }
+  options.input_dims = std::array<int64_t, 3>{shape[1], shape[2], shape[3]};
+  return true;
+}
 
 bool is_torchscript_file(const std::string& path) {
   const std::string ext = extension(path);

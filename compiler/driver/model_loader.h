@@ -39,6 +39,10 @@ std::optional<LoadedModel> load_model_and_weights(const std::string& path, Diagn
 std::optional<ir::Graph> load_verified_model(const std::string& path, Diagnostics& diags,
                                              const LoadOptions& options = {});
 
+// Sets options.input_dims to the sample dims of the [N, C, H, W] float array in `npy` (`zoc run`
+// on a TorchScript or ONNX model); false, with that file's error, where it has none to give.
+bool input_dims_from_npy(const std::string& npy, LoadOptions& options, Diagnostics& diags);
+
 // Whether `path` names a file of that frontend (by extension).
 bool is_torchscript_file(const std::string& path);
 bool is_onnx_file(const std::string& path);

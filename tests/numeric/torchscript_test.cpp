@@ -1,6 +1,7 @@
 // The TorchScript frontend on real models: torchvision ResNet-18/50 and LeNet, scripted and
 // traced by models/export.py, and the small models of tests/torchscript/make_models.py (every
-// mapped op family; a model with unsupported ops), all written by the `reference_data` fixture.
+// mapped op family; a model with unsupported ops) and of make_aliasing.py (issue 32), all
+// written by the `reference_data` fixture.
 //
 //  - Structure: the IR of a .pt file equals the YAML route's, before and after the inference
 //    passes (tests/numeric/ir_compare.h says what "equals" means).
@@ -177,6 +178,26 @@ TEST(TorchScriptOps, ArchivesFromTorch2_11) {
     EXPECT_NE(d.render().find("1 unsupported operation"), std::string::npos) << d.render();
     EXPECT_NE(d.render().find("aten::sort at "), std::string::npos) << d.render();
   }
+}
+
+// Issue 32: in-place ops write a tensor under every name that holds it (a caller's `identity`
+// after a submodule's nn.ReLU(inplace=True), a list element, a branch's result, the input...).
+// Each form of tests/torchscript/make_aliasing.py, scripted and traced, against PyTorch; the
+// forms zoc refuses are bad inputs (tests/bad_inputs/torchscript_loaded/alias_*).
+TEST(TorchScriptAliasing, InPlaceWritesReachEveryAlias) {
+  const std::string dir = data("torchscript/aliasing");
+  REQUIRE_TORCHSCRIPT(dir + "/cases.txt");
+  std::ifstream list(dir + "/cases.txt");
+  size_t forms = 0;
+  for (std::string name; std::getline(list, name);) {
+    if (name.empty()) continue;
+    ++forms;
+    for (const char* file : {"model.pt", "model_traced.pt"}) {
+      SCOPED_TRACE(name + "/" + file);
+      expect_matches_pytorch(dir + "/" + name, file, {3, 8, 8});
+    }
+  }
+  EXPECT_GE(forms, 24u) << "make_aliasing.py wrote fewer forms than it has";
 }
 
 TEST(TorchScriptErrors, AllUnsupportedOpsInOneErrorWithWhereTheyAre) {

@@ -165,12 +165,17 @@ bool identity(OpContext& c) {
 }
 
 // y = x W^T with the bias added next (x.matmul(w.t()) + b): the bias joins the linear layer if
-// nothing else reads the product.
+// nothing else reads the product, which is so only where the matmul is in the same code and
+// its result has no other use (no other name, no call that could keep it).
 bool add_bias(OpContext& c, size_t activation, const Val& bias) {
   const ir::ValueId x = c.in(activation).id;
   ir::Node& lin = c.producer(x);
+  const c10::Symbol from = c.node()->input(activation)->node()->kind();
+  const bool product = from == c10::aten::matmul || from == c10::aten::mm ||
+                       from == c10::aten::linear;
   if (lin.op != ir::OpKind::Linear || lin.attrs.b("bias") || bias.name != lin.name + ".bias" ||
-      c.uses_of_input(activation) != 1) {
+      c.uses_of_input(activation) != 1 || !product ||
+      c.in(activation).derived || c.in(activation).view != Val::View::kNone) {
     return c.fail(fmt::format("adding parameter '{}' to an activation", bias.name));
   }
   lin.attrs.set("bias", bool_attr(true));
@@ -190,8 +195,12 @@ bool add(OpContext& c) {
   if (!a.is(Kind::kTensor) || !b.is(Kind::kTensor)) {
     return c.fail("adding a constant; zoc adds two activations of the same shape");
   }
+  if (a.view != b.view || a.groups != b.groups) {
+    return c.fail(fmt::format("adding {} to {}", view_name(b.view), view_name(a.view)));
+  }
+  const Val va = a;
   auto y = c.emit(ir::OpKind::Add, {a.id, b.id}, {});
-  return y && c.result_tensor(*y);
+  return y && c.result_like(*y, va);  // elementwise: a view's sum is the images' sum, viewed
 }
 
 // aten::max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode)

@@ -52,6 +52,16 @@ struct Val {
   bool in_state_dict = true;      // kParam: a parameter or buffer, not a plain attribute
   ir::ValueId id = ir::kNoValue;  // kTensor
   std::vector<Val> items;         // kList
+  // Mutation (aliasing.cpp). kTensor: the storage it shares with its aliases and, for a view
+  // that is not the storage's whole content in its layout (`derived`: a flatten, a chunk, a
+  // reshape that may copy), the view object it is. kList: the list object (-1 for a tuple).
+  // `version`: the storage's or list's version that `id` or `items` reflect.
+  int32_t storage = -1;
+  int32_t object = -1;
+  int32_t list = -1;
+  uint32_t version = 0;
+  bool derived = false;
+  uint32_t depth = 0;  // kList: how deep lists and tuples nest in it (kMaxFoldedDepth)
 
   static Val constant(c10::IValue v) {
     Val r;
@@ -215,6 +225,8 @@ class Translator {
              Diagnostics& diags);
   // The graph, or false after reporting errors.
   bool run(ir::Graph& out);
+  // Whether the code read a module's `training` flag as true (a model saved in training mode).
+  bool read_training() const { return read_training_; }
 
  private:
   friend class OpContext;
@@ -248,6 +260,35 @@ class Translator {
 
   const Val& get(jit::Value* v);
   void set(jit::Value* v, Val val) { env_[v] = std::move(val); }
+
+  // Mutation semantics (aliasing.cpp says why): every tensor belongs to a storage, every list is
+  // an object, and a value is brought up to date with the writes since it was made when it is
+  // read.
+  struct Storage {
+    ir::ValueId base = ir::kNoValue;  // the content, in the layout of its whole (underived) views
+    uint32_t version = 0;             // writes so far
+    std::string written_by;           // the last write: "aten::relu_ at model.py:8:9"
+    std::string lost_by;              // set once a write through a derived view changed it
+  };
+  struct ViewObject {
+    ir::ValueId id = ir::kNoValue;  // its content as of `version`
+    uint32_t version = 0;
+    std::string made_by;  // "aten::flatten at model.py:7:13"
+  };
+  struct ListObject {
+    std::vector<Val> items;
+    uint32_t version = 0;
+  };
+  void new_storage(Val& v);
+  bool refresh(Val& v, std::string& why);
+  bool refresh_inputs(jit::Node* n);
+  bool refresh_value(jit::Value* v, jit::Node* at);  // a block's or graph's output
+  void track_mutation(jit::Node* n);
+  bool apply_write(jit::Node* n, size_t input, size_t output);
+  void classify_result(jit::Node* n, Val& r, std::optional<size_t> source, bool definite);
+  void register_lists(jit::Node* n);
+  bool append_to_list(jit::Node* n, const Val& list, const Val& item);
+  std::string where(jit::Node* n) const;
   void poison_outputs(jit::Node* n);
   Origin origin(jit::Node* n) const;
   std::optional<SourceLoc> to_loc(const jit::SourceRange& r) const;
@@ -271,9 +312,17 @@ class Translator {
   std::set<std::string> used_names_;
   std::set<std::string> reserved_names_;     // layers that own state_dict tensors, and "input"
   std::map<std::string, at::Tensor> state_;  // state_dict name -> tensor
+  std::vector<Storage> storages_;
+  std::vector<ViewObject> objects_;
+  std::vector<ListObject> lists_;
+  // Constant lists that an activation was appended to: every holder of the constant now reads
+  // the list object (key: the list's LibTorch object, kept alive here).
+  std::unordered_map<const void*, std::pair<c10::IValue, int32_t>> converted_lists_;
+  std::set<std::string> stale_reported_;  // one refusal per stale view
   int64_t steps_ = 0;
   uint64_t folded_bytes_ = 0;  // all values folding took and gave (kMaxFoldedTotalBytes)
   bool fatal_ = false;
+  bool read_training_ = false;
 };
 
 }  // namespace zoc::torchscript::detail

@@ -98,9 +98,10 @@ std::optional<jit::Module> load_module(const std::string& path, const ArchiveInf
     return std::nullopt;
   }
   try {
-    jit::Module module = torch::jit::load(file, c10::Device(c10::kCPU));
-    module.eval();  // dropout and batch_norm take their inference paths
-    return module;
+    // Kept in the mode it was saved in: a model saved in training mode runs batch statistics,
+    // dropout and whatever else reads `self.training`, which zoc refuses where it meets it (as for
+    // a traced model), never silently computing the eval-mode model instead.
+    return torch::jit::load(file, c10::Device(c10::kCPU));
   } catch (const std::exception& e) {
     diags.error(SourceLoc{path, 0, 0}, libtorch_failed(archive, e));
     return std::nullopt;
@@ -113,7 +114,12 @@ bool load_model(const std::string& path, const ArchiveInfo& archive, const Optio
     auto module = load_module(path, archive, diags);
     if (!module) return false;
     Translator translator(*module, path, options, diags);
-    return translator.run(out);
+    if (translator.run(out)) return true;
+    if (translator.read_training()) {
+      diags.note(SourceLoc{path, 0, 0},
+                 "the model was saved in training mode: call model.eval() before saving");
+    }
+    return false;
   } catch (const std::exception& e) {
     diags.error(SourceLoc{path, 0, 0}, libtorch_failed(archive, e));
   } catch (...) {

@@ -93,8 +93,10 @@ bool Translator::run(ir::Graph& out) {
   Val self;
   self.kind = Kind::kModule;
   self.value = root_._ivalue();
+  Val image = Val::activation(graph_.nodes[input].output);
+  new_storage(image);
   std::vector<Val> results;
-  run_graph(g, {self, Val::activation(graph_.nodes[input].output)},
+  run_graph(g, {self, std::move(image)},
             Frame{"", is_leaf(self.value), {}}, results);
 
   if (!problems_.empty()) report_problems(at);
@@ -156,7 +158,10 @@ void Translator::run_graph(jit::Graph& graph, std::vector<Val> args, const Frame
     set(graph.inputs()[i], i < args.size() ? std::move(args[i]) : Val{});
   }
   run_block(graph.block());
-  for (jit::Value* v : graph.outputs()) results.push_back(get(v));
+  for (jit::Value* v : graph.outputs()) {
+    refresh_value(v, graph.return_node());
+    results.push_back(get(v));
+  }
   frames_.pop_back();
 }
 
@@ -173,6 +178,7 @@ void Translator::step(jit::Node* n) {
                          kMaxSteps));
     return;
   }
+  if (!refresh_inputs(n)) return;  // values written in place since they were made
   const c10::Symbol k = n->kind();
   if (k == prim::Constant) {
     auto v = jit::toIValue(n->output());
@@ -198,6 +204,7 @@ void Translator::step(jit::Node* n) {
   } else if (!structural(n)) {
     run_op(n);
   }
+  register_lists(n);
 }
 
 void Translator::get_attr(jit::Node* n) {
@@ -218,6 +225,7 @@ void Translator::get_attr(jit::Node* n) {
                                 shown_text(attr)));
   }
   c10::IValue v = object->getSlot(*slot);
+  if (attr == "training" && v.isBool() && v.toBool()) read_training_ = true;
   Val out;
   if (obj.is(Kind::kModule) && v.isObject() && v.toObject()->type()->is_module()) {
     out.kind = Kind::kModule;
@@ -281,6 +289,7 @@ void Translator::run_if(jit::Node* n) {
   run_block(block);
   if (fatal_) return;
   for (size_t i = 0; i < n->outputs().size(); ++i) {
+    refresh_value(block->outputs()[i], n);
     Val v = get(block->outputs()[i]);
     set(n->output(i), std::move(v));
   }
@@ -308,7 +317,10 @@ void Translator::run_loop(jit::Node* n) {
       return unsupported(n, "a loop whose condition depends on tensor values");
     }
     go = cond.value.toBool();
-    for (size_t k = 0; k < carried.size(); ++k) carried[k] = get(body->outputs()[k + 1]);
+    for (size_t k = 0; k < carried.size(); ++k) {
+      refresh_value(body->outputs()[k + 1], n);
+      carried[k] = get(body->outputs()[k + 1]);
+    }
   }
   for (size_t k = 0; k < carried.size(); ++k) set(n->output(k), carried[k]);
 }

@@ -21,6 +21,9 @@ bool inside_pytorch(const std::string& file) {
          file.rfind("code/__torch__/torch/", 0) == 0;
 }
 
+// The file name of TorchScript's own builtin functions (torch.rsub's body, for one).
+constexpr const char* kBuiltinSource = "<string>";
+
 }  // namespace
 
 // One error listing every unsupported operation, each where it happens.
@@ -93,10 +96,27 @@ Origin Translator::origin(jit::Node* n) const {
     auto loc = to_loc(r);
     if (!loc) return;
     any = loc;
-    if (!inside_pytorch(loc->file)) user = loc;
+    if (!inside_pytorch(loc->file) && loc->file != kBuiltinSource) user = loc;
   };
   for (size_t i = 1; i < frames_.size(); ++i) consider(frames_[i].call_site);
   consider(n->sourceRange());
+  // TorchScript's builtins (torch.rsub's `other - self`, compiled from "<string>") are inlined
+  // with their own positions; the constants the user wrote beside them keep the user's. A list
+  // built for a call (prim::ListConstruct) has no position: its user's is where it is written.
+  const bool builtin = !user && any && any->file == kBuiltinSource;
+  const bool list = n->kind() == c10::prim::ListConstruct || n->kind() == c10::prim::TupleConstruct;
+  if (builtin || (!any && list)) {
+    for (jit::Value* out : n->outputs()) {
+      for (const jit::Use& u : out->uses()) {
+        if (!builtin) consider(u.user->sourceRange());
+        for (jit::Value* in : u.user->inputs()) {
+          if (builtin && in->node()->kind() == c10::prim::Constant) {
+            consider(in->node()->sourceRange());
+          }
+        }
+      }
+    }
+  }
   o.loc = user ? *user : any ? *any : SourceLoc{path_, 0, 0};
   return o;
 }

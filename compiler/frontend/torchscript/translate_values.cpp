@@ -6,6 +6,8 @@
 // nodes run, this file what a node that runs produces.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compiler/frontend/torchscript/internal.h"
 #include "compiler/ir/shapes.h"
 
@@ -31,6 +33,16 @@ std::string exception_text(const std::exception& e) {
 }
 
 const Val kPoison{};
+
+// What the user wrote where that is not the op's name: TorchScript compiles `1.0 - x` (torch.rsub
+// with a constant) to aten::neg then aten::add, so a bare "aten::neg" named nothing they wrote.
+const char* unmapped_hint(c10::Symbol k) {
+  if (k == aten::neg || k == aten::rsub) {
+    return "-x, or `c - x` with a constant c, which TorchScript writes as aten::neg then "
+           "aten::add: zoc has no op that negates or subtracts from a constant";
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -81,6 +93,14 @@ bool Translator::structural(jit::Node* n) {
     Val l;
     l.kind = Kind::kList;
     l.items = std::move(in);
+    l.depth = 1;
+    for (const Val& item : l.items) l.depth = std::max(l.depth, item.depth + 1);
+    if (l.depth > kMaxFoldedDepth) {
+      error(n, fmt::format("lists and tuples nested more than {} deep; zoc does not build such "
+                           "values while compiling a model",
+                           kMaxFoldedDepth));
+      return true;
+    }
     return out(std::move(l));
   }
   if ((k == prim::ListUnpack || k == prim::TupleUnpack) && in[0].is(Kind::kList) &&
@@ -95,20 +115,12 @@ bool Translator::structural(jit::Node* n) {
     return out(in[0].items[*i]);
   }
   // list.append(x) on a list holding activations (DenseNet's `features.append(new_features)`):
-  // TorchScript lists are references, so the list value itself now holds x too.
+  // TorchScript lists are references, so the list now holds x under every name (aliasing.cpp).
   if (k == aten::append && (in[0].is(Kind::kList) || (in[0].is(Kind::kConst) &&
                                                       in[0].value.isList()))) {
     if (!charge_folded_items(n, in[0].is(Kind::kList) ? in[0].items.size() + 1 : 1)) return true;
-    Val l;
-    l.kind = Kind::kList;
-    if (in[0].is(Kind::kList)) {
-      l.items = in[0].items;
-    } else {
-      for (const c10::IValue& item : in[0].value.toListRef()) l.items.push_back(Val::constant(item));
-    }
-    l.items.push_back(in[1]);
-    set(n->input(0), l);
-    return out(std::move(l));
+    append_to_list(n, in[0], in[1]);
+    return true;
   }
   if (k == aten::len && in[0].is(Kind::kList)) {
     return out(Val::constant(static_cast<int64_t>(in[0].items.size())));
@@ -295,7 +307,7 @@ void Translator::run_op(jit::Node* n) {
     }
     return unsupported(n, !tensors && batch ? "it computes with the batch size, which zoc keeps "
                                               "dynamic"
-                                            : "");
+                                            : unmapped_hint(n->kind()));
   }
   if (poisoned) return poison_outputs(n);
   OpContext c(*this, n);
@@ -304,13 +316,9 @@ void Translator::run_op(jit::Node* n) {
     if (problems_.size() == problems_before && !fatal_) unsupported(n, "");
     return poison_outputs(n);
   }
-  // In-place ops (relu_, add_) write their first input: later reads of it see the result.
-  const std::string name = n->kind().toUnqualString();
-  if (name.size() > 2 && name.back() == '_' && name[name.size() - 2] != '_' &&
-      n->outputs().size() == 1) {
-    Val v = get(n->output());
-    set(n->input(0), std::move(v));
-  }
+  // In-place ops (relu_, add_, out=) write their argument under every name, and results that may
+  // be views of an input share its storage (aliasing.cpp).
+  track_mutation(n);
 }
 
 // Shapes come from the IR's own shape rules, run on the graph built so far when an op needs

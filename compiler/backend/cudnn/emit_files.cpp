@@ -174,8 +174,8 @@ std::string weights_header(const EmitContext& ctx, const std::string& head, cons
     auto ns = wh.ns(fmt::format("namespace zoc_model::{}_weights", base),
                     fmt::format("}}  // namespace zoc_model::{}_weights", base));
     wh.line("inline constexpr zoc::DeviceDType kDType = {};  // {} {}", t.device_dtype, t.name,
-            t.nhwc ? "NHWC" : "NCHW");
-    wh.line("inline constexpr size_t kWeightBytes = {};", ctx.weight_bytes);
+            ir::layout_name(ctx.g.type(ctx.g.nodes.front().output).layout));
+    wh.line("inline constexpr size_t kWeightBytes = {};", ctx.g.target->weight_bytes);
     wh.line("// Byte offsets of each layer's weight (kW_) and bias (kB_) in the packed buffer.");
     wh.append(ctx.s.weight_offsets);
     wh.blank();

@@ -1,5 +1,5 @@
-// The cuDNN emitter's driver: assigns identifiers, plans memory and weights, runs every
-// layer's snippet, and assembles the generated files (see emitter.h).
+// The cuDNN emitter's driver: assigns identifiers, runs every layer's snippet over the lowered
+// graph, and assembles the generated files (see emitter.h).
 #include <algorithm>
 #include <set>
 
@@ -7,7 +7,7 @@
 
 #include "compiler/backend/cudnn/emit_internal.h"
 #include "compiler/backend/cudnn/train_emitter.h"
-#include "compiler/backend/cudnn/schedule.h"
+#include "compiler/lower/schedule.h"
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/ir/printer.h"
 #include "compiler/support/sanitize.h"
@@ -50,9 +50,9 @@ std::string banner(const EmitOptions& o, const std::string& model, uint64_t hash
 
 std::string EmitContext::tensor(ir::ValueId v) const {
   if (train) return train_tensor(*this, v);
-  const auto& slot = plan.slots[v];
-  const ir::ValueId root = slot.alias_of == ir::kNoValue ? v : slot.alias_of;
-  if (plan.slots[root].offset < 0) return "zoc::kCallerInput";
+  const ir::Storage& storage = *g.values[v].storage;
+  const ir::ValueId root = storage.alias_of < 0 ? v : storage.alias_of;
+  if (g.values[root].storage->offset < 0) return "zoc::kCallerInput";
   return "kA_" + ids[g.values[root].producer];
 }
 
@@ -64,8 +64,8 @@ std::string EmitContext::title(const ir::Node& n) const {
 }
 
 int64_t EmitContext::stored_channels(ir::ValueId v) const {
-  if (input_c_stored > 0 && v == g.nodes.front().output) return input_c_stored;
-  return g.type(v).dims.at(0);
+  if (g.values[v].storage) return g.values[v].storage->stored_channels;
+  return g.type(v).dims.at(0);  // a trainer's value: as its type says
 }
 
 std::string EmitContext::name_literal(const ir::Node& n) const {
@@ -74,11 +74,13 @@ std::string EmitContext::name_literal(const ir::Node& n) const {
 
 namespace {
 
-// Whether some convolution runs through cuDNN's graph API (graph_api_conv).
-bool any_graph_api_conv(const ir::Graph& g, bool graph_api) {
+bool any_layer(const ir::Graph& g, ir::LayerKind kind) {
   return std::any_of(g.nodes.begin(), g.nodes.end(),
-                     [&](const ir::Node& n) { return graph_api_conv(n, graph_api); });
+                     [&](const ir::Node& n) { return n.lowered->kind == kind; });
 }
+
+// The layout images are stored in (the input's), as the printer names it.
+ir::Layout image_layout(const ir::Graph& g) { return g.type(g.nodes.front().output).layout; }
 
 
 // <model>.h: the model class, deriving what every model shares from zoc::Model (CRTP).
@@ -98,7 +100,7 @@ std::string model_header(const EmitContext& ctx, const std::string& head, const 
   h.line("#include <cstddef>");
   h.line("#include <cstdint>");
   h.blank();
-  if (any_graph_api_conv(ctx.g, ctx.graph_api)) h.line("#include \"zoc/cudnn/graph_layer.h\"");
+  if (any_layer(g, ir::LayerKind::ConvGraph)) h.line("#include \"zoc/cudnn/graph_layer.h\"");
   h.line("#include \"zoc/cudnn/layers.h\"");
   h.line("#include \"zoc/cudnn/model.h\"");
   h.blank();
@@ -116,18 +118,19 @@ std::string model_header(const EmitContext& ctx, const std::string& head, const 
     h.line("static constexpr int kInputC = {}, kInputH = {}, kInputW = {};", in_type.dims[0],
            in_type.dims[1], in_type.dims[2]);
     h.line("static constexpr int kOutputs = {};", outputs);
-    h.line("static constexpr size_t kArenaBytesPerSample = {};", ctx.plan.arena_bytes_per_sample);
-    h.line("static constexpr size_t kWeightBytes = {};", ctx.weight_bytes);
+    h.line("static constexpr size_t kArenaBytesPerSample = {};", g.target->arena_bytes_per_sample);
+    h.line("static constexpr size_t kWeightBytes = {};", g.target->weight_bytes);
     h.line("static constexpr const char* kIrHash = \"{:016x}\";  // of the optimized graph", hash);
-    h.line("static constexpr zoc::Precision kTypes = {{{}, {}, {},", t.cudnn_data, t.cudnn_format,
-           t.cudnn_math);
+    h.line("static constexpr zoc::Precision kTypes = {{{}, {}, {},", t.cudnn_data,
+           cudnn_format(image_layout(g)), t.cudnn_math);
     h.line("                                          {}, {}}};", t.blas_type, t.blas_compute);
     h.line("// Layers that issue GPU work, in forward order, and the source layers each stands for.");
     h.line("static constexpr int kLayers = {};", ctx.s.titles.size());
     h.line("static const char* const kTitles[kLayers];");
     h.line("// Side branches (downsample convolutions) run on a second stream, joined by events.");
-    h.line("static constexpr int kSideBranches = {};", ctx.side_branches);
-    h.line("static constexpr bool kUsesCublas = {};", ctx.uses_cublas ? "true" : "false");
+    h.line("static constexpr int kSideBranches = {};", g.target->side_branches);
+    h.line("static constexpr bool kUsesCublas = {};",
+           any_layer(g, ir::LayerKind::LinearGemm) ? "true" : "false");
     h.blank();
     h.line("~{}() {{ release(); }}", cls);
     h.blank();
@@ -168,10 +171,11 @@ std::string model_source(const EmitContext& ctx, const std::string& head, const 
       c.line("using namespace {}_weights;  // kW_/kB_: byte offsets into the packed weights", base);
       c.blank();
       c.line("// Activation arena: per-sample byte offsets, scaled by max_batch at run time.");
-      c.line("// {}.", ctx.plan.summary());
+      c.line("// {}.", lower::arena_summary(g.target->arena_bytes_per_sample,
+                                            g.target->unshared_bytes_per_sample));
       for (const ir::Node& n : g.nodes) {
-        const auto& slot = ctx.plan.slots[n.output];
-        if (slot.alias_of != ir::kNoValue || slot.offset < 0) continue;
+        const ir::Storage& slot = *g.values[n.output].storage;
+        if (slot.alias_of >= 0 || slot.offset < 0) continue;
         std::string shape = "N";
         for (int64_t d : g.type(n.output).dims) shape += fmt::format("x{}", d);
         c.line("constexpr size_t kA_{} = {};  // %{}: {} {}", ctx.ids[&n - g.nodes.data()],
@@ -203,44 +207,6 @@ std::string model_source(const EmitContext& ctx, const std::string& head, const 
   return c.str();
 }
 
-// The precision's target with its activation storage overridden by --layout.
-Target storage_target(const EmitOptions& options) {
-  Target t = target(options.precision);
-  if (options.layout != Layout::kAuto) {
-    t.nhwc = options.layout == Layout::kNHWC;
-    t.cudnn_format = t.nhwc ? "CUDNN_TENSOR_NHWC" : "CUDNN_TENSOR_NCHW";
-  }
-  return t;
-}
-
-// The memory plan's options: element size, where the input lives, channel padding, and the
-// side branches' inputs kept alive until their joins.
-passes::MemoryPlanOptions memory_options(const ir::Graph& g, const Target& t,
-                                         const EmitOptions& options,
-                                         const std::vector<SideBranch>& branches) {
-  passes::MemoryPlanOptions mopts;
-  mopts.element_bytes = t.element_bytes;
-  // fp32 models read the caller's buffer in place, unless graph-API plans need fixed pointers.
-  mopts.external_input = !t.nhwc && !any_graph_api_conv(g, options.conv_api == ConvApi::kGraph);
-  // A thin NHWC input (RGB: 3 channels) padded with zero channels, when only ungrouped
-  // convolutions read it (their extra input channels get zero weights).
-  const ir::Node& input = g.nodes.front();
-  const int64_t in_c = g.type(input.output).dims.empty() ? 0 : g.type(input.output).dims[0];
-  const int pad = options.pad_input_channels;
-  bool pad_input = t.nhwc && pad > 0 && in_c > 0 && in_c % pad != 0;
-  for (const ir::Node& n : g.nodes) {
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      if (n.inputs[k] != input.output) continue;
-      pad_input = pad_input && n.op == ir::OpKind::FusedConv2d && k == 0 && n.attrs.i("groups") == 1;
-    }
-  }
-  if (pad_input) mopts.input_channels_stored = (in_c + pad - 1) / pad * pad;
-  for (const SideBranch& b : branches) {  // its input is read until the join
-    mopts.live_until.push_back({g.nodes[b.node].inputs[0], b.join});
-  }
-  return mopts;
-}
-
 // Identifiers: sanitized layer names, made unique with a numeric suffix; never the name of the
 // skeleton's own member (s_).
 std::vector<std::string> layer_ids(const ir::Graph& g) {
@@ -258,70 +224,42 @@ std::vector<std::string> layer_ids(const ir::Graph& g) {
 
 }  // namespace
 
-std::optional<Generated> emit(const ir::Graph& model, const EmitOptions& options,
+std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
                               Diagnostics& diags) {
-  const Target t = storage_target(options);
-  // Emission order: side branches hoisted to run on a second stream.
-  std::vector<SideBranch> branches;
-  const ir::Graph g = options.side_stream ? schedule_side_branches(model, &branches) : model;
-  const passes::MemoryPlanOptions mopts = memory_options(g, t, options, branches);
-  EmitContext ctx{g, t, passes::plan_memory(g, mopts), layer_ids(g), {}, 0,
-                  options.conv_api == ConvApi::kGraph, mopts.input_channels_stored,
-                  {}, {}, 0, diags, {}};
-  ctx.linear_as_conv = options.linear_api == LinearApi::kCudnn;
-  ctx.depthwise_kernel = options.depthwise == DepthwiseApi::kZoc;
-  for (const ir::Node& n : g.nodes) {
-    ctx.uses_cublas = ctx.uses_cublas || (n.op == ir::OpKind::Linear && !ctx.linear_as_conv);
-  }
-  ctx.side_of.assign(g.nodes.size(), -1);
-  ctx.joins_at.assign(g.nodes.size(), {});
-  for (const SideBranch& b : branches) {
-    ctx.side_of[b.node] = ctx.side_branches;
-    ctx.joins_at[b.join].push_back(ctx.side_branches);
-    ++ctx.side_branches;
-  }
-  const ir::TensorType& out_type = g.type(g.outputs.at(0));
-  if (g.outputs.size() != 1) {
-    diags.error(SourceLoc{g.name, 0, 0}, "the cuDNN backend needs a model with one output");
+  if (!g.target || g.target->precision != target(options.precision).name) {
+    diags.error(SourceLoc{g.name, 0, 0},
+                fmt::format("the cuDNN backend prints a graph lowered for it (lower-to-target) in "
+                            "precision {}",
+                            target(options.precision).name));
     return std::nullopt;
   }
-  if (t.nhwc && out_type.dims.size() == 3 && out_type.dims[1] * out_type.dims[2] > 1) {
-    const ir::Node& last = g.producer(g.outputs[0]);
-    diags.error(last.loc, fmt::format("layer '{}' ({}): the cuDNN backend needs the model's output "
-                                      "to be features [N, F] (or N x C x 1 x 1) when it stores "
-                                      "activations NHWC, not an image N x {} x {} x {}",
-                                      last.name, ir::op_info(last.op).name, out_type.dims[0],
-                                      out_type.dims[1], out_type.dims[2]));
-    return std::nullopt;
-  }
-  plan_weights(ctx);
+  EmitContext ctx{g, target(options.precision), layer_ids(g), diags, {}};
   bool ok = true;
   for (const ir::Node& n : g.nodes) ok = emit_layer(ctx, n) && ok;
   if (!ok) return std::nullopt;
   // The logits leave last: fp32 for the caller.
-  const int64_t outputs = out_type.sample_numel();
+  const int64_t outputs = g.type(g.outputs[0]).sample_numel();
   ctx.s.layers.line("// output: fp32 [n, {}] for the caller", outputs);
-  ctx.s.layers.line("ZOC_TRY(v.{}({{{}, {}}}));", t.nhwc ? "output_to_float" : "output_copy",
+  ctx.s.layers.line("ZOC_TRY(v.{}({{{}, {}}}));",
+                    g.target->output_convert ? "output_to_float" : "output_copy",
                     ctx.tensor(g.outputs[0]), outputs);
   ctx.s.titles.push_back("output (to fp32 for the caller)");
 
-  ir::PrintOptions popts;
-  popts.locations = false;
-  const uint64_t hash = fnv1a64(ir::print_graph(model, popts));  // the model, not the schedule
+  const uint64_t hash = g.target->model_hash;  // the optimized graph, not the lowered one
   const std::string cls = class_name_for(g.name);
   const std::string base = sanitize_identifier(g.name);
-  const bool mixed = any_graph_api_conv(g, ctx.graph_api);
+  const bool mixed = any_layer(g, ir::LayerKind::ConvGraph);
   const std::string head = banner(options, g.name, hash, mixed);
 
   Generated gen;
   gen.class_name = cls;
-  gen.arena_bytes_per_sample = ctx.plan.arena_bytes_per_sample;
-  gen.unshared_bytes_per_sample = ctx.plan.unplanned_bytes_per_sample;
-  gen.weight_bytes = ctx.weight_bytes;
+  gen.arena_bytes_per_sample = g.target->arena_bytes_per_sample;
+  gen.unshared_bytes_per_sample = g.target->unshared_bytes_per_sample;
+  gen.weight_bytes = g.target->weight_bytes;
   gen.files = {{"CMakeLists.txt", cmake_lists(banner(options, g.name, hash, mixed, "#"), base)},
                {base + ".h", model_header(ctx, head, cls, hash)},
                {base + ".cpp", model_source(ctx, head, cls, base)},
-               {base + "_kernels.cu", kernels_source(head, base, t)},
+               {base + "_kernels.cu", kernels_source(head, base, ctx.t)},
                {base + "_weights.h", weights_header(ctx, head, base)},
                {"main.cpp", runner_main(head, base, cls)}};
   add_runtime_files(gen.files);

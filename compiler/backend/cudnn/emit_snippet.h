@@ -25,6 +25,28 @@ inline Dims dims_of(const ir::TensorType& t) {
   return {t.dims.empty() ? 1 : t.dims[0], 1, 1};
 }
 
+// The printer's mapping of a value's lowered layout to the runtime shapes' `nhwc` flag; a value
+// that is not an image (features) takes the model's image layout, its input's.
+inline const char* nhwc_flag(const EmitContext& ctx, ir::ValueId v) {
+  const ir::TensorType& t = ctx.g.type(v).dims.size() == 3 ? ctx.g.type(v)
+                                                            : ctx.g.type(ctx.g.nodes.front().output);
+  return t.layout == ir::Layout::NHWC ? "true" : "false";
+}
+
+// The rows of a strided copy of value v's channels (concat, slices): NHWC, every pixel's
+// channels are a row; NCHW, a sample's channel planes are one. `unit`: one channel's bytes in a
+// row (its element size, or a plane's); `rows`: rows per sample.
+struct CopyRows {
+  int64_t unit = 0, rows = 0;
+};
+inline CopyRows copy_rows(const EmitContext& ctx, ir::ValueId v) {
+  const ir::TensorType& t = ctx.g.type(v);
+  const Dims d = dims_of(t);
+  const int64_t e = ir::dtype_size(t.dtype);
+  if (t.layout == ir::Layout::NHWC) return {e, d.h * d.w};
+  return {d.h * d.w * e, 1};
+}
+
 inline const ir::ParamSpec* param(const ir::Node& n, ir::ParamRole role) {
   for (const ir::ParamSpec& p : n.params) {
     if (p.role == role) return &p;

@@ -1,14 +1,16 @@
 // The trainer's per-op snippets: for each node of the training graph, a call constant
 // (zoc/train/calls.h), a descriptor bundle where the node needs one, and one call in its layer
 // sequence (`v.conv_grad(conv1_, kConvGrad_d_pool1, "conv1")`), walked by the steps of
-// zoc/train/steps.h. A backward node is an op like any other: the emitter's one switch
-// (emit_layer) sends here the training graph's nodes whose trainer form differs from inference
-// (fp32 NCHW, parameters in PyTorch's layout); add, concat and flatten share inference's
-// snippets. A backward node uses its forward layer's bundle (Node::origin names the layer).
+// zoc/train/steps.h. A backward node is an op like any other: emit_train_layer's switch sends
+// each node of the training graph to its snippet, here where its trainer form differs from
+// inference (fp32 NCHW, parameters in PyTorch's layout); add, concat and flatten share
+// inference's snippets. A backward node uses its forward layer's bundle (Node::origin names the
+// layer).
 #include <fmt/format.h>
 
 #include "compiler/backend/cudnn/emit_snippet.h"
 #include "compiler/backend/cudnn/train_emitter.h"
+#include "compiler/ir/activation_params.h"
 #include "compiler/support/sanitize.h"
 
 namespace zoc::cudnn {
@@ -53,8 +55,6 @@ void call(EmitContext& ctx, const ir::Node& n, const std::string& what, const st
   ctx.s.layers.comment(fmt::format("{}: {}{}", sanitize_comment(n.name), what, loc));
   ctx.s.layers.line("ZOC_TRY({});", text);
 }
-
-}  // namespace
 
 bool emit_train_input(EmitContext& ctx, const ir::Node& n, size_t i) {
   const Dims d = dims_of(ctx.g.type(n.output));
@@ -271,6 +271,50 @@ bool emit_train_softmax(EmitContext& ctx, const ir::Node& n) {
   ctx.diags.error(n.loc, fmt::format("layer '{}' (softmax): the trainer does not support a "
                                      "softmax inside the model",
                                      n.name));
+  return false;
+}
+
+}  // namespace
+
+bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
+  const size_t i = static_cast<size_t>(&n - ctx.g.nodes.data());
+  switch (n.op) {
+    case ir::OpKind::Input: return emit_train_input(ctx, n, i);
+    case ir::OpKind::Labels: return true;  // the caller's labels, read by the loss
+    case ir::OpKind::Conv2d: return emit_train_conv(ctx, n, i);
+    case ir::OpKind::GlobalAvgPool:
+    case ir::OpKind::MaxPool2d:
+    case ir::OpKind::AvgPool2d: return emit_train_pool(ctx, n, i);
+    case ir::OpKind::Softmax: return emit_train_softmax(ctx, n);
+    case ir::OpKind::BatchNorm2d: return emit_train_batchnorm(ctx, n, i);
+    case ir::OpKind::Add: return emit_add(ctx, n, i);
+    case ir::OpKind::Linear: return emit_train_linear(ctx, n, i);
+    case ir::OpKind::Concat: return emit_concat(ctx, n, i);
+    case ir::OpKind::Flatten:
+    case ir::OpKind::FlattenGrad: return emit_view(ctx, n);
+    case ir::OpKind::Dropout:
+    case ir::OpKind::DropoutGrad: return emit_train_dropout(ctx, n, i);
+#define ZOC_ACTIVATION(op, grad, math)                                                      \
+  case ir::OpKind::op:                                                                      \
+    return emit_train_activation(ctx, n, i, "zoc::act::Kind::k" #math,                     \
+                                 ir::activation_params<act::math>(n));                     \
+  case ir::OpKind::grad:                                                                    \
+    return emit_train_activation_grad(ctx, n, i, "zoc::act::Kind::k" #math,                \
+                                      ir::activation_params<act::math>(n));
+#include "compiler/ir/ops.def"
+    case ir::OpKind::SoftmaxCrossEntropy: return emit_train_loss(ctx, n);
+    case ir::OpKind::Conv2dGrad: return emit_train_conv_grad(ctx, n, i);
+    case ir::OpKind::BatchNorm2dGrad: return emit_train_batchnorm_grad(ctx, n, i);
+    case ir::OpKind::LinearGrad: return emit_train_linear_grad(ctx, n, i);
+    case ir::OpKind::MaxPool2dGrad:
+    case ir::OpKind::AvgPool2dGrad:
+    case ir::OpKind::GlobalAvgPoolGrad: return emit_train_pool_grad(ctx, n, i);
+    case ir::OpKind::SliceChannels: return emit_train_slice(ctx, n, i);
+    case ir::OpKind::Sgd: return true;  // the trainer's sgd() runs every update at once
+    default: break;  // refused before the training graph (emit_trainer.cpp), or not built yet
+  }
+  ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): the cuDNN backend does not support this op",
+                                     n.name, ir::op_info(n.op).name));
   return false;
 }
 

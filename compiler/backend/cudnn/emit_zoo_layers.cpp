@@ -22,8 +22,9 @@ const char* flag(bool b) { return b ? "true" : "false"; }
 void mul_call(EmitContext& ctx, const ir::Node& n, size_t i, const std::string& s,
               bool elementwise, bool s_is_weight, const std::string& what) {
   const Dims d = dims_of(ctx.g.type(n.output));
-  const std::string shape = fmt::format("{{{}, {}, {}, {}, {}}}", d.c, d.h * d.w,
-                                        flag(ctx.t.nhwc), flag(!s_is_weight), flag(elementwise));
+  const std::string shape =
+      fmt::format("{{{}, {}, {}, {}, {}}}", d.c, d.h * d.w, snippet::nhwc_flag(ctx, n.output),
+                  flag(!s_is_weight), flag(elementwise));
   constant(ctx, "MulCall", "kMul_" + ctx.ids[i],
            {shape, std::to_string(ctx.g.type(n.output).sample_numel()), ctx.tensor(n.inputs[0]), s,
             ctx.tensor(n.output), flag(s_is_weight)});
@@ -78,7 +79,7 @@ bool emit_channel_shuffle(EmitContext& ctx, const ir::Node& n, size_t i) {
 bool emit_adaptive_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
   const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
   const std::string geometry = fmt::format("{{{}, {}, {}, {}, {}, {}}}", in.c, in.h, in.w, out.h,
-                                           out.w, flag(ctx.t.nhwc));
+                                           out.w, snippet::nhwc_flag(ctx, n.inputs[0]));
   constant(ctx, "AdaptivePoolCall", "kPool_" + ctx.ids[i],
            {geometry, ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
   comment(ctx, n, n.op == ir::OpKind::GlobalAvgPool
@@ -98,7 +99,7 @@ bool emit_zoo_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
     case ir::OpKind::LayerNorm: return emit_layernorm(ctx, n, i);
     case ir::OpKind::ChannelShuffle: return emit_channel_shuffle(ctx, n, i);
     case ir::OpKind::AdaptiveAvgPool2d:
-    case ir::OpKind::GlobalAvgPool:  // NHWC: an adaptive pool to 1x1 (emit_layer)
+    case ir::OpKind::GlobalAvgPool:  // an adaptive pool to 1x1 where the lowering chose it
       return emit_adaptive_pool(ctx, n, i);
     default: break;
   }
@@ -111,9 +112,7 @@ bool emit_zoo_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
 bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i) {
   const Dims in = dims_of(ctx.g.type(n.inputs[0]));
   const int64_t start = n.attrs.i("start"), count = n.attrs.i("count");
-  const int64_t e = ctx.t.element_bytes;
-  const int64_t unit = ctx.t.nhwc ? e : in.h * in.w * e;  // one channel's bytes in a row
-  const int64_t rows = ctx.t.nhwc ? in.h * in.w : 1;
+  const auto [unit, rows] = snippet::copy_rows(ctx, n.inputs[0]);
   const int64_t src_pitch = ctx.stored_channels(n.inputs[0]) * unit;
   ctx.s.constants.line("constexpr zoc::CopyCall kSlice_{}[] = {{", ctx.ids[i]);
   ctx.s.constants.line("    {{{}, {}, 0, {}, {}, {}, {}, {}}},", ctx.tensor(n.inputs[0]),

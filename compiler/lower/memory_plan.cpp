@@ -1,13 +1,13 @@
 // Liveness-based first-fit placement of values in the arena and the fixed region (see
 // memory_plan.h).
-#include "compiler/passes/memory_plan.h"
+#include "compiler/lower/memory_plan.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include <fmt/format.h>
 
-namespace zoc::passes {
+namespace zoc::lower {
 namespace {
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
@@ -53,7 +53,8 @@ int64_t place(std::vector<ir::ValueId> order, const std::vector<int64_t>& first,
 
 }  // namespace
 
-std::string MemoryPlan::summary() const {
+std::string arena_summary(int64_t arena_bytes_per_sample, int64_t unplanned_bytes_per_sample,
+                          int64_t fixed_bytes, int64_t unplanned_fixed_bytes) {
   auto mib = [](int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
   std::string s =
       fmt::format("activation arena {:.3f} MiB per sample (unshared: {:.3f} MiB per sample)",
@@ -63,6 +64,11 @@ std::string MemoryPlan::summary() const {
                      mib(unplanned_fixed_bytes));
   }
   return s;
+}
+
+std::string MemoryPlan::summary() const {
+  return arena_summary(arena_bytes_per_sample, unplanned_bytes_per_sample, fixed_bytes,
+                       unplanned_fixed_bytes);
 }
 
 MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
@@ -130,4 +136,4 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   return plan;
 }
 
-}  // namespace zoc::passes
+}  // namespace zoc::lower

@@ -20,7 +20,7 @@
 
 #include "compiler/ir/graph.h"
 
-namespace zoc::passes {
+namespace zoc::lower {
 
 struct MemoryPlan {
   static constexpr int64_t kAlignment = 256;  // bytes, per sample (cuDNN likes 128+)
@@ -34,7 +34,7 @@ struct MemoryPlan {
     bool fixed = false;                   // non-batched: never scaled by the batch
     bool pinned = false;  // placed by the caller (MemoryPlanOptions::pinned); bytes unaligned
   };
-  std::vector<Slot> slots;       // indexed by ValueId
+  std::vector<Slot> slots;  // indexed by ValueId
   int64_t arena_bytes_per_sample = 0;
   int64_t unplanned_bytes_per_sample = 0;  // sum of all planned values, for the report
   int64_t fixed_bytes = 0;                 // the fixed region
@@ -59,4 +59,8 @@ struct MemoryPlanOptions {
 
 MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options);
 
-}  // namespace zoc::passes
+// MemoryPlan::summary()'s text for these sizes (a lowered graph's TargetInfo keeps them).
+std::string arena_summary(int64_t arena_bytes_per_sample, int64_t unplanned_bytes_per_sample,
+                          int64_t fixed_bytes = 0, int64_t unplanned_fixed_bytes = 0);
+
+}  // namespace zoc::lower

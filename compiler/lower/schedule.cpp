@@ -1,9 +1,9 @@
 // Side-branch scheduling: see schedule.h.
-#include "compiler/backend/cudnn/schedule.h"
+#include "compiler/lower/schedule.h"
 
 #include "compiler/ir/rewrite.h"
 
-namespace zoc::cudnn {
+namespace zoc::lower {
 
 ir::Graph schedule_side_branches(const ir::Graph& g, std::vector<SideBranch>* branches) {
   const int n = static_cast<int>(g.nodes.size());
@@ -25,7 +25,7 @@ ir::Graph schedule_side_branches(const ir::Graph& g, std::vector<SideBranch>* br
         join.inputs[1] != node.output || join.inputs[0] == node.output) {
       continue;
     }
-    int fork = -1;  // the first other reader of D's input, before D
+    int fork = -1;                           // the first other reader of D's input, before D
     for (int r : readers[node.inputs[0]]) {  // (a reader that is itself a side branch moves)
       if (r != d && r < d && join_of[r] < 0 && (fork < 0 || r < fork)) fork = r;
     }
@@ -50,4 +50,4 @@ ir::Graph schedule_side_branches(const ir::Graph& g, std::vector<SideBranch>* br
   return out;
 }
 
-}  // namespace zoc::cudnn
+}  // namespace zoc::lower

@@ -213,7 +213,7 @@ std::string cmake_lists(const std::string& hash_banner, const std::string& base)
   cm.line("  set(CMAKE_CUDA_ARCHITECTURES 90)");
   cm.line("endif()");
   cm.line("project({} LANGUAGES CXX CUDA)", base);
-  cm.line("set(CMAKE_CXX_STANDARD 17)");
+  cm.line("set(CMAKE_CXX_STANDARD 20)  # designated initializers name every constant's fields");
   cm.line("set(CMAKE_CXX_STANDARD_REQUIRED ON)");
   cm.line("set(CMAKE_CUDA_STANDARD 17)");
   cm.line("if(NOT CMAKE_BUILD_TYPE)");
@@ -229,9 +229,8 @@ std::string cmake_lists(const std::string& hash_banner, const std::string& base)
   cm.line("add_library({0} STATIC {0}.cpp {0}_kernels.cu)", base);
   cm.line("target_include_directories({} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}} ${{CUDNN_INCLUDE_DIR}})", base);
   // cuda_driver: the recorded launches of the plain forward (zoc/cudnn/recorded_launch.h).
-  cm.line("target_link_libraries({} PUBLIC ${{CUDNN_LIBRARY}} CUDA::cublas CUDA::cudart "
-          "CUDA::cuda_driver)",
-          base);
+  cm.line("target_link_libraries({} PUBLIC ${{CUDNN_LIBRARY}} CUDA::cublas CUDA::cudart", base);
+  cm.line("                      CUDA::cuda_driver)");
   cm.line("add_executable({0}_main main.cpp)", base);
   cm.line("target_link_libraries({0}_main PRIVATE {0})", base);
   return cm.str();

@@ -73,7 +73,22 @@ std::string activation_params_text(const act::Params& p);
 // channel_shuffle, adaptive average pooling; and a model's slice_channels.
 bool emit_zoo_layer(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i);
+// The convolution-shaped layers (emit_conv_layers.cpp): fused and depthwise convolutions,
+// linear layers.
+bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_linear(EmitContext& ctx, const ir::Node& n, size_t i);
+// Any activation of zoc/math/activations.h (`kind`: its zoc::act::Kind), through the model's
+// generic activation kernel: y = f(x), or in place after a convolution (x = y, `what` says).
+bool emit_activation(EmitContext& ctx, const ir::Node& n, size_t i, const std::string& kind,
+                     const act::Params& p, ir::ValueId x, const std::string& what);
 // The snippets the trainer shares with inference (emit_layers.cpp).
+// A cuDNN pooling layer's call constant kPool_<id> and its descriptor bundle (`title`: the
+// member's comment); `mode` a cudnnPoolingMode_t.
+struct PoolWindow {
+  ir::Pair kernel, stride, padding;
+};
+void pool_constant(EmitContext& ctx, const ir::Node& n, size_t i, const std::string& mode,
+                   const PoolWindow& win, const std::string& title);
 bool emit_add(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_concat(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_view(EmitContext& ctx, const ir::Node& n);

@@ -4,6 +4,7 @@
 // and one call of zoc/cudnn/model_steps.h's Run step into zoc/core/layer_kernels.cuh (a slice is
 // a strided copy); layer scale and layer norm also pack their parameters.
 #include "compiler/backend/cudnn/emit_snippet.h"
+#include "compiler/backend/cudnn/named_init.h"
 #include "compiler/weights/weights.h"
 
 namespace zoc::cudnn {
@@ -16,18 +17,18 @@ using snippet::dims_of;
 using snippet::param;
 using snippet::timed_call;
 
-const char* flag(bool b) { return b ? "true" : "false"; }
-
 // y = x * s with s of x's shape, a channel vector per sample, or (layer scale) a packed weight.
 void mul_call(EmitContext& ctx, const ir::Node& n, size_t i, const std::string& s,
               bool elementwise, bool s_is_weight, const std::string& what) {
   const Dims d = dims_of(ctx.g.type(n.output));
-  const std::string shape =
-      fmt::format("{{{}, {}, {}, {}, {}}}", d.c, d.h * d.w, snippet::nhwc_flag(ctx, n.output),
-                  flag(!s_is_weight), flag(elementwise));
-  constant(ctx, "MulCall", "kMul_" + ctx.ids[i],
-           {shape, std::to_string(ctx.g.type(n.output).sample_numel()), ctx.tensor(n.inputs[0]), s,
-            ctx.tensor(n.output), flag(s_is_weight)});
+  named::ChannelMulShape m;
+  m.c = d.c, m.hw = d.h * d.w, m.nhwc = snippet::nhwc_flag(ctx, n.output);
+  m.per_sample = !s_is_weight, m.elementwise = elementwise;
+  named::MulCall call;
+  call.m = m, call.per_sample = ctx.g.type(n.output).sample_numel();
+  call.x = ctx.tensor(n.inputs[0]), call.s = s, call.y = ctx.tensor(n.output);
+  call.s_is_weight = s_is_weight;
+  constant(ctx, "MulCall", "kMul_" + ctx.ids[i], named::items(call));
   comment(ctx, n, what);
   timed_call(ctx, n, "v.mul(kMul_{}, {})", ctx.ids[i], ctx.name_literal(n));
 }
@@ -56,10 +57,11 @@ bool emit_layernorm(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::ParamSpec* b = param(n, ir::ParamRole::kNormBias);
   ctx.s.pack.line("ZOC_TRY(zoc::pack_layernorm(source, \"{}\", \"{}\", {}, staging + kW_{}));",
                   sanitize_comment(w->name), sanitize_comment(b->name), d.c, id);
-  constant(ctx, "LayerNormCall", "kLn_" + id,
-           {std::to_string(d.c), std::to_string(d.h * d.w), "kW_" + id,
-            fmt::format("{:.9g}f", n.attrs.f("eps")), ctx.tensor(n.inputs[0]),
-            ctx.tensor(n.output)});
+  named::LayerNormCall call;
+  call.c = d.c, call.hw = d.h * d.w, call.params = "kW_" + id;
+  call.eps = fmt::format("{:.9g}f", n.attrs.f("eps"));
+  call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  constant(ctx, "LayerNormCall", "kLn_" + id, named::items(call));
   comment(ctx, n, fmt::format("layer norm over {} channels at each pixel", d.c));
   timed_call(ctx, n, "v.layernorm(kLn_{}, {})", id, ctx.name_literal(n));
   return true;
@@ -68,9 +70,10 @@ bool emit_layernorm(EmitContext& ctx, const ir::Node& n, size_t i) {
 bool emit_channel_shuffle(EmitContext& ctx, const ir::Node& n, size_t i) {
   const Dims d = dims_of(ctx.g.type(n.output));
   const int64_t groups = n.attrs.i("groups");
-  constant(ctx, "ShuffleCall", "kShuffle_" + ctx.ids[i],
-           {std::to_string(d.c), std::to_string(d.h * d.w), std::to_string(groups),
-            ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
+  named::ShuffleCall call;
+  call.c = d.c, call.hw = d.h * d.w, call.groups = groups;
+  call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  constant(ctx, "ShuffleCall", "kShuffle_" + ctx.ids[i], named::items(call));
   comment(ctx, n, fmt::format("channel shuffle of {} channels in {} groups", d.c, groups));
   timed_call(ctx, n, "v.shuffle(kShuffle_{}, {})", ctx.ids[i], ctx.name_literal(n));
   return true;
@@ -78,10 +81,12 @@ bool emit_channel_shuffle(EmitContext& ctx, const ir::Node& n, size_t i) {
 
 bool emit_adaptive_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
   const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
-  const std::string geometry = fmt::format("{{{}, {}, {}, {}, {}, {}}}", in.c, in.h, in.w, out.h,
-                                           out.w, snippet::nhwc_flag(ctx, n.inputs[0]));
-  constant(ctx, "AdaptivePoolCall", "kPool_" + ctx.ids[i],
-           {geometry, ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
+  named::AdaptiveGeometry g;
+  g.c = in.c, g.h = in.h, g.w = in.w, g.out_h = out.h, g.out_w = out.w;
+  g.nhwc = snippet::nhwc_flag(ctx, n.inputs[0]);
+  named::AdaptivePoolCall call;
+  call.g = g, call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  constant(ctx, "AdaptivePoolCall", "kPool_" + ctx.ids[i], named::items(call));
   comment(ctx, n, n.op == ir::OpKind::GlobalAvgPool
                       ? fmt::format("global average pool {}x{} (zoc's kernel)", in.h, in.w)
                       : fmt::format("adaptive average pool {}x{} -> {}x{}", in.h, in.w, out.h,
@@ -114,10 +119,12 @@ bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i) {
   const int64_t start = n.attrs.i("start"), count = n.attrs.i("count");
   const auto [unit, rows] = snippet::copy_rows(ctx, n.inputs[0]);
   const int64_t src_pitch = ctx.stored_channels(n.inputs[0]) * unit;
+  named::CopyCall part;
+  part.src = ctx.tensor(n.inputs[0]), part.y = ctx.tensor(n.output);
+  part.dst_offset = 0, part.dst_pitch = count * unit, part.src_pitch = src_pitch;
+  part.width = count * unit, part.rows = rows, part.src_offset = start * unit;
   ctx.s.constants.line("constexpr zoc::CopyCall kSlice_{}[] = {{", ctx.ids[i]);
-  ctx.s.constants.line("    {{{}, {}, 0, {}, {}, {}, {}, {}}},", ctx.tensor(n.inputs[0]),
-                       ctx.tensor(n.output), count * unit, src_pitch, count * unit, rows,
-                       start * unit);
+  ctx.s.constants.wrapped("    {", named::items(part), "},");
   ctx.s.constants.line("}};");
   comment(ctx, n, fmt::format("channels {}..{} of {}", start, start + count - 1, in.c));
   timed_call(ctx, n, "v.concat(kSlice_{}, {})", ctx.ids[i], ctx.name_literal(n));

@@ -9,44 +9,8 @@
 
 #include <cstdint>
 
+#include "zoc/core/kernel_shapes.h"
 #include "zoc/math/activations.h"
-
-namespace zoc {
-
-// The shapes the zoo's kernels (zoc/core/layer_kernels.cuh) take.
-struct ChannelMulShape {
-  int64_t c, hw;
-  bool nhwc;
-  bool per_sample;   // s is [N, C] (else [C], shared by every sample)
-  bool elementwise;  // s has x's shape: y = x * s elementwise
-};
-
-// A pooling window's geometry (the IR's attributes after shape inference).
-struct PoolGeometry {
-  int64_t c, h, w, out_h, out_w;
-  int64_t kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
-  bool max;                // else average
-  bool count_include_pad;  // average's divisor: taps in the padded input, else in the input
-  bool nhwc;
-};
-
-struct AdaptiveGeometry {
-  int64_t c, h, w, out_h, out_w;
-  bool nhwc;
-};
-
-// A depthwise convolution (groups = c = output channels) and its fused epilogue
-// (zoc/core/depthwise.cuh): y = act(conv(x, w) + b [+ z]), act none unless `activation`.
-struct DepthwiseGeometry {
-  int64_t c, h, w, out_h, out_w;
-  int64_t kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
-  bool nhwc;  // the filter then tap-major [kh, kw, c], else [c, kh, kw]
-  bool activation;
-  act::Kind kind;
-  act::Params params;
-};
-
-}  // namespace zoc
 
 namespace zoc::model_kernels {
 

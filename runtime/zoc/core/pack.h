@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "zoc/core/expected.h"
+#include "zoc/core/fields.h"
 #include "zoc/core/fold.h"
 #include "zoc/io/safetensors_util.h"
 #include "zoc/core/weight_source.h"
@@ -35,19 +36,30 @@ inline void store_as(DeviceDType t, const float* src, int64_t count, uint8_t* ds
   }
 }
 
+// What pack_conv packs (its fields, in the convention of zoc/core/fields.h): the filter
+// "<conv>.weight" [k, c, r, s] (c: input channels per group), its bias or nullptr, the folded
+// BatchNorm layer ("<bn>") or nullptr and its eps; nhwc: store KRSC instead of KCRS, with the
+// input channels padded to c_padded (extra ones get zero weights); weight_2d: the file holds
+// [k, c] (a linear over channels as a 1x1 conv); taps_major: a depthwise filter (c = 1) for
+// zoc's NHWC kernel (zoc/core/depthwise.cuh), [r, s, k], so that neighbouring channels' taps are
+// adjacent.
+#define ZOC_FIELDS_ConvPackSpec(X)          \
+  X(const char*, weight, nullptr)           \
+  X(const char*, bias, nullptr)             \
+  X(const char*, bn, nullptr)               \
+  X(double, eps, 0)                         \
+  X(int64_t, k, 0)                          \
+  X(int64_t, c, 0)                          \
+  X(int64_t, r, 1)                          \
+  X(int64_t, s, 1)                          \
+  X(bool, nhwc, false)                      \
+  X(int64_t, c_padded, 0)                   \
+  X(DeviceDType, dtype, zoc::DeviceDType::kF32) \
+  X(bool, weight_2d, false)                 \
+  X(bool, taps_major, false)
+
 struct ConvPackSpec {
-  const char* weight;  // "<conv>.weight", [k, c, r, s]
-  const char* bias;    // "<conv>.bias" or nullptr
-  const char* bn;      // folded BatchNorm layer name ("<bn>") or nullptr
-  double eps;          // the BN's eps
-  int64_t k, c, r, s;  // c = input channels per group
-  bool nhwc;           // store KRSC instead of KCRS
-  int64_t c_padded;    // >= c; extra input channels get zero weights (NHWC only)
-  DeviceDType dtype;
-  bool weight_2d = false;  // the file holds [k, c] (a linear over channels as a 1x1 conv)
-  // A depthwise filter (c = 1) for zoc's NHWC kernel (zoc/core/depthwise.cuh): [r, s, k], so
-  // that neighbouring channels' taps are adjacent.
-  bool taps_major = false;
+  ZOC_FIELDS_ConvPackSpec(ZOC_DECLARE_FIELD)
 };
 
 // Writes the folded filter ([k, c_padded, r, s] or KRSC) to w_dst and the bias [k] to b_dst.
@@ -115,14 +127,21 @@ inline Status pack_conv(WeightSource& src, const ConvPackSpec& p, uint8_t* w_dst
   return Status::success();
 }
 
+// What pack_linear packs: the weight [out, in] and its bias [out] or nullptr. When the input
+// features come from flattening an NHWC tensor of (c, h, w) with h*w > 1 (hwc_c > 0), the
+// device holds them in (h, w, c) order and the weight's columns are permuted to match.
+#define ZOC_FIELDS_LinearPackSpec(X)        \
+  X(const char*, weight, nullptr)           \
+  X(const char*, bias, nullptr)             \
+  X(int64_t, out, 0)                        \
+  X(int64_t, in, 0)                         \
+  X(int64_t, hwc_c, 0)                      \
+  X(int64_t, hwc_h, 0)                      \
+  X(int64_t, hwc_w, 0)                      \
+  X(DeviceDType, dtype, zoc::DeviceDType::kF32)
+
 struct LinearPackSpec {
-  const char* weight;  // [out, in]
-  const char* bias;    // [out] or nullptr
-  int64_t out, in;
-  // When the input features come from flattening an NHWC tensor of (c, h, w) with h*w > 1,
-  // the device holds them in (h, w, c) order; the weight's columns are permuted to match.
-  int64_t hwc_c, hwc_h, hwc_w;  // 0 when no permutation
-  DeviceDType dtype;
+  ZOC_FIELDS_LinearPackSpec(ZOC_DECLARE_FIELD)
 };
 
 // Writes W [out, in] (row-major, columns possibly permuted) and the bias [out]: the layer's,

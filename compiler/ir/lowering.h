@@ -33,7 +33,7 @@ using ValueId = int32_t;
   X(ConvGraph, "conv.graph", true, true, false,                                                 \
     "a cuDNN graph-API plan (GraphConvLayer): any pointwise activation in its epilogue")        \
   X(ConvDepthwise, "conv.depthwise", true, true, false,                                         \
-    "zoc's depthwise kernel (zoc/core/depthwise.cuh), epilogue fused")                          \
+    "zoc's depthwise kernel (zoc/kernels/depthwise.cuh), epilogue fused")                          \
   X(LinearGemm, "linear.cublas", true, true, false, "cuBLAS GEMM after a bias kernel")          \
   X(LinearConv, "linear.conv", true, true, false,                                               \
     "a legacy cuDNN convolution whose filter covers the input, bias in its epilogue")           \
@@ -75,7 +75,7 @@ enum class Epilogue : uint8_t {
   kSeparate,  // as zoc's activation kernel after it, in place on its output
 };
 
-// How a node's weights are packed (zoc/core/pack.h).
+// How a node's weights are packed (zoc/weights/pack.h).
 enum class WeightLayout : uint8_t {
   kNone,
   kKCRS,       // filters as PyTorch stores them

@@ -9,7 +9,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/lower/memory_plan.h"
 #include "compiler/lower/schedule.h"
-#include "zoc/core/init.h"
+#include "zoc/weights/init.h"
 
 namespace zoc::lower {
 namespace {

@@ -4,11 +4,11 @@
 // Convolutions via cuDNN's graph API
 
 // Custom kernels of lenet, for its element type (float): the host functions
-// zoc/core/model_kernels.h declares.
-#include "zoc/core/depthwise.cuh"
-#include "zoc/core/kernels.cuh"
-#include "zoc/core/layer_kernels.cuh"
-#include "zoc/core/model_kernels.h"
+// zoc/kernels/model_kernels.h declares.
+#include "zoc/kernels/depthwise.cuh"
+#include "zoc/kernels/kernels.cuh"
+#include "zoc/kernels/layer_kernels.cuh"
+#include "zoc/kernels/model_kernels.h"
 
 namespace zoc::model_kernels {
 

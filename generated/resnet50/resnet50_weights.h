@@ -10,8 +10,8 @@
 #include <cstdint>
 
 #include "zoc/core/expected.h"
-#include "zoc/core/pack.h"
-#include "zoc/core/weight_source.h"
+#include "zoc/weights/pack.h"
+#include "zoc/weights/weight_source.h"
 
 namespace zoc_model::resnet50_weights {
 

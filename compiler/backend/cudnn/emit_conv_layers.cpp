@@ -108,7 +108,7 @@ void emit_conv_call(EmitContext& ctx, const ir::Node& n, size_t i, const named::
   }
 }
 
-// A depthwise convolution through zoc's kernel (zoc/core/depthwise.cuh), its epilogue fused.
+// A depthwise convolution through zoc's kernel (zoc/kernels/depthwise.cuh), its epilogue fused.
 void emit_depthwise_call(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
   const named::ConvShape s = conv_shape(ctx, n);

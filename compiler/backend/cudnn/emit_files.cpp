@@ -11,17 +11,17 @@
 
 namespace zoc::cudnn {
 
-// <model>_kernels.cu: zoc/core/model_kernels.h's host functions for the model's element type,
-// forwarding to the kernel templates of zoc/core/kernels.cuh (nvcc only).
+// <model>_kernels.cu: zoc/kernels/model_kernels.h's host functions for the model's element type,
+// forwarding to the kernel templates of zoc/kernels/kernels.cuh (nvcc only).
 std::string kernels_source(const std::string& head, const std::string& base, const Target& t) {
   CodeWriter cu;
   cu.raw_line(head);
   cu.line("// Custom kernels of {}, for its element type ({}): the host functions", base, t.cuda_type);
-  cu.line("// zoc/core/model_kernels.h declares.");
-  cu.line("#include \"zoc/core/depthwise.cuh\"");
-  cu.line("#include \"zoc/core/kernels.cuh\"");
-  cu.line("#include \"zoc/core/layer_kernels.cuh\"");
-  cu.line("#include \"zoc/core/model_kernels.h\"");
+  cu.line("// zoc/kernels/model_kernels.h declares.");
+  cu.line("#include \"zoc/kernels/depthwise.cuh\"");
+  cu.line("#include \"zoc/kernels/kernels.cuh\"");
+  cu.line("#include \"zoc/kernels/layer_kernels.cuh\"");
+  cu.line("#include \"zoc/kernels/model_kernels.h\"");
   cu.blank();
   {
     auto ns = cu.ns("namespace zoc::model_kernels", "}  // namespace zoc::model_kernels");
@@ -58,7 +58,7 @@ std::string kernels_source(const std::string& head, const std::string& base, con
       cu.line("return kernels::launch_activation<T>(kind, p, static_cast<const T*>(x), static_cast<T*>(y), "
               "count, stream);");
     }
-    // The zoo's layers (zoc/core/layer_kernels.cuh).
+    // The zoo's layers (zoc/kernels/layer_kernels.cuh).
     cu.raw_line("cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, ChannelMulShape m,");
     cu.raw_line("                        cudaStream_t stream) {");
     cu.raw_line("  return kernels::launch_channel_mul<T, T>(static_cast<const T*>(x), static_cast<const T*>(s),");
@@ -167,8 +167,8 @@ std::string weights_header(const EmitContext& ctx, const std::string& head, cons
   wh.line("#include <cstdint>");
   wh.blank();
   wh.line("#include \"zoc/core/expected.h\"");
-  wh.line("#include \"zoc/core/pack.h\"");
-  wh.line("#include \"zoc/core/weight_source.h\"");
+  wh.line("#include \"zoc/weights/pack.h\"");
+  wh.line("#include \"zoc/weights/weight_source.h\"");
   wh.blank();
   {
     auto ns = wh.ns(fmt::format("namespace zoc_model::{}_weights", base),

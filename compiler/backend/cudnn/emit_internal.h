@@ -69,9 +69,9 @@ std::string trainer_kernels_source(const std::string& head, const std::string& b
 
 // "{a, b}": an activation's attributes as a constant's initializer.
 std::string activation_params_text(const act::Params& p);
-// The zoo's layers at inference (emit_zoo_layers.cpp): mul and layer_scale, layernorm,
-// channel_shuffle, adaptive average pooling; and a model's slice_channels.
-bool emit_zoo_layer(EmitContext& ctx, const ir::Node& n, size_t i);
+// The layers zoc's own kernels run at inference (emit_kernel_layers.cpp): mul and layer_scale,
+// layernorm, channel_shuffle, adaptive average pooling; and a model's slice_channels.
+bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i);
 // The convolution-shaped layers (emit_conv_layers.cpp): fused and depthwise convolutions,
 // linear layers.

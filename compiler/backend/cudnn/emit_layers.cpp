@@ -5,8 +5,8 @@
 // runtime skeleton (zoc/cudnn/model.h: create, describe, bind, run, tune, destroy) walks. The
 // graph is lowered (compiler/ir/lowering.h): each node's layer kind picks its snippet
 // (emit_layer), and the snippet prints what the lowering decided, each constant by field name
-// (named_init.h). The convolution-shaped layers are emit_conv_layers.cpp's; the zoo's,
-// emit_zoo_layers.cpp's.
+// (named_init.h). The convolution-shaped layers are emit_conv_layers.cpp's; those of zoc's own
+// kernels, emit_kernel_layers.cpp's.
 #include <fmt/format.h>
 
 #include "compiler/backend/cudnn/emit_snippet.h"
@@ -54,7 +54,7 @@ bool emit_node_activation(EmitContext& ctx, const ir::Node& n, size_t i) {
 }
 
 // Pooling cuDNN cannot express (ceil_mode windows hanging over the padded input, dilated max
-// pooling): zoc/core/layer_kernels.cuh's pooling kernel, with PyTorch's edge rules.
+// pooling): zoc/kernels/layer_kernels.cuh's pooling kernel, with PyTorch's edge rules.
 bool emit_pool_kernel(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
   const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
@@ -192,7 +192,7 @@ bool emit_by_kind(EmitContext& ctx, const ir::Node& n, size_t i) {
     case ir::LayerKind::Mul:
     case ir::LayerKind::LayerNorm:
     case ir::LayerKind::Shuffle:
-      return emit_zoo_layer(ctx, n, i);
+      return emit_kernel_layer(ctx, n, i);
     case ir::LayerKind::None:
       break;
   }

@@ -12,7 +12,7 @@
 #include "compiler/backend/cudnn/named_init.h"
 #include "compiler/ir/printer.h"
 #include "compiler/support/sanitize.h"
-#include "zoc/core/init.h"
+#include "zoc/weights/init.h"
 
 namespace zoc::cudnn {
 

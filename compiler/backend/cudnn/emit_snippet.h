@@ -1,4 +1,4 @@
-// The small helpers every op's snippet uses (inference's emit_layers.cpp and emit_zoo_layers.cpp,
+// The small helpers every op's snippet uses (inference's emit_*_layers.cpp,
 // the trainer's emit_train_layers.cpp): a value's [C, H, W], a node's parameter by role, a call
 // constant, and the sequence's comment and call lines. Kept here so that each snippet file holds
 // only what its ops contribute.

@@ -19,7 +19,7 @@
 #include "compiler/passes/pipeline.h"
 #include "compiler/support/sanitize.h"
 #include "compiler/weights/weights.h"
-#include "zoc/core/init.h"
+#include "zoc/weights/init.h"
 
 namespace zoc::cudnn {
 

@@ -34,7 +34,7 @@ enum class ConvApi { kLegacy, kGraph };
 // convolution's. The latter also keeps the model off cuBLAS entirely.
 enum class LinearApi { kCublas, kCudnn };
 
-// How depthwise convolutions (groups = channels) run: zoc's kernel (zoc/core/depthwise.cuh,
+// How depthwise convolutions (groups = channels) run: zoc's kernel (zoc/kernels/depthwise.cuh,
 // fused epilogue, NHWC vectorised) or cuDNN's grouped convolution. Measured on an H100, fp16
 // MobileNetV2 at batch 256: see DepthwiseApi's default in the driver.
 enum class DepthwiseApi { kZoc, kCudnn };

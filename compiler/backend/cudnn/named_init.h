@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "zoc/core/kernel_shapes.h"
-#include "zoc/core/pack.h"
+#include "zoc/kernels/kernel_shapes.h"
+#include "zoc/weights/pack.h"
 #include "zoc/cudnn/call_fields.h"
 #include "zoc/train/call_fields.h"
 
@@ -112,7 +112,7 @@ ZOC_NAMED_STRUCT(LinearTrainCall)
 ZOC_NAMED_STRUCT(LinearGradCall)
 ZOC_NAMED_STRUCT(DropoutCall)
 ZOC_NAMED_STRUCT(LossCall)
-// Weight packing (zoc/core/pack.h).
+// Weight packing (zoc/weights/pack.h).
 ZOC_NAMED_STRUCT(ConvPackSpec)
 ZOC_NAMED_STRUCT(LinearPackSpec)
 

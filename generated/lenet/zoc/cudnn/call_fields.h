@@ -77,7 +77,7 @@
   X(ConvShape, shape, {})      \
   ZOC_FIELDS_ConvTensors(X)
 
-// A depthwise convolution through zoc's kernel (zoc/core/depthwise.cuh): the same tensors.
+// A depthwise convolution through zoc's kernel (zoc/kernels/depthwise.cuh): the same tensors.
 #define ZOC_FIELDS_DepthwiseCall(X) \
   X(DepthwiseGeometry, g, {})       \
   ZOC_FIELDS_ConvTensors(X)
@@ -141,7 +141,7 @@
   X(size_t, rows, 1)           \
   X(size_t, src_offset, 0)
 
-// y = x * s through zoc/core/layer_kernels.cuh: s an activation (per sample, or elementwise),
+// y = x * s through zoc/kernels/layer_kernels.cuh: s an activation (per sample, or elementwise),
 // or with s_is_weight a packed weight vector [C] (layer scale); per_sample: x's elements.
 #define ZOC_FIELDS_MulCall(X) \
   X(ChannelMulShape, m, {})   \

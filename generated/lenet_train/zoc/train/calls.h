@@ -24,7 +24,7 @@
 namespace zoc::train {
 
 // A parameter of the state_dict: where it lies in params(), grads() and the momenta, its shape,
-// whether SGD updates it, and how it is drawn without a weights file (zoc/core/init.h).
+// whether SGD updates it, and how it is drawn without a weights file (zoc/weights/init.h).
 struct Param {
   const char* name;
   size_t offset;  // in floats

@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "zoc/core/model_kernels.h"
+#include "zoc/kernels/model_kernels.h"
 #include "zoc/cudnn/call_fields.h"
 #include "zoc/cudnn/layers.h"
 #include "zoc/math/activations.h"

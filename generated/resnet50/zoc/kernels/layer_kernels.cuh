@@ -19,8 +19,8 @@
 
 #include <cstdint>
 
-#include "zoc/core/kernels.cuh"
-#include "zoc/core/model_kernels.h"
+#include "zoc/kernels/kernels.cuh"
+#include "zoc/kernels/model_kernels.h"
 
 namespace zoc::kernels {
 
@@ -246,7 +246,7 @@ cudaError_t launch_adaptive_avgpool(const T* x, T* y, int64_t n, const AdaptiveG
   if (n < 0) return cudaErrorInvalidValue;
   const int64_t count = n * g.c * g.out_h * g.out_w;
   if (count == 0) return cudaSuccess;
-  // To 1x1 in NHWC: the global pool's kernel (zoc/core/kernels.cuh), whose blocks split the map's
+  // To 1x1 in NHWC: the global pool's kernel (zoc/kernels/kernels.cuh), whose blocks split the map's
   // pixels; this one gives each output element one thread that walks its whole bin.
   if (g.nhwc && g.out_h == 1 && g.out_w == 1 && n <= INT32_MAX && g.h * g.w <= INT32_MAX &&
       g.c <= INT32_MAX) {

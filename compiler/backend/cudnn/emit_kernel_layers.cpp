@@ -1,8 +1,8 @@
-// The snippets of the layers the torchvision zoo adds and cuDNN has no call for: channel and
+// The snippets of the layers cuDNN has no call for, which run zoc's own kernels: channel and
 // elementwise multiply (squeeze-and-excitation), layer scale and layer norm (ConvNeXt), channel
 // shuffle and channel slices (ShuffleNetV2), adaptive average pooling. Each is a call constant
-// and one call of zoc/cudnn/model_steps.h's Run step into zoc/core/layer_kernels.cuh (a slice is
-// a strided copy); layer scale and layer norm also pack their parameters.
+// and one call of zoc/cudnn/model_steps.h's Run step into zoc/kernels/layer_kernels.cuh (a slice
+// is a strided copy); layer scale and layer norm also pack their parameters.
 #include "compiler/backend/cudnn/emit_snippet.h"
 #include "compiler/backend/cudnn/named_init.h"
 #include "compiler/weights/weights.h"
@@ -97,7 +97,7 @@ bool emit_adaptive_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
 
 }  // namespace
 
-bool emit_zoo_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
+bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
   switch (n.op) {
     case ir::OpKind::Mul: return emit_mul(ctx, n, i);
     case ir::OpKind::LayerScale: return emit_layer_scale(ctx, n, i);
@@ -108,7 +108,7 @@ bool emit_zoo_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
       return emit_adaptive_pool(ctx, n, i);
     default: break;
   }
-  ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): not one of the zoo's layers", n.name,
+  ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): not a layer of zoc's kernels", n.name,
                                      ir::op_info(n.op).name));
   return false;
 }

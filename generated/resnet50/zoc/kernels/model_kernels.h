@@ -1,7 +1,7 @@
 // The custom kernels a generated model calls between its cuDNN and cuBLAS calls, as host
 // functions with type-erased pointers: declared here for the C++ side (zoc/cudnn/model_steps.h),
 // defined in each generated folder's <model>_kernels.cu for its element type by forwarding to
-// zoc/core/kernels.cuh, so the model's C++ needs no CUDA compiler. zoc-verify recognises them as
+// zoc/kernels/kernels.cuh, so the model's C++ needs no CUDA compiler. zoc-verify recognises them as
 // the model's kernel wrappers (a `*_kernels.h` declaration defined in the folder's .cu).
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "zoc/core/kernel_shapes.h"
+#include "zoc/kernels/kernel_shapes.h"
 #include "zoc/math/activations.h"
 
 namespace zoc::model_kernels {
@@ -23,7 +23,7 @@ cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t str
 cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, cudaStream_t stream);
 // y = a + b, elementwise.
 cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream);
-// y = x * s: s per channel (and sample), or elementwise (zoc/core/layer_kernels.cuh).
+// y = x * s: s per channel (and sample), or elementwise (zoc/kernels/layer_kernels.cuh).
 cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, ChannelMulShape m,
                         cudaStream_t stream);
 // Layer norm over the channels at every pixel; gamma and beta fp32.
@@ -35,7 +35,7 @@ cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_
 cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream);
 cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry g,
                              cudaStream_t stream);
-// y = act(depthwise_conv(x, w) + b [+ z]) (zoc/core/depthwise.cuh); z may be null.
+// y = act(depthwise_conv(x, w) + b [+ z]) (zoc/kernels/depthwise.cuh); z may be null.
 cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,
                            int64_t n, DepthwiseGeometry g, cudaStream_t stream);
 // y = f(x) for an activation of zoc/math/activations.h, elementwise.

@@ -1,4 +1,4 @@
-// The shapes zoc's own kernels take (zoc/core/layer_kernels.cuh, depthwise.cuh), each declared
+// The shapes zoc's own kernels take (zoc/kernels/layer_kernels.cuh, depthwise.cuh), each declared
 // from its field list, which zoc's emitter prints generated constants from (zoc/core/fields.h).
 // Plain C++17, no CUDA: the compiler includes it too.
 #pragma once

@@ -1,7 +1,7 @@
 // Packing weights into the layout and precision the generated code's library calls expect.
 //
 // The generated constructor calls one of these per layer: it fetches the layer's tensors by
-// PyTorch name from a WeightSource, folds BatchNorm (zoc/core/fold.h, in double), reorders conv
+// PyTorch name from a WeightSource, folds BatchNorm (zoc/weights/fold.h, in double), reorders conv
 // filters to KRSC for NHWC models (zero-padding input channels where the model pads them),
 // permutes the classifier's columns when the flattened features are in (h, w, c) order, and
 // converts to fp32, fp16 or bf16 into a host staging buffer that is copied to the GPU once.
@@ -14,9 +14,9 @@
 
 #include "zoc/core/expected.h"
 #include "zoc/core/fields.h"
-#include "zoc/core/fold.h"
+#include "zoc/weights/fold.h"
 #include "zoc/io/safetensors_util.h"
-#include "zoc/core/weight_source.h"
+#include "zoc/weights/weight_source.h"
 
 namespace zoc {
 
@@ -41,7 +41,7 @@ inline void store_as(DeviceDType t, const float* src, int64_t count, uint8_t* ds
 // BatchNorm layer ("<bn>") or nullptr and its eps; nhwc: store KRSC instead of KCRS, with the
 // input channels padded to c_padded (extra ones get zero weights); weight_2d: the file holds
 // [k, c] (a linear over channels as a 1x1 conv); taps_major: a depthwise filter (c = 1) for
-// zoc's NHWC kernel (zoc/core/depthwise.cuh), [r, s, k], so that neighbouring channels' taps are
+// zoc's NHWC kernel (zoc/kernels/depthwise.cuh), [r, s, k], so that neighbouring channels' taps are
 // adjacent.
 #define ZOC_FIELDS_ConvPackSpec(X)          \
   X(const char*, weight, nullptr)           \

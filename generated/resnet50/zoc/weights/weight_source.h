@@ -1,5 +1,5 @@
 // Where the generated constructor's weights come from: a validated safetensors file, or seeded
-// PyTorch-default initialization (zoc/core/init.h).
+// PyTorch-default initialization (zoc/weights/init.h).
 //
 // The generated code asks for each tensor by its PyTorch name and expected shape; this checks
 // the file's tensor exists, is floating point, has exactly that shape and (optionally) only
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "zoc/core/expected.h"
-#include "zoc/core/init.h"
+#include "zoc/weights/init.h"
 #include "zoc/io/safetensors.h"
 
 namespace zoc {

@@ -8,7 +8,7 @@
 //
 // NHWC: one thread per output pixel and V consecutive channels (a 16-byte vector where the
 // channel count and the pointers allow), so a warp's loads of one filter tap are contiguous;
-// the filter is packed tap-major ([kh, kw, C]: zoc/core/pack.h's taps_major) for the same
+// the filter is packed tap-major ([kh, kw, C]: zoc/weights/pack.h's taps_major) for the same
 // reason. NCHW (fp32): one thread per output element, filter [C, kh, kw]. Products accumulate
 // in float in tap order, starting from the bias; the residual is added, then the activation
 // (any of zoc/math/activations.h, or none), then one rounding to the storage type. 32-bit
@@ -20,8 +20,8 @@
 
 #include <cstdint>
 
-#include "zoc/core/kernels.cuh"
-#include "zoc/core/model_kernels.h"
+#include "zoc/kernels/kernels.cuh"
+#include "zoc/kernels/model_kernels.h"
 
 namespace zoc::kernels {
 namespace depthwise {

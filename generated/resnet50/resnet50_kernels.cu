@@ -3,9 +3,8 @@
 // Model: resnet50, precision fp16, IR hash 1a194f046986403b
 // Convolutions via cuDNN's graph API
 
-// Custom kernels of resnet50, for its element type (__half): the host functions
-// zoc/kernels/model_kernels.h declares.
-#include "zoc/kernels/depthwise.cuh"
+// Custom kernels of resnet50, for its element type (__half): the host functions of
+// zoc/kernels/model_kernels.h that its layers call.
 #include "zoc/kernels/kernels.cuh"
 #include "zoc/kernels/layer_kernels.cuh"
 #include "zoc/kernels/model_kernels.h"
@@ -16,50 +15,24 @@ using T = __half;
 
 cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, int c_stored,
                           cudaStream_t stream) {
-  return kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, c_stored, stream);
+  return kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, c_stored,
+                                         stream);
 }
 cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t stream) {
   return kernels::launch_to_float<T>(static_cast<const T*>(in), out, count, stream);
 }
 cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, cudaStream_t stream) {
-  return kernels::launch_bias_rows<T>(static_cast<T*>(y), static_cast<const T*>(bias), rows, cols,
-                                      stream);
-}
-cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream) {
-  return kernels::launch_add<T>(static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), count,
-                                false, stream);
+  return kernels::launch_bias_rows<T>(static_cast<T*>(y), static_cast<const T*>(bias), rows,
+                                      cols, stream);
 }
 cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
                        cudaStream_t stream) {
-  return kernels::launch_activation<T>(kind, p, static_cast<const T*>(x), static_cast<T*>(y), count, stream);
-}
-cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, ChannelMulShape m,
-                        cudaStream_t stream) {
-  return kernels::launch_channel_mul<T, T>(static_cast<const T*>(x), static_cast<const T*>(s),
-                                           static_cast<T*>(y), count, m, stream);
-}
-cudaError_t layernorm(const void* x, void* y, const float* gamma, const float* beta, int64_t n,
-                      int64_t c, int64_t hw, bool nhwc, float eps, cudaStream_t stream) {
-  return kernels::launch_layernorm<T>(static_cast<const T*>(x), static_cast<T*>(y), gamma, beta, n,
-                                      c, hw, nhwc, eps, stream);
-}
-cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_t hw,
-                            int64_t groups, bool nhwc, cudaStream_t stream) {
-  return kernels::launch_channel_shuffle<T>(static_cast<const T*>(x), static_cast<T*>(y), n, c, hw,
-                                            groups, nhwc, stream);
-}
-cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream) {
-  return kernels::launch_pool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);
+  return kernels::launch_activation<T>(kind, p, static_cast<const T*>(x), static_cast<T*>(y),
+                                       count, stream);
 }
 cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry g,
                              cudaStream_t stream) {
   return kernels::launch_adaptive_avgpool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g,
                                              stream);
-}
-cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,
-                           int64_t n, DepthwiseGeometry g, cudaStream_t stream) {
-  return kernels::launch_depthwise<T>(static_cast<const T*>(x), static_cast<const T*>(w),
-                                      static_cast<const T*>(b), static_cast<const T*>(z),
-                                      static_cast<T*>(y), n, g, stream);
 }
 }  // namespace zoc::model_kernels

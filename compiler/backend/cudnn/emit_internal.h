@@ -55,8 +55,13 @@ std::string class_name_for(const std::string& model);
 // (graph_epilogues: the legacy API's model has graph-API convolutions too) and IR hash.
 std::string banner(const EmitOptions& o, const std::string& model, uint64_t hash,
                    bool graph_epilogues, const char* comment = "//");
+// Whether any node of the lowered graph runs as that layer kind (emit_model.cpp).
+bool any_layer(const ir::Graph& g, ir::LayerKind kind);
+// The model's .cu: the host functions of zoc/kernels/model_kernels.h its layers call
+// (emit_model_kernels.cpp).
+std::string kernels_source(const ir::Graph& g, const std::string& head, const std::string& base,
+                           const Target& t);
 // The files beside the model class (emit_files.cpp).
-std::string kernels_source(const std::string& head, const std::string& base, const Target& t);
 std::string weights_header(const EmitContext& ctx, const std::string& head, const std::string& base);
 // main.cpp: `return zoc::<entry><zoc_model::<cls>>(argc, argv);` from zoc/<runtime_header>.
 std::string runner_main(const std::string& head, const std::string& base, const std::string& cls,

@@ -74,12 +74,12 @@ std::string EmitContext::name_literal(const ir::Node& n) const {
   return fmt::format("\"{}\"", sanitize_comment(n.name));
 }
 
-namespace {
-
 bool any_layer(const ir::Graph& g, ir::LayerKind kind) {
   return std::any_of(g.nodes.begin(), g.nodes.end(),
                      [&](const ir::Node& n) { return n.lowered->kind == kind; });
 }
+
+namespace {
 
 // The layout images are stored in (the input's), as the printer names it.
 ir::Layout image_layout(const ir::Graph& g) { return g.type(g.nodes.front().output).layout; }
@@ -266,7 +266,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options,
   gen.files = {{"CMakeLists.txt", cmake_lists(banner(options, g.name, hash, mixed, "#"), base)},
                {base + ".h", model_header(ctx, head, cls, hash)},
                {base + ".cpp", model_source(ctx, head, cls, base)},
-               {base + "_kernels.cu", kernels_source(head, base, ctx.t)},
+               {base + "_kernels.cu", kernels_source(g, head, base, ctx.t)},
                {base + "_weights.h", weights_header(ctx, head, base)},
                {"main.cpp", runner_main(head, base, cls)}};
   add_runtime_files(gen.files);

@@ -3,9 +3,9 @@
 // Model: lenet (trainer), precision fp32, IR hash 1ffd62d194733045
 // Convolutions via cuDNN's legacy API
 
-// The custom kernels of lenet_train: the host functions zoc/train/trainer_kernels.h declares.
-#include "zoc/train/kernels.cuh"
-#include "zoc/train/trainer_kernels.h"
+// The custom kernels of lenet_train: the host functions zoc/kernels/trainer_kernels.h declares.
+#include "zoc/kernels/train_kernels.cuh"
+#include "zoc/kernels/trainer_kernels.h"
 
 namespace zoc::trainer_kernels {
 

@@ -11,8 +11,8 @@
 
 namespace zoc::cudnn {
 
-// <model>_train_kernels.cu: zoc/train/trainer_kernels.h's host functions, forwarding to the
-// kernels of zoc/train/kernels.cuh (nvcc only). The same for every trainer (all fp32), but
+// <model>_train_kernels.cu: zoc/kernels/trainer_kernels.h's host functions, forwarding to the
+// kernels of zoc/kernels/train_kernels.cuh (nvcc only). The same for every trainer (all fp32), but
 // written out in the folder so that each definition is visible where the trainer is built.
 std::string trainer_kernels_source(const std::string& head, const std::string& base) {
   struct KernelFn {
@@ -56,10 +56,10 @@ std::string trainer_kernels_source(const std::string& head, const std::string& b
   };
   CodeWriter kc;
   kc.raw_line(head);
-  kc.line("// The custom kernels of {}: the host functions zoc/train/trainer_kernels.h declares.",
+  kc.line("// The custom kernels of {}: the host functions zoc/kernels/trainer_kernels.h declares.",
           base);
-  kc.line("#include \"zoc/train/kernels.cuh\"");
-  kc.line("#include \"zoc/train/trainer_kernels.h\"");
+  kc.line("#include \"zoc/kernels/train_kernels.cuh\"");
+  kc.line("#include \"zoc/kernels/trainer_kernels.h\"");
   kc.blank();
   {
     auto ns = kc.ns("namespace zoc::trainer_kernels", "}  // namespace zoc::trainer_kernels");

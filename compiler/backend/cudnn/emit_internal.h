@@ -69,7 +69,7 @@ std::string runner_main(const std::string& head, const std::string& base, const 
                         const std::string& entry = "run_main");
 std::string cmake_lists(const std::string& hash_banner, const std::string& base);
 
-// A trainer's kernels (<model>_train_kernels.cu): zoc/train/trainer_kernels.h's host functions.
+// A trainer's kernels (<model>_train_kernels.cu): zoc/kernels/trainer_kernels.h's host functions.
 std::string trainer_kernels_source(const std::string& head, const std::string& base);
 
 // "{a, b}": an activation's attributes as a constant's initializer.

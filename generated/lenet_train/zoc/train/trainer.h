@@ -32,7 +32,7 @@
 #include "zoc/train/dist.h"
 #include "zoc/train/run_step.h"
 #include "zoc/train/steps.h"
-#include "zoc/train/trainer_kernels.h"
+#include "zoc/kernels/trainer_kernels.h"
 
 namespace zoc {
 

@@ -42,7 +42,8 @@ grep -q 'v.activation(kAct_dw2' "$scratch/depthwise_layers_fp16_cudnn_legacy_src
 # In fp16 the convolutions with ReLU6, SiLU, GELU, ... have the activation in the graph API's
 # epilogue; hardswish and hardsigmoid stay in-place kernels.
 src=$scratch/epilogue_layers_fp16_src/epilogue_layers.cpp
-grep -q 'zoc::act::Kind::kHardtanh, {0, 6}' "$src" && grep -q 'zoc::act::Kind::kSilu' "$src" &&
+grep -q '.activation = zoc::act::Kind::kHardtanh' "$src" &&
+  grep -q '.activation_params = {0, 6}' "$src" && grep -q 'zoc::act::Kind::kSilu' "$src" &&
   grep -q 'v.activation(kAct_c8' "$src" && ! grep -q 'v.activation(kAct_c2' "$src" ||
   { echo "epilogue_layers fp16: activations not where expected"; exit 1; }
 ! grep -q 'zoc::ConvLayer ' "$scratch/epilogue_layers_fp16_src/epilogue_layers.h" ||

@@ -17,6 +17,7 @@
 #include "compiler/backend/reference/interpreter.h"
 #include "compiler/driver/grad_command.h"
 #include "compiler/driver/model_loader.h"
+#include "compiler/driver/target_options.h"
 #include "compiler/driver/write_folder.h"
 #include "compiler/frontend/onnx/onnx_frontend.h"
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
@@ -213,76 +214,37 @@ int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags
   return finish(diags);
 }
 
+// The cuDNN backend's options from the command line (compile and ir), or nullopt after an error.
+std::optional<zoc::cudnn::EmitOptions> emit_options(const Args& args, zoc::Diagnostics& diags) {
+  const zoc::TargetArgs t{args.precision,   args.conv_api,  args.linear_api,         args.layout,
+                          args.streams,     args.depthwise, args.pad_input_channels, args.train,
+                          args.command_line};
+  auto eopts = zoc::emit_options(t, diags);
+  if (eopts) eopts->zoc_version = ZOC_VERSION;
+  return eopts;
+}
+
 // Runs the inference pipeline (`zoc ir --train`: the training pipeline) with the
-// --print-ir-after / --verify-each options.
-bool optimize(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
+// --print-ir-after / --verify-each options, lowering for `target` where one is given.
+bool optimize(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags,
+              const zoc::lower::TargetDesc* target = nullptr) {
   zoc::passes::PassOptions popts;
   popts.verify_each = args.verify_each;
   popts.print_after = args.print_after;
   popts.print_to = &std::cout;
+  popts.target = target;
   return zoc::passes::run_pipeline(
       g, diags, popts,
       args.train ? zoc::passes::training_pipeline() : zoc::passes::inference_pipeline());
 }
 
-// --input CxHxW. Each number must fit int64 (sscanf saturated 99999999999999999999 and the
-// range check then quoted a number the user never wrote); the loader checks the ranges.
-bool parse_input_dims(const std::string& text, zoc::LoadOptions& opts, zoc::Diagnostics& diags) {
-  if (text.empty()) return true;
-  std::array<int64_t, 3> d{};
-  const char* p = text.data();
-  const char* end = text.data() + text.size();
-  bool ok = true;
-  for (size_t i = 0; i < 3 && ok; ++i) {
-    if (i > 0) ok = p < end && *p++ == 'x';
-    const auto [next, ec] = std::from_chars(p, end, d[i]);
-    ok = ok && ec == std::errc();
-    p = next;
-  }
-  if (!ok || p != end) {
-    diags.error(zoc::SourceLoc{"--input", 0, 0},
-                fmt::format("'{}' is not of the form CxHxW with whole numbers (e.g. 3x224x224)",
-                            zoc::shown_text(text)));
-    return false;
-  }
-  opts.input_dims = d;
-  return true;
-}
-
 int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
-  auto precision = zoc::cudnn::parse_precision(args.precision);
-  if (!precision) {
-    diags.error(zoc::SourceLoc{"--precision", 0, 0},
-                fmt::format("unknown precision '{}': expected fp32, tf32, fp16 or bf16",
-                            args.precision));
-    return finish(diags);
-  }
-  if (!args.train && !optimize(g, args, diags)) return finish(diags);
-  zoc::cudnn::EmitOptions eopts;
-  eopts.precision = *precision;
-  // auto: the graph API in every precision. Its plans are built once per batch size, so a plain
-  // forward() pays one cudnnBackendExecute per convolution; cuDNN 9's legacy fused call builds
-  // and finalizes engine configs on every call (about 140 us of host time per fp16 convolution
-  // on an H100: 7.5 ms per ResNet-50 forward without a CUDA graph, issue 33). `legacy` stays
-  // for comparison. The trainer's convolutions are legacy calls whatever this says.
-  const bool graph = args.conv_api == "graph" || (args.conv_api == "auto" && !args.train);
-  eopts.conv_api = graph ? zoc::cudnn::ConvApi::kGraph : zoc::cudnn::ConvApi::kLegacy;
-  eopts.linear_api =
-      args.linear_api == "cudnn" ? zoc::cudnn::LinearApi::kCudnn : zoc::cudnn::LinearApi::kCublas;
-  eopts.pad_input_channels = args.pad_input_channels;
-  eopts.depthwise =
-      args.depthwise == "cudnn" ? zoc::cudnn::DepthwiseApi::kCudnn : zoc::cudnn::DepthwiseApi::kZoc;
-  eopts.layout = args.layout == "nchw"   ? zoc::cudnn::Layout::kNCHW
-                 : args.layout == "nhwc" ? zoc::cudnn::Layout::kNHWC
-                                         : zoc::cudnn::Layout::kAuto;
-  // auto: the side stream where it was measured to pay (results/2026-11-22-h100-side-stream):
-  // fp32/tf32 at small batch; fp16/bf16 gained nothing and would pay 0.4 MiB/sample of arena.
-  const bool fp32_or_tf32 = *precision == zoc::cudnn::Precision::kFP32 ||
-                            *precision == zoc::cudnn::Precision::kTF32;
-  eopts.side_stream = args.streams == "2" || (args.streams == "auto" && fp32_or_tf32);
-  eopts.command = args.command_line;
-  eopts.zoc_version = ZOC_VERSION;
-  auto gen = args.train ? zoc::cudnn::emit_trainer(g, eopts, diags) : zoc::cudnn::emit(g, eopts, diags);
+  const std::optional<zoc::cudnn::EmitOptions> eopts = emit_options(args, diags);
+  if (!eopts) return finish(diags);
+  const zoc::lower::TargetDesc target = zoc::cudnn::lowering_target(*eopts);
+  if (!args.train && !optimize(g, args, diags, &target)) return finish(diags);
+  auto gen = args.train ? zoc::cudnn::emit_trainer(g, *eopts, diags)
+                        : zoc::cudnn::emit(g, *eopts, diags);
   if (!gen) return finish(diags);
   zoc::WriteFolderOptions wopts;
   wopts.force = args.force;
@@ -377,12 +339,55 @@ CLI::Validator whole_number(int64_t lo, uint64_t hi) {
 // The subcommands and their options, bound to `args`.
 struct Commands {
   CLI::App *ir, *compile, *run, *grad, *init, *extract;
+  std::vector<CLI::Option*> ir_target;  // `zoc ir`'s target options
 };
 
 Commands define_commands(CLI::App& app, Args& args) {
   auto add_model = [&](CLI::App* cmd) {
     cmd->add_option("model", args.model, "model file (.yaml, TorchScript .pt, or .onnx)")->required();
     cmd->add_option("--set", args.sets, "override a model param: name=value (repeatable)");
+  };
+  // The cuDNN backend's choices, which lower-to-target decides with (compile and ir).
+  auto add_target_options = [&](CLI::App* cmd) {
+    std::vector<CLI::Option*> opts;
+    opts.push_back(cmd->add_option("--precision", args.precision,
+                                   "fp32 (TF32 off), tf32, fp16 or bf16")
+                       ->capture_default_str());
+    opts.push_back(cmd->add_option("--conv-api", args.conv_api,
+                                   "fused convolutions via cuDNN's 'legacy' call or 'graph' API "
+                                   "plans; auto: graph (plans built once; the legacy call plans "
+                                   "on every call)")
+                       ->check(CLI::IsMember({"auto", "legacy", "graph"}))
+                       ->capture_default_str());
+    opts.push_back(cmd->add_option("--linear", args.linear_api,
+                                   "linear layers via 'cublas' (GEMM after a bias kernel) or "
+                                   "'cudnn' (a fused convolution whose filter covers the input; "
+                                   "no cuBLAS in the model)")
+                       ->check(CLI::IsMember({"cublas", "cudnn"}))
+                       ->capture_default_str());
+    opts.push_back(cmd->add_option("--pad-input-channels", args.pad_input_channels,
+                                   "NHWC storage: pad the input's channels (RGB: 3) with zeros "
+                                   "up to a multiple of this, for tensor-core kernels in the "
+                                   "first convolution (0: off)")
+                       ->check(CLI::IsMember({0, 4, 8}))
+                       ->capture_default_str());
+    opts.push_back(cmd->add_option("--streams", args.streams,
+                                   "2 runs each side branch (ResNet's downsample) on a second "
+                                   "stream beside the main branch; 1: one stream; auto: 2 for "
+                                   "fp32/tf32")
+                       ->check(CLI::IsMember({"auto", "1", "2"}))
+                       ->capture_default_str());
+    opts.push_back(cmd->add_option("--layout", args.layout,
+                                   "activation storage: auto (fp32 NCHW; tf32, fp16, bf16 NHWC), "
+                                   "nchw or nhwc")
+                       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
+                       ->capture_default_str());
+    opts.push_back(cmd->add_option("--depthwise", args.depthwise,
+                                   "depthwise convolutions (groups = channels) via zoc's own "
+                                   "kernel (fused epilogue) or cuDNN's grouped convolution")
+                       ->check(CLI::IsMember({"zoc", "cudnn"}))
+                       ->capture_default_str());
+    return opts;
   };
   CLI::App* ir_cmd = app.add_subcommand("ir", "print the verified IR of a model");
   add_model(ir_cmd);
@@ -400,6 +405,9 @@ Commands define_commands(CLI::App& app, Args& args) {
     cmd->add_flag("--verify-each", args.verify_each, "run the IR verifier after every pass");
   };
   add_pass_options(ir_cmd);
+  // Any of these (or --print-ir-after=lower-to-target) lowers the optimized graph for the cuDNN
+  // backend: the IR then shows every value's storage and every node's runtime layer.
+  const std::vector<CLI::Option*> ir_target = add_target_options(ir_cmd);
 
   CLI::App* compile_cmd =
       app.add_subcommand("compile", "generate standalone C++/cuDNN code for a model");
@@ -413,47 +421,12 @@ Commands define_commands(CLI::App& app, Args& args) {
                         "write into a folder zoc did not write, and replace files (not folders) at "
                         "the names zoc writes even if zoc did not write them; nothing else is "
                         "deleted");
-  compile_cmd->add_option("--precision", args.precision, "fp32 (TF32 off), tf32, fp16 or bf16")
-      ->capture_default_str();
   compile_cmd->add_option("--input", args.input_dims,
                           "input size CxHxW (default: the model's; required for .pt models)");
-  compile_cmd->add_option("--conv-api", args.conv_api,
-                          "fused convolutions via cuDNN's 'legacy' call or 'graph' API plans; "
-                          "auto: graph (plans built once; the legacy call plans on every call)")
-      ->check(CLI::IsMember({"auto", "legacy", "graph"}))
-      ->capture_default_str();
   compile_cmd->add_flag("--train", args.train,
                         "generate a trainer (training-mode forward, cross-entropy, backward, "
                         "SGD; fp32) instead of inference code");
-  compile_cmd
-      ->add_option("--linear", args.linear_api,
-                   "linear layers via 'cublas' (GEMM after a bias kernel) or 'cudnn' (a fused "
-                   "convolution whose filter covers the input; no cuBLAS in the model)")
-      ->check(CLI::IsMember({"cublas", "cudnn"}))
-      ->capture_default_str();
-  compile_cmd
-      ->add_option("--pad-input-channels", args.pad_input_channels,
-                   "NHWC storage: pad the input's channels (RGB: 3) with zeros up to a multiple "
-                   "of this, for tensor-core kernels in the first convolution (0: off)")
-      ->check(CLI::IsMember({0, 4, 8}))
-      ->capture_default_str();
-  compile_cmd
-      ->add_option("--streams", args.streams,
-                   "2 runs each side branch (ResNet's downsample) on a second stream beside "
-                   "the main branch; 1: one stream; auto: 2 for fp32/tf32")
-      ->check(CLI::IsMember({"auto", "1", "2"}))
-      ->capture_default_str();
-  compile_cmd
-      ->add_option("--layout", args.layout,
-                   "activation storage: auto (fp32 NCHW; tf32, fp16, bf16 NHWC), nchw or nhwc")
-      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
-      ->capture_default_str();
-  compile_cmd
-      ->add_option("--depthwise", args.depthwise,
-                   "depthwise convolutions (groups = channels) via zoc's own kernel (fused "
-                   "epilogue) or cuDNN's grouped convolution")
-      ->check(CLI::IsMember({"zoc", "cudnn"}))
-      ->capture_default_str();
+  add_target_options(compile_cmd);
   add_pass_options(compile_cmd);
 
   CLI::App* run_cmd = app.add_subcommand("run", "run a model with the reference CPU interpreter");
@@ -503,7 +476,38 @@ Commands define_commands(CLI::App& app, Args& args) {
   extract_cmd->add_option("--input", args.input_dims,
                           "input size CxHxW, for .onnx models that leave it dynamic");
 
-  return {ir_cmd, compile_cmd, run_cmd, grad_cmd, init_cmd, extract_cmd};
+  return {ir_cmd, compile_cmd, run_cmd, grad_cmd, init_cmd, extract_cmd, ir_target};
+}
+
+// `zoc ir`: the IR as the frontend wrote it, optimized (--optimize), lowered for the cuDNN
+// backend (any target option, or --print-ir-after=lower-to-target), or as a training graph.
+int cmd_ir(zoc::LoadedModel& model, const Args& args, const Commands& cmd,
+           zoc::Diagnostics& diags) {
+  zoc::ir::Graph& graph = model.graph;
+  if (!args.weights.empty() && !get_weights(model, args, diags)) return finish(diags);
+  const bool lower = std::any_of(cmd.ir_target.begin(), cmd.ir_target.end(),
+                                 [](const CLI::Option* o) { return o->count() > 0; }) ||
+                     args.print_after == "lower-to-target";
+  if (args.train && (args.optimize || lower)) {
+    diags.error(zoc::SourceLoc{"--train", 0, 0},
+                "--train excludes --optimize and the target options: training takes the model "
+                "as written, in fp32 NCHW");
+    return finish(diags);
+  }
+  if (args.train || args.optimize || lower || !args.print_after.empty() || args.verify_each) {
+    std::optional<zoc::lower::TargetDesc> target;
+    if (lower) {
+      const std::optional<zoc::cudnn::EmitOptions> eopts = emit_options(args, diags);
+      if (!eopts) return finish(diags);
+      target = zoc::cudnn::lowering_target(*eopts);
+    }
+    if (!optimize(graph, args, diags, target ? &*target : nullptr)) return finish(diags);
+    if (!args.print_after.empty()) return finish(diags);
+  }
+  zoc::ir::PrintOptions popts;
+  popts.locations = !args.no_locations;
+  std::cout << zoc::ir::print_graph(graph, popts);
+  return finish(diags);
 }
 
 int run(int argc, char** argv) {
@@ -536,7 +540,7 @@ int run(int argc, char** argv) {
   zoc::Diagnostics diags;
   zoc::LoadOptions opts;
   if (!parse_overrides(args.sets, opts, diags)) return finish(diags);
-  if (!parse_input_dims(args.input_dims, opts, diags)) return finish(diags);
+  if (!zoc::parse_input_dims(args.input_dims, opts, diags)) return finish(diags);
   if (cmd.extract->parsed()) {
     return zoc::is_onnx_file(args.model) ? cmd_extract_onnx_weights(args, opts, diags)
                                          : cmd_extract_weights(args, diags);
@@ -556,20 +560,7 @@ int run(int argc, char** argv) {
 
   if (cmd.compile->parsed()) return cmd_compile(*graph, args, diags);
   if (cmd.ir->parsed()) {
-    if (!args.weights.empty() && !get_weights(*model, args, diags)) return finish(diags);
-    if (args.train && args.optimize) {
-      diags.error(zoc::SourceLoc{"--train", 0, 0},
-                  "--train and --optimize exclude each other: training takes the model as "
-                  "written");
-      return finish(diags);
-    }
-    if (args.train || args.optimize || !args.print_after.empty() || args.verify_each) {
-      if (!optimize(*graph, args, diags)) return finish(diags);
-      if (!args.print_after.empty()) return finish(diags);
-    }
-    zoc::ir::PrintOptions popts;
-    popts.locations = !args.no_locations;
-    std::cout << zoc::ir::print_graph(*graph, popts);
+    return cmd_ir(*model, args, cmd, diags);
   } else if (cmd.run->parsed()) {
     if (args.optimize && !optimize(*graph, args, diags)) return finish(diags);
     return cmd_run(*model, args, diags);

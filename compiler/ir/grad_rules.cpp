@@ -55,7 +55,7 @@ void flatten(GradContext& c, const Node&) {
   c.backward(0, OpKind::FlattenGrad, {c.x(0), c.dy()}, {}, false);
 }
 
-// The mask is a function of the step's seed and the layer (zoc/train/kernels.cuh), so the
+// The mask is a function of the step's seed and the layer (zoc/kernels/train_kernels.cuh), so the
 // backward reads dy alone.
 void dropout(GradContext& c, const Node& f) {
   Attrs attrs = f.attrs;

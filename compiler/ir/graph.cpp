@@ -133,7 +133,7 @@ int32_t Graph::add_node(OpKind op, std::string node_name, std::vector<ValueId> i
                         Attrs attrs, SourceLoc loc) {
   const auto index = static_cast<int32_t>(nodes.size());
   const auto out = static_cast<ValueId>(values.size());
-  values.push_back(Value{std::nullopt, index, {}});
+  values.push_back(Value{std::nullopt, index, {}, std::nullopt});
   Node& node = nodes.emplace_back();
   node.op = op;
   node.name = std::move(node_name);
@@ -146,7 +146,7 @@ int32_t Graph::add_node(OpKind op, std::string node_name, std::vector<ValueId> i
 
 ValueId Graph::add_extra_output(int32_t node, std::string value_name) {
   const auto v = static_cast<ValueId>(values.size());
-  values.push_back(Value{std::nullopt, node, std::move(value_name)});
+  values.push_back(Value{std::nullopt, node, std::move(value_name), std::nullopt});
   nodes[node].extra_outputs.push_back(v);
   return v;
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ir/lowering.h"
 #include "compiler/ir/ops.h"
 #include "compiler/support/diagnostics.h"
 
@@ -120,7 +121,6 @@ struct ParamSpec {
   bool operator==(const ParamSpec&) const = default;
 };
 
-using ValueId = int32_t;
 inline constexpr ValueId kNoValue = -1;
 
 struct Node {
@@ -141,12 +141,15 @@ struct Node {
   // Training-graph nodes: the model layer a backward op differentiates (its params are that
   // layer's), or the parameter an sgd node updates. Empty elsewhere.
   std::string origin;
+  // Its runtime layer, once lower-to-target ran (lowering.h).
+  std::optional<Lowered> lowered;
 };
 
 struct Value {
   std::optional<TensorType> type;  // set by shape inference
   int32_t producer = -1;           // node index
   std::string name;                // extra results only; an output is named after its node
+  std::optional<Storage> storage;  // set by lower-to-target (lowering.h)
 };
 
 class Graph {
@@ -155,6 +158,8 @@ class Graph {
   std::vector<Node> nodes;
   std::vector<Value> values;
   std::vector<ValueId> outputs;
+  // Set by lower-to-target (lowering.h): then every value has a storage and every node a layer.
+  std::optional<TargetInfo> target;
 
   // Appends a node with a fresh output value and returns the node index.
   int32_t add_node(OpKind op, std::string node_name, std::vector<ValueId> inputs, Attrs attrs,

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/activation_params.h"
 #include "compiler/support/sanitize.h"
 
 namespace zoc::ir {
@@ -46,6 +47,44 @@ std::string thousands(int64_t n) {
   return out;
 }
 
+// The lowering's lines under a node (lowering.h): its layer, then its result's storage.
+std::string lowered_lines(const Graph& g, const Node& n) {
+  const Lowered& l = *n.lowered;
+  std::string layer = fmt::format("      layer {}", layer_kind_info(l.kind).name);
+  const FusedActivation* a =
+      n.attrs.has("activation") ? fused_activation(static_cast<int>(n.attrs.i("activation"))) : nullptr;
+  if (a && l.epilogue != Epilogue::kNone) {
+    layer += fmt::format(", {} {}", op_info(a->op).name,
+                         l.epilogue == Epilogue::kFused ? "in its epilogue" : "as a kernel after it");
+  }
+  if (l.weights != WeightLayout::kNone) {
+    layer += fmt::format(", weights {} at {}", weight_layout_name(l.weights), l.weight_offset);
+  }
+  if (l.bias_offset >= 0) layer += fmt::format(", bias at {}", l.bias_offset);
+  for (int k : l.joins) layer += fmt::format(", after side branch {} joins", k);
+  if (l.side_branch >= 0) layer += fmt::format(", side branch {}", l.side_branch);
+  std::string out = layer + "\n";
+  const Value& v = g.values[n.output];
+  if (!v.storage) return out;
+  const Storage& s = *v.storage;
+  const TensorType& t = *v.type;
+  std::string where;
+  if (s.alias_of >= 0) {
+    where = fmt::format("a view of %{}", g.value_name(s.alias_of));
+  } else if (s.offset < 0) {
+    where = "the caller's buffer";
+  } else {
+    where = fmt::format("arena {} + {} per sample", s.offset, s.bytes);
+  }
+  const bool padded = !t.dims.empty() && s.stored_channels != t.dims[0];
+  return out + fmt::format("      stored {} {}{}, {}, {} stream\n", dtype_name(t.dtype),
+                           layout_name(t.layout),
+                           padded ? fmt::format(" (channels {} padded to {})", t.dims[0],
+                                                s.stored_channels)
+                                  : "",
+                           where, s.stream == Stream::kSide ? "side" : "main");
+}
+
 }  // namespace
 
 std::string format_attrs(const Node& node) {
@@ -62,6 +101,13 @@ std::string format_attrs(const Node& node) {
 
 std::string print_graph(const Graph& g, const PrintOptions& options) {
   std::string out = fmt::format("graph {} {{\n", shown(g.name));
+  if (const auto& t = g.target) {
+    out += fmt::format("  # lowered for {}: arena {} bytes per sample (unshared {}), weights {} "
+                       "bytes, {} side branches, output {}\n",
+                       t->precision, t->arena_bytes_per_sample, t->unshared_bytes_per_sample,
+                       t->weight_bytes, t->side_branches,
+                       t->output_convert ? "converted to f32" : "copied");
+  }
   for (const Node& n : g.nodes) {
     std::string operands;
     for (ValueId v : n.inputs) {
@@ -85,6 +131,7 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
       line += "  # " + shown(n.loc.str());
     }
     out += line + "\n";
+    if (n.lowered) out += lowered_lines(g, n);
     if (options.params) {
       for (const ParamSpec& p : n.params) {
         std::string shape;

@@ -107,7 +107,7 @@ void apply_order(Graph& g, const std::vector<int>& order) {
     auto renumber = [&](ValueId& v) {
       const ValueId old = v;
       v = static_cast<ValueId>(out.values.size());
-      out.values.push_back(Value{g.values[old].type, index, g.values[old].name});
+      out.values.push_back(Value{g.values[old].type, index, g.values[old].name, std::nullopt});
       new_value[old] = v;
     };
     renumber(node.output);

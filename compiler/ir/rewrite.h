@@ -47,7 +47,8 @@ std::vector<int> stable_topological_order(const std::vector<std::vector<int>>& d
 bool compact_and_sort(Graph& g, const std::vector<bool>& remove);
 
 // Puts the nodes in the given order (a permutation of 0..n-1 that reads every value after its
-// producer; the caller guarantees it) and renumbers values to match.
+// producer; the caller guarantees it) and renumbers values to match. A lowering's storage names
+// values by number, so it is dropped: reorder before lower-to-target, as its schedule does.
 void apply_order(Graph& g, const std::vector<int>& order);
 
 }  // namespace zoc::ir

@@ -102,6 +102,7 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
       fail(nullptr, fmt::format("output %{} does not exist", v));
     }
   }
+  if (diags.error_count() == before && g.target) verify_lowering(g, diags);
   return diags.error_count() == before;
 }
 

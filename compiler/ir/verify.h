@@ -22,7 +22,14 @@ bool attr_in_range(const AttrSpec& spec, const AttrValue& value);
 // attributes: {:g} printed 1048576 as 1.04858e+06), "between -1e+30 and 1e+30" for floats.
 std::string attr_range_text(const AttrSpec& spec);
 
-// Reports every violation found; returns false if there was any.
+// Reports every violation found; returns false if there was any. A lowered graph (one with a
+// Graph::target) also gets verify_lowering's checks.
 bool verify(const Graph& graph, Diagnostics& diags, const VerifyOptions& options = {});
+
+// What lower-to-target promises (lowering.h): every node has a runtime layer that supports the
+// layouts and dtypes it reads and writes; every value a storage, in its layer's stream, with an
+// arena slot that holds its stored channels and that no value live at the same time shares;
+// each side branch runs once and is joined once; weights lie inside the aligned buffer.
+bool verify_lowering(const Graph& graph, Diagnostics& diags);
 
 }  // namespace zoc::ir

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "compiler/ir/graph.h"
+#include "compiler/lower/target_desc.h"
 #include "compiler/support/diagnostics.h"
 
 namespace zoc::passes {
@@ -19,17 +20,22 @@ struct PassOptions {
   bool verify_each = false;       // run the IR verifier after every pass
   std::string print_after;        // pass name, or "all"
   std::ostream* print_to = nullptr;
+  // The target to lower the optimized graph to (lower-to-target, compiler/lower/); null: the
+  // pipeline stops before that step, at the target-independent optimized graph.
+  const lower::TargetDesc* target = nullptr;
 };
 
 using PassFn = bool (*)(ir::Graph&, Diagnostics&);
+using TargetPassFn = bool (*)(ir::Graph&, const lower::TargetDesc&, Diagnostics&);
 
 struct Pass {
   const char* name;
-  PassFn run;
+  PassFn run;       // a rewrite of the graph; null for the target step
   const char* why;  // why it runs at this point of the pipeline
+  TargetPassFn run_for_target = nullptr;  // the target step: runs when PassOptions::target is set
 };
 
-// The inference pipeline, in order.
+// The inference pipeline, in order: the optimization passes, then lower-to-target.
 std::span<const Pass> inference_pipeline();
 // The training pipeline: the model as the frontend wrote it becomes its training graph
 // (`zoc ir --train`; the trainer emitter and `zoc grad` start from that graph).

@@ -1,12 +1,12 @@
 // Seeded initialization and saving of weights (see weights.h).
 //
-// The rules and the random streams are in runtime/zoc/core/init.h, shared with the generated code;
+// The rules and the random streams are in runtime/zoc/weights/init.h, shared with the generated code;
 // init_choice() here is the one mapping from a parameter's declared scheme and role to a rule,
 // so `zoc run` without weights and a generated trainer built with the same seed start from
 // identical numbers.
 #include "compiler/support/checked_math.h"
 #include "compiler/weights/weights.h"
-#include "zoc/core/init.h"
+#include "zoc/weights/init.h"
 #include "zoc/io/safetensors.h"
 
 namespace zoc {

@@ -13,7 +13,7 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/support/diagnostics.h"
-#include "zoc/core/init.h"
+#include "zoc/weights/init.h"
 
 namespace zoc {
 
@@ -37,7 +37,7 @@ struct LoadWeightsOptions {
 std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& path,
                                     Diagnostics& diags, const LoadWeightsOptions& options = {});
 
-// How one parameter is drawn without a weights file: a zoc/core/init.h rule and the fan it takes
+// How one parameter is drawn without a weights file: a zoc/weights/init.h rule and the fan it takes
 // (fan_in for kUniformFanIn, fan_out for kNormalFanOut, 0 for the constants). The one place
 // that maps a ParamSpec's InitScheme and role to a rule; `zoc init-weights`, `zoc run`,
 // `zoc grad` and the generated trainer all ask it.

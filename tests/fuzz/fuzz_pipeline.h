@@ -1,7 +1,8 @@
 // What the model-file fuzz targets (fuzz_yaml.cpp, fuzz_onnx.cpp) check once a frontend has
 // answered: a failure has an error and a success has none, and an accepted graph goes through
-// the printer, the inference pass pipeline with --verify-each and the memory plan at both
-// element sizes, each step keeping the same promises and every plan fitting its arena.
+// the printer, the inference pass pipeline with --verify-each, the memory plan at both element
+// sizes and lower-to-target for an NHWC fp16 and an NCHW fp32 target with side streams, each
+// step keeping the same promises, every plan fitting its arena and every lowering verifying.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,9 @@
 
 #include "compiler/driver/model_loader.h"
 #include "compiler/ir/printer.h"
-#include "compiler/passes/memory_plan.h"
+#include "compiler/ir/verify.h"
+#include "compiler/lower/lower_to_target.h"
+#include "compiler/lower/memory_plan.h"
 #include "compiler/passes/pipeline.h"
 #include "compiler/support/diagnostics.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -20,17 +23,47 @@
 namespace zoc::fuzz {
 
 inline void check_plan(const ir::Graph& g, int64_t element_bytes) {
-  passes::MemoryPlanOptions opts;
+  lower::MemoryPlanOptions opts;
   opts.element_bytes = element_bytes;
-  const passes::MemoryPlan plan = passes::plan_memory(g, opts);
+  const lower::MemoryPlan plan = lower::plan_memory(g, opts);
   check(plan.arena_bytes_per_sample >= 0, "negative arena size");
-  for (const passes::MemoryPlan::Slot& s : plan.slots) {
+  for (const lower::MemoryPlan::Slot& s : plan.slots) {
     if (s.offset < 0) continue;
-    check(s.bytes >= 0 && s.offset % passes::MemoryPlan::kAlignment == 0,
+    check(s.bytes >= 0 && s.offset % lower::MemoryPlan::kAlignment == 0,
           "memory plan slot misaligned or of negative size");
     check(s.bytes <= plan.arena_bytes_per_sample - s.offset, "memory plan slot ends past the arena");
   }
   (void)plan.summary();
+}
+
+// The optimized graph lowered for two targets like the cuDNN backend's (the fuzz targets do not
+// link a backend): refused with an error, or lowered into a graph the verifier accepts.
+inline void check_lowering(const ir::Graph& optimized) {
+  lower::TargetDesc half;
+  half.name = "the fuzz target";
+  half.precision = "fp16";
+  half.dtype = ir::DType::F16;
+  half.layout = ir::Layout::NHWC;
+  half.graph_api = true;
+  half.graph_epilogue = [](act::Kind k) { return act::cudnn_pointwise(k); };
+  half.nhwc_global_pool_kernel = true;
+  half.pad_input_channels = 4;
+  lower::TargetDesc single = half;
+  single.precision = "fp32";
+  single.dtype = ir::DType::F32;
+  single.layout = ir::Layout::NCHW;
+  single.graph_api = false;
+  single.side_stream = true;
+  for (const lower::TargetDesc& t : {half, single}) {
+    ir::Graph g = optimized;
+    Diagnostics diags;
+    if (!lower::lower_to_target(g, t, diags)) {
+      check(diags.has_errors(), "lowering failed without an error", diags.render());
+      continue;
+    }
+    check(ir::verify(g, diags), "a lowered graph fails verification", diags.render());
+    (void)ir::print_graph(g);
+  }
 }
 
 // The loader's answer `graph` with its `diags`, then everything `zoc compile` runs on it
@@ -54,6 +87,7 @@ inline void check_loaded(std::optional<ir::Graph>& graph, Diagnostics& diags) {
   (void)ir::print_graph(*graph);
   check_plan(*graph, 4);
   check_plan(*graph, 2);
+  check_lowering(*graph);
 }
 
 // One fuzz input as the model file at `path` (its extension picks the frontend), loaded as

@@ -1,5 +1,5 @@
 // libFuzzer target: bytes as the weights file of a generated model, through its host-side
-// packing (generated/<model>/<model>_weights.h: zoc::WeightSource, zoc/core/pack.h, zoc/core/fold.h).
+// packing (generated/<model>/<model>_weights.h: zoc::WeightSource, zoc/weights/pack.h, zoc/weights/fold.h).
 //
 // The generated constructor is the last reader of a user's weights file, and it runs on the GPU
 // machine where a crash is hardest to debug. Its packing is CUDA-free, so it is fuzzed here:
@@ -23,7 +23,7 @@
 #include "lenet_weights.h"
 #include "resnet50_weights.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "zoc/core/weight_source.h"
+#include "zoc/weights/weight_source.h"
 
 namespace {
 

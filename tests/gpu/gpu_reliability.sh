@@ -67,7 +67,7 @@ bad_calls() {
   cls=$(sed -n 's/^class \([A-Za-z0-9_]*\) .*/\1/p' "$CHECK_DIR/$name/$model.h" | head -1)
   if [ -z "$lib" ] || [ -z "$cls" ] || [ ! -f "$weights" ]; then
     echo "no library, class or weights for $name" >"$log"
-  elif ! "$NVCC" -std=c++17 -O1 -I "$CHECK_DIR/$name" -I "$CUDNN_INC" \
+  elif ! "$NVCC" -std=c++20 -O1 -I "$CHECK_DIR/$name" -I "$CUDNN_INC" \
          -DZOC_MODEL_HEADER="\"$model.h\"" -DZOC_MODEL_CLASS="$cls" \
          "$ROOT/tests/gpu/reliability/bad_calls.cpp" "$lib" -L"$(dirname "$CUDNN_LIB")" \
          -l:"$(basename "$CUDNN_LIB")" -lcublas -lcuda \

@@ -1,4 +1,4 @@
-// GPU test of runtime/zoc/core/kernels.cuh (and layer_kernels.cuh's channel_mul) against CPU
+// GPU test of runtime/zoc/kernels/kernels.cuh (and layer_kernels.cuh's channel_mul) against CPU
 // computations.
 //
 // The custom kernels sit between cuDNN calls in every generated model, where a wrong index or a
@@ -19,8 +19,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "zoc/core/kernels.cuh"
-#include "zoc/core/layer_kernels.cuh"
+#include "zoc/kernels/kernels.cuh"
+#include "zoc/kernels/layer_kernels.cuh"
 
 namespace {
 
@@ -191,7 +191,7 @@ void test_add(int64_t count, bool relu, bool in_place) {
          err);
 }
 
-// y = x * s per channel (zoc/core/layer_kernels.cuh): s per sample ([n, c]) or shared ([c]), in
+// y = x * s per channel (zoc/kernels/layer_kernels.cuh): s per sample ([n, c]) or shared ([c]), in
 // either layout; every element is one float product rounded once, so the result is exact.
 // Sizes pick the vector kernel (c or hw a multiple of 16 bytes' worth) or the general one.
 template <class T>

@@ -34,7 +34,7 @@ build() {  # NAME: the folder and forward_calls against it
   cls=$(sed -n 's/^class \([A-Za-z0-9_]*\) .*/\1/p' "$DIR/$name/$model.h" | head -1)
   { cmake -S "$DIR/$name" -B "$b" "${GPU_CMAKE_ARGS[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" \
       -DCUDNN_ROOT="$CUDNN_DIR" && cmake --build "$b" -j 4 &&
-    "$NVCC" -std=c++17 -O2 -I "$DIR/$name" -I "$CUDNN_INC" -DZOC_MODEL_HEADER="\"$model.h\"" \
+    "$NVCC" -std=c++20 -O2 -I "$DIR/$name" -I "$CUDNN_INC" -DZOC_MODEL_HEADER="\"$model.h\"" \
       -DZOC_MODEL_CLASS="$cls" "$ROOT/tests/gpu/plain_path/forward_calls.cpp" "$b/lib$model.a" \
       -L"$CUDNN_LIB_DIR" -l:"$(basename "$CUDNN_LIB")" -lcublas -lcuda -o "$b/forward_calls"; } \
     >"$log" 2>&1 || { echo "BUILD FAILED" >>"$log"; return 1; }

@@ -1,6 +1,6 @@
 // Tests of declared initialization: the `init` attribute of the YAML format, the IR it becomes
 // (an attribute that is present only when it is not PyTorch's default, and ParamSpec::init per
-// tensor), init_choice(), the seeded draws of zoc/core/init.h, and the torchvision ResNet scheme of
+// tensor), init_choice(), the seeded draws of zoc/weights/init.h, and the torchvision ResNet scheme of
 // the shipped models. Malformed `init` values are bad-input files (tests/bad_inputs/yaml/init_*).
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "compiler/passes/pipeline.h"
 #include "compiler/weights/weights.h"
 #include "tests/unit/test_util.h"
-#include "zoc/core/init.h"
+#include "zoc/weights/init.h"
 
 namespace zoc {
 namespace {

@@ -1,8 +1,8 @@
-// Weight packing for linear layers (runtime/zoc/core/pack.h): the column permutation that matches an
+// Weight packing for linear layers (runtime/zoc/weights/pack.h): the column permutation that matches an
 // NHWC flatten, and the bias a linear layer run as a cuDNN convolution (--linear cudnn) always
 // needs: the layer's own, or zeros when it has none. And the tap-major filter of zoc's
 // depthwise kernel.
-#include "zoc/core/pack.h"
+#include "zoc/weights/pack.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 
 #include "compiler/backend/reference/interpreter.h"
 #include "compiler/ir/activation_params.h"
-#include "compiler/passes/memory_plan.h"
+#include "compiler/lower/memory_plan.h"
 #include "compiler/passes/pipeline.h"
 #include "compiler/weights/weights.h"
 #include "tests/unit/test_util.h"
@@ -219,10 +219,10 @@ TEST(MemoryPlan, LiveValuesNeverOverlapAndSharingHelps) {
   Diagnostics d;
   ASSERT_TRUE(passes::run_pipeline(g, d));
   for (bool external : {true, false}) {
-    passes::MemoryPlanOptions o;
+    lower::MemoryPlanOptions o;
     o.element_bytes = 2;
     o.external_input = external;
-    const passes::MemoryPlan plan = passes::plan_memory(g, o);
+    const lower::MemoryPlan plan = lower::plan_memory(g, o);
     // Lifetimes from the node order; check every pair of placed values.
     std::vector<int64_t> first(g.values.size(), -1), last(g.values.size(), -1);
     auto root = [&](ir::ValueId v) {
@@ -238,7 +238,7 @@ TEST(MemoryPlan, LiveValuesNeverOverlapAndSharingHelps) {
     for (size_t a = 0; a < g.values.size(); ++a) {
       const auto& sa = plan.slots[a];
       if (sa.offset < 0 || sa.alias_of != ir::kNoValue) continue;
-      EXPECT_EQ(sa.offset % passes::MemoryPlan::kAlignment, 0);
+      EXPECT_EQ(sa.offset % lower::MemoryPlan::kAlignment, 0);
       EXPECT_LE(sa.offset + sa.bytes, plan.arena_bytes_per_sample);
       for (size_t b = a + 1; b < g.values.size(); ++b) {
         const auto& sb = plan.slots[b];
@@ -258,14 +258,14 @@ TEST(MemoryPlan, PaddedInputGetsRoomForItsStoredChannels) {
   ir::Graph g = load("resnet50");
   Diagnostics d;
   ASSERT_TRUE(passes::run_pipeline(g, d));
-  passes::MemoryPlanOptions o;
+  lower::MemoryPlanOptions o;
   o.element_bytes = 2;
   o.external_input = false;
   o.input_channels_stored = 4;  // 3 x 224 x 224 stored as 4 channels
-  const passes::MemoryPlan plan = passes::plan_memory(g, o);
+  const lower::MemoryPlan plan = lower::plan_memory(g, o);
   EXPECT_EQ(plan.slots[g.nodes.front().output].bytes, 4 * 224 * 224 * 2);
   o.input_channels_stored = 0;
-  EXPECT_EQ(passes::plan_memory(g, o).slots[g.nodes.front().output].bytes, 3 * 224 * 224 * 2);
+  EXPECT_EQ(lower::plan_memory(g, o).slots[g.nodes.front().output].bytes, 3 * 224 * 224 * 2);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "compiler/ir/printer.h"
-#include "compiler/passes/memory_plan.h"
+#include "compiler/lower/memory_plan.h"
 #include "compiler/passes/pipeline.h"
 #include "tests/unit/test_util.h"
 
@@ -213,7 +213,7 @@ TEST(TrainingMemoryPlan, FixedRegionSharesByLifetime) {
   for (const ir::Node& n : t.nodes) {
     if (n.op == OpKind::Sgd) t.outputs.push_back(n.output);
   }
-  const passes::MemoryPlan plan = passes::plan_memory(t, {});
+  const lower::MemoryPlan plan = lower::plan_memory(t, {});
   const Lives lives(t);
   int64_t fixed_values = 0;
   for (size_t a = 0; a < t.values.size(); ++a) {
@@ -222,7 +222,7 @@ TEST(TrainingMemoryPlan, FixedRegionSharesByLifetime) {
     if (!sa.fixed || sa.alias_of != ir::kNoValue) continue;
     ++fixed_values;
     EXPECT_FALSE(sa.pinned);
-    EXPECT_EQ(sa.offset % passes::MemoryPlan::kAlignment, 0);
+    EXPECT_EQ(sa.offset % lower::MemoryPlan::kAlignment, 0);
     EXPECT_LE(sa.offset + sa.bytes, plan.fixed_bytes);
     for (size_t b = a + 1; b < t.values.size(); ++b) {
       const auto& sb = plan.slots[b];
@@ -243,7 +243,7 @@ TEST(TrainingMemoryPlan, FixedRegionSharesByLifetime) {
 // buffer in state_dict order, and each update in place of its parameter) and take no room.
 TEST(TrainingMemoryPlan, PinnedValuesStayInTheCallersBuffers) {
   const ir::Graph t = training(load("lenet"));
-  passes::MemoryPlanOptions o;
+  lower::MemoryPlanOptions o;
   int64_t grads = 0, params = 0;
   std::map<ir::ValueId, int64_t> want;
   for (const ir::Node& n : t.nodes) {
@@ -257,7 +257,7 @@ TEST(TrainingMemoryPlan, PinnedValuesStayInTheCallersBuffers) {
       params += t.type(n.output).sample_numel() * 4;
     }
   }
-  const passes::MemoryPlan plan = passes::plan_memory(t, o);
+  const lower::MemoryPlan plan = lower::plan_memory(t, o);
   for (const auto& [v, offset] : want) {
     EXPECT_TRUE(plan.slots[v].pinned);
     EXPECT_TRUE(plan.slots[v].fixed);
@@ -265,8 +265,8 @@ TEST(TrainingMemoryPlan, PinnedValuesStayInTheCallersBuffers) {
     EXPECT_EQ(plan.slots[v].bytes, t.type(v).sample_numel() * 4);
   }
   // What is left of the fixed region is the loss.
-  EXPECT_EQ(plan.unplanned_fixed_bytes, passes::MemoryPlan::kAlignment);
-  EXPECT_EQ(plan.fixed_bytes, passes::MemoryPlan::kAlignment);
+  EXPECT_EQ(plan.unplanned_fixed_bytes, lower::MemoryPlan::kAlignment);
+  EXPECT_EQ(plan.fixed_bytes, lower::MemoryPlan::kAlignment);
   // The labels are the caller's, like the input; flatten_grad is a view of its dy.
   EXPECT_EQ(plan.slots[t.nodes[1].output].offset, -1);
   const ir::Node* unflatten = t.find_node("d.pool2");

@@ -1,7 +1,7 @@
 // Finding and parsing the generated host sources, with the include paths they build with.
 //
 // The proof is only as good as the parse: the tool must see the same declarations the real
-// build sees, so it parses each host .cpp of the folder as C++17 with the folder itself on the
+// build sees, so it parses each host .cpp of the folder as C++20 with the folder itself on the
 // include path (for zoc/ and <model>_kernels.h) and the CUDA/cuDNN/cuBLAS headers as system
 // headers, exactly as the folder's CMakeLists.txt does. Any parse error fails the run rather
 // than letting a half-parsed file pass. The .cu files are nvcc's business and are not parsed;
@@ -140,9 +140,9 @@ zoc::Expected<Sources> parse_sources(const Config& config) {
   auto resources = resource_dir(config);
   if (!resources) return resources.error();
 
-  // The flags of the folder's CMakeLists.txt: C++17, the folder on the include path, CUDA and
+  // The flags of the folder's CMakeLists.txt: C++20, the folder on the include path, CUDA and
   // cuDNN as system headers. Warnings are the real build's business, not this tool's.
-  std::vector<std::string> args = {"-xc++", "-std=c++17", "-w", "-resource-dir=" + *resources,
+  std::vector<std::string> args = {"-xc++", "-std=c++20", "-w", "-resource-dir=" + *resources,
                                    "-I" + sources.folder};
   for (size_t i = 1; i < sources.generated_roots.size(); ++i) {
     args.push_back("-I" + sources.generated_roots[i]);

@@ -83,7 +83,7 @@ class CodeWriter {
   }
 
   // Generated lines stay within this many columns where the writer decides the breaks.
-  static constexpr size_t kMaxColumns = 120;
+  static constexpr size_t kMaxColumns = 100;
 
   // `head`, then `items` separated by ", ", then `tail`, broken into lines of at most
   // kMaxColumns with continuation lines indented four more (long initializer lists).

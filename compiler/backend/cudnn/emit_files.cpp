@@ -1,6 +1,6 @@
-// The files a generated folder holds beside the model class (emit_model.cpp): the custom
-// kernels' header and .cu, the host-only weight loader, the runner's main.cpp and CMakeLists.txt,
-// and the runtime headers those include.
+// The files a generated folder holds beside the model class (emit_model.cpp; the model's .cu is
+// emit_model_kernels.cpp's): a trainer's kernels, the host-only weight loader, the runner's
+// main.cpp and CMakeLists.txt, and the runtime headers those include.
 #include <set>
 #include <string>
 
@@ -11,89 +11,8 @@
 
 namespace zoc::cudnn {
 
-// <model>_kernels.cu: zoc/core/model_kernels.h's host functions for the model's element type,
-// forwarding to the kernel templates of zoc/core/kernels.cuh (nvcc only).
-std::string kernels_source(const std::string& head, const std::string& base, const Target& t) {
-  CodeWriter cu;
-  cu.raw_line(head);
-  cu.line("// Custom kernels of {}, for its element type ({}): the host functions", base, t.cuda_type);
-  cu.line("// zoc/core/model_kernels.h declares.");
-  cu.line("#include \"zoc/core/depthwise.cuh\"");
-  cu.line("#include \"zoc/core/kernels.cuh\"");
-  cu.line("#include \"zoc/core/layer_kernels.cuh\"");
-  cu.line("#include \"zoc/core/model_kernels.h\"");
-  cu.blank();
-  {
-    auto ns = cu.ns("namespace zoc::model_kernels", "}  // namespace zoc::model_kernels");
-    cu.line("using T = {};", t.cuda_type);
-    cu.blank();
-    {
-      auto f = cu.block("cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, "
-                        "int w, int c_stored,\n                          cudaStream_t stream)");
-      cu.line("return kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, c_stored, "
-              "stream);");
-    }
-    {
-      auto f = cu.block("cudaError_t to_float(const void* in, float* out, int64_t count, "
-                        "cudaStream_t stream)");
-      cu.line("return kernels::launch_to_float<T>(static_cast<const T*>(in), out, count, stream);");
-    }
-    {
-      auto f = cu.block("cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, "
-                        "cudaStream_t stream)");
-      cu.line("return kernels::launch_bias_rows<T>(static_cast<T*>(y), static_cast<const T*>(bias), "
-              "rows, cols,");
-      cu.line("                                    stream);");
-    }
-    {
-      auto f = cu.block("cudaError_t add(const void* a, const void* b, void* y, int64_t count, "
-                        "cudaStream_t stream)");
-      cu.line("return kernels::launch_add<T>(static_cast<const T*>(a), static_cast<const T*>(b), "
-              "static_cast<T*>(y), count,");
-      cu.line("                              false, stream);");
-    }
-    {
-      auto f = cu.block("cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, "
-                        "int64_t count,\n                       cudaStream_t stream)");
-      cu.line("return kernels::launch_activation<T>(kind, p, static_cast<const T*>(x), static_cast<T*>(y), "
-              "count, stream);");
-    }
-    // The zoo's layers (zoc/core/layer_kernels.cuh).
-    cu.raw_line("cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, ChannelMulShape m,");
-    cu.raw_line("                        cudaStream_t stream) {");
-    cu.raw_line("  return kernels::launch_channel_mul<T, T>(static_cast<const T*>(x), static_cast<const T*>(s),");
-    cu.raw_line("                                           static_cast<T*>(y), count, m, stream);");
-    cu.raw_line("}");
-    cu.raw_line("cudaError_t layernorm(const void* x, void* y, const float* gamma, const float* beta, int64_t n,");
-    cu.raw_line("                      int64_t c, int64_t hw, bool nhwc, float eps, cudaStream_t stream) {");
-    cu.raw_line("  return kernels::launch_layernorm<T>(static_cast<const T*>(x), static_cast<T*>(y), gamma, beta, n,");
-    cu.raw_line("                                      c, hw, nhwc, eps, stream);");
-    cu.raw_line("}");
-    cu.raw_line("cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_t hw,");
-    cu.raw_line("                            int64_t groups, bool nhwc, cudaStream_t stream) {");
-    cu.raw_line("  return kernels::launch_channel_shuffle<T>(static_cast<const T*>(x), static_cast<T*>(y), n, c, hw,");
-    cu.raw_line("                                            groups, nhwc, stream);");
-    cu.raw_line("}");
-    cu.raw_line("cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream) {");
-    cu.raw_line("  return kernels::launch_pool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);");
-    cu.raw_line("}");
-    cu.raw_line("cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry g,");
-    cu.raw_line("                             cudaStream_t stream) {");
-    cu.raw_line("  return kernels::launch_adaptive_avgpool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g,");
-    cu.raw_line("                                             stream);");
-    cu.raw_line("}");
-    cu.raw_line("cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,");
-    cu.raw_line("                           int64_t n, DepthwiseGeometry g, cudaStream_t stream) {");
-    cu.raw_line("  return kernels::launch_depthwise<T>(static_cast<const T*>(x), static_cast<const T*>(w),");
-    cu.raw_line("                                      static_cast<const T*>(b), static_cast<const T*>(z),");
-    cu.raw_line("                                      static_cast<T*>(y), n, g, stream);");
-    cu.raw_line("}");
-  }
-  return cu.str();
-}
-
-// <model>_train_kernels.cu: zoc/train/trainer_kernels.h's host functions, forwarding to the
-// kernels of zoc/train/kernels.cuh (nvcc only). The same for every trainer (all fp32), but
+// <model>_train_kernels.cu: zoc/kernels/trainer_kernels.h's host functions, forwarding to the
+// kernels of zoc/kernels/train_kernels.cuh (nvcc only). The same for every trainer (all fp32), but
 // written out in the folder so that each definition is visible where the trainer is built.
 std::string trainer_kernels_source(const std::string& head, const std::string& base) {
   struct KernelFn {
@@ -137,10 +56,10 @@ std::string trainer_kernels_source(const std::string& head, const std::string& b
   };
   CodeWriter kc;
   kc.raw_line(head);
-  kc.line("// The custom kernels of {}: the host functions zoc/train/trainer_kernels.h declares.",
+  kc.line("// The custom kernels of {}: the host functions zoc/kernels/trainer_kernels.h declares.",
           base);
-  kc.line("#include \"zoc/train/kernels.cuh\"");
-  kc.line("#include \"zoc/train/trainer_kernels.h\"");
+  kc.line("#include \"zoc/kernels/train_kernels.cuh\"");
+  kc.line("#include \"zoc/kernels/trainer_kernels.h\"");
   kc.blank();
   {
     auto ns = kc.ns("namespace zoc::trainer_kernels", "}  // namespace zoc::trainer_kernels");
@@ -167,15 +86,15 @@ std::string weights_header(const EmitContext& ctx, const std::string& head, cons
   wh.line("#include <cstdint>");
   wh.blank();
   wh.line("#include \"zoc/core/expected.h\"");
-  wh.line("#include \"zoc/core/pack.h\"");
-  wh.line("#include \"zoc/core/weight_source.h\"");
+  wh.line("#include \"zoc/weights/pack.h\"");
+  wh.line("#include \"zoc/weights/weight_source.h\"");
   wh.blank();
   {
     auto ns = wh.ns(fmt::format("namespace zoc_model::{}_weights", base),
                     fmt::format("}}  // namespace zoc_model::{}_weights", base));
     wh.line("inline constexpr zoc::DeviceDType kDType = {};  // {} {}", t.device_dtype, t.name,
-            t.nhwc ? "NHWC" : "NCHW");
-    wh.line("inline constexpr size_t kWeightBytes = {};", ctx.weight_bytes);
+            ir::layout_name(ctx.g.type(ctx.g.nodes.front().output).layout));
+    wh.line("inline constexpr size_t kWeightBytes = {};", ctx.g.target->weight_bytes);
     wh.line("// Byte offsets of each layer's weight (kW_) and bias (kB_) in the packed buffer.");
     wh.append(ctx.s.weight_offsets);
     wh.blank();
@@ -213,7 +132,7 @@ std::string cmake_lists(const std::string& hash_banner, const std::string& base)
   cm.line("  set(CMAKE_CUDA_ARCHITECTURES 90)");
   cm.line("endif()");
   cm.line("project({} LANGUAGES CXX CUDA)", base);
-  cm.line("set(CMAKE_CXX_STANDARD 17)");
+  cm.line("set(CMAKE_CXX_STANDARD 20)  # designated initializers name every constant's fields");
   cm.line("set(CMAKE_CXX_STANDARD_REQUIRED ON)");
   cm.line("set(CMAKE_CUDA_STANDARD 17)");
   cm.line("if(NOT CMAKE_BUILD_TYPE)");
@@ -229,9 +148,8 @@ std::string cmake_lists(const std::string& hash_banner, const std::string& base)
   cm.line("add_library({0} STATIC {0}.cpp {0}_kernels.cu)", base);
   cm.line("target_include_directories({} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}} ${{CUDNN_INCLUDE_DIR}})", base);
   // cuda_driver: the recorded launches of the plain forward (zoc/cudnn/recorded_launch.h).
-  cm.line("target_link_libraries({} PUBLIC ${{CUDNN_LIBRARY}} CUDA::cublas CUDA::cudart "
-          "CUDA::cuda_driver)",
-          base);
+  cm.line("target_link_libraries({} PUBLIC ${{CUDNN_LIBRARY}} CUDA::cublas CUDA::cudart", base);
+  cm.line("                      CUDA::cuda_driver)");
   cm.line("add_executable({0}_main main.cpp)", base);
   cm.line("target_link_libraries({0}_main PRIVATE {0})", base);
   return cm.str();

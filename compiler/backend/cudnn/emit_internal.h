@@ -10,17 +10,10 @@
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/backend/cudnn/target.h"
 #include "compiler/ir/graph.h"
-#include "compiler/passes/memory_plan.h"
 #include "compiler/support/diagnostics.h"
 #include "zoc/math/activations.h"
 
 namespace zoc::cudnn {
-
-// Where a layer's packed weights live in the single device weight buffer (bytes).
-struct WeightSlot {
-  int64_t weight = -1, bias = -1;  // -1: none
-  int64_t bytes = 0;
-};
 
 // Everything a layer's snippet writes into. Each op's snippet is one function (emit_layers.cpp)
 // that fills the sections it needs; the runtime skeleton (zoc/cudnn/model.h) does the rest.
@@ -35,41 +28,26 @@ struct Sections {
 
 struct TrainInfo;  // train_emitter.h: what a trainer's emission adds
 
+// What every snippet reads: the graph (lowered for inference: compiler/ir/lowering.h), the
+// printer's type mapping of its precision, each node's identifier, and the sections it writes.
 struct EmitContext {
   const ir::Graph& g;
   const Target& t;
-  passes::MemoryPlan plan;
-  std::vector<std::string> ids;          // per node: a unique C++ identifier
-  std::vector<WeightSlot> weights;       // per node
-  int64_t weight_bytes = 0;
-  bool graph_api = false;                // fused convs through cuDNN's graph API
-  int64_t input_c_stored = 0;            // the graph input's channels as stored (0: unpadded)
-  std::vector<int> side_of;              // per node: its side-branch index, or -1
-  std::vector<std::vector<int>> joins_at;  // per node: side branches to wait for before it
-  int side_branches = 0;
+  std::vector<std::string> ids;  // per node: a unique C++ identifier
   Diagnostics& diags;
   Sections s;
-  bool linear_as_conv = false;           // linear layers as cuDNN convolutions (LinearApi::kCudnn)
-  bool uses_cublas = false;              // some layer calls cuBLAS (the handle is created)
-  bool depthwise_kernel = true;          // depthwise convs through zoc's kernel (DepthwiseApi)
-  const TrainInfo* train = nullptr;      // set when emitting a trainer's training graph
+  const TrainInfo* train = nullptr;  // set when emitting a trainer's training graph
 
-  // Channels of value v as stored in memory (the padded input's, or its type's).
-  int64_t stored_channels(ir::ValueId v) const;
   // The name of value v in the layer sequence: its arena offset constant (kA_<id>), or
   // zoc::kCallerInput for an input read in place.
   std::string tensor(ir::ValueId v) const;
+  // Channels of value v as stored in memory (the padded input's, or its type's).
+  int64_t stored_channels(ir::ValueId v) const;
   // The layer names a node stands for ("layer1.0.conv1 + layer1.0.bn1 + layer1.0.relu1").
   std::string title(const ir::Node& n) const;
   // A string literal of the node's name (for error messages).
   std::string name_literal(const ir::Node& n) const;
 };
-
-// Whether fused convolution `n` runs through cuDNN's graph API (GraphConvLayer): every one, grouped
-// or not, when the compile chose that API (`graph_api`), else the ungrouped ones whose epilogue
-// activation only the graph API applies (ReLU6, SiLU, GELU, ...: one kernel instead of the legacy
-// call plus an activation pass over memory).
-bool graph_api_conv(const ir::Node& n, bool graph_api);
 
 // The generated class's name for a model name: "resnet50" -> "Resnet50".
 std::string class_name_for(const std::string& model);
@@ -77,8 +55,13 @@ std::string class_name_for(const std::string& model);
 // (graph_epilogues: the legacy API's model has graph-API convolutions too) and IR hash.
 std::string banner(const EmitOptions& o, const std::string& model, uint64_t hash,
                    bool graph_epilogues, const char* comment = "//");
+// Whether any node of the lowered graph runs as that layer kind (emit_model.cpp).
+bool any_layer(const ir::Graph& g, ir::LayerKind kind);
+// The model's .cu: the host functions of zoc/kernels/model_kernels.h its layers call
+// (emit_model_kernels.cpp).
+std::string kernels_source(const ir::Graph& g, const std::string& head, const std::string& base,
+                           const Target& t);
 // The files beside the model class (emit_files.cpp).
-std::string kernels_source(const std::string& head, const std::string& base, const Target& t);
 std::string weights_header(const EmitContext& ctx, const std::string& head, const std::string& base);
 // main.cpp: `return zoc::<entry><zoc_model::<cls>>(argc, argv);` from zoc/<runtime_header>.
 std::string runner_main(const std::string& head, const std::string& base, const std::string& cls,
@@ -86,37 +69,37 @@ std::string runner_main(const std::string& head, const std::string& base, const 
                         const std::string& entry = "run_main");
 std::string cmake_lists(const std::string& hash_banner, const std::string& base);
 
-// A trainer's kernels (<model>_train_kernels.cu): zoc/train/trainer_kernels.h's host functions.
+// A trainer's kernels (<model>_train_kernels.cu): zoc/kernels/trainer_kernels.h's host functions.
 std::string trainer_kernels_source(const std::string& head, const std::string& base);
 
-// Fills ctx.weights and ctx.weight_bytes.
-void plan_weights(EmitContext& ctx);
-// The trainer's snippets (emit_train_layers.cpp), reached from emit_layer's switch.
-bool emit_train_input(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_conv(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_conv_grad(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_batchnorm(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_batchnorm_grad(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind,
-                           const act::Params& p);
-bool emit_train_activation_grad(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind,
-                                const act::Params& p);
 // "{a, b}": an activation's attributes as a constant's initializer.
 std::string activation_params_text(const act::Params& p);
-bool emit_train_pool(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_pool_grad(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_linear(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_linear_grad(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_dropout(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_slice(EmitContext& ctx, const ir::Node& n, size_t i);
-bool emit_train_loss(EmitContext& ctx, const ir::Node& n);
-bool emit_train_softmax(EmitContext& ctx, const ir::Node& n);
-// The zoo's layers at inference (emit_zoo_layers.cpp): mul, layer_scale, layernorm,
-// channel_shuffle, adaptive_avgpool2d (and an NHWC global_avgpool); and a model's
-// slice_channels.
-bool emit_zoo_layer(EmitContext& ctx, const ir::Node& n, size_t i);
+// The layers zoc's own kernels run at inference (emit_kernel_layers.cpp): mul and layer_scale,
+// layernorm, channel_shuffle, adaptive average pooling; and a model's slice_channels.
+bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i);
-// Emits one layer into the sections; false after reporting an unsupported construct.
+// The convolution-shaped layers (emit_conv_layers.cpp): fused and depthwise convolutions,
+// linear layers.
+bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_linear(EmitContext& ctx, const ir::Node& n, size_t i);
+// Any activation of zoc/math/activations.h (`kind`: its zoc::act::Kind), through the model's
+// generic activation kernel: y = f(x), or in place after a convolution (x = y, `what` says).
+bool emit_activation(EmitContext& ctx, const ir::Node& n, size_t i, const std::string& kind,
+                     const act::Params& p, ir::ValueId x, const std::string& what);
+// The snippets the trainer shares with inference (emit_layers.cpp).
+// A cuDNN pooling layer's call constant kPool_<id> and its descriptor bundle (`title`: the
+// member's comment); `mode` a cudnnPoolingMode_t.
+struct PoolWindow {
+  ir::Pair kernel, stride, padding;
+};
+void pool_constant(EmitContext& ctx, const ir::Node& n, size_t i, const std::string& mode,
+                   const PoolWindow& win, const std::string& title);
+bool emit_add(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_concat(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_view(EmitContext& ctx, const ir::Node& n);
+// Emits one layer of a lowered graph into the sections, as its runtime layer kind says.
 bool emit_layer(EmitContext& ctx, const ir::Node& node);
+// Emits one node of a trainer's training graph (emit_train_layers.cpp).
+bool emit_train_layer(EmitContext& ctx, const ir::Node& node);
 
 }  // namespace zoc::cudnn

@@ -1,20 +1,21 @@
 // The trainer's per-op snippets: for each node of the training graph, a call constant
 // (zoc/train/calls.h), a descriptor bundle where the node needs one, and one call in its layer
 // sequence (`v.conv_grad(conv1_, kConvGrad_d_pool1, "conv1")`), walked by the steps of
-// zoc/train/steps.h. A backward node is an op like any other: the emitter's one switch
-// (emit_layer) sends here the training graph's nodes whose trainer form differs from inference
-// (fp32 NCHW, parameters in PyTorch's layout); add, concat and flatten share inference's
-// snippets. A backward node uses its forward layer's bundle (Node::origin names the layer).
+// zoc/train/steps.h. A backward node is an op like any other: emit_train_layer's switch sends
+// each node of the training graph to its snippet, here where its trainer form differs from
+// inference (fp32 NCHW, parameters in PyTorch's layout); add, concat and flatten share
+// inference's snippets. A backward node uses its forward layer's bundle (Node::origin names the
+// layer).
 #include <fmt/format.h>
 
 #include "compiler/backend/cudnn/emit_snippet.h"
+#include "compiler/backend/cudnn/named_init.h"
 #include "compiler/backend/cudnn/train_emitter.h"
+#include "compiler/ir/activation_params.h"
 #include "compiler/support/sanitize.h"
 
 namespace zoc::cudnn {
 namespace {
-
-std::string num(int64_t v) { return std::to_string(v); }
 
 using snippet::constant;
 using snippet::Dims;
@@ -54,12 +55,11 @@ void call(EmitContext& ctx, const ir::Node& n, const std::string& what, const st
   ctx.s.layers.line("ZOC_TRY({});", text);
 }
 
-}  // namespace
-
 bool emit_train_input(EmitContext& ctx, const ir::Node& n, size_t i) {
   const Dims d = dims_of(ctx.g.type(n.output));
-  constant(ctx, "InputCall", "kIn_" + ctx.ids[i],
-           {num(d.c), num(d.h), num(d.w), num(d.c), ctx.tensor(n.output)});
+  named::InputCall c;
+  c.c = d.c, c.h = d.h, c.w = d.w, c.c_stored = d.c, c.y = ctx.tensor(n.output);
+  constant(ctx, "InputCall", "kIn_" + ctx.ids[i], named::items(c));
   call(ctx, n, "the caller's fp32 NCHW batch, copied into the arena",
        fmt::format("v.input(kIn_{})", ctx.ids[i]));
   return true;
@@ -70,13 +70,15 @@ bool emit_train_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
   const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"),
                  p = n.attrs.pair("padding"), d = n.attrs.pair("dilation");
-  const std::string g = fmt::format("{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}",
-                                    in.c, in.h, in.w, out.c, k.h, k.w, p.h, p.w, s.h, s.w, d.h,
-                                    d.w, n.attrs.i("groups"), out.h, out.w);
-  constant(ctx, "train::ConvTrainCall", "kConv_" + id,
-           {g, ctx.tensor(n.inputs[0]), param_offset(ctx, n, ir::ParamRole::kWeight),
-            param_offset(ctx, n, ir::ParamRole::kBias), ctx.tensor(n.output)});
-  ctx.s.members.line("zoc::train::Conv {}_;  // {}", id, sanitize_comment(n.name));
+  named::ConvGeometry g;
+  g.c = in.c, g.h = in.h, g.w = in.w, g.k = out.c, g.r = k.h, g.s = k.w, g.pad_h = p.h;
+  g.pad_w = p.w, g.stride_h = s.h, g.stride_w = s.w, g.dil_h = d.h, g.dil_w = d.w;
+  g.groups = n.attrs.i("groups"), g.out_h = out.h, g.out_w = out.w;
+  named::ConvTrainCall c;
+  c.g = g, c.x = ctx.tensor(n.inputs[0]), c.w = param_offset(ctx, n, ir::ParamRole::kWeight);
+  c.b = param_offset(ctx, n, ir::ParamRole::kBias), c.y = ctx.tensor(n.output);
+  constant(ctx, "train::ConvTrainCall", "kConv_" + id, named::items(c));
+  snippet::member(ctx, "train::Conv", id, n.name);
   call(ctx, n,
        fmt::format("conv {}x{}/{}, {}->{}{}", k.h, k.w, s.h, in.c, out.c,
                    n.attrs.b("bias") ? " + bias" : ""),
@@ -87,10 +89,11 @@ bool emit_train_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
 bool emit_train_conv_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::Node& f = forward_of(ctx, n);
   const std::string name = "kConvGrad_" + ctx.ids[i];
-  constant(ctx, "train::ConvGradCall", name,
-           {ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]),
-            param_offset(ctx, f, ir::ParamRole::kWeight), needed(ctx, n.output),
-            grad_of(ctx, n, ir::ParamRole::kWeight), grad_of(ctx, n, ir::ParamRole::kBias)});
+  named::ConvGradCall c;
+  c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
+  c.w = param_offset(ctx, f, ir::ParamRole::kWeight), c.dx = needed(ctx, n.output);
+  c.dw = grad_of(ctx, n, ir::ParamRole::kWeight), c.db = grad_of(ctx, n, ir::ParamRole::kBias);
+  constant(ctx, "train::ConvGradCall", name, named::items(c));
   call(ctx, n, "dx = conv^T(dy); dW, db",
        fmt::format("v.conv_grad({}_, {}, {})", ctx.ids[ctx.train->node_index.at(f.name)], name,
                    ctx.name_literal(f)));
@@ -107,14 +110,16 @@ bool emit_train_batchnorm(EmitContext& ctx, const ir::Node& n, size_t i) {
                                        shown_text(n.name)));
     return false;
   }
-  constant(ctx, "train::BatchNormTrainCall", "kBn_" + id,
-           {num(d.c), num(d.h), num(d.w), fmt::format("{:.9g}", n.attrs.f("eps")),
-            fmt::format("{:.9g}", n.attrs.f("momentum")), ctx.tensor(n.inputs[0]),
-            ctx.tensor(n.output), param_offset(ctx, n, ir::ParamRole::kBnWeight),
-            param_offset(ctx, n, ir::ParamRole::kBnBias),
-            param_offset(ctx, n, ir::ParamRole::kBnMean),
-            param_offset(ctx, n, ir::ParamRole::kBnVar), ctx.tensor(n.extra_outputs[0])});
-  ctx.s.members.line("zoc::BatchNormLayer {}_;  // {}", id, sanitize_comment(n.name));
+  named::BatchNormTrainCall c;
+  c.c = d.c, c.h = d.h, c.w = d.w, c.eps = fmt::format("{:.9g}", n.attrs.f("eps"));
+  c.momentum = fmt::format("{:.9g}", n.attrs.f("momentum"));
+  c.x = ctx.tensor(n.inputs[0]), c.y = ctx.tensor(n.output);
+  c.gamma = param_offset(ctx, n, ir::ParamRole::kBnWeight);
+  c.beta = param_offset(ctx, n, ir::ParamRole::kBnBias);
+  c.mean = param_offset(ctx, n, ir::ParamRole::kBnMean);
+  c.var = param_offset(ctx, n, ir::ParamRole::kBnVar), c.saved = ctx.tensor(n.extra_outputs[0]);
+  constant(ctx, "train::BatchNormTrainCall", "kBn_" + id, named::items(c));
+  snippet::member(ctx, "BatchNormLayer", id, n.name);
   call(ctx, n,
        "batch norm: the batch's statistics in training (running averages updated), the running "
        "ones in evaluation",
@@ -125,11 +130,13 @@ bool emit_train_batchnorm(EmitContext& ctx, const ir::Node& n, size_t i) {
 bool emit_train_batchnorm_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::Node& f = forward_of(ctx, n);
   const std::string name = "kBnGrad_" + ctx.ids[i];
-  constant(ctx, "train::BatchNormGradCall", name,
-           {num(ctx.g.type(n.output).dims[0]), fmt::format("{:.9g}", f.attrs.f("eps")),
-            ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]), ctx.tensor(n.inputs[2]),
-            param_offset(ctx, f, ir::ParamRole::kBnWeight), ctx.tensor(n.output),
-            grad_of(ctx, n, ir::ParamRole::kBnWeight), grad_of(ctx, n, ir::ParamRole::kBnBias)});
+  named::BatchNormGradCall c;
+  c.c = ctx.g.type(n.output).dims[0], c.eps = fmt::format("{:.9g}", f.attrs.f("eps"));
+  c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
+  c.saved = ctx.tensor(n.inputs[2]), c.gamma = param_offset(ctx, f, ir::ParamRole::kBnWeight);
+  c.dx = ctx.tensor(n.output), c.dgamma = grad_of(ctx, n, ir::ParamRole::kBnWeight);
+  c.dbeta = grad_of(ctx, n, ir::ParamRole::kBnBias);
+  constant(ctx, "train::BatchNormGradCall", name, named::items(c));
   call(ctx, n, "dx = BN'(dy); dgamma, dbeta",
        fmt::format("v.batchnorm_grad({}_, {}, {})", ctx.ids[ctx.train->node_index.at(f.name)],
                    name, ctx.name_literal(f)));
@@ -138,9 +145,12 @@ bool emit_train_batchnorm_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
 
 bool emit_train_activation(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind,
                            const act::Params& p) {
-  constant(ctx, "train::ActivationTrainCall", "kAct_" + ctx.ids[i],
-           {kind, activation_params_text(p), num(ctx.g.type(n.output).sample_numel()),
-            ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
+  named::ActivationTrainCall c;
+  c.kind = kind;
+  if (p.a != 0 || p.b != 0) c.params = activation_params_text(p);  // else {0, 0}
+  c.per_sample = ctx.g.type(n.output).sample_numel();
+  c.x = ctx.tensor(n.inputs[0]), c.y = ctx.tensor(n.output);
+  constant(ctx, "train::ActivationTrainCall", "kAct_" + ctx.ids[i], named::items(c));
   call(ctx, n, std::string(ir::op_info(n.op).name),
        fmt::format("v.activation(kAct_{}, {})", ctx.ids[i], ctx.name_literal(n)));
   return true;
@@ -149,9 +159,12 @@ bool emit_train_activation(EmitContext& ctx, const ir::Node& n, size_t i, const 
 bool emit_train_activation_grad(EmitContext& ctx, const ir::Node& n, size_t i, const char* kind,
                                 const act::Params& p) {
   const ir::Node& f = forward_of(ctx, n);
-  constant(ctx, "train::ActivationGradCall", "kActGrad_" + ctx.ids[i],
-           {kind, activation_params_text(p), num(ctx.g.type(n.output).sample_numel()),
-            ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]), ctx.tensor(n.output)});
+  named::ActivationGradCall c;
+  c.kind = kind;
+  if (p.a != 0 || p.b != 0) c.params = activation_params_text(p);  // else {0, 0}
+  c.per_sample = ctx.g.type(n.output).sample_numel();
+  c.s = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]), c.dx = ctx.tensor(n.output);
+  constant(ctx, "train::ActivationGradCall", "kActGrad_" + ctx.ids[i], named::items(c));
   call(ctx, n, fmt::format("dx = {}'(dy)", ir::op_info(f.op).name),
        fmt::format("v.activation_grad(kActGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
   return true;
@@ -159,7 +172,7 @@ bool emit_train_activation_grad(EmitContext& ctx, const ir::Node& n, size_t i, c
 
 bool emit_train_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
-  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
+  const Dims in = dims_of(ctx.g.type(n.inputs[0]));
   ir::Pair k{in.h, in.w}, s{1, 1}, p{0, 0};
   std::string mode = "CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING";
   if (n.op != ir::OpKind::GlobalAvgPool) {
@@ -171,11 +184,7 @@ bool emit_train_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
   } else if (n.op == ir::OpKind::AvgPool2d && !n.attrs.b("count_include_pad")) {
     mode = "CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING";
   }
-  const std::string shape =
-      fmt::format("{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}", mode, in.c, in.h, in.w,
-                  k.h, k.w, p.h, p.w, s.h, s.w, out.h, out.w);
-  constant(ctx, "PoolCall", "kPool_" + id, {shape, ctx.tensor(n.inputs[0]), ctx.tensor(n.output)});
-  ctx.s.members.line("zoc::PoolLayer {}_;  // {}", id, sanitize_comment(n.name));
+  pool_constant(ctx, n, i, mode, {k, s, p}, n.name);
   call(ctx, n, fmt::format("{} {}x{}/{}", ir::op_info(n.op).name, k.h, k.w, s.h),
        fmt::format("v.pool({}_, kPool_{}, {})", id, id, ctx.name_literal(n)));
   return true;
@@ -187,9 +196,10 @@ bool emit_train_pool_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::Node& f = forward_of(ctx, n);
   const bool max = n.op == ir::OpKind::MaxPool2dGrad;
   const ir::ValueId dy = n.inputs[max ? 2 : 1];
-  constant(ctx, "train::PoolGradCall", "kPoolGrad_" + ctx.ids[i],
-           {ctx.tensor(n.inputs[0]), ctx.tensor(max ? n.inputs[1] : dy), ctx.tensor(dy),
-            ctx.tensor(n.output)});
+  named::PoolGradCall c;
+  c.x = ctx.tensor(n.inputs[0]), c.y = ctx.tensor(max ? n.inputs[1] : dy);
+  c.dy = ctx.tensor(dy), c.dx = ctx.tensor(n.output);
+  constant(ctx, "train::PoolGradCall", "kPoolGrad_" + ctx.ids[i], named::items(c));
   call(ctx, n, fmt::format("dx = {}'(dy)", ir::op_info(f.op).name),
        fmt::format("v.pool_grad({}_, kPoolGrad_{}, {})", ctx.ids[ctx.train->node_index.at(f.name)],
                    ctx.ids[i], ctx.name_literal(f)));
@@ -198,10 +208,11 @@ bool emit_train_pool_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
 
 bool emit_train_linear(EmitContext& ctx, const ir::Node& n, size_t i) {
   const int64_t in = ctx.g.type(n.inputs[0]).sample_numel(), out = ctx.g.type(n.output).dims[0];
-  constant(ctx, "train::LinearTrainCall", "kFc_" + ctx.ids[i],
-           {num(in), num(out), param_offset(ctx, n, ir::ParamRole::kWeight),
-            param_offset(ctx, n, ir::ParamRole::kBias), ctx.tensor(n.inputs[0]),
-            ctx.tensor(n.output)});
+  named::LinearTrainCall c;
+  c.in = in, c.out = out, c.w = param_offset(ctx, n, ir::ParamRole::kWeight);
+  c.b = param_offset(ctx, n, ir::ParamRole::kBias);
+  c.x = ctx.tensor(n.inputs[0]), c.y = ctx.tensor(n.output);
+  constant(ctx, "train::LinearTrainCall", "kFc_" + ctx.ids[i], named::items(c));
   call(ctx, n, fmt::format("linear {} -> {}: y = x W^T{}", in, out, n.attrs.b("bias") ? " + b" : ""),
        fmt::format("v.linear(kFc_{}, {})", ctx.ids[i], ctx.name_literal(n)));
   return true;
@@ -210,10 +221,11 @@ bool emit_train_linear(EmitContext& ctx, const ir::Node& n, size_t i) {
 bool emit_train_linear_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::Node& f = forward_of(ctx, n);
   const int64_t in = ctx.g.type(n.inputs[0]).sample_numel(), out = ctx.g.type(n.inputs[1]).dims[0];
-  constant(ctx, "train::LinearGradCall", "kFcGrad_" + ctx.ids[i],
-           {num(in), num(out), ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]),
-            param_offset(ctx, f, ir::ParamRole::kWeight), needed(ctx, n.output),
-            grad_of(ctx, n, ir::ParamRole::kWeight), grad_of(ctx, n, ir::ParamRole::kBias)});
+  named::LinearGradCall c;
+  c.in = in, c.out = out, c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
+  c.w = param_offset(ctx, f, ir::ParamRole::kWeight), c.dx = needed(ctx, n.output);
+  c.dw = grad_of(ctx, n, ir::ParamRole::kWeight), c.db = grad_of(ctx, n, ir::ParamRole::kBias);
+  constant(ctx, "train::LinearGradCall", "kFcGrad_" + ctx.ids[i], named::items(c));
   call(ctx, n, "dx = dy W; dW = dy^T x; db = column sums of dy",
        fmt::format("v.linear_grad(kFcGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
   return true;
@@ -225,9 +237,11 @@ bool emit_train_dropout(EmitContext& ctx, const ir::Node& n, size_t i) {
   const bool backward = n.op == ir::OpKind::DropoutGrad;
   const ir::Node& f = backward ? forward_of(ctx, n) : n;
   const ir::ValueId x = n.inputs[0];
-  constant(ctx, "train::DropoutCall", "kDrop_" + ctx.ids[i],
-           {fmt::format("{:.9g}f", n.attrs.f("p")), num(ctx.train->node_index.at(f.name)),
-            num(ctx.g.type(n.output).sample_numel()), ctx.tensor(x), ctx.tensor(n.output)});
+  named::DropoutCall c;
+  c.p = fmt::format("{:.9g}f", n.attrs.f("p")), c.layer = ctx.train->node_index.at(f.name);
+  c.per_sample = ctx.g.type(n.output).sample_numel();
+  c.x = ctx.tensor(x), c.y = ctx.tensor(n.output);
+  constant(ctx, "train::DropoutCall", "kDrop_" + ctx.ids[i], named::items(c));
   call(ctx, n,
        backward ? "dx = dy * the step's mask"
                 : fmt::format("p = {:.9g}, a mask drawn from (seed, step, layer, element); the "
@@ -243,10 +257,12 @@ bool emit_train_dropout(EmitContext& ctx, const ir::Node& n, size_t i) {
 bool emit_train_slice(EmitContext& ctx, const ir::Node& n, size_t i) {
   const Dims d = dims_of(ctx.g.type(n.inputs[0]));
   const int64_t plane = d.h * d.w * 4, start = n.attrs.i("start"), count = n.attrs.i("count");
+  named::CopyCall part;
+  part.src = ctx.tensor(n.inputs[0]), part.y = ctx.tensor(n.output), part.dst_offset = 0;
+  part.dst_pitch = count * plane, part.src_pitch = d.c * plane, part.width = count * plane;
+  part.rows = 1, part.src_offset = start * plane;
   ctx.s.constants.line("constexpr zoc::CopyCall kSlice_{}[] = {{", ctx.ids[i]);
-  ctx.s.constants.line("    {{{}, {}, 0, {}, {}, {}, 1, {}}},", ctx.tensor(n.inputs[0]),
-                       ctx.tensor(n.output), count * plane, d.c * plane, count * plane,
-                       start * plane);
+  ctx.s.constants.wrapped("    {", named::items(part), "},");
   ctx.s.constants.line("}};");
   call(ctx, n, fmt::format("channels {}..{} of dy", start, start + count - 1),
        fmt::format("v.slice(kSlice_{}, {})", ctx.ids[i], ctx.name_literal(n)));
@@ -254,9 +270,10 @@ bool emit_train_slice(EmitContext& ctx, const ir::Node& n, size_t i) {
 }
 
 bool emit_train_loss(EmitContext& ctx, const ir::Node& n) {
-  constant(ctx, "train::LossCall", "kLossCall",
-           {num(ctx.g.type(n.inputs[0]).dims[0]), ctx.tensor(n.inputs[0]), ctx.tensor(n.output),
-            ctx.tensor(n.extra_outputs.at(0))});
+  named::LossCall c;
+  c.classes = ctx.g.type(n.inputs[0]).dims[0], c.logits = ctx.tensor(n.inputs[0]);
+  c.dlogits = ctx.tensor(n.output), c.loss = ctx.tensor(n.extra_outputs.at(0));
+  constant(ctx, "train::LossCall", "kLossCall", named::items(c));
   call(ctx, n, "mean softmax cross-entropy of the logits, and its gradient", "v.loss(kLossCall)");
   return true;
 }
@@ -271,6 +288,69 @@ bool emit_train_softmax(EmitContext& ctx, const ir::Node& n) {
   ctx.diags.error(n.loc, fmt::format("layer '{}' (softmax): the trainer does not support a "
                                      "softmax inside the model",
                                      shown_text(n.name)));
+  return false;
+}
+
+}  // namespace
+
+bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
+  const size_t i = static_cast<size_t>(&n - ctx.g.nodes.data());
+  switch (n.op) {
+    case ir::OpKind::Input:
+      return emit_train_input(ctx, n, i);
+    case ir::OpKind::Labels:
+      return true;  // the caller's labels, read by the loss
+    case ir::OpKind::Conv2d:
+      return emit_train_conv(ctx, n, i);
+    case ir::OpKind::GlobalAvgPool:
+    case ir::OpKind::MaxPool2d:
+    case ir::OpKind::AvgPool2d:
+      return emit_train_pool(ctx, n, i);
+    case ir::OpKind::Softmax:
+      return emit_train_softmax(ctx, n);
+    case ir::OpKind::BatchNorm2d:
+      return emit_train_batchnorm(ctx, n, i);
+    case ir::OpKind::Add:
+      return emit_add(ctx, n, i);
+    case ir::OpKind::Linear:
+      return emit_train_linear(ctx, n, i);
+    case ir::OpKind::Concat:
+      return emit_concat(ctx, n, i);
+    case ir::OpKind::Flatten:
+    case ir::OpKind::FlattenGrad:
+      return emit_view(ctx, n);
+    case ir::OpKind::Dropout:
+    case ir::OpKind::DropoutGrad:
+      return emit_train_dropout(ctx, n, i);
+#define ZOC_ACTIVATION(op, grad, math)                                      \
+  case ir::OpKind::op:                                                      \
+    return emit_train_activation(ctx, n, i, "zoc::act::Kind::k" #math,      \
+                                 ir::activation_params<act::math>(n));      \
+  case ir::OpKind::grad:                                                    \
+    return emit_train_activation_grad(ctx, n, i, "zoc::act::Kind::k" #math, \
+                                      ir::activation_params<act::math>(n));
+#include "compiler/ir/ops.def"
+    case ir::OpKind::SoftmaxCrossEntropy:
+      return emit_train_loss(ctx, n);
+    case ir::OpKind::Conv2dGrad:
+      return emit_train_conv_grad(ctx, n, i);
+    case ir::OpKind::BatchNorm2dGrad:
+      return emit_train_batchnorm_grad(ctx, n, i);
+    case ir::OpKind::LinearGrad:
+      return emit_train_linear_grad(ctx, n, i);
+    case ir::OpKind::MaxPool2dGrad:
+    case ir::OpKind::AvgPool2dGrad:
+    case ir::OpKind::GlobalAvgPoolGrad:
+      return emit_train_pool_grad(ctx, n, i);
+    case ir::OpKind::SliceChannels:
+      return emit_train_slice(ctx, n, i);
+    case ir::OpKind::Sgd:
+      return true;  // the trainer's sgd() runs every update at once
+    default:
+      break;  // refused before the training graph (emit_trainer.cpp), or not built yet
+  }
+  ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): the cuDNN backend does not support this op",
+                                     shown_text(n.name), ir::op_info(n.op).name));
   return false;
 }
 

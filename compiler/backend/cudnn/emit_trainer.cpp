@@ -19,14 +19,14 @@
 #include "compiler/passes/pipeline.h"
 #include "compiler/support/sanitize.h"
 #include "compiler/weights/weights.h"
-#include "zoc/core/init.h"
+#include "zoc/weights/init.h"
 
 namespace zoc::cudnn {
 
 std::string train_tensor(const EmitContext& ctx, ir::ValueId v) {
-  const passes::MemoryPlan::Slot& slot = ctx.plan.slots[static_cast<size_t>(v)];
+  const lower::MemoryPlan::Slot& slot = ctx.train->plan.slots[static_cast<size_t>(v)];
   const ir::ValueId root = slot.alias_of == ir::kNoValue ? v : slot.alias_of;
-  const passes::MemoryPlan::Slot& r = ctx.plan.slots[static_cast<size_t>(root)];
+  const lower::MemoryPlan::Slot& r = ctx.train->plan.slots[static_cast<size_t>(root)];
   if (r.pinned) {  // a parameter's gradient (grad.<name>) or its update (updated.<name>)
     const std::string& name = ctx.g.value_name(root);
     const std::string param = name.substr(name.find('.') + 1);
@@ -83,8 +83,8 @@ void index_graph(const ir::Graph& g, TrainInfo& info) {
 }
 
 // The memory plan: every parameter's gradient (and update) pinned at its parameter's offset.
-passes::MemoryPlan plan_training_memory(const ir::Graph& g, const TrainInfo& info) {
-  passes::MemoryPlanOptions o;
+lower::MemoryPlan plan_training_memory(const ir::Graph& g, const TrainInfo& info) {
+  lower::MemoryPlanOptions o;
   o.element_bytes = 4;
   o.external_input = false;  // copied into the arena: a captured step binds fixed pointers
   for (size_t v = 0; v < g.values.size(); ++v) {
@@ -98,7 +98,7 @@ passes::MemoryPlan plan_training_memory(const ir::Graph& g, const TrainInfo& inf
       }
     }
   }
-  return passes::plan_memory(g, o);
+  return lower::plan_memory(g, o);
 }
 
 // Emits every node but the sgd ones (sgd() runs them all at once): the forward sequence until
@@ -114,7 +114,7 @@ bool emit_nodes(EmitContext& ctx, CodeWriter* forward, CodeWriter* backward) {
       ctx.s.layers = CodeWriter(CodeWriter::kMaxColumns - 2);
       in_backward = true;
     }
-    ok = emit_layer(ctx, n) && ok;
+    ok = emit_train_layer(ctx, n) && ok;
     for (size_t b = 0; b < ctx.train->buckets.size(); ++b) {
       const GradBucket& bucket = ctx.train->buckets[b];
       if (bucket.last_node != k) continue;
@@ -164,13 +164,13 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
     h.line("using Bucket = zoc::train::Bucket;");
     h.line("static constexpr int kBuckets = {};", info.buckets.size());
     h.line("static const Bucket kBucketTable[kBuckets];");
-    h.comment(fmt::format("The training graph's memory plan: {}.", ctx.plan.summary()));
-    h.line("static constexpr size_t kArenaBytesPerSample = {};", ctx.plan.arena_bytes_per_sample);
-    h.line("static constexpr size_t kFixedBytes = {};", ctx.plan.fixed_bytes);
+    h.comment(fmt::format("The training graph's memory plan: {}.", info.plan.summary()));
+    h.line("static constexpr size_t kArenaBytesPerSample = {};", info.plan.arena_bytes_per_sample);
+    h.line("static constexpr size_t kFixedBytes = {};", info.plan.fixed_bytes);
     h.line("static constexpr size_t kLogits = {};  // the logits, per sample in the arena",
-           ctx.plan.slots[static_cast<size_t>(logits)].offset);
+           info.plan.slots[static_cast<size_t>(logits)].offset);
     h.line("static constexpr size_t kLoss = {};    // the mean loss, in the fixed region",
-           ctx.plan.slots[static_cast<size_t>(loss)].offset);
+           info.plan.slots[static_cast<size_t>(loss)].offset);
     bool dropout = false;
     for (const ir::Node& n : ctx.g.nodes) dropout = dropout || n.op == ir::OpKind::Dropout;
     h.line("static constexpr bool kHasDropout = {};", dropout ? "true" : "false");
@@ -245,7 +245,7 @@ std::string trainer_source(const EmitContext& ctx, const ir::Graph& model, const
       c.line("// Activations and their gradients: per-sample byte offsets in the arena (kA_), and");
       c.line("// BatchNorm's saved statistics and the loss: byte offsets in the fixed region (kF_).");
       for (size_t v = 0; v < ctx.g.values.size(); ++v) {
-        const passes::MemoryPlan::Slot& s = ctx.plan.slots[v];
+        const lower::MemoryPlan::Slot& s = info.plan.slots[v];
         if (s.alias_of != ir::kNoValue || s.offset < 0 || s.pinned) continue;
         const ir::ValueId id = static_cast<ir::ValueId>(v);
         c.line("constexpr size_t k{}_{} = {};  // %{}: {}", s.fixed ? "F" : "A", info.value_ids[v],
@@ -330,13 +330,10 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   TrainInfo info;
   plan_params(model, info);
   index_graph(g, info);
-  EmitContext ctx{g, target(Precision::kFP32), plan_training_memory(g, info), {}, {}, 0,
-                  false, 0, {}, {}, 0, diags, {}};
-  for (const ir::Node& n : g.nodes) ctx.ids.push_back(info.value_ids[static_cast<size_t>(n.output)]);
-  ctx.weights.assign(g.nodes.size(), WeightSlot{});
-  ctx.side_of.assign(g.nodes.size(), -1);
-  ctx.joins_at.assign(g.nodes.size(), {});
-  ctx.train = &info;
+  info.plan = plan_training_memory(g, info);
+  EmitContext ctx{g, target(Precision::kFP32), {}, diags, {}, &info};
+  for (const ir::Node& n : g.nodes)
+    ctx.ids.push_back(info.value_ids[static_cast<size_t>(n.output)]);
   info.buckets = plan_buckets(g, info);
 
   CodeWriter forward, backward;
@@ -355,8 +352,8 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   const std::string head = banner(options, model.name + " (trainer)", hash, false);
   Generated gen;
   gen.class_name = cls;
-  gen.arena_bytes_per_sample = ctx.plan.arena_bytes_per_sample;
-  gen.unshared_bytes_per_sample = ctx.plan.unplanned_bytes_per_sample;
+  gen.arena_bytes_per_sample = info.plan.arena_bytes_per_sample;
+  gen.unshared_bytes_per_sample = info.plan.unplanned_bytes_per_sample;
   gen.weight_bytes = 3 * info.param_elements * 4;
   gen.files = {{"CMakeLists.txt",
                 cmake_lists(banner(options, model.name + " (trainer)", hash, false, "#"), base) +

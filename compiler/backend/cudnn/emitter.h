@@ -1,4 +1,9 @@
-// The cuDNN backend: a verified, optimized graph to a standalone C++/CUDA folder.
+// The cuDNN backend: a graph lowered for it to a standalone C++/CUDA folder.
+//
+// The backend describes itself to lower-to-target (lowering_target: its precision's dtype and
+// layout, and the compile's choices of convolution API, linear and depthwise layers, input
+// padding and streams); the lowered graph then holds every decision (compiler/ir/lowering.h)
+// and the emitter prints it.
 //
 // The folder holds a concrete model class (header + host .cpp) whose constructor creates every
 // descriptor, packs the weights and allocates one activation arena, and whose forward() is a
@@ -13,6 +18,7 @@
 
 #include "compiler/backend/cudnn/target.h"
 #include "compiler/ir/graph.h"
+#include "compiler/lower/target_desc.h"
 #include "compiler/support/diagnostics.h"
 
 namespace zoc::cudnn {
@@ -28,7 +34,7 @@ enum class ConvApi { kLegacy, kGraph };
 // convolution's. The latter also keeps the model off cuBLAS entirely.
 enum class LinearApi { kCublas, kCudnn };
 
-// How depthwise convolutions (groups = channels) run: zoc's kernel (zoc/core/depthwise.cuh,
+// How depthwise convolutions (groups = channels) run: zoc's kernel (zoc/kernels/depthwise.cuh,
 // fused epilogue, NHWC vectorised) or cuDNN's grouped convolution. Measured on an H100, fp16
 // MobileNetV2 at batch 256: see DepthwiseApi's default in the driver.
 enum class DepthwiseApi { kZoc, kCudnn };
@@ -71,8 +77,12 @@ struct Generated {
   int64_t weight_bytes = 0;
 };
 
-// The graph must have gone through the inference pass pipeline. Unsupported constructs
-// (e.g. ceil_mode pooling) are reported against their layers; nullopt on any error.
+// What lower-to-target needs to know of this backend for a compile with these options.
+lower::TargetDesc lowering_target(const EmitOptions& options);
+
+// The graph must have gone through the inference pass pipeline with lowering_target(options) as
+// its target (the same options: their command and version are stamped, their precision must be
+// the graph's). nullopt, with an error, otherwise.
 std::optional<Generated> emit(const ir::Graph& graph, const EmitOptions& options,
                               Diagnostics& diags);
 

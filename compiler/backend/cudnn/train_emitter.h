@@ -1,9 +1,9 @@
 // What the cuDNN emitter knows when it emits a trainer (emit_trainer.cpp) besides what any
 // emission knows (emit_internal.h): the parameters' layout in PyTorch's order, the values'
 // names and readers in the training graph, and the gradient buckets of data-parallel training.
-// The training graph's nodes go through the same per-op switch as inference (emit_layer in
-// emit_layers.cpp); the snippets of the training-only ops, and of the forward ops in the
-// trainer's fp32 NCHW, PyTorch-layout form, are in emit_train_layers.cpp.
+// The training graph's nodes go through emit_train_layer's switch (emit_train_layers.cpp): the
+// snippets of the training-only ops, and of the forward ops in the trainer's fp32 NCHW,
+// PyTorch-layout form, are there; add, concat and flatten share inference's.
 #pragma once
 
 #include <map>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/backend/cudnn/emit_internal.h"
+#include "compiler/lower/memory_plan.h"
 
 namespace zoc::cudnn {
 
@@ -40,6 +41,7 @@ struct TrainInfo {
   std::vector<int> readers;            // per value: how many node inputs read it
   std::vector<GradBucket> buckets;
   std::map<std::string, size_t> node_index;  // node name -> index in the training graph
+  lower::MemoryPlan plan;                    // the training graph's memory plan
 };
 
 // The training graph's bucket plan (emit_train_sync.cpp): PyTorch DDP's defaults.

@@ -10,7 +10,7 @@
 #include "compiler/backend/reference/runner.h"
 #include "compiler/ir/activation_params.h"
 #include "compiler/support/checked_math.h"
-#include "zoc/core/fold.h"
+#include "zoc/weights/fold.h"
 
 namespace zoc::ref {
 namespace detail {
@@ -184,7 +184,7 @@ void Runner::conv2d(const ir::Node& node) {
 }
 
 // conv + bias (+ folded BN) (+ residual) (+ ReLU), computed as the unfused layers would be,
-// with the BN folded by the same arithmetic the generated code uses (zoc/core/fold.h).
+// with the BN folded by the same arithmetic the generated code uses (zoc/weights/fold.h).
 void Runner::fused_conv(const ir::Node& node) {
   const ir::Attrs& a = node.attrs;
   const Conv2dShape cs = conv_shape_of(a, dims(node.inputs[0]), dims(node.output), n_);

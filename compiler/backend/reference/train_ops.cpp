@@ -148,7 +148,7 @@ void Runner::adaptive_avgpool2d_grad(const ir::Node& node) {
                               adaptive_shape_of(node.inputs[0], node.inputs[1]));
 }
 
-// PyTorch's SGD as zoc/train/kernels.cuh computes it, in float.
+// PyTorch's SGD as zoc/kernels/train_kernels.cuh computes it, in float.
 void Runner::sgd(const ir::Node& node) {
   const ir::ParamSpec& p = node.params.at(0);
   const float* w = param(node, p.role);

@@ -28,7 +28,7 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/device.h"
 #include "zoc/core/expected.h"
-#include "zoc/core/weight_source.h"
+#include "zoc/weights/weight_source.h"
 #include "zoc/cudnn/model_state.h"
 #include "zoc/cudnn/model_steps.h"
 #include "zoc/cudnn/plan_file.h"

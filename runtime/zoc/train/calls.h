@@ -17,13 +17,14 @@
 
 #include "zoc/cudnn/layers.h"
 #include "zoc/cudnn/model_calls.h"
+#include "zoc/train/call_fields.h"
 #include "zoc/math/activations.h"
 #include "zoc/train/layers.h"
 
 namespace zoc::train {
 
 // A parameter of the state_dict: where it lies in params(), grads() and the momenta, its shape,
-// whether SGD updates it, and how it is drawn without a weights file (zoc/core/init.h).
+// whether SGD updates it, and how it is drawn without a weights file (zoc/weights/init.h).
 struct Param {
   const char* name;
   size_t offset;  // in floats
@@ -40,77 +41,39 @@ struct Bucket {
   size_t offset, count;
 };
 
-// y = conv(x, w) (+ b); parameters w, b at byte offsets of params().
+// Each call constant, declared from its field list (zoc/train/call_fields.h says what each holds).
 struct ConvTrainCall {
-  ConvGeometry g;
-  size_t x, w, b, y;
+  ZOC_FIELDS_ConvTrainCall(ZOC_DECLARE_FIELD)
 };
-
-// dx = conv^T(dy) (kNoTensor: not needed), dw and db (grads() offsets; db kNoTensor if none).
 struct ConvGradCall {
-  size_t x, dy, w, dx, dw, db;
+  ZOC_FIELDS_ConvGradCall(ZOC_DECLARE_FIELD)
 };
-
-// Batch norm with its parameters in params() (gamma, beta, running mean, running variance) and
-// its saved statistics in the fixed region ([2, c]: mean, then inverse deviation).
 struct BatchNormTrainCall {
-  int c, h, w;
-  double eps, momentum;
-  size_t x, y, gamma, beta, mean, var, saved;
+  ZOC_FIELDS_BatchNormTrainCall(ZOC_DECLARE_FIELD)
 };
-
-// dx = BN'(dy); dgamma, dbeta into grads().
 struct BatchNormGradCall {
-  int c;
-  double eps;
-  size_t x, dy, saved, gamma, dx, dgamma, dbeta;
+  ZOC_FIELDS_BatchNormGradCall(ZOC_DECLARE_FIELD)
 };
-
-// A unary pointwise activation over `per_sample` elements: y = f(x); its backward reads the
-// forward's output or input (`s`, as zoc::act's kFromOutput says).
 struct ActivationTrainCall {
-  act::Kind kind;
-  act::Params params;
-  int64_t per_sample;
-  size_t x, y;
+  ZOC_FIELDS_ActivationTrainCall(ZOC_DECLARE_FIELD)
 };
 struct ActivationGradCall {
-  act::Kind kind;
-  act::Params params;
-  int64_t per_sample;
-  size_t s, dy, dx;
+  ZOC_FIELDS_ActivationGradCall(ZOC_DECLARE_FIELD)
 };
-
-// dx = pool'(dy), for the PoolCall of the same layer (y: the forward's output, or for average
-// pooling, which does not read it, any tensor of its shape).
 struct PoolGradCall {
-  size_t x, y, dy, dx;
+  ZOC_FIELDS_PoolGradCall(ZOC_DECLARE_FIELD)
 };
-
-// y[n, out] = x W^T (+ b), parameters in params().
 struct LinearTrainCall {
-  int in, out;
-  size_t w, b, x, y;
+  ZOC_FIELDS_LinearTrainCall(ZOC_DECLARE_FIELD)
 };
-// dx = dy W (kNoTensor: not needed); dW = dy^T x; db = column sums of dy (grads()).
 struct LinearGradCall {
-  int in, out;
-  size_t x, dy, w, dx, dw, db;
+  ZOC_FIELDS_LinearGradCall(ZOC_DECLARE_FIELD)
 };
-
-// Dropout with probability p: masks from (seed, step, layer, element), the same in backward.
 struct DropoutCall {
-  float p;
-  uint64_t layer;
-  int64_t per_sample;
-  size_t x, y;
+  ZOC_FIELDS_DropoutCall(ZOC_DECLARE_FIELD)
 };
-
-// The mean softmax cross-entropy of `logits` against the labels: dlogits into the arena, the
-// loss into the fixed region.
 struct LossCall {
-  int classes;
-  size_t logits, dlogits, loss;
+  ZOC_FIELDS_LossCall(ZOC_DECLARE_FIELD)
 };
 
 }  // namespace zoc::train

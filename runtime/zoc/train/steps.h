@@ -21,7 +21,7 @@
 #include "zoc/train/calls.h"
 #include "zoc/train/dist.h"
 #include "zoc/train/layers.h"
-#include "zoc/train/trainer_kernels.h"
+#include "zoc/kernels/trainer_kernels.h"
 
 namespace zoc::train {
 

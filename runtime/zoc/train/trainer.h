@@ -27,12 +27,12 @@
 
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
-#include "zoc/core/init.h"
-#include "zoc/core/weight_source.h"
+#include "zoc/weights/init.h"
+#include "zoc/weights/weight_source.h"
 #include "zoc/train/dist.h"
 #include "zoc/train/run_step.h"
 #include "zoc/train/steps.h"
-#include "zoc/train/trainer_kernels.h"
+#include "zoc/kernels/trainer_kernels.h"
 
 namespace zoc {
 
@@ -40,7 +40,7 @@ template <class M>
 class Trainer {
  public:
   // weights: a safetensors file with state_dict names, or empty for PyTorch's default
-  // initialization drawn with `seed` (zoc/core/init.h). Steps take up to max_batch samples.
+  // initialization drawn with `seed` (zoc/weights/init.h). Steps take up to max_batch samples.
   // benchmark: pick each convolution's algorithms by timing cuDNN's exact fp32 candidates (as
   // cudnn.benchmark), else by cuDNN's heuristics; deterministic: only algorithms cuDNN marks
   // deterministic, so that the same steps give the same bits.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "zoc/core/cuda_check.h"
+#include "zoc/cudnn/call_fields.h"
 #include "zoc/cudnn/exact.h"
 #include "zoc/core/expected.h"
 #include "zoc/cudnn/plan_file.h"
@@ -25,13 +26,9 @@
 
 namespace zoc {
 
-// How a model's tensors are stored and computed.
+// How a model's tensors are stored and computed (its fields: zoc/cudnn/call_fields.h).
 struct Precision {
-  cudnnDataType_t data;        // element type of activations and weights
-  cudnnTensorFormat_t format;  // NCHW (fp32/tf32) or NHWC (fp16/bf16)
-  cudnnMathType_t math;        // CUDNN_FMA_MATH: no tensor cores (fp32, TF32 off)
-  cudaDataType_t blas_type;
-  cublasComputeType_t blas_compute;
+  ZOC_FIELDS_Precision(ZOC_DECLARE_FIELD)
 };
 
 inline Status set_tensor(cudnnTensorDescriptor_t d, const Precision& p, int n, int c, int h,
@@ -40,17 +37,9 @@ inline Status set_tensor(cudnnTensorDescriptor_t d, const Precision& p, int n, i
   return Status::success();
 }
 
+// A fused convolution's shape (its fields: zoc/cudnn/call_fields.h).
 struct ConvShape {
-  int c, h, w;  // input channels (as stored, including padding), height, width
-  int k, r, s;  // output channels, kernel height and width
-  int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups;
-  int out_h, out_w;
-  bool relu;  // ReLU in the epilogue (the one activation the legacy call fuses), else identity
-  // Instead, any activation cuDNN's pointwise operations express (act::cudnn_pointwise), in the
-  // epilogue of a graph-API convolution (GraphConvLayer); the legacy ConvLayer refuses it.
-  bool other_activation = false;
-  act::Kind activation = act::Kind::kRelu;
-  act::Params activation_params{};
+  ZOC_FIELDS_ConvShape(ZOC_DECLARE_FIELD)
 };
 
 // Times `call` (a cuDNN call enqueued on `stream`, returning its status) as the generated
@@ -254,8 +243,7 @@ class ConvLayer {
 };
 
 struct PoolShape {
-  cudnnPoolingMode_t mode;
-  int c, h, w, kh, kw, pad_h, pad_w, stride_h, stride_w, out_h, out_w;
+  ZOC_FIELDS_PoolShape(ZOC_DECLARE_FIELD)
 };
 
 class PoolLayer {

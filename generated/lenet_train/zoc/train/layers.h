@@ -18,6 +18,7 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/cudnn/exact.h"
 #include "zoc/core/expected.h"
+#include "zoc/train/call_fields.h"
 
 namespace zoc::train {
 
@@ -26,8 +27,9 @@ inline Status set4d(cudnnTensorDescriptor_t d, int n, int c, int h, int w, const
   return Status::success();
 }
 
+// A convolution's geometry (its fields: zoc/train/call_fields.h).
 struct ConvGeometry {
-  int c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups, out_h, out_w;
+  ZOC_FIELDS_ConvGeometry(ZOC_DECLARE_FIELD)
 };
 
 // A convolution with an optional bias: y = conv(x, w) + b; backward gives dx (+=), dw, db.

@@ -21,7 +21,7 @@
 
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
-#include "zoc/core/model_kernels.h"
+#include "zoc/kernels/model_kernels.h"
 #include "zoc/cudnn/graph_layer.h"
 #include "zoc/cudnn/layers.h"
 #include "zoc/cudnn/model_calls.h"
@@ -376,7 +376,7 @@ struct Run {
     ZOC_CUDA(cudaMemcpyAsync(output, act(c.y), bytes, cudaMemcpyDeviceToDevice, stream), "output");
     return mark();
   }
-  // The zoo's layers, through zoc/core/layer_kernels.cuh.
+  // The zoo's layers, through zoc/kernels/layer_kernels.cuh.
   Status mul(const MulCall& c, const char* name) {
     const void* s_data = c.s_is_weight ? static_cast<const void*>(s.weight(c.s)) : act(c.s);
     ZOC_CUDA(model_kernels::channel_mul(act(c.x), s_data, act(c.y), int64_t(n) * c.per_sample, c.m,

@@ -511,7 +511,10 @@ inline Status write_file(const std::string& path, const std::vector<TensorToWrit
       return fail("total data size overflows 64 bits");
     std::string v = "{\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(end) +
                     "],\"dtype\":\"" + dtype_name(t.dtype) + "\",\"shape\":[";
-    for (size_t i = 0; i < t.shape.size(); ++i) v += (i ? "," : "") + std::to_string(t.shape[i]);
+    for (size_t i = 0; i < t.shape.size(); ++i) {
+      if (i) v += ',';  // not `"," + ...`: GCC 12's -Wrestrict false positive (bug 105651)
+      v += std::to_string(t.shape[i]);
+    }
     entries.emplace_back(t.name, v + "]}");
     offset = end;
   }

@@ -1,0 +1,135 @@
+// The snippets of the layers cuDNN has no call for, which run zoc's own kernels: channel and
+// elementwise multiply (squeeze-and-excitation), layer scale and layer norm (ConvNeXt), channel
+// shuffle and channel slices (ShuffleNetV2), adaptive average pooling. Each is a call constant
+// and one call of zoc/cudnn/model_steps.h's Run step into zoc/kernels/layer_kernels.cuh (a slice
+// is a strided copy); layer scale and layer norm also pack their parameters.
+#include "compiler/backend/cudnn/emit_snippet.h"
+#include "compiler/backend/cudnn/named_init.h"
+#include "compiler/support/sanitize.h"
+#include "compiler/weights/weights.h"
+
+namespace zoc::cudnn {
+namespace {
+
+using snippet::comment;
+using snippet::constant;
+using snippet::Dims;
+using snippet::dims_of;
+using snippet::param;
+using snippet::timed_call;
+
+// y = x * s with s of x's shape, a channel vector per sample, or (layer scale) a packed weight.
+void mul_call(EmitContext& ctx, const ir::Node& n, size_t i, const std::string& s,
+              bool elementwise, bool s_is_weight, const std::string& what) {
+  const Dims d = dims_of(ctx.g.type(n.output));
+  named::ChannelMulShape m;
+  m.c = d.c, m.hw = d.h * d.w, m.nhwc = snippet::nhwc_flag(ctx, n.output);
+  m.per_sample = !s_is_weight, m.elementwise = elementwise;
+  named::MulCall call;
+  call.m = m, call.per_sample = ctx.g.type(n.output).sample_numel();
+  call.x = ctx.tensor(n.inputs[0]), call.s = s, call.y = ctx.tensor(n.output);
+  call.s_is_weight = s_is_weight;
+  constant(ctx, "MulCall", "kMul_" + ctx.ids[i], named::items(call));
+  comment(ctx, n, what);
+  timed_call(ctx, n, "v.mul(kMul_{}, {})", ctx.ids[i], ctx.name_literal(n));
+}
+
+bool emit_mul(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const bool elementwise = ctx.g.type(n.inputs[0]).dims == ctx.g.type(n.inputs[1]).dims;
+  mul_call(ctx, n, i, ctx.tensor(n.inputs[1]), elementwise, false,
+           elementwise ? "elementwise multiply" : "multiply each channel by a per-sample scale");
+  return true;
+}
+
+bool emit_layer_scale(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const ir::ParamSpec* gamma = param(n, ir::ParamRole::kScale);
+  const InitChoice init = init_choice(n, *gamma);
+  ctx.s.pack.line("ZOC_TRY(zoc::pack_tensor(source, \"{}\", {{{}, 1, 1}}, {}, kDType, staging + kW_{}));",
+                  sanitize_comment(gamma->name), gamma->shape[0], init_rule_cpp(init.rule),
+                  ctx.ids[i]);
+  mul_call(ctx, n, i, "kW_" + ctx.ids[i], false, true, "layer scale (x * gamma per channel)");
+  return true;
+}
+
+bool emit_layernorm(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const std::string& id = ctx.ids[i];
+  const Dims d = dims_of(ctx.g.type(n.output));
+  const ir::ParamSpec* w = param(n, ir::ParamRole::kNormWeight);
+  const ir::ParamSpec* b = param(n, ir::ParamRole::kNormBias);
+  ctx.s.pack.line("ZOC_TRY(zoc::pack_layernorm(source, \"{}\", \"{}\", {}, staging + kW_{}));",
+                  sanitize_comment(w->name), sanitize_comment(b->name), d.c, id);
+  named::LayerNormCall call;
+  call.c = d.c, call.hw = d.h * d.w, call.params = "kW_" + id;
+  call.eps = fmt::format("{:.9g}f", n.attrs.f("eps"));
+  call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  constant(ctx, "LayerNormCall", "kLn_" + id, named::items(call));
+  comment(ctx, n, fmt::format("layer norm over {} channels at each pixel", d.c));
+  timed_call(ctx, n, "v.layernorm(kLn_{}, {})", id, ctx.name_literal(n));
+  return true;
+}
+
+bool emit_channel_shuffle(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims d = dims_of(ctx.g.type(n.output));
+  const int64_t groups = n.attrs.i("groups");
+  named::ShuffleCall call;
+  call.c = d.c, call.hw = d.h * d.w, call.groups = groups;
+  call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  constant(ctx, "ShuffleCall", "kShuffle_" + ctx.ids[i], named::items(call));
+  comment(ctx, n, fmt::format("channel shuffle of {} channels in {} groups", d.c, groups));
+  timed_call(ctx, n, "v.shuffle(kShuffle_{}, {})", ctx.ids[i], ctx.name_literal(n));
+  return true;
+}
+
+bool emit_adaptive_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
+  named::AdaptiveGeometry g;
+  g.c = in.c, g.h = in.h, g.w = in.w, g.out_h = out.h, g.out_w = out.w;
+  g.nhwc = snippet::nhwc_flag(ctx, n.inputs[0]);
+  named::AdaptivePoolCall call;
+  call.g = g, call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  constant(ctx, "AdaptivePoolCall", "kPool_" + ctx.ids[i], named::items(call));
+  comment(ctx, n, n.op == ir::OpKind::GlobalAvgPool
+                      ? fmt::format("global average pool {}x{} (zoc's kernel)", in.h, in.w)
+                      : fmt::format("adaptive average pool {}x{} -> {}x{}", in.h, in.w, out.h,
+                                    out.w));
+  timed_call(ctx, n, "v.adaptive_pool(kPool_{}, {})", ctx.ids[i], ctx.name_literal(n));
+  return true;
+}
+
+}  // namespace
+
+bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
+  switch (n.op) {
+    case ir::OpKind::Mul: return emit_mul(ctx, n, i);
+    case ir::OpKind::LayerScale: return emit_layer_scale(ctx, n, i);
+    case ir::OpKind::LayerNorm: return emit_layernorm(ctx, n, i);
+    case ir::OpKind::ChannelShuffle: return emit_channel_shuffle(ctx, n, i);
+    case ir::OpKind::AdaptiveAvgPool2d:
+    case ir::OpKind::GlobalAvgPool:  // an adaptive pool to 1x1 where the lowering chose it
+      return emit_adaptive_pool(ctx, n, i);
+    default: break;
+  }
+  ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): not a layer of zoc's kernels",
+                                     shown_text(n.name), ir::op_info(n.op).name));
+  return false;
+}
+
+// Channels [start, start + count) as one strided copy: per pixel (NHWC) or per sample (NCHW).
+bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims in = dims_of(ctx.g.type(n.inputs[0]));
+  const int64_t start = n.attrs.i("start"), count = n.attrs.i("count");
+  const auto [unit, rows] = snippet::copy_rows(ctx, n.inputs[0]);
+  const int64_t src_pitch = ctx.stored_channels(n.inputs[0]) * unit;
+  named::CopyCall part;
+  part.src = ctx.tensor(n.inputs[0]), part.y = ctx.tensor(n.output);
+  part.dst_offset = 0, part.dst_pitch = count * unit, part.src_pitch = src_pitch;
+  part.width = count * unit, part.rows = rows, part.src_offset = start * unit;
+  ctx.s.constants.line("constexpr zoc::CopyCall kSlice_{}[] = {{", ctx.ids[i]);
+  ctx.s.constants.wrapped("    {", named::items(part), "},");
+  ctx.s.constants.line("}};");
+  comment(ctx, n, fmt::format("channels {}..{} of {}", start, start + count - 1, in.c));
+  timed_call(ctx, n, "v.concat(kSlice_{}, {})", ctx.ids[i], ctx.name_literal(n));
+  return true;
+}
+
+}  // namespace zoc::cudnn

@@ -1,0 +1,142 @@
+// <model>_kernels.cu: the host functions of zoc/kernels/model_kernels.h that the model's layers
+// call, for its element type, each forwarding to a kernel template of zoc/kernels/ (nvcc only).
+// A function no layer of the lowered graph calls is left out, and so is the header of kernels
+// none of them launches: nvcc compiles only the kernels the model runs (a ResNet-50 compiled
+// the depthwise convolution, layer norm and channel shuffle too). The runtime calls each
+// function only from the step of its layer kind (zoc/cudnn/model_steps.h, templates
+// instantiated per layer), so a left-out one is never referenced.
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "compiler/backend/cudnn/emit_internal.h"
+
+namespace zoc::cudnn {
+namespace {
+
+// One host function: the header of the kernel it launches, its definition for element type T,
+// and whether a lowered graph calls it.
+struct HostFunction {
+  const char* header;
+  const char* definition;
+  bool (*used)(const ir::Graph& g);
+};
+
+bool any_epilogue(const ir::Graph& g, ir::Epilogue e) {
+  for (const ir::Node& n : g.nodes) {
+    if (n.lowered->epilogue == e) return true;
+  }
+  return false;
+}
+
+// The definitions are raw strings, written as generated (T: the model's element type).
+const HostFunction kFunctions[] = {
+    {"zoc/kernels/kernels.cuh", R"(
+cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, int c_stored,
+                          cudaStream_t stream) {
+  return kernels::launch_nchw_to_nhwc<T>(in, static_cast<T*>(out), n, c, h, w, c_stored,
+                                         stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::InputConvert); }},
+    {"zoc/kernels/kernels.cuh", R"(
+cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t stream) {
+  return kernels::launch_to_float<T>(static_cast<const T*>(in), out, count, stream);
+})",
+     [](const ir::Graph& g) { return g.target->output_convert; }},
+    // A cuBLAS linear layer's bias.
+    {"zoc/kernels/kernels.cuh", R"(
+cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, cudaStream_t stream) {
+  return kernels::launch_bias_rows<T>(static_cast<T*>(y), static_cast<const T*>(bias), rows,
+                                      cols, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::LinearGemm); }},
+    {"zoc/kernels/kernels.cuh", R"(
+cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream) {
+  return kernels::launch_add<T>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                static_cast<T*>(y), count, false, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Add); }},
+    // Activation layers, an activation after a convolution whose epilogue lacks it, and every
+    // graph-API convolution (its split form, which tuning may choose, runs it).
+    {"zoc/kernels/kernels.cuh", R"(
+cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
+                       cudaStream_t stream) {
+  return kernels::launch_activation<T>(kind, p, static_cast<const T*>(x), static_cast<T*>(y),
+                                       count, stream);
+})",
+     [](const ir::Graph& g) {
+       return any_layer(g, ir::LayerKind::Activation) || any_layer(g, ir::LayerKind::ConvGraph) ||
+              any_epilogue(g, ir::Epilogue::kSeparate);
+     }},
+    {"zoc/kernels/layer_kernels.cuh", R"(
+cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, ChannelMulShape m,
+                        cudaStream_t stream) {
+  return kernels::launch_channel_mul<T, T>(static_cast<const T*>(x), static_cast<const T*>(s),
+                                           static_cast<T*>(y), count, m, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Mul); }},
+    {"zoc/kernels/layer_kernels.cuh", R"(
+cudaError_t layernorm(const void* x, void* y, const float* gamma, const float* beta, int64_t n,
+                      int64_t c, int64_t hw, bool nhwc, float eps, cudaStream_t stream) {
+  return kernels::launch_layernorm<T>(static_cast<const T*>(x), static_cast<T*>(y), gamma, beta,
+                                      n, c, hw, nhwc, eps, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::LayerNorm); }},
+    {"zoc/kernels/layer_kernels.cuh", R"(
+cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_t hw,
+                            int64_t groups, bool nhwc, cudaStream_t stream) {
+  return kernels::launch_channel_shuffle<T>(static_cast<const T*>(x), static_cast<T*>(y), n, c,
+                                            hw, groups, nhwc, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Shuffle); }},
+    {"zoc/kernels/layer_kernels.cuh", R"(
+cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream) {
+  return kernels::launch_pool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::PoolKernel); }},
+    {"zoc/kernels/layer_kernels.cuh", R"(
+cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry g,
+                             cudaStream_t stream) {
+  return kernels::launch_adaptive_avgpool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g,
+                                             stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::AdaptivePool); }},
+    {"zoc/kernels/depthwise.cuh", R"(
+cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,
+                           int64_t n, DepthwiseGeometry g, cudaStream_t stream) {
+  return kernels::launch_depthwise<T>(static_cast<const T*>(x), static_cast<const T*>(w),
+                                      static_cast<const T*>(b), static_cast<const T*>(z),
+                                      static_cast<T*>(y), n, g, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ConvDepthwise); }},
+};
+
+}  // namespace
+
+std::string kernels_source(const ir::Graph& g, const std::string& head, const std::string& base,
+                           const Target& t) {
+  std::set<std::string> headers = {"zoc/kernels/model_kernels.h"};
+  std::vector<const HostFunction*> used;
+  for (const HostFunction& f : kFunctions) {
+    if (!f.used(g)) continue;
+    used.push_back(&f);
+    headers.insert(f.header);
+  }
+  CodeWriter cu;
+  cu.raw_line(head);
+  cu.line("// Custom kernels of {}, for its element type ({}): the host functions of", base,
+          t.cuda_type);
+  cu.line("// zoc/kernels/model_kernels.h that its layers call.");
+  for (const std::string& h : headers) cu.line("#include \"{}\"", h);
+  cu.blank();
+  {
+    auto ns = cu.ns("namespace zoc::model_kernels", "}  // namespace zoc::model_kernels");
+    cu.line("using T = {};", t.cuda_type);
+    cu.blank();
+    for (const HostFunction* f : used) cu.raw_line(f->definition + 1);  // after R"(\n
+  }
+  return cu.str();
+}
+
+}  // namespace zoc::cudnn

@@ -1,0 +1,78 @@
+// The shapes zoc's own kernels take (zoc/kernels/layer_kernels.cuh, depthwise.cuh), each declared
+// from its field list, which zoc's emitter prints generated constants from (zoc/core/fields.h).
+// Plain C++17, no CUDA: the compiler includes it too.
+#pragma once
+
+#include <cstdint>
+
+#include "zoc/core/fields.h"
+#include "zoc/math/activations.h"
+
+// y = x * s: s per channel (per sample: [N, C]; else [C], shared by every sample), or with
+// `elementwise` of x's shape.
+#define ZOC_FIELDS_ChannelMulShape(X) \
+  X(int64_t, c, 0)                    \
+  X(int64_t, hw, 1)                   \
+  X(bool, nhwc, false)                \
+  X(bool, per_sample, false)          \
+  X(bool, elementwise, false)
+
+// A window over an image: input channels, height and width; output size; window size,
+// stride, padding and dilation (pooling's and the depthwise convolution's).
+#define ZOC_FIELDS_KernelWindow(X) \
+  X(int64_t, c, 0)                 \
+  X(int64_t, h, 0)                 \
+  X(int64_t, w, 0)                 \
+  X(int64_t, out_h, 1)             \
+  X(int64_t, out_w, 1)             \
+  X(int64_t, kh, 1)                \
+  X(int64_t, kw, 1)                \
+  X(int64_t, stride_h, 1)          \
+  X(int64_t, stride_w, 1)          \
+  X(int64_t, pad_h, 0)             \
+  X(int64_t, pad_w, 0)             \
+  X(int64_t, dil_h, 1)             \
+  X(int64_t, dil_w, 1)
+
+// A pooling window's geometry (the IR's attributes after shape inference), max or average
+// (count_include_pad: the divisor counts the taps in the padded input, else in the input).
+#define ZOC_FIELDS_PoolGeometry(X)  \
+  ZOC_FIELDS_KernelWindow(X)        \
+  X(bool, max, false)               \
+  X(bool, count_include_pad, false) \
+  X(bool, nhwc, false)
+
+#define ZOC_FIELDS_AdaptiveGeometry(X) \
+  X(int64_t, c, 0)                     \
+  X(int64_t, h, 0)                     \
+  X(int64_t, w, 0)                     \
+  X(int64_t, out_h, 1)                 \
+  X(int64_t, out_w, 1)                 \
+  X(bool, nhwc, false)
+
+// A depthwise convolution (groups = c = output channels) and its fused epilogue:
+// y = act(conv(x, w) + b [+ z]), act none unless `activation`. nhwc: the filter then tap-major
+// [kh, kw, c], else [c, kh, kw].
+#define ZOC_FIELDS_DepthwiseGeometry(X)     \
+  ZOC_FIELDS_KernelWindow(X)                \
+  X(bool, nhwc, false)                      \
+  X(bool, activation, false)                \
+  X(act::Kind, kind, zoc::act::Kind::kRelu) \
+  X(act::Params, params, {})
+
+namespace zoc {
+
+struct ChannelMulShape {
+  ZOC_FIELDS_ChannelMulShape(ZOC_DECLARE_FIELD)
+};
+struct PoolGeometry {
+  ZOC_FIELDS_PoolGeometry(ZOC_DECLARE_FIELD)
+};
+struct AdaptiveGeometry {
+  ZOC_FIELDS_AdaptiveGeometry(ZOC_DECLARE_FIELD)
+};
+struct DepthwiseGeometry {
+  ZOC_FIELDS_DepthwiseGeometry(ZOC_DECLARE_FIELD)
+};
+
+}  // namespace zoc

@@ -1,0 +1,45 @@
+// The custom kernels a generated model calls between its cuDNN and cuBLAS calls, as host
+// functions with type-erased pointers: declared here for the C++ side (zoc/cudnn/model_steps.h),
+// defined in each generated folder's <model>_kernels.cu for its element type by forwarding to
+// zoc/kernels/kernels.cuh, so the model's C++ needs no CUDA compiler. zoc-verify recognises them as
+// the model's kernel wrappers (a `*_kernels.h` declaration defined in the folder's .cu).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "zoc/kernels/kernel_shapes.h"
+#include "zoc/math/activations.h"
+
+namespace zoc::model_kernels {
+
+// fp32 NCHW -> NHWC in the model's element type; channels c..c_stored-1 are zeros.
+cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w, int c_stored,
+                          cudaStream_t stream);
+// The model's element type -> fp32.
+cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t stream);
+// y[r, c] = bias[c] (before a GEMM with beta = 1).
+cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, cudaStream_t stream);
+// y = a + b, elementwise.
+cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream);
+// y = x * s: s per channel (and sample), or elementwise (zoc/kernels/layer_kernels.cuh).
+cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, ChannelMulShape m,
+                        cudaStream_t stream);
+// Layer norm over the channels at every pixel; gamma and beta fp32.
+cudaError_t layernorm(const void* x, void* y, const float* gamma, const float* beta, int64_t n,
+                      int64_t c, int64_t hw, bool nhwc, float eps, cudaStream_t stream);
+cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_t hw,
+                            int64_t groups, bool nhwc, cudaStream_t stream);
+// Max or average pooling with PyTorch's edge rules (ceil_mode, dilation, both divisors).
+cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream);
+cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry g,
+                             cudaStream_t stream);
+// y = act(depthwise_conv(x, w) + b [+ z]) (zoc/kernels/depthwise.cuh); z may be null.
+cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,
+                           int64_t n, DepthwiseGeometry g, cudaStream_t stream);
+// y = f(x) for an activation of zoc/math/activations.h, elementwise.
+cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
+                       cudaStream_t stream);
+
+}  // namespace zoc::model_kernels

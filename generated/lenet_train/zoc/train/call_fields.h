@@ -1,0 +1,112 @@
+// The fields of a generated trainer's call constants (zoc/train/calls.h) and of the convolution
+// geometry inside them (zoc/train/layers.h), each struct's list written once, here, in the
+// convention of zoc/core/fields.h: the runtime declares the structs from the lists and zoc's
+// trainer emitter prints the constants from them by name. Tensors are byte offsets: per sample
+// into the arena, or into params(), grads() or the fixed region, as calls.h says; kNoTensor:
+// none. Macros only: the compiler includes it too.
+#pragma once
+
+#include "zoc/core/fields.h"
+#include "zoc/cudnn/call_fields.h"
+
+// The convolution window of zoc/cudnn/call_fields.h, no epilogue.
+#define ZOC_FIELDS_ConvGeometry(X) ZOC_FIELDS_ConvWindow(X)
+
+// y = conv(x, w) (+ b); parameters w, b at byte offsets of params().
+#define ZOC_FIELDS_ConvTrainCall(X) \
+  X(ConvGeometry, g, {})            \
+  X(size_t, x, 0)                   \
+  X(size_t, w, 0)                   \
+  X(size_t, b, zoc::kNoTensor)      \
+  X(size_t, y, 0)
+
+// A weighted layer's backward: its input x, dy and its weight w in; dx (kNoTensor: not
+// needed), dw and db (grads() offsets; db kNoTensor if none) out.
+#define ZOC_FIELDS_GradTensors(X) \
+  X(size_t, x, 0)                 \
+  X(size_t, dy, 0)                \
+  X(size_t, w, 0)                 \
+  X(size_t, dx, zoc::kNoTensor)   \
+  X(size_t, dw, zoc::kNoTensor)   \
+  X(size_t, db, zoc::kNoTensor)
+
+// dx = conv^T(dy), dw, db.
+#define ZOC_FIELDS_ConvGradCall(X) ZOC_FIELDS_GradTensors(X)
+
+// Batch norm with its parameters in params() (gamma, beta, running mean, running variance) and
+// its saved statistics in the fixed region ([2, c]: mean, then inverse deviation).
+#define ZOC_FIELDS_BatchNormTrainCall(X) \
+  X(int, c, 0)                           \
+  X(int, h, 1)                           \
+  X(int, w, 1)                           \
+  X(double, eps, 0)                      \
+  X(double, momentum, 0)                 \
+  X(size_t, x, 0)                        \
+  X(size_t, y, 0)                        \
+  X(size_t, gamma, 0)                    \
+  X(size_t, beta, 0)                     \
+  X(size_t, mean, 0)                     \
+  X(size_t, var, 0)                      \
+  X(size_t, saved, 0)
+
+// dx = BN'(dy); dgamma, dbeta into grads().
+#define ZOC_FIELDS_BatchNormGradCall(X) \
+  X(int, c, 0)                          \
+  X(double, eps, 0)                     \
+  X(size_t, x, 0)                       \
+  X(size_t, dy, 0)                      \
+  X(size_t, saved, 0)                   \
+  X(size_t, gamma, 0)                   \
+  X(size_t, dx, zoc::kNoTensor)         \
+  X(size_t, dgamma, zoc::kNoTensor)     \
+  X(size_t, dbeta, zoc::kNoTensor)
+
+// A unary pointwise activation over `per_sample` elements: y = f(x); its backward reads the
+// forward's output or input (`s`, as zoc::act's kFromOutput says).
+#define ZOC_FIELDS_ActivationTrainCall(X) \
+  X(act::Kind, kind, {})                  \
+  X(act::Params, params, {})              \
+  X(int64_t, per_sample, 0)               \
+  X(size_t, x, 0)                         \
+  X(size_t, y, 0)
+
+#define ZOC_FIELDS_ActivationGradCall(X) \
+  X(act::Kind, kind, {})                 \
+  X(act::Params, params, {})             \
+  X(int64_t, per_sample, 0)              \
+  X(size_t, s, 0)                        \
+  X(size_t, dy, 0)                       \
+  X(size_t, dx, 0)
+
+// dx = pool'(dy), for the PoolCall of the same layer (y: the forward's output, or for average
+// pooling, which does not read it, any tensor of its shape).
+#define ZOC_FIELDS_PoolGradCall(X) \
+  X(size_t, x, 0)                  \
+  X(size_t, y, 0)                  \
+  X(size_t, dy, 0)                 \
+  X(size_t, dx, 0)
+
+// y[n, out] = x W^T (+ b), parameters in params().
+#define ZOC_FIELDS_LinearTrainCall(X) ZOC_FIELDS_LinearCall(X)
+
+// dx = dy W; dW = dy^T x; db = column sums of dy.
+#define ZOC_FIELDS_LinearGradCall(X) \
+  X(int, in, 0)                      \
+  X(int, out, 0)                     \
+  ZOC_FIELDS_GradTensors(X)
+
+// Dropout with probability p: masks from (seed, step, layer, element), the same in backward.
+#define ZOC_FIELDS_DropoutCall(X) \
+  X(float, p, 0)                  \
+  X(uint64_t, layer, 0)           \
+  X(int64_t, per_sample, 0)       \
+  X(size_t, x, 0)                 \
+  X(size_t, y, 0)
+
+// The mean softmax cross-entropy of `logits` against the labels: dlogits into the arena, the
+// loss into the fixed region.
+#define ZOC_FIELDS_LossCall(X) \
+  X(int, classes, 0)           \
+  X(size_t, logits, 0)         \
+  X(size_t, dlogits, 0)        \
+  X(size_t, loss, 0)

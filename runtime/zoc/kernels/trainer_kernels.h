@@ -1,0 +1,44 @@
+// The custom kernels a generated trainer calls, as host functions: declared here for the C++
+// side (zoc/train/steps.h, zoc/train/trainer.h), defined in each generated trainer's
+// <model>_train_kernels.cu by forwarding to zoc/kernels/train_kernels.cuh (nvcc only), so the
+// trainer's C++ needs no CUDA compiler. zoc-verify recognises them as the model's kernel wrappers (a
+// `*_kernels.h` declaration defined in the folder's .cu). All fp32.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "zoc/math/activations.h"
+
+namespace zoc::trainer_kernels {
+
+// loss_rows[r] = cross-entropy of row r, loss[0] = their mean, dlogits = (softmax - onehot) / rows.
+cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
+                         float* loss_rows, float* loss, float* dlogits, cudaStream_t stream);
+// y[r, c] += b[c].
+cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
+                          cudaStream_t stream);
+// db[c] = sum over rows of dy[r, c].
+cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream);
+// y = a + b.
+cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream);
+// y = f(x), and dx = f'(s) * dy, for an activation of zoc/math/activations.h.
+cudaError_t activation(act::Kind kind, act::Params p, const float* x, float* y, int64_t count,
+                       cudaStream_t stream);
+cudaError_t activation_backward(act::Kind kind, act::Params p, const float* s, const float* dy,
+                                float* dx, int64_t count, cudaStream_t stream);
+// PyTorch's SGD over count floats of w with gradients g and momentum buffers v.
+cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
+                float weight_decay, cudaStream_t stream);
+// y = x * the mask of (seed, *draw, layer, element) / (1 - p); p = 0: a copy.
+cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
+                    const uint64_t* draw, uint64_t layer, cudaStream_t stream);
+// One more training step: dropout draws its masks from the device counter.
+cudaError_t count_step(uint64_t* draws, cudaStream_t stream);
+// counts[0] += rows whose first largest logit is the label; sums[0] += loss[0] if loss.
+cudaError_t metrics(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
+                    const float* loss, double* sums, unsigned long long* counts,
+                    cudaStream_t stream);
+
+}  // namespace zoc::trainer_kernels

@@ -13,6 +13,7 @@
 
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/backend/reference/interpreter.h"
+#include "compiler/driver/cudnn_support.h"
 #include "compiler/driver/grad_command.h"
 #include "compiler/driver/model_loader.h"
 #include "compiler/driver/write_folder.h"
@@ -238,6 +239,7 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
     return finish(diags);
   }
   if (!args.train && !optimize(g, args, diags)) return finish(diags);
+  if (!zoc::check_cudnn_support(g, diags)) return finish(diags);
   zoc::cudnn::EmitOptions eopts;
   eopts.precision = *precision;
   // auto: the graph API in every precision. Its plans are built once per batch size, so a plain

@@ -4,6 +4,8 @@
 // memory planner.
 #include "compiler/ir/grad_rules.h"
 
+#include <fmt/format.h>
+
 #include "zoc/math/activations.h"
 
 namespace zoc::ir {
@@ -119,10 +121,21 @@ void adaptive_avgpool2d(GradContext& c, const Node& f) {
   c.backward(0, OpKind::AdaptiveAvgPool2dGrad, {c.x(0), c.dy()}, f.attrs, false);
 }
 
+// The ops whose gradients are not written yet: inference only.
+GradRule no_rule(OpKind op) {
+  return {nullptr, fmt::format("no gradient rule for {} yet (inference only)", op_info(op).name)};
+}
+
 }  // namespace
 
 GradRule grad_rule(OpKind op) {
   switch (op) {
+    case OpKind::UpsampleNearest:
+    case OpKind::UpsampleBilinear:
+    case OpKind::ConvTranspose2d:
+    case OpKind::Argmax:
+    case OpKind::LogSoftmax:
+      return no_rule(op);
     case OpKind::Input:
       return {nothing_upstream};
     case OpKind::Conv2d:
@@ -187,6 +200,18 @@ GradRule grad_rule(OpKind op) {
       return {nullptr, kTrainingOp};
   }
   return {nullptr, kTrainingOp};
+}
+
+std::string grad_form_refusal(const Graph& g, const Node& n) {
+  const auto rank = [&](size_t k) { return g.type(n.inputs[k]).dims.size(); };
+  switch (n.op) {
+    case OpKind::Softmax:
+      if (rank(0) != 1) return "no gradient rule for a softmax over channels yet (inference only)";
+      break;
+    default:
+      break;
+  }
+  return "";
 }
 
 std::vector<std::pair<std::string, ValueId>> param_gradients(const Node& node) {

@@ -50,6 +50,8 @@ class Rule {
   // The node must have exactly `count` extra results (an op that defines none need not say so).
   bool expect_extras(size_t count);
   bool extras_checked() const { return extras_checked_; }
+  // Whether `groups` divides both channel counts of a convolution (each failure reported).
+  bool groups_divide(int64_t c, int64_t out_c, int64_t groups);
   // The output dims of a max (is_max) or average pooling of input 0 with the node's attributes;
   // empty after a reported error.
   std::vector<int64_t> pool_dims(bool is_max);
@@ -71,6 +73,13 @@ class Rule {
   bool layernorm();
   bool channel_shuffle();
   bool adaptive_avgpool2d();
+
+  // Ops that move pixels (shapes_spatial.cpp).
+  bool upsample();
+  bool conv_transpose2d();
+
+  // Reductions and elementwise ops of issues 36 and 37 (shapes_pointwise.cpp).
+  bool argmax();
 
   // The training graph's ops (shapes_train.cpp).
   bool labels();

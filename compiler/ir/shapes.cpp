@@ -78,6 +78,17 @@ bool Rule::expect_extras(size_t count) {
   return fail(fmt::format("has {} extra results, expects {}", n_.extra_outputs.size(), count));
 }
 
+bool Rule::groups_divide(int64_t c, int64_t out_c, int64_t groups) {
+  bool ok = true;
+  if (c % groups != 0) {
+    ok = fail(fmt::format("groups {} does not divide the {} input channels", groups, c));
+  }
+  if (out_c % groups != 0) {
+    ok = fail(fmt::format("groups {} does not divide out_channels {}", groups, out_c));
+  }
+  return ok;
+}
+
 bool Rule::input() {
   const Attrs& a = n_.attrs;
   return set_output({a.i("channels"), a.i("height"), a.i("width")}, Layout::NCHW);
@@ -90,14 +101,7 @@ bool Rule::conv2d() {
   const int64_t out_c = a.i("out_channels"), groups = a.i("groups");
   const Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding"),
              dl = a.pair("dilation");
-  bool ok = true;
-  if (c % groups != 0) {
-    ok = fail(fmt::format("groups {} does not divide the {} input channels", groups, c));
-  }
-  if (out_c % groups != 0) {
-    ok = fail(fmt::format("groups {} does not divide out_channels {}", groups, out_c));
-  }
-  if (!ok) return false;
+  if (!groups_divide(c, out_c, groups)) return false;
   auto oh = conv_output_size(h, k.h, s.h, p.h, dl.h);
   auto ow = conv_output_size(w, k.w, s.w, p.w, dl.w);
   if (!oh || !ow) {
@@ -203,9 +207,14 @@ bool Rule::linear() {
   return set_output({out}, Layout::NC);
 }
 
+// softmax and log_softmax: over dim 1, the features of [N, F] or the channels of each pixel.
 bool Rule::softmax() {
-  if (!expect_rank(0, 1, "features [N, F]")) return false;
-  return set_output(in(0).dims, Layout::NC);
+  const size_t rank = in(0).dims.size();
+  if (rank != 1 && rank != 3) {
+    return fail(fmt::format("expects features [N, F] or an image [N, C, H, W], got {}",
+                            dims_str(in(0).dims)));
+  }
+  return set_output(in(0).dims, in(0).layout);
 }
 
 bool Rule::concat() {
@@ -368,7 +377,15 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
     case OpKind::Linear:
       return rule.linear();
     case OpKind::Softmax:
+    case OpKind::LogSoftmax:
       return rule.softmax();
+    case OpKind::UpsampleNearest:
+    case OpKind::UpsampleBilinear:
+      return rule.upsample();
+    case OpKind::ConvTranspose2d:
+      return rule.conv_transpose2d();
+    case OpKind::Argmax:
+      return rule.argmax();
     case OpKind::Concat:
       return rule.concat();
     case OpKind::Mul:

@@ -95,7 +95,24 @@ Status Runner::exec(const ir::Node& node) {
       linear(node);
       break;
     case ir::OpKind::Softmax:
-      softmax(in(node, 0), out(node.output), n_, od[0]);
+      if (od.size() == 1) {
+        softmax(in(node, 0), out(node.output), n_, od[0]);
+      } else {
+        softmax_dim1(node);
+      }
+      break;
+    case ir::OpKind::LogSoftmax:
+      softmax_dim1(node);
+      break;
+    case ir::OpKind::UpsampleNearest:
+    case ir::OpKind::UpsampleBilinear:
+      upsample(node);
+      break;
+    case ir::OpKind::ConvTranspose2d:
+      conv_transpose2d(node);
+      break;
+    case ir::OpKind::Argmax:
+      argmax(node);
       break;
     case ir::OpKind::Concat:
       concat(node);

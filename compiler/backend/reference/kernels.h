@@ -144,4 +144,36 @@ struct AdaptivePoolShape {
 };
 void adaptive_avgpool2d(const float* x, float* y, const AdaptivePoolShape& s);
 
+// Dense prediction (issue 37): resample.cpp and channel_kernels.cpp.
+
+// x[planes, h, w] -> y[planes, oh, ow]. scale_h, scale_w: the layer's scale factors, or 0 where
+// it gave a size (PyTorch then scales by in / out).
+struct UpsampleShape {
+  int64_t planes, h, w, oh, ow;
+  double scale_h, scale_w;
+  bool align_corners;  // bilinear only
+  // Nearest only: PyTorch's channels-last kernel, which it runs for a one-channel NCHW tensor
+  // too (whose strides are also channels-last ones): it maps out = in and out = 2 * in
+  // directly, where the NCHW kernel floors i * s even when a scale factor gave those sizes.
+  bool direct;
+};
+// PyTorch's upsample_nearest2d: source index min(floor(i * s), in - 1), s a float.
+void upsample_nearest(const float* x, float* y, const UpsampleShape& s);
+// PyTorch's upsample_bilinear2d (align_corners true or false).
+void upsample_bilinear(const float* x, float* y, const UpsampleShape& s);
+
+// PyTorch's conv_transpose2d: y[n, c_out, out_h, out_w] from x[n, c_in, h, w] and
+// w[c_in, c_out / groups, kh, kw] (Conv2dShape's h, w are the input's, out_h, out_w the
+// output's), plus bias[c_out] (may be null).
+void conv_transpose2d(const float* x, const float* w, const float* bias, float* y,
+                      const Conv2dShape& s);
+
+// Softmax (or log-softmax) over the c channels of each of the hw pixels of x[n, c, hw] (hw = 1:
+// the features of [n, c]); a NaN makes its pixel's results NaN, as in PyTorch.
+void softmax_dim1(const float* x, float* y, int64_t n, int64_t c, int64_t hw, bool log);
+
+// y[n, hw] = the index of the largest of the c channels at each pixel of x[n, c, hw], as a float:
+// the first of equal maxima, and the first NaN, as PyTorch's argmax.
+void argmax_dim1(const float* x, float* y, int64_t n, int64_t c, int64_t hw);
+
 }  // namespace zoc::ref

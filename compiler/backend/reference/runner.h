@@ -86,6 +86,12 @@ class Runner {
   void activation(const ir::Node& node);
   void copy_input(const ir::Node& node, size_t k);  // dropout, flatten and their gradients
 
+  // The ops of issues 36 and 37 (model_ops.cpp).
+  void upsample(const ir::Node& node);
+  void conv_transpose2d(const ir::Node& node);
+  void softmax_dim1(const ir::Node& node);
+  void argmax(const ir::Node& node);
+
   // The training graph's ops (train_ops.cpp).
   void batchnorm2d_train(const ir::Node& node);
   void softmax_cross_entropy(const ir::Node& node);

@@ -1,0 +1,47 @@
+// The cuDNN backend's gaps, checked before it runs (see cudnn_support.h).
+#include "compiler/driver/cudnn_support.h"
+
+#include <fmt/format.h>
+
+namespace zoc {
+namespace {
+
+// What about node `n` the backend lacks ("" if nothing): the op itself, or a form of it.
+std::string missing_form(const ir::Graph& g, const ir::Node& n) {
+  const auto rank = [&](size_t k) { return g.type(n.inputs[k]).dims.size(); };
+  switch (n.op) {
+    case ir::OpKind::UpsampleNearest:
+    case ir::OpKind::UpsampleBilinear:
+    case ir::OpKind::ConvTranspose2d:
+    case ir::OpKind::Argmax:
+    case ir::OpKind::LogSoftmax:
+      return std::string(ir::op_info(n.op).name);
+    case ir::OpKind::Softmax:
+      return rank(0) == 1 ? "" : "softmax over the channels of an image";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+bool check_cudnn_support(const ir::Graph& g, Diagnostics& diags) {
+  bool ok = true;
+  for (const ir::Node& n : g.nodes) {
+    const std::string what = missing_form(g, n);
+    if (what.empty()) continue;
+    diags.error(n.loc, fmt::format("layer '{}' ({}): the cuDNN backend does not support {} yet",
+                                   n.name, ir::op_info(n.op).name, what));
+    ok = false;
+  }
+  if (g.outputs.size() > 1) {
+    diags.error(SourceLoc{g.name, 0, 0},
+                fmt::format("model '{}' has {} outputs: the cuDNN backend does not support "
+                            "several model outputs yet",
+                            g.name, g.outputs.size()));
+    ok = false;
+  }
+  return ok;
+}
+
+}  // namespace zoc

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Write PyTorch's outputs for the ops of issues 36 and 37, one small model per case.
+
+Each case is a zoc model file (YAML, written here beside the PyTorch module it transcribes) and
+a PyTorch module computing the same thing; this script writes, per case, into OUT/<case>/:
+
+  model.yaml           the zoc model
+  weights.safetensors  the module's state_dict (seeded random values, BatchNorm statistics too)
+  input.npy            a seeded standard-normal batch (batch 2 or 3, non-square images)
+  output<k>.npy        PyTorch's k-th output in fp32 (class indices as float32)
+
+tests/numeric/ops_vs_pytorch_test.cpp runs each model on zoc's reference interpreter and
+compares. Run by the reference_data fixture (tests/make_reference_data.sh) with Debian's torch
+1.13; the numbers are torch's CPU kernels' with TF32 off. Usage: make_op_cases.py --out DIR
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
+import safetensors_io  # noqa: E402  (models/safetensors_io.py)
+
+CASES = {}
+
+
+def case(name, shape, yaml_layers, output="", seed=0):
+    """Registers a case: the decorated function returns the PyTorch module."""
+
+    def register(make):
+        CASES[name] = (shape, yaml_layers, output, make, seed)
+        return make
+
+    return register
+
+
+class Fn(nn.Module):
+    """A module around a function of the input (parameter-free cases)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+# --- issue 37: dense prediction ----------------------------------------------------------------
+
+@case("upsample_nearest_size", (2, 3, 5, 7), "- up: {op: upsample_nearest, size: [12, 11]}")
+def _():
+    return Fn(lambda x: F.interpolate(x, size=(12, 11), mode="nearest"))
+
+
+# A scale factor is not the size it gives: 5 * 2.5 = 12 rows, but indices floor(i / 2.5), not
+# floor(i * 5 / 12); 1.9 and 2.1 give 9 and 14 (no shortcut for twice the size).
+@case("upsample_nearest_scale", (2, 3, 5, 7),
+      "- up: {op: upsample_nearest, scale_h: 2.5, scale_w: 1.7}\n"
+      "- up2: {op: upsample_nearest, scale_h: 1.9, scale_w: 2.1}")
+def _():
+    return Fn(lambda x: F.interpolate(F.interpolate(x, scale_factor=(2.5, 1.7), mode="nearest"),
+                                      scale_factor=(1.9, 2.1), mode="nearest"))
+
+
+# One channel: PyTorch takes its channels-last kernel (the strides of [N, 1, H, W] are also
+# channels-last ones), which maps out = 2 * in (10 * 2.05 = 20) and out = in directly.
+@case("upsample_nearest_scale_one_channel", (2, 1, 10, 7),
+      "- up: {op: upsample_nearest, scale_h: 2.05, scale_w: 1.05}")
+def _():
+    return Fn(lambda x: F.interpolate(x, scale_factor=(2.05, 1.05), mode="nearest"))
+
+
+@case("upsample_bilinear_scale_one_channel", (2, 1, 10, 7),
+      "- up: {op: upsample_bilinear, scale_h: 2.05, scale_w: 1.05}")
+def _():
+    return Fn(lambda x: F.interpolate(x, scale_factor=(2.05, 1.05), mode="bilinear"))
+
+
+for _ac in (False, True):
+    _flag = "true" if _ac else "false"
+
+    @case("upsample_bilinear_size_ac_" + _flag, (2, 3, 5, 7),
+          "- up: {op: upsample_bilinear, size: [13, 9], align_corners: %s}" % _flag)
+    def _(ac=_ac):
+        return Fn(lambda x: F.interpolate(x, size=(13, 9), mode="bilinear", align_corners=ac))
+
+    # With align_corners the scale factor only sizes the output; without, it is the scale.
+    @case("upsample_bilinear_scale_ac_" + _flag, (2, 3, 5, 7),
+          "- up: {op: upsample_bilinear, scale_h: 2.5, scale_w: 0.6, align_corners: %s}\n"
+          "- up2: {op: upsample_bilinear, scale_h: 1.05, scale_w: 3, align_corners: %s}"
+          % (_flag, _flag))
+    def _(ac=_ac):
+        def fn(x):
+            x = F.interpolate(x, scale_factor=(2.5, 0.6), mode="bilinear", align_corners=ac)
+            return F.interpolate(x, scale_factor=(1.05, 3.0), mode="bilinear", align_corners=ac)
+
+        return Fn(fn)
+
+
+class ConvTransposeNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 3), padding=(1, 0),
+                                     output_padding=(1, 2), groups=2, dilation=(2, 1))
+        self.up2 = nn.ConvTranspose2d(6, 5, 4, stride=2, padding=1, bias=False)
+
+    def forward(self, x):
+        return self.up2(self.up(x))
+
+
+@case("conv_transpose2d", (2, 4, 5, 6),
+      "- up: {op: conv_transpose2d, out_channels: 6, kernel: [3, 2], stride: [2, 3],"
+      " padding: [1, 0], output_padding: [1, 2], groups: 2, dilation: [2, 1]}\n"
+      "- up2: {op: conv_transpose2d, out_channels: 5, kernel: 4, stride: 2, padding: 1,"
+      " bias: false}")
+def _():
+    return ConvTransposeNet()
+
+
+@case("softmax_channels", (3, 5, 4, 6), "- sm: {op: softmax}")
+def _():
+    return Fn(lambda x: F.softmax(x, dim=1))
+
+
+@case("log_softmax_channels", (3, 5, 4, 6), "- lsm: {op: log_softmax}")
+def _():
+    return Fn(lambda x: F.log_softmax(x, dim=1))
+
+
+@case("log_softmax_features", (3, 7, 2, 3), "- flat: {op: flatten}\n- lsm: {op: log_softmax}")
+def _():
+    return Fn(lambda x: F.log_softmax(torch.flatten(x, 1), dim=1))
+
+
+@case("argmax_channels", (3, 6, 5, 7), "- cls: {op: argmax}")
+def _():
+    return Fn(lambda x: x.argmax(dim=1).float())
+
+
+@case("argmax_keepdim", (2, 4, 3, 5), "- cls: {op: argmax, keepdim: true}")
+def _():
+    return Fn(lambda x: x.argmax(dim=1, keepdim=True).float())
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+def randomize(module, gen):
+    """Seeded values for every floating tensor of the state_dict (running_var positive)."""
+    with torch.no_grad():
+        for name, t in module.state_dict().items():
+            if not t.is_floating_point():
+                continue
+            values = torch.randn(t.shape, generator=gen)
+            if name.endswith("running_var"):
+                values = values.abs() + 0.5
+            t.copy_(values)
+
+
+def write_case(out_dir, name):
+    shape, layers, output, make, seed = CASES[name]
+    gen = torch.Generator().manual_seed(1000 + seed)
+    module = make().eval()
+    randomize(module, gen)
+    x = torch.randn(shape, generator=gen)
+    with torch.no_grad():
+        ys = module(x)
+    ys = list(ys) if isinstance(ys, (tuple, list)) else [ys]
+    folder = os.path.join(out_dir, name)
+    os.makedirs(folder, exist_ok=True)
+    text = "zoc: 1\nname: %s\ninput: {channels: %d, height: %d, width: %d}\nlayers:\n" % (
+        name, shape[1], shape[2], shape[3])
+    text += "".join("  " + line + "\n" for line in layers.split("\n"))
+    if output:
+        text += "output: %s\n" % output
+    with open(os.path.join(folder, "model.yaml"), "w") as f:
+        f.write(text)
+    tensors = {k: v.numpy() for k, v in module.state_dict().items()}
+    safetensors_io.save_file(tensors, os.path.join(folder, "weights.safetensors"))
+    np.save(os.path.join(folder, "input.npy"), x.numpy())
+    for k, y in enumerate(ys):
+        np.save(os.path.join(folder, "output%d.npy" % k), y.float().numpy())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_num_threads(1)
+    for name in CASES:
+        write_case(args.out, name)
+    print("make_op_cases.py: wrote %d cases to %s" % (len(CASES), args.out))
+
+
+if __name__ == "__main__":
+    main()

@@ -16,6 +16,7 @@
 #include "compiler/driver/cudnn_support.h"
 #include "compiler/driver/grad_command.h"
 #include "compiler/driver/model_loader.h"
+#include "compiler/driver/run_outputs.h"
 #include "compiler/driver/write_folder.h"
 #include "compiler/frontend/onnx/onnx_frontend.h"
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
@@ -164,6 +165,25 @@ int cmd_extract_weights(const Args& args, zoc::Diagnostics& diags) {
   return finish(diags);
 }
 
+// The k largest values of each sample of `out` and where they are.
+void print_top_k(const zoc::ref::Tensor& out, int64_t top_k) {
+  const int64_t rows = out.shape[0];
+  const int64_t cols = static_cast<int64_t>(out.data.size()) / std::max<int64_t>(rows, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int64_t> idx(static_cast<size_t>(cols));
+    std::iota(idx.begin(), idx.end(), 0);
+    const float* row = out.data.data() + r * cols;
+    const auto k = std::min<int64_t>(top_k, cols);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                      [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+    std::string line = fmt::format("sample {}: top-{}", r, k);
+    for (int64_t j = 0; j < k; ++j) line += fmt::format("  {}:{:.5g}", idx[j], row[idx[j]]);
+    std::cout << line << "\n";
+  }
+}
+
+// Runs the model on the interpreter; writes its outputs (run_outputs.h says where) and prints
+// the top-k of each float one (a class map, argmax's i64, is written as float32 indices).
 int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags) {
   const zoc::ir::Graph& g = m.graph;
   if (args.weights.empty() && zoc::is_torchscript_file(args.model)) {
@@ -180,25 +200,26 @@ int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags
     diags.error(zoc::SourceLoc{args.model, 0, 0}, outs.error().message);
     return finish(diags);
   }
-  const zoc::ref::Tensor& out = outs->front();
   if (!args.output.empty()) {
-    if (zoc::Status s = zoc::npy::write_float32(args.output, out.data.data(), out.shape); !s) {
-      diags.error(zoc::SourceLoc{args.output, 0, 0}, s.error().message);
+    auto files = zoc::output_files(g, args.output);
+    if (!files) {
+      diags.error(zoc::SourceLoc{args.output, 0, 0}, files.error().message);
       return finish(diags);
     }
+    for (size_t k = 0; k < files->size(); ++k) {
+      const zoc::ref::Tensor& out = (*outs)[k];
+      if (zoc::Status s = zoc::npy::write_float32((*files)[k], out.data.data(), out.shape); !s) {
+        diags.error(zoc::SourceLoc{(*files)[k], 0, 0}, s.error().message);
+        return finish(diags);
+      }
+    }
   }
-  const int64_t rows = out.shape[0];
-  const int64_t cols = static_cast<int64_t>(out.data.size()) / std::max<int64_t>(rows, 1);
-  for (int64_t r = 0; r < rows; ++r) {
-    std::vector<int64_t> idx(static_cast<size_t>(cols));
-    std::iota(idx.begin(), idx.end(), 0);
-    const float* row = out.data.data() + r * cols;
-    const auto k = std::min<int64_t>(args.top_k, cols);
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                      [&](int64_t a, int64_t b) { return row[a] > row[b]; });
-    std::string line = fmt::format("sample {}: top-{}", r, k);
-    for (int64_t j = 0; j < k; ++j) line += fmt::format("  {}:{:.5g}", idx[j], row[idx[j]]);
-    std::cout << line << "\n";
+  for (size_t k = 0; k < outs->size(); ++k) {
+    const zoc::ir::TensorType& t = g.type(g.outputs[k]);
+    if (outs->size() > 1) {
+      std::cout << fmt::format("output '{}': {}\n", g.value_name(g.outputs[k]), t.str());
+    }
+    if (t.dtype == zoc::ir::DType::F32) print_top_k((*outs)[k], args.top_k);
   }
   return finish(diags);
 }
@@ -422,7 +443,8 @@ Commands define_commands(CLI::App& app, Args& args) {
   run_cmd->add_option("--input", args.input,
                       "input .npy [N, C, H, W] (default: seeded random; required for .pt models)");
   run_cmd->add_option("--batch", args.batch, "batch of the random input")->capture_default_str();
-  run_cmd->add_option("--output", args.output, "write the output to this .npy file");
+  run_cmd->add_option("--output", args.output,
+                      "write the output to this .npy file (several outputs: FILE_<name>.npy each)");
   run_cmd->add_option("--top", args.top_k, "classes to print per sample")->capture_default_str();
   run_cmd->add_flag("--optimize", args.optimize, "run the graph after the inference passes");
 

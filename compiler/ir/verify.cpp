@@ -89,9 +89,12 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
   if (labels_count > 1)
     fail(nullptr, fmt::format("expects at most one labels node, found {}", labels_count));
   if (g.outputs.empty()) fail(nullptr, "the graph has no outputs");
+  std::set<ValueId> outputs;  // several outputs are allowed, each once: a name per output
   for (ValueId v : g.outputs) {
     if (v < 0 || static_cast<size_t>(v) >= g.values.size()) {
       fail(nullptr, fmt::format("output %{} does not exist", v));
+    } else if (!outputs.insert(v).second) {
+      fail(nullptr, fmt::format("output %{} is listed twice", g.value_name(v)));
     }
   }
   return diags.error_count() == before;

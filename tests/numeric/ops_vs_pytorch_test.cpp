@@ -82,7 +82,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"upsample_bilinear_scale_ac_true", 1e-6}, Case{"conv_transpose2d", 1e-6},
                       Case{"softmax_channels", 1e-6}, Case{"log_softmax_channels", 1e-6},
                       Case{"log_softmax_features", 1e-6}, Case{"argmax_channels", 0},
-                      Case{"argmax_keepdim", 0}),
+                      Case{"argmax_keepdim", 0}, Case{"several_outputs", 1e-6}),
     [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace

@@ -147,6 +147,31 @@ def _():
     return Fn(lambda x: x.argmax(dim=1, keepdim=True).float())
 
 
+class TwoHeads(nn.Module):
+    """A segmentation network's result: logits upsampled to the input, an auxiliary head, and
+    the class map, returned as a tuple (a model with three outputs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.aux = nn.Conv2d(4, 2, 1)
+
+    def forward(self, x):
+        features = self.conv(x)
+        out = F.interpolate(features, size=(12, 9), mode="bilinear", align_corners=False)
+        return out, self.aux(features), out.argmax(1).float()
+
+
+@case("several_outputs", (2, 3, 6, 5),
+      "- conv: {op: conv2d, out_channels: 4, kernel: 3, padding: 1}\n"
+      "- aux: {op: conv2d, out_channels: 2, kernel: 1, input: conv}\n"
+      "- out: {op: upsample_bilinear, size: [12, 9], input: conv}\n"
+      "- classes: {op: argmax, input: out}",
+      output="[out, aux, classes]")
+def _():
+    return TwoHeads()
+
+
 # --- writing ---------------------------------------------------------------------------------
 
 def randomize(module, gen):

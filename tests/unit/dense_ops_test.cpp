@@ -12,6 +12,8 @@
 #include "compiler/backend/reference/interpreter.h"
 #include "compiler/backend/reference/kernels.h"
 #include "compiler/driver/cudnn_support.h"
+#include "compiler/driver/run_outputs.h"
+#include "compiler/ir/verify.h"
 #include "compiler/passes/pipeline.h"
 #include "compiler/weights/weights.h"
 #include "tests/unit/test_util.h"
@@ -202,6 +204,53 @@ TEST(DensePasses, BatchNormAfterTransposedConvIsNotFolded) {
   auto out = ref::run(after, w, x);
   ASSERT_TRUE(out.ok()) << out.error().message;
   EXPECT_EQ((*out)[0].data, (*before)[0].data);
+}
+
+// A segmentation model's outputs, in the order `output:` lists them; each written to its own file
+// by `zoc run --output`, named after its layer; a graph may not list one value twice.
+TEST(SeveralOutputs, OrderFilesAndVerifier) {
+  test::TempDir dir;
+  Diagnostics d;
+  const std::string path = dir.write("m.yaml", R"(zoc: 1
+input: {channels: 3, height: 6, width: 5}
+layers:
+  - conv: {op: conv2d, out_channels: 4, kernel: 3, padding: 1}
+  - aux.head: {layers: [{c: {op: conv2d, out_channels: 2, kernel: 1}}], input: conv}
+  - out: {op: upsample_bilinear, scale_h: 2, scale_w: 2, input: conv}
+output: [out, aux.head]
+)");
+  auto g = test::load(path, d);
+  ASSERT_FALSE(g) << "'aux.head' is not a layer name";
+  d = Diagnostics{};
+  g = test::load(dir.write("m.yaml", R"(zoc: 1
+input: {channels: 3, height: 6, width: 5}
+layers:
+  - conv: {op: conv2d, out_channels: 4, kernel: 3, padding: 1}
+  - aux: {layers: [{c: {op: conv2d, out_channels: 2, kernel: 1}}], input: conv}
+  - out: {op: upsample_bilinear, scale_h: 2, scale_w: 2, input: conv}
+output: [out, aux]
+)"),
+                 d);
+  ASSERT_TRUE(g) << d.render();
+  ASSERT_EQ(g->outputs.size(), 2u);
+  EXPECT_EQ(g->value_name(g->outputs[0]), "out");
+  EXPECT_EQ(g->value_name(g->outputs[1]), "aux.c");
+  auto files = output_files(*g, "/tmp/y.npy");
+  ASSERT_TRUE(files.ok()) << files.error().message;
+  EXPECT_EQ(*files, (std::vector<std::string>{"/tmp/y_out.npy", "/tmp/y_aux.c.npy"}));
+  // Names from other frontends may hold anything; two that sanitize alike are an error.
+  g->nodes[g->values[g->outputs[0]].producer].name = "a/b";
+  g->nodes[g->values[g->outputs[1]].producer].name = "a:b";
+  auto clash = output_files(*g, "y");
+  ASSERT_FALSE(clash.ok());
+  EXPECT_EQ(clash.error().message, "outputs 'a/b' and 'a:b' would both be written to y_a_b.npy");
+  ir::Graph one = *g;
+  one.outputs = {one.outputs[0]};
+  EXPECT_EQ(*output_files(one, "y.npy"), std::vector<std::string>{"y.npy"});
+  g->outputs.push_back(g->outputs[0]);
+  Diagnostics v;
+  EXPECT_FALSE(ir::verify(*g, v));
+  EXPECT_NE(v.render().find("output %a/b is listed twice"), std::string::npos) << v.render();
 }
 
 }  // namespace

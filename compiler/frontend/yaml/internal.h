@@ -100,8 +100,8 @@ int expand_layers(Expansion& ex, const std::string& file, const YAML::Node& laye
                   std::map<std::string, int>* scope_out = nullptr);
 
 // Resolves slots, orders layers topologically, rejects cycles and dead layers, and builds the
-// graph whose input node is layer 0.
+// graph whose input node is layer 0 and whose outputs are those slots' layers, in order.
 std::optional<ir::Graph> link_graph(Expansion& ex, const std::string& model_name,
-                                    int output_slot, Diagnostics& diags);
+                                    const std::vector<int>& output_slots, Diagnostics& diags);
 
 }  // namespace zoc::yaml

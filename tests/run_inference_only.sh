@@ -25,24 +25,32 @@ expect() {  # line text
     { echo "missing 'inference_only_layers.yaml:$1:5: error: $2'; stderr:"; cat "$scratch/err"; fail=1; }
 }
 
-run "zoc compile" 6 compile "$model" -o "$scratch/out"
+run "zoc compile" 10 compile "$model" -o "$scratch/out"
 [ ! -e "$scratch/out" ] || { echo "zoc compile wrote an output folder"; fail=1; }
 cudnn="the cuDNN backend does not support"
-expect 6 "layer 'up' (upsample_nearest): $cudnn upsample_nearest yet"
-expect 7 "layer 'bilinear' (upsample_bilinear): $cudnn upsample_bilinear yet"
-expect 8 "layer 'tconv' (conv_transpose2d): $cudnn conv_transpose2d yet"
-expect 9 "layer 'soft' (softmax): $cudnn softmax over the channels of an image yet"
-expect 10 "layer 'logsoft' (log_softmax): $cudnn log_softmax yet"
-expect 11 "layer 'classes' (argmax): $cudnn argmax yet"
+expect 7 "layer 'up' (upsample_nearest): $cudnn upsample_nearest yet"
+expect 8 "layer 'bilinear' (upsample_bilinear): $cudnn upsample_bilinear yet"
+expect 9 "layer 'tconv' (conv_transpose2d): $cudnn conv_transpose2d yet"
+expect 10 "layer 'soft' (softmax): $cudnn softmax over the channels of an image yet"
+expect 11 "layer 'logsoft' (log_softmax): $cudnn log_softmax yet"
+expect 12 "layer 'minus' (sub): $cudnn sub yet"
+expect 13 "layer 'over' (div): $cudnn div yet"
+expect 14 "layer 'shifted' (add): $cudnn add with a constant operand yet"
+expect 16 "layer 'gated' (mul): $cudnn mul with broadcasting other than an image by its channel vector yet"
+expect 17 "layer 'classes' (argmax): $cudnn argmax yet"
 
-run "zoc ir --train" 6 ir "$model" --train
+run "zoc ir --train" 10 ir "$model" --train
 grad="yet (inference only)"
-expect 6 "layer 'up' (upsample_nearest): no gradient rule for upsample_nearest $grad"
-expect 7 "layer 'bilinear' (upsample_bilinear): no gradient rule for upsample_bilinear $grad"
-expect 8 "layer 'tconv' (conv_transpose2d): no gradient rule for conv_transpose2d $grad"
-expect 9 "layer 'soft' (softmax): no gradient rule for a softmax over channels $grad"
-expect 10 "layer 'logsoft' (log_softmax): no gradient rule for log_softmax $grad"
-expect 11 "layer 'classes' (argmax): no gradient rule for argmax $grad"
+expect 7 "layer 'up' (upsample_nearest): no gradient rule for upsample_nearest $grad"
+expect 8 "layer 'bilinear' (upsample_bilinear): no gradient rule for upsample_bilinear $grad"
+expect 9 "layer 'tconv' (conv_transpose2d): no gradient rule for conv_transpose2d $grad"
+expect 10 "layer 'soft' (softmax): no gradient rule for a softmax over channels $grad"
+expect 11 "layer 'logsoft' (log_softmax): no gradient rule for log_softmax $grad"
+expect 12 "layer 'minus' (sub): no gradient rule for sub $grad"
+expect 13 "layer 'over' (div): no gradient rule for div $grad"
+expect 14 "layer 'shifted' (add): no gradient rule for an add with broadcasting or a constant operand $grad"
+expect 16 "layer 'gated' (mul): no gradient rule for a mul with broadcasting (other than an image by its channel vector) or a constant operand $grad"
+expect 17 "layer 'classes' (argmax): no gradient rule for argmax $grad"
 
 [ $fail -eq 0 ] && echo "every inference-only op was refused at its line by the cuDNN backend and training"
 exit $fail

@@ -9,7 +9,23 @@ namespace {
 // What about node `n` the backend lacks ("" if nothing): the op itself, or a form of it.
 std::string missing_form(const ir::Graph& g, const ir::Node& n) {
   const auto rank = [&](size_t k) { return g.type(n.inputs[k]).dims.size(); };
+  const auto dims = [&](size_t k) { return g.type(n.inputs[k]).dims; };
+  // The backend's add and mul read two tensors of one shape; mul also an image and its channel
+  // vector, given second.
+  const bool same_shape = n.inputs.size() == 2 && dims(0) == dims(1);
+  const bool channel_vector =
+      n.inputs.size() == 2 && rank(0) == 3 && dims(1) == std::vector<int64_t>{dims(0)[0], 1, 1};
+  const bool constant = n.inputs.size() == 1;
   switch (n.op) {
+    case ir::OpKind::Add:
+      if (same_shape) return "";
+      return constant ? "add with a constant operand" : "add with broadcasting";
+    case ir::OpKind::Mul:
+      if (same_shape || channel_vector) return "";
+      return constant ? "mul with a constant operand"
+                      : "mul with broadcasting other than an image by its channel vector";
+    case ir::OpKind::Sub:
+    case ir::OpKind::Div:
     case ir::OpKind::UpsampleNearest:
     case ir::OpKind::UpsampleBilinear:
     case ir::OpKind::ConvTranspose2d:

@@ -135,6 +135,8 @@ GradRule grad_rule(OpKind op) {
     case OpKind::ConvTranspose2d:
     case OpKind::Argmax:
     case OpKind::LogSoftmax:
+    case OpKind::Sub:
+    case OpKind::Div:
       return no_rule(op);
     case OpKind::Input:
       return {nothing_upstream};
@@ -204,7 +206,25 @@ GradRule grad_rule(OpKind op) {
 
 std::string grad_form_refusal(const Graph& g, const Node& n) {
   const auto rank = [&](size_t k) { return g.type(n.inputs[k]).dims.size(); };
+  const auto dims = [&](size_t k) { return g.type(n.inputs[k]).dims; };
+  // add's rule passes dy to both operands, mul's reduces over a channel vector's H and W: what
+  // the two-input forms of one shape (and an image times its channel vector) need.
+  const bool same_shape = n.inputs.size() == 2 && dims(0) == dims(1);
+  const bool channel_vector =
+      n.inputs.size() == 2 && rank(0) == 3 && dims(1) == std::vector<int64_t>{dims(0)[0], 1, 1};
   switch (n.op) {
+    case OpKind::Add:
+      if (!same_shape) {
+        return "no gradient rule for an add with broadcasting or a constant operand yet "
+               "(inference only)";
+      }
+      break;
+    case OpKind::Mul:
+      if (!same_shape && !channel_vector) {
+        return "no gradient rule for a mul with broadcasting (other than an image by its "
+               "channel vector) or a constant operand yet (inference only)";
+      }
+      break;
     case OpKind::Softmax:
       if (rank(0) != 1) return "no gradient rule for a softmax over channels yet (inference only)";
       break;

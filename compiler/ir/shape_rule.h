@@ -27,6 +27,11 @@ class Rule {
   bool param(const std::string& suffix, std::vector<int64_t> shape, ParamRole role,
              bool trainable = true, DType dtype = DType::F32, bool optional = false,
              const std::string* owner = nullptr);
+  // The same under a full state_dict name (a binary op's operand tensor); errors call it
+  // `shown` if given.
+  bool named_param(std::string name, std::vector<int64_t> shape, ParamRole role,
+                   bool trainable = true, DType dtype = DType::F32, bool optional = false,
+                   const std::string* shown = nullptr);
   // The layer's declared init (attribute `attr`), if any, for the parameter just declared.
   void declared_init(std::string_view attr) {
     if (auto scheme = n_.attrs.init(attr)) n_.params.back().init = *scheme;
@@ -61,14 +66,12 @@ class Rule {
   bool conv2d();
   bool batchnorm2d();
   bool same_as_input();
-  bool add();
   bool pool(bool is_max);
   bool global_avgpool();
   bool flatten();
   bool linear();
   bool softmax();
   bool concat();
-  bool mul();
   bool layer_scale();
   bool layernorm();
   bool channel_shuffle();
@@ -80,6 +83,7 @@ class Rule {
 
   // Reductions and elementwise ops of issues 36 and 37 (shapes_pointwise.cpp).
   bool argmax();
+  bool binary();
 
   // The training graph's ops (shapes_train.cpp).
   bool labels();

@@ -34,13 +34,19 @@ bool Rule::expect_rank(size_t i, size_t rank, const char* what) {
 
 bool Rule::param(const std::string& suffix, std::vector<int64_t> shape, ParamRole role,
                  bool trainable, DType dtype, bool optional, const std::string* owner) {
+  return named_param((owner ? *owner : n_.name) + "." + suffix, std::move(shape), role, trainable,
+                     dtype, optional, &suffix);
+}
+
+bool Rule::named_param(std::string name, std::vector<int64_t> shape, ParamRole role, bool trainable,
+                       DType dtype, bool optional, const std::string* shown) {
   auto numel = checked_product_of(shape);
   if (!numel || !checked_mul(*numel, 8) || *numel * 8 > kMaxSampleBytes) {
-    return fail(fmt::format("parameter '{}' of shape {} is too large (over {} bytes)", suffix,
-                            shape_str(shape), kMaxSampleBytes));
+    return fail(fmt::format("parameter '{}' of shape {} is too large (over {} bytes)",
+                            shown ? *shown : name, shape_str(shape), kMaxSampleBytes));
   }
-  n_.params.push_back({(owner ? *owner : n_.name) + "." + suffix, dtype, std::move(shape),
-                       trainable, optional, role, InitScheme::kPytorchDefault});
+  n_.params.push_back({std::move(name), dtype, std::move(shape), trainable, optional, role,
+                       InitScheme::kPytorchDefault});
   return true;
 }
 
@@ -149,14 +155,6 @@ bool Rule::batchnorm2d() {
 
 bool Rule::same_as_input() { return set_output(in(0).dims, in(0).layout); }
 
-bool Rule::add() {
-  if (in(0).dims != in(1).dims) {
-    return fail(fmt::format("operand shapes differ: {} vs {}", dims_str(in(0).dims),
-                            dims_str(in(1).dims)));
-  }
-  return set_output(in(0).dims, in(0).layout);
-}
-
 bool Rule::pool(bool is_max) {
   std::vector<int64_t> dims = pool_dims(is_max);
   return !dims.empty() && set_output(std::move(dims), Layout::NCHW);
@@ -232,27 +230,6 @@ bool Rule::concat() {
     channels = *sum;
   }
   return set_output({channels, in(0).dims[1], in(0).dims[2]}, Layout::NCHW);
-}
-
-// b of a's shape, or b a channel vector [C, 1, 1] of an image a [C, H, W] (the frontends put
-// the broadcast operand second, so the backends have one broadcast form).
-bool Rule::mul() {
-  const std::vector<int64_t>&a = in(0).dims, &b = in(1).dims;
-  const bool channel_vector = a.size() == 3 && b == std::vector<int64_t>{a[0], 1, 1};
-  if (b.size() == 3 && a == std::vector<int64_t>{b[0], 1, 1}) {
-    return fail(
-        fmt::format("the channel vector {} comes first: give the image {} as the first "
-                    "input and the vector second (inputs: [image, vector])",
-                    dims_str(a), dims_str(b)));
-  }
-  if (a != b && !channel_vector) {
-    return fail(
-        fmt::format("operand shapes {} and {} do not multiply: zoc multiplies tensors of "
-                    "one shape, or an image [N, C, H, W] by a channel vector [N, C, 1, 1] "
-                    "given second",
-                    dims_str(a), dims_str(b)));
-  }
-  return set_output(a, in(0).layout);
 }
 
 bool Rule::layer_scale() {
@@ -365,7 +342,10 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
     case OpKind::DropoutGrad:
       return rule.same_as_input();
     case OpKind::Add:
-      return rule.add();
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+      return rule.binary();
     case OpKind::MaxPool2d:
       return rule.pool(true);
     case OpKind::AvgPool2d:
@@ -388,8 +368,6 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
       return rule.argmax();
     case OpKind::Concat:
       return rule.concat();
-    case OpKind::Mul:
-      return rule.mul();
     case OpKind::LayerScale:
       return rule.layer_scale();
     case OpKind::LayerNorm:

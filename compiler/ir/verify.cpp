@@ -79,6 +79,11 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
         fail(&n, fmt::format("attribute '{}' out of range", key));
       }
     }
+    if (!n.operand_tensor.empty() && (!is_binary_op(n.op) || n.inputs.size() != 1)) {
+      fail(&n, fmt::format("has the tensor operand '{}', which only a one-input add, sub, mul "
+                           "or div takes",
+                           n.operand_tensor));
+    }
     for (const AttrSpec& spec : info.attrs) {
       if (spec.required && !n.attrs.has(spec.name)) {
         fail(&n, fmt::format("missing required attribute '{}'", spec.name));

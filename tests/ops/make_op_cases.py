@@ -29,11 +29,12 @@ import safetensors_io  # noqa: E402  (models/safetensors_io.py)
 CASES = {}
 
 
-def case(name, shape, yaml_layers, output="", seed=0):
-    """Registers a case: the decorated function returns the PyTorch module."""
+def case(name, shape, yaml_layers, output="", blocks=""):
+    """Registers a case: the decorated function returns the PyTorch module. `blocks`: the model
+    file's `blocks:` section."""
 
     def register(make):
-        CASES[name] = (shape, yaml_layers, output, make, seed)
+        CASES[name] = (shape, yaml_layers, output, blocks, make)
         return make
 
     return register
@@ -172,6 +173,133 @@ def _():
     return TwoHeads()
 
 
+# --- issue 36: hand-written and timm models -------------------------------------------------
+
+class Normalize(nn.Module):
+    """Input normalization with buffers at the top level: GoogLeNet's transform_input written
+    as users write it."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(1, 3, 1, 1))
+        self.register_buffer("std", torch.ones(1, 3, 1, 1))
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return self.conv((x - self.mean) / self.std)
+
+
+@case("normalize_buffers", (2, 3, 7, 5),
+      "- norm_sub: {op: sub, tensor: mean, param_rank: 4}\n"
+      "- norm_div: {op: div, tensor: std, param_rank: 4}\n"
+      "- conv: {op: conv2d, out_channels: 4, kernel: 3}")
+def _():
+    return Normalize()
+
+
+class LayerScale(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x.mul(self.gamma.reshape(1, -1, 1, 1))
+
+
+class Block(nn.Module):
+    """timm's ConvNeXt-style residual with a [C] gamma, and a 0-dim buffer scale."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 3, padding=1)
+        self.ls1 = LayerScale(4)
+        self.register_buffer("scale", torch.tensor(1.0))
+
+    def forward(self, x):
+        return x + self.ls1(self.conv(x)) * self.scale
+
+
+class Blocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(Block(), Block())
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+@case("layer_scale_gamma", (2, 4, 5, 6),
+      "- blocks: {block: ls_block, repeat: 2}",
+      blocks="ls_block:\n"
+      "  layers:\n"
+      "    - conv: {op: conv2d, out_channels: 4, kernel: 3, padding: 1}\n"
+      "    - ls1: {op: mul, tensor: ls1.gamma, param_rank: 1}\n"
+      "    - scaled: {op: mul, tensor: scale, param_rank: 0}\n"
+      "    - add: {op: add, inputs: [input, scaled]}")
+def _():
+    return Blocks()
+
+
+@case("scalar_operands", (3, 2, 5, 4),
+      "- a: {op: mul, scalar: 0.37}\n"
+      "- b: {op: add, scalar: -1.25}\n"
+      "- c: {op: sub, scalar: 0.5, reverse: true}\n"
+      "- d: {op: div, scalar: 3}\n"
+      "- e: {op: div, scalar: 2, reverse: true}\n"
+      "- f: {op: sub, scalar: 0.1}")
+def _():
+    return Fn(lambda x: (2.0 / ((0.5 - (x * 0.37 + -1.25)) / 3)) - 0.1)
+
+
+class Broadcasts(nn.Module):
+    """Two activations broadcast: CBAM's spatial gate (an image times a one-channel map), an
+    image's channel vector first, a difference of one shape."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Conv2d(3, 1, 3, padding=1)
+        self.fc = nn.Conv2d(3, 3, 1)
+
+    def forward(self, x):
+        spatial = x * torch.sigmoid(self.gate(x))
+        vector = self.fc(F.adaptive_avg_pool2d(x, 1))
+        return (vector - spatial) / (vector * x + 3)
+
+
+@case("broadcast_two_tensors", (2, 3, 6, 5),
+      "- gate: {op: conv2d, out_channels: 1, kernel: 3, padding: 1}\n"
+      "- gate_act: {op: sigmoid}\n"
+      "- spatial: {op: mul, inputs: [input, gate_act]}\n"
+      "- pool: {op: global_avgpool, input: input}\n"
+      "- fc: {op: conv2d, out_channels: 3, kernel: 1}\n"
+      "- diff: {op: sub, inputs: [fc, spatial]}\n"
+      "- prod: {op: mul, inputs: [fc, input]}\n"
+      "- denom: {op: add, scalar: 3}\n"
+      "- out: {op: div, inputs: [diff, denom]}")
+def _():
+    return Broadcasts()
+
+
+class FeatureOperands(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 5)
+        self.register_buffer("shift", torch.zeros(5))
+        self.register_buffer("scale", torch.ones(1, 5))
+
+    def forward(self, x):
+        return (self.fc(torch.flatten(x, 1)) - self.shift) * self.scale
+
+
+@case("feature_operands", (3, 3, 2, 2),
+      "- flat: {op: flatten}\n"
+      "- fc: {op: linear, out_features: 5}\n"
+      "- shifted: {op: sub, tensor: shift}\n"
+      "- scaled: {op: mul, tensor: scale, param_rank: 2}")
+def _():
+    return FeatureOperands()
+
+
 # --- writing ---------------------------------------------------------------------------------
 
 def randomize(module, gen):
@@ -181,14 +309,14 @@ def randomize(module, gen):
             if not t.is_floating_point():
                 continue
             values = torch.randn(t.shape, generator=gen)
-            if name.endswith("running_var"):
+            if name.endswith("running_var") or name.endswith("std"):
                 values = values.abs() + 0.5
             t.copy_(values)
 
 
 def write_case(out_dir, name):
-    shape, layers, output, make, seed = CASES[name]
-    gen = torch.Generator().manual_seed(1000 + seed)
+    shape, layers, output, blocks, make = CASES[name]
+    gen = torch.Generator().manual_seed(1000 + sorted(CASES).index(name))
     module = make().eval()
     randomize(module, gen)
     x = torch.randn(shape, generator=gen)
@@ -202,6 +330,8 @@ def write_case(out_dir, name):
     text += "".join("  " + line + "\n" for line in layers.split("\n"))
     if output:
         text += "output: %s\n" % output
+    if blocks:
+        text += "blocks:\n" + "".join("  " + line + "\n" for line in blocks.split("\n"))
     with open(os.path.join(folder, "model.yaml"), "w") as f:
         f.write(text)
     tensors = {k: v.numpy() for k, v in module.state_dict().items()}

@@ -16,7 +16,7 @@
 #include "compiler/ir/verify.h"
 #include "compiler/passes/pipeline.h"
 #include "compiler/weights/weights.h"
-#include "tests/unit/test_util.h"
+#include "tests/unit/op_test_util.h"
 
 namespace zoc {
 namespace {
@@ -26,13 +26,7 @@ void expect_floats(const std::vector<float>& got, const std::vector<double>& wan
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << "[" << i << "]";
 }
 
-// A model file of these layers on an input 2 x 5 x 7.
-std::optional<ir::Graph> model(const test::TempDir& dir, const std::string& layers, Diagnostics& d,
-                               const std::string& input = "2, height: 5, width: 7") {
-  const std::string path =
-      dir.write("m.yaml", "zoc: 1\ninput: {channels: " + input + "}\nlayers:\n" + layers);
-  return test::load(path, d);
-}
+using test::load_layers;
 
 // Five rows to eleven: by size the scale is 5/11 (floor(i * 0.4545)); by the factor 2.3 that
 // gives the same 11 rows it is 1 / 2.3 (floor(i * 0.4348)). Row 9 tells them apart.
@@ -107,13 +101,14 @@ TEST(DenseKernels, SoftmaxAndLogSoftmaxOverChannels) {
 TEST(DenseShapes, UpsamplingAndTransposedConvolutionSizes) {
   test::TempDir dir;
   Diagnostics d;
-  auto g = model(dir,
-                 "  - a: {op: upsample_nearest, scale_h: 2.5, scale_w: 1.7}\n"
-                 "  - b: {op: upsample_bilinear, size: [3, 40], align_corners: true}\n"
-                 "  - c: {op: conv_transpose2d, out_channels: 4, kernel: [3, 2], stride: [2, 3],"
-                 " padding: [1, 0], output_padding: [1, 2], dilation: [2, 1], groups: 2}\n"
-                 "  - d: {op: argmax}\n",
-                 d);
+  auto g =
+      load_layers(dir,
+                  "  - a: {op: upsample_nearest, scale_h: 2.5, scale_w: 1.7}\n"
+                  "  - b: {op: upsample_bilinear, size: [3, 40], align_corners: true}\n"
+                  "  - c: {op: conv_transpose2d, out_channels: 4, kernel: [3, 2], stride: [2, 3],"
+                  " padding: [1, 0], output_padding: [1, 2], dilation: [2, 1], groups: 2}\n"
+                  "  - d: {op: argmax}\n",
+                  d);
   ASSERT_TRUE(g) << d.render();
   // 5 * 2.5 = 12.5 -> 12, 7 * 1.7 = 11.9 -> 11 (PyTorch truncates).
   EXPECT_EQ(g->type(g->find_node("a")->output).dims, (std::vector<int64_t>{2, 12, 11}));
@@ -133,44 +128,37 @@ TEST(DenseShapes, UpsamplingAndTransposedConvolutionSizes) {
 TEST(DenseRefusals, TrainingAndTheCudnnBackend) {
   test::TempDir dir;
   Diagnostics d;
-  auto g = model(dir,
-                 "  - up: {op: upsample_bilinear, size: [10, 14]}\n"
-                 "  - tconv: {op: conv_transpose2d, out_channels: 3, kernel: 2, stride: 2}\n"
-                 "  - sm: {op: softmax}\n"
-                 "  - lsm: {op: log_softmax}\n"
-                 "  - cls: {op: argmax}\n",
-                 d);
+  auto g = load_layers(dir,
+                       "  - up: {op: upsample_bilinear, size: [10, 14]}\n"
+                       "  - tconv: {op: conv_transpose2d, out_channels: 3, kernel: 2, stride: 2}\n"
+                       "  - sm: {op: softmax}\n"
+                       "  - lsm: {op: log_softmax}\n"
+                       "  - cls: {op: argmax}\n",
+                       d);
   ASSERT_TRUE(g) << d.render();
-  Diagnostics train;
-  EXPECT_FALSE(passes::build_training_graph(*g, {}, train).has_value());
-  const std::string t = train.render();
-  for (const char* want :
-       {"m.yaml:4:5: error: layer 'up' (upsample_bilinear): no gradient rule for "
-        "upsample_bilinear yet (inference only)",
-        "m.yaml:5:5: error: layer 'tconv' (conv_transpose2d): no gradient rule for "
-        "conv_transpose2d yet",
-        "m.yaml:6:5: error: layer 'sm' (softmax): no gradient rule for a softmax over channels",
-        "m.yaml:7:5: error: layer 'lsm' (log_softmax): no gradient rule for log_softmax",
-        "m.yaml:8:5: error: layer 'cls' (argmax): no gradient rule for argmax"}) {
-    EXPECT_NE(t.find(want), std::string::npos) << want << "\n" << t;
-  }
-  Diagnostics cudnn;
-  EXPECT_FALSE(check_cudnn_support(*g, cudnn));
-  const std::string c = cudnn.render();
-  for (const char* want :
-       {"m.yaml:4:5: error: layer 'up' (upsample_bilinear): the cuDNN backend does not support "
-        "upsample_bilinear yet",
-        "m.yaml:5:5: error: layer 'tconv' (conv_transpose2d): the cuDNN backend does not "
-        "support conv_transpose2d yet",
-        "m.yaml:6:5: error: layer 'sm' (softmax): the cuDNN backend does not support softmax "
-        "over the channels of an image yet",
-        "m.yaml:7:5: error: layer 'lsm' (log_softmax): the cuDNN backend does not support "
-        "log_softmax yet",
-        "m.yaml:8:5: error: layer 'cls' (argmax): the cuDNN backend does not support argmax "
-        "yet"}) {
-    EXPECT_NE(c.find(want), std::string::npos) << want << "\n" << c;
-  }
-  EXPECT_EQ(cudnn.error_count(), 5u);
+  test::expect_refusals(
+      *g,
+      {"m.yaml:4:5: error: layer 'up' (upsample_bilinear): no gradient rule for "
+       "upsample_bilinear yet (inference only)",
+       "m.yaml:5:5: error: layer 'tconv' (conv_transpose2d): no gradient rule for "
+       "conv_transpose2d yet",
+       "m.yaml:6:5: error: layer 'sm' (softmax): no gradient rule for a softmax over channels",
+       "m.yaml:7:5: error: layer 'lsm' (log_softmax): no gradient rule for log_softmax",
+       "m.yaml:8:5: error: layer 'cls' (argmax): no gradient rule for argmax"},
+      false);
+  test::expect_refusals(
+      *g,
+      {"m.yaml:4:5: error: layer 'up' (upsample_bilinear): the cuDNN backend does not support "
+       "upsample_bilinear yet",
+       "m.yaml:5:5: error: layer 'tconv' (conv_transpose2d): the cuDNN backend does not "
+       "support conv_transpose2d yet",
+       "m.yaml:6:5: error: layer 'sm' (softmax): the cuDNN backend does not support softmax "
+       "over the channels of an image yet",
+       "m.yaml:7:5: error: layer 'lsm' (log_softmax): the cuDNN backend does not support "
+       "log_softmax yet",
+       "m.yaml:8:5: error: layer 'cls' (argmax): the cuDNN backend does not support argmax "
+       "yet"},
+      true);
 }
 
 // fold-batchnorm folds a BN only into a fused_conv2d: a BN after a transposed convolution stays
@@ -179,31 +167,21 @@ TEST(DenseRefusals, TrainingAndTheCudnnBackend) {
 TEST(DensePasses, BatchNormAfterTransposedConvIsNotFolded) {
   test::TempDir dir;
   Diagnostics d;
-  auto g = model(dir,
-                 "  - tconv: {op: conv_transpose2d, out_channels: 3, kernel: 3, stride: 2}\n"
-                 "  - bn: {op: batchnorm2d}\n"
-                 "  - relu: {op: relu}\n"
-                 "  - up: {op: upsample_nearest, scale_h: 2, scale_w: 2}\n",
-                 d);
+  auto g = load_layers(dir,
+                       "  - tconv: {op: conv_transpose2d, out_channels: 3, kernel: 3, stride: 2}\n"
+                       "  - bn: {op: batchnorm2d}\n"
+                       "  - relu: {op: relu}\n"
+                       "  - up: {op: upsample_nearest, scale_h: 2, scale_w: 2}\n",
+                       d);
   ASSERT_TRUE(g) << d.render();
   Weights w = init_weights(*g, 5);
   for (float& v : w.tensors["bn.running_mean"]) v = 0.3f;
   for (float& v : w.tensors["bn.running_var"]) v = 2.5f;
   for (float& v : w.tensors["bn.weight"]) v = -1.5f;
-  ref::Tensor x{{2, 2, 5, 7}, std::vector<float>(140)};
-  for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = std::sin(0.37f * float(i));
-  auto before = ref::run(*g, w, x);
-  ASSERT_TRUE(before.ok()) << before.error().message;
-  ir::Graph after = *g;
-  passes::PassOptions opts;
-  opts.verify_each = true;
-  ASSERT_TRUE(passes::run_pipeline(after, d, opts)) << d.render();
+  const ir::Graph after = test::optimize_keeping_function(*g, w, test::wave_input(*g, 2), 0);
   ASSERT_NE(after.find_node("bn"), nullptr);
   EXPECT_EQ(after.find_node("bn")->op, ir::OpKind::BatchNorm2d);
   EXPECT_EQ(after.find_node("tconv")->op, ir::OpKind::ConvTranspose2d);
-  auto out = ref::run(after, w, x);
-  ASSERT_TRUE(out.ok()) << out.error().message;
-  EXPECT_EQ((*out)[0].data, (*before)[0].data);
 }
 
 // A segmentation model's outputs, in the order `output:` lists them; each written to its own file

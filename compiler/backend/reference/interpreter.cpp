@@ -81,7 +81,10 @@ Status Runner::exec(const ir::Node& node) {
       copy_input(node, 1);
       break;
     case ir::OpKind::Add:
-      add(in(node, 0), in(node, 1), out(node.output), count(node.output));
+    case ir::OpKind::Sub:
+    case ir::OpKind::Mul:
+    case ir::OpKind::Div:
+      binary(node);
       break;
     case ir::OpKind::MaxPool2d:
     case ir::OpKind::AvgPool2d:
@@ -116,9 +119,6 @@ Status Runner::exec(const ir::Node& node) {
       break;
     case ir::OpKind::Concat:
       concat(node);
-      break;
-    case ir::OpKind::Mul:
-      mul(node);
       break;
     case ir::OpKind::LayerScale:
       layer_scale(node);
@@ -265,13 +265,6 @@ void Runner::concat(const ir::Node& node) {
   }
   const std::vector<int64_t>& od = dims(node.output);
   concat_channels(ptrs, channels, out(node.output), n_, od[1] * od[2]);
-}
-
-// b is a's shape, or its channel vector [C, 1, 1] (the shape rule allows nothing else).
-void Runner::mul(const ir::Node& node) {
-  const auto [c, hw] = channels_of(node.inputs[0]);
-  ref::mul(in(node, 0), in(node, 1), out(node.output), n_, c, hw,
-           dims(node.inputs[1]) != dims(node.inputs[0]));
 }
 
 void Runner::layer_scale(const ir::Node& node) {

@@ -115,10 +115,6 @@ void concat_channels(const std::vector<const float*>& inputs, const std::vector<
 
 // The channel ops of the CNN zoo (channel_kernels.cpp). Images are x[n, c, hw].
 
-// y = a * b: b of a's shape, or (b_per_channel) b[n, c] broadcast over hw.
-void mul(const float* a, const float* b, float* y, int64_t n, int64_t c, int64_t hw,
-         bool b_per_channel);
-
 // y[n, c, hw] = x[n, c, hw] * gamma[c] (layer_scale).
 void channel_scale(const float* x, const float* gamma, float* y, int64_t n, int64_t c, int64_t hw);
 
@@ -143,6 +139,19 @@ struct AdaptivePoolShape {
   int64_t planes, h, w, oh, ow;
 };
 void adaptive_avgpool2d(const float* x, float* y, const AdaptivePoolShape& s);
+
+// The binary ops (elementwise.cpp). An operand: its per-sample dims, of the output's rank, 1
+// where it broadcasts; `batched`: one such tensor per sample, else one for the whole batch (a
+// parameter, a scalar).
+struct Operand {
+  const float* data;
+  std::vector<int64_t> dims;
+  bool batched;
+};
+enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+// y[n, dims] = a op b, each element one float operation (NumPy's broadcasting).
+void binary(BinaryOp op, const Operand& a, const Operand& b, float* y, int64_t n,
+            const std::vector<int64_t>& dims);
 
 // Dense prediction (issue 37): resample.cpp and channel_kernels.cpp.
 

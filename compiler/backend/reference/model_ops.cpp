@@ -2,6 +2,8 @@
 // hand-written and timm models): each reads its node's attributes and parameters and calls one
 // kernel of kernels.h. The op switch that reaches them is Runner::exec (interpreter.cpp); this
 // file keeps that one from growing past a screenful per family.
+#include <utility>
+
 #include "compiler/backend/reference/kernels.h"
 #include "compiler/backend/reference/node_shapes.h"
 #include "compiler/backend/reference/runner.h"
@@ -46,6 +48,31 @@ void Runner::softmax_dim1(const ir::Node& node) {
 void Runner::argmax(const ir::Node& node) {
   const auto [c, hw] = channels_of(node.inputs[0]);
   argmax_dim1(in(node, 0), out(node.output), n_, c, hw);
+}
+
+// add, sub, mul, div: the second operand is the other input, `scalar`, or the operand tensor,
+// per channel (its numbers in channel order whatever the rank it is stored with) or one value.
+void Runner::binary(const ir::Node& node) {
+  const std::vector<int64_t>& y = dims(node.output);
+  Operand a{in(node, 0), dims(node.inputs[0]), true};
+  Operand b{nullptr, std::vector<int64_t>(y.size(), 1), false};
+  float scalar = 0;
+  if (node.inputs.size() == 2) {
+    b = {in(node, 1), dims(node.inputs[1]), true};
+  } else if (node.attrs.has("scalar")) {
+    scalar = static_cast<float>(node.attrs.f("scalar"));  // as PyTorch casts a Python number
+    b.data = &scalar;
+  } else {
+    b.data = param(node, ir::ParamRole::kOperand);
+    if (!missing_.empty()) return;
+    if (!node.params.front().shape.empty()) b.dims[0] = y[0];  // per channel, else one value
+  }
+  if (node.attrs.flag("reverse")) std::swap(a, b);
+  const BinaryOp op = node.op == ir::OpKind::Sub   ? BinaryOp::kSub
+                      : node.op == ir::OpKind::Mul ? BinaryOp::kMul
+                      : node.op == ir::OpKind::Div ? BinaryOp::kDiv
+                                                   : BinaryOp::kAdd;
+  ref::binary(op, a, b, out(node.output), n_, y);
 }
 
 }  // namespace zoc::ref::detail

@@ -77,7 +77,6 @@ class Runner {
   void pool(const ir::Node& node);
   void linear(const ir::Node& node);
   void concat(const ir::Node& node);
-  void mul(const ir::Node& node);
   void layer_scale(const ir::Node& node);
   void layernorm(const ir::Node& node);
   void channel_shuffle(const ir::Node& node);
@@ -91,6 +90,7 @@ class Runner {
   void conv_transpose2d(const ir::Node& node);
   void softmax_dim1(const ir::Node& node);
   void argmax(const ir::Node& node);
+  void binary(const ir::Node& node);
 
   // The training graph's ops (train_ops.cpp).
   void batchnorm2d_train(const ir::Node& node);

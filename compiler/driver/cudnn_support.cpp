@@ -26,6 +26,7 @@ std::string missing_form(const ir::Graph& g, const ir::Node& n) {
                       : "mul with broadcasting other than an image by its channel vector";
     case ir::OpKind::Sub:
     case ir::OpKind::Div:
+    case ir::OpKind::Reshape:
     case ir::OpKind::UpsampleNearest:
     case ir::OpKind::UpsampleBilinear:
     case ir::OpKind::ConvTranspose2d:
@@ -34,6 +35,9 @@ std::string missing_form(const ir::Graph& g, const ir::Node& n) {
       return std::string(ir::op_info(n.op).name);
     case ir::OpKind::Softmax:
       return rank(0) == 1 ? "" : "softmax over the channels of an image";
+    case ir::OpKind::LeakyRelu:
+    case ir::OpKind::Elu:
+      return std::string(ir::op_info(n.op).name);
     default:
       return "";
   }

@@ -137,6 +137,7 @@ GradRule grad_rule(OpKind op) {
     case OpKind::LogSoftmax:
     case OpKind::Sub:
     case OpKind::Div:
+    case OpKind::Reshape:
       return no_rule(op);
     case OpKind::Input:
       return {nothing_upstream};
@@ -179,6 +180,7 @@ GradRule grad_rule(OpKind op) {
     return {activation<zoc::act::math, OpKind::grad>}; \
   case OpKind::grad:                                   \
     return {nullptr, kTrainingOp};
+#define ZOC_REF_ACTIVATION(op, grad, math) ZOC_ACTIVATION(op, grad, math)
 #include "compiler/ir/ops.def"
     case OpKind::FusedConv2d:
       return {nullptr, kFused};

@@ -80,6 +80,7 @@ class Rule {
   // Ops that move pixels (shapes_spatial.cpp).
   bool upsample();
   bool conv_transpose2d();
+  bool reshape();
 
   // Reductions and elementwise ops of issues 36 and 37 (shapes_pointwise.cpp).
   bool argmax();

@@ -364,6 +364,8 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
       return rule.upsample();
     case OpKind::ConvTranspose2d:
       return rule.conv_transpose2d();
+    case OpKind::Reshape:
+      return rule.reshape();
     case OpKind::Argmax:
       return rule.argmax();
     case OpKind::Concat:
@@ -383,6 +385,7 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
     return rule.same_as_input();       \
   case OpKind::grad:                   \
     return rule.activation_grad();
+#define ZOC_REF_ACTIVATION(op, grad, math) ZOC_ACTIVATION(op, grad, math)
 #include "compiler/ir/ops.def"
     case OpKind::Labels:
       return rule.labels();

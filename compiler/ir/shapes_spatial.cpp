@@ -98,4 +98,22 @@ bool Rule::conv_transpose2d() {
   return set_output({out_c, *oh, *ow}, Layout::NCHW);
 }
 
+// The same elements, NCHW order, as [channels, height, width]: a view in PyTorch, a copy here.
+bool Rule::reshape() {
+  const Attrs& a = n_.attrs;
+  auto numel = checked_product_of(in(0).dims);
+  auto plane = checked_mul(a.i("height"), a.i("width"));
+  if (!numel || !plane) return fail("element count overflows");
+  const int64_t c = a.has("channels") ? a.i("channels") : *numel / *plane;
+  auto count = checked_mul(c, *plane);
+  if (!count || *count != *numel || c < 1) {
+    return fail(fmt::format("{} elements per sample ({}) do not make {}", *numel,
+                            dims_str(in(0).dims),
+                            a.has("channels") ? dims_str({c, a.i("height"), a.i("width")})
+                                              : fmt::format("channels x {} x {}", a.i("height"),
+                                                            a.i("width"))));
+  }
+  return set_output({c, a.i("height"), a.i("width")}, Layout::NCHW);
+}
+
 }  // namespace zoc::ir::detail

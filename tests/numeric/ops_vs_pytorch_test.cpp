@@ -93,6 +93,8 @@ const Case kCases[] = {
     {"scalar_operands", 1e-6},
     {"broadcast_two_tensors", 1e-6},
     {"feature_operands", 1e-6},
+    {"leaky_relu_elu", 1e-6},
+    {"se_linear_view", 1e-6},
 };
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpsVsPyTorch, ::testing::ValuesIn(kCases),

@@ -300,6 +300,58 @@ def _():
     return FeatureOperands()
 
 
+class Activations(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+        self.leaky = nn.LeakyReLU(0.2)
+        self.elu = nn.ELU(alpha=0.7)
+
+    def forward(self, x):
+        return self.elu(F.leaky_relu(x * 3, 0.01) + self.leaky(self.conv(x)))
+
+
+@case("leaky_relu_elu", (2, 3, 5, 7),
+      "- x3: {op: mul, scalar: 3}\n"
+      "- leaky_default: {op: leaky_relu}\n"
+      "- conv: {op: conv2d, out_channels: 3, kernel: 3, padding: 1, input: input}\n"
+      "- leaky: {op: leaky_relu, negative_slope: 0.2}\n"
+      "- sum: {op: add, inputs: [leaky_default, leaky]}\n"
+      "- elu: {op: elu, alpha: 0.7}")
+def _():
+    return Activations()
+
+
+class SeLinearView(nn.Module):
+    """Squeeze-and-excitation written with Linear layers: the gate [N, C] viewed as
+    [N, C, 1, 1] (reshape) to scale the image."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 2)
+        self.fc2 = nn.Linear(2, 4)
+
+    def forward(self, x):
+        n, c = x.shape[:2]
+        s = torch.sigmoid(self.fc2(F.relu(self.fc1(x.mean((2, 3))))))
+        return x * s.view(n, c, 1, 1) - s.view(n, -1, 1, 1)
+
+
+@case("se_linear_view", (2, 4, 3, 5),
+      "- pool: {op: global_avgpool}\n"
+      "- flat: {op: flatten}\n"
+      "- fc1: {op: linear, out_features: 2}\n"
+      "- act: {op: relu}\n"
+      "- fc2: {op: linear, out_features: 4}\n"
+      "- gate: {op: sigmoid}\n"
+      "- gate4: {op: reshape}\n"
+      "- scaled: {op: mul, inputs: [input, gate4]}\n"
+      "- gate4c: {op: reshape, channels: 4, input: gate}\n"
+      "- out: {op: sub, inputs: [scaled, gate4c]}")
+def _():
+    return SeLinearView()
+
+
 # --- writing ---------------------------------------------------------------------------------
 
 def randomize(module, gen):

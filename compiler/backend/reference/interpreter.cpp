@@ -74,6 +74,7 @@ Status Runner::exec(const ir::Node& node) {
       break;
     case ir::OpKind::Dropout:  // the identity, also in training mode (interpreter.h says why)
     case ir::OpKind::Flatten:  // NCHW order is already the flattened order
+    case ir::OpKind::Reshape:
     case ir::OpKind::DropoutGrad:
       copy_input(node, 0);
       break;
@@ -143,6 +144,7 @@ Status Runner::exec(const ir::Node& node) {
   case ir::OpKind::grad:               \
     activation_grad<act::math>(node);  \
     break;
+#define ZOC_REF_ACTIVATION(op, grad, math) ZOC_ACTIVATION(op, grad, math)
 #include "compiler/ir/ops.def"
     case ir::OpKind::SoftmaxCrossEntropy:
       softmax_cross_entropy(node);

@@ -231,12 +231,13 @@ bool view(OpContext& c) {
   return y && c.result_tensor(*y);
 }
 
-// Items [start, end) of a list (x.shape[-2:] is a slice of the list aten::size gives): a
-// constant where every item is one.
+// aten::slice.t(l, start, end, step): items [start, end) of a list (x.shape[-2:] is a slice of
+// the list aten::size gives), a constant where every item is one.
 bool slice_list(OpContext& c, const Val& list) {
-  auto start = c.none(2) ? std::optional<int64_t>(0) : c.i(2);
-  auto end = start && !c.none(3) ? c.i(3) : std::optional<int64_t>(INT64_MAX);
-  auto step = end ? c.i(4) : std::nullopt;
+  if (c.num_inputs() != 4) return c.fail("a list slice without start, end and step");
+  auto start = c.none(1) ? std::optional<int64_t>(0) : c.i(1);
+  auto end = start && !c.none(2) ? c.i(2) : std::optional<int64_t>(INT64_MAX);
+  auto step = end ? c.i(3) : std::nullopt;
   if (!step) return false;
   if (*step != 1) return c.fail("a slice of a list with a step");
   const auto n = static_cast<int64_t>(list.items.size());
@@ -269,6 +270,7 @@ std::optional<ir::ValueId> channels(OpContext& c, ir::ValueId x, int64_t start, 
 // aten::slice(self, dim, start, end, step): channels of an image (x[:, a:b]), or a list.
 bool slice(OpContext& c) {
   if (c.in(0).is(Kind::kList)) return slice_list(c, c.in(0));
+  if (c.num_inputs() != 5) return c.fail("a slice without dim, start, end and step");
   auto x = c.tensor(0);
   const std::vector<int64_t>* d = x ? c.dims(*x) : nullptr;
   if (!d) return false;

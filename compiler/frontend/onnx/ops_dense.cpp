@@ -69,6 +69,29 @@ std::optional<ir::OpKind> resize_kind(NodeContext& c, ir::Attrs& a) {
   return std::nullopt;
 }
 
+// Where ONNX's linear Resize and PyTorch's bilinear part (the ONNX conformance tests show both):
+// pytorch_half_pixel samples an output of length 1 at 0, PyTorch at the input's middle; and
+// align_corners with scales uses ONNX's unrounded length in * scale, PyTorch the output's.
+bool same_as_pytorch(NodeContext& c, const std::vector<int64_t>& d, const Constant& v,
+                     bool by_sizes) {
+  std::string ctm;
+  if (!c.attr("coordinate_transformation_mode", ctm)) return false;
+  for (size_t k : {1, 2}) {
+    const int64_t in = d[k];
+    const double exact = by_sizes ? static_cast<double>(v.i[k + 1]) : in * double{v.f[k + 1]};
+    if (ctm == "pytorch_half_pixel" && std::floor(exact) == 1 && in > 1) {
+      return c.fail("a linear Resize to length 1 in pytorch_half_pixel mode, which samples "
+                    "another point than PyTorch's bilinear");
+    }
+    if (ctm == "align_corners" && exact != std::floor(exact)) {
+      return c.fail(fmt::format("a linear Resize with align_corners by a scale that makes {} "
+                                "pixels a fraction ({:g}), where ONNX and PyTorch differ",
+                                in, exact));
+    }
+  }
+  return true;
+}
+
 // Resize(X, roi, scales, sizes) of an image over H and W.
 bool resize(NodeContext& c) {
   auto x = c.activation(0);
@@ -88,6 +111,7 @@ bool resize(NodeContext& c) {
     return c.fail(fmt::format("Resize {} of [N, {}]; zoc resizes H and W only", given,
                               fmt::join(*d, ", ")));
   }
+  if (*op == ir::OpKind::UpsampleBilinear && !same_as_pytorch(c, *d, v, by_sizes)) return false;
   if (by_sizes) {
     a.set("size", pair_attr({v.i[2], v.i[3]}));
   } else {

@@ -36,3 +36,9 @@ if [ ! -f "$out/torchscript/aliasing/cases.txt" ] ||
    [ "$alias_models" -nt "$out/torchscript/aliasing/cases.txt" ]; then
   "$py" "$alias_models" --out "$out/torchscript/aliasing"
 fi
+# One small model per op of issues 36 and 37 (tests/numeric/ops_vs_pytorch_test.cpp).
+op_cases="$here/tests/ops/make_op_cases.py"
+if [ ! -f "$out/ops/stamp" ] || [ "$op_cases" -nt "$out/ops/stamp" ]; then
+  "$py" "$op_cases" --out "$out/ops"
+  touch "$out/ops/stamp"
+fi

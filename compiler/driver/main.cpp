@@ -15,8 +15,11 @@
 
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/backend/reference/interpreter.h"
+#include "compiler/driver/cudnn_support.h"
+#include "compiler/driver/extract_weights.h"
 #include "compiler/driver/grad_command.h"
 #include "compiler/driver/model_loader.h"
+#include "compiler/driver/run_outputs.h"
 #include "compiler/driver/target_options.h"
 #include "compiler/driver/write_folder.h"
 #include "compiler/frontend/onnx/onnx_frontend.h"
@@ -142,39 +145,25 @@ std::optional<zoc::ref::Tensor> get_input(const zoc::ir::Graph& g, const Args& a
   return t;
 }
 
-// `zoc extract-weights model.onnx -o W.safetensors`: the initializers the model's layers take,
-// under the IR's parameter names (state_dict names where the exporter kept them).
-int cmd_extract_onnx_weights(const Args& args, const zoc::LoadOptions& opts,
-                             zoc::Diagnostics& diags) {
-  auto m = zoc::load_model_and_weights(args.model, diags, opts);
-  if (!m) return finish(diags);
-  if (zoc::Status s = zoc::save_weights(m->graph, *m->weights, args.output); !s) {
-    diags.file_error(args.output, s.error().message);
-    return finish(diags);
+// The k largest values of each sample of `out` and where they are.
+void print_top_k(const zoc::ref::Tensor& out, int64_t top_k) {
+  const int64_t rows = out.shape[0];
+  const int64_t cols = static_cast<int64_t>(out.data.size()) / std::max<int64_t>(rows, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int64_t> idx(static_cast<size_t>(cols));
+    std::iota(idx.begin(), idx.end(), 0);
+    const float* row = out.data.data() + r * cols;
+    const auto k = std::min<int64_t>(top_k, cols);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                      [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+    std::string line = fmt::format("sample {}: top-{}", r, k);
+    for (int64_t j = 0; j < k; ++j) line += fmt::format("  {}:{:.5g}", idx[j], row[idx[j]]);
+    std::cout << line << "\n";
   }
-  size_t bytes = 0;
-  for (const auto& [name, values] : m->weights->tensors) bytes += values.size() * sizeof(float);
-  std::cout << fmt::format("wrote {} ({} tensors, {:.1f} MiB, the layers' parameter names)\n",
-                           args.output, m->weights->tensors.size(),
-                           static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return finish(diags);
 }
 
-// `zoc extract-weights model.pt -o W.safetensors`: the module's state_dict, for --weights.
-int cmd_extract_weights(const Args& args, zoc::Diagnostics& diags) {
-  auto tensors = zoc::torchscript::read_state_dict(args.model, diags);
-  if (!tensors) return finish(diags);
-  if (zoc::Status s = zoc::torchscript::write_state_dict(*tensors, args.output); !s) {
-    diags.file_error(args.output, s.error().message);
-    return finish(diags);
-  }
-  size_t bytes = 0;
-  for (const auto& t : *tensors) bytes += t.data.size();
-  std::cout << fmt::format("wrote {} ({} tensors, {:.1f} MiB, state_dict names)\n", args.output,
-                           tensors->size(), static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return finish(diags);
-}
-
+// Runs the model on the interpreter; writes its outputs (run_outputs.h says where) and prints
+// the top-k of each float one (a class map, argmax's i64, is written as float32 indices).
 int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags) {
   const zoc::ir::Graph& g = m.graph;
   if (args.weights.empty() && zoc::is_torchscript_file(args.model)) {
@@ -191,25 +180,26 @@ int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags
     diags.error(zoc::SourceLoc{args.model, 0, 0}, outs.error().message);
     return finish(diags);
   }
-  const zoc::ref::Tensor& out = outs->front();
   if (!args.output.empty()) {
-    if (zoc::Status s = zoc::npy::write_float32(args.output, out.data.data(), out.shape); !s) {
-      diags.file_error(args.output, s.error().message);
+    auto files = zoc::output_files(g, args.output);
+    if (!files) {
+      diags.file_error(args.output, files.error().message);
       return finish(diags);
     }
+    for (size_t k = 0; k < files->size(); ++k) {
+      const zoc::ref::Tensor& out = (*outs)[k];
+      if (zoc::Status s = zoc::npy::write_float32((*files)[k], out.data.data(), out.shape); !s) {
+        diags.file_error((*files)[k], s.error().message);
+        return finish(diags);
+      }
+    }
   }
-  const int64_t rows = out.shape[0];
-  const int64_t cols = static_cast<int64_t>(out.data.size()) / std::max<int64_t>(rows, 1);
-  for (int64_t r = 0; r < rows; ++r) {
-    std::vector<int64_t> idx(static_cast<size_t>(cols));
-    std::iota(idx.begin(), idx.end(), 0);
-    const float* row = out.data.data() + r * cols;
-    const auto k = std::min<int64_t>(args.top_k, cols);
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                      [&](int64_t a, int64_t b) { return row[a] > row[b]; });
-    std::string line = fmt::format("sample {}: top-{}", r, k);
-    for (int64_t j = 0; j < k; ++j) line += fmt::format("  {}:{:.5g}", idx[j], row[idx[j]]);
-    std::cout << line << "\n";
+  for (size_t k = 0; k < outs->size(); ++k) {
+    const zoc::ir::TensorType& t = g.type(g.outputs[k]);
+    if (outs->size() > 1) {
+      std::cout << fmt::format("output '{}': {}\n", g.value_name(g.outputs[k]), t.str());
+    }
+    if (t.dtype == zoc::ir::DType::F32) print_top_k((*outs)[k], args.top_k);
   }
   return finish(diags);
 }
@@ -242,6 +232,7 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   const std::optional<zoc::cudnn::EmitOptions> eopts = emit_options(args, diags);
   if (!eopts) return finish(diags);
   const zoc::lower::TargetDesc target = zoc::cudnn::lowering_target(*eopts);
+  if (!args.train && !zoc::check_cudnn_support(g, diags)) return finish(diags);
   if (!args.train && !optimize(g, args, diags, &target)) return finish(diags);
   auto gen = args.train ? zoc::cudnn::emit_trainer(g, *eopts, diags)
                         : zoc::cudnn::emit(g, *eopts, diags);
@@ -440,7 +431,8 @@ Commands define_commands(CLI::App& app, Args& args) {
   run_cmd->add_option("--batch", args.batch, "batch of the random input (not with --input)")
       ->check(whole_number(1, zoc::ir::kMaxBatch))
       ->capture_default_str();
-  run_cmd->add_option("--output", args.output, "write the output to this .npy file");
+  run_cmd->add_option("--output", args.output, 
+                      "write the output to this .npy file (several outputs: FILE_<name>.npy each)");
   run_cmd->add_option("--top", args.top_k, "classes to print per sample")
       ->check(whole_number(1, INT32_MAX))
       ->capture_default_str();
@@ -542,8 +534,12 @@ int run(int argc, char** argv) {
   if (!parse_overrides(args.sets, opts, diags)) return finish(diags);
   if (!zoc::parse_input_dims(args.input_dims, opts, diags)) return finish(diags);
   if (cmd.extract->parsed()) {
-    return zoc::is_onnx_file(args.model) ? cmd_extract_onnx_weights(args, opts, diags)
-                                         : cmd_extract_weights(args, diags);
+    if (zoc::is_onnx_file(args.model)) {
+      zoc::extract_onnx_weights(args.model, args.output, opts, diags);
+    } else {
+      zoc::extract_state_dict(args.model, args.output, diags);
+    }
+    return finish(diags);
   }
   if (cmd.run->parsed() && !args.input.empty() &&
       (zoc::is_torchscript_file(args.model) || zoc::is_onnx_file(args.model))) {

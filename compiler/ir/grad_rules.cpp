@@ -4,6 +4,8 @@
 // memory planner.
 #include "compiler/ir/grad_rules.h"
 
+#include <fmt/format.h>
+
 #include "zoc/math/activations.h"
 
 namespace zoc::ir {
@@ -119,10 +121,24 @@ void adaptive_avgpool2d(GradContext& c, const Node& f) {
   c.backward(0, OpKind::AdaptiveAvgPool2dGrad, {c.x(0), c.dy()}, f.attrs, false);
 }
 
+// The ops whose gradients are not written yet: inference only.
+GradRule no_rule(OpKind op) {
+  return {nullptr, fmt::format("no gradient rule for {} yet (inference only)", op_info(op).name)};
+}
+
 }  // namespace
 
 GradRule grad_rule(OpKind op) {
   switch (op) {
+    case OpKind::UpsampleNearest:
+    case OpKind::UpsampleBilinear:
+    case OpKind::ConvTranspose2d:
+    case OpKind::Argmax:
+    case OpKind::LogSoftmax:
+    case OpKind::Sub:
+    case OpKind::Div:
+    case OpKind::Reshape:
+      return no_rule(op);
     case OpKind::Input:
       return {nothing_upstream};
     case OpKind::Conv2d:
@@ -164,6 +180,7 @@ GradRule grad_rule(OpKind op) {
     return {activation<zoc::act::math, OpKind::grad>}; \
   case OpKind::grad:                                   \
     return {nullptr, kTrainingOp};
+#define ZOC_REF_ACTIVATION(op, grad, math) ZOC_ACTIVATION(op, grad, math)
 #include "compiler/ir/ops.def"
     case OpKind::FusedConv2d:
       return {nullptr, kFused};
@@ -187,6 +204,36 @@ GradRule grad_rule(OpKind op) {
       return {nullptr, kTrainingOp};
   }
   return {nullptr, kTrainingOp};
+}
+
+std::string grad_form_refusal(const Graph& g, const Node& n) {
+  const auto rank = [&](size_t k) { return g.type(n.inputs[k]).dims.size(); };
+  const auto dims = [&](size_t k) { return g.type(n.inputs[k]).dims; };
+  // add's rule passes dy to both operands, mul's reduces over a channel vector's H and W: what
+  // the two-input forms of one shape (and an image times its channel vector) need.
+  const bool same_shape = n.inputs.size() == 2 && dims(0) == dims(1);
+  const bool channel_vector =
+      n.inputs.size() == 2 && rank(0) == 3 && dims(1) == std::vector<int64_t>{dims(0)[0], 1, 1};
+  switch (n.op) {
+    case OpKind::Add:
+      if (!same_shape) {
+        return "no gradient rule for an add with broadcasting or a constant operand yet "
+               "(inference only)";
+      }
+      break;
+    case OpKind::Mul:
+      if (!same_shape && !channel_vector) {
+        return "no gradient rule for a mul with broadcasting (other than an image by its "
+               "channel vector) or a constant operand yet (inference only)";
+      }
+      break;
+    case OpKind::Softmax:
+      if (rank(0) != 1) return "no gradient rule for a softmax over channels yet (inference only)";
+      break;
+    default:
+      break;
+  }
+  return "";
 }
 
 std::vector<std::pair<std::string, ValueId>> param_gradients(const Node& node) {

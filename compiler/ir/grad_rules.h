@@ -44,11 +44,15 @@ using GradFn = void (*)(GradContext& ctx, const Node& forward);
 
 struct GradRule {
   GradFn fn = nullptr;       // null: the op cannot be differentiated; `refusal` says why
-  const char* refusal = "";  // reported as "layer 'x' (op): <refusal>"
+  std::string refusal = "";  // reported as "layer 'x' (op): <refusal>"
 };
 
 // The op table's switch: each op's rule.
 GradRule grad_rule(OpKind op);
+
+// Why node `n` of `g` (shapes inferred) cannot be differentiated although its op has a rule: a
+// form the rule does not cover (a softmax over the channels of an image); "" when it can.
+std::string grad_form_refusal(const Graph& g, const Node& n);
 
 // The parameter gradients a node defines, (parameter name, value) per trainable parameter in
 // the layer's order: the extra results of the backward ops that read a layer's parameters.

@@ -188,6 +188,10 @@ int64_t Graph::trainable_param_count() const { return count_params(*this, true);
 
 int64_t Graph::buffer_count() const { return count_params(*this, false); }
 
+bool is_binary_op(OpKind op) {
+  return op == OpKind::Add || op == OpKind::Sub || op == OpKind::Mul || op == OpKind::Div;
+}
+
 bool is_depthwise_conv(const Graph& g, const Node& conv) {
   if (conv.op != OpKind::Conv2d && conv.op != OpKind::FusedConv2d) return false;
   const int64_t groups = conv.attrs.i("groups");

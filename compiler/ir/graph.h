@@ -102,6 +102,7 @@ enum class ParamRole {
   kNormWeight,
   kNormBias,
   kScale,
+  kOperand,  // a binary op's constant tensor operand (Node::operand_tensor)
 };
 
 // A tensor a node needs from the weights file.
@@ -143,6 +144,12 @@ struct Node {
   std::string origin;
   // Its runtime layer, once lower-to-target ran (lowering.h).
   std::optional<Lowered> lowered;
+  // A one-input add, sub, mul or div whose other operand is a tensor of the weights file: that
+  // tensor's full state_dict name (a buffer the model's forward reads, `mean` in
+  // `(x - self.mean) / self.std`, or `blocks.0.ls1.gamma`), which need not be "<layer>.<suffix>"
+  // and which several nodes may share. Shape inference declares it as the node's parameter
+  // (ParamRole::kOperand). Empty elsewhere.
+  std::string operand_tensor;
 };
 
 struct Value {
@@ -179,6 +186,9 @@ class Graph {
   int64_t trainable_param_count() const;
   int64_t buffer_count() const;  // elements of non-trainable tensors
 };
+
+// add, sub, mul or div: the ops with a constant operand's forms (ops.def).
+bool is_binary_op(OpKind op);
 
 // A convolution (Conv2d or FusedConv2d, shapes inferred) with one input and one output channel
 // per group, groups > 1: MobileNet's, EfficientNet's and ConvNeXt's depthwise convolutions.

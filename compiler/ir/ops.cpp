@@ -30,6 +30,7 @@ constexpr AttrRow kAttrRows[] = {
 constexpr std::pair<OpKind, OpKind> kSameAttrs[] = {
 #define ZOC_SAME_ATTRS(op, from) {OpKind::op, OpKind::from},
 #define ZOC_ACTIVATION(op, grad, math) {OpKind::grad, OpKind::op},
+#define ZOC_REF_ACTIVATION(op, grad, math) {OpKind::grad, OpKind::op},
 #include "compiler/ir/ops.def"
 };
 

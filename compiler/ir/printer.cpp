@@ -114,6 +114,7 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
       if (!operands.empty()) operands += ", ";
       operands += value_name(g, v);
     }
+    if (!n.operand_tensor.empty()) operands += ", @" + n.operand_tensor;  // a weights tensor
     const auto [results, types] = results_and_types(g, n);
     std::string line = fmt::format("  {} = {}", results, op_info(n.op).name);
     if (!operands.empty()) line += "(" + operands + ")";

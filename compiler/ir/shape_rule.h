@@ -50,6 +50,11 @@ class Rule {
   bool param(const std::string& suffix, std::vector<int64_t> shape, ParamRole role,
              bool trainable = true, DType dtype = DType::F32, bool optional = false,
              const std::string* owner = nullptr);
+  // The same under a full state_dict name (a binary op's operand tensor); errors call it
+  // `shown` if given.
+  bool named_param(std::string name, std::vector<int64_t> shape, ParamRole role,
+                   bool trainable = true, DType dtype = DType::F32, bool optional = false,
+                   const std::string* shown = nullptr);
   // The layer's declared init (attribute `attr`), if any, for the parameter just declared.
   void declared_init(std::string_view attr) {
     if (auto scheme = n_.attrs.init(attr)) n_.params.back().init = *scheme;
@@ -73,6 +78,8 @@ class Rule {
   // The node must have exactly `count` extra results (an op that defines none need not say so).
   bool expect_extras(size_t count);
   bool extras_checked() const { return extras_checked_; }
+  // Whether `groups` divides both channel counts of a convolution (each failure reported).
+  bool groups_divide(int64_t c, int64_t out_c, int64_t groups);
   // The output dims of a max (is_max) or average pooling of input 0 with the node's attributes;
   // empty after a reported error.
   std::vector<int64_t> pool_dims(bool is_max);
@@ -82,18 +89,25 @@ class Rule {
   bool conv2d();
   bool batchnorm2d();
   bool same_as_input();
-  bool add();
   bool pool(bool is_max);
   bool global_avgpool();
   bool flatten();
   bool linear();
   bool softmax();
   bool concat();
-  bool mul();
   bool layer_scale();
   bool layernorm();
   bool channel_shuffle();
   bool adaptive_avgpool2d();
+
+  // Ops that move pixels (shapes_spatial.cpp).
+  bool upsample();
+  bool conv_transpose2d();
+  bool reshape();
+
+  // Reductions and elementwise ops of issues 36 and 37 (shapes_pointwise.cpp).
+  bool argmax();
+  bool binary();
 
   // The training graph's ops (shapes_train.cpp).
   bool labels();

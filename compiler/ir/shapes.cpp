@@ -37,13 +37,19 @@ bool Rule::expect_rank(size_t i, size_t rank, const char* what) {
 
 bool Rule::param(const std::string& suffix, std::vector<int64_t> shape, ParamRole role,
                  bool trainable, DType dtype, bool optional, const std::string* owner) {
+  return named_param((owner ? *owner : n_.name) + "." + suffix, std::move(shape), role, trainable,
+                     dtype, optional, &suffix);
+}
+
+bool Rule::named_param(std::string name, std::vector<int64_t> shape, ParamRole role, bool trainable,
+                       DType dtype, bool optional, const std::string* shown) {
   auto numel = checked_product_of(shape);
   if (!numel || !checked_mul(*numel, 8) || *numel * 8 > kMaxSampleBytes) {
-    return fail(fmt::format("parameter '{}' of shape {} is too large (over {} bytes)", suffix,
-                            shape_str(shape), kMaxSampleBytes));
+    return fail(fmt::format("parameter '{}' of shape {} is too large (over {} bytes)",
+                            shown ? *shown : name, shape_str(shape), kMaxSampleBytes));
   }
-  n_.params.push_back({(owner ? *owner : n_.name) + "." + suffix, dtype, std::move(shape),
-                       trainable, optional, role, InitScheme::kPytorchDefault});
+  n_.params.push_back({std::move(name), dtype, std::move(shape), trainable, optional, role,
+                       InitScheme::kPytorchDefault});
   return true;
 }
 
@@ -81,6 +87,17 @@ bool Rule::expect_extras(size_t count) {
   return fail(fmt::format("has {} extra results, expects {}", n_.extra_outputs.size(), count));
 }
 
+bool Rule::groups_divide(int64_t c, int64_t out_c, int64_t groups) {
+  bool ok = true;
+  if (c % groups != 0) {
+    ok = fail(fmt::format("groups {} does not divide the {} input channels", groups, c));
+  }
+  if (out_c % groups != 0) {
+    ok = fail(fmt::format("groups {} does not divide out_channels {}", groups, out_c));
+  }
+  return ok;
+}
+
 bool Rule::input() {
   const Attrs& a = n_.attrs;
   return set_output({a.i("channels"), a.i("height"), a.i("width")}, Layout::NCHW);
@@ -93,14 +110,7 @@ bool Rule::conv2d() {
   const int64_t out_c = a.i("out_channels"), groups = a.i("groups");
   const Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding"),
              dl = a.pair("dilation");
-  bool ok = true;
-  if (c % groups != 0) {
-    ok = fail(fmt::format("groups {} does not divide the {} input channels", groups, c));
-  }
-  if (out_c % groups != 0) {
-    ok = fail(fmt::format("groups {} does not divide out_channels {}", groups, out_c));
-  }
-  if (!ok) return false;
+  if (!groups_divide(c, out_c, groups)) return false;
   auto oh = conv_output_size(h, k.h, s.h, p.h, dl.h);
   auto ow = conv_output_size(w, k.w, s.w, p.w, dl.w);
   if (!oh || !ow) {
@@ -166,14 +176,6 @@ bool Rule::same_as_input() {
   return set_output(in(0).dims, in(0).layout);
 }
 
-bool Rule::add() {
-  if (in(0).dims != in(1).dims) {
-    return fail(fmt::format("operand shapes differ: {} vs {}", dims_str(in(0).dims),
-                            dims_str(in(1).dims)));
-  }
-  return set_output(in(0).dims, in(0).layout);
-}
-
 bool Rule::pool(bool is_max) {
   std::vector<int64_t> dims = pool_dims(is_max);
   return !dims.empty() && set_output(std::move(dims), Layout::NCHW);
@@ -224,9 +226,14 @@ bool Rule::linear() {
   return set_output({out}, Layout::NC);
 }
 
+// softmax and log_softmax: over dim 1, the features of [N, F] or the channels of each pixel.
 bool Rule::softmax() {
-  if (!expect_rank(0, 1, "features [N, F]")) return false;
-  return set_output(in(0).dims, Layout::NC);
+  const size_t rank = in(0).dims.size();
+  if (rank != 1 && rank != 3) {
+    return fail(fmt::format("expects features [N, F] or an image [N, C, H, W], got {}",
+                            dims_str(in(0).dims)));
+  }
+  return set_output(in(0).dims, in(0).layout);
 }
 
 bool Rule::concat() {
@@ -244,27 +251,6 @@ bool Rule::concat() {
     channels = *sum;
   }
   return set_output({channels, in(0).dims[1], in(0).dims[2]}, Layout::NCHW);
-}
-
-// b of a's shape, or b a channel vector [C, 1, 1] of an image a [C, H, W] (the frontends put
-// the broadcast operand second, so the backends have one broadcast form).
-bool Rule::mul() {
-  const std::vector<int64_t>&a = in(0).dims, &b = in(1).dims;
-  const bool channel_vector = a.size() == 3 && b == std::vector<int64_t>{a[0], 1, 1};
-  if (b.size() == 3 && a == std::vector<int64_t>{b[0], 1, 1}) {
-    return fail(
-        fmt::format("the channel vector {} comes first: give the image {} as the first "
-                    "input and the vector second (inputs: [image, vector])",
-                    dims_str(a), dims_str(b)));
-  }
-  if (a != b && !channel_vector) {
-    return fail(
-        fmt::format("operand shapes {} and {} do not multiply: zoc multiplies tensors of "
-                    "one shape, or an image [N, C, H, W] by a channel vector [N, C, 1, 1] "
-                    "given second",
-                    dims_str(a), dims_str(b)));
-  }
-  return set_output(a, in(0).layout);
 }
 
 bool Rule::layer_scale() {
@@ -377,7 +363,10 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
     case OpKind::DropoutGrad:
       return rule.same_as_input();
     case OpKind::Add:
-      return rule.add();
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+      return rule.binary();
     case OpKind::MaxPool2d:
       return rule.pool(true);
     case OpKind::AvgPool2d:
@@ -389,11 +378,19 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
     case OpKind::Linear:
       return rule.linear();
     case OpKind::Softmax:
+    case OpKind::LogSoftmax:
       return rule.softmax();
+    case OpKind::UpsampleNearest:
+    case OpKind::UpsampleBilinear:
+      return rule.upsample();
+    case OpKind::ConvTranspose2d:
+      return rule.conv_transpose2d();
+    case OpKind::Reshape:
+      return rule.reshape();
+    case OpKind::Argmax:
+      return rule.argmax();
     case OpKind::Concat:
       return rule.concat();
-    case OpKind::Mul:
-      return rule.mul();
     case OpKind::LayerScale:
       return rule.layer_scale();
     case OpKind::LayerNorm:
@@ -409,6 +406,7 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
     return rule.same_as_input();       \
   case OpKind::grad:                   \
     return rule.activation_grad();
+#define ZOC_REF_ACTIVATION(op, grad, math) ZOC_ACTIVATION(op, grad, math)
 #include "compiler/ir/ops.def"
     case OpKind::Labels:
       return rule.labels();

@@ -87,6 +87,11 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
         fail(&n, fmt::format("attribute '{}' out of range ({})", key, attr_range_text(*spec)));
       }
     }
+    if (!n.operand_tensor.empty() && (!is_binary_op(n.op) || n.inputs.size() != 1)) {
+      fail(&n, fmt::format("has the tensor operand '{}', which only a one-input add, sub, mul "
+                           "or div takes",
+                           n.operand_tensor));
+    }
     for (const AttrSpec& spec : info.attrs) {
       if (spec.required && !n.attrs.has(spec.name)) {
         fail(&n, fmt::format("missing required attribute '{}'", spec.name));
@@ -97,9 +102,12 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
   if (labels_count > 1)
     fail(nullptr, fmt::format("expects at most one labels node, found {}", labels_count));
   if (g.outputs.empty()) fail(nullptr, "the graph has no outputs");
+  std::set<ValueId> outputs;  // several outputs are allowed, each once: a name per output
   for (ValueId v : g.outputs) {
     if (v < 0 || static_cast<size_t>(v) >= g.values.size()) {
       fail(nullptr, fmt::format("output %{} does not exist", v));
+    } else if (!outputs.insert(v).second) {
+      fail(nullptr, fmt::format("output %{} is listed twice", g.value_name(v)));
     }
   }
   if (diags.error_count() == before && g.target) verify_lowering(g, diags);

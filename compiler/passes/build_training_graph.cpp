@@ -95,17 +95,19 @@ std::string Builder::unique(const std::string& name) {
 bool Builder::check_model() {
   const SourceLoc model_loc{m_.name, 0, 0};
   bool ok = true;
-  for (const ir::Node& n : m_.nodes) {
-    if (const ir::GradRule rule = ir::grad_rule(n.op); !rule.fn) {
-      diags_.error(n.loc, fmt::format("layer '{}' ({}): {}", shown_text(n.name),
-                                      ir::op_info(n.op).name, rule.refusal));
-      ok = false;
-    }
-  }
   for (const ir::Value& v : m_.values) {
     if (!v.type) {
       diags_.error(model_loc, "training graph: the model has untyped values");
       return false;
+    }
+  }
+  for (const ir::Node& n : m_.nodes) {
+    ir::GradRule rule = ir::grad_rule(n.op);
+    if (rule.fn) rule.refusal = ir::grad_form_refusal(m_, n);
+    if (!rule.refusal.empty()) {
+      diags_.error(n.loc, fmt::format("layer '{}' ({}): {}", shown_text(n.name),
+                                      ir::op_info(n.op).name, rule.refusal));
+      ok = false;
     }
   }
   if (m_.outputs.size() != 1) {

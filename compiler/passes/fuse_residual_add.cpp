@@ -1,9 +1,9 @@
 // Pass fuse-residual-add: add(conv(x), r) becomes conv(x) + r inside the conv's epilogue.
 //
 // cuDNN's conv-bias-activation computes act(conv(x) + bias + alpha2 * z); a residual block's
-// add is that z. Preconditions, checked: the conv operand has the add as its only user, has no
-// residual or activation yet, and the other operand has the same type (guaranteed by the add's
-// shape rule). When both operands qualify (a block with a projection shortcut) the first one,
+// add is that z. Preconditions, checked: the add has two operands of one type (not a constant
+// or a broadcast one), and the conv operand has the add as its only user and no residual or
+// activation yet. When both operands qualify (a block with a projection shortcut) the first one,
 // the main branch, takes the add; the fused node moves after the residual's producer.
 #include "compiler/ir/rewrite.h"
 #include "compiler/passes/pipeline.h"
@@ -24,7 +24,11 @@ bool fuse_residual_add(ir::Graph& g, Diagnostics& diags) {
   ir::UseIndex uses(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& add = g.nodes[i];
-    if (add.op != ir::OpKind::Add) continue;
+    // cuDNN's z is a tensor of the output's shape: not a constant, nor a broadcast operand.
+    if (add.op != ir::OpKind::Add || add.inputs.size() != 2 ||
+        g.type(add.inputs[0]) != g.type(add.inputs[1])) {
+      continue;
+    }
     int conv_side = -1;
     if (can_take_residual(g, uses, add.inputs[0])) {
       conv_side = 0;

@@ -34,7 +34,9 @@ InitChoice init_choice(const ir::Node& node, const ir::ParamSpec& param) {
     case ir::ParamRole::kBnWeight:
     case ir::ParamRole::kBnVar:
     case ir::ParamRole::kNormWeight:  // nn.LayerNorm's reset_parameters()
-    case ir::ParamRole::kScale: return {InitRule::kOnes, 0};
+    case ir::ParamRole::kScale:
+    case ir::ParamRole::kOperand:  // a buffer has no PyTorch default: 1 leaves x * c, x / c alone
+      return {InitRule::kOnes, 0};
     case ir::ParamRole::kBnBias:
     case ir::ParamRole::kBnMean:
     case ir::ParamRole::kBnCount:

@@ -38,6 +38,20 @@ TEST(Activations, BackwardIsTheDerivativeOfForward) {
   expect_backward_is_derivative<act::Hardsigmoid>({});
   expect_backward_is_derivative<act::Gelu>({});
   expect_backward_is_derivative<act::GeluTanh>({});
+  expect_backward_is_derivative<act::LeakyRelu>({0.01, 0});
+  expect_backward_is_derivative<act::LeakyRelu>({-0.3, 0});
+  expect_backward_is_derivative<act::Elu>({1.0, 0});
+  expect_backward_is_derivative<act::Elu>({0.4, 0});
+}
+
+// Leaky ReLU's slope is PyTorch's float: 0.1 * 3 is float(0.1) * 3 rounded, not 0.3.
+TEST(Activations, LeakyReluAndElu) {
+  EXPECT_EQ(act::LeakyRelu::forward(-3.0f, {0.1, 0}), -3.0f * 0.1f);
+  EXPECT_EQ(act::LeakyRelu::forward(2.5, {0.1, 0}), 2.5);
+  EXPECT_EQ(act::LeakyRelu::forward(0.0, {0.1, 0}), 0.0);
+  EXPECT_NEAR(act::Elu::forward(-1.0, {0.5, 0}), 0.5 * (std::exp(-1.0) - 1), 1e-16);
+  EXPECT_NEAR(act::Elu::forward(-1e-9, {1.0, 0}), -1e-9 + 5e-19, 1e-24);  // expm1: exact here
+  EXPECT_EQ(act::Elu::forward(4.0, {0.5, 0}), 4.0);
 }
 
 // Values from PyTorch 1.13 (torch.nn.functional, float64).

@@ -133,6 +133,28 @@ TEST(TrainingInterpreter, ZooOpGradientsAreTheLossesFiniteDifference) {
   EXPECT_EQ(check_gradients(f, *r), 72 + 4 + 4 + 4 + 4 + 16 + 4 + 48 + 48 + 144 + 3);
 }
 
+// Leaky ReLU and ELU (issue 36) train through the activation table: their gradients, from
+// zoc/math/activations.h, reach both convolutions and the classifier. (Unpadded, no
+// pre-activation lies within a finite-difference step of either kink at 0.)
+TEST(TrainingInterpreter, LeakyReluAndEluGradientsAreTheLossesFiniteDifference) {
+  Fixture f(false, R"(zoc: 1
+input: {channels: 2, height: 4, width: 4}
+layers:
+  - conv: {op: conv2d, out_channels: 3, kernel: 3}
+  - leaky: {op: leaky_relu, negative_slope: 0.2}
+  - conv2: {op: conv2d, out_channels: 3, kernel: 1}
+  - elu: {op: elu, alpha: 0.7}
+  - gap: {op: global_avgpool}
+  - flat: {op: flatten}
+  - fc: {op: linear, out_features: 3}
+)",
+            2, 4);
+  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->grads.size(), 6u);
+  EXPECT_EQ(check_gradients(f, *r), 54 + 3 + 9 + 3 + 9 + 3);
+}
+
 // PyTorch's SGD: d = g + wd * w; v = momentum * v + d (v from the state, else 0); w -= lr * v.
 TEST(TrainingInterpreter, SgdTakesPyTorchsStep) {
   Fixture f(true);

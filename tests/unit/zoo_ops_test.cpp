@@ -26,9 +26,12 @@ void expect_floats(const std::vector<float>& got, const std::vector<double>& wan
 TEST(ZooKernels, MulSameShapeAndPerChannel) {
   const std::vector<float> a = {1, 2, 3, 4};  // [n 1, c 2, hw 2]
   std::vector<float> y(4);
-  ref::mul(a.data(), std::vector<float>{2, -1, 0.5f, 3}.data(), y.data(), 1, 2, 2, false);
+  const std::vector<float> same = {2, -1, 0.5f, 3}, per_channel = {10, -1};
+  ref::binary(ref::BinaryOp::kMul, {a.data(), {2, 2}, true}, {same.data(), {2, 2}, true}, y.data(),
+              1, {2, 2});
   expect_floats(y, {2, -2, 1.5, 12});
-  ref::mul(a.data(), std::vector<float>{10, -1}.data(), y.data(), 1, 2, 2, true);
+  ref::binary(ref::BinaryOp::kMul, {a.data(), {2, 2}, true}, {per_channel.data(), {2, 1}, true},
+              y.data(), 1, {2, 2});
   expect_floats(y, {10, 20, -3, -4});
   // Backward with dy = 1: da = b, db = a summed over each channel's pixels.
   std::vector<float> da(4), db(2);

@@ -1,7 +1,8 @@
 // The channel ops of the CNN zoo and their gradients (kernels.h, grad_kernels.h): the
-// squeeze-and-excitation multiply, ConvNeXt's layer scale and per-pixel layer norm, ShuffleNet's
-// channel shuffle and channel slices. Plain loops over x[n, c, hw]; sums in double, rounded once,
-// so that the oracle is never the less accurate side of a comparison with PyTorch's float kernels.
+// squeeze-and-excitation multiply's gradient (its forward is elementwise.cpp's), ConvNeXt's layer
+// scale and per-pixel layer norm, ShuffleNet's channel shuffle and channel slices. Plain loops over
+// x[n, c, hw]; sums in double, rounded once, so that the oracle is never the less accurate side of
+// a comparison with PyTorch's float kernels.
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -28,16 +29,6 @@ PixelStats pixel_stats(const float* x, int64_t c, int64_t hw, double eps) {
 }
 
 }  // namespace
-
-void mul(const float* a, const float* b, float* y, int64_t n, int64_t c, int64_t hw,
-         bool b_per_channel) {
-  // One float multiplication is correctly rounded, as PyTorch's.
-  for (int64_t plane = 0; plane < n * c; ++plane) {
-    for (int64_t i = 0; i < hw; ++i) {
-      y[plane * hw + i] = a[plane * hw + i] * (b_per_channel ? b[plane] : b[plane * hw + i]);
-    }
-  }
-}
 
 void channel_scale(const float* x, const float* gamma, float* y, int64_t n, int64_t c, int64_t hw) {
   for (int64_t b = 0; b < n; ++b) {

@@ -74,6 +74,7 @@ Status Runner::exec(const ir::Node& node) {
       break;
     case ir::OpKind::Dropout:  // the identity, also in training mode (interpreter.h says why)
     case ir::OpKind::Flatten:  // NCHW order is already the flattened order
+    case ir::OpKind::Reshape:
     case ir::OpKind::DropoutGrad:
       copy_input(node, 0);
       break;
@@ -81,7 +82,10 @@ Status Runner::exec(const ir::Node& node) {
       copy_input(node, 1);
       break;
     case ir::OpKind::Add:
-      add(in(node, 0), in(node, 1), out(node.output), count(node.output));
+    case ir::OpKind::Sub:
+    case ir::OpKind::Mul:
+    case ir::OpKind::Div:
+      binary(node);
       break;
     case ir::OpKind::MaxPool2d:
     case ir::OpKind::AvgPool2d:
@@ -95,13 +99,27 @@ Status Runner::exec(const ir::Node& node) {
       linear(node);
       break;
     case ir::OpKind::Softmax:
-      softmax(in(node, 0), out(node.output), n_, od[0]);
+      if (od.size() == 1) {
+        softmax(in(node, 0), out(node.output), n_, od[0]);
+      } else {
+        softmax_dim1(node);
+      }
+      break;
+    case ir::OpKind::LogSoftmax:
+      softmax_dim1(node);
+      break;
+    case ir::OpKind::UpsampleNearest:
+    case ir::OpKind::UpsampleBilinear:
+      upsample(node);
+      break;
+    case ir::OpKind::ConvTranspose2d:
+      conv_transpose2d(node);
+      break;
+    case ir::OpKind::Argmax:
+      argmax(node);
       break;
     case ir::OpKind::Concat:
       concat(node);
-      break;
-    case ir::OpKind::Mul:
-      mul(node);
       break;
     case ir::OpKind::LayerScale:
       layer_scale(node);
@@ -126,6 +144,7 @@ Status Runner::exec(const ir::Node& node) {
   case ir::OpKind::grad:               \
     activation_grad<act::math>(node);  \
     break;
+#define ZOC_REF_ACTIVATION(op, grad, math) ZOC_ACTIVATION(op, grad, math)
 #include "compiler/ir/ops.def"
     case ir::OpKind::SoftmaxCrossEntropy:
       softmax_cross_entropy(node);
@@ -248,13 +267,6 @@ void Runner::concat(const ir::Node& node) {
   }
   const std::vector<int64_t>& od = dims(node.output);
   concat_channels(ptrs, channels, out(node.output), n_, od[1] * od[2]);
-}
-
-// b is a's shape, or its channel vector [C, 1, 1] (the shape rule allows nothing else).
-void Runner::mul(const ir::Node& node) {
-  const auto [c, hw] = channels_of(node.inputs[0]);
-  ref::mul(in(node, 0), in(node, 1), out(node.output), n_, c, hw,
-           dims(node.inputs[1]) != dims(node.inputs[0]));
 }
 
 void Runner::layer_scale(const ir::Node& node) {

@@ -115,10 +115,6 @@ void concat_channels(const std::vector<const float*>& inputs, const std::vector<
 
 // The channel ops of the CNN zoo (channel_kernels.cpp). Images are x[n, c, hw].
 
-// y = a * b: b of a's shape, or (b_per_channel) b[n, c] broadcast over hw.
-void mul(const float* a, const float* b, float* y, int64_t n, int64_t c, int64_t hw,
-         bool b_per_channel);
-
 // y[n, c, hw] = x[n, c, hw] * gamma[c] (layer_scale).
 void channel_scale(const float* x, const float* gamma, float* y, int64_t n, int64_t c, int64_t hw);
 
@@ -143,5 +139,50 @@ struct AdaptivePoolShape {
   int64_t planes, h, w, oh, ow;
 };
 void adaptive_avgpool2d(const float* x, float* y, const AdaptivePoolShape& s);
+
+// The binary ops (elementwise.cpp). An operand: its per-sample dims, of the output's rank, 1
+// where it broadcasts; `batched`: one such tensor per sample, else one for the whole batch (a
+// parameter, a scalar).
+struct Operand {
+  const float* data;
+  std::vector<int64_t> dims;
+  bool batched;
+};
+enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+// y[n, dims] = a op b, each element one float operation (NumPy's broadcasting).
+void binary(BinaryOp op, const Operand& a, const Operand& b, float* y, int64_t n,
+            const std::vector<int64_t>& dims);
+
+// Dense prediction (issue 37): resample.cpp and channel_kernels.cpp.
+
+// x[planes, h, w] -> y[planes, oh, ow]. scale_h, scale_w: the layer's scale factors, or 0 where
+// it gave a size (PyTorch then scales by in / out).
+struct UpsampleShape {
+  int64_t planes, h, w, oh, ow;
+  double scale_h, scale_w;
+  bool align_corners;  // bilinear only
+  // Nearest only: PyTorch's channels-last kernel, which it runs for a one-channel NCHW tensor
+  // too (whose strides are also channels-last ones): it maps out = in and out = 2 * in
+  // directly, where the NCHW kernel floors i * s even when a scale factor gave those sizes.
+  bool direct;
+};
+// PyTorch's upsample_nearest2d: source index min(floor(i * s), in - 1), s a float.
+void upsample_nearest(const float* x, float* y, const UpsampleShape& s);
+// PyTorch's upsample_bilinear2d (align_corners true or false).
+void upsample_bilinear(const float* x, float* y, const UpsampleShape& s);
+
+// PyTorch's conv_transpose2d: y[n, c_out, out_h, out_w] from x[n, c_in, h, w] and
+// w[c_in, c_out / groups, kh, kw] (Conv2dShape's h, w are the input's, out_h, out_w the
+// output's), plus bias[c_out] (may be null).
+void conv_transpose2d(const float* x, const float* w, const float* bias, float* y,
+                      const Conv2dShape& s);
+
+// Softmax (or log-softmax) over the c channels of each of the hw pixels of x[n, c, hw] (hw = 1:
+// the features of [n, c]); a NaN makes its pixel's results NaN, as in PyTorch.
+void softmax_dim1(const float* x, float* y, int64_t n, int64_t c, int64_t hw, bool log);
+
+// y[n, hw] = the index of the largest of the c channels at each pixel of x[n, c, hw], as a float:
+// the first of equal maxima, and the first NaN, as PyTorch's argmax.
+void argmax_dim1(const float* x, float* y, int64_t n, int64_t c, int64_t hw);
 
 }  // namespace zoc::ref

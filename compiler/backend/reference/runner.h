@@ -77,7 +77,6 @@ class Runner {
   void pool(const ir::Node& node);
   void linear(const ir::Node& node);
   void concat(const ir::Node& node);
-  void mul(const ir::Node& node);
   void layer_scale(const ir::Node& node);
   void layernorm(const ir::Node& node);
   void channel_shuffle(const ir::Node& node);
@@ -85,6 +84,13 @@ class Runner {
   template <class Math>
   void activation(const ir::Node& node);
   void copy_input(const ir::Node& node, size_t k);  // dropout, flatten and their gradients
+
+  // The ops of issues 36 and 37 (model_ops.cpp).
+  void upsample(const ir::Node& node);
+  void conv_transpose2d(const ir::Node& node);
+  void softmax_dim1(const ir::Node& node);
+  void argmax(const ir::Node& node);
+  void binary(const ir::Node& node);
 
   // The training graph's ops (train_ops.cpp).
   void batchnorm2d_train(const ir::Node& node);

@@ -316,6 +316,10 @@ std::span<const OpEntry> tensor_ops();
 std::span<const OpEntry> zoo_ops();
 std::span<const OpEntry> decomposed_ops();
 std::span<const OpEntry> shape_ops();
+// ops_dense.cpp (issues 36 and 37), consulted first; base_handler is the other tables' handler,
+// which it hands the uses it does not take to.
+std::span<const OpEntry> dense_ops();
+Handler base_handler(const std::string& op_type);
 
 // Handlers that share an op type with another file's: each op type has one table entry, which
 // hands its node to these where its inputs call for them.

@@ -484,13 +484,22 @@ std::vector<std::string_view> mapped_op_types() {
   std::vector<std::string_view> out;
   for (std::span<const detail::OpEntry> table :
        {detail::layer_ops(), detail::tensor_ops(), detail::zoo_ops(), detail::decomposed_ops(),
-        detail::shape_ops()}) {
-    for (const detail::OpEntry& e : table) out.emplace_back(e.op_type);
+        detail::shape_ops(), detail::dense_ops()}) {
+    for (const detail::OpEntry& e : table) {
+      if (std::find(out.begin(), out.end(), e.op_type) == out.end()) out.emplace_back(e.op_type);
+    }
   }
   return out;
 }
 
 detail::Handler detail::find_handler(const std::string& op_type) {
+  for (const OpEntry& e : dense_ops()) {
+    if (op_type == e.op_type) return e.handler;
+  }
+  return base_handler(op_type);
+}
+
+detail::Handler detail::base_handler(const std::string& op_type) {
   for (std::span<const OpEntry> table :
        {layer_ops(), tensor_ops(), zoo_ops(), decomposed_ops(), shape_ops()}) {
     for (const OpEntry& e : table) {

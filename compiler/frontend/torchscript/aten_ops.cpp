@@ -510,6 +510,12 @@ const std::map<std::string, Handler>& handlers() {
 }  // namespace
 
 Handler find_handler(c10::Symbol kind) {
+  const auto& dense = dense_handlers();
+  if (auto it = dense.find(kind.toQualString()); it != dense.end()) return it->second;
+  return base_handler(kind);
+}
+
+Handler base_handler(c10::Symbol kind) {
   const std::string name = kind.toQualString();
   for (const auto* table : {&handlers(), &zoo_handlers()}) {
     if (auto it = table->find(name); it != table->end()) return it->second;

@@ -23,6 +23,18 @@ namespace zoc::torchscript::detail {
 using Kind = Val::Kind;
 using View = Val::View;
 
+// A number known now: a Python scalar or a one-element constant tensor (also read by
+// aten_dense_ops.cpp).
+std::optional<double> constant_scalar(const Val& v) {
+  if (!v.is(Kind::kConst)) return std::nullopt;
+  if (v.value.isDouble()) return v.value.toDouble();
+  if (v.value.isInt()) return static_cast<double>(v.value.toInt());
+  if (v.value.isTensor() && v.value.toTensor().numel() == 1) {
+    return v.value.toTensor().item<double>();
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 std::string list_str(const std::vector<int64_t>& v) {
@@ -38,17 +50,6 @@ std::optional<std::vector<int64_t>> normalized_dims(std::vector<int64_t> dims, i
     if (d < 0) d += rank;
   }
   return dims;
-}
-
-// A number known now: a Python scalar or a one-element constant tensor.
-std::optional<double> constant_scalar(const Val& v) {
-  if (!v.is(Kind::kConst)) return std::nullopt;
-  if (v.value.isDouble()) return v.value.toDouble();
-  if (v.value.isInt()) return static_cast<double>(v.value.toInt());
-  if (v.value.isTensor() && v.value.toTensor().numel() == 1) {
-    return v.value.toTensor().item<double>();
-  }
-  return std::nullopt;
 }
 
 // x * gamma with gamma the parameter `<layer>.layer_scale` of shape [C, 1, 1].

@@ -198,6 +198,10 @@ Handler find_handler(c10::Symbol kind);
 const char* mapped_ops_summary();
 // The CNN zoo's handlers (aten_zoo_ops.cpp), which find_handler also consults.
 const std::map<std::string, Handler>& zoo_handlers();
+// The handlers of issues 36 and 37 (aten_dense_ops.cpp), which find_handler consults first;
+// base_handler is the one of aten_ops.cpp or aten_zoo_ops.cpp they hand other uses to.
+const std::map<std::string, Handler>& dense_handlers();
+Handler base_handler(c10::Symbol kind);
 // Activations through aten::permute / aten::transpose / aten::view / aten::reshape (the
 // channels-last and channel-shuffle views, aten_zoo_ops.cpp): aten_ops.cpp hands these ops to
 // them when their input is an activation (permute, transpose) or one that is or becomes a view

@@ -113,13 +113,20 @@ bool load_model(const std::string& path, const ArchiveInfo& archive, const Optio
   try {
     auto module = load_module(path, archive, diags);
     if (!module) return false;
-    Translator translator(*module, path, options, diags);
-    if (translator.run(out)) return true;
-    if (translator.read_training()) {
-      diags.note(SourceLoc{path, 0, 0},
-                 "the model was saved in training mode: call model.eval() before saving");
+    try {
+      Translator translator(*module, path, options, diags);
+      if (translator.run(out)) return true;
+      if (translator.read_training()) {
+        diags.note(SourceLoc{path, 0, 0},
+                   "the model was saved in training mode: call model.eval() before saving");
+      }
+      return false;
+    } catch (const std::exception& e) {  // the file loaded: a bug of zoc's, not the file's
+      diags.error(SourceLoc{path, 0, 0},
+                  fmt::format("zoc's TorchScript translation failed (please report): {}",
+                              libtorch_message(e)));
+      return false;
     }
-    return false;
   } catch (const std::exception& e) {
     diags.error(SourceLoc{path, 0, 0}, libtorch_failed(archive, e));
   } catch (...) {

@@ -62,6 +62,20 @@ Translator::Translator(const jit::Module& root, const std::string& path, const O
   reserved_names_.insert("input");
 }
 
+namespace {
+
+// A tuple of two or more activations, none a view (`return out, aux`): one output each. (A
+// tuple holding None, GoogLeNet's, is take_main_output's.)
+bool several_outputs(const Val& result) {
+  if (!result.is(Kind::kList) || result.items.size() < 2) return false;
+  for (const Val& item : result.items) {
+    if (!item.is(Kind::kTensor) || item.view != Val::View::kNone) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool Translator::run(ir::Graph& out) {
   const size_t errors_before = diags_.error_count();
   const SourceLoc at{path_, 0, 0};
@@ -101,17 +115,22 @@ bool Translator::run(ir::Graph& out) {
 
   if (!problems_.empty()) report_problems(at);
   if (fatal_ || diags_.error_count() != errors_before) return false;
-  if (results.size() == 1) take_main_output(results[0], at);
-  if (results.size() != 1 || !results[0].is(Kind::kTensor) ||
-      results[0].view != Val::View::kNone) {
-    diags_.error(
-        at, fmt::format("forward returns {}; zoc compiles models that return one tensor",
-                        results.size() == 1 && results[0].is(Kind::kList)
-                            ? fmt::format("a tuple or list of {} values", results[0].items.size())
-                            : std::string("something other than a tensor")));
-    return false;
+  if (results.size() == 1 && several_outputs(results[0])) {  // issue 37: `return out, aux`
+    for (const Val& item : results[0].items) graph_.outputs.push_back(item.id);
+  } else {
+    if (results.size() == 1) take_main_output(results[0], at);
+    if (results.size() != 1 || !results[0].is(Kind::kTensor) ||
+        results[0].view != Val::View::kNone) {
+      diags_.error(
+          at, fmt::format("forward returns {}; zoc compiles models that return one tensor or a "
+                          "tuple of tensors",
+                          results.size() == 1 && results[0].is(Kind::kList)
+                              ? fmt::format("a tuple or list of {} values", results[0].items.size())
+                              : std::string("something other than a tensor")));
+      return false;
+    }
+    graph_.outputs = {results[0].id};
   }
-  graph_.outputs = {results[0].id};
   check_parameters();
   if (diags_.error_count() != errors_before) return false;
   out = std::move(graph_);

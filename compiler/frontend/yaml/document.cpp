@@ -386,4 +386,30 @@ std::optional<std::vector<MapEntry>> map_entries(const std::string& file, const 
   return out;
 }
 
+std::optional<std::string> tensor_operand(const std::string& file, const YAML::Node& value,
+                                          const std::string& prefix, const std::string& layer,
+                                          ir::OpKind op, size_t inputs, Diagnostics& diags) {
+  if (!ir::is_binary_op(op) || inputs != 1) {
+    diags.error(loc_of(file, value),
+                fmt::format("layer '{}': only a one-input add, sub, mul or div takes a 'tensor' "
+                            "operand, not {} with {} input{}",
+                            layer, ir::op_info(op).name, inputs, inputs == 1 ? "" : "s"));
+    return std::nullopt;
+  }
+  const std::string name = value.IsScalar() ? value.Scalar() : "";
+  bool ok = !name.empty() && name.size() <= 256 && name.front() != '.' && name.back() != '.' &&
+            name.find("..") == std::string::npos;
+  for (char c : name) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.');
+  }
+  if (!ok) {
+    diags.error(loc_of(file, value),
+                fmt::format("layer '{}': 'tensor' must name a tensor of the weights file, such "
+                            "as mean or ls1.gamma (letters, digits, '_', '-' and dots)",
+                            layer));
+    return std::nullopt;
+  }
+  return prefix + name;
+}
+
 }  // namespace zoc::yaml

@@ -45,6 +45,14 @@ std::optional<int64_t> eval_int(const std::string& file, const YAML::Node& node,
 std::optional<bool> eval_bool(const std::string& file, const YAML::Node& node,
                               const ExprEnv& env, const std::string& what, Diagnostics& diags);
 
+// A layer's `tensor: name`, the weights file's tensor that a one-input add, sub, mul or div
+// takes as its other operand, named relative to the layer's scope (`prefix` + name: inside
+// block instance `blocks.0`, `ls1.gamma` is `blocks.0.ls1.gamma`). Dotted names of letters,
+// digits, '_' and '-'; nullopt after reporting anything else, or `op` not taking one.
+std::optional<std::string> tensor_operand(const std::string& file, const YAML::Node& value,
+                                          const std::string& prefix, const std::string& layer,
+                                          ir::OpKind op, size_t inputs, Diagnostics& diags);
+
 // Iterates a mapping, reporting duplicate keys and non-scalar keys. Returns (key, key node,
 // value node) triples in file order.
 struct MapEntry {
@@ -71,6 +79,7 @@ struct LayerInst {
   ir::Attrs attrs;
   std::vector<int> input_slots;
   SourceLoc loc;
+  std::string operand_tensor = {};  // `tensor:` (ir::Node::operand_tensor)
 };
 
 // A name that a layer entry introduces in its scope. It is bound either to the layer that
@@ -100,8 +109,8 @@ int expand_layers(Expansion& ex, const std::string& file, const YAML::Node& laye
                   std::map<std::string, int>* scope_out = nullptr);
 
 // Resolves slots, orders layers topologically, rejects cycles and dead layers, and builds the
-// graph whose input node is layer 0.
+// graph whose input node is layer 0 and whose outputs are those slots' layers, in order.
 std::optional<ir::Graph> link_graph(Expansion& ex, const std::string& model_name,
-                                    int output_slot, Diagnostics& diags);
+                                    const std::vector<int>& output_slots, Diagnostics& diags);
 
 }  // namespace zoc::yaml

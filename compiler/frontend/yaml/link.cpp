@@ -62,7 +62,7 @@ void report_cycle(const Expansion& ex, const std::vector<std::vector<int>>& deps
 }  // namespace
 
 std::optional<ir::Graph> link_graph(Expansion& ex, const std::string& model_name,
-                                    int output_slot, Diagnostics& diags) {
+                                    const std::vector<int>& output_slots, Diagnostics& diags) {
   const size_t n = ex.layers.size();
   std::vector<std::vector<int>> deps(n);
   bool ok = true;
@@ -76,13 +76,23 @@ std::optional<ir::Graph> link_graph(Expansion& ex, const std::string& model_name
       deps[i].push_back(d);
     }
   }
-  const int out_layer = resolve_slot(ex, output_slot, diags);
-  if (!ok || out_layer < 0) {
-    if (!diags.has_errors()) diags.error(SourceLoc{}, "internal error: unresolved layer");
-    return std::nullopt;
+  std::vector<int> out_layers;
+  for (int slot : output_slots) {
+    const int layer = resolve_slot(ex, slot, diags);
+    if (layer == 0) {
+      diags.error(ex.slots[slot].loc, "the model output is its input: no layer computes it");
+      ok = false;
+    } else if (std::find(out_layers.begin(), out_layers.end(), layer) != out_layers.end()) {
+      diags.error(ex.slots[slot].loc,
+                  fmt::format("output '{}' is layer '{}', which is already an output",
+                              ex.slots[slot].name, ex.layers[layer].name));
+      ok = false;
+    }
+    ok = ok && layer >= 0;
+    out_layers.push_back(layer);
   }
-  if (out_layer == 0) {
-    diags.error(ex.slots[output_slot].loc, "the model output is its input: no layer computes it");
+  if (!ok) {
+    if (!diags.has_errors()) diags.error(SourceLoc{}, "internal error: unresolved layer");
     return std::nullopt;
   }
 
@@ -100,10 +110,10 @@ std::optional<ir::Graph> link_graph(Expansion& ex, const std::string& model_name
     return std::nullopt;
   }
 
-  // Every layer must contribute to the output.
+  // Every layer must contribute to an output.
   std::vector<bool> live(n, false);
-  std::vector<int> stack = {out_layer};
-  live[out_layer] = true;
+  std::vector<int> stack = out_layers;
+  for (int layer : out_layers) live[layer] = true;
   while (!stack.empty()) {
     const int i = stack.back();
     stack.pop_back();
@@ -114,11 +124,13 @@ std::optional<ir::Graph> link_graph(Expansion& ex, const std::string& model_name
       }
     }
   }
+  const std::string outputs =
+      out_layers.size() == 1 ? fmt::format("the model output '{}'", ex.layers[out_layers[0]].name)
+                             : std::string("any model output");
   for (size_t i = 1; i < n; ++i) {
     if (!live[i]) {
       diags.error(ex.layers[i].loc,
-                  fmt::format("layer '{}' does not contribute to the model output '{}'",
-                              ex.layers[i].name, ex.layers[out_layer].name));
+                  fmt::format("layer '{}' does not contribute to {}", ex.layers[i].name, outputs));
       ok = false;
     }
   }
@@ -132,9 +144,10 @@ std::optional<ir::Graph> link_graph(Expansion& ex, const std::string& model_name
     std::vector<ir::ValueId> inputs;
     for (int d : deps[i]) inputs.push_back(value_of[d]);
     const int32_t node = g.add_node(l.op, l.name, std::move(inputs), std::move(l.attrs), l.loc);
+    g.nodes[node].operand_tensor = l.operand_tensor;
     value_of[i] = g.nodes[node].output;
   }
-  g.outputs.push_back(value_of[out_layer]);
+  for (int layer : out_layers) g.outputs.push_back(value_of[layer]);
   return g;
 }
 

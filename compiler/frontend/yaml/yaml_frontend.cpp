@@ -68,6 +68,8 @@ class Loader {
   void parse_block(const std::string& file, const MapEntry& entry);
   bool parse_params(const std::string& file, const YAML::Node& params);
   bool parse_input(const std::string& file, const YAML::Node& input, const SourceLoc& at);
+  std::optional<std::vector<int>> parse_outputs(const std::string& file, const YAML::Node& output,
+                                                const std::map<std::string, int>& scope);
 
   Diagnostics& diags_;
   const Options& options_;
@@ -273,6 +275,47 @@ bool Loader::parse_input(const std::string& file, const YAML::Node& input, const
   return ok;
 }
 
+// `output: name`, or `output: [a, b]` for several outputs, in that order: top-level layers.
+std::optional<std::vector<int>> Loader::parse_outputs(const std::string& file,
+                                                      const YAML::Node& output,
+                                                      const std::map<std::string, int>& scope) {
+  std::vector<YAML::Node> names;
+  if (output.IsSequence() && output.size() > 0) {
+    for (const YAML::Node& o : output) names.push_back(o);
+  } else {
+    names.push_back(output);
+  }
+  std::vector<int> slots;
+  std::map<std::string, SourceLoc> seen;
+  bool ok = true;
+  for (const YAML::Node& o : names) {
+    auto it = o.IsScalar() ? scope.find(o.Scalar()) : scope.end();
+    if (it == scope.end()) {
+      std::vector<std::string> known;
+      for (const auto& [k, v] : scope) known.push_back(k);
+      const std::string hint = o.IsScalar() ? closest_match(o.Scalar(), known) : "";
+      diags_.error(
+          loc_of(file, o),
+          o.IsScalar()
+              ? fmt::format("'output' names '{}', which is not a top-level layer{}", o.Scalar(),
+                            hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint))
+              : std::string("'output' must be the name of a top-level layer, or a "
+                            "list of them"));
+      ok = false;
+      continue;
+    }
+    if (auto [prev, fresh] = seen.emplace(o.Scalar(), loc_of(file, o)); !fresh) {
+      diags_.error(loc_of(file, o), fmt::format("'output' names '{}' twice (first at {})",
+                                                o.Scalar(), prev->second.str()));
+      ok = false;
+      continue;
+    }
+    slots.push_back(it->second);
+  }
+  if (!ok) return std::nullopt;
+  return slots;
+}
+
 std::optional<ir::Graph> Loader::run(const std::string& path) {
   auto doc = load_document(path, SourceLoc{}, diags_);
   if (!doc) return std::nullopt;
@@ -332,24 +375,14 @@ std::optional<ir::Graph> Loader::run(const std::string& path) {
   std::vector<std::string> block_stack;
   std::map<std::string, int> scope;
   int out = expand_layers(ex_, path, layers, "", 0, ex_.globals, 0, block_stack, diags_, &scope);
+  std::vector<int> outputs = {out};
   if (YAML::Node o = get("output"); o.IsDefined() && out >= 0) {
-    auto it = o.IsScalar() ? scope.find(o.Scalar()) : scope.end();
-    if (it == scope.end()) {
-      std::vector<std::string> known;
-      for (const auto& [k, v] : scope) known.push_back(k);
-      const std::string hint = o.IsScalar() ? closest_match(o.Scalar(), known) : "";
-      diags_.error(loc_of(path, o),
-                   o.IsScalar()
-                       ? fmt::format("'output' names '{}', which is not a top-level layer{}",
-                                     o.Scalar(),
-                                     hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint))
-                       : std::string("'output' must be the name of a top-level layer"));
-      return std::nullopt;
-    }
-    out = it->second;
+    auto named = parse_outputs(path, o, scope);
+    if (!named) return std::nullopt;
+    outputs = std::move(*named);
   }
   if (!input_ok || out < 0 || diags_.has_errors()) return std::nullopt;
-  return link_graph(ex_, name, out, diags_);
+  return link_graph(ex_, name, outputs, diags_);
 }
 
 }  // namespace

@@ -169,6 +169,41 @@ struct GeluTanh : NoParams {
   }
 };
 
+// The activations below have no Kind yet: the reference interpreter runs them (ops.def's
+// ZOC_REF_ACTIVATION rows), the generated kernels do not until the cuDNN backend adds them.
+
+// LeakyReLU: x above 0, else x * negative_slope, the slope rounded to float as PyTorch's kernel
+// holds it; backward as leaky_relu_backward: dy above 0, else dy * negative_slope.
+struct LeakyRelu {
+  static constexpr const char* kParamA = "negative_slope";
+  static constexpr const char* kParamB = nullptr;
+  static constexpr bool kFromOutput = false;
+  template <class T>
+  ZOC_HD static T forward(T x, const Params& p) {
+    return x > T(0) ? x : x * T(static_cast<float>(p.a));
+  }
+  template <class T>
+  ZOC_HD static T backward(T x, T dy, const Params& p) {
+    return x > T(0) ? dy : dy * T(static_cast<float>(p.a));
+  }
+};
+
+// ELU: x above 0, else alpha * (exp(x) - 1); backward as elu_backward on the input: dy above 0,
+// else dy * alpha * exp(x).
+struct Elu {
+  static constexpr const char* kParamA = "alpha";
+  static constexpr const char* kParamB = nullptr;
+  static constexpr bool kFromOutput = false;
+  template <class T>
+  ZOC_HD static T forward(T x, const Params& p) {
+    return x > T(0) ? x : T(p.a) * std::expm1(x);
+  }
+  template <class T>
+  ZOC_HD static T backward(T x, T dy, const Params& p) {
+    return x > T(0) ? dy : dy * T(p.a) * std::exp(x);
+  }
+};
+
 // Every activation above, for code that picks one from a constant (the generated kernels):
 // X(Name) per struct. A new activation adds its struct and its name here.
 #define ZOC_ACTIVATION_LIST(X) \

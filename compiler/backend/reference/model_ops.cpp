@@ -1,0 +1,78 @@
+// The Runner's methods for the model ops of issues 36 and 37 (dense prediction and the forms of
+// hand-written and timm models): each reads its node's attributes and parameters and calls one
+// kernel of kernels.h. The op switch that reaches them is Runner::exec (interpreter.cpp); this
+// file keeps that one from growing past a screenful per family.
+#include <utility>
+
+#include "compiler/backend/reference/kernels.h"
+#include "compiler/backend/reference/node_shapes.h"
+#include "compiler/backend/reference/runner.h"
+
+namespace zoc::ref::detail {
+
+void Runner::upsample(const ir::Node& node) {
+  const std::vector<int64_t>&x = dims(node.inputs[0]), &y = dims(node.output);
+  const ir::Attrs& a = node.attrs;
+  // A scale factor the layer gave is what PyTorch's kernel scales by; 0: in / out.
+  auto scale = [&](const char* name) { return a.has(name) ? a.f(name) : 0.0; };
+  const UpsampleShape s{n_ * x[0],
+                        x[1],
+                        x[2],
+                        y[1],
+                        y[2],
+                        scale("scale_h"),
+                        scale("scale_w"),
+                        a.has("align_corners") && a.b("align_corners"),
+                        x[0] == 1};
+  if (node.op == ir::OpKind::UpsampleNearest) {
+    upsample_nearest(in(node, 0), out(node.output), s);
+  } else {
+    upsample_bilinear(in(node, 0), out(node.output), s);
+  }
+}
+
+void Runner::conv_transpose2d(const ir::Node& node) {
+  const float* w = param(node, ir::ParamRole::kWeight);
+  const float* b = param(node, ir::ParamRole::kBias);
+  if (!missing_.empty()) return;
+  ref::conv_transpose2d(in(node, 0), w, b, out(node.output),
+                        conv_shape_of(node.attrs, dims(node.inputs[0]), dims(node.output), n_));
+}
+
+// softmax over the channels of an image, and log_softmax of either form.
+void Runner::softmax_dim1(const ir::Node& node) {
+  const auto [c, hw] = channels_of(node.inputs[0]);
+  ref::softmax_dim1(in(node, 0), out(node.output), n_, c, hw, node.op == ir::OpKind::LogSoftmax);
+}
+
+void Runner::argmax(const ir::Node& node) {
+  const auto [c, hw] = channels_of(node.inputs[0]);
+  argmax_dim1(in(node, 0), out(node.output), n_, c, hw);
+}
+
+// add, sub, mul, div: the second operand is the other input, `scalar`, or the operand tensor,
+// per channel (its numbers in channel order whatever the rank it is stored with) or one value.
+void Runner::binary(const ir::Node& node) {
+  const std::vector<int64_t>& y = dims(node.output);
+  Operand a{in(node, 0), dims(node.inputs[0]), true};
+  Operand b{nullptr, std::vector<int64_t>(y.size(), 1), false};
+  float scalar = 0;
+  if (node.inputs.size() == 2) {
+    b = {in(node, 1), dims(node.inputs[1]), true};
+  } else if (node.attrs.has("scalar")) {
+    scalar = static_cast<float>(node.attrs.f("scalar"));  // as PyTorch casts a Python number
+    b.data = &scalar;
+  } else {
+    b.data = param(node, ir::ParamRole::kOperand);
+    if (!missing_.empty()) return;
+    if (!node.params.front().shape.empty()) b.dims[0] = y[0];  // per channel, else one value
+  }
+  if (node.attrs.flag("reverse")) std::swap(a, b);
+  const BinaryOp op = node.op == ir::OpKind::Sub   ? BinaryOp::kSub
+                      : node.op == ir::OpKind::Mul ? BinaryOp::kMul
+                      : node.op == ir::OpKind::Div ? BinaryOp::kDiv
+                                                   : BinaryOp::kAdd;
+  ref::binary(op, a, b, out(node.output), n_, y);
+}
+
+}  // namespace zoc::ref::detail

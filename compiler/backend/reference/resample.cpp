@@ -1,0 +1,133 @@
+// The kernels that resize images (issue 37's decoders): nearest and bilinear upsampling and the
+// transposed convolution. Upsampling reproduces PyTorch 1.13's CPU index arithmetic bit for bit
+// (ATen/native/UpSample.h), because a source index one off is a wrong pixel, not a rounding
+// difference (even where PyTorch's two kernels differ: UpsampleShape::direct says how): the scale
+// is a float, 1 / scale_factor when the layer gave one and in / out otherwise; nearest floors i *
+// scale in float; bilinear computes its source coordinate in double from the float scale and rounds
+// its weights to float. The interpolation and the convolution accumulate in double and round once.
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+#include "compiler/backend/reference/kernels.h"
+
+namespace zoc::ref {
+namespace {
+
+// compute_scales_value<float>: 1 / scale_factor if given, else in / out.
+float scale_value(double scale, int64_t in, int64_t out) {
+  return scale > 0 ? static_cast<float>(1.0 / scale)
+                   : static_cast<float>(in) / static_cast<float>(out);
+}
+
+// nearest_neighbor_compute_source_index, as PyTorch's NCHW kernel calls it for every size; its
+// channels-last kernel (`direct`) indexes out = in and out = 2 * in directly (nearest_idx).
+int64_t nearest_index(int64_t i, int64_t in, int64_t out, double scale, bool direct) {
+  if (direct && out == in) return i;
+  if (direct && out == 2 * in) return i >> 1;
+  const float s = scale_value(scale, in, out);
+  return std::min(static_cast<int64_t>(std::floor(static_cast<float>(i) * s)), in - 1);
+}
+
+// One axis of bilinear interpolation: the two source indices and their weights.
+struct Tap {
+  int64_t i0, i1;
+  float l0, l1;
+};
+
+// area_pixel_compute_scale<float> and compute_source_index_and_lambda<float>.
+Tap linear_tap(int64_t i, int64_t in, int64_t out, bool align_corners, double scale) {
+  if (out == in) return {i, i, 1.0f, 0.0f};
+  float ratio = 0.0f;
+  if (align_corners) {
+    ratio = out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+  } else {
+    ratio = scale_value(scale, in, out);
+  }
+  const double r = ratio;
+  double real =
+      align_corners ? r * static_cast<double>(i) : r * (static_cast<double>(i) + 0.5) - 0.5;
+  if (!align_corners && real < 0) real = 0;
+  const auto i0 = static_cast<int64_t>(real);
+  const float l1 = static_cast<float>(real - static_cast<double>(i0));
+  return {i0, i0 + (i0 < in - 1 ? 1 : 0), 1.0f - l1, l1};
+}
+
+}  // namespace
+
+void upsample_nearest(const float* x, float* y, const UpsampleShape& s) {
+  std::vector<int64_t> rows(static_cast<size_t>(s.oh)), cols(static_cast<size_t>(s.ow));
+  for (int64_t i = 0; i < s.oh; ++i) rows[i] = nearest_index(i, s.h, s.oh, s.scale_h, s.direct);
+  for (int64_t j = 0; j < s.ow; ++j) cols[j] = nearest_index(j, s.w, s.ow, s.scale_w, s.direct);
+  for (int64_t p = 0; p < s.planes; ++p) {
+    const float* in = x + p * s.h * s.w;
+    float* out = y + p * s.oh * s.ow;
+    for (int64_t i = 0; i < s.oh; ++i) {
+      for (int64_t j = 0; j < s.ow; ++j) out[i * s.ow + j] = in[rows[i] * s.w + cols[j]];
+    }
+  }
+}
+
+void upsample_bilinear(const float* x, float* y, const UpsampleShape& s) {
+  std::vector<Tap> rows, cols;
+  for (int64_t i = 0; i < s.oh; ++i)
+    rows.push_back(linear_tap(i, s.h, s.oh, s.align_corners, s.scale_h));
+  for (int64_t j = 0; j < s.ow; ++j)
+    cols.push_back(linear_tap(j, s.w, s.ow, s.align_corners, s.scale_w));
+  for (int64_t p = 0; p < s.planes; ++p) {
+    const float* in = x + p * s.h * s.w;
+    float* out = y + p * s.oh * s.ow;
+    for (int64_t i = 0; i < s.oh; ++i) {
+      const Tap& r = rows[i];
+      const float* top = in + r.i0 * s.w;
+      const float* bottom = in + r.i1 * s.w;
+      for (int64_t j = 0; j < s.ow; ++j) {
+        const Tap& c = cols[j];
+        const double t = double(c.l0) * top[c.i0] + double(c.l1) * top[c.i1];
+        const double b = double(c.l0) * bottom[c.i0] + double(c.l1) * bottom[c.i1];
+        out[i * s.ow + j] = static_cast<float>(double(r.l0) * t + double(r.l1) * b);
+      }
+    }
+  }
+}
+
+// Scatter form: each input pixel adds w * x to the output window it reaches, at
+// oh = ih * stride - padding + r * dilation; the output starts as the bias.
+void conv_transpose2d(const float* x, const float* w, const float* bias, float* y,
+                      const Conv2dShape& s) {
+  assert(s.groups > 0 && s.c_in % s.groups == 0 && s.c_out % s.groups == 0);
+  const int64_t cin_g = s.c_in / s.groups, cout_g = s.c_out / s.groups;
+  const int64_t taps = s.kh * s.kw, out_plane = s.out_h * s.out_w;
+  std::vector<double> acc(static_cast<size_t>(s.c_out * out_plane));
+  for (int64_t b = 0; b < s.n; ++b) {
+    for (int64_t co = 0; co < s.c_out; ++co) {
+      std::fill_n(acc.begin() + co * out_plane, out_plane, bias ? double(bias[co]) : 0.0);
+    }
+    for (int64_t ci = 0; ci < s.c_in; ++ci) {
+      const int64_t g = ci / cin_g;
+      const float* xp = x + (b * s.c_in + ci) * s.h * s.w;
+      for (int64_t col = 0; col < cout_g; ++col) {
+        const float* wp = w + (ci * cout_g + col) * taps;
+        double* yp = acc.data() + (g * cout_g + col) * out_plane;
+        for (int64_t ih = 0; ih < s.h; ++ih) {
+          for (int64_t r = 0; r < s.kh; ++r) {
+            const int64_t oh = ih * s.stride_h - s.pad_h + r * s.dil_h;
+            if (oh < 0 || oh >= s.out_h) continue;
+            for (int64_t iw = 0; iw < s.w; ++iw) {
+              const double v = xp[ih * s.w + iw];
+              for (int64_t q = 0; q < s.kw; ++q) {
+                const int64_t ow = iw * s.stride_w - s.pad_w + q * s.dil_w;
+                if (ow >= 0 && ow < s.out_w) yp[oh * s.out_w + ow] += v * wp[r * s.kw + q];
+              }
+            }
+          }
+        }
+      }
+    }
+    float* yb = y + b * s.c_out * out_plane;
+    std::transform(acc.begin(), acc.end(), yb, [](double v) { return static_cast<float>(v); });
+  }
+}
+
+}  // namespace zoc::ref

@@ -1,0 +1,337 @@
+"""The hand-written forms of issue 36 and the dense-prediction forms of issue 37, as small models.
+
+Each FORMS entry is a module whose forward is written the way people write the form in PyTorch
+(x - mean, F.interpolate(x, size=y.shape[-2:]), a dict of outputs, ...), so that the forms test
+(make_forms.py, check_forms.py) judges zoc on what the TorchScript tracer, the scripter and the
+ONNX exporter make of the real spelling, not of a spelling chosen to suit zoc. Every form starts
+with a convolution so that its input is an image with learned, seeded weights before the form.
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+FORMS = {}
+
+
+def form(name):
+    def register(cls):
+        FORMS[name] = cls
+        return cls
+    return register
+
+
+class Stem(nn.Module):
+    """conv 3 -> c, then the form in `body` (a method of the subclass)."""
+
+    def __init__(self, c=4):
+        super().__init__()
+        self.conv = nn.Conv2d(3, c, 3, padding=1)
+
+
+# --- issue 36: hand-written forms ------------------------------------------------------------
+
+@form("sub_tensors")
+class SubTensors(Stem):
+    def forward(self, x):
+        return self.conv(x) - x[:, :1]
+
+
+@form("scalar_ops")
+class ScalarOps(Stem):
+    def forward(self, x):
+        y = self.conv(x)
+        return (y / 2.5) * 1.5 + 0.25 - (y * 0.5)
+
+
+@form("input_normalization")
+class InputNormalization(Stem):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
+
+    def forward(self, x):
+        return self.conv((x - self.mean) / self.std)
+
+
+@form("se_linear_view")
+class SeLinearView(Stem):
+    def __init__(self):
+        super().__init__(8)
+        self.fc1 = nn.Linear(8, 2)
+        self.fc2 = nn.Linear(2, 8)
+
+    def forward(self, x):
+        y = self.conv(x)
+        n, c, _, _ = y.shape
+        s = y.mean((2, 3))
+        s = torch.sigmoid(self.fc2(F.relu(self.fc1(s)))).view(n, c, 1, 1)
+        return y * s
+
+
+@form("leaky_relu_elu")
+class LeakyReluElu(Stem):
+    def __init__(self):
+        super().__init__()
+        self.leaky = nn.LeakyReLU(0.2)
+        self.elu = nn.ELU(0.7)
+
+    def forward(self, x):
+        return self.elu(self.leaky(self.conv(x))) + F.leaky_relu(x[:, :1])
+
+
+@form("prelu")
+class PRelu(Stem):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.PReLU(4, 0.2)
+        self.act1 = nn.PReLU()
+
+    def forward(self, x):
+        return self.act1(self.act(self.conv(x)))
+
+
+@form("group_norm")
+class GroupNorm(Stem):
+    def __init__(self):
+        super().__init__(8)
+        self.norm = nn.GroupNorm(2, 8)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+@form("instance_norm")
+class InstanceNorm(Stem):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.InstanceNorm2d(4, affine=True)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+@form("layer_norm_chw")
+class LayerNormChw(Stem):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm([4, 20, 28])
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+@form("batchnorm1d_head")
+class BatchNorm1dHead(Stem):
+    def __init__(self):
+        super().__init__(8)
+        self.fc = nn.Linear(8, 6)
+        self.bn = nn.BatchNorm1d(6)
+        self.out = nn.Linear(6, 5)
+
+    def forward(self, x):
+        y = F.adaptive_avg_pool2d(self.conv(x), 1).flatten(1)
+        return self.out(F.relu(self.bn(self.fc(y))))
+
+
+@form("softmax_channels")
+class SoftmaxChannels(Stem):
+    def forward(self, x):
+        y = self.conv(x)
+        return torch.softmax(y, 1) + F.log_softmax(y, dim=1)
+
+
+@form("clamp")
+class Clamp(Stem):
+    def forward(self, x):
+        return torch.clamp(self.conv(x), -0.3, 0.4) + x[:, :1].clamp(min=0.1)
+
+
+@form("channel_slice")
+class ChannelSlice(Stem):
+    def __init__(self):
+        super().__init__(6)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y[:, 1:3] * y[:, 4:6]
+
+
+@form("uneven_split")
+class UnevenSplit(Stem):
+    def __init__(self):
+        super().__init__(6)
+
+    def forward(self, x):
+        a, b = torch.split(self.conv(x), [2, 4], dim=1)
+        return torch.cat([b, a.relu()], 1)
+
+
+@form("batchnorm_no_affine")
+class BatchNormNoAffine(Stem):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(4, affine=False)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+@form("shared_layer")
+class SharedLayer(Stem):
+    def __init__(self):
+        super().__init__()
+        self.twice = nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.twice(F.relu(self.twice(self.conv(x))))
+
+
+@form("adaptive_max_pool")
+class AdaptiveMaxPool(Stem):
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.AdaptiveMaxPool2d((5, 7))
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+
+
+@form("reflect_circular_pad")
+class ReflectCircularPad(Stem):
+    def forward(self, x):
+        y = F.pad(self.conv(x), (1, 2, 2, 1), mode="reflect")
+        return F.pad(y, (1, 1, 2, 0), mode="circular")
+
+
+@form("cbam_mean_max")
+class CbamMeanMax(Stem):
+    def __init__(self):
+        super().__init__()
+        self.spatial = nn.Conv2d(2, 1, 7, padding=3)
+
+    def forward(self, x):
+        y = self.conv(x)
+        m = torch.cat([y.mean(1, keepdim=True), y.max(1, keepdim=True)[0]], 1)
+        return y * torch.sigmoid(self.spatial(m))
+
+
+# --- issue 37: dense prediction ----------------------------------------------------------------
+
+@form("interpolate_size_scale")
+class InterpolateSizeScale(Stem):
+    def forward(self, x):
+        y = self.conv(x)
+        a = F.interpolate(y, size=(9, 13), mode="nearest")
+        b = F.interpolate(a, scale_factor=2.0, mode="nearest")
+        return F.interpolate(b, size=(20, 28), mode="bilinear", align_corners=False)
+
+
+@form("interpolate_bilinear_align")
+class InterpolateBilinearAlign(Stem):
+    def forward(self, x):
+        y = F.max_pool2d(self.conv(x), 2)
+        a = F.interpolate(y, scale_factor=2.0, mode="bilinear", align_corners=True)
+        b = F.interpolate(y, scale_factor=2.0, mode="bilinear", align_corners=False)
+        return a - b
+
+
+@form("interpolate_to_tensor_size")
+class InterpolateToTensorSize(Stem):
+    def forward(self, x):
+        y = F.avg_pool2d(self.conv(x), 4)
+        return F.interpolate(y, size=x.shape[-2:], mode="bilinear", align_corners=False)
+
+
+@form("conv_transpose")
+class ConvTranspose(Stem):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2,
+                                     dilation=2)
+
+    def forward(self, x):
+        return self.up(self.conv(x))
+
+
+@form("dilated_conv")
+class DilatedConv(Stem):
+    def __init__(self):
+        super().__init__()
+        self.dil = nn.Conv2d(4, 4, 3, padding=2, dilation=2)
+
+    def forward(self, x):
+        return self.dil(self.conv(x))
+
+
+@form("aspp_pooling")
+class AsppPooling(Stem):
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(4, 3, 1, bias=False),
+                                  nn.BatchNorm2d(3), nn.ReLU())
+
+    def forward(self, x):
+        y = self.conv(x)
+        size = y.shape[-2:]
+        return F.interpolate(self.pool(y), size=size, mode="bilinear", align_corners=False)
+
+
+@form("argmax_channels")
+class ArgmaxChannels(Stem):
+    def forward(self, x):
+        return self.conv(x).argmax(1)
+
+
+@form("dict_outputs")
+class DictOutputs(Stem):
+    def __init__(self):
+        super().__init__()
+        self.aux = nn.Conv2d(4, 2, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return {"out": y, "aux": self.aux(y)}
+
+
+@form("tuple_outputs")
+class TupleOutputs(Stem):
+    def __init__(self):
+        super().__init__()
+        self.aux = nn.Conv2d(4, 2, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y.relu(), self.aux(y)
+
+
+@form("unet")
+class UNet(nn.Module):
+    """Two levels down, up by ConvTranspose2d, nearest and bilinear, skips concatenated."""
+
+    def __init__(self):
+        super().__init__()
+        block = lambda i, o: nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o),
+                                           nn.ReLU())
+        self.enc1, self.enc2, self.enc3 = block(3, 8), block(8, 16), block(16, 16)
+        self.up3 = nn.ConvTranspose2d(16, 16, 2, stride=2)
+        self.dec2 = block(32, 8)
+        self.dec1 = block(16, 8)
+        self.head = nn.Conv2d(8, 5, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(F.max_pool2d(e1, 2))
+        e3 = self.enc3(F.max_pool2d(e2, 2))
+        d2 = self.dec2(torch.cat([self.up3(e3), e2], 1))
+        d2 = F.interpolate(d2, scale_factor=2.0, mode="nearest")
+        d1 = self.dec1(torch.cat([d2, e1], 1))
+        d1 = F.interpolate(F.avg_pool2d(d1, 2), size=x.shape[-2:], mode="bilinear",
+                           align_corners=False)
+        return self.head(d1)
+
+
+# The torchvision segmentation models of issue 37 (weights=None, seeded init, calibrated BN).
+SEGMENTATION = ("fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large",
+                "lraspp_mobilenet_v3_large")

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The ops the reference interpreter runs but the cuDNN backend and training do not support yet
+# (tests/backend/inference_only_layers.yaml): `zoc compile` refuses each at its own line, with
+# exit 1, no stdout and no output folder; `zoc ir --train` refuses each for want of a gradient
+# rule. Usage: tests/run_inference_only.sh ZOC SCRATCH
+set -uo pipefail
+zoc=$1 scratch=$2
+here=$(cd "$(dirname "$0")" && pwd)
+model=$here/backend/inference_only_layers.yaml
+rm -rf "$scratch" && mkdir -p "$scratch"
+fail=0
+run() {  # what-for expected-count zoc-arguments...
+  local what=$1 count=$2
+  shift 2
+  local stdout status
+  stdout=$("$zoc" "$@" 2>"$scratch/err")
+  status=$?
+  [ $status -eq 1 ] || { echo "$what: expected exit 1, got $status"; fail=1; }
+  [ -z "$stdout" ] || { echo "$what: unexpected stdout: $stdout"; fail=1; }
+  grep -qF "$count errors generated." "$scratch/err" ||
+    { echo "$what: expected $count errors; stderr:"; cat "$scratch/err"; fail=1; }
+}
+expect() {  # line text
+  grep -qF "inference_only_layers.yaml:$1:5: error: $2" "$scratch/err" ||
+    { echo "missing 'inference_only_layers.yaml:$1:5: error: $2'; stderr:"; cat "$scratch/err"; fail=1; }
+}
+
+run "zoc compile" 10 compile "$model" -o "$scratch/out"
+[ ! -e "$scratch/out" ] || { echo "zoc compile wrote an output folder"; fail=1; }
+cudnn="the cuDNN backend does not support"
+expect 7 "layer 'up' (upsample_nearest): $cudnn upsample_nearest yet"
+expect 8 "layer 'bilinear' (upsample_bilinear): $cudnn upsample_bilinear yet"
+expect 9 "layer 'tconv' (conv_transpose2d): $cudnn conv_transpose2d yet"
+expect 10 "layer 'soft' (softmax): $cudnn softmax over the channels of an image yet"
+expect 11 "layer 'logsoft' (log_softmax): $cudnn log_softmax yet"
+expect 12 "layer 'minus' (sub): $cudnn sub yet"
+expect 13 "layer 'over' (div): $cudnn div yet"
+expect 14 "layer 'shifted' (add): $cudnn add with a constant operand yet"
+expect 16 "layer 'gated' (mul): $cudnn mul with broadcasting other than an image by its channel vector yet"
+expect 17 "layer 'classes' (argmax): $cudnn argmax yet"
+
+run "zoc ir --train" 10 ir "$model" --train
+grad="yet (inference only)"
+expect 7 "layer 'up' (upsample_nearest): no gradient rule for upsample_nearest $grad"
+expect 8 "layer 'bilinear' (upsample_bilinear): no gradient rule for upsample_bilinear $grad"
+expect 9 "layer 'tconv' (conv_transpose2d): no gradient rule for conv_transpose2d $grad"
+expect 10 "layer 'soft' (softmax): no gradient rule for a softmax over channels $grad"
+expect 11 "layer 'logsoft' (log_softmax): no gradient rule for log_softmax $grad"
+expect 12 "layer 'minus' (sub): no gradient rule for sub $grad"
+expect 13 "layer 'over' (div): no gradient rule for div $grad"
+expect 14 "layer 'shifted' (add): no gradient rule for an add with broadcasting or a constant operand $grad"
+expect 16 "layer 'gated' (mul): no gradient rule for a mul with broadcasting (other than an image by its channel vector) or a constant operand $grad"
+expect 17 "layer 'classes' (argmax): no gradient rule for argmax $grad"
+
+[ $fail -eq 0 ] && echo "every inference-only op was refused at its line by the cuDNN backend and training"
+exit $fail

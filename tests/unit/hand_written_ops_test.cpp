@@ -1,0 +1,152 @@
+// The forms of issue 36 (hand-written and timm models): the binary ops' constant operands and
+// broadcasting (kernel, shape rule, the parameter a tensor operand declares, the printer, the
+// weights check), and what the passes, training and the cuDNN backend do with them. Whole
+// models against PyTorch: tests/numeric/ops_vs_pytorch_test.cpp; shape errors: bad-input files
+// (tests/bad_inputs/shapes/binary_*, tests/bad_inputs/yaml/tensor_*).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "compiler/backend/reference/interpreter.h"
+#include "compiler/backend/reference/kernels.h"
+#include "compiler/driver/cudnn_support.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/shapes.h"
+#include "compiler/passes/pipeline.h"
+#include "compiler/weights/weights.h"
+#include "tests/unit/op_test_util.h"
+
+namespace zoc {
+namespace {
+
+// Layers on an input 2 x 3 x 4.
+std::optional<ir::Graph> model(const test::TempDir& dir, const std::string& layers,
+                               Diagnostics& d) {
+  return test::load_layers(dir, layers, d, "2, height: 3, width: 4");
+}
+
+// [n 1, c 2, h 1, w 3] minus a one-channel row [1, 1, 3] and by a channel vector [2, 1, 1].
+TEST(BinaryKernel, BroadcastsEachDimension) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6}, row = {10, 20, 30}, vec = {2, -1};
+  std::vector<float> y(6);
+  ref::binary(ref::BinaryOp::kSub, {x.data(), {2, 1, 3}, true}, {row.data(), {1, 1, 3}, true},
+              y.data(), 1, {2, 1, 3});
+  EXPECT_EQ(y, (std::vector<float>{-9, -18, -27, -6, -15, -24}));
+  // A parameter: one for the whole batch (two samples).
+  const std::vector<float> x2 = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  std::vector<float> y2(12);
+  ref::binary(ref::BinaryOp::kDiv, {x2.data(), {2, 1, 3}, true}, {vec.data(), {2, 1, 1}, false},
+              y2.data(), 2, {2, 1, 3});
+  EXPECT_EQ(y2, (std::vector<float>{0.5, 1, 1.5, -4, -5, -6, 3.5, 4, 4.5, -10, -11, -12}));
+  // The channel vector first: [2, 1, 1] + [2, 1, 3].
+  ref::binary(ref::BinaryOp::kAdd, {vec.data(), {2, 1, 1}, true}, {x.data(), {2, 1, 3}, true},
+              y.data(), 1, {2, 1, 3});
+  EXPECT_EQ(y, (std::vector<float>{3, 4, 5, 3, 4, 5}));
+}
+
+// A tensor operand is a parameter named as the weights file names it (relative to the block
+// it is written in), stored with the rank the model gives; the printer shows it as @name.
+TEST(BinaryShapes, TensorOperandsAreNamedParameters) {
+  test::TempDir dir;
+  Diagnostics d;
+  auto g = model(dir,
+                 "  - norm_sub: {op: sub, tensor: mean, param_rank: 4}\n"
+                 "  - blk: {layers: [{ls: {op: mul, tensor: ls.gamma, param_rank: 1}},\n"
+                 "                   {one: {op: add, tensor: bias, param_rank: 0}},\n"
+                 "                   {flip: {op: div, scalar: 2, reverse: true}}]}\n"
+                 "  - map: {op: conv2d, out_channels: 1, kernel: 1}\n"
+                 "  - gated: {op: mul, inputs: [map, blk]}\n",
+                 d);
+  ASSERT_TRUE(g) << d.render();
+  auto param = [&](const char* node) { return g->find_node(node)->params.at(0); };
+  EXPECT_EQ(param("norm_sub").name, "mean");
+  EXPECT_EQ(param("norm_sub").shape, (std::vector<int64_t>{1, 2, 1, 1}));
+  EXPECT_FALSE(param("norm_sub").trainable);
+  EXPECT_EQ(param("blk.ls").name, "blk.ls.gamma");
+  EXPECT_EQ(param("blk.ls").shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(param("blk.one").name, "blk.bias");
+  EXPECT_TRUE(param("blk.one").shape.empty());
+  EXPECT_TRUE(g->find_node("blk.flip")->params.empty());
+  // [1, 3, 4] * [2, 3, 4]: the one-channel map first.
+  EXPECT_EQ(g->type(g->find_node("gated")->output).dims, (std::vector<int64_t>{2, 3, 4}));
+  const std::string text = ir::print_graph(*g);
+  EXPECT_NE(text.find("%norm_sub = sub(%input, @mean) {param_rank=4}"), std::string::npos) << text;
+  EXPECT_NE(text.find("%blk.flip = div(%blk.one) {scalar=2, reverse=true}"), std::string::npos)
+      << text;
+  // The weights file must hold each operand tensor under its name and shape.
+  Weights w = init_weights(*g, 1);
+  EXPECT_EQ(w.tensors.at("mean"), std::vector<float>(2, 1.0f));  // a buffer's seeded value: 1
+  ASSERT_TRUE(save_weights(*g, w, dir.file("w.safetensors")).ok());
+  ir::Graph renamed = *g;
+  renamed.nodes[static_cast<size_t>(renamed.find_node("norm_sub") - renamed.nodes.data())]
+      .operand_tensor = "std";
+  Diagnostics ld;
+  ASSERT_TRUE(ir::infer_shapes(renamed, ld)) << ld.render();
+  EXPECT_FALSE(load_weights(renamed, dir.file("w.safetensors"), ld).has_value());
+  EXPECT_NE(ld.render().find("missing tensor 'std' needed by layer 'norm_sub' (sub) with shape "
+                             "[1, 2, 1, 1]"),
+            std::string::npos)
+      << ld.render();
+  EXPECT_NE(ld.render().find("unexpected tensor 'mean'"), std::string::npos) << ld.render();
+}
+
+// fuse-residual-add takes an add whose operands have one type: a broadcast or a constant one is
+// not cuDNN's z and stays a node; the function is unchanged.
+TEST(BinaryPasses, OnlyAnAddOfOneShapeBecomesAResidual) {
+  test::TempDir dir;
+  Diagnostics d;
+  auto g = model(dir,
+                 "  - conv: {op: conv2d, out_channels: 2, kernel: 3, padding: 1}\n"
+                 "  - pool: {op: global_avgpool, input: input}\n"
+                 "  - bcast: {op: add, inputs: [conv, pool]}\n"
+                 "  - conv2: {op: conv2d, out_channels: 2, kernel: 1}\n"
+                 "  - shift: {op: add, scalar: 0.25}\n"
+                 "  - conv3: {op: conv2d, out_channels: 2, kernel: 1}\n"
+                 "  - res: {op: add, inputs: [conv3, bcast]}\n",
+                 d);
+  ASSERT_TRUE(g) << d.render();
+  const ir::Graph after =
+      test::optimize_keeping_function(*g, init_weights(*g, 2), test::wave_input(*g, 2), 1e-6);
+  EXPECT_EQ(after.find_node("bcast")->op, ir::OpKind::Add);
+  EXPECT_EQ(after.find_node("shift")->op, ir::OpKind::Add);
+  EXPECT_EQ(after.find_node("res"), nullptr);  // fused into conv3
+  EXPECT_EQ(after.find_node("conv3")->inputs.size(), 2u);
+}
+
+// Training differentiates add and mul in the forms it did (one shape; an image by its channel
+// vector); the new forms, sub and div are refused by name. So is the cuDNN backend.
+TEST(BinaryRefusals, TrainingAndTheCudnnBackend) {
+  test::TempDir dir;
+  Diagnostics d;
+  auto g = model(dir,
+                 "  - sub: {op: sub, scalar: 1}\n"
+                 "  - div: {op: div, tensor: std}\n"
+                 "  - add: {op: add, tensor: shift}\n"
+                 "  - pool: {op: global_avgpool}\n"
+                 "  - mul: {op: mul, inputs: [pool, add]}\n"
+                 "  - fine: {op: mul, inputs: [add, pool]}\n"
+                 "  - sum: {op: add, inputs: [fine, mul]}\n",
+                 d);
+  ASSERT_TRUE(g) << d.render();
+  test::expect_refusals(
+      *g,
+      {"m.yaml:4:5: error: layer 'sub' (sub): no gradient rule for sub yet (inference only)",
+       "m.yaml:5:5: error: layer 'div' (div): no gradient rule for div yet",
+       "m.yaml:6:5: error: layer 'add' (add): no gradient rule for an add with broadcasting or a "
+       "constant operand yet",
+       "m.yaml:8:5: error: layer 'mul' (mul): no gradient rule for a mul with broadcasting "
+       "(other than an image by its channel vector) or a constant operand yet"},
+      false);
+  test::expect_refusals(*g,
+                        {"layer 'sub' (sub): the cuDNN backend does not support sub yet",
+                         "layer 'div' (div): the cuDNN backend does not support div yet",
+                         "layer 'add' (add): the cuDNN backend does not support add with a "
+                         "constant operand yet",
+                         "layer 'mul' (mul): the cuDNN backend does not support mul with "
+                         "broadcasting other than an image by its channel vector yet"},
+                        true);
+}
+
+}  // namespace
+}  // namespace zoc

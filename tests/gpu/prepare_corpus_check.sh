@@ -2,7 +2,7 @@
 # Generates the folders tests/gpu/corpus_check.sh runs on the GPU machine: third-party models of
 # the export corpus (tools/corpus/export_corpus.py, e.g. timm's families exported by PyTorch
 # 2.11's default ONNX exporter) compiled here through one route, in fp32 and fp16, into
-# corpus_check/<model>_<precision>/ (git-ignored; it travels with the device tool's `carry`),
+# corpus_check/<model>_<precision>/ (git-ignored; copy it to the GPU machine with the tree),
 # and per model corpus_check/_ref/<model>/:
 #   weights.safetensors.xz  the ONNX file's initializers (`zoc extract-weights`), xz-compressed:
 #                           the corpus's tiled weights compress ~400x (ResNet-50: 97 MiB, 240 KB)

@@ -242,6 +242,7 @@ class Translator {
   struct Problem {
     std::string what;
     Origin origin;
+    bool on_numbers = false;  // the op reads no tensor (arithmetic on sizes and counts)
   };
 
   void run_graph(jit::Graph& graph, std::vector<Val> args, const Frame& frame,

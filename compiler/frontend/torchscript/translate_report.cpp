@@ -28,8 +28,20 @@ constexpr const char* kBuiltinSource = "<string>";
 
 // One error listing every unsupported operation, each where it happens.
 void Translator::report_problems(const SourceLoc& at) {
+  // Arithmetic on sizes at the call site of an unsupported tensor op is that op's own argument
+  // check, inlined from PyTorch (F.group_norm multiplies the batch size by the channels to
+  // verify it): listing it beside the op would name something the user never wrote.
+  auto same_call = [](const Origin& a, const Origin& b) {
+    return a.module_path == b.module_path && a.loc.str() == b.loc.str();
+  };
+  auto inside_other = [&](const Problem& p) {
+    return p.on_numbers && std::any_of(problems_.begin(), problems_.end(), [&](const Problem& q) {
+             return !q.on_numbers && same_call(p.origin, q.origin);
+           });
+  };
   std::vector<std::pair<std::string, int>> lines;
   for (const Problem& p : problems_) {
+    if (inside_other(p)) continue;
     std::string line =
         fmt::format("{}: {} at {}",
                     p.origin.module_path.empty() ? "(top-level module)"
@@ -143,7 +155,10 @@ std::optional<SourceLoc> Translator::to_loc(const jit::SourceRange& r) const {
 void Translator::unsupported(jit::Node* n, const std::string& why) {
   std::string what = shown_text(n->kind().toQualString());
   if (!why.empty()) what += " (" + why + ")";
-  problems_.push_back({std::move(what), origin(n)});
+  const bool on_numbers = std::none_of(n->inputs().begin(), n->inputs().end(), [](jit::Value* v) {
+    return v->type()->kind() == c10::TypeKind::TensorType;
+  });
+  problems_.push_back({std::move(what), origin(n), on_numbers});
   poison_outputs(n);
 }
 

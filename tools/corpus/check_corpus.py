@@ -132,6 +132,15 @@ def run_route(zoc, folder, meta, route, tmp, timeout, tol):
         return {"status": "CRASH" if crashed else "REFUSED", "why": first_error(r.stderr),
                 "seconds": seconds, "stderr": r.stderr[-4000:]}
     ref = np.load(os.path.join(folder, "output%s.npy" % meta["outputs"][0]["suffix"]))
+    if not os.path.exists(y):  # several outputs: `zoc run` wrote Y_<name>.npy for each, in the
+        import re              # order its `output 'name':` lines give; the first is compared
+        names = re.findall(r"^output '([^']*)':", r.stdout, flags=re.M)
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", names[0]) if names else ""
+        y = os.path.join(tmp, "%s_out_%s.npy" % (route, "_" + safe if safe[:1] in ("", ".")
+                                                        else safe))
+        if not os.path.exists(y):
+            return {"status": "WRONG", "why": "no output file for %s" % (names[:1] or "?"),
+                    "seconds": seconds}
     got = np.load(y)
     if got.shape != ref.shape:
         return {"status": "WRONG", "why": "shape %s, PyTorch's %s" % (got.shape, ref.shape),

@@ -3,7 +3,9 @@
 # tests/gpu/prepare_corpus_check.sh wrote, built and run by tests/gpu/gpu_check.sh in fp32 and
 # fp16 at batch 1 and 8 (and 8 in a CUDA graph) against PyTorch's fp32 output, after unpacking
 # the weights. No latency or tuning phase: this checks numbers (and runs compute-sanitizer on
-# the folders ZOC_SANITIZE_MODELS names, none by default).
+# the folders ZOC_SANITIZE_MODELS names, none by default). A model on which PyTorch's own
+# reduced precision misses the band (measured first, tools/corpus/torch_precision_error.py) is
+# judged within twice PyTorch's error, and the row says so.
 # Usage: tests/gpu/corpus_check.sh [CHECK_DIR (default corpus_check)]   (OUT as gpu_check.sh's)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,5 +26,15 @@ if hashlib.sha256(x.tobytes()).hexdigest() != spec["sha256"]:
 np.save(os.path.join(ref, "input.npy"), x)
 PY
 done
+# PyTorch's own fp16/bf16 (and fp32 against float64) error on the same weights and batch: the
+# corpus's synthetic weights make a few models amplify rounding, and such a model is judged
+# within twice what PyTorch itself reaches (gpu_compare.py's own_error_band).
+OUT=${OUT:-$ROOT/gpu_check_out}
+mkdir -p "$OUT"
+models=$(cd "$DIR/_ref" && ls -d */ | tr -d /)
+# shellcheck disable=SC2086
+timeout 300 "$PY" "$ROOT/tools/corpus/torch_precision_error.py" $models \
+  --json "$OUT/torch_precision_error.json" >"$OUT/torch_precision_error.md" 2>&1
+export OUT ZOC_OWN_ERROR=$OUT/torch_precision_error.json
 export ZOC_GPU_BATCHES="1 8" ZOC_SANITIZE_MODELS=${ZOC_SANITIZE_MODELS-} ZOC_LATENCY_MODELS= ZOC_GPU_TUNED=0
 exec "$ROOT/tests/gpu/gpu_check.sh" "$DIR"

@@ -107,9 +107,28 @@ def compare_arrays(out, ref):
     return res
 
 
+def own_error_band(path, model, precision):
+    """(band, note) where PyTorch's own output on these weights is measured to be farther from
+    its fp32 than the fixed band allows (tools/corpus/torch_precision_error.py's JSON: fp16 and
+    bf16 against fp32; fp32 and tf32 against float64): twice that distance, as
+    tools/corpus/check_corpus.py judges an ill-conditioned model; (None, None) otherwise."""
+    rows = load_json(path) if path else None
+    entry = next((r for r in rows or [] if r.get("model") == model), None)
+    key = precision if precision in ("fp16", "bf16") else "fp64"
+    own = entry.get(key) if entry else None
+    base = BANDS.get(precision)
+    if base is None or not isinstance(own, (int, float)) or not np.isfinite(own) or 2 * own <= base:
+        return None, None
+    what = "its %s" % precision if key != "fp64" else "its fp32 from float64"
+    return 2 * own, "ill-conditioned: PyTorch's own output is %.3g off (%s)" % (own, what)
+
+
 def cmd_compare(a):
     row = {"section": "correctness", "model": a.model, "precision": a.precision,
            "batch": a.batch, "mode": a.mode, "band": BANDS.get(a.precision), "log": a.log}
+    band, note = own_error_band(a.own_error, a.model, a.precision)
+    if band is not None:
+        row.update(band=band, band_note=note)
     harness = load_json(a.json) if a.json else None
     if harness:
         row.update(create_ms=harness.get("create_ms"), deterministic=harness.get("deterministic"))
@@ -311,8 +330,10 @@ def tables(rows):
                  "band", "result"],
                 [[r["model"], r["precision"], r["batch"], r["mode"], fmt(r.get("rel_l2")),
                   fmt(r.get("max_abs")), fmt(r.get("top1"), "%.3f"),
-                  fmt(r.get("centered_rel_l2")), fmt(r.get("band"), "%.0e"),
-                  r["status"] + ("" if r.get("deterministic") in (None, True) else " (nondet)")]
+                  fmt(r.get("centered_rel_l2")),
+                  fmt(r.get("band"), "%.2g" if r.get("band_note") else "%.0e"),
+                  r["status"] + ("" if r.get("deterministic") in (None, True) else " (nondet)")
+                  + (" (band: " + r["band_note"] + ")" if r.get("band_note") else "")]
                  for r in corr]))
     lat = sorted([r for r in rows if r["section"] == "latency"],
                  key=lambda r: (r["model"], r["batch"], r["impl"] != "zoc",
@@ -416,6 +437,7 @@ def main(argv=None):
     s.add_argument("--rc", type=int, required=True)
     s.add_argument("--json")
     s.add_argument("--what", default="zoc run failed")
+    s.add_argument("--own-error", help="PyTorch's own reduced-precision error per model (JSON)")
     s = sub.add_parser("latency-row")
     for flag in ("--rows", "--model", "--precision", "--json", "--log"):
         s.add_argument(flag, required=True)

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""CPU test of how the GPU check judges compute-sanitizer racecheck logs (tests/gpu/gpu_compare.py):
-races that are all inside NVIDIA's nvjet GEMM kernels (reproduced by a bare cuBLAS call,
-tests/gpu/reliability/vendor_gemm.cpp) pass as out of scope (issue 17's decision); any race in
-another kernel, or a log without a summary, fails. The log excerpts are the format of a real
-H100 run (results/2026-11-22-h100-reliability)."""
+"""CPU test of how the GPU check judges (tests/gpu/gpu_compare.py).
+
+Racecheck logs: races that are all inside NVIDIA's nvjet GEMM kernels (reproduced by a bare
+cuBLAS call, tests/gpu/reliability/vendor_gemm.cpp) pass as out of scope (issue 17's decision);
+any race in another kernel, or a log without a summary, fails. The log excerpts are the format
+of a real H100 run (results/2026-11-22-h100-reliability).
+
+Bands: a model whose synthetic weights make PyTorch's own fp16 far from its fp32 (measured by
+tools/corpus/torch_precision_error.py) is judged within twice that distance, and only then."""
 
 import json
 import os
@@ -40,6 +44,39 @@ def judge(text, rc):
     raise AssertionError("no row written")
 
 
+def compare(out, ref, own):
+    """The correctness row of zoc's `out` against `ref` in fp16, with PyTorch's own errors."""
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as d:
+        paths = {k: os.path.join(d, k + ".npy") for k in ("out", "ref")}
+        np.save(paths["out"], np.asarray(out, dtype=np.float32))
+        np.save(paths["ref"], np.asarray(ref, dtype=np.float32))
+        with open(os.path.join(d, "own.json"), "w") as f:
+            json.dump(own, f)
+        rows, log = os.path.join(d, "rows"), os.path.join(d, "run.log")
+        open(log, "w").close()
+        subprocess.run([sys.executable, os.path.join(HERE, "gpu_compare.py"), "compare",
+                        "--rows", rows, "--model", "m", "--precision", "fp16", "--mode", "eager",
+                        "--ref", paths["ref"], "--out", paths["out"], "--log", log,
+                        "--batch", "1", "--rc", "0", "--own-error", os.path.join(d, "own.json")],
+                       check=True, capture_output=True)
+        with open(os.path.join(rows, os.listdir(rows)[0])) as f:
+            return json.load(f)
+
+
+def bands():
+    ref = [[1.0, 2.0, 3.0, 4.0]]
+    off = [[1.0, 2.0, 3.0, 4.2]]  # rel L2 0.0365: outside fp16's 2e-2
+    assert compare(off, ref, [])["status"] == "FAIL"
+    assert compare(off, ref, [{"model": "m", "fp16": 0.005}])["status"] == "FAIL"
+    raised = compare(off, ref, [{"model": "m", "fp16": 0.033}])
+    assert raised["status"] == "PASS" and abs(raised["band"] - 0.066) < 1e-9, raised
+    assert "ill-conditioned" in raised["band_note"], raised
+    assert compare(off, ref, [{"model": "other", "fp16": 0.5}])["status"] == "FAIL"
+    assert compare(off, ref, [{"model": "m", "fp16": float("nan")}])["status"] == "FAIL"
+
+
 def main():
     v = judge(VENDOR, 1)
     assert v["status"] == "PASS" and v["vendor_hazards"] == 64, v
@@ -47,7 +84,9 @@ def main():
     assert o["status"] == "FAIL", o
     assert judge(CLEAN, 0)["status"] == "PASS"
     assert judge("killed\n", 1)["status"] == "FAIL"
-    print("PASS: nvjet-only races pass as out of scope; any other race fails")
+    bands()
+    print("PASS: nvjet-only races pass as out of scope; any other race fails; a band is raised "
+          "only to twice PyTorch's own measured error")
 
 
 if __name__ == "__main__":

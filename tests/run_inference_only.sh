@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The ops the reference interpreter runs but the cuDNN backend and training do not support yet
 # (tests/backend/inference_only_layers.yaml): `zoc compile` refuses each at its own line, with
-# exit 1, no stdout and no output folder; `zoc ir --train` refuses each for want of a gradient
+# exit 1, no stdout and no output folder (and `zoc ir --precision fp16`, which lowers for it, the
+# same); `zoc ir --train` refuses each for want of a gradient
 # rule. Usage: tests/run_inference_only.sh ZOC SCRATCH
 set -uo pipefail
 zoc=$1 scratch=$2
@@ -25,9 +26,8 @@ expect() {  # line text
     { echo "missing 'inference_only_layers.yaml:$1:5: error: $2'; stderr:"; cat "$scratch/err"; fail=1; }
 }
 
-run "zoc compile" 10 compile "$model" -o "$scratch/out"
-[ ! -e "$scratch/out" ] || { echo "zoc compile wrote an output folder"; fail=1; }
 cudnn="the cuDNN backend does not support"
+backend_refusals() {  # after a run that lowers for the cuDNN backend
 expect 7 "layer 'up' (upsample_nearest): $cudnn upsample_nearest yet"
 expect 8 "layer 'bilinear' (upsample_bilinear): $cudnn upsample_bilinear yet"
 expect 9 "layer 'tconv' (conv_transpose2d): $cudnn conv_transpose2d yet"
@@ -38,6 +38,13 @@ expect 13 "layer 'over' (div): $cudnn div yet"
 expect 14 "layer 'shifted' (add): $cudnn add with a constant operand yet"
 expect 16 "layer 'gated' (mul): $cudnn mul with broadcasting other than an image by its channel vector yet"
 expect 17 "layer 'classes' (argmax): $cudnn argmax yet"
+}
+run "zoc compile" 10 compile "$model" -o "$scratch/out"
+[ ! -e "$scratch/out" ] || { echo "zoc compile wrote an output folder"; fail=1; }
+backend_refusals
+# `zoc ir` with a target option lowers the graph too: the same refusals, not a lowered graph.
+run "zoc ir --precision fp16" 10 ir "$model" --precision fp16
+backend_refusals
 
 run "zoc ir --train" 10 ir "$model" --train
 grad="yet (inference only)"

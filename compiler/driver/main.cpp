@@ -492,6 +492,8 @@ int cmd_ir(zoc::LoadedModel& model, const Args& args, const Commands& cmd,
       const std::optional<zoc::cudnn::EmitOptions> eopts = emit_options(args, diags);
       if (!eopts) return finish(diags);
       target = zoc::cudnn::lowering_target(*eopts);
+      // As compile does: ops the backend lacks are refused before lowering, not lowered.
+      if (!zoc::check_cudnn_support(graph, diags)) return finish(diags);
     }
     if (!optimize(graph, args, diags, target ? &*target : nullptr)) return finish(diags);
     if (!args.print_after.empty()) return finish(diags);

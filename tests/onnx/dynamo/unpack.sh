@@ -9,7 +9,7 @@ rm -rf "${dst:?}"
 for dir in "$src"/*/; do
   m=$(basename "$dir")
   mkdir -p "$dst/$m"
-  cp "$dir/meta.json" "$dir/output.npy" "$dst/$m/"
+  cp "$dir/meta.json" "$dir"/output*.npy "$dst/$m/"
   for f in "$dir"/*.xz; do xz -dc "$f" > "$dst/$m/$(basename "$f" .xz)"; done
 done
 echo "unpacked $(ls "$dst" | wc -l) models into $dst"

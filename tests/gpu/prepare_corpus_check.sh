@@ -30,9 +30,14 @@ rm -rf "$out" && mkdir -p "$out/_ref"
 for m in "$@"; do
   # The model's own name for the file (the generated class is named after it), its external
   # data beside it under the name the file gives; a TorchScript route's module as <model>.pt.
+  # (TorchScript has no static input shape: the corpus's meta.json gives it.)
   rm -rf "${scratch:?}"/*
+  input=()
   case $route in
-    trace | script) cp "$corpus/$m/$route.pt" "$scratch/$m.pt" && src=$scratch/$m.pt ;;
+    trace | script)
+      cp "$corpus/$m/$route.pt" "$scratch/$m.pt" && src=$scratch/$m.pt
+      input=(--input "$(/usr/bin/python3 -c 'import json, sys
+print("x".join(map(str, json.load(open(sys.argv[1]))["input"])))' "$corpus/$m/meta.json")") ;;
     *) cp "$corpus/$m/$route.onnx" "$scratch/$m.onnx" && src=$scratch/$m.onnx
        [ ! -f "$corpus/$m/$route.onnx.data" ] || cp "$corpus/$m/$route.onnx.data" "$scratch/" ;;
   esac
@@ -72,7 +77,7 @@ PY
   "$zoc" extract-weights "$src" -o "$ref/weights.safetensors" >/dev/null
   xz -T2 -6 "$ref/weights.safetensors"
   for p in fp32 fp16; do
-    "$zoc" compile "$src" -o "$out/${m}_$p" --precision "$p" | head -1
+    "$zoc" compile "$src" -o "$out/${m}_$p" --precision "$p" "${input[@]}" | head -1
   done
 done
 du -sh "$out"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The zoo's layers (tests/backend/zoo_layers.yaml), zoc's depthwise kernel in all its forms
-# (tests/backend/depthwise_layers.yaml) and every activation in a convolution's epilogue
+# (tests/backend/depthwise_layers.yaml), the segmentation decoders' layers
+# (tests/backend/dense_layers.yaml) and every activation in a convolution's epilogue
 # (tests/backend/epilogue_layers.yaml) compiled by zoc in fp32 (NCHW) and fp16 (NHWC) and built
 # with the local CUDA toolkit and cuDNN under -Werror: the generated constants, steps
 # and kernel wrappers type-check and link for both layouts (no GPU needed; tests/gpu/zoo_check.sh
@@ -25,7 +26,7 @@ build() {
   echo "$name: compiled and built"
 }
 
-for m in zoo_layers depthwise_layers epilogue_layers; do
+for m in zoo_layers depthwise_layers epilogue_layers dense_layers; do
   for p in fp32 fp16; do build "$m" "${m}_$p" --precision "$p"; done
 done
 # The depthwise convolutions through cuDNN instead (--depthwise cudnn): the graph API (the

@@ -15,7 +15,6 @@
 
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/backend/reference/interpreter.h"
-#include "compiler/driver/cudnn_support.h"
 #include "compiler/driver/extract_weights.h"
 #include "compiler/driver/grad_command.h"
 #include "compiler/driver/model_loader.h"
@@ -232,7 +231,6 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   const std::optional<zoc::cudnn::EmitOptions> eopts = emit_options(args, diags);
   if (!eopts) return finish(diags);
   const zoc::lower::TargetDesc target = zoc::cudnn::lowering_target(*eopts);
-  if (!args.train && !zoc::check_cudnn_support(g, diags)) return finish(diags);
   if (!args.train && !optimize(g, args, diags, &target)) return finish(diags);
   auto gen = args.train ? zoc::cudnn::emit_trainer(g, *eopts, diags)
                         : zoc::cudnn::emit(g, *eopts, diags);
@@ -492,8 +490,6 @@ int cmd_ir(zoc::LoadedModel& model, const Args& args, const Commands& cmd,
       const std::optional<zoc::cudnn::EmitOptions> eopts = emit_options(args, diags);
       if (!eopts) return finish(diags);
       target = zoc::cudnn::lowering_target(*eopts);
-      // As compile does: ops the backend lacks are refused before lowering, not lowered.
-      if (!zoc::check_cudnn_support(graph, diags)) return finish(diags);
     }
     if (!optimize(graph, args, diags, target ? &*target : nullptr)) return finish(diags);
     if (!args.print_after.empty()) return finish(diags);

@@ -4,6 +4,8 @@
 // code a fused convolution's "activation" attribute gives the activation it absorbed.
 #pragma once
 
+#include <array>
+
 #include "compiler/ir/graph.h"
 #include "compiler/ir/ops.h"
 #include "zoc/math/activations.h"
@@ -33,6 +35,19 @@ inline constexpr FusedActivation kFusedActivations[] = {
 #define ZOC_ACTIVATION(op, grad, math) {OpKind::op, act::Kind::k##math, #math},
 #include "compiler/ir/ops.def"
 };
+
+// The attribute names of an activation op's parameters (its Math's kParamA, kParamB; null when
+// unused): what fuse-activation copies onto the convolution (ops.def's FusedConv2d pass rows).
+inline std::array<const char*, 2> activation_param_names(OpKind op) {
+  switch (op) {
+#define ZOC_ACTIVATION(op, grad, math) \
+  case OpKind::op:                     \
+    return {act::math::kParamA, act::math::kParamB};
+#include "compiler/ir/ops.def"
+    default:
+      return {nullptr, nullptr};
+  }
+}
 
 // FusedConv2d's "activation": 0 none, else 1 + the act::Kind it applies (1: ReLU).
 inline int fused_activation_code(OpKind op) {

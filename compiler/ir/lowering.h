@@ -34,6 +34,8 @@ using ValueId = int32_t;
     "a cuDNN graph-API plan (GraphConvLayer): any pointwise activation in its epilogue")        \
   X(ConvDepthwise, "conv.depthwise", true, true, false,                                         \
     "zoc's depthwise kernel (zoc/kernels/depthwise.cuh), epilogue fused")                          \
+  X(ConvTranspose, "conv_transpose.cudnn", true, true, false,                                   \
+    "cudnnConvolutionBackwardData then cudnnAddTensor for the bias (ConvTransposeLayer)")       \
   X(LinearGemm, "linear.cublas", true, true, false, "cuBLAS GEMM after a bias kernel")          \
   X(LinearConv, "linear.conv", true, true, false,                                               \
     "a legacy cuDNN convolution whose filter covers the input, bias in its epilogue")           \
@@ -42,6 +44,8 @@ using ValueId = int32_t;
     "zoc's pooling kernel (ceil_mode, dilation: PyTorch's edge rules)")                         \
   X(AdaptivePool, "pool.adaptive", true, true, false, "zoc's adaptive average pooling kernel")  \
   X(Softmax, "softmax.cudnn", true, true, false, "cudnnSoftmaxForward")                         \
+  X(ChannelSoftmax, "softmax.kernel", true, true, false,                                        \
+    "zoc's softmax or log-softmax over the channels of an image, per pixel")                    \
   X(BatchNorm, "batchnorm.cudnn", true, true, false,                                            \
     "cudnnBatchNormalizationForwardInference (no convolution absorbed it)")                     \
   X(Add, "add.kernel", true, true, false, "zoc's elementwise add kernel")                       \
@@ -50,7 +54,9 @@ using ValueId = int32_t;
   X(View, "view", true, true, false, "no call: a view of its input's storage")                  \
   X(Mul, "mul.kernel", true, true, false, "zoc's multiply kernel (per channel or elementwise)") \
   X(LayerNorm, "layernorm.kernel", true, true, false, "zoc's layer norm kernel")                \
-  X(Shuffle, "shuffle.kernel", true, true, false, "zoc's channel shuffle kernel")
+  X(Shuffle, "shuffle.kernel", true, true, false, "zoc's channel shuffle kernel")               \
+  X(Upsample, "upsample.kernel", true, true, false,                                             \
+    "zoc's nearest or bilinear upsampling kernel (PyTorch's source indices)")
 
 enum class LayerKind : uint8_t {
   None,  // not lowered

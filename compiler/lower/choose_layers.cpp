@@ -1,6 +1,8 @@
 // Which runtime layer runs each node, and where a fused convolution's activation runs: the
 // rules of lower-to-target that map ops to layer kinds (compiler/ir/lowering.h), over the
-// target's settings (target_desc.h). Each rule says why it is the one it is.
+// target's settings (target_desc.h). Each rule says why it is the one it is. This is the one
+// place that decides what the backend supports: an op or form without a layer is refused here,
+// at its layer, naming the form (`zoc compile` and `zoc ir` with a target option both lower).
 #include <fmt/format.h>
 
 #include "compiler/ir/activation_params.h"
@@ -56,6 +58,37 @@ LayerKind pool_kind(const ir::Node& n, const TargetDesc& t) {
   return n.attrs.b("ceil_mode") || dilated ? LayerKind::PoolKernel : LayerKind::Pool;
 }
 
+// The backend's add reads two tensors of one shape; its mul also an image and its channel
+// vector, given second. Other forms (a constant operand, broadcasting) are not built yet.
+Choice elementwise_choice(const ir::Graph& g, const ir::Node& n) {
+  const auto dims = [&](size_t k) { return g.type(n.inputs[k]).dims; };
+  const bool two = n.inputs.size() == 2;
+  const bool same_shape = two && dims(0) == dims(1);
+  const bool channel_vector =
+      two && dims(0).size() == 3 && dims(1) == std::vector<int64_t>{dims(0)[0], 1, 1};
+  if (n.op == OpKind::Add) {
+    if (same_shape) return {LayerKind::Add};
+    return {LayerKind::None, Epilogue::kNone,
+            two ? "add with broadcasting yet" : "add with a constant operand yet"};
+  }
+  if (same_shape || channel_vector) return {LayerKind::Mul};
+  return {LayerKind::None, Epilogue::kNone,
+          two ? "mul with broadcasting other than an image by its channel vector yet"
+              : "mul with a constant operand yet"};
+}
+
+// A transposed convolution is cuDNN's backward-data convolution of the forward convolution from
+// its output to its input, which exists only where the output size is that convolution's input
+// size, i.e. output_padding below the stride (PyTorch also allows it below the dilation).
+Choice conv_transpose_choice(const ir::Node& n) {
+  const ir::Pair op = n.attrs.pair("output_padding"), s = n.attrs.pair("stride");
+  if (op.h >= s.h || op.w >= s.w) {
+    return {LayerKind::None, Epilogue::kNone,
+            "a transposed convolution whose output_padding is not below its stride"};
+  }
+  return {LayerKind::ConvTranspose};
+}
+
 Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int side,
               int64_t stored_c) {
   switch (n.op) {
@@ -63,6 +96,8 @@ Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int si
       return {LayerKind::InputInPlace};  // settled by lower_to_target
     case OpKind::FusedConv2d:
       return conv_choice(g, n, t, side, stored_c);
+    case OpKind::ConvTranspose2d:
+      return conv_transpose_choice(n);
     case OpKind::Linear:
       return {t.linear_as_conv ? LayerKind::LinearConv : LayerKind::LinearGemm};
     case OpKind::GlobalAvgPool:
@@ -71,24 +106,39 @@ Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int si
       return {pool_kind(n, t)};
     case OpKind::AdaptiveAvgPool2d:
       return {LayerKind::AdaptivePool};
-    case OpKind::Softmax:
-      return {LayerKind::Softmax};
+    case OpKind::Softmax:  // over features (cuDNN's), or over the channels of an image (zoc's)
+      return {g.type(n.inputs[0]).dims.size() == 1 ? LayerKind::Softmax
+                                                   : LayerKind::ChannelSoftmax};
+    case OpKind::LogSoftmax:
+      return {LayerKind::ChannelSoftmax};
     case OpKind::BatchNorm2d:
       return {LayerKind::BatchNorm};
     case OpKind::Add:
-      return {LayerKind::Add};
+      return elementwise_choice(g, n);
     case OpKind::Concat:
     case OpKind::SliceChannels:
       return {LayerKind::Copy};
     case OpKind::Flatten:
       return {LayerKind::View};
     case OpKind::Mul:
+      return elementwise_choice(g, n);
     case OpKind::LayerScale:
       return {LayerKind::Mul};
+    case OpKind::Sub:
+      return {LayerKind::None, Epilogue::kNone, "sub yet"};
+    case OpKind::Div:
+      return {LayerKind::None, Epilogue::kNone, "div yet"};
+    case OpKind::Reshape:
+      return {LayerKind::None, Epilogue::kNone, "reshape yet"};
+    case OpKind::Argmax:
+      return {LayerKind::None, Epilogue::kNone, "argmax yet"};
     case OpKind::LayerNorm:
       return {LayerKind::LayerNorm};
     case OpKind::ChannelShuffle:
       return {LayerKind::Shuffle};
+    case OpKind::UpsampleNearest:
+    case OpKind::UpsampleBilinear:
+      return {LayerKind::Upsample};
 #define ZOC_ACTIVATION(op, grad, math) case OpKind::op:
 #include "compiler/ir/ops.def"
       return {LayerKind::Activation};

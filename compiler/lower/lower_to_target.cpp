@@ -29,23 +29,10 @@ bool is_float(ir::DType d) {
   return d == ir::DType::F32 || d == ir::DType::F16 || d == ir::DType::BF16;
 }
 
-// What the target's output path takes: one output, and with NHWC storage features (the
-// conversion to the caller's fp32 does not transpose an image back to NCHW).
+// What the target's output path takes: one or several outputs, each features or an image (an
+// NHWC one leaves through the emitter's output kernel, transposed back to NCHW); its activations
+// stored NCHW only in fp32.
 bool check_output(const ir::Graph& g, const TargetDesc& t, Diagnostics& diags) {
-  if (g.outputs.size() != 1) {
-    diags.error(SourceLoc{g.name, 0, 0}, fmt::format("{} needs a model with one output", t.name));
-    return false;
-  }
-  const ir::TensorType& out = g.type(g.outputs[0]);
-  if (t.layout == ir::Layout::NHWC && out.dims.size() == 3 && out.dims[1] * out.dims[2] > 1) {
-    const ir::Node& last = g.producer(g.outputs[0]);
-    diags.error(last.loc, fmt::format("layer '{}' ({}): {} needs the model's output to be "
-                                      "features [N, F] (or N x C x 1 x 1) when it stores "
-                                      "activations NHWC, not an image N x {} x {} x {}",
-                                      shown_text(last.name), ir::op_info(last.op).name, t.name,
-                                      out.dims[0], out.dims[1], out.dims[2]));
-    return false;
-  }
   if (t.layout == ir::Layout::NCHW && t.dtype != ir::DType::F32) {
     diags.error(SourceLoc{g.name, 0, 0},
                 fmt::format("{} stores {} activations NHWC only (the input's conversion to {} "
@@ -135,6 +122,8 @@ ir::WeightLayout weight_layout(const ir::Graph& g, const ir::Node& n, const Targ
       if (!nhwc) return ir::WeightLayout::kKCRS;
       return n.lowered->kind == LayerKind::ConvDepthwise ? ir::WeightLayout::kTapsMajor
                                                          : ir::WeightLayout::kKRSC;
+    case OpKind::ConvTranspose2d:  // [c_in, c_out / groups, kh, kw] as cuDNN's backward filter
+      return nhwc ? ir::WeightLayout::kKRSC : ir::WeightLayout::kKCRS;
     case OpKind::Linear: {
       const ir::Node& src = g.producer(n.inputs[0]);
       if (nhwc && src.op == OpKind::Flatten) {
@@ -175,6 +164,12 @@ void place_weights(ir::Graph& g, const TargetDesc& t, ir::TargetInfo& info) {
       numel = numel / w->shape[1] * (stored / n.attrs.i("groups"));
       l.weight_offset = take(numel * e);
       l.bias_offset = take(w->shape[0] * e);
+    } else if (n.op == OpKind::ConvTranspose2d) {
+      const ir::ParamSpec* w = param(n, ir::ParamRole::kWeight);
+      int64_t numel = 1;
+      for (int64_t d : w->shape) numel *= d;
+      l.weight_offset = take(numel * e);
+      if (param(n, ir::ParamRole::kBias)) l.bias_offset = take(c * e);
     } else if (n.op == OpKind::Linear) {
       const ir::ParamSpec* w = param(n, ir::ParamRole::kWeight);
       l.weight_offset = take(w->shape[0] * w->shape[1] * e);

@@ -27,11 +27,12 @@ bool fuse_activation(ir::Graph& g, Diagnostics& diags) {
       continue;
     }
     conv.attrs.set("activation", ir::AttrValue{ir::AttrKind::Int, code, {}, 0});
-    if (act.op == ir::OpKind::Hardtanh) {
-      for (const char* name : {"min_val", "max_val"}) {
-        const double v = ir::activation_param(act, name);
-        conv.attrs.set(name, ir::AttrValue{ir::AttrKind::Float, 0, {}, v});
-      }
+    // The activation's attributes (hardtanh's bounds, leaky ReLU's slope, ELU's alpha), as
+    // given or defaulted, which fused_activation_params reads back from the convolution.
+    for (const char* name : ir::activation_param_names(act.op)) {
+      if (!name) continue;
+      const double v = ir::activation_param(act, name);
+      conv.attrs.set(name, ir::AttrValue{ir::AttrKind::Float, 0, {}, v});
     }
     conv.fused_from.push_back(act.name);
     uses.replace(act.output, conv_out);

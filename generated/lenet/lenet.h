@@ -18,7 +18,7 @@ namespace zoc_model {
 
 using Options = zoc::ModelOptions;
 
-// Lenet: lenet (input N x 1 x 28 x 28 fp32 NCHW, output N x 10 fp32).
+// Lenet: lenet (input N x 1 x 28 x 28 fp32 NCHW, outputs N x 10 fp32).
 class Lenet : public zoc::Model<Lenet> {
  public:
   static constexpr const char* kName = "lenet";
@@ -26,6 +26,11 @@ class Lenet : public zoc::Model<Lenet> {
   static constexpr const char* kPrecision = "fp32";
   static constexpr int kInputC = 1, kInputH = 28, kInputW = 28;
   static constexpr int kOutputs = 10;
+  // Outputs in a row of the caller's buffer: name, first column, C x H x W (NCHW).
+  static constexpr int kOutputCount = 1;
+  static constexpr const char* kOutputNames[kOutputCount] = {"fc2"};
+  static constexpr int kOutputOffsets[kOutputCount] = {0};
+  static constexpr int kOutputShapes[kOutputCount][3] = {{10, 1, 1}};
   static constexpr size_t kArenaBytesPerSample = 125440;
   static constexpr size_t kWeightBytes = 13099008;
   static constexpr const char* kIrHash = "2746885f034c476f";  // of the optimized graph

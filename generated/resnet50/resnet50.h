@@ -18,7 +18,7 @@ namespace zoc_model {
 
 using Options = zoc::ModelOptions;
 
-// Resnet50: resnet50 (input N x 3 x 224 x 224 fp32 NCHW, output N x 1000 fp32).
+// Resnet50: resnet50 (input N x 3 x 224 x 224 fp32 NCHW, outputs N x 1000 fp32).
 class Resnet50 : public zoc::Model<Resnet50> {
  public:
   static constexpr const char* kName = "resnet50";
@@ -26,6 +26,11 @@ class Resnet50 : public zoc::Model<Resnet50> {
   static constexpr const char* kPrecision = "fp16";
   static constexpr int kInputC = 3, kInputH = 224, kInputW = 224;
   static constexpr int kOutputs = 1000;
+  // Outputs in a row of the caller's buffer: name, first column, C x H x W (NCHW).
+  static constexpr int kOutputCount = 1;
+  static constexpr const char* kOutputNames[kOutputCount] = {"fc"};
+  static constexpr int kOutputOffsets[kOutputCount] = {0};
+  static constexpr int kOutputShapes[kOutputCount][3] = {{1000, 1, 1}};
   static constexpr size_t kArenaBytesPerSample = 3612672;
   static constexpr size_t kWeightBytes = 51068160;
   static constexpr const char* kIrHash = "1a194f046986403b";  // of the optimized graph

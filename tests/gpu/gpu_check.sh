@@ -138,6 +138,7 @@ check_run() {  # name batch mode
   "${CMP[@]}" compare --rows "$OUT/rows" --model "$model" --precision "$prec" --batch "$n" \
     --mode "$mode" --ref "$ref/output.npy" --out "$out" --json "$json" --log "$log" \
     --rc "$rc" --what "$what" ${ZOC_OWN_ERROR:+--own-error "$ZOC_OWN_ERROR"} \
+    $([ -f "$ref/parts.json" ] && echo --parts "$ref/parts.json") \
     >>"$OUT/logs/compare.log" 2>&1
 }
 for name in "${FOLDERS[@]}"; do

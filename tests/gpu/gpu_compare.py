@@ -107,6 +107,38 @@ def compare_arrays(out, ref):
     return res
 
 
+def split_rows(rows, parts):
+    """Each output of rows [N, total] (every output of a sample flattened one after another, in
+    the model's order, as zoc's generated code writes them) as [N] + its shape."""
+    at, res = 0, []
+    for p in parts:
+        size = int(np.prod(p["shape"]))
+        res.append(rows[:, at:at + size].reshape([rows.shape[0]] + list(p["shape"])))
+        at += size
+    if at != rows.shape[1]:
+        raise ValueError("parts cover %d of %d columns" % (at, rows.shape[1]))
+    return res
+
+
+def compare_parts(out, ref, parts):
+    """Error figures per output (parts: [{name, shape}]) and the row's: the worst output's
+    rel_l2 and max_abs; a segmentation output [N, classes, H, W] also gets the pixel agreement of
+    its argmax map (the class of each pixel), and the row the lowest of those as its top1."""
+    figures = {}
+    for p, o, r in zip(parts, split_rows(out, parts), split_rows(ref, parts)):
+        f = compare_arrays(o.reshape(len(o), -1), r.reshape(len(r), -1))
+        del f["top1"]  # the argmax of a flattened image is no class
+        if o.ndim == 4:
+            f["pixel_agreement"] = float(np.mean(np.argmax(o, 1) == np.argmax(r, 1)))
+        figures[p["name"]] = f
+    res = {"outputs": figures, "rel_l2": max(f["rel_l2"] for f in figures.values()),
+           "max_abs": max(f["max_abs"] for f in figures.values())}
+    agreement = [f["pixel_agreement"] for f in figures.values() if "pixel_agreement" in f]
+    if agreement:
+        res["top1"] = min(agreement)
+    return res
+
+
 def own_error_band(path, model, precision):
     """(band, note) where PyTorch's own output on these weights is measured to be farther from
     its fp32 than the fixed band allows (tools/corpus/torch_precision_error.py's JSON: fp16 and
@@ -139,13 +171,17 @@ def cmd_compare(a):
                    % (a.precision, ", ".join(BANDS)))
     else:
         out, ref = np.load(a.out), np.load(a.ref)[: a.batch]
+        parts = load_json(a.parts) if a.parts else None
+        if parts is None and ref.ndim > 2:  # one image output: zoc writes it as a flat row
+            parts = [{"name": "output", "shape": list(ref.shape[1:])}]
+            ref = ref.reshape(len(ref), -1)
         if out.shape != ref.shape:
             row.update(status="FAIL", error="output shape %s, reference %s"
                        % (out.shape, ref.shape))
         elif not np.isfinite(out).all():
             row.update(status="FAIL", error="%d non-finite outputs" % int((~np.isfinite(out)).sum()))
         else:
-            row.update(compare_arrays(out, ref))
+            row.update(compare_parts(out, ref, parts) if parts else compare_arrays(out, ref))
             row["status"] = "PASS" if row["rel_l2"] <= row["band"] else "FAIL"
     write_row(a.rows, "correctness_%s_%s_b%d_%s" % (a.model, a.precision, a.batch, a.mode), row)
     print("%s %s %s b%d %s rel_l2=%s" % (row["status"], a.model, a.precision, a.batch, a.mode,
@@ -335,6 +371,15 @@ def tables(rows):
                   r["status"] + ("" if r.get("deterministic") in (None, True) else " (nondet)")
                   + (" (band: " + r["band_note"] + ")" if r.get("band_note") else "")]
                  for r in corr]))
+    several = [r for r in corr if r.get("outputs")]
+    if several:
+        out.append(("correctness per output (several outputs or an image; pixels: agreement of "
+                    "the argmax class map)",
+                    ["model", "prec", "batch", "mode", "output", "rel_l2", "max_abs", "pixels"],
+                    [[r["model"], r["precision"], r["batch"], r["mode"], name,
+                      fmt(f.get("rel_l2")), fmt(f.get("max_abs")),
+                      fmt(f.get("pixel_agreement"), "%.4f")]
+                     for r in several for name, f in r["outputs"].items()]))
     lat = sorted([r for r in rows if r["section"] == "latency"],
                  key=lambda r: (r["model"], r["batch"], r["impl"] != "zoc",
                                 prec_order.get(r["precision"], 9), r["graph"], r.get("tag", "")))
@@ -438,6 +483,8 @@ def main(argv=None):
     s.add_argument("--json")
     s.add_argument("--what", default="zoc run failed")
     s.add_argument("--own-error", help="PyTorch's own reduced-precision error per model (JSON)")
+    s.add_argument("--parts", help="the outputs in a row of --ref and --out: JSON [{name, "
+                   "shape}] (prepare_corpus_check.sh's parts.json); each compared on its own")
     s = sub.add_parser("latency-row")
     for flag in ("--rows", "--model", "--precision", "--json", "--log"):
         s.add_argument(flag, required=True)

@@ -44,8 +44,9 @@ def judge(text, rc):
     raise AssertionError("no row written")
 
 
-def compare(out, ref, own):
-    """The correctness row of zoc's `out` against `ref` in fp16, with PyTorch's own errors."""
+def compare(out, ref, own, parts=None):
+    """The correctness row of zoc's `out` against `ref` in fp16, with PyTorch's own errors (and
+    the outputs in a row, `parts`, where given)."""
     import numpy as np
 
     with tempfile.TemporaryDirectory() as d:
@@ -59,10 +60,49 @@ def compare(out, ref, own):
         subprocess.run([sys.executable, os.path.join(HERE, "gpu_compare.py"), "compare",
                         "--rows", rows, "--model", "m", "--precision", "fp16", "--mode", "eager",
                         "--ref", paths["ref"], "--out", paths["out"], "--log", log,
-                        "--batch", "1", "--rc", "0", "--own-error", os.path.join(d, "own.json")],
+                        "--batch", str(len(out)), "--rc", "0",
+                        "--own-error", os.path.join(d, "own.json")]
+                       + (["--parts", write_json(d, "parts.json", parts)] if parts else []),
                        check=True, capture_output=True)
         with open(os.path.join(rows, os.listdir(rows)[0])) as f:
             return json.load(f)
+
+
+def write_json(d, name, value):
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        json.dump(value, f)
+    return path
+
+
+def segmentation():
+    """Two outputs in one row per sample ([N, classes, H, W] each): each compared on its own, the
+    row as its worst; the argmax class map's pixel agreement per output."""
+    import numpy as np
+    rng = np.random.default_rng(5)
+    parts = [{"name": "out", "shape": [3, 2, 2]}, {"name": "aux", "shape": [3, 2, 2]}]
+    ref = rng.standard_normal((2, 24)).astype(np.float32)
+    same = compare(ref, ref, [], parts)
+    assert same["status"] == "PASS" and same["outputs"]["out"]["pixel_agreement"] == 1.0, same
+    aux = ref[:, 12:].reshape(2, 3, 2, 2).copy()
+    cls = aux[0, :, 1, 0].argmax()
+    aux[0, (cls + 1) % 3, 1, 0] = aux[0, cls, 1, 0] + 1  # one of 8 pixels changes class
+    off = ref.copy()
+    off[:, 12:] = aux.reshape(2, 12)
+    row = compare(off, ref, [], parts)
+    assert row["status"] == "FAIL" and row["outputs"]["out"]["rel_l2"] == 0.0, row
+    assert row["outputs"]["aux"]["pixel_agreement"] == 7 / 8 and row["top1"] == 7 / 8, row
+    assert row["rel_l2"] == row["outputs"]["aux"]["rel_l2"] > 0, row
+    # One image output, the reference [N, C, H, W] and zoc's flat rows: split without parts.json.
+    image = compare(off[:, 12:], aux, [])
+    assert image["status"] == "PASS" and image["outputs"]["output"]["pixel_agreement"] == 1.0, image
+    # Parts that do not cover the row are an error, not a pass.
+    try:
+        compare(ref, ref, [], parts[:1])
+    except subprocess.CalledProcessError:
+        pass
+    else:
+        raise AssertionError("parts covering half the row were accepted")
 
 
 def bands():
@@ -85,8 +125,10 @@ def main():
     assert judge(CLEAN, 0)["status"] == "PASS"
     assert judge("killed\n", 1)["status"] == "FAIL"
     bands()
+    segmentation()
     print("PASS: nvjet-only races pass as out of scope; any other race fails; a band is raised "
-          "only to twice PyTorch's own measured error")
+          "only to twice PyTorch's own measured error; several outputs are compared each, with "
+          "the argmax map's pixel agreement")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 // The dense-prediction ops of issue 37: each reference kernel against values worked out by hand
 // (tests/numeric/ops_vs_pytorch_test.cpp compares whole models with PyTorch), the shape rules'
 // sizes, and the refusals of what is not built yet: training (no gradient rule) and the cuDNN
-// backend (cudnn_support.h). The shape rules' errors are bad-input files
-// (tests/bad_inputs/shapes/upsample_*, conv_transpose_*, argmax_*).
+// backend (its lowering, compiler/lower/choose_layers.cpp). The shape rules' errors are
+// bad-input files (tests/bad_inputs/shapes/upsample_*, conv_transpose_*, argmax_*).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +11,6 @@
 
 #include "compiler/backend/reference/interpreter.h"
 #include "compiler/backend/reference/kernels.h"
-#include "compiler/driver/cudnn_support.h"
 #include "compiler/driver/run_outputs.h"
 #include "compiler/ir/verify.h"
 #include "compiler/passes/pipeline.h"
@@ -124,7 +123,7 @@ TEST(DenseShapes, UpsamplingAndTransposedConvolutionSizes) {
 }
 
 // What is not built yet is refused by name, each at its layer: training (no gradient rule) and
-// the cuDNN backend.
+// the cuDNN backend (which runs upsampling, transposed convolutions and softmax over channels).
 TEST(DenseRefusals, TrainingAndTheCudnnBackend) {
   test::TempDir dir;
   Diagnostics d;
@@ -148,15 +147,7 @@ TEST(DenseRefusals, TrainingAndTheCudnnBackend) {
       false);
   test::expect_refusals(
       *g,
-      {"m.yaml:4:5: error: layer 'up' (upsample_bilinear): the cuDNN backend does not support "
-       "upsample_bilinear yet",
-       "m.yaml:5:5: error: layer 'tconv' (conv_transpose2d): the cuDNN backend does not "
-       "support conv_transpose2d yet",
-       "m.yaml:6:5: error: layer 'sm' (softmax): the cuDNN backend does not support softmax "
-       "over the channels of an image yet",
-       "m.yaml:7:5: error: layer 'lsm' (log_softmax): the cuDNN backend does not support "
-       "log_softmax yet",
-       "m.yaml:8:5: error: layer 'cls' (argmax): the cuDNN backend does not support argmax "
+      {"m.yaml:8:5: error: layer 'cls' (argmax): the cuDNN backend does not support argmax "
        "yet"},
       true);
 }

@@ -10,7 +10,6 @@
 
 #include "compiler/backend/reference/interpreter.h"
 #include "compiler/backend/reference/kernels.h"
-#include "compiler/driver/cudnn_support.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/shapes.h"
 #include "compiler/passes/pipeline.h"

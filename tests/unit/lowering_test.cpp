@@ -166,8 +166,9 @@ TEST(Lowering, DepthwiseConvolutionsTakeZocsKernelUnlessTheTargetSaysOtherwise) 
   EXPECT_EQ(node(c, "dw2").lowered->weights, ir::WeightLayout::kKRSC);
 }
 
-TEST(Lowering, RefusesHalfPrecisionStoredNchwAndNhwcImageOutputs) {
-  for (const char* path : {"models/lenet.yaml", "tests/backend/image_output.yaml"}) {
+TEST(Lowering, RefusesHalfPrecisionStoredNchwAndAnUnsizableTransposedConv) {
+  for (const char* path :
+       {"models/lenet.yaml", "tests/backend/conv_transpose_output_padding.yaml"}) {
     Diagnostics d;
     auto g = test::load(test::repo_path(path), d, {});
     ASSERT_TRUE(g);
@@ -179,10 +180,26 @@ TEST(Lowering, RefusesHalfPrecisionStoredNchwAndNhwcImageOutputs) {
     EXPECT_FALSE(passes::run_pipeline(*g, d, popts));
     EXPECT_NE(d.render().find(std::string(path).find("lenet") != std::string::npos
                                   ? "stores fp16 activations NHWC only"
-                                  : "needs the model's output to be features"),
+                                  : "a transposed convolution whose output_padding is not below "
+                                    "its stride"),
               std::string::npos)
         << d.render();
   }
+}
+
+// Upsampling and transposed convolutions take their layers; several outputs, an NHWC image among
+// them, are lowered (the emitter's output kernel writes them).
+TEST(Lowering, DenseLayersAndSeveralOutputs) {
+  const ir::Graph g = lowered("tests/backend/dense_layers.yaml", options(cudnn::Precision::kFP16));
+  EXPECT_EQ(node(g, "bi_scale").lowered->kind, LayerKind::Upsample);
+  EXPECT_EQ(node(g, "near_size").lowered->kind, LayerKind::Upsample);
+  EXPECT_EQ(node(g, "tconv").lowered->kind, LayerKind::ConvTranspose);
+  EXPECT_EQ(node(g, "tconv").lowered->weights, ir::WeightLayout::kKRSC);
+  EXPECT_LT(node(g, "tconv_pad").lowered->bias_offset, 0);  // bias: false
+  EXPECT_EQ(node(g, "probs").lowered->kind, LayerKind::ChannelSoftmax);
+  EXPECT_EQ(node(g, "logp").lowered->kind, LayerKind::ChannelSoftmax);
+  ASSERT_EQ(g.outputs.size(), 3u);
+  EXPECT_EQ(g.type(g.outputs[0]).layout, ir::Layout::NHWC);
 }
 
 // --- The verifier's checks of a lowered graph, each on a graph broken for it.
@@ -197,7 +214,8 @@ TEST(LoweringVerifier, AcceptsEveryLoweringOfTheModelsAndTheZoo) {
   for (const char* path :
        {"models/lenet.yaml", "models/resnet18.yaml", "models/resnet50.yaml",
         "tests/backend/zoo_layers.yaml", "tests/backend/depthwise_layers.yaml",
-        "tests/backend/epilogue_layers.yaml", "tests/backend/ceil_mode_pool.yaml"}) {
+        "tests/backend/epilogue_layers.yaml", "tests/backend/ceil_mode_pool.yaml",
+        "tests/backend/dense_layers.yaml"}) {
     for (cudnn::Precision p : {cudnn::Precision::kFP32, cudnn::Precision::kTF32,
                                cudnn::Precision::kFP16, cudnn::Precision::kBF16}) {
       for (bool side : {false, true}) {

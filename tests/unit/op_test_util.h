@@ -9,7 +9,7 @@
 #include <string>
 
 #include "compiler/backend/reference/interpreter.h"
-#include "compiler/driver/cudnn_support.h"
+#include "compiler/backend/cudnn/emitter.h"
 #include "compiler/passes/pipeline.h"
 #include "tests/unit/test_util.h"
 
@@ -56,14 +56,24 @@ inline ir::Graph optimize_keeping_function(const ir::Graph& g, const Weights& w,
   return after;
 }
 
+// Whether g goes through the inference passes and the lowering for the cuDNN backend (fp32), as
+// `zoc compile` takes it; the refusals in d.
+inline bool lowers_for_cudnn(const ir::Graph& g, Diagnostics& d) {
+  ir::Graph copy = g;
+  const lower::TargetDesc target = cudnn::lowering_target(cudnn::EmitOptions{});
+  passes::PassOptions popts;
+  popts.target = &target;
+  return passes::run_pipeline(copy, d, popts);
+}
+
 // Fails the test unless building g's training graph fails with exactly `wants.size()` errors,
-// each containing one of `wants`, or (cudnn) the cuDNN backend's check does. Returns the
+// each containing one of `wants`, or (cudnn) lowering it for the cuDNN backend does. Returns the
 // diagnostics.
 inline std::string expect_refusals(const ir::Graph& g, const std::vector<std::string>& wants,
                                    bool cudnn) {
   Diagnostics d;
   const bool ok =
-      cudnn ? check_cudnn_support(g, d) : passes::build_training_graph(g, {}, d).has_value();
+      cudnn ? lowers_for_cudnn(g, d) : passes::build_training_graph(g, {}, d).has_value();
   EXPECT_FALSE(ok);
   const std::string text = d.render();
   for (const std::string& want : wants) {

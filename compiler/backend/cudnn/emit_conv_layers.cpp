@@ -183,6 +183,46 @@ bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
+// A transposed convolution (zoc/cudnn/transpose_layer.h): its ConvShape is the forward
+// convolution it is the data gradient of (input and output swapped); output_padding is in the
+// output size already.
+bool emit_conv_transpose(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const std::string& id = ctx.ids[i];
+  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
+  const int64_t groups = n.attrs.i("groups");
+  const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"),
+                 p = n.attrs.pair("padding"), d = n.attrs.pair("dilation");
+  const ir::ParamSpec* bias = param(n, ir::ParamRole::kBias);
+  named::ConvPackSpec spec;
+  spec.weight = cstr(param(n, ir::ParamRole::kWeight));
+  spec.bias = cstr(bias);
+  spec.k = in.c, spec.c = out.c / groups, spec.c_padded = out.c / groups;
+  spec.r = k.h, spec.s = k.w, spec.dtype = "kDType";
+  spec.nhwc = n.lowered->weights == ir::WeightLayout::kKRSC;
+  ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
+  ctx.s.pack.wrapped("ZOC_TRY(zoc::pack_conv_transpose(source,",
+                     snippet::call_args(named::items(spec),
+                                        {std::to_string(out.c), "staging + kW_" + id,
+                                         bias ? "staging + kB_" + id : "nullptr"}),
+                     "));");
+  named::ConvShape shape;
+  shape.c = out.c, shape.h = out.h, shape.w = out.w, shape.k = in.c, shape.r = k.h;
+  shape.s = k.w, shape.pad_h = p.h, shape.pad_w = p.w, shape.stride_h = s.h;
+  shape.stride_w = s.w, shape.dil_h = d.h, shape.dil_w = d.w, shape.groups = groups;
+  shape.out_h = in.h, shape.out_w = in.w;
+  named::ConvCall call;
+  call.shape = shape, call.x = ctx.tensor(n.inputs[0]), call.w = "kW_" + id;
+  call.b = bias ? "kB_" + id : "zoc::kNoTensor", call.y = ctx.tensor(n.output);
+  constant(ctx, "ConvCall", "kConvT_" + id, named::items(call));
+  snippet::member(ctx, "ConvTransposeLayer", id, ctx.title(n));
+  std::string summary = fmt::format("transposed conv {}x{}/{}, {}->{}, {}x{} -> {}x{}", k.h, k.w,
+                                    s.h, in.c, out.c, in.h, in.w, out.h, out.w);
+  if (groups > 1) summary += fmt::format(", groups {}", groups);
+  comment(ctx, n, summary + (bias ? ", + bias" : ""));
+  timed_call(ctx, n, "v.conv_transpose({}_, kConvT_{}, {})", id, id, ctx.name_literal(n));
+  return true;
+}
+
 bool emit_linear(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
   const int64_t in = ctx.g.type(n.inputs[0]).dims[0];

@@ -57,6 +57,9 @@ std::string banner(const EmitOptions& o, const std::string& model, uint64_t hash
                    bool graph_epilogues, const char* comment = "//");
 // Whether any node of the lowered graph runs as that layer kind (emit_model.cpp).
 bool any_layer(const ir::Graph& g, ir::LayerKind kind);
+// Whether the model's outputs leave through zoc's output kernel (several outputs, or an image
+// stored NHWC) instead of a plain copy or conversion of one buffer.
+bool output_kernel_used(const ir::Graph& g);
 // The model's .cu: the host functions of zoc/kernels/model_kernels.h its layers call
 // (emit_model_kernels.cpp).
 std::string kernels_source(const ir::Graph& g, const std::string& head, const std::string& base,
@@ -75,12 +78,14 @@ std::string trainer_kernels_source(const std::string& head, const std::string& b
 // "{a, b}": an activation's attributes as a constant's initializer.
 std::string activation_params_text(const act::Params& p);
 // The layers zoc's own kernels run at inference (emit_kernel_layers.cpp): mul and layer_scale,
-// layernorm, channel_shuffle, adaptive average pooling; and a model's slice_channels.
+// layernorm, channel_shuffle, adaptive average pooling, upsampling; and a model's
+// slice_channels.
 bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i);
 // The convolution-shaped layers (emit_conv_layers.cpp): fused and depthwise convolutions,
-// linear layers.
+// transposed convolutions, linear layers.
 bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i);
+bool emit_conv_transpose(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_linear(EmitContext& ctx, const ir::Node& n, size_t i);
 // Any activation of zoc/math/activations.h (`kind`: its zoc::act::Kind), through the model's
 // generic activation kernel: y = f(x), or in place after a convolution (x = y, `what` says).

@@ -1,8 +1,10 @@
 // The snippets of the layers cuDNN has no call for, which run zoc's own kernels: channel and
 // elementwise multiply (squeeze-and-excitation), layer scale and layer norm (ConvNeXt), channel
-// shuffle and channel slices (ShuffleNetV2), adaptive average pooling. Each is a call constant
-// and one call of zoc/cudnn/model_steps.h's Run step into zoc/kernels/layer_kernels.cuh (a slice
-// is a strided copy); layer scale and layer norm also pack their parameters.
+// shuffle and channel slices (ShuffleNetV2), adaptive average pooling, nearest and bilinear
+// upsampling and softmax over channels (segmentation decoders). Each is a call constant and one
+// call of zoc/cudnn/model_steps.h's Run step into zoc/kernels/layer_kernels.cuh or
+// dense_kernels.cuh (a slice is a strided copy); layer scale and layer norm also pack their
+// parameters.
 #include "compiler/backend/cudnn/emit_snippet.h"
 #include "compiler/backend/cudnn/named_init.h"
 #include "compiler/support/sanitize.h"
@@ -96,6 +98,45 @@ bool emit_adaptive_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
+// Nearest or bilinear upsampling; the scale factors the layer gave, since PyTorch's ratio is
+// 1 / scale for them, not in / out.
+bool emit_upsample(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
+  const bool bilinear = n.op == ir::OpKind::UpsampleBilinear;
+  auto scale = [&](const char* name) {
+    return n.attrs.has(name) ? fmt::format("{:.17g}", n.attrs.f(name)) : std::string("0");
+  };
+  named::UpsampleGeometry g;
+  g.c = in.c, g.h = in.h, g.w = in.w, g.out_h = out.h, g.out_w = out.w;
+  g.scale_h = scale("scale_h"), g.scale_w = scale("scale_w"), g.bilinear = bilinear;
+  const bool corners = bilinear && n.attrs.has("align_corners") && n.attrs.b("align_corners");
+  g.align_corners = corners;
+  g.direct = !bilinear && in.c == 1, g.nhwc = snippet::nhwc_flag(ctx, n.inputs[0]);
+  named::UpsampleCall call;
+  call.g = g, call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  constant(ctx, "UpsampleCall", "kUp_" + ctx.ids[i], named::items(call));
+  comment(ctx, n, fmt::format("{} upsampling {}x{} -> {}x{}{}", bilinear ? "bilinear" : "nearest",
+                              in.h, in.w, out.h, out.w,
+                              corners ? " (align_corners)" : ""));
+  timed_call(ctx, n, "v.upsample(kUp_{}, {})", ctx.ids[i], ctx.name_literal(n));
+  return true;
+}
+
+// Softmax or log-softmax over the channels of an image, or (log-softmax) over features.
+bool emit_channel_softmax(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const ir::TensorType& t = ctx.g.type(n.inputs[0]);
+  const bool image = t.dims.size() == 3;
+  const bool log = n.op == ir::OpKind::LogSoftmax;
+  named::ChannelSoftmaxCall call;
+  call.c = t.dims[0], call.hw = image ? t.dims[1] * t.dims[2] : 1, call.log = log;
+  call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  constant(ctx, "ChannelSoftmaxCall", "kSoftmax_" + ctx.ids[i], named::items(call));
+  comment(ctx, n, fmt::format("{} over {} channels{}", log ? "log-softmax" : "softmax",
+                              t.dims[0], image ? " at each pixel" : ""));
+  timed_call(ctx, n, "v.channel_softmax(kSoftmax_{}, {})", ctx.ids[i], ctx.name_literal(n));
+  return true;
+}
+
 }  // namespace
 
 bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
@@ -107,6 +148,10 @@ bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
     case ir::OpKind::AdaptiveAvgPool2d:
     case ir::OpKind::GlobalAvgPool:  // an adaptive pool to 1x1 where the lowering chose it
       return emit_adaptive_pool(ctx, n, i);
+    case ir::OpKind::UpsampleNearest:
+    case ir::OpKind::UpsampleBilinear: return emit_upsample(ctx, n, i);
+    case ir::OpKind::Softmax:
+    case ir::OpKind::LogSoftmax: return emit_channel_softmax(ctx, n, i);
     default: break;
   }
   ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): not a layer of zoc's kernels",

@@ -169,6 +169,8 @@ bool emit_by_kind(EmitContext& ctx, const ir::Node& n, size_t i) {
     case ir::LayerKind::ConvGraph:
     case ir::LayerKind::ConvDepthwise:
       return emit_conv(ctx, n, i);
+    case ir::LayerKind::ConvTranspose:
+      return emit_conv_transpose(ctx, n, i);
     case ir::LayerKind::LinearGemm:
     case ir::LayerKind::LinearConv:
       return emit_linear(ctx, n, i);
@@ -192,6 +194,8 @@ bool emit_by_kind(EmitContext& ctx, const ir::Node& n, size_t i) {
     case ir::LayerKind::Mul:
     case ir::LayerKind::LayerNorm:
     case ir::LayerKind::Shuffle:
+    case ir::LayerKind::Upsample:
+    case ir::LayerKind::ChannelSoftmax:
       return emit_kernel_layer(ctx, n, i);
     case ir::LayerKind::None:
       break;

@@ -77,10 +77,45 @@ bool any_layer(const ir::Graph& g, ir::LayerKind kind) {
                      [&](const ir::Node& n) { return n.lowered->kind == kind; });
 }
 
+bool output_kernel_used(const ir::Graph& g) {
+  if (g.outputs.size() > 1) return true;
+  const ir::TensorType& t = g.type(g.outputs[0]);
+  return t.layout == ir::Layout::NHWC && t.dims.size() == 3 && t.dims[1] * t.dims[2] > 1;
+}
+
 namespace {
 
 // The layout images are stored in (the input's), as the printer names it.
 ir::Layout image_layout(const ir::Graph& g) { return g.type(g.nodes.front().output).layout; }
+
+// The values per sample of every output together: a row of the caller's output buffer.
+int64_t total_outputs(const ir::Graph& g) {
+  int64_t total = 0;
+  for (ir::ValueId v : g.outputs) total += g.type(v).sample_numel();
+  return total;
+}
+
+// The model's outputs as the caller's buffer holds them: each sample's row is every output in
+// order, output k from column kOutputOffsets[k], NCHW for an image (shape C x H x W; features
+// F x 1 x 1). Named after the layers that produce them.
+void output_constants(CodeWriter& h, const ir::Graph& g) {
+  const size_t count = g.outputs.size();
+  std::vector<std::string> names, offsets, shapes;
+  int64_t at = 0;
+  for (ir::ValueId v : g.outputs) {
+    const std::vector<int64_t>& d = g.type(v).dims;
+    names.push_back(fmt::format("\"{}\"", sanitize_comment(g.value_name(v))));
+    offsets.push_back(std::to_string(at));
+    shapes.push_back(fmt::format("{{{}, {}, {}}}", d.at(0), d.size() == 3 ? d[1] : 1,
+                                 d.size() == 3 ? d[2] : 1));
+    at += g.type(v).sample_numel();
+  }
+  h.line("// Outputs in a row of the caller's buffer: name, first column, C x H x W (NCHW).");
+  h.line("static constexpr int kOutputCount = {};", count);
+  h.wrapped("static constexpr const char* kOutputNames[kOutputCount] = {", names, "};");
+  h.wrapped("static constexpr int kOutputOffsets[kOutputCount] = {", offsets, "};");
+  h.wrapped("static constexpr int kOutputShapes[kOutputCount][3] = {", shapes, "};");
+}
 
 // <model>.h: the model class, deriving what every model shares from zoc::Model (CRTP).
 std::string model_header(const EmitContext& ctx, const std::string& head, const std::string& cls,
@@ -88,7 +123,7 @@ std::string model_header(const EmitContext& ctx, const std::string& head, const 
   const ir::Graph& g = ctx.g;
   const Target& t = ctx.t;
   const ir::TensorType& in_type = g.type(g.nodes.front().output);
-  const int64_t outputs = g.type(g.outputs.at(0)).sample_numel();
+  const int64_t outputs = total_outputs(g);
   CodeWriter h;
   h.raw_line(head);
   h.line("// {}: the model class. Construct with create(), run with forward(); what every model",
@@ -107,7 +142,7 @@ std::string model_header(const EmitContext& ctx, const std::string& head, const 
     auto ns = h.ns("namespace zoc_model", "}  // namespace zoc_model");
     h.line("using Options = zoc::ModelOptions;");
     h.blank();
-    h.line("// {}: {} (input N x {} x {} x {} fp32 NCHW, output N x {} fp32).", cls,
+    h.line("// {}: {} (input N x {} x {} x {} fp32 NCHW, outputs N x {} fp32).", cls,
            sanitize_comment(g.name), in_type.dims[0], in_type.dims[1], in_type.dims[2], outputs);
     auto cl = h.block(fmt::format("class {0} : public zoc::Model<{0}>", cls), "};");
     h.access("public:");
@@ -117,6 +152,7 @@ std::string model_header(const EmitContext& ctx, const std::string& head, const 
     h.line("static constexpr int kInputC = {}, kInputH = {}, kInputW = {};", in_type.dims[0],
            in_type.dims[1], in_type.dims[2]);
     h.line("static constexpr int kOutputs = {};", outputs);
+    output_constants(h, g);
     h.line("static constexpr size_t kArenaBytesPerSample = {};", g.target->arena_bytes_per_sample);
     h.line("static constexpr size_t kWeightBytes = {};", g.target->weight_bytes);
     h.line("static constexpr const char* kIrHash = \"{:016x}\";  // of the optimized graph", hash);
@@ -224,6 +260,42 @@ std::vector<std::string> layer_ids(const ir::Graph& g) {
   return ids;
 }
 
+// The outputs leave last, fp32 for the caller: one buffer copied or converted, or (several
+// outputs, an NHWC image) each through zoc's output kernel to its columns of the caller's rows.
+void emit_outputs(EmitContext& ctx) {
+  const ir::Graph& g = ctx.g;
+  if (!output_kernel_used(g)) {
+    const int64_t outputs = g.type(g.outputs[0]).sample_numel();
+    ctx.s.layers.line("// output: fp32 [n, {}] for the caller", outputs);
+    named::OutputCall out;
+    out.y = ctx.tensor(g.outputs[0]), out.per_sample = outputs;
+    ctx.s.layers.wrapped(fmt::format("ZOC_TRY(v.{}({{", g.target->output_convert
+                                                            ? "output_to_float"
+                                                            : "output_copy"),
+                         named::items(out), "}));");
+    ctx.s.titles.push_back("output (to fp32 for the caller)");
+    return;
+  }
+  const int64_t pitch = total_outputs(g);
+  int64_t offset = 0;
+  for (ir::ValueId v : g.outputs) {
+    const ir::TensorType& t = g.type(v);
+    const bool image = t.dims.size() == 3;
+    named::OutputGeometry geo;
+    geo.per_sample = t.sample_numel(), geo.c = t.dims[0];
+    geo.hw = image ? t.dims[1] * t.dims[2] : 1;
+    geo.nhwc = image && t.layout == ir::Layout::NHWC, geo.pitch = pitch, geo.offset = offset;
+    named::OutputCall out;
+    out.y = ctx.tensor(v), out.per_sample = t.sample_numel(), out.g = geo;
+    const std::string name = sanitize_comment(g.value_name(v));
+    ctx.s.layers.line("// output '{}': fp32 NCHW, columns {}..{} of the caller's [n, {}]", name,
+                      offset, offset + t.sample_numel() - 1, pitch);
+    ctx.s.layers.wrapped("ZOC_TRY(v.output_to_caller({", named::items(out), "}));");
+    ctx.s.titles.push_back(fmt::format("output '{}' (to fp32 NCHW for the caller)", name));
+    offset += t.sample_numel();
+  }
+}
+
 }  // namespace
 
 std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options, Diagnostics& diags) {
@@ -238,15 +310,7 @@ std::optional<Generated> emit(const ir::Graph& g, const EmitOptions& options, Di
   bool ok = true;
   for (const ir::Node& n : g.nodes) ok = emit_layer(ctx, n) && ok;
   if (!ok) return std::nullopt;
-  // The logits leave last: fp32 for the caller.
-  const int64_t outputs = g.type(g.outputs[0]).sample_numel();
-  ctx.s.layers.line("// output: fp32 [n, {}] for the caller", outputs);
-  named::OutputCall out;
-  out.y = ctx.tensor(g.outputs[0]), out.per_sample = outputs;
-  ctx.s.layers.wrapped(
-      fmt::format("ZOC_TRY(v.{}({{", g.target->output_convert ? "output_to_float" : "output_copy"),
-      named::items(out), "}));");
-  ctx.s.titles.push_back("output (to fp32 for the caller)");
+  emit_outputs(ctx);
 
   const uint64_t hash = g.target->model_hash;  // the optimized graph, not the lowered one
   const std::string cls = class_name_for(g.name);

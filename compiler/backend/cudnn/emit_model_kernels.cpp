@@ -102,6 +102,24 @@ cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry
                                              stream);
 })",
      [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::AdaptivePool); }},
+    {"zoc/kernels/dense_kernels.cuh", R"(
+cudaError_t output_to_caller(const void* y, float* out, int64_t n, OutputGeometry g,
+                             cudaStream_t stream) {
+  return kernels::launch_output_to_caller<T>(static_cast<const T*>(y), out, n, g, stream);
+})",
+     output_kernel_used},
+    {"zoc/kernels/dense_kernels.cuh", R"(
+cudaError_t channel_softmax(const void* x, void* y, int64_t n, int64_t c, int64_t hw, bool nhwc,
+                            bool log, cudaStream_t stream) {
+  return kernels::launch_channel_softmax<T>(static_cast<const T*>(x), static_cast<T*>(y), n, c,
+                                            hw, nhwc, log, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ChannelSoftmax); }},
+    {"zoc/kernels/dense_kernels.cuh", R"(
+cudaError_t upsample(const void* x, void* y, int64_t n, UpsampleGeometry g, cudaStream_t stream) {
+  return kernels::launch_upsample<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Upsample); }},
     {"zoc/kernels/depthwise.cuh", R"(
 cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,
                            int64_t n, DepthwiseGeometry g, cudaStream_t stream) {

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -245,12 +246,16 @@ inline Expected<cudnnBackendDescriptor_t> make_activation(const FusedConvSpec& s
     case act::Kind::kTanh: mode = CUDNN_POINTWISE_TANH_FWD; break;
     case act::Kind::kGelu: mode = CUDNN_POINTWISE_GELU_FWD; break;
     case act::Kind::kGeluTanh: mode = CUDNN_POINTWISE_GELU_APPROX_TANH_FWD; break;
+    case act::Kind::kLeakyRelu:
+      upper = std::numeric_limits<float>::max(), slope = float(s.activation_params.a);
+      break;
+    case act::Kind::kElu: mode = CUDNN_POINTWISE_ELU_FWD; break;
     case act::Kind::kHardswish:
     case act::Kind::kHardsigmoid: break;  // refused by validate()
   }
   const std::string what = "pointwise descriptor 'activation'";
   ZOC_ASSIGN_OR_RETURN(BackendDesc pw, pointwise_desc(mode, what, layer));
-  if (k == act::Kind::kHardtanh) {
+  if (k == act::Kind::kHardtanh || k == act::Kind::kLeakyRelu) {
     ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_FLOAT, 1, &lower, what,
                  layer);
     ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_FLOAT, 1, &upper, what,
@@ -259,6 +264,9 @@ inline Expected<cudnnBackendDescriptor_t> make_activation(const FusedConvSpec& s
                  what, layer);
   } else if (mode == CUDNN_POINTWISE_SWISH_FWD) {
     ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_FLOAT, 1, &beta, what, layer);
+  } else if (mode == CUDNN_POINTWISE_ELU_FWD) {
+    const float alpha = float(s.activation_params.a);
+    ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_ELU_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha, what, layer);
   }
   ZOC_TRY(finalize(pw, what, layer));
   return make_pointwise_op(keep_desc(keep, std::move(pw)), x, nullptr, y, "activation", keep,

@@ -26,6 +26,7 @@
 #include "zoc/cudnn/layers.h"
 #include "zoc/cudnn/model_calls.h"
 #include "zoc/cudnn/model_state.h"
+#include "zoc/cudnn/transpose_layer.h"
 
 namespace zoc::steps {
 
@@ -43,6 +44,9 @@ struct StepBase {
     return Status::success();
   }
   Status join(int, const char*) { return Status::success(); }
+  Status conv_transpose(ConvTransposeLayer&, const ConvCall&, const char*) {
+    return Status::success();
+  }
   Status pool(PoolLayer&, const PoolCall&, const char*) { return Status::success(); }
   Status activation(const ActivationCall&, const char*) { return Status::success(); }
   Status softmax(TensorLayer&, const SoftmaxCall&, const char*) { return Status::success(); }
@@ -57,12 +61,15 @@ struct StepBase {
   }
   Status output_to_float(const OutputCall&) { return Status::success(); }
   Status output_copy(const OutputCall&) { return Status::success(); }
+  Status output_to_caller(const OutputCall&) { return Status::success(); }
   Status mul(const MulCall&, const char*) { return Status::success(); }
   Status layernorm(const LayerNormCall&, const char*) { return Status::success(); }
   Status shuffle(const ShuffleCall&, const char*) { return Status::success(); }
   Status pool_kernel(const PoolKernelCall&, const char*) { return Status::success(); }
   Status depthwise(const DepthwiseCall&, const char*) { return Status::success(); }
   Status adaptive_pool(const AdaptivePoolCall&, const char*) { return Status::success(); }
+  Status upsample(const UpsampleCall&, const char*) { return Status::success(); }
+  Status channel_softmax(const ChannelSoftmaxCall&, const char*) { return Status::success(); }
 };
 
 // Creates every descriptor bundle (once, in create()).
@@ -78,6 +85,9 @@ struct Create : StepBase {
   template <class L>
   Status side_conv(L& l, const ConvCall& c, int, const char* name) {
     return conv(l, c, name);
+  }
+  Status conv_transpose(ConvTransposeLayer& l, const ConvCall& c, const char* name) {
+    return l.create(c.shape, s.types, name);
   }
   Status pool(PoolLayer& l, const PoolCall& c, const char* name) {
     return l.create(c.shape, s.types, name);
@@ -115,6 +125,11 @@ struct Describe : StepBase {
   Status side_conv(GraphConvLayer& l, const ConvCall&, int, const char* name) {
     ZOC_TRY(l.describe(s.cudnn_side, n, s.side_limit, name, &s.plan));
     s.side_need = std::max(s.side_need, l.workspace);
+    return Status::success();
+  }
+  Status conv_transpose(ConvTransposeLayer& l, const ConvCall&, const char* name) {
+    ZOC_TRY(l.describe(s.cudnn, n, limit, name));
+    need = std::max(need, l.workspace);
     return Status::success();
   }
   Status pool(PoolLayer& l, const PoolCall&, const char* name) { return l.describe(n, name); }
@@ -226,6 +241,9 @@ struct Destroy : StepBase {
     l.destroy();
     return Status::success();
   }
+  Status conv_transpose(ConvTransposeLayer& l, const ConvCall& c, const char*) {
+    return one(l, c);
+  }
   Status pool(PoolLayer& l, const PoolCall& c, const char*) { return one(l, c); }
   Status softmax(TensorLayer& l, const SoftmaxCall& c, const char*) { return one(l, c); }
   Status batchnorm(BatchNormLayer& l, const BatchNormCall& c, const char*) { return one(l, c); }
@@ -303,6 +321,11 @@ struct Run {
     ZOC_CUDA(cudaStreamWaitEvent(stream, s.join[branch], 0), name);
     return Status::success();
   }
+  Status conv_transpose(ConvTransposeLayer& l, const ConvCall& c, const char* name) {
+    const void* b = c.b == kNoTensor ? nullptr : s.weight(c.b);
+    ZOC_TRY(l.run(s.cudnn, act(c.x), s.weight(c.w), b, act(c.y), s.workspace, name));
+    return mark();
+  }
   Status pool(PoolLayer& l, const PoolCall& c, const char* name) {
     if (const RecordedLaunches* r = plain ? l.recorded.find(n) : nullptr) {
       ZOC_CUDA(r->launch(stream), name);
@@ -376,6 +399,11 @@ struct Run {
     ZOC_CUDA(cudaMemcpyAsync(output, act(c.y), bytes, cudaMemcpyDeviceToDevice, stream), "output");
     return mark();
   }
+  // One of several outputs, or an NHWC image, to its columns of the caller's rows.
+  Status output_to_caller(const OutputCall& c) {
+    ZOC_CUDA(model_kernels::output_to_caller(act(c.y), output, n, c.g, stream), "output");
+    return mark();
+  }
   // The zoo's layers, through zoc/kernels/layer_kernels.cuh.
   Status mul(const MulCall& c, const char* name) {
     const void* s_data = c.s_is_weight ? static_cast<const void*>(s.weight(c.s)) : act(c.s);
@@ -410,6 +438,16 @@ struct Run {
   }
   Status adaptive_pool(const AdaptivePoolCall& c, const char* name) {
     ZOC_CUDA(model_kernels::adaptive_avgpool(act(c.x), act(c.y), n, c.g, stream), name);
+    return mark();
+  }
+  Status upsample(const UpsampleCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::upsample(act(c.x), act(c.y), n, c.g, stream), name);
+    return mark();
+  }
+  Status channel_softmax(const ChannelSoftmaxCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::channel_softmax(act(c.x), act(c.y), n, c.c, c.hw, nhwc(), c.log,
+                                            stream),
+             name);
     return mark();
   }
 

@@ -169,9 +169,6 @@ struct GeluTanh : NoParams {
   }
 };
 
-// The activations below have no Kind yet: the reference interpreter runs them (ops.def's
-// ZOC_REF_ACTIVATION rows), the generated kernels do not until the cuDNN backend adds them.
-
 // LeakyReLU: x above 0, else x * negative_slope, the slope rounded to float as PyTorch's kernel
 // holds it; backward as leaky_relu_backward: dy above 0, else dy * negative_slope.
 struct LeakyRelu {
@@ -206,8 +203,9 @@ struct Elu {
 
 // Every activation above, for code that picks one from a constant (the generated kernels):
 // X(Name) per struct. A new activation adds its struct and its name here.
-#define ZOC_ACTIVATION_LIST(X) \
-  X(Relu) X(Tanh) X(Sigmoid) X(Silu) X(Hardtanh) X(Hardswish) X(Hardsigmoid) X(Gelu) X(GeluTanh)
+#define ZOC_ACTIVATION_LIST(X)                                                                  \
+  X(Relu) X(Tanh) X(Sigmoid) X(Silu) X(Hardtanh) X(Hardswish) X(Hardsigmoid) X(Gelu) X(GeluTanh) \
+  X(LeakyRelu) X(Elu)
 
 enum class Kind {
 #define ZOC_ACTIVATION_KIND(name) k##name,
@@ -216,8 +214,9 @@ enum class Kind {
 };
 
 // Whether cuDNN's graph API has a pointwise mode computing the activation (ReLU with clips for
-// hardtanh, swish with beta 1 for SiLU, GELU in both forms: zoc/cudnn/graph_ops.h maps them), so
-// that a graph-API convolution applies it in its epilogue. Hardswish and hardsigmoid have none.
+// hardtanh, ReLU with a lower clip slope for leaky ReLU, ELU with its alpha, swish with beta 1
+// for SiLU, GELU in both forms: zoc/cudnn/graph_ops.h maps them), so that a graph-API
+// convolution applies it in its epilogue. Hardswish and hardsigmoid have none.
 constexpr bool cudnn_pointwise(Kind k) { return k != Kind::kHardswish && k != Kind::kHardsigmoid; }
 
 }  // namespace zoc::act

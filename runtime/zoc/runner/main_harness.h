@@ -46,6 +46,30 @@
 namespace zoc {
 namespace harness {
 
+// `path` ([rows, kOutputs], every output of a sample in one row) and, for a model with several
+// outputs, each output k also to <path without .npy>_<k>.npy as [rows, C, H, W] (NCHW).
+template <class Model>
+Status write_outputs(const std::string& path, const std::vector<float>& rows_data, int rows) {
+  ZOC_TRY(npy::write_float32(path, rows_data.data(), {rows, Model::kOutputs}));
+  if (Model::kOutputCount == 1) return Status::success();
+  std::string stem = path;
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".npy") == 0) {
+    stem.resize(stem.size() - 4);
+  }
+  for (int k = 0; k < Model::kOutputCount; ++k) {
+    const int* shape = Model::kOutputShapes[k];
+    const size_t size = size_t(shape[0]) * shape[1] * shape[2];
+    std::vector<float> part(size * size_t(rows));
+    for (int r = 0; r < rows; ++r) {
+      const float* row = rows_data.data() + size_t(r) * Model::kOutputs + Model::kOutputOffsets[k];
+      std::copy(row, row + size, part.begin() + size_t(r) * size);
+    }
+    ZOC_TRY(npy::write_float32(stem + "_" + std::to_string(k) + ".npy", part.data(),
+                               {rows, shape[0], shape[1], shape[2]}));
+  }
+  return Status::success();
+}
+
 // --batches: one created model per batch size, the JSON rewritten after every point.
 template <class Model>
 int run_sweep(const Args& args, const std::string& gpu, cudaStream_t stream) {
@@ -93,7 +117,7 @@ int run_sweep(const Args& args, const std::string& gpu, cudaStream_t stream) {
     if (!stem.empty()) {
       const int rows = std::min(batch, distinct);
       const std::string path = stem + "_b" + std::to_string(batch) + ".npy";
-      Status w = npy::write_float32(path, p.first.data(), {rows, Model::kOutputs});
+      Status w = write_outputs<Model>(path, p.first, rows);
       if (!w.ok()) return fail(name, w.error().message);
     }
     if (p.stats.count > 0) print_latency(p, args.warmup);
@@ -155,7 +179,7 @@ int run(const Args& args) {
   std::printf("output [%d, %d] all finite (created in %.0f ms)\n", batch, Model::kOutputs,
               p.create_ms);
   if (!args.output.empty()) {
-    Status s = npy::write_float32(args.output, p.first.data(), {batch, Model::kOutputs});
+    Status s = write_outputs<Model>(args.output, p.first, batch);
     if (!s.ok()) return fail(name, s.error().message);
     std::printf("wrote %s\n", args.output.c_str());
   }

@@ -69,6 +69,12 @@ struct PoolKernelCall {
 struct AdaptivePoolCall {
   ZOC_FIELDS_AdaptivePoolCall(ZOC_DECLARE_FIELD)
 };
+struct UpsampleCall {
+  ZOC_FIELDS_UpsampleCall(ZOC_DECLARE_FIELD)
+};
+struct ChannelSoftmaxCall {
+  ZOC_FIELDS_ChannelSoftmaxCall(ZOC_DECLARE_FIELD)
+};
 struct InputCall {
   ZOC_FIELDS_InputCall(ZOC_DECLARE_FIELD)
 };

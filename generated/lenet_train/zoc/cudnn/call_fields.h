@@ -174,6 +174,19 @@
   X(size_t, x, 0)                    \
   X(size_t, y, 0)
 
+#define ZOC_FIELDS_UpsampleCall(X) \
+  X(UpsampleGeometry, g, {})       \
+  X(size_t, x, 0)                  \
+  X(size_t, y, 0)
+
+// Softmax, or with `log` log-softmax, over the c channels at each of hw pixels.
+#define ZOC_FIELDS_ChannelSoftmaxCall(X) \
+  X(int64_t, c, 0)                       \
+  X(int64_t, hw, 1)                      \
+  X(bool, log, false)                    \
+  X(size_t, x, 0)                        \
+  X(size_t, y, 0)
+
 #define ZOC_FIELDS_AdaptivePoolCall(X) \
   X(AdaptiveGeometry, g, {})           \
   X(size_t, x, 0)                      \
@@ -188,7 +201,9 @@
   X(int, c_stored, 0)           \
   X(size_t, y, 0)
 
-// The logits leaving the model: per_sample values of tensor y, to the caller's fp32 output.
+// The logits leaving the model: per_sample values of tensor y, to the caller's fp32 output; or,
+// through zoc's output kernel (several outputs, an NHWC image), where g says (OutputGeometry).
 #define ZOC_FIELDS_OutputCall(X) \
   X(size_t, y, 0)                \
-  X(int64_t, per_sample, 0)
+  X(int64_t, per_sample, 0)      \
+  X(OutputGeometry, g, {})

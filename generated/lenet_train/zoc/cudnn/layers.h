@@ -42,6 +42,20 @@ struct ConvShape {
   ZOC_FIELDS_ConvShape(ZOC_DECLARE_FIELD)
 };
 
+// A convolution's filter [k, c / groups, r, s] and its padding, stride, dilation, groups and
+// math type, as cuDNN describes them (ConvLayer; ConvTransposeLayer's backward-data call).
+inline Status set_conv_descriptors(cudnnFilterDescriptor_t w, cudnnConvolutionDescriptor_t conv,
+                                   const ConvShape& s, const Precision& p, const char* layer) {
+  ZOC_CUDNN(cudnnSetFilter4dDescriptor(w, p.data, p.format, s.k, s.c / s.groups, s.r, s.s), layer);
+  ZOC_CUDNN(cudnnSetConvolution2dDescriptor(conv, s.pad_h, s.pad_w, s.stride_h, s.stride_w,
+                                            s.dil_h, s.dil_w, CUDNN_CROSS_CORRELATION,
+                                            CUDNN_DATA_FLOAT),
+            layer);
+  ZOC_CUDNN(cudnnSetConvolutionGroupCount(conv, s.groups), layer);
+  ZOC_CUDNN(cudnnSetConvolutionMathType(conv, p.math), layer);
+  return Status::success();
+}
+
 // Times `call` (a cuDNN call enqueued on `stream`, returning its status) as the generated
 // forward runs it: kReps back-to-back calls are captured into a CUDA graph whose replays are
 // timed, so that the figure is GPU time and not the host's enqueue time (which dominates small
@@ -109,14 +123,7 @@ class ConvLayer {
     ZOC_CUDNN(cudnnCreateFilterDescriptor(&w), layer);
     ZOC_CUDNN(cudnnCreateConvolutionDescriptor(&conv), layer);
     ZOC_CUDNN(cudnnCreateActivationDescriptor(&act), layer);
-    ZOC_CUDNN(cudnnSetFilter4dDescriptor(w, p.data, p.format, s.k, s.c / s.groups, s.r, s.s),
-              layer);
-    ZOC_CUDNN(cudnnSetConvolution2dDescriptor(conv, s.pad_h, s.pad_w, s.stride_h, s.stride_w,
-                                              s.dil_h, s.dil_w, CUDNN_CROSS_CORRELATION,
-                                              CUDNN_DATA_FLOAT),
-              layer);
-    ZOC_CUDNN(cudnnSetConvolutionGroupCount(conv, s.groups), layer);
-    ZOC_CUDNN(cudnnSetConvolutionMathType(conv, p.math), layer);
+    ZOC_TRY(set_conv_descriptors(w, conv, s, p, layer));
     ZOC_CUDNN(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, p.data, 1, s.k, 1, 1), layer);
     ZOC_CUDNN(cudnnSetActivationDescriptor(
                   act, s.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,

@@ -50,6 +50,34 @@
   X(int64_t, out_w, 1)                 \
   X(bool, nhwc, false)
 
+// Nearest or bilinear upsampling of a c-channel image h x w to out_h x out_w (PyTorch's
+// upsample_nearest2d and upsample_bilinear2d). scale_h, scale_w: the layer's scale factors, or 0
+// where it gave a size (the ratio is then in / out). direct: nearest's out = in and out = 2 * in
+// indexed directly, as PyTorch's channels-last kernel does (it runs it for one-channel images).
+#define ZOC_FIELDS_UpsampleGeometry(X) \
+  X(int64_t, c, 0)                     \
+  X(int64_t, h, 0)                     \
+  X(int64_t, w, 0)                     \
+  X(int64_t, out_h, 1)                 \
+  X(int64_t, out_w, 1)                 \
+  X(double, scale_h, 0)                \
+  X(double, scale_w, 0)                \
+  X(bool, bilinear, false)             \
+  X(bool, align_corners, false)        \
+  X(bool, direct, false)               \
+  X(bool, nhwc, false)
+
+// One model output into the caller's fp32 buffer [N, pitch]: per_sample values of the model's
+// tensor (c channels of hw pixels, stored NHWC where nhwc: transposed back to NCHW) to columns
+// offset..offset+per_sample-1 of each row (several outputs share a row, in the model's order).
+#define ZOC_FIELDS_OutputGeometry(X) \
+  X(int64_t, per_sample, 0)          \
+  X(int64_t, c, 1)                   \
+  X(int64_t, hw, 1)                  \
+  X(bool, nhwc, false)               \
+  X(int64_t, pitch, 0)               \
+  X(int64_t, offset, 0)
+
 // A depthwise convolution (groups = c = output channels) and its fused epilogue:
 // y = act(conv(x, w) + b [+ z]), act none unless `activation`. nhwc: the filter then tap-major
 // [kh, kw, c], else [c, kh, kw].
@@ -70,6 +98,12 @@ struct PoolGeometry {
 };
 struct AdaptiveGeometry {
   ZOC_FIELDS_AdaptiveGeometry(ZOC_DECLARE_FIELD)
+};
+struct UpsampleGeometry {
+  ZOC_FIELDS_UpsampleGeometry(ZOC_DECLARE_FIELD)
+};
+struct OutputGeometry {
+  ZOC_FIELDS_OutputGeometry(ZOC_DECLARE_FIELD)
 };
 struct DepthwiseGeometry {
   ZOC_FIELDS_DepthwiseGeometry(ZOC_DECLARE_FIELD)

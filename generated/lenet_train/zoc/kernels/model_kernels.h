@@ -19,6 +19,10 @@ cudaError_t input_to_nhwc(const float* in, void* out, int n, int c, int h, int w
                           cudaStream_t stream);
 // The model's element type -> fp32.
 cudaError_t to_float(const void* in, float* out, int64_t count, cudaStream_t stream);
+// One of several outputs, or an NHWC image, into the caller's fp32 NCHW rows
+// (zoc/kernels/dense_kernels.cuh).
+cudaError_t output_to_caller(const void* y, float* out, int64_t n, OutputGeometry g,
+                             cudaStream_t stream);
 // y[r, c] = bias[c] (before a GEMM with beta = 1).
 cudaError_t bias_rows(void* y, const void* bias, int rows, int cols, cudaStream_t stream);
 // y = a + b, elementwise.
@@ -35,6 +39,11 @@ cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_
 cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream);
 cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry g,
                              cudaStream_t stream);
+// Nearest or bilinear upsampling with PyTorch's source indices (zoc/kernels/dense_kernels.cuh).
+cudaError_t upsample(const void* x, void* y, int64_t n, UpsampleGeometry g, cudaStream_t stream);
+// Softmax (or log-softmax) over the c channels at every pixel (zoc/kernels/dense_kernels.cuh).
+cudaError_t channel_softmax(const void* x, void* y, int64_t n, int64_t c, int64_t hw, bool nhwc,
+                            bool log, cudaStream_t stream);
 // y = act(depthwise_conv(x, w) + b [+ z]) (zoc/kernels/depthwise.cuh); z may be null.
 cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,
                            int64_t n, DepthwiseGeometry g, cudaStream_t stream);

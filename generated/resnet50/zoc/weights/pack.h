@@ -127,6 +127,23 @@ inline Status pack_conv(WeightSource& src, const ConvPackSpec& p, uint8_t* w_dst
   return Status::success();
 }
 
+// A transposed convolution (zoc/cudnn/transpose_layer.h): its filter [c_in, c_out / groups, r, s]
+// through pack_conv as [k, c, r, s] (k = c_in, c = c_out / groups, no bias there: pack_conv's
+// bias would have k entries), and its bias [c_out] to b_dst where p.bias names one. PyTorch's
+// fan_in for both is c * r * s.
+inline Status pack_conv_transpose(WeightSource& src, const ConvPackSpec& p, int64_t c_out,
+                                  uint8_t* w_dst, uint8_t* b_dst) {
+  ConvPackSpec filter = p;
+  filter.bias = nullptr;
+  std::vector<uint8_t> unused(static_cast<size_t>(p.k) * sizeof(float));
+  ZOC_TRY(pack_conv(src, filter, w_dst, unused.data()));
+  if (!p.bias) return Status::success();
+  auto b = src.get(p.bias, {c_out}, InitRule::kUniformFanIn, p.c * p.r * p.s);
+  if (!b) return b.error();
+  store_as(p.dtype, b->data(), c_out, b_dst);
+  return Status::success();
+}
+
 // What pack_linear packs: the weight [out, in] and its bias [out] or nullptr. When the input
 // features come from flattening an NHWC tensor of (c, h, w) with h*w > 1 (hwc_c > 0), the
 // device holds them in (h, w, c) order and the weight's columns are permuted to match.

@@ -34,6 +34,7 @@ std::string missing_form(const ir::Graph& g, const ir::Node& n) {
     case ir::OpKind::ConvTranspose2d:
     case ir::OpKind::Argmax:
     case ir::OpKind::LogSoftmax:
+    case ir::OpKind::Pad:
       return std::string(ir::op_info(n.op).name);
     case ir::OpKind::Softmax:
       return rank(0) == 1 ? "" : "softmax over the channels of an image";

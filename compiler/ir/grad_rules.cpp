@@ -138,6 +138,7 @@ GradRule grad_rule(OpKind op) {
     case OpKind::Sub:
     case OpKind::Div:
     case OpKind::Reshape:
+    case OpKind::Pad:
       return no_rule(op);
     case OpKind::Input:
       return {nothing_upstream};

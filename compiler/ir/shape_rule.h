@@ -108,6 +108,7 @@ class Rule {
   // Reductions and elementwise ops of issues 36 and 37 (shapes_pointwise.cpp).
   bool argmax();
   bool binary();
+  bool pad();  // shapes.cpp
 
   // The training graph's ops (shapes_train.cpp).
   bool labels();

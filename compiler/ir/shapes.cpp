@@ -291,6 +291,15 @@ bool Rule::slice_channels() {
   return set_output({count, d[1], d[2]}, Layout::NCHW);
 }
 
+// Constant padding: H and W grow by the rows and columns added on each side.
+bool Rule::pad() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  const std::vector<int64_t>& d = in(0).dims;
+  const Attrs& a = n_.attrs;
+  return set_output({d[0], d[1] + a.i("top") + a.i("bottom"), d[2] + a.i("left") + a.i("right")},
+                    Layout::NCHW);
+}
+
 // Any output size: PyTorch's bins overlap where it does not divide the input and repeat input
 // cells where it is larger.
 bool Rule::adaptive_avgpool2d() {
@@ -399,6 +408,8 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
       return rule.channel_shuffle();
     case OpKind::SliceChannels:
       return rule.slice_channels();
+    case OpKind::Pad:
+      return rule.pad();
     case OpKind::AdaptiveAvgPool2d:
       return rule.adaptive_avgpool2d();
 #define ZOC_ACTIVATION(op, grad, math) \

@@ -7,6 +7,8 @@ ONNX exporter make of the real spelling, not of a spelling chosen to suit zoc. E
 with a convolution so that its input is an image with learned, seeded weights before the form.
 """
 
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -215,6 +217,79 @@ class CbamMeanMax(Stem):
         y = self.conv(x)
         m = torch.cat([y.mean(1, keepdim=True), y.max(1, keepdim=True)[0]], 1)
         return y * torch.sigmoid(self.spatial(m))
+
+
+@form("layer_scale_gamma")
+class LayerScaleGamma(Stem):
+    """timm's ConvNeXt and MetaNeXt layer scale: a [C] parameter reshaped per channel."""
+
+    def __init__(self):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.linspace(0.5, 2.0, 4))
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y.mul(self.gamma.reshape(1, -1, 1, 1)) + y
+
+
+@form("param_along_width")
+class ParamAlongWidth(Stem):
+    """A [W] parameter times an image broadcasts along W, not per channel: refused."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.linspace(0.5, 2.0, 28))
+
+    def forward(self, x):
+        return self.conv(x) * self.w
+
+
+@form("full_slices")
+class FullSlices(Stem):
+    """DPN's and GhostNet's x[:, :c, :, :]: tracing writes a slice for every ':'."""
+
+    def __init__(self):
+        super().__init__(6)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y[:, :2, :, :] * y[:, 4:, :, :] + y[:, 2:4, :, :]
+
+
+@form("constant_pad")
+class ConstantPad(Stem):
+    """F.pad with a constant, uneven (hgnetv2's stem pads [0, 1, 0, 1] before a 2x2 conv)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv2 = nn.Conv2d(4, 4, 2)
+
+    def forward(self, x):
+        y = F.pad(self.conv(x), (0, 1, 2, 0), value=0.5)
+        return self.conv2(F.pad(y, [0, 1, 0, 1]))
+
+
+def same_padding(size: int, k: int, s: int):
+    """timm's get_same_padding for sizes the tracer records as tensors, and for ints."""
+    if isinstance(size, torch.Tensor):
+        return torch.clamp(((size / s).ceil() - 1) * s + (k - 1) + 1 - size, min=0)
+    return max((math.ceil(size / s) - 1) * s + (k - 1) + 1 - size, 0)
+
+
+@form("tf_same_conv")
+class TfSameConv(Stem):
+    """timm's Conv2dSame (tf_efficientnet): pads computed from the size, uneven at stride 2."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(4, 4, 3, stride=2)
+
+    def forward(self, x):
+        y = self.conv(x)
+        ih, iw = y.size()[-2:]
+        pad_h, pad_w = same_padding(ih, 3, 2), same_padding(iw, 3, 2)
+        y = F.pad(y, (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2))
+        return self.down(y)
 
 
 # --- issue 37: dense prediction ----------------------------------------------------------------

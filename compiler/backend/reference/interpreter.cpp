@@ -118,6 +118,9 @@ Status Runner::exec(const ir::Node& node) {
     case ir::OpKind::Argmax:
       argmax(node);
       break;
+    case ir::OpKind::Pad:
+      pad(node);
+      break;
     case ir::OpKind::Concat:
       concat(node);
       break;

@@ -171,6 +171,13 @@ void upsample_nearest(const float* x, float* y, const UpsampleShape& s);
 // PyTorch's upsample_bilinear2d (align_corners true or false).
 void upsample_bilinear(const float* x, float* y, const UpsampleShape& s);
 
+// Constant padding of x[planes, h, w] to y[planes, top + h + bottom, left + w + right], the
+// added elements `value` (F.pad's constant mode).
+struct PadShape {
+  int64_t planes, h, w, top, left, bottom, right;
+};
+void pad_constant(const float* x, float* y, const PadShape& s, float value);
+
 // PyTorch's conv_transpose2d: y[n, c_out, out_h, out_w] from x[n, c_in, h, w] and
 // w[c_in, c_out / groups, kh, kw] (Conv2dShape's h, w are the input's, out_h, out_w the
 // output's), plus bias[c_out] (may be null).

@@ -75,4 +75,12 @@ void Runner::binary(const ir::Node& node) {
   ref::binary(op, a, b, out(node.output), n_, y);
 }
 
+void Runner::pad(const ir::Node& node) {
+  const std::vector<int64_t>& x = dims(node.inputs[0]);
+  const ir::Attrs& a = node.attrs;
+  pad_constant(in(node, 0), out(node.output),
+               {n_ * x[0], x[1], x[2], a.i("top"), a.i("left"), a.i("bottom"), a.i("right")},
+               static_cast<float>(a.f("value")));
+}
+
 }  // namespace zoc::ref::detail

@@ -1,5 +1,6 @@
 // The kernels that resize images (issue 37's decoders): nearest and bilinear upsampling and the
-// transposed convolution. Upsampling reproduces PyTorch 1.13's CPU index arithmetic bit for bit
+// transposed convolution; and constant padding (timm's TF-"same" convolutions, issue 36).
+// Upsampling reproduces PyTorch 1.13's CPU index arithmetic bit for bit
 // (ATen/native/UpSample.h), because a source index one off is a wrong pixel, not a rounding
 // difference (even where PyTorch's two kernels differ: UpsampleShape::direct says how): the scale
 // is a float, 1 / scale_factor when the layer gave one and in / out otherwise; nearest floors i *
@@ -127,6 +128,17 @@ void conv_transpose2d(const float* x, const float* w, const float* bias, float* 
     }
     float* yb = y + b * s.c_out * out_plane;
     std::transform(acc.begin(), acc.end(), yb, [](double v) { return static_cast<float>(v); });
+  }
+}
+
+void pad_constant(const float* x, float* y, const PadShape& s, float value) {
+  const int64_t oh = s.top + s.h + s.bottom, ow = s.left + s.w + s.right;
+  std::fill(y, y + s.planes * oh * ow, value);
+  for (int64_t p = 0; p < s.planes; ++p) {
+    for (int64_t i = 0; i < s.h; ++i) {
+      const float* row = x + (p * s.h + i) * s.w;
+      std::copy(row, row + s.w, y + (p * oh + s.top + i) * ow + s.left);
+    }
   }
 }
 

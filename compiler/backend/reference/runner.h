@@ -91,6 +91,7 @@ class Runner {
   void softmax_dim1(const ir::Node& node);
   void argmax(const ir::Node& node);
   void binary(const ir::Node& node);
+  void pad(const ir::Node& node);
 
   // The training graph's ops (train_ops.cpp).
   void batchnorm2d_train(const ir::Node& node);

@@ -233,6 +233,12 @@ std::optional<ir::ValueId> NodeContext::emit(ir::OpKind op, std::vector<ir::Valu
 
 void NodeContext::result(Val v) { result_at(0, std::move(v)); }
 
+void NodeContext::rebind_input(size_t i, Val v) {
+  v.name = n_.input(static_cast<int>(i));
+  const std::string name = v.name;
+  t_.bind(name, std::move(v));
+}
+
 void NodeContext::result_at(size_t k, Val v) {
   if (k >= static_cast<size_t>(n_.output_size()) || n_.output(static_cast<int>(k)).empty()) return;
   v.name = n_.output(static_cast<int>(k));

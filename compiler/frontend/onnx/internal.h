@@ -201,6 +201,7 @@ struct Partial {
   std::string weight_name;  // the ONNX name the weight was reached by
   ir::Pair pad{0, 0};
 };
+
 // What a step is, for messages ("the Erf of GELU's erf form").
 std::string step_name(Partial::Step step);
 
@@ -264,6 +265,9 @@ class NodeContext {
   std::optional<ir::ValueId> emit(ir::OpKind op, std::vector<ir::ValueId> inputs, ir::Attrs attrs,
                                   std::vector<ParamBinding> params = {});
   void result(Val v);
+  // Input i becomes v for this node and every later reader of its ONNX value (a Partial made
+  // into the activation it stands for).
+  void rebind_input(size_t i, Val v);
   // Sets output k (result() sets output 0).
   void result_at(size_t k, Val v);
   bool result_activation(ir::ValueId v) {
@@ -301,6 +305,10 @@ class NodeContext {
   int index_;
   bool failed_ = false;  // one reason per node is enough
 };
+
+// The IR pad node of image x by pads [top, left, bottom, right] of `value` (ops_zoo.cpp).
+std::optional<ir::ValueId> emit_pad(NodeContext& c, ir::ValueId x,
+                                    const std::vector<int64_t>& tlbr, double value);
 
 // An op handler: maps one ONNX node to IR nodes and sets its output; false after fail().
 using Handler = bool (*)(NodeContext&);

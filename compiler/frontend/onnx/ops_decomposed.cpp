@@ -5,7 +5,8 @@
 //   - LayerNormalization below opset 17, which has no such op: ReduceMean(x), Sub, Pow(2),
 //     ReduceMean, Add(eps), Sqrt, Div, Mul(weight), Add(bias), over the last axis of a
 //     channels-last view (ConvNeXt), each step checked to read the same x;
-//   - a Pad with zeros, then an AveragePool (PyTorch's count_include_pad=True padding);
+//   - a Pad with zeros, then an AveragePool (PyTorch's count_include_pad=True padding); any
+//     other reader reads the pad node it stands for;
 //   - the dynamo exporter's as_strided of a tensor onto its own shape and strides: a Reshape of
 //     it with its fixed batch to [-1], then a Gather of every element in order, which is the
 //     tensor itself (timm's ConvNeXt head; any other order or shape is refused).
@@ -204,8 +205,34 @@ bool start_layer_norm(NodeContext& c, const Val& x) {
   return c.result_partial(Partial{Step::kNormMean, x});
 }
 
+namespace {
+
+// A Pad with zeros read by a node other than an AveragePool: the pad node it stands for, for
+// this reader and the later ones, then the node's own handler if no other input is a step.
+bool padded_into(NodeContext& c) {
+  for (size_t i = 0; i < static_cast<size_t>(c.node().input_size()); ++i) {
+    const Partial* p = step_in(c, i);
+    if (!p || p->step != Step::kPadded) continue;
+    const ir::Pair pad = p->pad;
+    auto y = emit_pad(c, p->source.id, {pad.h, pad.w, pad.h, pad.w}, 0.0);
+    if (!y) return false;
+    c.rebind_input(i, Val::activation(*y));
+  }
+  for (size_t i = 0; i < static_cast<size_t>(c.node().input_size()); ++i) {
+    if (step_in(c, i)) return decomposed_step(c);
+  }
+  return find_handler(c.node().op_type())(c);
+}
+
+}  // namespace
+
 bool decomposed_step(NodeContext& c) {
   const std::string& op = c.node().op_type();
+  if (op != "AveragePool" && op != "Identity") {
+    for (size_t i = 0; i < static_cast<size_t>(c.node().input_size()); ++i) {
+      if (step_in(c, i) && step_in(c, i)->step == Step::kPadded) return padded_into(c);
+    }
+  }
   const Partial* a = step_in(c, 0);
   const Partial* b = c.node().input_size() > 1 ? step_in(c, 1) : nullptr;
   if (op == "Identity") {

@@ -92,12 +92,31 @@ bool same_as_pytorch(NodeContext& c, const std::vector<int64_t>& d, const Consta
   return true;
 }
 
+// Resize-18's attributes at their defaults, the only values PyTorch's interpolate writes:
+// keep_aspect_ratio_policy "stretch" (sizes are taken as given), no antialias, no axes.
+bool resize18_defaults(NodeContext& c) {
+  std::string policy = "stretch";
+  int64_t antialias = 0;
+  if (!c.attr("keep_aspect_ratio_policy", policy) || !c.attr("antialias", antialias)) {
+    return false;
+  }
+  if (policy != "stretch") {
+    return c.fail(fmt::format("Resize with keep_aspect_ratio_policy '{}'; zoc resizes to the "
+                              "sizes as given ('stretch')", policy));
+  }
+  if (antialias != 0) return c.fail("Resize with antialias; zoc resizes without antialiasing");
+  if (c.has_attr("axes")) {
+    return c.fail("Resize with axes; zoc takes scales or sizes of N, C, H, W");
+  }
+  return true;
+}
+
 // Resize(X, roi, scales, sizes) of an image over H and W.
 bool resize(NodeContext& c) {
   auto x = c.activation(0);
   const std::vector<int64_t>* d = image(c, x, "Resize");
   ir::Attrs a;
-  auto op = d ? resize_kind(c, a) : std::nullopt;
+  auto op = d && resize18_defaults(c) ? resize_kind(c, a) : std::nullopt;
   if (!op) return false;
   const bool by_sizes = c.has_input(3);
   const Val* k = by_sizes ? c.shape_constant(3, "sizes") : c.constant(2, "scales");

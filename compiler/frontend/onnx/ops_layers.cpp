@@ -5,10 +5,13 @@
 // bottom, right]) or computed (`auto_pad` SAME_UPPER / SAME_LOWER), 1-, 2- and 3-D kernels,
 // strides that default to 1 rather than to the kernel. The IR pads both sides of an axis alike,
 // in 2-D, so each handler here turns ONNX's form into the IR's where the two mean the same and
-// names what differs otherwise. Attribute defaults are the schemas' (onnx/defs/nn/defs.cc);
-// where an op changed between opsets 6 and 17 the handler reads the node's opset.
+// names what differs otherwise; a Conv's uneven pads become a pad node before it. Attribute
+// defaults are the schemas' (onnx/defs/nn/defs.cc); where an op changed between opsets 6 and
+// 17 the handler reads the node's opset.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "compiler/frontend/onnx/internal.h"
 #include "compiler/ir/shapes.h"
@@ -127,6 +130,26 @@ const Val* param(NodeContext& c, size_t i, const char* what, int rank) {
 
 ParamBinding bind(const char* suffix, const Val& v) { return ParamBinding{suffix, v.constant, v.name, false}; }
 
+// A convolution's padding: window_padding's, or for explicit pads that differ between the two
+// sides of an axis (TF-"same" padding as the dynamo exporter writes it: [0, 0, 1, 1]), the
+// padding both sides share, the rest a pad node before the convolution, which `input` becomes.
+std::optional<ir::Pair> conv_padding(NodeContext& c, const Image& x, ir::Pair k, ir::Pair s,
+                                     ir::Pair d, ir::ValueId& input) {
+  std::string auto_pad = "NOTSET";
+  std::vector<int64_t> pads;
+  if (!c.attr("auto_pad", auto_pad) || !c.attr("pads", pads)) return std::nullopt;
+  if (auto_pad != "NOTSET" || pads.size() != 4 || (pads[0] == pads[2] && pads[1] == pads[3])) {
+    return window_padding(c, x, k, s, d);
+  }
+  if (!in_window_range(c, "pads", pads, 0)) return std::nullopt;
+  const ir::Pair both{std::min(pads[0], pads[2]), std::min(pads[1], pads[3])};
+  auto y = emit_pad(c, input, {pads[0] - both.h, pads[1] - both.w, pads[2] - both.h,
+                               pads[3] - both.w}, 0.0);
+  if (!y) return std::nullopt;
+  input = *y;
+  return both;
+}
+
 // Conv(X, W, B): W is [M, C/group, kH, kW].
 bool conv(NodeContext& c) {
   auto x = image(c, 0);
@@ -152,7 +175,8 @@ bool conv(NodeContext& c) {
     return c.fail(fmt::format("kernel_shape {}x{} differs from its weight's {}x{}", kernel->h,
                               kernel->w, k.h, k.w));
   }
-  auto padding = window_padding(c, *x, k, *stride, *dilation);
+  ir::ValueId input = x->id;
+  auto padding = conv_padding(c, *x, k, *stride, *dilation, input);
   if (!padding) return false;
   ir::Attrs a;
   a.set("out_channels", int_attr(wd[0]));
@@ -164,7 +188,7 @@ bool conv(NodeContext& c) {
   a.set("bias", bool_attr(b != nullptr));
   std::vector<ParamBinding> params = {bind("weight", *w)};
   if (b) params.push_back(bind("bias", *b));
-  auto y = c.emit(ir::OpKind::Conv2d, {x->id}, a, std::move(params));
+  auto y = c.emit(ir::OpKind::Conv2d, {input}, a, std::move(params));
   return y && c.result_activation(*y);
 }
 

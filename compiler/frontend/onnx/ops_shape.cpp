@@ -10,6 +10,7 @@
 // (constant_handler, called by translate.cpp), whichever file's table maps the op otherwise:
 // Add of two constants is arithmetic, Add of an activation and a constant a bias.
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -31,6 +32,9 @@ const Constant& constant_of(const NodeContext& c, size_t i) { return *c.in(i).co
 
 bool batch_at(const Constant& k, size_t e) { return e < k.batch.size() && k.batch[e]; }
 
+bool shape_result(NodeContext& c, const std::vector<int64_t>& dims, int64_t start, int64_t end,
+                  bool batch);
+
 // Shape(x, start, end): the dims of x as the ONNX model sees it (views included), its batch
 // marked unless the model fixes it.
 bool shape(NodeContext& c) {
@@ -42,13 +46,26 @@ bool shape(NodeContext& c) {
   if (!d) return false;
   std::vector<int64_t> dims = viewed_dims(v, *d);
   dims.insert(dims.begin(), c.declared_batch().value_or(0));
+  return shape_result(c, dims, start, end, !c.declared_batch());
+}
+
+// Shape of a constant (timm's TF-"same" padding asks the shape of the pads it computed).
+bool shape_of_constant(NodeContext& c) {
+  int64_t start = 0, end = INT64_MAX;
+  if (!c.attr("start", start) || !c.attr("end", end)) return false;
+  return shape_result(c, constant_of(c, 0).dims, start, end, false);
+}
+
+// Dims [start, end) of a tensor of `dims` as a 1-D constant; `batch`: dim 0 is the batch size.
+bool shape_result(NodeContext& c, const std::vector<int64_t>& dims, int64_t start, int64_t end,
+                  bool batch) {
   const int64_t rank = static_cast<int64_t>(dims.size());
   auto clamp = [&](int64_t a) { return std::clamp(a < 0 ? a + rank : a, int64_t{0}, rank); };
   Constant out;
   out.floating = false;
   for (int64_t k = clamp(start); k < clamp(end); ++k) {
     out.i.push_back(dims[static_cast<size_t>(k)]);
-    out.batch.push_back(k == 0 && !c.declared_batch());
+    out.batch.push_back(k == 0 && batch);
   }
   out.dims = {static_cast<int64_t>(out.i.size())};
   return c.result_constant(std::move(out));
@@ -228,6 +245,31 @@ bool arithmetic(NodeContext& c) {
       return c.fail(
           fmt::format("{} of {} and {} overflows or divides by zero", type, a.i[ea], b.i[eb]));
     out.i.push_back(*r);
+  }
+  return c.result_constant(std::move(out));
+}
+
+// Ceil, Floor and Clip(x, min, max) of a floating constant, or Clip of an integer one: the
+// padding arithmetic of timm's TF-"same" convolutions (ceil(in / stride), max(pad, 0)) as the
+// TorchScript-based exporter writes it.
+bool rounding(NodeContext& c) {
+  const std::string& type = c.node().op_type();
+  Constant out = constant_of(c, 0);
+  if (out.has_batch()) return c.fail(fmt::format("{} of the batch size", type));
+  if (type != "Clip") {
+    if (!out.floating) return c.fail(fmt::format("{} of an integer constant", type));
+    for (float& v : out.f) v = type == "Ceil" ? std::ceil(v) : std::floor(v);
+    return c.result_constant(std::move(out));
+  }
+  if (c.opset() < 11) return c.fail("Clip of a constant below opset 11 (bounds as attributes)");
+  for (size_t k : {size_t{1}, size_t{2}}) {
+    if (!c.has_input(k)) continue;
+    const Constant& b = constant_of(c, k);
+    if (b.numel() != 1 || b.floating != out.floating || b.has_batch()) {
+      return c.fail("Clip of a constant by bounds that are not one number of its type");
+    }
+    for (float& v : out.f) v = k == 1 ? std::max(v, b.f[0]) : std::min(v, b.f[0]);
+    for (int64_t& v : out.i) v = k == 1 ? std::max(v, b.i[0]) : std::min(v, b.i[0]);
   }
   return c.result_constant(std::move(out));
 }
@@ -427,6 +469,8 @@ const OpEntry kShapeOps[] = {
     {"Squeeze", only_on_constants},
     {"Cast", only_on_constants},
     {"ConstantOfShape", only_on_constants},
+    {"Ceil", only_on_constants},
+    {"Floor", only_on_constants},
 };
 
 const OpEntry kConstantHandlers[] = {
@@ -443,6 +487,10 @@ const OpEntry kConstantHandlers[] = {
     {"Sub", arithmetic},
     {"Mul", arithmetic},
     {"Div", arithmetic},
+    {"Shape", shape_of_constant},
+    {"Ceil", rounding},
+    {"Floor", rounding},
+    {"Clip", rounding},
 };
 
 }  // namespace

@@ -15,7 +15,8 @@
 //     perm [0, 2, 1, 3, 4], Reshape back), written as one channel_shuffle;
 //   - LayerNormalization (opset 17) over the channels of a channels-last view or the features of
 //     [N, F]; MatMul on a channels-last view as a 1x1 convolution keeping its [O, C] weight;
-//   - Pad with zeros, followed into the AveragePool after it (ops_decomposed.cpp).
+//   - Pad with a constant on H and W: zeros alike on both sides followed into the AveragePool
+//     after it (ops_decomposed.cpp), anything else a pad node.
 // Each handler accepts exactly these forms and names what it does not.
 #include <algorithm>
 #include <cmath>
@@ -345,9 +346,26 @@ bool pads_over_axes(NodeContext& c, std::vector<int64_t>& pads, int64_t rank) {
   return true;
 }
 
-// Pad(x, pads, value) with zeros on H and W alike on both sides: followed into the AveragePool
-// that must come next, whose padding it is (PyTorch's count_include_pad=True). Opset 11 moved
-// pads and the value from attributes to inputs; opset 18 added axes, which pads then cover.
+}  // namespace
+
+std::optional<ir::ValueId> emit_pad(NodeContext& c, ir::ValueId x,
+                                    const std::vector<int64_t>& tlbr, double value) {
+  ir::Attrs a;
+  a.set("top", int_attr(tlbr[0]));
+  a.set("left", int_attr(tlbr[1]));
+  a.set("bottom", int_attr(tlbr[2]));
+  a.set("right", int_attr(tlbr[3]));
+  a.set("value", float_attr(value));
+  return c.emit(ir::OpKind::Pad, {x}, a);
+}
+
+namespace {
+
+// Pad(x, pads, value) of an image's H and W with a constant. Zeros alike on both sides stay a
+// step (Partial::kPadded) that an AveragePool after it takes as its padding (PyTorch's
+// count_include_pad=True), and any other reader as a pad node (decomposed_step); other pads
+// are a pad node now. Opset 11 moved pads and the value from attributes to inputs; opset 18
+// added axes, which pads then cover.
 bool pad(NodeContext& c) {
   auto x = c.activation(0);
   std::string mode = "constant";
@@ -370,24 +388,24 @@ bool pad(NodeContext& c) {
       return false;
     }
   }
-  if (mode != "constant" || value != 0) {
-    return c.fail(fmt::format("{}; zoc follows a Pad with zeros into the AveragePool after it",
-                              mode != "constant" ? "mode '" + shown_text(mode) + "'"
-                                                 : fmt::format("padding with {:g}", value)));
+  if (mode != "constant") {
+    return c.fail(fmt::format("mode '{}'; zoc pads with a constant", shown_text(mode)));
   }
-  const bool symmetric_hw = pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 &&
-                            pads[5] == 0 && pads[2] == pads[6] && pads[3] == pads[7] &&
-                            pads[2] >= 0 && pads[3] >= 0 && pads[2] <= (1 << 12) &&
-                            pads[3] <= (1 << 12);
-  if (!symmetric_hw) {
-    return c.fail(
-        fmt::format("pads {}: zoc follows a Pad of an image's H and W, alike on both "
-                    "sides, into the AveragePool after it",
-                    list_str(pads)));
+  const bool image_hw = pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 &&
+                        pads[5] == 0 &&
+                        std::all_of(pads.begin(), pads.end(),
+                                    [](int64_t v) { return v >= 0 && v <= (1 << 12); });
+  if (!image_hw) {
+    return c.fail(fmt::format("pads {}: zoc pads an image's H and W (by 0 to 4096 on each side)",
+                              list_str(pads)));
   }
-  Partial p{Partial::Step::kPadded, Val::activation(*x)};
-  p.pad = {pads[2], pads[3]};
-  return c.result_partial(std::move(p));
+  if (value == 0 && pads[2] == pads[6] && pads[3] == pads[7]) {
+    Partial p{Partial::Step::kPadded, Val::activation(*x)};
+    p.pad = {pads[2], pads[3]};
+    return c.result_partial(std::move(p));
+  }
+  auto y = emit_pad(c, *x, {pads[2], pads[3], pads[6], pads[7]}, value);
+  return y && c.result_activation(*y);
 }
 
 // LayerNormalization(X, Scale, B) over the last axis: the channels of a channels-last view

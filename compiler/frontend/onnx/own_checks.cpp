@@ -117,6 +117,29 @@ std::vector<OpSchema> newer_schemas() {
         .Attr("to", "", AttributeProto::INT, true);
     out.push_back(std::move(s));
   }
+  {  // Resize-18: antialias, axes, keep_aspect_ratio_policy (Resize-19 keeps this signature and
+     // adds the mode half_pixel_symmetric, which resize_kind refuses by name).
+    OpSchema s("Resize", __FILE__, __LINE__);
+    s.SinceVersion(18)
+        .Input(0, "X", "", "T1")
+        .Input(1, "roi", "", "T2", OpSchema::Optional)
+        .Input(2, "scales", "", "tensor(float)", OpSchema::Optional)
+        .Input(3, "sizes", "", "tensor(int64)", OpSchema::Optional)
+        .Output(0, "Y", "", "T1")
+        .TypeConstraint("T1", any_type(), "")
+        .TypeConstraint("T2", {"tensor(float16)", "tensor(float)", "tensor(double)"}, "")
+        .Attr("antialias", "", AttributeProto::INT, int64_t{0})
+        .Attr("axes", "", AttributeProto::INTS, false)
+        .Attr("coordinate_transformation_mode", "", AttributeProto::STRING,
+              std::string("half_pixel"))
+        .Attr("cubic_coeff_a", "", AttributeProto::FLOAT, -0.75f)
+        .Attr("exclude_outside", "", AttributeProto::INT, int64_t{0})
+        .Attr("extrapolation_value", "", AttributeProto::FLOAT, 0.0f)
+        .Attr("keep_aspect_ratio_policy", "", AttributeProto::STRING, std::string("stretch"))
+        .Attr("mode", "", AttributeProto::STRING, std::string("nearest"))
+        .Attr("nearest_mode", "", AttributeProto::STRING, std::string("round_prefer_floor"));
+    out.push_back(std::move(s));
+  }
   {  // Gelu-20: new.
     OpSchema s = unary_schema("Gelu", 20);
     s.Attr("approximate", "", AttributeProto::STRING, std::string("none"));

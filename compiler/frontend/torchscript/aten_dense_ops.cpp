@@ -9,7 +9,9 @@
 //   - leaky_relu, elu, clamp (as hardtanh) and x.view(n, c, h, w) of features (as reshape);
 //   - channel slices x[:, a:b] and torch.split along channels (as slice_channels), and slices
 //     of shape lists (x.shape[-2:]);
-//   - prim::DictConstruct of activations returned by forward: its values as the model's outputs.
+//   - prim::DictConstruct of activations returned by forward: its values as the model's outputs;
+//   - F.pad with a constant (aten::pad, aten::constant_pad_nd) of an image's H and W as pad;
+//   - a [C] parameter reshaped per channel (timm's layer scale gamma), as a binary op's operand;
 //   - add, sub, rsub, div and mul of an activation and a constant (a Python number, or a
 //     parameter or buffer of the module such as a normalization's mean and std), and sub and
 //     div of two activations, with broadcasting as the IR's binary ops define it.
@@ -211,10 +213,36 @@ bool clamp(OpContext& c) {
   return y && c.result_tensor(*y);
 }
 
+// gamma.reshape(1, -1, 1, 1) of a parameter or buffer of shape [C] (timm's layer scale in
+// ConvNeXt and MetaNeXt): the same tensor seen per channel, [1, C, 1, 1] or [C, 1, 1], which
+// with_constant gives the IR as the stored [C] (param_rank 1).
+bool view_param(OpContext& c, const Val& p) {
+  auto shape = c.ints(1);
+  if (!shape) return false;
+  Val out = p;
+  const std::vector<int64_t> rows = {1, 1};
+  if (p.tensor.dim() == 1 && shape->size() >= 3 &&
+      std::equal(shape->end() - 2, shape->end(), rows.begin()) &&
+      (shape->size() == 3 || (*shape)[0] == 1) && shape->size() <= 4) {
+    const int64_t ch = (*shape)[shape->size() - 3];
+    if (ch == -1 || ch == p.tensor.size(0)) {
+      out.tensor = p.tensor.reshape(*shape);
+      out.stored_rank = p.stored_rank < 0 ? 1 : p.stored_rank;
+      c.result(out);
+      return true;
+    }
+  }
+  return c.fail(fmt::format("a reshape of parameter '{}' of shape [{}] to [{}]; zoc reshapes a "
+                            "parameter [C] to [1, C, 1, 1] or [C, 1, 1] (per channel)",
+                            p.name, fmt::join(p.tensor.sizes(), ", "), fmt::join(*shape, ", ")));
+}
+
 // aten::view / aten::reshape of features [N, F] to an image [N, c, h, w] (an SE block written
-// with Linear layers: s.view(n, c, 1, 1)); every other reshape stays aten_ops.cpp's.
+// with Linear layers: s.view(n, c, 1, 1)) or of a parameter (view_param); every other reshape
+// stays aten_ops.cpp's.
 bool view(OpContext& c) {
   const Val &in = c.in(0), &s = c.in(1);
+  if (in.is(Kind::kParam) && in.in_state_dict) return view_param(c, in);
   const bool plain = in.is(Kind::kTensor) && in.view == Val::View::kNone;
   const std::vector<int64_t>* d = plain ? c.dims(in.id) : nullptr;
   const size_t rank = s.is(Kind::kList)                                  ? s.items.size()
@@ -267,7 +295,8 @@ std::optional<ir::ValueId> channels(OpContext& c, ir::ValueId x, int64_t start, 
   return c.emit(ir::OpKind::SliceChannels, {x}, a);
 }
 
-// aten::slice(self, dim, start, end, step): channels of an image (x[:, a:b]), or a list.
+// aten::slice(self, dim, start, end, step): channels of an image (x[:, a:b]), a whole dim
+// (the identity that tracing writes for every `:` of x[:, :c, :, :]), or a list.
 bool slice(OpContext& c) {
   if (c.in(0).is(Kind::kList)) return slice_list(c, c.in(0));
   if (c.num_inputs() != 5) return c.fail("a slice without dim, start, end and step");
@@ -279,20 +308,24 @@ bool slice(OpContext& c) {
   const std::optional<int64_t> end = c.none(3) ? std::optional<int64_t>(INT64_MAX) : c.i(3);
   const std::optional<int64_t> step = c.i(4);
   if (!dim || !start || !end || !step) return false;
-  const int64_t channels_total = (*d)[0];
-  const int64_t b = std::clamp(*start < 0 ? *start + channels_total : *start, int64_t{0},
-                               channels_total);
-  const int64_t e = std::clamp(*end < 0 ? *end + channels_total : *end, b, channels_total);
-  if (*dim == 0) {
-    if (b == 0 && e == channels_total && *start == 0) return c.result_tensor(*x);  // x[:]
-    return c.fail("a slice of the batch, which zoc keeps dynamic");
+  const auto rank = static_cast<int64_t>(d->size()) + 1;
+  const int64_t at = *dim < 0 ? *dim + rank : *dim;
+  if (at == 0 || at >= rank) {
+    if (at == 0 && *start == 0 && *end == INT64_MAX && *step == 1) return c.result_tensor(*x);
+    return c.fail(at == 0 ? "a slice of the batch, which zoc keeps dynamic"
+                          : fmt::format("a slice along dim {} of [N, {}]", *dim,
+                                        fmt::join(*d, ", ")));
   }
-  if (d->size() != 3 || !is_dim1(*dim, 3) || *step != 1 || e <= b) {
+  const int64_t size = (*d)[static_cast<size_t>(at - 1)];
+  const int64_t b = std::clamp(*start < 0 ? *start + size : *start, int64_t{0}, size);
+  const int64_t e = std::clamp(*end < 0 ? *end + size : *end, b, size);
+  if (*step == 1 && b == 0 && e == size) return c.result_tensor(*x);  // x[:, :, :]
+  if (d->size() != 3 || at != 1 || *step != 1 || e <= b) {
     return c.fail(fmt::format("a slice along dim {} (step {}) of [N, {}]; zoc slices images "
                               "along the channels with step 1",
                               *dim, *step, fmt::join(*d, ", ")));
   }
-  auto y = channels(c, *x, b, e - b, channels_total);
+  auto y = channels(c, *x, b, e - b, size);
   return y && c.result_tensor(*y);
 }
 
@@ -333,6 +366,26 @@ bool split(OpContext& c) {
   return true;
 }
 
+// Whether tensor `k` broadcasts against activation x as the IR's tensor operand does: one
+// value, per channel of an image ([C, 1, 1], [1, C, 1, 1]) or per feature ([F], [1, F]). A [C]
+// against an image broadcasts along W in PyTorch, which the IR does not express.
+bool per_channel(OpContext& c, ir::OpKind op, ir::ValueId x, const Val& k) {
+  const std::vector<int64_t>* d = c.dims(x);
+  if (!d) return false;
+  const std::vector<int64_t> seen(k.tensor.sizes().begin(), k.tensor.sizes().end());
+  const int64_t ch = d->empty() ? 0 : (*d)[0];
+  const bool ok = seen.empty() ||
+                  (d->size() == 3 && (seen == std::vector<int64_t>{ch, 1, 1} ||
+                                      seen == std::vector<int64_t>{1, ch, 1, 1})) ||
+                  (d->size() == 1 && (seen == std::vector<int64_t>{ch} ||
+                                      seen == std::vector<int64_t>{1, ch}));
+  if (ok) return true;
+  return c.fail(fmt::format("{} of an activation [N, {}] and '{}' of shape [{}]; zoc takes a "
+                            "tensor operand per channel ([C, 1, 1], [1, C, 1, 1]) or per feature",
+                            ir::op_info(op).name, fmt::join(*d, ", "),
+                            k.name, fmt::join(seen, ", ")));
+}
+
 // The binary op `op` of activation `x` and constant `k` (Python number or module tensor);
 // `reverse`: the constant comes first (c - x, c / x).
 bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool reverse) {
@@ -352,7 +405,8 @@ bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool 
                               "a parameter or buffer of the module",
                               ir::op_info(op).name));
   }
-  a.set("param_rank", int_attr(k.tensor.dim()));
+  if (!per_channel(c, op, *x, k)) return false;
+  a.set("param_rank", int_attr(k.stored_rank < 0 ? k.tensor.dim() : k.stored_rank));
   auto y = c.emit(op, {*x}, a);
   if (!y) return false;
   c.producer(*y).operand_tensor = k.name;
@@ -382,7 +436,7 @@ bool is_bias_of_producer(OpContext& c, const Val& x, const Val& p) {
 bool zoo_mul(const Val& a, const Val& b) {
   for (const Val* v : {&a, &b}) {
     const std::string suffix = ".layer_scale";
-    if (v->is(Kind::kParam) && v->name.size() > suffix.size() &&
+    if (v->is(Kind::kParam) && v->stored_rank < 0 && v->name.size() > suffix.size() &&
         v->name.compare(v->name.size() - suffix.size(), suffix.size(), suffix) == 0) {
       return true;
     }
@@ -411,6 +465,50 @@ bool binary(OpContext& c) {
   if (!y) return false;
   auto z = c.emit(Op, {*x, *y}, {});
   return z && c.result_tensor(*z);
+}
+
+// The value input `at` of a pad, 0 when None.
+std::optional<double> pad_value(OpContext& c, size_t at) {
+  if (c.num_inputs() <= at || c.none(at)) return 0.0;
+  return c.f(at);
+}
+
+// aten::pad(self, pad, mode, value) (F.pad) and aten::constant_pad_nd(self, pad, value): an
+// image padded with a constant on H and W, pad = [left, right, top, bottom] (pairs for more
+// dims must be zeros).
+bool pad(OpContext& c) {
+  const bool nd = std::string(c.node()->kind().toQualString()) == "aten::constant_pad_nd";
+  auto x = c.tensor(0);
+  auto p = x ? c.ints(1) : std::nullopt;
+  if (!p) return false;
+  if (!nd) {
+    auto mode = c.str(2);
+    if (!mode) return false;
+    if (*mode != "constant") {
+      return c.fail(fmt::format("F.pad with mode '{}'; zoc pads with a constant", *mode));
+    }
+  }
+  auto value = pad_value(c, nd ? 2 : 3);
+  const std::vector<int64_t>* d = value ? c.dims(*x) : nullptr;
+  if (!d) return false;
+  bool ok = d->size() == 3 && p->size() % 2 == 0 && !p->empty() && p->size() <= 8;
+  for (size_t k = 0; ok && k < p->size(); ++k) {
+    ok = k < 4 ? (*p)[k] >= 0 && (*p)[k] <= (1 << 12) : (*p)[k] == 0;
+  }
+  if (!ok) {
+    return c.fail(fmt::format("F.pad by [{}] of [N, {}]; zoc pads an image's H and W by 0 to "
+                              "4096 on each side",
+                              fmt::join(*p, ", "), fmt::join(*d, ", ")));
+  }
+  const int64_t top = p->size() >= 4 ? (*p)[2] : 0, bottom = p->size() >= 4 ? (*p)[3] : 0;
+  ir::Attrs a;
+  a.set("top", int_attr(top));
+  a.set("left", int_attr((*p)[0]));
+  a.set("bottom", int_attr(bottom));
+  a.set("right", int_attr((*p)[1]));
+  a.set("value", float_attr(*value));
+  auto y = c.emit(ir::OpKind::Pad, {*x}, a);
+  return y && c.result_tensor(*y);
 }
 
 // prim::DictConstruct(key0, value0, key1, value1, ...) of activations, what a model returns
@@ -464,6 +562,8 @@ const std::map<std::string, Handler>& dense_handlers() {
       {"aten::mul_", binary<ir::OpKind::Mul>},
       {"aten::div", binary<ir::OpKind::Div>},
       {"aten::div_", binary<ir::OpKind::Div>},
+      {"aten::pad", pad},
+      {"aten::constant_pad_nd", pad},
       {"prim::DictConstruct", dict_construct},
   };
   return table;

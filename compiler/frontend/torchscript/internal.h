@@ -50,6 +50,7 @@ struct Val {
   at::Tensor tensor;              // kParam
   bool transposed = false;        // kParam seen through aten::t
   bool in_state_dict = true;      // kParam: a parameter or buffer, not a plain attribute
+  int64_t stored_rank = -1;       // kParam seen reshaped (timm's gamma): its stored tensor's rank
   ir::ValueId id = ir::kNoValue;  // kTensor
   std::vector<Val> items;         // kList
   // Mutation (aliasing.cpp). kTensor: the storage it shares with its aliases and, for a view

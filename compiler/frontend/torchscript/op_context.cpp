@@ -60,7 +60,13 @@ std::vector<int64_t> viewed_dims(const Val& v, const std::vector<int64_t>& d) {
 
 const Val* OpContext::param(size_t i) {
   const Val& v = in(i);
-  if (v.is(Kind::kParam) && v.in_state_dict) return &v;
+  if (v.is(Kind::kParam) && v.in_state_dict && v.stored_rank < 0) return &v;
+  if (v.is(Kind::kParam) && v.in_state_dict) {
+    fail(fmt::format("parameter '{}' is used reshaped; zoc takes a reshaped parameter only as "
+                     "the per-channel operand of add, sub, mul or div",
+                     v.name));
+    return nullptr;
+  }
   fail(v.is(Kind::kParam)
            ? fmt::format("tensor attribute '{}' is not a parameter or buffer, so it is not in the "
                          "state_dict that zoc's weights come from",

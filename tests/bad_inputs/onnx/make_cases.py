@@ -212,6 +212,14 @@ def asymmetric_pads():
     return m.SerializeToString()
 
 
+def asymmetric_pool_pads():
+    # A MaxPool pads with -inf: uneven pads cannot become a pad node before it, as a Conv's do.
+    m = tiny()
+    m.graph.node[3].CopyFrom(helper.make_node("MaxPool", ["r"], ["p"], name="/pool/MaxPool",
+                                              kernel_shape=[2, 2], pads=[0, 0, 1, 1]))
+    return m.SerializeToString()
+
+
 def relu6_clip():
     # Passes: torch.onnx.export's ReLU6, Clip(x, 0, 6), is hardtanh.
     m = tiny()
@@ -328,6 +336,14 @@ def pad_before_conv():
     nodes = [helper.make_node("Pad", ["x", "pads"], ["p"], name="/pad/Pad"),
              helper.make_node("Conv", ["p", "w"], ["y"], name="/conv/Conv", kernel_shape=[3, 3])]
     return zoo_case(nodes, IMAGE, [ints("pads", [0, 0, 1, 1, 0, 0, 1, 1]), init("w", [4, 4, 3, 3], 1)])
+
+
+def pad_negative():
+    # A negative pad crops; zoc pads only.
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"], name="/pad/Pad"),
+             helper.make_node("Conv", ["p", "w"], ["y"], name="/conv/Conv", kernel_shape=[3, 3])]
+    return zoo_case(nodes, ("batch", 4, 5, 6),
+                    [ints("pads", [0, 0, -1, 0, 0, 0, 0, 0]), init("w", [4, 4, 3, 3], 1)])
 
 
 def batch_arithmetic():
@@ -464,7 +480,8 @@ CASES = {
     "cycle": (cycle, "", 1),
     "initializer_shadows_input": (initializer_shadows_input, "", 1),
     "unsupported_ops": (unsupported_ops, "", 1),
-    "asymmetric_pads": (asymmetric_pads, "", 1),
+    "asymmetric_pads": (asymmetric_pads, "", 0),
+    "asymmetric_pool_pads": (asymmetric_pool_pads, "", 1),
     "relu6_clip": (relu6_clip, "", 0),
     "two_inputs": (two_inputs, "", 1),
     "rank3_input": (rank3_input, "", 1),
@@ -494,7 +511,8 @@ CASES = {
     "gelu_broken": (gelu_broken, "", 1),
     "erf_alone": (erf_alone, "", 1),
     "layernorm_opset13_cubed": (layernorm_opset13_cubed, "", 1),
-    "pad_before_conv": (pad_before_conv, "", 1),
+    "pad_before_conv": (pad_before_conv, "", 0),
+    "pad_negative": (pad_negative, "", 1),
     "batch_arithmetic": (batch_arithmetic, "", 1),
     "reshape_groups_uneven": (reshape_groups_uneven, "", 1),
 }
@@ -541,13 +559,12 @@ EXPECT = {
     "initializer_shadows_input": [F + "initializer_shadows_input.onnx: error: graph input "
                                   "'conv.weight' is shadowed by an initializer of the same name, "
                                   "which makes it a default a caller may override at run time"],
-    "unsupported_ops": [F + "unsupported_ops.onnx: error: 3 unsupported nodes (zoc maps Conv,",
-                        "  node '/act/LeakyRelu' (LeakyRelu, #2)",
+    "unsupported_ops": [F + "unsupported_ops.onnx: error: 2 unsupported nodes (zoc maps Conv,",
                         "  node '/act2/Selu' (Selu, #3)",
                         "  node '/gate/Softsign' (Softsign, #6)"],
-    "asymmetric_pads": [F + "asymmetric_pads.onnx" + UNSUPPORTED,
-                        "  node '/conv/Conv' (Conv, #0): asymmetric pads [0, 0, 1, 1] (top, left, "
-                        "bottom, right): zoc pads both sides of an axis alike"],
+    "asymmetric_pool_pads": [F + "asymmetric_pool_pads.onnx" + UNSUPPORTED,
+                             "  node '/pool/MaxPool' (MaxPool, #3): asymmetric pads [0, 0, 1, 1] "
+                             "(top, left, bottom, right): zoc pads both sides of an axis alike"],
     "two_inputs": [F + "two_inputs.onnx: error: the graph has 2 inputs ('input', 'mask'); zoc "
                    "compiles models with one input, an image [N, C, H, W]"],
     "rank3_input": [F + "rank3_input.onnx: graph input 'x': error: it has rank 3 ([2, 3, 4]); zoc "
@@ -631,9 +648,9 @@ EXPECT = {
     "layernorm_opset13_cubed": [F + "layernorm_opset13_cubed.onnx" + UNSUPPORTED,
                                 "  node '/norm/Pow' (Pow, #3): input 1 ('d') is x - mean of a decomposed "
                                 "LayerNormalization; zoc follows it only into a Pow by 2 and a Div"],
-    "pad_before_conv": [F + "pad_before_conv.onnx" + UNSUPPORTED,
-                        "  node '/conv/Conv' (Conv, #1): input 1 ('p') is the result of a Pad with "
-                        "zeros; zoc follows it only into an AveragePool, as its padding"],
+    "pad_negative": [F + "pad_negative.onnx" + UNSUPPORTED,
+                     "  node '/pad/Pad' (Pad, #0): pads [0, 0, -1, 0, 0, 0, 0, 0]: zoc pads an "
+                     "image's H and W (by 0 to 4096 on each side)"],
     "batch_arithmetic": [F + "batch_arithmetic.onnx" + UNSUPPORTED,
                          "  node '/view/Mul' (Mul, #2): Mul on the batch size, which zoc keeps dynamic"],
     "reshape_groups_uneven": [F + "reshape_groups_uneven.onnx" + UNSUPPORTED,

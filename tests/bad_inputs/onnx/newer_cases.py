@@ -4,9 +4,9 @@ Files newer than libonnx 1.12's checker knows (IR 10, opsets 18 to 20, as PyTorc
 exporter writes them), which zoc checks itself: a good one (with the note that says so), and one
 per check (an attribute the op's schema does not have at that opset, an op the opset does not
 have yet, a required attribute missing, an initializer given twice) or form (Split's
-num_outputs, the dynamo exporter's as_strided). And two refusals that misled before: reflection
-padding as the TorchScript-based exporter writes it (which named a ConstantOfShape, never the
-Pad), a model exported without its weights (which listed every weight as an input), and
+num_outputs, the dynamo exporter's as_strided, Resize-18's keep_aspect_ratio_policy). And two
+refusals that misled before: reflection padding as the TorchScript-based exporter writes it
+(which named a ConstantOfShape, never the Pad), a model exported without its weights (which listed every weight as an input), and
 BatchNorm1d after a flatten (which said only that BatchNorm expects an image).
 """
 
@@ -106,6 +106,17 @@ def cases(mk):
                               inits)
         return mk.model(g).SerializeToString()
 
+    def newer_resize_policy():
+        # Resize-18's keep_aspect_ratio_policy other than "stretch" (what F.interpolate writes).
+        m = newer(opset=18)
+        m.graph.node.insert(3, helper.make_node(
+            "Resize", ["r", "", "scales"], ["u"], name="/up/Resize", mode="nearest",
+            coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+            keep_aspect_ratio_policy="not_larger"))
+        m.graph.node[4].input[0] = "u"
+        m.graph.initializer.append(helper.make_tensor("scales", FLOAT, [4], [1, 1, 2, 2]))
+        return m.SerializeToString()
+
     def weights_as_inputs():
         m = mk.tiny()
         for t in m.graph.initializer:
@@ -135,6 +146,7 @@ def cases(mk):
         "newer_split_num_outputs": (newer_split_num_outputs, "", 1),
         "as_strided_out_of_order": (as_strided_out_of_order, "", 1),
         "pad_reflect": (pad_reflect, "", 1),
+        "newer_resize_policy": (newer_resize_policy, "", 1),
         "weights_as_inputs": (weights_as_inputs, "", 1),
         "batchnorm_on_features": (batchnorm_on_features, "", 1),
     }
@@ -179,8 +191,12 @@ def expect(f, unsupported):
             "(as_strided onto its own strides), which zoc follows"],
         "pad_reflect": [
             f + "pad_reflect.onnx" + unsupported,
-            "  node '/Pad' (Pad, #7): mode 'reflect'; zoc follows a Pad with zeros into the "
-            "AveragePool after it"],
+            "  node '/Pad' (Pad, #7): mode 'reflect'; zoc pads with a constant"],
+        "newer_resize_policy": [
+            f + "newer_resize_policy.onnx" + note.format(18),
+            f + "newer_resize_policy.onnx" + unsupported,
+            "  node '/up/Resize' (Resize, #3): Resize with keep_aspect_ratio_policy 'not_larger'; "
+            "zoc resizes to the sizes as given ('stretch')"],
         "weights_as_inputs": [
             f + "weights_as_inputs.onnx: error: the graph has 9 inputs: 'input' and 8 that nodes "
             "read as weights ('conv.weight', 'conv.bias', 'bn.weight', 'bn.bias', "

@@ -11,7 +11,10 @@
 # network with Debian's torch into <model>.pt (the generated class and binary are named after
 # the file: <model>_main), and zoc compiles it with the input shape given. The weights the
 # archive holds do not matter: the generated code reads weights.safetensors at run time, which
-# run.sh exports on the GPU machine.
+# run.sh exports on the GPU machine. The seg sweep's segmentation networks (DeepLabV3-MobileNetV3-
+# Large, FCN-ResNet50) take the same route at 520x520; zoc compiles them for the cuDNN target
+# only with its upsampling, transposed-convolution and several-output support (issue 37), and
+# where that is missing this script says so and stops.
 #
 # zoc is built (or brought up to date) in its own folder, build-harness/, so that the runtime
 # headers it embeds into every generated folder (runtime/zoc/runner/main_harness.h among them) are the
@@ -19,7 +22,7 @@
 # writes each folder atomically, and any failure stops this script with a non-zero status.
 #
 # Usage: tools/harness/prepare.sh [MODE] [GEN_DIR]   (default: quick, harness_gen; MODE is any
-#        mode of tools/harness/plan.py: quick, full, a part such as batch-zoc, or zoo)
+#        mode of tools/harness/plan.py: quick, full, a part such as batch-zoc, zoo, or seg)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 mode=${1:-quick}
@@ -51,8 +54,16 @@ while read -r name model res prec; do  # each folder is written atomically by zo
     [ -f "$scripted/$model.pt" ] || models/script_zoo.sh "$model" "$scripted/$model.pt"
     src=("$scripted/$model.pt" --input "3x${res}x${res}")
   fi
-  log=$("$ZOC" compile "${src[@]}" -o "$out/$name" --precision "$prec" 2>&1) ||
-    { echo "$log" >&2; exit 1; }
+  if ! log=$("$ZOC" compile "${src[@]}" -o "$out/$name" --precision "$prec" 2>&1); then
+    echo "$log" >&2
+    if [[ " $("$py" tools/harness/plan.py seg-models) " == *" $model "* ]]; then
+      echo "prepare: zoc ($ZOC) refused the segmentation network $model for $name (above)." \
+           "The seg sweep needs zoc's cuDNN backend to compile upsampling, transposed" \
+           "convolution and dict outputs (issue 37, branch seg-backend); build a zoc that" \
+           "has them (ZOC=/path/to/zoc) and run prepare.sh again." >&2
+    fi
+    exit 1
+  fi
   echo "${log%%$'\n'*}"
   count=$((count + 1))
 done <<<"$folders"

@@ -285,10 +285,11 @@ def _check_seg_plan(names):
     assert all(v["profile"] for v in variants if v["family"] == "zoc"), "zoc seg row unprofiled"
     ts = [v for v in variants if v["family"] == "torchscript"]
     assert ts and all(v["optimize"] and v["graph"] for v in ts), ts
-    for p in plan.SEG_PARTS:
+    for p in plan.SEG_PARTS:  # torch.compile: one network and precision a part, max-autotune
+        if p.startswith("seg-compile-"):  # one batch size too
+            assert len({(v, m) for _, v, m, _, _ in names(p)}) == 1, p
         if p.startswith("seg-max-"):
-            points = {(m, b) for _, _, m, _, b in names(p)}
-            assert len(points) == 1, (p, points)
+            assert len(set((v, m, b) for _, v, m, _, b in names(p))) == 1, p
     assert [f[0] for f in plan.zoc_folders("seg")] == [
         "deeplabv3_mobilenet_v3_large_r520_fp16", "deeplabv3_mobilenet_v3_large_r520_fp32",
         "fcn_resnet50_r520_fp16", "fcn_resnet50_r520_fp32"], plan.zoc_folders("seg")

@@ -42,9 +42,10 @@ machine resumes from inductor's cache, and HARNESS_STEPS runs one step alone on 
 
 The seg sweep (issue 37: DeepLabV3-MobileNetV3-Large and FCN-ResNet50, torchvision's, with
 models/zoo.py's weights, at 520x520, batch 1, 8, 32, fp16 and fp32) compares the `out` map, and
-comes in parts too (_seg_parts says what each holds): seg-zoc, seg-torch, seg-compile-fp16,
-seg-compile-fp32 and one max-autotune part per network and batch (seg-max-deeplabv3-1 ...
-seg-max-fcn-32); seg runs them all in one go.
+comes in parts too (_seg_parts says what each holds): seg-zoc, seg-torch, one torch.compile
+default part per network and precision (seg-compile-deeplabv3-fp16 ... seg-compile-fcn-fp32) and
+one max-autotune part per network, precision and batch (seg-max-deeplabv3-fp16-1 ...
+seg-max-fcn-fp32-32); seg runs them all in one go.
 
 The plain sweep (issue 33: no CUDA graph anywhere) comes in parts too: plain-main, plain-compile
 and plain-jax (_plain_parts says what each holds); the report's "no CUDA graph anywhere" tables
@@ -76,8 +77,11 @@ PARTS = ("batch-zoc", "batch-torch", "batch-cpp", "resolution", "lenet", "compil
 QUICK_PARTS = ("quick-main", "quick-jax")
 ZOO_PARTS = ("zoo", "zoo-tuned", "zoo-jax", "zoo-compile-1", "zoo-compile-256")
 PLAIN_PARTS = ("plain-main", "plain-compile", "plain-jax")
-SEG_PARTS = (("seg-zoc", "seg-torch", "seg-compile-fp16", "seg-compile-fp32") +
-             tuple("seg-max-%s-%d" % (SEG_SHORT[m], b) for m in SEG for b in SEG_BATCHES))
+SEG_PRECS = ("fp16", "fp32")  # fp16 first: zoc's claim is made in fp16
+SEG_PARTS = (("seg-zoc", "seg-torch") +
+             tuple("seg-compile-%s-%s" % (SEG_SHORT[m], p) for m in SEG for p in SEG_PRECS) +
+             tuple("seg-max-%s-%s-%d" % (SEG_SHORT[m], p, b) for m in SEG for p in SEG_PRECS
+                   for b in SEG_BATCHES))
 MODES = (("quick",) + QUICK_PARTS + PARTS + ("full",) + ZOO_PARTS + PLAIN_PARTS + SEG_PARTS +
          ("seg",))
 
@@ -361,32 +365,33 @@ def _seg_parts():
     """The seg sweep's parts, each one device command: every row in fp16 (channels-last; zoc
     NHWC) and fp32 (TF32 off), both networks at 520x520, batch 1, 8, 32. seg-zoc: zoc in CUDA
     graphs with the per-layer profile; seg-torch: PyTorch eager and optimized TorchScript in a
-    CUDA graph (frozen, optimize_for_inference), one process per network; seg-compile-fp16 and
-    seg-compile-fp32: torch.compile's default mode (a compile per batch size); seg-max-NET-BATCH:
-    torch.compile max-autotune at one batch size of one network, fp16 then fp32, as its
+    CUDA graph (frozen, optimize_for_inference), one process per network;
+    seg-compile-NET-PREC: torch.compile's default mode, a compile per batch size, about a minute
+    each; seg-max-NET-PREC-BATCH: torch.compile max-autotune at one batch size, as its
     autotuning at 520x520 takes minutes per shape (a part cut by the time limit and run again on
     the same machine resumes from inductor's cache)."""
     cl = "channels_last"
     lay = {"fp16": cl, "fp32": "nchw"}
     every = [group(m, SEG_RES, SEG_BATCHES, "seg") for m in SEG]
-    zocs = [(zoc(p, True), every) for p in ("fp16", "fp32")]
+    zocs = [(zoc(p, True), every) for p in SEG_PRECS]
     parts = {"seg-zoc": [step("zoc_seg", "zoc", zocs, 40, 480)]}
     parts["seg-torch"] = [
         step("torch_seg_%s" % SEG_SHORT[m], "torch",
              [(v, [group(m, SEG_RES, SEG_BATCHES, "seg")]) for v in
               (eager("fp16", cl), ts_opt("fp16", cl), eager("fp32"), ts_opt("fp32"))], 60, 270)
         for m in SEG]
-    for p in ("fp16", "fp32"):
-        parts["seg-compile-" + p] = [
-            step("compile_default_seg_%s_%s" % (SEG_SHORT[m], p), "torch",
-                 [(compiled(p, lay[p], "default"), [group(m, SEG_RES, SEG_BATCHES, "seg")])],
-                 90, 270) for m in SEG]
     for m in SEG:
-        for b in SEG_BATCHES:
-            parts["seg-max-%s-%d" % (SEG_SHORT[m], b)] = [
-                step("compile_max_autotune_seg_%s_%s_b%d" % (SEG_SHORT[m], p, b), "torch",
-                     [(compiled(p, lay[p], "max-autotune"), [group(m, SEG_RES, [b], "seg")])],
-                     120, 500 if p == "fp16" else 400) for p in ("fp16", "fp32")]
+        for p in SEG_PRECS:
+            name = "%s_%s" % (SEG_SHORT[m], p)
+            parts["seg-compile-%s-%s" % (SEG_SHORT[m], p)] = [
+                step("compile_default_seg_" + name, "torch",
+                     [(compiled(p, lay[p], "default"), [group(m, SEG_RES, SEG_BATCHES, "seg")])],
+                     90, 540)]
+            for b in SEG_BATCHES:
+                parts["seg-max-%s-%s-%d" % (SEG_SHORT[m], p, b)] = [
+                    step("compile_max_autotune_seg_%s_b%d" % (name, b), "torch",
+                         [(compiled(p, lay[p], "max-autotune"), [group(m, SEG_RES, [b], "seg")])],
+                         120, 540)]
     return parts
 
 

@@ -20,8 +20,9 @@
 #   PyTorch, LibTorch), zoo-tuned (zoc with --tune), zoo-jax (JAX/XLA, torch.compile default),
 #   zoo-compile-1 and zoo-compile-256 (max-autotune), one command each, merged the same way. The
 #   seg sweep (DeepLabV3-MobileNetV3-Large, FCN-ResNet50 at 520x520, batch 1, 8, 32; GEN_DIR
-#   from `prepare.sh seg`): seg-zoc, seg-torch, seg-compile-fp16, seg-compile-fp32 and
-#   seg-max-{deeplabv3,fcn}-{1,8,32} (max-autotune), one command each, merged the same way.
+#   from `prepare.sh seg`): seg-zoc, seg-torch, seg-compile-{deeplabv3,fcn}-{fp16,fp32} and
+#   seg-max-{deeplabv3,fcn}-{fp16,fp32}-{1,8,32} (max-autotune), one command each, merged the
+#   same way (`plan.py steps seg` lists every part's steps).
 # Environment: OUT (results; default ./harness_out), HARNESS_WORK (scratch, /tmp/zoc_harness),
 #   HARNESS_BUDGET_S (540: everything, report included, ends by then), HARNESS_PYTHON,
 #   HARNESS_DEVICE (cuda; cpu for a dry run of the plumbing without a GPU: PyTorch rows on the

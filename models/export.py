@@ -228,7 +228,9 @@ def state_dict_arrays(model, keys=None):
 
 
 def save_torchscript(model, x, mode, out_dir):
-    """Write model.pt (torch.jit.script) and/or model_traced.pt (torch.jit.trace) from the CPU."""
+    """Write model.pt (torch.jit.script) and/or model_traced.pt (torch.jit.trace) from the CPU.
+    A segmentation network's dict output is traced with strict=False (the tracer refuses a dict
+    otherwise); its scripted form builds that dict with aten::_set_item, which zoc refuses."""
     written = []
     with warnings.catch_warnings():  # torch >= 2.10 deprecates torch.jit; zoc still reads it
         warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*torch.jit.*")
@@ -236,7 +238,8 @@ def save_torchscript(model, x, mode, out_dir):
             written.append(_save_one(torch.jit.script(model), "model.pt", out_dir))
         if mode in ("trace", "both"):
             with torch.no_grad():
-                traced = torch.jit.trace(model, x)
+                dense = ".segmentation." in type(model).__module__  # torchvision's FCN, ...
+                traced = torch.jit.trace(model, x, strict=not dense)
             written.append(_save_one(traced, "model_traced.pt", out_dir))
     return written
 

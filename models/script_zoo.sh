@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Writes a TorchScript file of one of the CNN zoo's torchvision classifiers (models/zoo.py; or
-# one of the seg sweep's segmentation networks, zoo.SEGMENTATION),
+# Writes a TorchScript file of one of the CNN zoo's torchvision classifiers (models/zoo.py),
 # scripted by this machine's torch (Debian's 1.13), for zoc's TorchScript route: the GPU zoo
 # check (tests/gpu/prepare_zoo_check.sh) and the harness (tools/harness/prepare.sh) compile it.
 # The file is the same at any resolution; the export's own check runs at the smallest size the

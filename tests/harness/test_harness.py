@@ -431,9 +431,10 @@ def _check_seg_report(summary, stdout, out):
 
 def case_seg(work):
     """Both networks of the seg sweep at 64x64 on Debian's CPU torch, as the GPU run makes them:
-    export.py writes the weights, input and fp32 `out` map; torch_impls.py runs eager and
-    frozen, optimize_for_inference'd TorchScript on those weights (batch 3 tiles the two
-    samples); each row is judged against the map. Then the judge itself: zoc's flat
+    export.py writes the weights, input and fp32 `out` map (and the trace prepare.sh compiles,
+    checked against the map: a dict output is traced with strict=False); torch_impls.py runs
+    eager and frozen, optimize_for_inference'd TorchScript on those weights (batch 3 tiles the
+    two samples); each row is judged against the map. Then the judge itself: zoc's flat
     [rows, outputs] file is read as the map, a map with its classes rotated and one of the wrong
     size fail."""
     import time
@@ -443,7 +444,7 @@ def case_seg(work):
         ref = os.path.join(work, "ref", model)
         subprocess.run([sys.executable, os.path.join(ROOT, "models", "export.py"), "--model",
                         model, "--resolution", str(small), "--batch", str(plan.SAMPLES[model]),
-                        "--torchscript", "none", "--out", ref], check=True)
+                        "--torchscript", "trace", "--check", "--out", ref], check=True)
         g = {"model": model, "resolution": small, "batches": [1, 3], "sweep": "seg",
              "weights": os.path.join(ref, "weights.safetensors"),
              "input": os.path.join(ref, "input.npy"), "reference": os.path.join(ref, "output.npy"),

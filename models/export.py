@@ -37,6 +37,9 @@ Choices worth knowing:
     the ONNX model too. The exporter still deduplicates initializers of equal value, writing an
     Identity node per extra name. `--onnx-folded` also writes model_folded.onnx in the default
     mode, for zoc's test that such a model is computed correctly under other layer names.
+  * The harness's segmentation networks (zoo.SEGMENTATION: DeepLabV3-MobileNetV3-Large,
+    FCN-ResNet50; torchvision's defaults, 21 classes, no auxiliary head) follow the zoo's recipe;
+    their forward returns {"out": map}, and output.npy holds that map, [N, 21, H, W].
   * Random weights + white-noise input make the logits mostly input-independent (global pooling
     averages the per-input part away); meta.json's output.batch_centered_std says how much is left.
 """
@@ -58,7 +61,7 @@ import safetensors_io  # noqa: E402  (sibling module)
 import zoo  # noqa: E402  (sibling module: the CNN zoo's models and weights recipe)
 
 RESNETS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
-ZOO = tuple(m for m in zoo.NAMES if m not in RESNETS)
+ZOO = tuple(m for m in zoo.NAMES if m not in RESNETS) + zoo.SEGMENTATION
 MODELS = ("lenet",) + RESNETS + ZOO
 DEFAULTS = {  # (num_classes, in_channels, resolution)
     "lenet": (10, 1, 28),
@@ -152,7 +155,7 @@ def set_deterministic(device):
 def run_model(model, x, device):
     """Eval-mode fp32 forward on `device`; returns a CPU tensor. Leaves the model on the CPU."""
     with torch.no_grad():
-        y = model.to(device)(x.to(device)).float().cpu()
+        y = zoo.main_output(model.to(device)(x.to(device))).float().cpu()
     model.cpu()
     return y
 
@@ -166,7 +169,8 @@ def output_stats(y):
         "min": float(y64.min()),
         "max": float(y64.max()),
         "abs_max": float(y64.abs().max()),
-        "argmax": [int(i) for i in y.argmax(dim=1)],
+        # A class per sample; a segmentation map's per-pixel argmax is too long to list.
+        "argmax": [int(i) for i in y.argmax(dim=1)] if y.dim() == 2 else None,
         # How much of the output depends on the input: std of y minus its batch mean. With
         # random weights and white-noise input this is small next to "std" (global pooling
         # averages the per-input part away), so also compare batch-centered outputs.
@@ -224,7 +228,9 @@ def state_dict_arrays(model, keys=None):
 
 
 def save_torchscript(model, x, mode, out_dir):
-    """Write model.pt (torch.jit.script) and/or model_traced.pt (torch.jit.trace) from the CPU."""
+    """Write model.pt (torch.jit.script) and/or model_traced.pt (torch.jit.trace) from the CPU.
+    A segmentation network's dict output is traced with strict=False (the tracer refuses a dict
+    otherwise); its scripted form builds that dict with aten::_set_item, which zoc refuses."""
     written = []
     with warnings.catch_warnings():  # torch >= 2.10 deprecates torch.jit; zoc still reads it
         warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*torch.jit.*")
@@ -232,7 +238,8 @@ def save_torchscript(model, x, mode, out_dir):
             written.append(_save_one(torch.jit.script(model), "model.pt", out_dir))
         if mode in ("trace", "both"):
             with torch.no_grad():
-                traced = torch.jit.trace(model, x)
+                dense = ".segmentation." in type(model).__module__  # torchvision's FCN, ...
+                traced = torch.jit.trace(model, x, strict=not dense)
             written.append(_save_one(traced, "model_traced.pt", out_dir))
     return written
 
@@ -298,7 +305,8 @@ def self_check(args, out_dir, reference, written):
         with warnings.catch_warnings(), torch.no_grad():
             warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*torch.jit.*")
             ys = torch.jit.load(os.path.join(out_dir, name), map_location="cpu")(x)
-        ys = (ys[0] if isinstance(ys, tuple) else ys).float()  # scripted GoogLeNet: a namedtuple
+        ys = (ys[0] if isinstance(ys, tuple) else zoo.main_output(ys)).float()  # GoogLeNet: a
+        # namedtuple; a segmentation network: {"out": map}
         rel = float((ys - reference).norm() / reference.norm().clamp_min(1e-30))
         if rel > 1e-5:
             raise AssertionError("%s: relative L2 error %.3g against output.npy" % (name, rel))
@@ -329,13 +337,19 @@ def parse_args(argv=None):
     p.add_argument("--check", action="store_true", help="reload what was written and verify it")
     args = p.parse_args(argv)
     classes, channels, resolution = DEFAULTS["lenet" if args.model == "lenet" else "resnet"]
+    num_classes_given = args.num_classes
     args.num_classes = classes if args.num_classes is None else args.num_classes
     args.in_channels = channels if args.in_channels is None else args.in_channels
     args.resolution = resolution if args.resolution is None else args.resolution
     for flag in ("num_classes", "in_channels", "resolution", "batch"):
         if getattr(args, flag) < 1:
             p.error("--%s must be >= 1" % flag.replace("_", "-"))
-    if args.model in ZOO and (args.num_classes != 1000 or args.in_channels != 3):
+    if args.model in zoo.SEGMENTATION:  # torchvision's default head: 21 classes
+        args.num_classes = 21 if num_classes_given is None else args.num_classes
+        if args.num_classes != 21 or args.in_channels != 3:
+            p.error("the segmentation networks (%s) have 3 input channels and 21 classes"
+                    % args.model)
+    elif args.model in ZOO and (args.num_classes != 1000 or args.in_channels != 3):
         p.error("the zoo's models (%s) have 3 input channels and 1000 classes" % args.model)
     if args.model == "lenet" and args.resolution < 4:
         p.error("--resolution must be >= 4 for lenet (two 2x2 max-pools)")

@@ -1,4 +1,5 @@
-"""The classic CNN zoo's torchvision classifiers with seeded, non-trivial weights (issue 20).
+"""The classic CNN zoo's torchvision classifiers with seeded, non-trivial weights (issue 20), and
+the two segmentation networks of the harness's seg sweep (issue 37) with the same recipe.
 
 Shared by the zoo test's exporter (tests/zoo/export_zoo.py, Debian's torch 1.13 on the CPU) and
 models/export.py (the GPU check and the benchmark harness, torch 2.x on the GPU machine), so that
@@ -20,6 +21,10 @@ NAMES = ("resnet152", "resnext50_32x4d", "wide_resnet50_2", "regnet_x_400mf", "s
          "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf", "densenet121",
          "googlenet", "inception_v3", "shufflenet_v2_x1_0", "mnasnet0_5", "convnext_tiny",
          "alexnet", "vgg11_bn")
+# The harness's dense predictors (issue 37): torchvision's constructors with their own defaults
+# (21 classes, aux_loss None: no auxiliary head, so the model returns {"out": map} alone) and no
+# pretrained backbone. Their forward returns a dict; main_output() takes its "out" map.
+SEGMENTATION = ("deeplabv3_mobilenet_v3_large", "fcn_resnet50")
 
 
 def build(name, seed):
@@ -29,7 +34,15 @@ def build(name, seed):
     torch.manual_seed(seed)
     with warnings.catch_warnings():  # GoogLeNet/Inception warn about their init_weights default
         warnings.simplefilter("ignore")
+        if name in SEGMENTATION:  # weights_backbone=None: the default would download ImageNet's
+            make = getattr(torchvision.models.segmentation, name)
+            return make(weights=None, weights_backbone=None).float().eval()
         return getattr(torchvision.models, name)(weights=None).float().eval()
+
+
+def main_output(y):
+    """The output judged and timed: a segmentation network's "out" map, else y itself."""
+    return y["out"] if isinstance(y, dict) else y
 
 
 def residual_branch_ends(model):
@@ -96,8 +109,12 @@ def used_keys(model, ran):
     return {key for key in model.state_dict() if (key.rsplit(".", 1)[0] if "." in key else "") in ran}
 
 
-def calibrated(name, seed, resolution, calibration_batch=16):
-    """build() then randomize() on a seeded calibration batch; returns (model, modules that ran)."""
+def calibrated(name, seed, resolution, calibration_batch=None):
+    """build() then randomize() on a seeded calibration batch (16 samples; 4 for a segmentation
+    network, whose maps give every BatchNorm hundreds of pixels per sample and whose CPU forward
+    at 520x520 is slow); returns (model, modules that ran)."""
+    if calibration_batch is None:
+        calibration_batch = 4 if name in SEGMENTATION else 16
     model = build(name, seed)
     calibration = torch.randn((calibration_batch, 3, resolution, resolution),
                               generator=torch.Generator().manual_seed(seed * 16 + 3))

@@ -10,11 +10,14 @@ configuration in every precision, for both models, and that its two device-comma
 it exactly once, and that the zoo's parts plan zoc's profiled fp16 rows against the frameworks'
 strongest fp16 rows for both zoo networks (`plan`); that the report compares at equal precision
 against the fastest *passing* row, names it, says INCOMPLETE when planned points were not
-measured, and shows zoc's per-layer breakdown for the zoo (`report`); and that every layer of
+measured, and shows zoc's per-layer breakdown for the zoo and the seg sweep's table, accuracy
+and upsampling GB/s (`report`); that the seg sweep's segmentation networks run eager and as
+optimized TorchScript on the exported weights and match the exported `out` map, and that the
+judge reads zoc's flat output as that map (`seg`); and that every layer of
 zoc's profile of MobileNetV2 and EfficientNet-B0 gets its description from the generated code
 (`profile`, with the zoc binary).
 
-  test_harness.py jax-weights|plan|report --work DIR
+  test_harness.py jax-weights|plan|report|seg --work DIR
   test_harness.py profile --work DIR --zoc ZOC
 """
 
@@ -253,15 +256,58 @@ def case_plan(work):
     assert not graphs, "a peer row with a CUDA graph in the plain sweep: %s" % graphs
     print("PASS: the plain parts plan %d points once each: zoc's plain path and every peer "
           "without CUDA graphs in all four precisions, ResNet-50 and LeNet" % len(plain))
+    _check_seg_plan(names)
+
+
+def _check_seg_plan(names):
+    """The seg sweep: both networks at 520x520, batch 1, 8, 32, every row in fp16 and fp32, once
+    across the parts, which together are the seg mode; zoc profiled; max-autotune one network
+    and batch size a part; the folders prepare.sh makes and the exports bench.py makes."""
+    import zoo
+    assert plan.SEG == zoo.SEGMENTATION, (plan.SEG, zoo.SEGMENTATION)
+    seg = [n for p in plan.SEG_PARTS for n in names(p)]
+    assert len(set(seg)) == len(seg), "a point is planned twice across the seg parts"
+    assert sorted(seg) == sorted(names("seg")), "seg != the union of its parts"
+    rows = {}
+    for _, v, m, r, b in seg:
+        assert r == 520, (v, m, r)
+        rows.setdefault((v, m), []).append(b)
+    for model in plan.SEG:
+        for impl in ("zoc-graph", "eager", "torchscript-py-optimized-graph", "compile-default",
+                     "compile-max-autotune"):
+            for prec in ("fp16", "fp32"):
+                layout = {"fp16": "nhwc" if impl == "zoc-graph" else "channels_last",
+                          "fp32": "nchw"}[prec]
+                got = sorted(rows.get(("%s_%s_%s" % (impl, prec, layout), model), []))
+                assert got == [1, 8, 32], "seg: %s %s %s at %s" % (model, impl, prec, got)
+    assert len(rows) == 2 * 5 * 2, sorted(rows)
+    variants = [v for p in plan.SEG_PARTS for s in plan.steps_for(p) for v, _ in s["runs"]]
+    assert all(v["profile"] for v in variants if v["family"] == "zoc"), "zoc seg row unprofiled"
+    ts = [v for v in variants if v["family"] == "torchscript"]
+    assert ts and all(v["optimize"] and v["graph"] for v in ts), ts
+    for p in plan.SEG_PARTS:  # torch.compile: one network and precision a part, max-autotune
+        if p.startswith("seg-compile-"):  # one batch size too
+            assert len({(v, m) for _, v, m, _, _ in names(p)}) == 1, p
+        if p.startswith("seg-max-"):
+            assert len(set((v, m, b) for _, v, m, _, b in names(p))) == 1, p
+    assert [f[0] for f in plan.zoc_folders("seg")] == [
+        "deeplabv3_mobilenet_v3_large_r520_fp16", "deeplabv3_mobilenet_v3_large_r520_fp32",
+        "fcn_resnet50_r520_fp16", "fcn_resnet50_r520_fp32"], plan.zoc_folders("seg")
+    assert plan.zoc_folders("seg-zoc") == plan.zoc_folders("seg")
+    assert plan.zoc_folders("seg-torch") == []
+    assert plan.exports("seg") == [(m, 520, False) for m in plan.SEG], plan.exports("seg")
+    print("PASS: the seg parts plan %d points once each: zoc (profiled), eager, optimized "
+          "TorchScript in a CUDA graph, torch.compile default and max-autotune, fp16 and fp32, "
+          "both networks at 520x520, batch 1, 8, 32" % len(seg))
 
 
 # --- report: equal-precision speed-ups against the fastest passing row ------------------
 
 def _rec(impl, family, prec, batch, ms, status="PASS", error=None, model="resnet50",
-         graph=True, host=None):
+         graph=True, host=None, res=224):
     v = plan.variant(family, impl, prec, "channels_last" if family == "compile" else "nchw",
                      graph=graph)
-    r = common.new_record(v, {"model": model, "resolution": 224, "sweep": "batch"}, batch)
+    r = common.new_record(v, {"model": model, "resolution": res, "sweep": "batch"}, batch)
     r.update(status=status, median_ms=ms, error=error, host_cpu_us=host)
     return r
 
@@ -292,6 +338,7 @@ def case_report(work):
                  _rec("torchscript-py-optimized-graph", "torchscript", "fp16", batch, oms,
                       model="mobilenet_v2")]
         recs[-2]["profile"] = profile
+    recs += _seg_records()
     raw = os.path.join(work, "raw_in")
     os.makedirs(os.path.join(raw, "raw"), exist_ok=True)
     common.write_json(os.path.join(raw, "raw", "s.json"), {"records": recs})
@@ -324,8 +371,130 @@ def case_report(work):
     # GB/s: the depthwise layer's least traffic at batch 256, 411 MB (fp16), over 0.5 ms.
     assert "| depthwise conv 3x3 | 1 | 0.500 | 50.0% | 822 |" in prof, prof
     assert "MobileNetV2 fp16 batch 256: zoc-graph fp16 NHWC 1.200 ms against " in p.stdout
+    _check_seg_report(summary, p.stdout, out)
     print("PASS: equal-precision speed-ups name the fastest passing row; INCOMPLETE is "
-          "reported; the zoo's tables and zoc's per-layer breakdown are there")
+          "reported; the zoo's tables and zoc's per-layer breakdown are there; the seg table, "
+          "its accuracy and its upsampling and transposed convolutions' GB/s too")
+
+
+def _seg_records():
+    """DeepLabV3 at 520: zoc fp16 (profiled: an upsampling and a transposed convolution among
+    its layers) against optimized TorchScript and a failed max-autotune row, batch 1 and 32."""
+    model, recs = plan.SEG[0], []
+    profile = [["classifier.4", 0.30, "conv 1x1/1, 256->21, 65x65 -> 65x65"],
+               ["interpolate", 0.05, "upsample bilinear (align_corners false), 21 channels, "
+                                     "65x65 -> 520x520"],
+               ["up.0", 0.02, "transposed conv 4x4/2, 64->32, 32x32 -> 64x64"]]
+    for batch, zms, oms in ((1, 0.9, 1.5), (32, 20.0, 18.0)):
+        z = _rec("zoc-graph", "zoc", "fp16", batch, zms, model=model, res=520)
+        z.update(profile=profile, rel_l2_err=0.0031, pixel_agree=0.9987)
+        t = _rec("torchscript-py-optimized-graph", "torchscript", "fp16", batch, oms,
+                 model=model, res=520)
+        t.update(rel_l2_err=0.0042, pixel_agree=0.9979)
+        m = _rec("compile-max-autotune", "compile", "fp16", batch, 0.5, status="FAIL",
+                 error="rel L2 0.5 outside", model=model, res=520)
+        m.update(rel_l2_err=0.5, pixel_agree=0.41)
+        recs += [z, t, m]
+    return recs
+
+
+def _check_seg_report(summary, stdout, out):
+    seg = summary.split("## Segmentation, 520×520")[1].split("\n## ")[0]
+    lat = seg.split("### DeepLabV3-MobileNetV3-Large 520×520: median latency")[1].split("###")[0]
+    assert "| zoc-graph fp16 NHWC | 0.900 | 20.0 |" in lat, lat
+    assert "| compile-max-autotune fp16 channels-last | FAIL | FAIL |" in lat, lat
+    fp16 = seg.split("### DeepLabV3-MobileNetV3-Large 520, fp16:")[1].split("###")[0]
+    assert "| 1 | zoc-graph fp16 NHWC | 0.900 | torchscript-py-optimized-graph fp16 | 1.500 | " \
+        "1.67× |" in fp16, fp16  # the FAIL row (0.5 ms) is never the fastest
+    assert "| 32 | zoc-graph fp16 NHWC | 20.0 | torchscript-py-optimized-graph fp16 | 18.0 | " \
+        "0.90× |" in fp16, fp16
+    acc = seg.split("accuracy of the `out` map")[1].split("###")[0]
+    assert "| zoc-graph fp16 NHWC | 0.0031 / 99.870% | 0.0031 / 99.870% |" in acc, acc
+    assert "| compile-max-autotune fp16 channels-last | 0.5 / 41.000% FAIL |" in acc, acc
+    prof = summary.split("## DeepLabV3-MobileNetV3-Large 520×520 fp16: zoc's time per kind")[1]
+    prof = prof.split("\n## ")[0]
+    assert "batch 1:" in prof and "batch 32:" in prof, prof
+    # Least traffic of the upsampling at batch 1 in fp16: 21 x (65x65 + 520x520) x 2 bytes,
+    # 11.5 MB in 0.05 ms; of the transposed convolution: (64x32x32 + 32x64x64) x 2 + its
+    # 64x32x4x4 weights x 2 bytes, 0.459 MB in 0.02 ms.
+    assert "| interpolate | upsample bilinear (align_corners false), 21 channels, 65x65 -> " \
+        "520x520 | 0.050 | 11.5 | 231 |" in prof, prof
+    assert "| up.0 | transposed conv 4x4/2, 64->32, 32x32 -> 64x64 | 0.020 | 0.5 | 23 |" in prof
+    assert "| upsample bilinear | 1 | 0.050 |" in prof and "| transposed conv 4x4/2 | 1 |" in prof
+    assert "DeepLabV3-MobileNetV3-Large fp16 batch 32: zoc-graph fp16 NHWC 20.0 ms" in stdout
+    with open(os.path.join(out, "results.csv")) as f:
+        header = f.readline().strip().split(",")
+    assert "pixel_agree" in header, header
+
+
+# --- seg: the segmentation networks' PyTorch rows and their accuracy check, on the CPU -------
+
+def case_seg(work):
+    """Both networks of the seg sweep at 64x64 on Debian's CPU torch, as the GPU run makes them:
+    export.py writes the weights, input and fp32 `out` map (and the trace prepare.sh compiles,
+    checked against the map: a dict output is traced with strict=False); torch_impls.py runs
+    eager and frozen, optimize_for_inference'd TorchScript on those weights (batch 3 tiles the
+    two samples); each row is judged against the map. Then the judge itself: zoc's flat
+    [rows, outputs] file is read as the map, a map with its classes rotated and one of the wrong
+    size fail."""
+    import time
+    small = 64
+    runs = []
+    for model in plan.SEG:
+        ref = os.path.join(work, "ref", model)
+        subprocess.run([sys.executable, os.path.join(ROOT, "models", "export.py"), "--model",
+                        model, "--resolution", str(small), "--batch", str(plan.SAMPLES[model]),
+                        "--torchscript", "trace", "--check", "--out", ref], check=True)
+        g = {"model": model, "resolution": small, "batches": [1, 3], "sweep": "seg",
+             "weights": os.path.join(ref, "weights.safetensors"),
+             "input": os.path.join(ref, "input.npy"), "reference": os.path.join(ref, "output.npy"),
+             "samples": plan.SAMPLES[model]}
+        runs += [{"variant": v, "groups": [g]} for v in (plan.eager("fp32"), plan.ts_opt("fp32"))]
+    job = {"device": "cpu", "deadline": time.time() + 900, "step": "seg",
+           "records": os.path.join(work, "records.jsonl"), "outputs": os.path.join(work, "out"),
+           "timing": {"warmup": 1, "iters": 2, "max_time_ms": 0, "h2d_reps": 0}, "runs": runs}
+    if os.path.exists(job["records"]):
+        os.remove(job["records"])
+    common.write_json(os.path.join(work, "plan.json"), job)
+    subprocess.run([sys.executable, os.path.join(HARNESS, "torch_impls.py"),
+                    os.path.join(work, "plan.json")], check=True)
+    recs = common.read_jsonl(job["records"])
+    assert len(recs) == 2 * 2 * 2, "%d records" % len(recs)
+    for rec in recs:
+        ref = os.path.join(work, "ref", rec["model"], "output.npy")
+        common.judge(rec, ref, plan.SAMPLES[rec["model"]])
+        print("%s %s b%d: %s rel L2 %.2g, pixel agreement %.5f" % (
+            rec["model"], rec["label"], rec["batch"], rec["status"], rec.get("rel_l2_err", -1),
+            rec.get("pixel_agree", -1)))
+        assert rec["status"] == "PASS", rec
+        assert rec["rows_checked"] == min(rec["batch"], 2) and rec["pixel_agree"] > 0.999, rec
+        assert "top1_agree" not in rec, rec
+    _check_seg_judge(work, os.path.join(work, "ref", plan.SEG[0], "output.npy"))
+    print("PASS: DeepLabV3-MobileNetV3-Large and FCN-ResNet50 run eager and as optimized "
+          "TorchScript on the exported weights and match the exported `out` map; the judge "
+          "reads zoc's flat output as the map and refuses a wrong map or size")
+
+
+def _check_seg_judge(work, ref_path):
+    """common.judge on fabricated outputs against a real `out` map."""
+    ref = np.load(ref_path)
+    v = plan.zoc("fp16", True)
+    g = {"model": plan.SEG[0], "resolution": ref.shape[-1], "sweep": "seg"}
+
+    def judged(out, batch=2):
+        path = os.path.join(work, "fabricated.npy")
+        np.save(path, out)
+        rec = common.new_record(v, g, batch)
+        rec.update(status="ok", output_npy=path)
+        return common.judge(rec, ref_path, 2)
+    flat = judged((ref + 1e-3 * ref.std()).reshape(ref.shape[0], -1).astype(np.float32))
+    assert flat["status"] == "PASS" and flat["pixel_agree"] > 0.99, flat
+    rolled = judged(np.roll(ref, 1, axis=1))  # every pixel's classes shifted by one
+    assert rolled["status"] == "FAIL" and rolled["pixel_agree"] < 0.5, rolled
+    short = judged(ref.reshape(ref.shape[0], -1)[:, :-1])
+    assert short["status"] == "FAIL" and "reference (2, 21, " in short["error"], short
+    one = judged(ref[:1].reshape(1, -1), batch=1)
+    assert one["status"] == "PASS" and one["rows_checked"] == 1, one
 
 
 # --- profile: what each layer of a zoc profile is, from the generated code ---------------
@@ -391,14 +560,15 @@ def case_profile(work, zoc):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("case", choices=("jax-weights", "plan", "report", "profile"))
+    ap.add_argument("case", choices=("jax-weights", "plan", "report", "seg", "profile"))
     ap.add_argument("--work", required=True)
     ap.add_argument("--zoc", help="the zoc binary (profile)")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     if a.case == "profile":
         return case_profile(a.work, a.zoc)
-    {"jax-weights": case_jax_weights, "plan": case_plan, "report": case_report}[a.case](a.work)
+    {"jax-weights": case_jax_weights, "plan": case_plan, "report": case_report,
+     "seg": case_seg}[a.case](a.work)
 
 
 if __name__ == "__main__":

@@ -65,8 +65,19 @@ def band_of(precision):
     return BANDS.get(precision)
 
 
+def as_reference_shape(out, ref):
+    """A runner's output in the reference's shape: zoc writes [rows, outputs] flat, where a
+    segmentation network's reference is its `out` map [rows, classes, H, W] (NCHW, the model's
+    own layout, whatever zoc's inside); anything else is returned as it came, to be refused."""
+    if out.shape != ref.shape and out.shape[:1] == ref.shape[:1] and out.size == ref.size:
+        return out.reshape(ref.shape)
+    return out
+
+
 def judge(rec, ref_path, samples):
     """Accuracy of rec['output_npy'] (first rows) against the reference; sets PASS or FAIL.
+    A segmentation map ([N, classes, H, W]) is judged the same way, relative L2 over the whole
+    map, and its per-pixel argmax agreement is recorded as pixel_agree (not judged).
 
     Only records that ran ('ok') are judged; oom/error/skipped keep their status."""
     if rec.get("status") != "ok":
@@ -80,14 +91,16 @@ def judge(rec, ref_path, samples):
     except (OSError, KeyError, ValueError) as e:
         rec.update(status="FAIL", error="no output to check: %s" % e)
         return rec
+    out = as_reference_shape(out, ref)
     if out.shape != ref.shape:
         rec.update(status="FAIL", error="output %s, reference %s" % (out.shape, ref.shape))
     elif not np.isfinite(out).all():
         rec.update(status="FAIL", error="non-finite output")
     else:
-        acc = compare_arrays(out, ref)
-        rec.update(rel_l2_err=acc["rel_l2"], max_abs_err=acc["max_abs"], top1_agree=acc["top1"],
+        acc = compare_arrays(out, ref)  # "top1": argmax over axis 1, per pixel for a map
+        rec.update(rel_l2_err=acc["rel_l2"], max_abs_err=acc["max_abs"],
                    centered_rel_l2=acc.get("centered_rel_l2"), rows_checked=rows)
+        rec["pixel_agree" if ref.ndim == 4 else "top1_agree"] = acc["top1"]
         ok = band is not None and acc["rel_l2"] <= band
         rec["status"] = "PASS" if ok else "FAIL"
         if not ok:

@@ -10,6 +10,13 @@ kind of layer (depthwise or 1x1 convolutions, unfused activations, squeeze-excit
 the slowest layers, for the zoo's networks at batch 1 and 256, where the claim against the
 frameworks is made. Reading the generated code's comments is best-effort: a layer it cannot
 place is listed with its title only.
+
+The seg sweep's networks add memory-bound layers whose least traffic is reported too (issue 37):
+upsampling, whose description names it ("upsample", "resize" or "interpolate", with its mode)
+and gives its channels and sizes ("21 channels, 65x65 -> 520x520" or "21->21, 65x65 ->
+520x520"), and transposed convolution, described as a convolution is with "transposed" (or
+"conv transpose", "deconv") before "conv": "transposed conv 4x4/2, 64->32, 32x32 -> 64x64".
+A layer whose description has neither form gets no GB/s (a dash), never a guessed one.
 """
 
 import os
@@ -59,27 +66,42 @@ def compact(layers, notes):
     return out
 
 
-CONV = re.compile(r"conv (\d+)x(\d+)/\d+, (\d+)->(\d+), (\d+)x(\d+) -> (\d+)x(\d+)")
+SHAPE = r"(\d+)x(\d+)/\d+, (\d+)->(\d+), (\d+)x(\d+) -> (\d+)x(\d+)"
+CONV = re.compile(r"conv " + SHAPE)
+TRANSPOSED = re.compile(r"(?:transposed conv|conv ?transpose\w*|deconv\w*) " + SHAPE)
+UPSAMPLE = re.compile(r"\b(?:upsampl|resiz|interpolat)\w*")
+RESAMPLED = re.compile(r"(\d+)(?: channels|->\d+),.*?(\d+)x(\d+) -> (\d+)x(\d+)")
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 
 
-def conv_shape(what):
-    """A convolution's (r, s, cin, cout, h, w, p, q, groups) from its description; None for
-    other layers."""
-    conv = CONV.match(what)
+def conv_shape(what, pattern=CONV):
+    """A convolution's (r, s, cin, cout, h, w, p, q, groups) from its description (pattern
+    TRANSPOSED: a transposed convolution's); None for other layers."""
+    conv = pattern.match(what)
     if not conv:
         return None
     groups = re.search(r"groups (\d+)", what)
     return tuple(map(int, conv.groups())) + (int(groups.group(1)) if groups else 1,)
 
 
+def upsample_shape(what):
+    """An upsampling layer's (channels, h, w, p, q) from its description; None for others."""
+    up = RESAMPLED.search(what) if UPSAMPLE.match(what) else None
+    return tuple(map(int, up.groups())) if up else None
+
+
 def traffic_mb(what, batch, precision):
-    """The least a convolution must move through DRAM, MB: its input, output (and residual)
-    read or written once, weights once; an activation its input and output; None for other
-    layers (their shapes are not in `what`)."""
-    conv, act = conv_shape(what), re.search(r"(\d+) elements per sample", what)
-    if precision not in ELEMENT_BYTES or not (conv or act):
+    """The least a layer must move through DRAM, MB: a convolution (transposed too) its input,
+    output (and residual) read or written once, weights once; an upsampling its input map read
+    and its output map written once; an activation its input and output; None for other layers
+    (their shapes are not in `what`)."""
+    conv = conv_shape(what) or conv_shape(what, TRANSPOSED)
+    act, up = re.search(r"(\d+) elements per sample", what), upsample_shape(what)
+    if precision not in ELEMENT_BYTES or not (conv or act or up):
         return None
+    if up:
+        c, h, w, p, q = up
+        return c * (h * w + p * q) * batch * ELEMENT_BYTES[precision] / 1e6
     if act:
         return 2 * int(act.group(1)) * batch * ELEMENT_BYTES[precision] / 1e6
     r, s, cin, cout, h, w, p, q, groups = conv
@@ -90,16 +112,33 @@ def traffic_mb(what, batch, precision):
 
 def gflop(what, batch):
     """A convolution's multiply-adds times two, GFLOP (its input channels over its groups, each
-    output element once); None for other layers."""
-    conv = conv_shape(what)
+    output element once; a transposed convolution: each input element into its group's output
+    channels through the whole kernel); None for other layers."""
+    conv, transposed = conv_shape(what), conv_shape(what, TRANSPOSED)
+    if transposed:
+        r, s, cin, cout, h, w, _, _, groups = transposed
+        return 2.0 * batch * cin * h * w * (cout // groups * r * s) / 1e9
     if not conv:
         return None
     r, s, cin, cout, _, _, p, q, groups = conv
     return 2.0 * batch * cout * p * q * (cin // groups * r * s) / 1e9
 
 
+def memory_bound(what):
+    """Whether the layer is one of the seg sweep's memory-bound kinds whose GB/s the report
+    lists layer by layer: an upsampling or a transposed convolution."""
+    return bool(UPSAMPLE.match(what) or TRANSPOSED.match(what))
+
+
 def kind_of(title, what):
     """The kind of a layer, for the per-kind sums: 'conv 1x1', 'depthwise conv 3x3', 'silu', ..."""
+    transposed = TRANSPOSED.match(what)
+    if transposed:
+        return "transposed conv %sx%s/%s" % (transposed.group(1), transposed.group(2),
+                                             what[transposed.end(2) + 1:].split(",")[0])
+    up = UPSAMPLE.match(what)
+    if up:  # "upsample bilinear", "upsample nearest": the words before the first number
+        return " ".join(w.rstrip(",") for w in what.split()[:2] if not w[0].isdigit())
     conv = re.match(r"conv (\d+x\d+)/\d+, (\d+)->(\d+), \d+x\d+ -> (\d+x\d+)", what)
     if conv:
         kernel, cin, cout, out = conv.groups()
@@ -160,4 +199,18 @@ def breakdown(rec, other, top=12):
                        "%.1f" % mb if mb is not None else "–", rate(mb, ms),
                        tflops(gflop(w, rec["batch"]), ms)]
                       for t, ms, w in slowest
-                      for mb in [traffic_mb(w, rec["batch"], rec["precision"])]]), ""]
+                      for mb in [traffic_mb(w, rec["batch"], rec["precision"])]]), ""] + \
+        memory_bound_table(layers, rec, rate)
+
+
+def memory_bound_table(layers, rec, rate):
+    """Markdown lines: every upsampling and transposed convolution of a profile, in execution
+    order, with the GB/s its least traffic implies; [] if the network has none."""
+    rows = [[t, w, "%.3f" % ms, "%.1f" % mb if mb is not None else "–", rate(mb, ms)]
+            for t, ms, w in layers if memory_bound(w)
+            for mb in [traffic_mb(w, rec["batch"], rec["precision"])]]
+    if not rows:
+        return []
+    return ["Upsampling and transposed convolutions (memory-bound: least traffic = input read "
+            "and output written once, weights once):", "",
+            md_table(["layer", "what", "ms", "least traffic MB", "GB/s"], rows), ""]

@@ -40,6 +40,13 @@ zoo-compile-1 / zoo-compile-256 (torch.compile max-autotune at one batch size, E
 first: the two networks' autotuning does not fit one command; a part run again on the same
 machine resumes from inductor's cache, and HARNESS_STEPS runs one step alone on another).
 
+The seg sweep (issue 37: DeepLabV3-MobileNetV3-Large and FCN-ResNet50, torchvision's, with
+models/zoo.py's weights, at 520x520, batch 1, 8, 32, fp16 and fp32) compares the `out` map, and
+comes in parts too (_seg_parts says what each holds): seg-zoc, seg-torch, one torch.compile
+default part per network and precision (seg-compile-deeplabv3-fp16 ... seg-compile-fcn-fp32) and
+one max-autotune part per network, precision and batch (seg-max-deeplabv3-fp16-1 ...
+seg-max-fcn-fp32-32); seg runs them all in one go.
+
 The plain sweep (issue 33: no CUDA graph anywhere) comes in parts too: plain-main, plain-compile
 and plain-jax (_plain_parts says what each holds); the report's "no CUDA graph anywhere" tables
 compare zoc's plain row with every other plain row of the same precision.
@@ -53,15 +60,30 @@ QUICK_LENET = [1, 16, 256, 1024]
 POW2_1024 = [1 << i for i in range(11)]  # 1 .. 1024
 RES_BATCH = 8  # the fixed batch of the resolution sweep
 ZOO = ("mobilenet_v2", "efficientnet_b0")  # the zoo sweep's models (models/zoo.py's weights)
+# The seg sweep's models (models/zoo.py's SEGMENTATION), short names for its parts, resolution
+# and batch sizes.
+SEG = ("deeplabv3_mobilenet_v3_large", "fcn_resnet50")
+SEG_SHORT = {"deeplabv3_mobilenet_v3_large": "deeplabv3", "fcn_resnet50": "fcn"}
+SEG_RES = 520
+SEG_BATCHES = [1, 8, 32]
 # Distinct seeded samples exported per model (tiled above), and the resolution of its archive.
-SAMPLES = {"resnet50": 16, "lenet": 64, "mobilenet_v2": 16, "efficientnet_b0": 16}
-NATIVE_RES = {"resnet50": 224, "lenet": 28, "mobilenet_v2": 224, "efficientnet_b0": 224}
+# A segmentation output row is a 21x520x520 map (23 MB in fp32, saved per point): two samples.
+SAMPLES = {"resnet50": 16, "lenet": 64, "mobilenet_v2": 16, "efficientnet_b0": 16,
+           "deeplabv3_mobilenet_v3_large": 2, "fcn_resnet50": 2}
+NATIVE_RES = {"resnet50": 224, "lenet": 28, "mobilenet_v2": 224, "efficientnet_b0": 224,
+              "deeplabv3_mobilenet_v3_large": SEG_RES, "fcn_resnet50": SEG_RES}
 PARTS = ("batch-zoc", "batch-torch", "batch-cpp", "resolution", "lenet", "compile",
          "compile-max-32", "compile-max-256", "jax")
 QUICK_PARTS = ("quick-main", "quick-jax")
 ZOO_PARTS = ("zoo", "zoo-tuned", "zoo-jax", "zoo-compile-1", "zoo-compile-256")
 PLAIN_PARTS = ("plain-main", "plain-compile", "plain-jax")
-MODES = ("quick",) + QUICK_PARTS + PARTS + ("full",) + ZOO_PARTS + PLAIN_PARTS
+SEG_PRECS = ("fp16", "fp32")  # fp16 first: zoc's claim is made in fp16
+SEG_PARTS = (("seg-zoc", "seg-torch") +
+             tuple("seg-compile-%s-%s" % (SEG_SHORT[m], p) for m in SEG for p in SEG_PRECS) +
+             tuple("seg-max-%s-%s-%d" % (SEG_SHORT[m], p, b) for m in SEG for p in SEG_PRECS
+                   for b in SEG_BATCHES))
+MODES = (("quick",) + QUICK_PARTS + PARTS + ("full",) + ZOO_PARTS + PLAIN_PARTS + SEG_PARTS +
+         ("seg",))
 
 LAYOUT_LABEL = {"nchw": "NCHW", "channels_last": "channels-last", "nhwc": "NHWC"}
 LENET_GRAPH_PRECS = ("fp32", "tf32", "fp16")  # LeNet: the same families and precisions
@@ -339,6 +361,40 @@ def _plain_parts():
     return {"plain-main": main, "plain-compile": compile_steps, "plain-jax": jax}
 
 
+def _seg_parts():
+    """The seg sweep's parts, each one device command: every row in fp16 (channels-last; zoc
+    NHWC) and fp32 (TF32 off), both networks at 520x520, batch 1, 8, 32. seg-zoc: zoc in CUDA
+    graphs with the per-layer profile; seg-torch: PyTorch eager and optimized TorchScript in a
+    CUDA graph (frozen, optimize_for_inference), one process per network;
+    seg-compile-NET-PREC: torch.compile's default mode, a compile per batch size, about a minute
+    each; seg-max-NET-PREC-BATCH: torch.compile max-autotune at one batch size, as its
+    autotuning at 520x520 takes minutes per shape (a part cut by the time limit and run again on
+    the same machine resumes from inductor's cache)."""
+    cl = "channels_last"
+    lay = {"fp16": cl, "fp32": "nchw"}
+    every = [group(m, SEG_RES, SEG_BATCHES, "seg") for m in SEG]
+    zocs = [(zoc(p, True), every) for p in SEG_PRECS]
+    parts = {"seg-zoc": [step("zoc_seg", "zoc", zocs, 40, 480)]}
+    parts["seg-torch"] = [
+        step("torch_seg_%s" % SEG_SHORT[m], "torch",
+             [(v, [group(m, SEG_RES, SEG_BATCHES, "seg")]) for v in
+              (eager("fp16", cl), ts_opt("fp16", cl), eager("fp32"), ts_opt("fp32"))], 60, 270)
+        for m in SEG]
+    for m in SEG:
+        for p in SEG_PRECS:
+            name = "%s_%s" % (SEG_SHORT[m], p)
+            parts["seg-compile-%s-%s" % (SEG_SHORT[m], p)] = [
+                step("compile_default_seg_" + name, "torch",
+                     [(compiled(p, lay[p], "default"), [group(m, SEG_RES, SEG_BATCHES, "seg")])],
+                     90, 540)]
+            for b in SEG_BATCHES:
+                parts["seg-max-%s-%s-%d" % (SEG_SHORT[m], p, b)] = [
+                    step("compile_max_autotune_seg_%s_b%d" % (name, b), "torch",
+                         [(compiled(p, lay[p], "max-autotune"), [group(m, SEG_RES, [b], "seg")])],
+                         120, 540)]
+    return parts
+
+
 def steps_for(mode, dry=False):
     """The ordered steps of a mode: zoc and the frameworks first, torch.compile last. dry: a
     miniature of the same steps (first two batch sizes, two resolutions) for a plumbing check
@@ -368,6 +424,11 @@ def _steps(mode):
         return _zoo_parts()[mode]
     if mode in PLAIN_PARTS:
         return _plain_parts()[mode]
+    if mode in SEG_PARTS:
+        return _seg_parts()[mode]
+    if mode == "seg":
+        parts = _seg_parts()
+        return [s for name in SEG_PARTS for s in parts[name]]
     if mode in ("quick",) + QUICK_PARTS:
         b = _batch_part(QUICK_BATCHES, False)
         main = (b["zoc"] + b["torch"] + b["cpp"] + _resolution_part([64, 128, 224, 448], False) +
@@ -424,8 +485,11 @@ def exports(mode, dry=False):
 
 
 def main(argv):
+    if len(argv) == 2 and argv[1] == "seg-models":  # prepare.sh: whose refusal to explain
+        print(" ".join(SEG))
+        return
     if len(argv) != 3 or argv[1] not in ("folders", "steps"):
-        raise SystemExit("usage: plan.py folders|steps MODE")
+        raise SystemExit("usage: plan.py folders|steps MODE, or plan.py seg-models")
     if argv[1] == "folders":
         for name, model, res, prec in zoc_folders(argv[2]):
             print(name, model, res, prec)

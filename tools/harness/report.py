@@ -34,12 +34,20 @@ CSV_COLUMNS = [
     "p90_ms", "min_ms", "max_ms", "mean_ms", "iters", "nvml_peak_mb", "torch_alloc_peak_mb",
     "torch_reserved_peak_mb", "device_used_mb", "model_mem_mb", "gpu_util_pct", "sm_clock_mhz",
     "power_w", "host_cpu_us", "host_wall_us", "h2d_bytes", "h2d_pageable_ms", "h2d_pinned_ms",
-    "setup_s", "compile_s", "max_abs_err", "top1_agree", "centered_rel_l2", "band", "profile_sum_ms",
+    "setup_s", "compile_s", "max_abs_err", "top1_agree", "pixel_agree", "centered_rel_l2",
+    "band", "profile_sum_ms",
     "error"]
 STATUS_RANK = {"PASS": 5, "FAIL": 4, "oom": 3, "error": 2, "skipped": 1, "pending": 0}
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 MODEL_NAMES = {"resnet50": "ResNet-50", "lenet": "LeNet", "mobilenet_v2": "MobileNetV2",
-               "efficientnet_b0": "EfficientNet-B0"}
+               "efficientnet_b0": "EfficientNet-B0",
+               "deeplabv3_mobilenet_v3_large": "DeepLabV3-MobileNetV3-Large",
+               "fcn_resnet50": "FCN-ResNet50"}
+# The networks whose batch tables, per-layer profiles and plots the report makes, and the batch
+# sizes at which zoc's per-layer breakdown is shown (the two ends of each sweep).
+TABLED = ("resnet50",) + plan.ZOO + plan.SEG
+PROFILE_ENDS = dict([(m, (1, 256)) for m in ("resnet50",) + plan.ZOO] +
+                    [(m, (1, max(plan.SEG_BATCHES))) for m in plan.SEG])
 
 
 def load(raw_dirs):
@@ -213,6 +221,42 @@ def plain_sections(records):
     return md
 
 
+def seg_accuracy(r):
+    """A seg table's cell: relative L2 of the `out` map and its pixels' argmax agreement."""
+    if r is None:
+        return ""
+    if r.get("rel_l2_err") is None or r.get("pixel_agree") is None:
+        return cell(r)
+    return "%.2g / %.3f%%%s" % (r["rel_l2_err"], 100.0 * r["pixel_agree"],
+                                " FAIL" if r["status"] == "FAIL" else "")
+
+
+def seg_sections(records):
+    """Markdown: the seg sweep (issue 37) per network at 520x520: median latency by batch size,
+    the equal-precision speed-ups, and every row's accuracy against PyTorch fp32 eager's `out`
+    map (relative L2 over the whole map, judged; argmax pixel agreement, reported)."""
+    md, res = [], plan.SEG_RES
+    for model in plan.SEG:
+        xs, rows = grid(records, model, "batch", {"resolution": res})
+        if not rows:
+            continue
+        name = MODEL_NAMES[model]
+        md += ["### %s %d×%d: median latency (ms) by batch size" % (name, res, res), "",
+               md_table(["implementation"] + xs, rows), ""]
+        md += speedup_sections(records, model, res)
+        xs, rows = grid(records, model, "batch", {"resolution": res}, seg_accuracy)
+        md += ["### %s %d×%d: accuracy of the `out` map (rel L2 / argmax pixel agreement)" % (
+            name, res, res), "", md_table(["implementation"] + xs, rows), ""]
+    if md:
+        md = ["## Segmentation, 520×520 (DeepLabV3-MobileNetV3-Large, FCN-ResNet50)", "",
+              "torchvision's networks (21 classes, no auxiliary head) with models/zoo.py's "
+              "weights; every row's `out` map (the first %d samples) against PyTorch eager fp32 "
+              "(TF32 off): relative L2 over the map, judged with the precision's band, and the "
+              "share of pixels whose argmax class agrees, reported." % max(
+                  plan.SAMPLES[m] for m in plan.SEG), ""] + md
+    return md
+
+
 def missing_points(records):
     """Points that were planned but not measured (skipped, e.g. cut by the deadline), grouped as
     'row model rRES: batches (why)' lines."""
@@ -287,9 +331,10 @@ def plots(records, out, env):
              "peak GPU memory in use (MB, NVML)", "ResNet-50, batch 8: memory vs resolution"),
             ("lenet_latency_vs_batch.png", "lenet", "batch", {"resolution": 28}, "median_ms",
              "median latency (ms)", "LeNet 28×28: latency vs batch size")]
-    figs += [("%s_latency_vs_batch.png" % m, m, "batch", {"resolution": 224}, "median_ms",
-              "median latency (ms)", "%s 224×224: latency vs batch size" % MODEL_NAMES[m])
-             for m in plan.ZOO]
+    figs += [("%s_latency_vs_batch.png" % m, m, "batch", {"resolution": plan.NATIVE_RES[m]},
+              "median_ms", "median latency (ms)", "%s %d×%d: latency vs batch size" % (
+                  MODEL_NAMES[m], plan.NATIVE_RES[m], plan.NATIVE_RES[m]))
+             for m in plan.ZOO + plan.SEG]
     for name, model, x_key, fixed, y_key, ylabel, title in figs:
         by_label = series(records, model, x_key, fixed)
         labels = [lab for lab in order(by_label, by_label)
@@ -345,10 +390,10 @@ def layer_profiles(records):
     of layer and its slowest layers, beside the fastest passing fp16 row of any other family:
     where zoc wins or loses its time, layer by layer (issue 16 asks it of ResNet-50 at 256)."""
     md = []
-    for model in ("resnet50",) + plan.ZOO:
+    for model in TABLED:
         res = plan.NATIVE_RES[model]
         parts = []
-        for batch in (1, 256):
+        for batch in PROFILE_ENDS[model]:
             at = [r for r in records if r["model"] == model and r["resolution"] == res
                   and r["batch"] == batch and r["precision"] == "fp16"]
             zc = fastest(at, lambda r: r["family"] == "zoc" and r.get("profile"))
@@ -433,14 +478,16 @@ def summary(records, envs, made, notes):
             md += ["## " + title, "", md_table(["implementation"] + xs, rows), ""]
             if x_key == "batch":
                 md += speedup_sections(records, model, fixed["resolution"])
+    md += seg_sections(records)
     md += plain_sections(records)
-    for model in ("resnet50",) + plan.ZOO:
-        xs, rows = grid(records, model, "batch", {"resolution": 224},
+    for model in TABLED:
+        res = plan.NATIVE_RES[model]
+        xs, rows = grid(records, model, "batch", {"resolution": res},
                         lambda r: "%.0f" % r["peak_mem_mb"] if r and r.get("peak_mem_mb") else "")
         rows = [r for r in rows if any(r[1:])]
         if rows:
-            md += ["## %s, 224×224: peak GPU memory in use (MB; NVML, whole device)" %
-                   MODEL_NAMES[model], "", md_table(["implementation"] + xs, rows), ""]
+            md += ["## %s, %d×%d: peak GPU memory in use (MB; NVML, whole device)" % (
+                MODEL_NAMES[model], res, res), "", md_table(["implementation"] + xs, rows), ""]
     host = [r for r in records if r["status"] == "PASS" and r["model"] == "resnet50"
             and r["resolution"] == 224 and r["batch"] in (1, 256)]
     if host:
@@ -452,7 +499,7 @@ def summary(records, envs, made, notes):
                           else "–", "%.1f" % (r["h2d_bytes"] / 1e6) if r.get("h2d_bytes") else "–",
                           fmt_ms(r.get("h2d_pageable_ms")), fmt_ms(r.get("h2d_pinned_ms"))]
                          for r in sorted(host, key=lambda r: (r["batch"], r["label"]))]), ""]
-    for model in ("resnet50",) + plan.ZOO:
+    for model in TABLED:
         md += profile_sums(records, model)
     md += layer_profiles(records)
     compiled = [r for r in records if r["family"] == "compile" and r.get("compile_s")]
@@ -474,11 +521,12 @@ def summary(records, envs, made, notes):
 
 def readme_snippet(records):
     tables = []
-    for model in ("resnet50",) + plan.ZOO:
-        xs, rows = grid(records, model, "batch", {"resolution": 224})
+    for model in TABLED:
+        res = plan.NATIVE_RES[model]
+        xs, rows = grid(records, model, "batch", {"resolution": res})
         keep = [i for i, x in enumerate(xs) if x in (1, 8, 32, 64, 256, 1024)]
         if rows:
-            tables.append(md_table(["%s 224×224, median ms" % MODEL_NAMES[model]] +
+            tables.append(md_table(["%s %d×%d, median ms" % (MODEL_NAMES[model], res, res)] +
                                    ["batch %d" % xs[i] for i in keep],
                                    [[r[0]] + [r[i + 1] for i in keep] for r in rows]) + "\n")
     return "\n".join(tables)
@@ -487,17 +535,18 @@ def readme_snippet(records):
 def print_tables(records):
     """The batch tables and, for the zoo, zoc fp16 against the fastest other fp16 row: the
     short version, for the device tool's output tail."""
-    for model in ("resnet50",) + plan.ZOO:
-        xs, rows = grid(records, model, "batch", {"resolution": 224})
+    for model in TABLED:
+        res = plan.NATIVE_RES[model]
+        xs, rows = grid(records, model, "batch", {"resolution": res})
         if not rows:
             continue
         width = max(len(r[0]) for r in rows)
-        title = "%s 224 median ms" % MODEL_NAMES[model]
+        title = "%s %d median ms" % (MODEL_NAMES[model], res)
         print("%-*s %s" % (width, title, " ".join("%8s" % x for x in xs)))
         for r in rows:
             print("%-*s %s" % (width, r[0], " ".join("%8s" % c for c in r[1:])))
-        if model in plan.ZOO:
-            for b, zl, zms, ol, oms, up in speedups(records, model, 224, "fp16"):
+        if model in plan.ZOO + plan.SEG:
+            for b, zl, zms, ol, oms, up in speedups(records, model, res, "fp16"):
                 print("  %s fp16 batch %d: %s %s ms against %s" % (
                     MODEL_NAMES[model], b, zl, zms, "%s %s ms: %s" % (ol, oms, up) if ol != "–"
                     else "no passing fp16 row of another family"))

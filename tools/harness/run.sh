@@ -18,7 +18,11 @@
 #   runs every part (raise HARNESS_BUDGET_S where no 10-minute limit applies). The zoo sweep
 #   (MobileNetV2, EfficientNet-B0 at 224, batch 1..256; GEN_DIR from `prepare.sh zoo`): zoo (zoc,
 #   PyTorch, LibTorch), zoo-tuned (zoc with --tune), zoo-jax (JAX/XLA, torch.compile default),
-#   zoo-compile-1 and zoo-compile-256 (max-autotune), one command each, merged the same way.
+#   zoo-compile-1 and zoo-compile-256 (max-autotune), one command each, merged the same way. The
+#   seg sweep (DeepLabV3-MobileNetV3-Large, FCN-ResNet50 at 520x520, batch 1, 8, 32; GEN_DIR
+#   from `prepare.sh seg`): seg-zoc, seg-torch, seg-compile-{deeplabv3,fcn}-{fp16,fp32} and
+#   seg-max-{deeplabv3,fcn}-{fp16,fp32}-{1,8,32} (max-autotune), one command each, merged the
+#   same way (`plan.py steps seg` lists every part's steps).
 # Environment: OUT (results; default ./harness_out), HARNESS_WORK (scratch, /tmp/zoc_harness),
 #   HARNESS_BUDGET_S (540: everything, report included, ends by then), HARNESS_PYTHON,
 #   HARNESS_DEVICE (cuda; cpu for a dry run of the plumbing without a GPU: PyTorch rows on the
@@ -56,14 +60,17 @@ bench_rc=$?
 "$PY" "$ROOT/tools/harness/report.py" --raw "$OUT" --out "$OUT"
 report_rc=$?
 # The device tool brings back only a handful of files (8): keep the headline ones loose (the zoo
-# modes' two latency plots in place of ResNet-50's) and put everything (raw per-iteration JSON,
-# logs, all plots) into one archive. HARNESS_KEEP_FILES=1 leaves the folder as it is.
+# and seg modes' two latency plots in place of ResNet-50's) and put everything (raw
+# per-iteration JSON, logs, all plots) into one archive. HARNESS_KEEP_FILES=1 leaves the folder
+# as it is.
 if [ "${HARNESS_KEEP_FILES:-0}" != 1 ]; then
   tar -czf "$WORK/bundle.tar.gz" -C "$OUT" . && mv "$WORK/bundle.tar.gz" "$OUT/bundle.tar.gz" &&
     find "$OUT" -mindepth 1 -maxdepth 1 ! -name bundle.tar.gz ! -name summary.md \
       ! -name results.csv ! -name readme_snippet.md ! -name env.json \
       ! -name latency_vs_batch.png ! -name mobilenet_v2_latency_vs_batch.png \
-      ! -name efficientnet_b0_latency_vs_batch.png -exec rm -rf {} +
+      ! -name efficientnet_b0_latency_vs_batch.png \
+      ! -name deeplabv3_mobilenet_v3_large_latency_vs_batch.png \
+      ! -name fcn_resnet50_latency_vs_batch.png -exec rm -rf {} +
 fi
 echo "[$(printf '%4d' "$(elapsed)")s] done: $OUT holds $(cd "$OUT" && echo *)"
 [ $bench_rc -eq 0 ] && exit $report_rc

@@ -68,8 +68,9 @@ def set_flags(v):
 
 def build_model(g, v, device):
     """The network of group g with the file's weights, in v's precision and layout. A zoo
-    network is built bare (zoo.build): export.build_model would also calibrate its BatchNorm
-    statistics on a forward pass, which the file's weights then replace anyway."""
+    network (a segmentation network of the seg sweep too) is built bare (zoo.build):
+    export.build_model would also calibrate its BatchNorm statistics on a forward pass, which the
+    file's weights then replace anyway."""
     if g["model"] in export.ZOO:
         model = zoo.build(g["model"], 0)
     else:
@@ -235,7 +236,7 @@ def measure_point(runner, v, g, batch, samples, plan, rec):
         torch.cuda.reset_peak_memory_stats()
     fn, info = runner.setup(x)
     rec.update(info)
-    y = fn()
+    y = zoo.main_output(fn())  # a segmentation network's {"out": map}: the map
     rows = min(batch, samples.shape[0])
     out = y[:rows].float().cpu().numpy()
     path = os.path.join(plan["outputs"], "%s_%s_r%d_b%d.npy" % (v["name"], g["model"],

@@ -132,6 +132,8 @@ Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int si
       return {LayerKind::None, Epilogue::kNone, "reshape yet"};
     case OpKind::Argmax:
       return {LayerKind::None, Epilogue::kNone, "argmax yet"};
+    case OpKind::Pad:
+      return {LayerKind::None, Epilogue::kNone, "pad yet"};
     case OpKind::LayerNorm:
       return {LayerKind::LayerNorm};
     case OpKind::ChannelShuffle:

@@ -414,7 +414,7 @@ class Translator {
   void mark_needed();
   void step(int index);
   bool finish_output();
-  bool check_declared_output(const pb::ValueInfoProto& output);
+  void check_declared_output(const pb::ValueInfoProto& o, ir::ValueId id);
   void check_params();
   void report_problems();
   bool collect_weights(Model& out);

@@ -334,32 +334,39 @@ void Translator::report_problems() {
                            problems_.size() == 1 ? "" : "s", fmt::join(ops, ", "), list));
 }
 
+// Every graph output becomes a model output, in the file's order (torchvision's segmentation
+// networks give 'out' and 'aux'); each must be a float32 activation computed from the input.
 bool Translator::finish_output() {
   const SourceLoc at{path_, 0, 0};
-  if (g_.output_size() != 1) {
-    std::vector<std::string> names;
-    for (const pb::ValueInfoProto& v : g_.output()) names.push_back("'" + shown_text(v.name()) + "'");
-    diags_.error(at, fmt::format("the graph has {} outputs ({}); zoc compiles models with one "
-                                 "output",
-                                 g_.output_size(), fmt::join(names, ", ")));
+  if (g_.output_size() == 0) {
+    diags_.error(at, "the graph has no output");
     return false;
   }
-  const pb::ValueInfoProto& o = g_.output(0);
-  const Val& v = get(o.name());
-  if (!v.is(Val::Kind::kActivation) || graph_.values[static_cast<size_t>(v.id)].producer == 0) {
-    diags_.error(at, fmt::format("graph output '{}' is {}: the model computes nothing from its "
-                                 "input",
-                                 shown_text(o.name()),
-                                 v.is(Val::Kind::kConstant) ? "a constant" : "the graph's input"));
-    return false;
+  graph_.outputs.clear();
+  for (const pb::ValueInfoProto& o : g_.output()) {
+    const Val& v = get(o.name());
+    if (!v.is(Val::Kind::kActivation) || graph_.values[static_cast<size_t>(v.id)].producer == 0) {
+      diags_.error(at, fmt::format("graph output '{}' is {}: the model computes nothing from its "
+                                   "input",
+                                   shown_text(o.name()),
+                                   v.is(Val::Kind::kConstant) ? "a constant" : "the graph's input"));
+      return false;
+    }
+    if (o.type().has_tensor_type() &&
+        o.type().tensor_type().elem_type() != pb::TensorProto::FLOAT) {
+      diags_.error(at, fmt::format("graph output '{}' is of type {}; zoc's output is float32",
+                                   shown_text(o.name()),
+                                   elem_type_name(o.type().tensor_type().elem_type())));
+      return false;
+    }
+    if (std::find(graph_.outputs.begin(), graph_.outputs.end(), v.id) != graph_.outputs.end()) {
+      diags_.error(at, fmt::format("graph output '{}' is another output of the graph again; zoc "
+                                   "gives each output a buffer of its own",
+                                   shown_text(o.name())));
+      return false;
+    }
+    graph_.outputs.push_back(v.id);
   }
-  if (o.type().has_tensor_type() && o.type().tensor_type().elem_type() != pb::TensorProto::FLOAT) {
-    diags_.error(at, fmt::format("graph output '{}' is of type {}; zoc's output is float32",
-                                 shown_text(o.name()),
-                                 elem_type_name(o.type().tensor_type().elem_type())));
-    return false;
-  }
-  graph_.outputs = {v.id};
   return true;
 }
 
@@ -396,17 +403,22 @@ void Translator::check_params() {
                                          shape_str(spec->shape), b.suffix));
     }
   }
-  const pb::ValueInfoProto& o = g_.output(0);
-  if (dims_overridden_ || !o.type().tensor_type().has_shape()) return;
+  if (dims_overridden_) return;
+  for (int k = 0; k < g_.output_size(); ++k) check_declared_output(g_.output(k), graph_.outputs[k]);
+}
+
+// One graph output's declared shape against the one zoc computes, where the file declares it.
+void Translator::check_declared_output(const pb::ValueInfoProto& o, ir::ValueId id) {
+  if (!o.type().tensor_type().has_shape()) return;
   const auto& dim = o.type().tensor_type().shape().dim();
-  const ir::TensorType& t = graph_.type(graph_.outputs[0]);
+  const ir::TensorType& t = graph_.type(id);
   bool same = static_cast<size_t>(dim.size()) == t.dims.size() + 1;
   for (size_t k = 0; same && k < t.dims.size(); ++k) {
     const auto& d = dim[static_cast<int>(k + 1)];
     same = !d.has_dim_value() || d.dim_value() == t.dims[k];
   }
   if (!same) {
-    const ir::Node& last = graph_.producer(graph_.outputs[0]);
+    const ir::Node& last = graph_.producer(id);
     diags_.error(last.loc, fmt::format("the model declares its output '{}' as {}, but zoc computes "
                                        "N x {}: zoc would not compute what the model does",
                                        shown_text(o.name()), declared_str(o.type()),

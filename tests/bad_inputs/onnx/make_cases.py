@@ -447,9 +447,21 @@ def output_mismatch():
     return m.SerializeToString()
 
 
-def multiple_outputs():
+def multiple_outputs():  # compiles: each graph output is a model output, in order
     m = tiny()
     m.graph.output.append(helper.make_tensor_value_info("p", FLOAT, ["batch", 4, 1, 1]))
+    return m.SerializeToString()
+
+
+def output_twice():
+    m = tiny()
+    m.graph.output.append(helper.make_tensor_value_info("output", FLOAT, ["batch", 2]))
+    return m.SerializeToString()
+
+
+def output_is_input():
+    m = tiny()
+    m.graph.output.append(image_input())
     return m.SerializeToString()
 
 
@@ -497,7 +509,9 @@ CASES = {
     "checker_rejects": (checker_rejects, "", 1),
     "checker_quotes_escape": (checker_quotes_escape, "", 1),
     "output_mismatch": (output_mismatch, "", 1),
-    "multiple_outputs": (multiple_outputs, "", 1),
+    "multiple_outputs": (multiple_outputs, "", 0),
+    "output_twice": (output_twice, "", 1),
+    "output_is_input": (output_is_input, "", 1),
     "training_batchnorm": (training_batchnorm, "", 1),
     "hardsigmoid_alpha": (hardsigmoid_alpha, "", 1),
     "clip_one_sided": (clip_one_sided, "", 1),
@@ -598,8 +612,10 @@ EXPECT = {
     "output_mismatch": [F + "output_mismatch.onnx: node '/fc/Gemm' (Gemm, #5): error: the model "
                         "declares its output 'output' as [batch, 3], but zoc computes N x 2: zoc "
                         "would not compute what the model does"],
-    "multiple_outputs": [F + "multiple_outputs.onnx: error: the graph has 2 outputs ('output', "
-                         "'p'); zoc compiles models with one output"],
+    "output_twice": [F + "output_twice.onnx: error: graph output 'output' is another output of "
+                     "the graph again; zoc gives each output a buffer of its own"],
+    "output_is_input": [F + "output_is_input.onnx: error: graph output 'input' is the graph's "
+                        "input: the model computes nothing from its input"],
     "training_batchnorm": [F + "training_batchnorm.onnx" + UNSUPPORTED,
                            "  node '/bn/BatchNormalization' (BatchNormalization, #1): training "
                            "mode (batch statistics): export the model in eval mode"],

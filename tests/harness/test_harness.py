@@ -554,8 +554,32 @@ def case_profile(work, zoc):
         got = got_kinds(layers)
         assert all(got[k] == n for k, n in kinds.items()), "%s: %s" % (model, got)
         print("%s: %d layers described, %s" % (model, len(layers), dict(got)))
+    _check_upsample_notes(work, zoc)
     print("PASS: every layer of zoc's MobileNetV2 and EfficientNet-B0 profiles has its "
-          "description, depthwise and squeeze-excitation convolutions recognized")
+          "description, depthwise and squeeze-excitation convolutions recognized; every "
+          "upsampling its channels and sizes")
+
+
+def _check_upsample_notes(work, zoc):
+    """tests/backend/dense_layers.yaml's upsamplings (nearest and bilinear, by scale and to a
+    size) each get their channels and sizes, hence their least traffic, from the generated code;
+    and the comment zoc wrote before it named the channels is read through the call constant."""
+    import layer_profile
+    gen = os.path.join(work, "dense_fp16")
+    subprocess.run([zoc, "compile", os.path.join(ROOT, "tests", "backend", "dense_layers.yaml"),
+                    "-o", gen, "--precision", "fp16"], check=True, stdout=subprocess.DEVNULL)
+    model = [f[:-4] for f in os.listdir(gen) if f.endswith(".cpp") and f != "main.cpp"][0]
+    notes = layer_profile.layer_notes(gen, model)
+    ups = [w for w in notes.values() if layer_profile.UPSAMPLE.match(w)]
+    assert len(ups) >= 4 and all(layer_profile.upsample_shape(w) for w in ups), ups
+    old = os.path.join(work, "old_comment")
+    os.makedirs(old, exist_ok=True)
+    with open(os.path.join(old, "m.cpp"), "w") as f:
+        f.write("constexpr zoc::UpsampleCall kUp_up = {.g = {.c = 21, .h = 33, .w = 33,\n"
+                "::layers(\n  // up: bilinear upsampling 33x33 -> 520x520\n"
+                "  ZOC_TRY(v.upsample(kUp_up, \"up\"));\n")
+    got = layer_profile.layer_notes(old, "m")["up"]
+    assert layer_profile.upsample_shape(got) == (21, 33, 33, 520, 520), got
 
 
 def main():

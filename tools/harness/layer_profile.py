@@ -28,8 +28,12 @@ from common import md_table
 ENTRY = re.compile(r"^\s*// (\S+(?: \+ \S+)*): (.*)$")
 COMMENT = re.compile(r"^\s*// (.*)$")
 SOURCE = re.compile(r"\s*\([^()\s]*/[^()\s]*\)")  # " (/path/model.py:64:20)": where, not what
-CALL = re.compile(r"ZOC_TRY\(v\.\w+\(.*?\b(k(?:Conv|Dw|Act)_\w+)")  # the layer's call and its shape
+CALL = re.compile(r"ZOC_TRY\(v\.\w+\(.*?\b(k(?:Conv|Dw|Act|Up)_\w+)")  # the layer's call and its shape
 ACT_SHAPE = re.compile(r"zoc::ActivationCall (kAct_\w+) = \{[\w:]+, \{[^}]*\}, (\d+),")
+# An upsampling's channel count, from its constant (code generated before its comment named it).
+UP_CHANNELS = re.compile(r"zoc::UpsampleCall (kUp_\w+) = \{\.g = \{\.c = (\d+),")
+# The older comment, "bilinear upsampling HxW -> PxQ": rewritten as the current one.
+OLD_UPSAMPLE = re.compile(r"^(bilinear|nearest) upsampling (\d+x\d+ -> \d+x\d+)(.*), (\d+) ch$")
 
 
 def layer_notes(folder, model):
@@ -40,6 +44,7 @@ def layer_notes(folder, model):
     except OSError:
         return {}
     shapes = {sym: ", %s elements per sample" % n for sym, n in ACT_SHAPE.findall(text)}
+    shapes.update({sym: ", %s ch" % c for sym, c in UP_CHANNELS.findall(text)})
     notes, title = {}, None
     for line in text[text.find("::layers("):].splitlines():
         entry, comment, call = ENTRY.match(line), COMMENT.match(line), CALL.search(line)
@@ -53,7 +58,15 @@ def layer_notes(folder, model):
             title = None
         else:
             title = None if line.strip() else title
-    return {t: " ".join(SOURCE.sub("", w).split()).rstrip(",") for t, w in notes.items()}
+    notes = {t: " ".join(SOURCE.sub("", w).split()).rstrip(",") for t, w in notes.items()}
+    for t, w in notes.items():
+        old = OLD_UPSAMPLE.match(w)
+        if old:
+            mode, sizes, rest, c = old.groups()
+            notes[t] = "upsample %s, %s channels, %s%s" % (mode, c, sizes, rest)
+        elif w.endswith(" ch") and UPSAMPLE.match(w):
+            notes[t] = w.rsplit(", ", 1)[0]  # the comment names the channels already
+    return notes
 
 
 def compact(layers, notes):

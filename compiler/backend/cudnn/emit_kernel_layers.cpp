@@ -115,8 +115,8 @@ bool emit_upsample(EmitContext& ctx, const ir::Node& n, size_t i) {
   named::UpsampleCall call;
   call.g = g, call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
   constant(ctx, "UpsampleCall", "kUp_" + ctx.ids[i], named::items(call));
-  comment(ctx, n, fmt::format("{} upsampling {}x{} -> {}x{}{}", bilinear ? "bilinear" : "nearest",
-                              in.h, in.w, out.h, out.w,
+  comment(ctx, n, fmt::format("upsample {}, {} channels, {}x{} -> {}x{}{}",
+                              bilinear ? "bilinear" : "nearest", in.c, in.h, in.w, out.h, out.w,
                               corners ? " (align_corners)" : ""));
   timed_call(ctx, n, "v.upsample(kUp_{}, {})", ctx.ids[i], ctx.name_literal(n));
   return true;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Third-party models of the export corpus on the GPU, in one device command: the folders
 # tests/gpu/prepare_corpus_check.sh wrote, built and run by tests/gpu/gpu_check.sh in fp32 and
-# fp16 at batch 1 and 8 (and 8 in a CUDA graph) against PyTorch's fp32 output, after unpacking
+# fp16 at batch 1 and the reference's batch (8, or CHECK_BATCH; in a CUDA graph too) against PyTorch's fp32 output, after unpacking
 # the weights. No latency or tuning phase: this checks numbers (and runs compute-sanitizer on
 # the folders ZOC_SANITIZE_MODELS names, none by default). A model on which PyTorch's own
 # reduced precision misses the band (measured first, tools/corpus/torch_precision_error.py) is
@@ -36,5 +36,8 @@ models=$(cd "$DIR/_ref" && ls -d */ | tr -d /)
 timeout 300 "$PY" "$ROOT/tools/corpus/torch_precision_error.py" $models \
   --json "$OUT/torch_precision_error.json" >"$OUT/torch_precision_error.md" 2>&1
 export OUT ZOC_OWN_ERROR=$OUT/torch_precision_error.json
-export ZOC_GPU_BATCHES="1 8" ZOC_SANITIZE_MODELS=${ZOC_SANITIZE_MODELS-} ZOC_LATENCY_MODELS= ZOC_GPU_TUNED=0
+# The batch sizes: 1 and the reference's (input.json; every model of a folder has the same).
+batch=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["shape"][0])' \
+  "$DIR/_ref/$(echo "$models" | head -1)/input.json")
+export ZOC_GPU_BATCHES="1 $batch" ZOC_GPU_GRAPH_BATCH=$batch ZOC_SANITIZE_MODELS=${ZOC_SANITIZE_MODELS-} ZOC_LATENCY_MODELS= ZOC_GPU_TUNED=0
 exec "$ROOT/tests/gpu/gpu_check.sh" "$DIR"

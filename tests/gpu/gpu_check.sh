@@ -25,6 +25,7 @@
 # PyTorch's own reduced precision miss the band is judged within twice PyTorch's error),
 # ZOC_GPU_BUDGET_S (default 540), ZOC_LATENCY_MODELS (default resnet50; empty: no latency phase),
 # ZOC_GPU_MODELS (only these models' folders; default all), ZOC_GPU_BATCHES (default "1 8 64"),
+# ZOC_GPU_GRAPH_BATCH (the CUDA-graph row's batch, default 8),
 # ZOC_GPU_TUNED (0: no --tune correctness row), ZOC_SANITIZE_MODELS (the models whose folders
 # phase 4 sanitizes, default "lenet resnet50"), ZOC_EXPORT_TORCHSCRIPT (default script). A model
 # with a folder CHECK_DIR/_ref/<model>/ (weights.safetensors, input.npy and output.npy at batch
@@ -143,7 +144,7 @@ check_run() {  # name batch mode
 }
 for name in "${FOLDERS[@]}"; do
   for n in $BATCHES; do throttle 4; check_run "$name" "$n" eager & done
-  throttle 4; check_run "$name" 8 graph &
+  throttle 4; check_run "$name" "${ZOC_GPU_GRAPH_BATCH:-8}" graph &
   [ "${ZOC_GPU_TUNED:-1}" = 0 ] || { throttle 4; check_run "$name" 64 tuned & }
 done
 wait

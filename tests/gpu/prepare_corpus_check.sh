@@ -6,13 +6,14 @@
 # and per model corpus_check/_ref/<model>/:
 #   weights.safetensors.xz  the ONNX file's initializers (`zoc extract-weights`), xz-compressed:
 #                           the corpus's tiled weights compress ~400x (ResNet-50: 97 MiB, 240 KB)
-#   input.json, output.npy  a seeded batch of 8 (its shape, seed and SHA-256: corpus_check.sh
+#   input.json, output.npy  a seeded batch of CHECK_BATCH, default 8 (its shape, seed and SHA-256: corpus_check.sh
 #                           regenerates it there, as the corpus's reader does) and PyTorch's fp32
 #                           output for it, from the corpus's traced (else scripted) module run
 #                           by this machine's torch: [N, classes], or, for several outputs or an
 #                           image (segmentation), every output flattened into one row per sample
 #                           in the model's order, as zoc's generated code writes them
 #   parts.json              then each output's name and shape, for gpu_compare.py to split by
+# (A dense-prediction model's reference maps are large: CHECK_BATCH=2 keeps the folder small.)
 # The GPU check compares zoc's generated code with that output at batch 1 and 8 (and 8 in a
 # CUDA graph), as it does for the torchvision zoo.
 # Usage: tests/gpu/prepare_corpus_check.sh CORPUS_DIR ROUTE MODEL...
@@ -43,12 +44,12 @@ print("x".join(map(str, json.load(open(sys.argv[1]))["input"])))' "$corpus/$m/me
   esac
   ref=$out/_ref/$m
   mkdir -p "$ref"
-  /usr/bin/python3 - "$corpus/$m" "$ref" <<'PY'
+  /usr/bin/python3 - "$corpus/$m" "$ref" "${CHECK_BATCH:-8}" <<'PY'
 import hashlib, json, os, sys
 import numpy as np, torch
-folder, ref = sys.argv[1:]
+folder, ref, batch = sys.argv[1:]
 meta = json.load(open(os.path.join(folder, "meta.json")))
-shape, seed = [8] + list(meta["input"]), meta["seed"] * 16 + 3
+shape, seed = [int(batch)] + list(meta["input"]), meta["seed"] * 16 + 3
 x = torch.randn(shape, generator=torch.Generator().manual_seed(seed))
 with open(os.path.join(ref, "input.json"), "w") as f:
     json.dump({"shape": shape, "seed": seed,

@@ -172,6 +172,9 @@ class Fake {
   static constexpr const char* kName = "fake";
   static constexpr const char* kPrecision = "fp32";
   static constexpr int kInputC = 3, kInputH = 5, kInputW = 7, kOutputs = 10;
+  static constexpr int kOutputCount = 1;  // what a generated class declares of its outputs
+  static constexpr int kOutputOffsets[kOutputCount] = {0};
+  static constexpr int kOutputShapes[kOutputCount][3] = {{10, 1, 1}};
   static constexpr const char* kIrHash = "00000000000000aa";
   static constexpr int kLayers = 2;
   static const char* layer_name(int k) { return k == 0 ? "fake.fc" : "fake.output"; }

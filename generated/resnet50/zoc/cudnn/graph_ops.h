@@ -210,7 +210,7 @@ inline Expected<BackendDesc> pointwise_desc(cudnnPointwiseMode_t mode, const std
   cudnnDataType_t prec = CUDNN_DATA_FLOAT;
   ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, what, layer);
   ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, what, layer);
-  return pw;
+  return Expected<BackendDesc>(std::move(pw));  // explicit: C++17 (CUDA) has no implicit move here
 }
 
 // One pointwise operation y = mode(x[, b]) computed in fp32; returns the operation.

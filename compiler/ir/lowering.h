@@ -56,7 +56,9 @@ using ValueId = int32_t;
   X(LayerNorm, "layernorm.kernel", true, true, false, "zoc's layer norm kernel")                \
   X(Shuffle, "shuffle.kernel", true, true, false, "zoc's channel shuffle kernel")               \
   X(Upsample, "upsample.kernel", true, true, false,                                             \
-    "zoc's nearest or bilinear upsampling kernel (PyTorch's source indices)")
+    "zoc's nearest or bilinear upsampling kernel (PyTorch's source indices)")                   \
+  X(UpsampleOutput, "upsample.to_output", true, true, false,                                    \
+    "zoc's upsampling kernel writing a model output straight to the caller's fp32 NCHW rows")
 
 enum class LayerKind : uint8_t {
   None,  // not lowered

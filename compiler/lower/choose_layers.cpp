@@ -5,6 +5,8 @@
 // at its layer, naming the form (`zoc compile` and `zoc ir` with a target option both lower).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compiler/ir/activation_params.h"
 #include "compiler/lower/lower_to_target.h"
 #include "compiler/support/sanitize.h"
@@ -89,8 +91,20 @@ Choice conv_transpose_choice(const ir::Node& n) {
   return {LayerKind::ConvTranspose};
 }
 
+// An upsampling whose result is only a model output (a segmentation network's class scores at
+// the input's size, its largest tensor) writes the caller's fp32 NCHW rows itself: no arena
+// slot, no pass of the output kernel over it. On the main stream only (the outputs leave after
+// every side branch joined).
+Choice upsample_choice(const ir::Graph& g, const ir::Node& n, int side,
+                       const std::vector<int>& readers) {
+  const bool output_only =
+      side < 0 && readers[static_cast<size_t>(n.output)] == 0 &&
+      std::count(g.outputs.begin(), g.outputs.end(), n.output) == 1;
+  return {output_only ? LayerKind::UpsampleOutput : LayerKind::Upsample};
+}
+
 Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int side,
-              int64_t stored_c) {
+              int64_t stored_c, const std::vector<int>& readers) {
   switch (n.op) {
     case OpKind::Input:
       return {LayerKind::InputInPlace};  // settled by lower_to_target
@@ -140,7 +154,7 @@ Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int si
       return {LayerKind::Shuffle};
     case OpKind::UpsampleNearest:
     case OpKind::UpsampleBilinear:
-      return {LayerKind::Upsample};
+      return upsample_choice(g, n, side, readers);
 #define ZOC_ACTIVATION(op, grad, math) case OpKind::op:
 #include "compiler/ir/ops.def"
       return {LayerKind::Activation};
@@ -159,12 +173,16 @@ bool choose_layers(ir::Graph& g, const TargetDesc& t, const std::vector<int>& si
                    int64_t input_stored_channels, Diagnostics& diags) {
   bool ok = true;
   const ir::ValueId input = g.nodes.front().output;
+  std::vector<int> readers(g.values.size(), 0);  // nodes reading each value
+  for (const ir::Node& n : g.nodes) {
+    for (ir::ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];
+  }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ir::Node& n = g.nodes[i];
     const int64_t stored_c = !n.inputs.empty() && n.inputs[0] == input && input_stored_channels > 0
                                  ? input_stored_channels
                                  : (n.inputs.empty() ? 0 : g.type(n.inputs[0]).dims.at(0));
-    const Choice c = choose(g, n, t, side_of[i], stored_c);
+    const Choice c = choose(g, n, t, side_of[i], stored_c, readers);
     if (c.kind == LayerKind::None) {
       diags.error(n.loc, fmt::format("layer '{}' ({}): {} does not support {}", shown_text(n.name),
                                      ir::op_info(n.op).name, t.name, c.refusal));

@@ -63,12 +63,19 @@ int64_t padded_input_channels(const ir::Graph& g, const TargetDesc& t) {
   return (c + pad - 1) / pad * pad;
 }
 
-// Floats take the target's dtype, images its layout; features stay NC.
+// Writes its result into the caller's fp32 NCHW rows, outside the arena.
+bool writes_caller_output(const ir::Node& n) {
+  return n.lowered->kind == LayerKind::UpsampleOutput;
+}
+
+// Floats take the target's dtype, images its layout; features stay NC. A result written into
+// the caller's rows is what they hold: fp32 NCHW.
 void set_types(ir::Graph& g, const TargetDesc& t) {
   for (ir::Value& v : g.values) {
     ir::TensorType& type = *v.type;
-    if (is_float(type.dtype)) type.dtype = t.dtype;
-    if (type.dims.size() == 3) type.layout = t.layout;
+    const bool caller = writes_caller_output(g.nodes[static_cast<size_t>(v.producer)]);
+    if (is_float(type.dtype)) type.dtype = caller ? ir::DType::F32 : t.dtype;
+    if (type.dims.size() == 3) type.layout = caller ? ir::Layout::NCHW : t.layout;
   }
 }
 
@@ -92,6 +99,9 @@ void place_values(ir::Graph& g, const TargetDesc& t, int64_t padded,
   o.external_input = g.nodes.front().lowered->kind == LayerKind::InputInPlace;
   o.input_channels_stored = padded;
   for (const SideBranch& b : branches) o.live_until.push_back({g.nodes[b.node].inputs[0], b.join});
+  for (const ir::Node& n : g.nodes) {
+    if (writes_caller_output(n)) o.pinned[n.output] = 0;  // not in the arena
+  }
   const MemoryPlan plan = plan_memory(g, o);
   for (size_t v = 0; v < g.values.size(); ++v) {
     const MemoryPlan::Slot& slot = plan.slots[v];
@@ -101,8 +111,8 @@ void place_values(ir::Graph& g, const TargetDesc& t, int64_t padded,
     s.stored_channels = producer.op == OpKind::Input && padded > 0 ? padded
                         : dims.empty()                             ? 0
                                                                    : dims[0];
-    s.offset = slot.offset;
-    s.bytes = slot.bytes;
+    s.offset = writes_caller_output(producer) ? -1 : slot.offset;
+    s.bytes = writes_caller_output(producer) ? 0 : slot.bytes;
     s.alias_of = slot.alias_of;
     s.stream = producer.lowered->side_branch >= 0 ? ir::Stream::kSide : ir::Stream::kMain;
     g.values[v].storage = s;

@@ -12,7 +12,9 @@
 #     `zoc run`) into zoo_check/_ref/<name>/, which the GPU check uses instead of exporting.
 # The weights are not shipped (AlexNet's and VGG's are 0.2-0.5 GB): tests/gpu/gpu_check.sh
 # exports them on the GPU machine with models/export.py, which builds the same networks.
-# Usage: tests/gpu/prepare_zoo_check.sh [ZOC_BINARY] [MODEL...]
+# Usage: [REF_BATCH=N] tests/gpu/prepare_zoo_check.sh [ZOC_BINARY] [MODEL...]
+#   REF_BATCH: the test models' reference batch (default 64; dense_layers' five outputs take
+#   1.1 MB per sample: 4 keeps the folder small enough to travel, tests/gpu/dense_check.sh)
 #   (default: all 17, zoo_layers, depthwise_layers, epilogue_layers and dense_layers)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,9 +36,9 @@ for m in "${models[@]}"; do
     mkdir -p "$ref"
     "$zoc" init-weights "tests/backend/$m.yaml" -o "$ref/weights.safetensors" --seed 0
     [ "$m" = zoo_layers ] || /usr/bin/python3 tests/gpu/he_scale.py "$ref/weights.safetensors"
-    /usr/bin/python3 -c 'import numpy as np, sys, yaml
+    /usr/bin/python3 -c 'import numpy as np, os, sys, yaml
 i = yaml.safe_load(open(sys.argv[1]))["input"]
-shape = (64, i["channels"], i["height"], i["width"])
+shape = (int(os.environ.get("REF_BATCH", 64)), i["channels"], i["height"], i["width"])
 np.save(sys.argv[2], np.random.default_rng(2).standard_normal(shape).astype(np.float32))' \
       "tests/backend/$m.yaml" "$ref/input.npy"
     "$zoc" run "tests/backend/$m.yaml" --weights "$ref/weights.safetensors" \
@@ -54,6 +56,8 @@ ys = ([np.load(os.path.join(ref, "output_%s.npy" % n)) for n in names] if names
       else [np.load(os.path.join(ref, "output.npy"))])
 if names or ys[0].ndim > 2:
     np.save(os.path.join(ref, "output.npy"), np.concatenate([y.reshape(len(y), -1) for y in ys], 1))
+    for n in names or []:  # in output.npy now: the folder travels smaller
+        os.remove(os.path.join(ref, "output_%s.npy" % n))
     with open(os.path.join(ref, "parts.json"), "w") as f:
         json.dump([{"name": n, "shape": list(y.shape[1:])}
                    for n, y in zip(names or ["output"], ys)], f)

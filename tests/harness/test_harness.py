@@ -572,6 +572,12 @@ def _check_upsample_notes(work, zoc):
     notes = layer_profile.layer_notes(gen, model)
     ups = [w for w in notes.values() if layer_profile.UPSAMPLE.match(w)]
     assert len(ups) >= 4 and all(layer_profile.upsample_shape(w) for w in ups), ups
+    # Model outputs written by their upsampling layers: fp32 out, the model's precision in.
+    caller = [w for w in ups if "caller's fp32" in w]
+    assert len(caller) == 2, ups
+    c, h, w, p, q = layer_profile.upsample_shape(caller[0])
+    want = c * (h * w * 2 + p * q * 4) * 8 / 1e6
+    assert abs(layer_profile.traffic_mb(caller[0], 8, "fp16") - want) < 1e-9, caller[0]
     old = os.path.join(work, "old_comment")
     os.makedirs(old, exist_ok=True)
     with open(os.path.join(old, "m.cpp"), "w") as f:

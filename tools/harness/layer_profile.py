@@ -106,15 +106,16 @@ def upsample_shape(what):
 def traffic_mb(what, batch, precision):
     """The least a layer must move through DRAM, MB: a convolution (transposed too) its input,
     output (and residual) read or written once, weights once; an upsampling its input map read
-    and its output map written once; an activation its input and output; None for other layers
+    and its output map written once (fp32 where it writes a model output for the caller); an activation its input and output; None for other layers
     (their shapes are not in `what`)."""
     conv = conv_shape(what) or conv_shape(what, TRANSPOSED)
     act, up = re.search(r"(\d+) elements per sample", what), upsample_shape(what)
     if precision not in ELEMENT_BYTES or not (conv or act or up):
         return None
-    if up:
+    if up:  # a model output's upsampling writes the caller's fp32 rows
         c, h, w, p, q = up
-        return c * (h * w + p * q) * batch * ELEMENT_BYTES[precision] / 1e6
+        out_bytes = 4 if "caller's fp32" in what else ELEMENT_BYTES[precision]
+        return c * (h * w * ELEMENT_BYTES[precision] + p * q * out_bytes) * batch / 1e6
     if act:
         return 2 * int(act.group(1)) * batch * ELEMENT_BYTES[precision] / 1e6
     r, s, cin, cout, h, w, p, q, groups = conv

@@ -60,6 +60,14 @@ bool any_layer(const ir::Graph& g, ir::LayerKind kind);
 // Whether the model's outputs leave through zoc's output kernel (several outputs, or an image
 // stored NHWC) instead of a plain copy or conversion of one buffer.
 bool output_kernel_used(const ir::Graph& g);
+// Whether output v is written into the caller's rows by the layer that computes it.
+bool written_by_its_layer(const ir::Graph& g, ir::ValueId v);
+// Where output v lies in each sample's row of the caller's buffer: its first column, and the
+// row's length (every output's values per sample).
+struct OutputColumns {
+  int64_t offset = 0, pitch = 0;
+};
+OutputColumns output_columns(const ir::Graph& g, ir::ValueId v);
 // The model's .cu: the host functions of zoc/kernels/model_kernels.h its layers call
 // (emit_model_kernels.cpp).
 std::string kernels_source(const ir::Graph& g, const std::string& head, const std::string& base,

@@ -113,11 +113,23 @@ bool emit_upsample(EmitContext& ctx, const ir::Node& n, size_t i) {
   g.align_corners = corners;
   g.direct = !bilinear && in.c == 1, g.nhwc = snippet::nhwc_flag(ctx, n.inputs[0]);
   named::UpsampleCall call;
-  call.g = g, call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  call.g = g, call.x = ctx.tensor(n.inputs[0]);
+  std::string to;
+  if (n.lowered->kind == ir::LayerKind::UpsampleOutput) {  // a model output: the caller's rows
+    const OutputColumns at = output_columns(ctx.g, n.output);
+    named::OutputGeometry o;
+    o.per_sample = out.c * out.h * out.w, o.c = out.c, o.hw = out.h * out.w;
+    o.pitch = at.pitch, o.offset = at.offset;
+    call.y = "0", call.out = o;
+    to = fmt::format(", to the caller's fp32 NCHW columns {}..{}", at.offset,
+                     at.offset + out.c * out.h * out.w - 1);
+  } else {
+    call.y = ctx.tensor(n.output);
+  }
   constant(ctx, "UpsampleCall", "kUp_" + ctx.ids[i], named::items(call));
-  comment(ctx, n, fmt::format("upsample {}, {} channels, {}x{} -> {}x{}{}",
+  comment(ctx, n, fmt::format("upsample {}, {} channels, {}x{} -> {}x{}{}{}",
                               bilinear ? "bilinear" : "nearest", in.c, in.h, in.w, out.h, out.w,
-                              corners ? " (align_corners)" : ""));
+                              corners ? " (align_corners)" : "", to));
   timed_call(ctx, n, "v.upsample(kUp_{}, {})", ctx.ids[i], ctx.name_literal(n));
   return true;
 }

@@ -77,10 +77,31 @@ bool any_layer(const ir::Graph& g, ir::LayerKind kind) {
                      [&](const ir::Node& n) { return n.lowered->kind == kind; });
 }
 
+bool written_by_its_layer(const ir::Graph& g, ir::ValueId v) {
+  return g.producer(v).lowered->kind == ir::LayerKind::UpsampleOutput;
+}
+
 bool output_kernel_used(const ir::Graph& g) {
-  if (g.outputs.size() > 1) return true;
-  const ir::TensorType& t = g.type(g.outputs[0]);
-  return t.layout == ir::Layout::NHWC && t.dims.size() == 3 && t.dims[1] * t.dims[2] > 1;
+  for (ir::ValueId v : g.outputs) {
+    if (written_by_its_layer(g, v)) continue;
+    const ir::TensorType& t = g.type(v);
+    if (g.outputs.size() > 1 ||
+        (t.layout == ir::Layout::NHWC && t.dims.size() == 3 && t.dims[1] * t.dims[2] > 1)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+OutputColumns output_columns(const ir::Graph& g, ir::ValueId v) {
+  OutputColumns at;
+  bool found = false;
+  for (ir::ValueId o : g.outputs) {
+    found = found || o == v;
+    if (!found) at.offset += g.type(o).sample_numel();
+    at.pitch += g.type(o).sample_numel();
+  }
+  return at;
 }
 
 namespace {
@@ -89,11 +110,7 @@ namespace {
 ir::Layout image_layout(const ir::Graph& g) { return g.type(g.nodes.front().output).layout; }
 
 // The values per sample of every output together: a row of the caller's output buffer.
-int64_t total_outputs(const ir::Graph& g) {
-  int64_t total = 0;
-  for (ir::ValueId v : g.outputs) total += g.type(v).sample_numel();
-  return total;
-}
+int64_t total_outputs(const ir::Graph& g) { return output_columns(g, g.outputs[0]).pitch; }
 
 // The model's outputs as the caller's buffer holds them: each sample's row is every output in
 // order, output k from column kOutputOffsets[k], NCHW for an image (shape C x H x W; features
@@ -264,7 +281,7 @@ std::vector<std::string> layer_ids(const ir::Graph& g) {
 // outputs, an NHWC image) each through zoc's output kernel to its columns of the caller's rows.
 void emit_outputs(EmitContext& ctx) {
   const ir::Graph& g = ctx.g;
-  if (!output_kernel_used(g)) {
+  if (!output_kernel_used(g) && !written_by_its_layer(g, g.outputs[0])) {
     const int64_t outputs = g.type(g.outputs[0]).sample_numel();
     ctx.s.layers.line("// output: fp32 [n, {}] for the caller", outputs);
     named::OutputCall out;
@@ -280,6 +297,13 @@ void emit_outputs(EmitContext& ctx) {
   int64_t offset = 0;
   for (ir::ValueId v : g.outputs) {
     const ir::TensorType& t = g.type(v);
+    const std::string name = sanitize_comment(g.value_name(v));
+    if (written_by_its_layer(g, v)) {
+      ctx.s.layers.line("// output '{}': columns {}..{} of the caller's [n, {}], written by its layer",
+                        name, offset, offset + t.sample_numel() - 1, pitch);
+      offset += t.sample_numel();
+      continue;
+    }
     const bool image = t.dims.size() == 3;
     named::OutputGeometry geo;
     geo.per_sample = t.sample_numel(), geo.c = t.dims[0];
@@ -287,7 +311,6 @@ void emit_outputs(EmitContext& ctx) {
     geo.nhwc = image && t.layout == ir::Layout::NHWC, geo.pitch = pitch, geo.offset = offset;
     named::OutputCall out;
     out.y = ctx.tensor(v), out.per_sample = t.sample_numel(), out.g = geo;
-    const std::string name = sanitize_comment(g.value_name(v));
     ctx.s.layers.line("// output '{}': fp32 NCHW, columns {}..{} of the caller's [n, {}]", name,
                       offset, offset + t.sample_numel() - 1, pitch);
     ctx.s.layers.wrapped("ZOC_TRY(v.output_to_caller({", named::items(out), "}));");

@@ -30,6 +30,12 @@ bool any_epilogue(const ir::Graph& g, ir::Epilogue e) {
   return false;
 }
 
+// The upsampling step calls one of two functions by its constant (into the arena, or a model
+// output into the caller's rows): both are defined where either kind runs.
+bool any_upsample(const ir::Graph& g) {
+  return any_layer(g, ir::LayerKind::Upsample) || any_layer(g, ir::LayerKind::UpsampleOutput);
+}
+
 // The definitions are raw strings, written as generated (T: the model's element type).
 const HostFunction kFunctions[] = {
     {"zoc/kernels/kernels.cuh", R"(
@@ -119,7 +125,13 @@ cudaError_t channel_softmax(const void* x, void* y, int64_t n, int64_t c, int64_
 cudaError_t upsample(const void* x, void* y, int64_t n, UpsampleGeometry g, cudaStream_t stream) {
   return kernels::launch_upsample<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);
 })",
-     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Upsample); }},
+     any_upsample},
+    {"zoc/kernels/dense_kernels.cuh", R"(
+cudaError_t upsample_to_caller(const void* x, float* out, int64_t n, UpsampleGeometry g,
+                               OutputGeometry o, cudaStream_t stream) {
+  return kernels::launch_upsample_to_caller<T>(static_cast<const T*>(x), out, n, g, o, stream);
+})",
+     any_upsample},
     {"zoc/kernels/depthwise.cuh", R"(
 cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,
                            int64_t n, DepthwiseGeometry g, cudaStream_t stream) {

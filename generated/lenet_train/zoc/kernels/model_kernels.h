@@ -41,6 +41,9 @@ cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry
                              cudaStream_t stream);
 // Nearest or bilinear upsampling with PyTorch's source indices (zoc/kernels/dense_kernels.cuh).
 cudaError_t upsample(const void* x, void* y, int64_t n, UpsampleGeometry g, cudaStream_t stream);
+// The same, a model output written straight to the caller's fp32 NCHW rows where o says.
+cudaError_t upsample_to_caller(const void* x, float* out, int64_t n, UpsampleGeometry g,
+                               OutputGeometry o, cudaStream_t stream);
 // Softmax (or log-softmax) over the c channels at every pixel (zoc/kernels/dense_kernels.cuh).
 cudaError_t channel_softmax(const void* x, void* y, int64_t n, int64_t c, int64_t hw, bool nhwc,
                             bool log, cudaStream_t stream);

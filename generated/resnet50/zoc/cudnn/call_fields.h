@@ -174,10 +174,13 @@
   X(size_t, x, 0)                    \
   X(size_t, y, 0)
 
+// Upsampling into tensor y or, where out.per_sample > 0 (a model output), straight into the
+// caller's fp32 rows where out says.
 #define ZOC_FIELDS_UpsampleCall(X) \
   X(UpsampleGeometry, g, {})       \
   X(size_t, x, 0)                  \
-  X(size_t, y, 0)
+  X(size_t, y, 0)                  \
+  X(OutputGeometry, out, {})
 
 // Softmax, or with `log` log-softmax, over the c channels at each of hw pixels.
 #define ZOC_FIELDS_ChannelSoftmaxCall(X) \

@@ -441,6 +441,10 @@ struct Run {
     return mark();
   }
   Status upsample(const UpsampleCall& c, const char* name) {
+    if (c.out.per_sample > 0) {
+      ZOC_CUDA(model_kernels::upsample_to_caller(act(c.x), output, n, c.g, c.out, stream), name);
+      return mark();
+    }
     ZOC_CUDA(model_kernels::upsample(act(c.x), act(c.y), n, c.g, stream), name);
     return mark();
   }

@@ -230,7 +230,7 @@ def state_dict_arrays(model, keys=None):
 def save_torchscript(model, x, mode, out_dir):
     """Write model.pt (torch.jit.script) and/or model_traced.pt (torch.jit.trace) from the CPU.
     A segmentation network's dict output is traced with strict=False (the tracer refuses a dict
-    otherwise); its scripted form builds that dict with aten::_set_item, which zoc refuses."""
+    otherwise); its scripted form builds that dict with aten::_set_item, which zoc follows."""
     written = []
     with warnings.catch_warnings():  # torch >= 2.10 deprecates torch.jit; zoc still reads it
         warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*torch.jit.*")

@@ -8,6 +8,7 @@ with a convolution so that its input is an image with learned, seeded weights be
 """
 
 import math
+from collections import OrderedDict
 
 import torch
 import torch.nn as nn
@@ -368,6 +369,45 @@ class DictOutputs(Stem):
     def forward(self, x):
         y = self.conv(x)
         return {"out": y, "aux": self.aux(y)}
+
+
+class FeatureGetter(nn.ModuleDict):
+    """torchvision's IntermediateLayerGetter: the outputs of chosen layers, collected in a dict
+    that forward builds; `b`, an in-place ReLU, changes the tensor already stored as "low"."""
+
+    def __init__(self):
+        super().__init__(OrderedDict(a=nn.Conv2d(4, 4, 3, padding=1), b=nn.ReLU(inplace=True),
+                                     c=nn.Conv2d(4, 6, 1)))
+        self.return_layers = {"a": "low", "c": "high"}
+
+    def forward(self, x):
+        out = OrderedDict()
+        for name, module in self.items():
+            x = module(x)
+            if name in self.return_layers:
+                out[self.return_layers[name]] = x
+        return out
+
+
+@form("dict_features")
+class DictFeatures(Stem):
+    """torchvision's _SimpleSegmentationModel: features read from a submodule's dict, the result
+    built key by key, "out" set again after "aux" (it keeps its place)."""
+
+    def __init__(self):
+        super().__init__()
+        self.backbone = FeatureGetter()
+        self.head = nn.Conv2d(6, 3, 1)
+
+    def forward(self, x):
+        features = self.backbone(self.conv(x))
+        result = OrderedDict()
+        result["out"] = self.head(features["high"])
+        if "low" in features:
+            result["aux"] = features["low"] * 2.0
+        result["out"] = F.interpolate(result["out"], size=x.shape[-2:], mode="bilinear",
+                                      align_corners=False)
+        return result
 
 
 @form("tuple_outputs")

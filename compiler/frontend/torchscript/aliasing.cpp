@@ -22,7 +22,8 @@
 //     (`Tensor(a!)`, `Tensor(a)`), plus the dropout family, which LibTorch 1.13 does not annotate;
 //   - lists are objects too: aten::append changes the list under every name (a function that
 //     appends to its caller's list), and a constant list that an activation is appended to
-//     becomes a list object for every holder of the constant.
+//     becomes a list object for every holder of the constant; so are dicts of tensors (dicts.cpp:
+//     d[k] = v in torchvision's IntermediateLayerGetter changes its caller's dict).
 // Values are brought up to date when a node reads them (refresh_inputs), so stale copies in
 // callers' frames, list items and loop-carried values need no bookkeeping of their own.
 #include <fmt/format.h>
@@ -79,7 +80,7 @@ bool shares_set(const c10::AliasInfo* a, const c10::AliasInfo* b) {
   return std::any_of(sa.begin(), sa.end(), [&](c10::Symbol s) { return sb.count(s) > 0; });
 }
 
-uint32_t nest_depth(const Val& v) { return v.is(Kind::kList) ? v.depth : 0; }
+uint32_t nest_depth(const Val& v) { return v.is(Kind::kList) || v.is(Kind::kDict) ? v.depth : 0; }
 
 }  // namespace
 
@@ -135,11 +136,12 @@ bool Translator::refresh(Val& v, std::string& why) {
     l.version = lists_[static_cast<size_t>(l.list)].version + 1;  // read its items below
     v = std::move(l);
   }
-  if (!v.is(Kind::kList)) return true;
+  if (!v.is(Kind::kList) && !v.is(Kind::kDict)) return true;
   if (v.list >= 0) {
     const ListObject& l = lists_[static_cast<size_t>(v.list)];
     if (v.version != l.version) {
       v.items = l.items;
+      v.keys = l.keys;
       v.version = l.version;
       v.depth = 1;
       for (const Val& item : v.items) v.depth = std::max(v.depth, nest_depth(item) + 1);
@@ -310,7 +312,7 @@ void Translator::register_lists(jit::Node* n) {
     if (it == env_.end() || !it->second.is(Kind::kList) || it->second.list >= 0) continue;
     it->second.list = static_cast<int32_t>(lists_.size());
     it->second.version = 0;
-    lists_.push_back(ListObject{it->second.items, 0});
+    lists_.push_back(ListObject{it->second.items, 0, {}});
   }
 }
 
@@ -327,7 +329,7 @@ bool Translator::append_to_list(jit::Node* n, const Val& list, const Val& item) 
   }
   if (l.list < 0) {
     l.list = static_cast<int32_t>(lists_.size());
-    lists_.push_back(ListObject{l.items, 0});
+    lists_.push_back(ListObject{l.items, 0, {}});
     if (list.is(Kind::kConst)) {
       converted_lists_[list.value.internalToPointer()] = {list.value, l.list};
     }

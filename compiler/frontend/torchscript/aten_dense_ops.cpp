@@ -9,7 +9,6 @@
 //   - leaky_relu, elu, clamp (as hardtanh) and x.view(n, c, h, w) of features (as reshape);
 //   - channel slices x[:, a:b] and torch.split along channels (as slice_channels), and slices
 //     of shape lists (x.shape[-2:]);
-//   - prim::DictConstruct of activations returned by forward: its values as the model's outputs;
 //   - F.pad with a constant (aten::pad, aten::constant_pad_nd) of an image's H and W as pad;
 //   - a [C] parameter reshaped per channel (timm's layer scale gamma), as a binary op's operand;
 //   - add, sub, rsub, div and mul of an activation and a constant (a Python number, or a
@@ -511,25 +510,6 @@ bool pad(OpContext& c) {
   return y && c.result_tensor(*y);
 }
 
-// prim::DictConstruct(key0, value0, key1, value1, ...) of activations, what a model returns
-// as {'out': ..., 'aux': ...} (torchvision's segmentation models): its values in order, as a
-// tuple (several model outputs), or the one value itself. The keys are not kept.
-bool dict_construct(OpContext& c) {
-  Val values;
-  values.kind = Kind::kList;
-  for (size_t i = 1; i < c.num_inputs(); i += 2) {
-    const Val& v = c.in(i);
-    if (!v.is(Kind::kTensor) || v.view != Val::View::kNone) {
-      return c.fail("a dict holding more than activations; zoc returns a dict of tensors as "
-                    "the model's outputs");
-    }
-    values.items.push_back(v);
-  }
-  if (values.items.empty()) return c.fail("an empty dict");
-  c.result(values.items.size() == 1 ? values.items[0] : values);
-  return true;
-}
-
 }  // namespace
 
 const std::map<std::string, Handler>& dense_handlers() {
@@ -564,7 +544,6 @@ const std::map<std::string, Handler>& dense_handlers() {
       {"aten::div_", binary<ir::OpKind::Div>},
       {"aten::pad", pad},
       {"aten::constant_pad_nd", pad},
-      {"prim::DictConstruct", dict_construct},
   };
   return table;
 }

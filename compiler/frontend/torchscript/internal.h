@@ -33,6 +33,7 @@ struct Val {
     kTensor,  // an activation: the IR value `id`
     kBatch,   // the batch size, which zoc keeps dynamic
     kList,    // a list or tuple holding some non-constant items
+    kDict,    // a dict of tensors with string keys known now (dicts.cpp): `keys` and `items`
   };
   // kTensor: what the TorchScript tensor is to the IR value, an NCHW image or features. Besides
   // the value itself, two views zoc follows without an IR node: the channels-last permutation
@@ -52,10 +53,12 @@ struct Val {
   bool in_state_dict = true;      // kParam: a parameter or buffer, not a plain attribute
   int64_t stored_rank = -1;       // kParam seen reshaped (timm's gamma): its stored tensor's rank
   ir::ValueId id = ir::kNoValue;  // kTensor
-  std::vector<Val> items;         // kList
+  std::vector<Val> items;         // kList; kDict: the values, in insertion order
+  std::vector<std::string> keys;  // kDict: the keys, in insertion order
   // Mutation (aliasing.cpp). kTensor: the storage it shares with its aliases and, for a view
   // that is not the storage's whole content in its layout (`derived`: a flatten, a chunk, a
-  // reshape that may copy), the view object it is. kList: the list object (-1 for a tuple).
+  // reshape that may copy), the view object it is. kList: the list object (-1 for a tuple);
+  // kDict: its dict object, kept with the lists.
   // `version`: the storage's or list's version that `id` or `items` reflect.
   int32_t storage = -1;
   int32_t object = -1;
@@ -284,6 +287,7 @@ class Translator {
   struct ListObject {
     std::vector<Val> items;
     uint32_t version = 0;
+    std::vector<std::string> keys;  // a dict's
   };
   void new_storage(Val& v);
   bool refresh(Val& v, std::string& why);
@@ -294,6 +298,13 @@ class Translator {
   void classify_result(jit::Node* n, Val& r, std::optional<size_t> source, bool definite);
   void register_lists(jit::Node* n);
   bool append_to_list(jit::Node* n, const Val& list, const Val& item);
+  // Dicts of tensors (dicts.cpp): true if node n is a dict op it handled (or refused).
+  bool dict_op(jit::Node* n, const std::vector<Val>& in);
+  bool new_dict(jit::Node* n, const std::vector<Val>& in);
+  bool read_dict(jit::Node* n, const std::vector<Val>& in);
+  bool write_dict(jit::Node* n, const std::vector<Val>& in);
+  // A dict returned by forward: its values become the graph's outputs, in insertion order.
+  bool dict_outputs(const Val& dict, const SourceLoc& at);
   std::string where(jit::Node* n) const;
   void poison_outputs(jit::Node* n);
   Origin origin(jit::Node* n) const;

@@ -9,7 +9,8 @@
 // name a submodule by its last attribute alone. Instead this file walks the *non-inlined*
 // graphs itself, starting from the root module's `forward`:
 //   - every value is known symbolically (internal.h, Val): a constant, a module object with its
-//     path, a parameter with its state_dict name, an activation (an IR value), the batch size;
+//     path, a parameter with its state_dict name, an activation (an IR value), the batch size,
+//     a list or a dict (dicts.cpp) holding such values;
 //   - prim::GetAttr on a module yields a submodule or a parameter, so every name is the real
 //     attribute path from the root, exactly what state_dict prints;
 //   - prim::CallMethod / prim::CallFunction are entered like an interpreter would (with the
@@ -117,6 +118,8 @@ bool Translator::run(ir::Graph& out) {
   if (fatal_ || diags_.error_count() != errors_before) return false;
   if (results.size() == 1 && several_outputs(results[0])) {  // issue 37: `return out, aux`
     for (const Val& item : results[0].items) graph_.outputs.push_back(item.id);
+  } else if (results.size() == 1 && results[0].is(Kind::kDict)) {  // {'out': ..., 'aux': ...}
+    if (!dict_outputs(results[0], at)) return false;
   } else {
     if (results.size() == 1) take_main_output(results[0], at);
     if (results.size() != 1 || !results[0].is(Kind::kTensor) ||

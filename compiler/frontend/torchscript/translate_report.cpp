@@ -114,9 +114,11 @@ Origin Translator::origin(jit::Node* n) const {
   consider(n->sourceRange());
   // TorchScript's builtins (torch.rsub's `other - self`, compiled from "<string>") are inlined
   // with their own positions; the constants the user wrote beside them keep the user's. A list
-  // built for a call (prim::ListConstruct) has no position: its user's is where it is written.
+  // built for a call (prim::ListConstruct) has no position, nor has a dict literal: its user's
+  // is where it is written.
   const bool builtin = !user && any && any->file == kBuiltinSource;
-  const bool list = n->kind() == c10::prim::ListConstruct || n->kind() == c10::prim::TupleConstruct;
+  const bool list = n->kind() == c10::prim::ListConstruct ||
+                    n->kind() == c10::prim::TupleConstruct || n->kind() == c10::prim::DictConstruct;
   if (builtin || (!any && list)) {
     for (jit::Value* out : n->outputs()) {
       for (const jit::Use& u : out->uses()) {

@@ -73,6 +73,7 @@ bool Translator::structural(jit::Node* n) {
     if (in.back().is(Kind::kPoison)) return false;
   }
   const c10::Symbol k = n->kind();
+  if (dict_op(n, in)) return true;  // dicts of tensors (dicts.cpp)
   if (all_const) return fold_container(n, in);
   auto out = [&](Val v) {
     set(n->output(), std::move(v));

@@ -6,7 +6,7 @@ They are what a hostile or careless model can do once LibTorch has loaded it: ma
 folding read a file (aten::from_file) or compute without bound (a string doubled 40 times, in a
 loop or in 40 lines of code LibTorch folds itself while compiling), print terminal escapes (an
 exception's message, an attribute's name, a source file's name from the debug records), or reach
-one of LibTorch's internal checks. Each model is scripted with torch 1.13 (Debian's python3-torch)
+one of LibTorch's internal checks; or use a dict of tensors in a way zoc cannot follow exactly. Each model is scripted with torch 1.13 (Debian's python3-torch)
 from source text given here under a fixed file name, so that the locations in the messages do not
 depend on where this script lives; archives that torch.jit.save cannot write are edited after it,
 record by record. `zoc ir NAME.pt --input 3x8x8` must fail with the expected message.
@@ -180,6 +180,60 @@ case("internal_assert", edited(scripted(HEADER + "        return x\n"),
      "error: LibTorch 1.13.0 cannot read this TorchScript file format version 3: the file holds "
      "something LibTorch's loader does not expect there (its internal check isObject() failed: "
      "Expected Object but got Tuple)")
+
+# Dicts of tensors (issue 37, compiler/frontend/torchscript/dicts.cpp) are followed only where
+# their keys are strings known while compiling and every op on them is one zoc follows exactly.
+DICT_HEADER = ("import torch\nfrom typing import Dict, List\n\n\nclass M(torch.nn.Module):\n"
+               "    def forward(self, x):\n")
+DICT_OPS = ("zoc follows dicts of tensors through d[k] = v, d[k], k in d, len, keys, values, items, "
+            "get and copy")
+case("dict_int_keys", scripted(DICT_HEADER + """\
+        d = {0: x.relu()}
+        return d[0]
+"""), "a dict of tensors whose keys are ints",
+     "(top-level module): prim::DictConstruct (a dict of tensors with keys of type int; zoc follows dicts "
+     "whose keys are strings known when it compiles the model) at model.py:8:16")
+case("dict_pop", scripted(DICT_HEADER + """\
+        d = {"out": x.relu()}
+        return d.pop("out")
+"""), "d.pop(k) on a dict of tensors",
+     "(top-level module): aten::pop (" + DICT_OPS + ") at model.py:8:16")
+case("dict_missing_key", scripted(DICT_HEADER + """\
+        d = {"out": x.relu()}
+        return d["aux"]
+"""), "reads a key the dict of tensors does not hold",
+     "model.py:8:16: error: forward reads the key 'aux' of a dict that holds 'out' (TorchScript "
+     "raises a KeyError)")
+case("dict_of_lists_returned", scripted(DICT_HEADER + """\
+        return {"out": [x.relu()]}
+"""), "returns a dict whose value is a list of tensors",
+     "error: forward returns a dict whose value for 'out' is not a tensor; zoc compiles models "
+     "that return a dict of tensors")
+case("dict_empty_returned", scripted(DICT_HEADER + """\
+        d: Dict[str, torch.Tensor] = {}
+        if x.dim() == 3:
+            d["out"] = x
+        return d
+"""), "returns a dict of tensors that nothing was set in",
+     "error: forward returns an empty dict; zoc compiles models that return tensors")
+case("dict_attribute_write", scripted("""\
+import torch
+from typing import Dict
+
+
+class M(torch.nn.Module):
+    cache: Dict[str, torch.Tensor]
+
+    def __init__(self):
+        super().__init__()
+        self.cache = {}
+
+    def forward(self, x):
+        self.cache["last"] = x
+        return x.relu()
+"""), "writes an activation into a dict attribute of the module",
+     "(top-level module): aten::_set_item (it writes an activation into a dict that is not made "
+     "by forward (a module attribute?); zoc does not change a module's values) at model.py:13:9")
 
 
 def main():

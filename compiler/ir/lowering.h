@@ -58,7 +58,9 @@ using ValueId = int32_t;
   X(Upsample, "upsample.kernel", true, true, false,                                             \
     "zoc's nearest or bilinear upsampling kernel (PyTorch's source indices)")                   \
   X(UpsampleOutput, "upsample.to_output", true, true, false,                                    \
-    "zoc's upsampling kernel writing a model output straight to the caller's fp32 NCHW rows")
+    "zoc's upsampling kernel writing a model output straight to the caller's fp32 NCHW rows")   \
+  X(ArgmaxOutput, "argmax.to_output", true, true, false,                                        \
+    "zoc's argmax over channels, a model output: class indices as fp32 in the caller's rows")
 
 enum class LayerKind : uint8_t {
   None,  // not lowered

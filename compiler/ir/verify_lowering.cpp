@@ -71,7 +71,8 @@ bool verify_lowering(const Graph& g, Diagnostics& diags) {
         fail(n, fmt::format("{} does not read NCHW images (%{})", kind.name, g.value_name(v)));
       }
       const Node& from = g.producer(v);
-      if (from.lowered && from.lowered->kind == LayerKind::UpsampleOutput) {
+      if (from.lowered && (from.lowered->kind == LayerKind::UpsampleOutput ||
+                           from.lowered->kind == LayerKind::ArgmaxOutput)) {
         fail(n, fmt::format("reads %{}, which only the caller's rows hold", g.value_name(v)));
       }
     }
@@ -106,12 +107,12 @@ bool verify_lowering(const Graph& g, Diagnostics& diags) {
         fail(n, fmt::format("arena slot [{}, {}) does not hold {} bytes inside the arena of {}",
                             s.offset, s.offset + s.bytes, need, t.arena_bytes_per_sample));
       }
-      if (s.offset < 0 && s.alias_of < 0 && l.kind != LayerKind::InputInPlace &&
-          l.kind != LayerKind::UpsampleOutput) {
+      const bool caller = l.kind == LayerKind::UpsampleOutput || l.kind == LayerKind::ArgmaxOutput;
+      if (s.offset < 0 && s.alias_of < 0 && l.kind != LayerKind::InputInPlace && !caller) {
         fail(n, "its result has no arena slot");
       }
-      if (l.kind == LayerKind::UpsampleOutput &&
-          (s.offset >= 0 || type.dtype != DType::F32 || type.layout != Layout::NCHW ||
+      if (caller && (s.offset >= 0 || type.dtype != DType::F32 ||
+                     (image && type.layout != Layout::NCHW) ||
            std::find(g.outputs.begin(), g.outputs.end(), v) == g.outputs.end())) {
         fail(n, "writes the caller's rows but its result is not a model output stored there, "
                 "fp32 NCHW");

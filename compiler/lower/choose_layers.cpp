@@ -95,12 +95,25 @@ Choice conv_transpose_choice(const ir::Node& n) {
 // the input's size, its largest tensor) writes the caller's fp32 NCHW rows itself: no arena
 // slot, no pass of the output kernel over it. On the main stream only (the outputs leave after
 // every side branch joined).
+bool output_only(const ir::Graph& g, const ir::Node& n, int side,
+                 const std::vector<int>& readers) {
+  return side < 0 && readers[static_cast<size_t>(n.output)] == 0 &&
+         std::count(g.outputs.begin(), g.outputs.end(), n.output) == 1;
+}
+
 Choice upsample_choice(const ir::Graph& g, const ir::Node& n, int side,
                        const std::vector<int>& readers) {
-  const bool output_only =
-      side < 0 && readers[static_cast<size_t>(n.output)] == 0 &&
-      std::count(g.outputs.begin(), g.outputs.end(), n.output) == 1;
-  return {output_only ? LayerKind::UpsampleOutput : LayerKind::Upsample};
+  return {output_only(g, n, side, readers) ? LayerKind::UpsampleOutput : LayerKind::Upsample};
+}
+
+// Argmax over channels makes a class map, what a user asks a segmentation network for last: it
+// runs as a model output, its indices written as fp32 straight into the caller's rows (exact
+// below 2^24 channels). Its integer result feeding another layer is not built.
+Choice argmax_choice(const ir::Graph& g, const ir::Node& n, int side,
+                     const std::vector<int>& readers) {
+  if (output_only(g, n, side, readers)) return {LayerKind::ArgmaxOutput};
+  return {LayerKind::None, Epilogue::kNone,
+          "argmax except as a model output that no other layer reads yet"};
 }
 
 Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int side,
@@ -145,7 +158,7 @@ Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int si
     case OpKind::Reshape:
       return {LayerKind::None, Epilogue::kNone, "reshape yet"};
     case OpKind::Argmax:
-      return {LayerKind::None, Epilogue::kNone, "argmax yet"};
+      return argmax_choice(g, n, side, readers);
     case OpKind::Pad:
       return {LayerKind::None, Epilogue::kNone, "pad yet"};
     case OpKind::LayerNorm:

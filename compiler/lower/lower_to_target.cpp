@@ -65,16 +65,21 @@ int64_t padded_input_channels(const ir::Graph& g, const TargetDesc& t) {
 
 // Writes its result into the caller's fp32 NCHW rows, outside the arena.
 bool writes_caller_output(const ir::Node& n) {
-  return n.lowered->kind == LayerKind::UpsampleOutput;
+  return n.lowered->kind == LayerKind::UpsampleOutput ||
+         n.lowered->kind == LayerKind::ArgmaxOutput;
 }
 
 // Floats take the target's dtype, images its layout; features stay NC. A result written into
-// the caller's rows is what they hold: fp32 NCHW.
+// the caller's rows is what they hold: fp32 NCHW (an argmax's indices too).
 void set_types(ir::Graph& g, const TargetDesc& t) {
   for (ir::Value& v : g.values) {
     ir::TensorType& type = *v.type;
     const bool caller = writes_caller_output(g.nodes[static_cast<size_t>(v.producer)]);
-    if (is_float(type.dtype)) type.dtype = caller ? ir::DType::F32 : t.dtype;
+    if (caller) {
+      type.dtype = ir::DType::F32;
+    } else if (is_float(type.dtype)) {
+      type.dtype = t.dtype;
+    }
     if (type.dims.size() == 3) type.layout = caller ? ir::Layout::NCHW : t.layout;
   }
 }
@@ -165,7 +170,8 @@ void place_weights(ir::Graph& g, const TargetDesc& t, ir::TargetInfo& info) {
   for (ir::Node& n : g.nodes) {
     ir::Lowered& l = *n.lowered;
     l.weights = weight_layout(g, n, t);
-    const int64_t c = g.type(n.output).dims.at(0);
+    const std::vector<int64_t>& dims = g.type(n.output).dims;  // an argmax per sample: none
+    const int64_t c = dims.empty() ? 0 : dims[0];
     if (n.op == OpKind::FusedConv2d) {
       const ir::ParamSpec* w = param(n, ir::ParamRole::kWeight);
       int64_t numel = 1;

@@ -120,19 +120,35 @@ def split_rows(rows, parts):
     return res
 
 
+# A class map (an argmax output: indices) is judged by the share of its entries equal to the
+# reference's, not by distance: a near-tie that reduced precision flips is a different class,
+# never a small error. At least this share must agree, per precision.
+CLASS_AGREEMENT = {"fp32": 0.999, "tf32": 0.99, "fp16": 0.99, "bf16": 0.98}
+
+
 def compare_parts(out, ref, parts):
-    """Error figures per output (parts: [{name, shape}]) and the row's: the worst output's
-    rel_l2 and max_abs; a segmentation output [N, classes, H, W] also gets the pixel agreement of
-    its argmax map (the class of each pixel), and the row the lowest of those as its top1."""
-    figures = {}
+    """Error figures per output (parts: [{name, shape[, classes]}]) and the row's: the worst
+    output's rel_l2 and max_abs; a segmentation output [N, classes, H, W] also gets the pixel
+    agreement of its argmax map (the class of each pixel), and the row the lowest of those as
+    its top1. A class map (`classes`: true) gets only its agreement (class_agreement; the row's
+    lowest as class_agreement), and stays out of rel_l2 and max_abs."""
+    figures, classes = {}, []
     for p, o, r in zip(parts, split_rows(out, parts), split_rows(ref, parts)):
+        if p.get("classes"):
+            agree = float(np.mean(o == r))
+            figures[p["name"]] = {"class_agreement": agree}
+            classes.append(agree)
+            continue
         f = compare_arrays(o.reshape(len(o), -1), r.reshape(len(r), -1))
         del f["top1"]  # the argmax of a flattened image is no class
         if o.ndim == 4:
             f["pixel_agreement"] = float(np.mean(np.argmax(o, 1) == np.argmax(r, 1)))
         figures[p["name"]] = f
-    res = {"outputs": figures, "rel_l2": max(f["rel_l2"] for f in figures.values()),
-           "max_abs": max(f["max_abs"] for f in figures.values())}
+    dense = [f for f in figures.values() if "rel_l2" in f]
+    res = {"outputs": figures, "rel_l2": max((f["rel_l2"] for f in dense), default=0.0),
+           "max_abs": max((f["max_abs"] for f in dense), default=0.0)}
+    if classes:
+        res["class_agreement"] = min(classes)
     agreement = [f["pixel_agreement"] for f in figures.values() if "pixel_agreement" in f]
     if agreement:
         res["top1"] = min(agreement)
@@ -182,7 +198,9 @@ def cmd_compare(a):
             row.update(status="FAIL", error="%d non-finite outputs" % int((~np.isfinite(out)).sum()))
         else:
             row.update(compare_parts(out, ref, parts) if parts else compare_arrays(out, ref))
-            row["status"] = "PASS" if row["rel_l2"] <= row["band"] else "FAIL"
+            agree = row.get("class_agreement", 1.0)
+            ok = row["rel_l2"] <= row["band"] and agree >= CLASS_AGREEMENT[a.precision]
+            row["status"] = "PASS" if ok else "FAIL"
     write_row(a.rows, "correctness_%s_%s_b%d_%s" % (a.model, a.precision, a.batch, a.mode), row)
     print("%s %s %s b%d %s rel_l2=%s" % (row["status"], a.model, a.precision, a.batch, a.mode,
                                          "%.3g" % row["rel_l2"] if "rel_l2" in row else "-"))
@@ -374,11 +392,11 @@ def tables(rows):
     several = [r for r in corr if r.get("outputs")]
     if several:
         out.append(("correctness per output (several outputs or an image; pixels: agreement of "
-                    "the argmax class map)",
+                    "the argmax class map, or of a class-map output's indices)",
                     ["model", "prec", "batch", "mode", "output", "rel_l2", "max_abs", "pixels"],
                     [[r["model"], r["precision"], r["batch"], r["mode"], name,
                       fmt(f.get("rel_l2")), fmt(f.get("max_abs")),
-                      fmt(f.get("pixel_agreement"), "%.4f")]
+                      fmt(f.get("pixel_agreement", f.get("class_agreement")), "%.4f")]
                      for r in several for name, f in r["outputs"].items()]))
     lat = sorted([r for r in rows if r["section"] == "latency"],
                  key=lambda r: (r["model"], r["batch"], r["impl"] != "zoc",

@@ -105,6 +105,24 @@ def segmentation():
         raise AssertionError("parts covering half the row were accepted")
 
 
+def class_maps():
+    """A class-map output (argmax indices, `classes` in parts.json) is judged by how many entries
+    agree, fp16 at least 99%: one flipped pixel of 200 passes, though its index is far off; three
+    do not; and its indices never count in the row's rel_l2."""
+    import numpy as np
+    rng = np.random.default_rng(7)
+    parts = [{"name": "scores", "shape": [4]}, {"name": "map", "shape": [10, 10], "classes": True}]
+    ref = np.concatenate([rng.standard_normal((2, 4)), rng.integers(0, 5, (2, 100))], 1)
+    one = ref.copy()
+    one[0, 4 + 17] = (one[0, 4 + 17] + 3) % 5
+    row = compare(one, ref, [], parts)
+    assert row["status"] == "PASS" and row["rel_l2"] == 0.0, row
+    assert row["class_agreement"] == 199 / 200 == row["outputs"]["map"]["class_agreement"], row
+    three = one.copy()
+    three[1, 4:6] = (three[1, 4:6] + 1) % 5
+    assert compare(three, ref, [], parts)["status"] == "FAIL"
+
+
 def bands():
     ref = [[1.0, 2.0, 3.0, 4.0]]
     off = [[1.0, 2.0, 3.0, 4.2]]  # rel L2 0.0365: outside fp16's 2e-2
@@ -126,9 +144,10 @@ def main():
     assert judge("killed\n", 1)["status"] == "FAIL"
     bands()
     segmentation()
+    class_maps()
     print("PASS: nvjet-only races pass as out of scope; any other race fails; a band is raised "
           "only to twice PyTorch's own measured error; several outputs are compared each, with "
-          "the argmax map's pixel agreement")
+          "the argmax map's pixel agreement; a class-map output by its agreeing entries")
 
 
 if __name__ == "__main__":

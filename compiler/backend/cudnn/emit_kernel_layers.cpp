@@ -149,6 +149,27 @@ bool emit_channel_softmax(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
+// Argmax over the channels of an image (a class map) or over features, a model output: its
+// indices straight into the caller's rows.
+bool emit_argmax(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const ir::TensorType& t = ctx.g.type(n.inputs[0]);
+  const bool image = t.dims.size() == 3;
+  const OutputColumns at = output_columns(ctx.g, n.output);
+  const int64_t hw = image ? t.dims[1] * t.dims[2] : 1;
+  named::OutputGeometry o;
+  o.per_sample = hw, o.c = 1, o.hw = hw;
+  o.pitch = at.pitch, o.offset = at.offset;
+  named::ArgmaxCall call;
+  call.c = t.dims[0], call.x = ctx.tensor(n.inputs[0]), call.out = o;
+  constant(ctx, "ArgmaxCall", "kArgmax_" + ctx.ids[i], named::items(call));
+  comment(ctx, n, fmt::format("argmax over {} channels{}, indices as fp32 to the caller's "
+                              "columns {}..{}",
+                              t.dims[0], image ? " at each pixel" : "", at.offset,
+                              at.offset + hw - 1));
+  timed_call(ctx, n, "v.argmax(kArgmax_{}, {})", ctx.ids[i], ctx.name_literal(n));
+  return true;
+}
+
 }  // namespace
 
 bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
@@ -164,6 +185,7 @@ bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
     case ir::OpKind::UpsampleBilinear: return emit_upsample(ctx, n, i);
     case ir::OpKind::Softmax:
     case ir::OpKind::LogSoftmax: return emit_channel_softmax(ctx, n, i);
+    case ir::OpKind::Argmax: return emit_argmax(ctx, n, i);
     default: break;
   }
   ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): not a layer of zoc's kernels",

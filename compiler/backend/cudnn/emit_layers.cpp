@@ -196,6 +196,7 @@ bool emit_by_kind(EmitContext& ctx, const ir::Node& n, size_t i) {
     case ir::LayerKind::Shuffle:
     case ir::LayerKind::Upsample:
     case ir::LayerKind::UpsampleOutput:
+    case ir::LayerKind::ArgmaxOutput:
     case ir::LayerKind::ChannelSoftmax:
       return emit_kernel_layer(ctx, n, i);
     case ir::LayerKind::None:

@@ -78,7 +78,8 @@ bool any_layer(const ir::Graph& g, ir::LayerKind kind) {
 }
 
 bool written_by_its_layer(const ir::Graph& g, ir::ValueId v) {
-  return g.producer(v).lowered->kind == ir::LayerKind::UpsampleOutput;
+  const ir::LayerKind k = g.producer(v).lowered->kind;
+  return k == ir::LayerKind::UpsampleOutput || k == ir::LayerKind::ArgmaxOutput;
 }
 
 bool output_kernel_used(const ir::Graph& g) {
@@ -114,7 +115,8 @@ int64_t total_outputs(const ir::Graph& g) { return output_columns(g, g.outputs[0
 
 // The model's outputs as the caller's buffer holds them: each sample's row is every output in
 // order, output k from column kOutputOffsets[k], NCHW for an image (shape C x H x W; features
-// F x 1 x 1). Named after the layers that produce them.
+// F x 1 x 1; an argmax's class map 1 x H x W, its class per sample 1 x 1 x 1). Named after the
+// layers that produce them (or the keys of the dict a model returned).
 void output_constants(CodeWriter& h, const ir::Graph& g) {
   const size_t count = g.outputs.size();
   std::vector<std::string> names, offsets, shapes;
@@ -123,8 +125,9 @@ void output_constants(CodeWriter& h, const ir::Graph& g) {
     const std::vector<int64_t>& d = g.type(v).dims;
     names.push_back(fmt::format("\"{}\"", sanitize_comment(g.value_name(v))));
     offsets.push_back(std::to_string(at));
-    shapes.push_back(fmt::format("{{{}, {}, {}}}", d.at(0), d.size() == 3 ? d[1] : 1,
-                                 d.size() == 3 ? d[2] : 1));
+    const int64_t c = d.size() == 1 || d.size() == 3 ? d[0] : 1;
+    const int64_t hh = d.size() >= 2 ? d[d.size() - 2] : 1, ww = d.size() >= 2 ? d.back() : 1;
+    shapes.push_back(fmt::format("{{{}, {}, {}}}", c, hh, ww));
     at += g.type(v).sample_numel();
   }
   h.line("// Outputs in a row of the caller's buffer: name, first column, C x H x W (NCHW).");

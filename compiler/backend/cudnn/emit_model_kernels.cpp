@@ -132,6 +132,12 @@ cudaError_t upsample_to_caller(const void* x, float* out, int64_t n, UpsampleGeo
   return kernels::launch_upsample_to_caller<T>(static_cast<const T*>(x), out, n, g, o, stream);
 })",
      any_upsample},
+    {"zoc/kernels/dense_kernels.cuh", R"(
+cudaError_t channel_argmax(const void* x, float* out, int64_t n, int64_t c, bool nhwc,
+                           OutputGeometry o, cudaStream_t stream) {
+  return kernels::launch_channel_argmax<T>(static_cast<const T*>(x), out, n, c, nhwc, o, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ArgmaxOutput); }},
     {"zoc/kernels/depthwise.cuh", R"(
 cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const void* z, void* y,
                            int64_t n, DepthwiseGeometry g, cudaStream_t stream) {

@@ -335,7 +335,8 @@ void Translator::report_problems() {
 }
 
 // Every graph output becomes a model output, in the file's order (torchvision's segmentation
-// networks give 'out' and 'aux'); each must be a float32 activation computed from the input.
+// networks give 'out' and 'aux'); each must be a float32 activation computed from the input, or
+// an ArgMax's int64 indices (a class map), which zoc writes as float32.
 bool Translator::finish_output() {
   const SourceLoc at{path_, 0, 0};
   if (g_.output_size() == 0) {
@@ -352,11 +353,13 @@ bool Translator::finish_output() {
                                    v.is(Val::Kind::kConstant) ? "a constant" : "the graph's input"));
       return false;
     }
-    if (o.type().has_tensor_type() &&
-        o.type().tensor_type().elem_type() != pb::TensorProto::FLOAT) {
+    const int32_t type = o.type().tensor_type().elem_type();
+    const bool indices = graph_.producer(v.id).op == ir::OpKind::Argmax &&
+                         type == pb::TensorProto::INT64;
+    if (o.type().has_tensor_type() && type != pb::TensorProto::FLOAT && !indices) {
       diags_.error(at, fmt::format("graph output '{}' is of type {}; zoc's output is float32",
                                    shown_text(o.name()),
-                                   elem_type_name(o.type().tensor_type().elem_type())));
+                                   elem_type_name(type)));
       return false;
     }
     if (std::find(graph_.outputs.begin(), graph_.outputs.end(), v.id) != graph_.outputs.end()) {

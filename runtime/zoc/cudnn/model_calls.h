@@ -72,6 +72,9 @@ struct AdaptivePoolCall {
 struct UpsampleCall {
   ZOC_FIELDS_UpsampleCall(ZOC_DECLARE_FIELD)
 };
+struct ArgmaxCall {
+  ZOC_FIELDS_ArgmaxCall(ZOC_DECLARE_FIELD)
+};
 struct ChannelSoftmaxCall {
   ZOC_FIELDS_ChannelSoftmaxCall(ZOC_DECLARE_FIELD)
 };

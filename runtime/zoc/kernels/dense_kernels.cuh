@@ -9,10 +9,11 @@
 // taps are found once per output pixel, not per element (the per-element form spent its time in
 // 64-bit divisions: FCN-ResNet50's last upsampling ran at 161 GB/s on an H200, 2026-11-29), and a
 // model output is written straight to the caller's fp32 NCHW rows instead of through the arena
-// and the output kernel. Softmax and log-softmax over the channels of
-// an image (class probabilities per pixel), one thread per pixel in float, as the reference
-// interpreter's passes. The outputs of such models: several outputs, or an image stored NHWC,
-// written to the caller's fp32 NCHW rows. Included by the generated .cu file only.
+// and the output kernel. Softmax and log-softmax over the channels of an image (class
+// probabilities per pixel), one thread per pixel in float, as the reference interpreter's
+// passes; argmax over them as a model output (the class map). The outputs of such models:
+// several outputs, or an image stored NHWC, written to the caller's fp32 NCHW rows. Included by
+// the generated .cu file only.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -240,6 +241,38 @@ cudaError_t launch_channel_softmax(const T* x, T* y, int64_t n, int64_t c, int64
   if (pixels == 0) return cudaSuccess;
   channel_softmax_kernel<T><<<detail::grid_for(pixels), detail::kBlock, 0, stream>>>(
       x, y, pixels, c, hw, nhwc, log);
+  return detail::launched();
+}
+
+// The class map of a model output: per pixel the index of its largest channel, the first of equal
+// maxima, a NaN counting as the largest (PyTorch's argmax(dim=1), the reference interpreter's
+// argmax_dim1), written as fp32 to the caller's rows where o says (o.hw pixels per sample).
+template <class T>
+__global__ void channel_argmax_kernel(const T* x, float* out, int64_t pixels, int64_t c,
+                                      bool nhwc, OutputGeometry o) {
+  for (int64_t q = detail::thread_index(); q < pixels; q += detail::thread_stride()) {
+    const int64_t s = q / o.hw, p = q - s * o.hw;
+    int64_t best = 0;
+    float top = to_float(x[offset_of(s, 0, p, c, o.hw, nhwc)]);
+    for (int64_t k = 1; k < c && !isnan(top); ++k) {
+      const float v = to_float(x[offset_of(s, k, p, c, o.hw, nhwc)]);
+      if (v > top || isnan(v)) best = k, top = v;
+    }
+    out[s * o.pitch + o.offset + p] = static_cast<float>(best);
+  }
+}
+
+template <class T>
+cudaError_t launch_channel_argmax(const T* x, float* out, int64_t n, int64_t c, bool nhwc,
+                                  OutputGeometry o, cudaStream_t stream) {
+  if (n < 0 || c < 1 || o.hw < 1 || o.per_sample != o.hw || o.offset < 0 ||
+      o.pitch < o.offset + o.per_sample) {
+    return cudaErrorInvalidValue;
+  }
+  const int64_t pixels = n * o.hw;
+  if (pixels == 0) return cudaSuccess;
+  channel_argmax_kernel<T><<<detail::grid_for(pixels), detail::kBlock, 0, stream>>>(
+      x, out, pixels, c, nhwc, o);
   return detail::launched();
 }
 

@@ -182,6 +182,13 @@
   X(size_t, y, 0)                  \
   X(OutputGeometry, out, {})
 
+// Argmax over the c channels of tensor x (features: hw = 1), a model output: the class indices,
+// fp32, into the caller's rows where out says.
+#define ZOC_FIELDS_ArgmaxCall(X) \
+  X(int64_t, c, 0)               \
+  X(size_t, x, 0)                \
+  X(OutputGeometry, out, {})
+
 // Softmax, or with `log` log-softmax, over the c channels at each of hw pixels.
 #define ZOC_FIELDS_ChannelSoftmaxCall(X) \
   X(int64_t, c, 0)                       \

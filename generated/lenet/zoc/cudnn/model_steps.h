@@ -70,6 +70,7 @@ struct StepBase {
   Status adaptive_pool(const AdaptivePoolCall&, const char*) { return Status::success(); }
   Status upsample(const UpsampleCall&, const char*) { return Status::success(); }
   Status channel_softmax(const ChannelSoftmaxCall&, const char*) { return Status::success(); }
+  Status argmax(const ArgmaxCall&, const char*) { return Status::success(); }
 };
 
 // Creates every descriptor bundle (once, in create()).
@@ -446,6 +447,10 @@ struct Run {
       return mark();
     }
     ZOC_CUDA(model_kernels::upsample(act(c.x), act(c.y), n, c.g, stream), name);
+    return mark();
+  }
+  Status argmax(const ArgmaxCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::channel_argmax(act(c.x), output, n, c.c, nhwc(), c.out, stream), name);
     return mark();
   }
   Status channel_softmax(const ChannelSoftmaxCall& c, const char* name) {

@@ -44,6 +44,10 @@ cudaError_t upsample(const void* x, void* y, int64_t n, UpsampleGeometry g, cuda
 // The same, a model output written straight to the caller's fp32 NCHW rows where o says.
 cudaError_t upsample_to_caller(const void* x, float* out, int64_t n, UpsampleGeometry g,
                                OutputGeometry o, cudaStream_t stream);
+// Argmax over the c channels at every pixel (a class map), a model output written as fp32 to the
+// caller's rows where o says (zoc/kernels/dense_kernels.cuh).
+cudaError_t channel_argmax(const void* x, float* out, int64_t n, int64_t c, bool nhwc,
+                           OutputGeometry o, cudaStream_t stream);
 // Softmax (or log-softmax) over the c channels at every pixel (zoc/kernels/dense_kernels.cuh).
 cudaError_t channel_softmax(const void* x, void* y, int64_t n, int64_t c, int64_t hw, bool nhwc,
                             bool log, cudaStream_t stream);

@@ -188,7 +188,8 @@ TEST(Lowering, RefusesHalfPrecisionStoredNchwAndAnUnsizableTransposedConv) {
 }
 
 // Upsampling and transposed convolutions take their layers; several outputs, an NHWC image among
-// them, are lowered (the emitter's output kernel writes them).
+// them, are lowered (the emitter's output kernel writes them); an upsampling or argmax that only
+// a model output reads writes the caller's rows itself: no arena slot, fp32 NCHW.
 TEST(Lowering, DenseLayersAndSeveralOutputs) {
   const ir::Graph g = lowered("tests/backend/dense_layers.yaml", options(cudnn::Precision::kFP16));
   EXPECT_EQ(node(g, "bi_scale").lowered->kind, LayerKind::Upsample);
@@ -198,8 +199,28 @@ TEST(Lowering, DenseLayersAndSeveralOutputs) {
   EXPECT_LT(node(g, "tconv_pad").lowered->bias_offset, 0);  // bias: false
   EXPECT_EQ(node(g, "probs").lowered->kind, LayerKind::ChannelSoftmax);
   EXPECT_EQ(node(g, "logp").lowered->kind, LayerKind::ChannelSoftmax);
-  ASSERT_EQ(g.outputs.size(), 3u);
+  ASSERT_EQ(g.outputs.size(), 7u);
   EXPECT_EQ(g.type(g.outputs[0]).layout, ir::Layout::NHWC);
+  EXPECT_EQ(node(g, "down_up").lowered->kind, LayerKind::UpsampleOutput);
+  EXPECT_EQ(node(g, "probs_up").lowered->kind, LayerKind::UpsampleOutput);
+  EXPECT_EQ(node(g, "classes").lowered->kind, LayerKind::ArgmaxOutput);
+  EXPECT_EQ(node(g, "best").lowered->kind, LayerKind::ArgmaxOutput);
+  for (const char* name : {"down_up", "classes"}) {
+    const ir::Value& v = g.values[node(g, name).output];
+    EXPECT_LT(v.storage->offset, 0) << name;
+    EXPECT_EQ(v.type->dtype, ir::DType::F32) << name;
+  }
+  EXPECT_EQ(g.type(node(g, "down_up").output).layout, ir::Layout::NCHW);
+}
+
+TEST(LoweringVerifier, ACallerOutputWithAnArenaSlotIsCaught) {
+  ir::Graph g = lowered("tests/backend/dense_layers.yaml", options(cudnn::Precision::kFP16));
+  g.values[node(g, "down_up").output].storage->offset = 0;
+  Diagnostics d;
+  EXPECT_FALSE(ir::verify(g, d));
+  EXPECT_NE(d.render().find("writes the caller's rows but its result is not a model output"),
+            std::string::npos)
+      << d.render();
 }
 
 // --- The verifier's checks of a lowered graph, each on a graph broken for it.

@@ -155,26 +155,34 @@ def compare_parts(out, ref, parts):
     return res
 
 
-def own_error_band(path, model, precision):
+def own_error_band(path, model, precision, batch):
     """(band, note) where PyTorch's own output on these weights is measured to be farther from
     its fp32 than the fixed band allows (tools/corpus/torch_precision_error.py's JSON: fp16 and
     bf16 against fp32; fp32 and tf32 against float64): twice that distance, as
-    tools/corpus/check_corpus.py judges an ill-conditioned model; (None, None) otherwise."""
+    tools/corpus/check_corpus.py judges an ill-conditioned model; (None, None) otherwise. Where
+    the JSON has it per sample, PyTorch's error is taken over the same first `batch` samples as
+    the row compares (one sample's error can be well above the batch of eight's)."""
     rows = load_json(path) if path else None
     entry = next((r for r in rows or [] if r.get("model") == model), None)
     key = precision if precision in ("fp16", "bf16") else "fp64"
     own = entry.get(key) if entry else None
+    samples = entry.get(key + "_samples") if entry else None
+    over = ""
+    if isinstance(samples, list) and len(samples) >= batch > 0:
+        dist, norm = (sum(s[i] for s in samples[:batch]) for i in (0, 1))
+        own = float(np.sqrt(dist / norm)) if norm > 0 else float("nan")
+        over = ", over the same %d sample%s" % (batch, "" if batch == 1 else "s")
     base = BANDS.get(precision)
     if base is None or not isinstance(own, (int, float)) or not np.isfinite(own) or 2 * own <= base:
         return None, None
     what = "its %s" % precision if key != "fp64" else "its fp32 from float64"
-    return 2 * own, "ill-conditioned: PyTorch's own output is %.3g off (%s)" % (own, what)
+    return 2 * own, "ill-conditioned: PyTorch's own output is %.3g off (%s%s)" % (own, what, over)
 
 
 def cmd_compare(a):
     row = {"section": "correctness", "model": a.model, "precision": a.precision,
            "batch": a.batch, "mode": a.mode, "band": BANDS.get(a.precision), "log": a.log}
-    band, note = own_error_band(a.own_error, a.model, a.precision)
+    band, note = own_error_band(a.own_error, a.model, a.precision, a.batch)
     if band is not None:
         row.update(band=band, band_note=note)
     harness = load_json(a.json) if a.json else None

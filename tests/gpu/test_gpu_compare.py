@@ -133,6 +133,14 @@ def bands():
     assert "ill-conditioned" in raised["band_note"], raised
     assert compare(off, ref, [{"model": "other", "fp16": 0.5}])["status"] == "FAIL"
     assert compare(off, ref, [{"model": "m", "fp16": float("nan")}])["status"] == "FAIL"
+    # Per sample: the band is PyTorch's error over the samples the row compares (here the first),
+    # not over its whole batch; sample 0's distance 0.033 raises it where the batch's would not.
+    per = {"model": "m", "fp16": 0.005, "fp16_samples": [[0.033 ** 2 * 30, 30], [0, 970]]}
+    first = compare(off, ref, [per])
+    assert first["status"] == "PASS" and abs(first["band"] - 0.066) < 1e-9, first
+    assert "over the same 1 sample" in first["band_note"], first
+    two = compare(off + off, ref + ref, [per])  # 2 samples: 0.033 * sqrt(30 / 1000) stays low
+    assert two["status"] == "FAIL" and two["band"] == 2e-2, two
 
 
 def main():

@@ -8,7 +8,9 @@ networks do; there zoc's fp16 error says nothing about zoc until PyTorch's own f
 on the same weights and input. This builds the model exactly as export_corpus.py does (same seed,
 same tiled weights), takes the seeded batch of 8 of tests/gpu/prepare_corpus_check.sh, and
 prints per model the relative L2 error against fp32 (TF32 off) of float64, and of fp16 and bf16
-(the module cast with .half()/.bfloat16(), channels-last, input cast the same way).
+(the module cast with .half()/.bfloat16(), channels-last, input cast the same way). The JSON also
+keeps, per sample, the squared distance and the squared norm of the reference (`fp16_samples`
+...), so that a check of the first B samples is judged by PyTorch's error on those same samples.
 
 Usage (GPU machine: torch >= 2.9, timm, torchvision):
   torch_precision_error.py MODEL... [--seed 7] [--json FILE]
@@ -39,6 +41,12 @@ def rel(a, b):
     return float(torch.linalg.norm(a - b) / max(float(torch.linalg.norm(b)), 1e-30))
 
 
+def per_sample(a, b):
+    """[[|a_i - b_i|^2, |b_i|^2] per sample i]: the parts of a relative L2 over any samples."""
+    a, b = a.double().flatten(1), b.double().flatten(1)
+    return [[float(d), float(r)] for d, r in zip(((a - b) ** 2).sum(1), (b ** 2).sum(1))]
+
+
 def measure(name, seed):
     import torch
 
@@ -53,11 +61,13 @@ def measure(name, seed):
     with torch.no_grad():
         m = model.to(dev).eval()
         ref = first(m(x.to(dev))).float().cpu()
-        out["fp64"] = rel(first(m.double()(x.double().to(dev))).cpu(), ref)
+        exact = first(m.double()(x.double().to(dev))).cpu()
+        out["fp64"], out["fp64_samples"] = rel(exact, ref), per_sample(exact, ref)
         for tag, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
             mm = model.to(dt).to(memory_format=torch.channels_last)
             y = first(mm(x.to(dev, dt).contiguous(memory_format=torch.channels_last)))
             out[tag] = rel(y.float().cpu(), ref)
+            out[tag + "_samples"] = per_sample(y.float().cpu(), ref)
     return out
 
 

@@ -150,7 +150,16 @@ struct Node {
   // and which several nodes may share. Shape inference declares it as the node's parameter
   // (ParamRole::kOperand). Empty elsewhere.
   std::string operand_tensor;
+  // A layer that runs again (a module its forward calls twice, issue 36): the earlier node of
+  // the same op whose parameters this one uses, so that both read one tensor
+  // ("<weights_of>.weight"). Empty elsewhere: a node's parameters are its own (`name`).
+  std::string weights_of;
 };
+
+// The layer whose parameters node n declares: n.weights_of, else n itself.
+inline const std::string& weights_owner(const Node& n) {
+  return n.weights_of.empty() ? n.name : n.weights_of;
+}
 
 struct Value {
   std::optional<TensorType> type;  // set by shape inference

@@ -127,6 +127,7 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
       line += "  [" + from + "]";
     }
     if (!n.origin.empty()) line += "  [of " + shown(n.origin) + "]";
+    if (!n.weights_of.empty()) line += "  [weights of " + shown(n.weights_of) + "]";
     if (options.locations && n.loc.known()) {
       if (line.size() < 100) line.append(100 - line.size(), ' ');
       line += "  # " + shown(n.loc.str());

@@ -37,8 +37,8 @@ bool Rule::expect_rank(size_t i, size_t rank, const char* what) {
 
 bool Rule::param(const std::string& suffix, std::vector<int64_t> shape, ParamRole role,
                  bool trainable, DType dtype, bool optional, const std::string* owner) {
-  return named_param((owner ? *owner : n_.name) + "." + suffix, std::move(shape), role, trainable,
-                     dtype, optional, &suffix);
+  return named_param((owner ? *owner : weights_owner(n_)) + "." + suffix, std::move(shape), role,
+                     trainable, dtype, optional, &suffix);
 }
 
 bool Rule::named_param(std::string name, std::vector<int64_t> shape, ParamRole role, bool trainable,

@@ -2,6 +2,8 @@
 #include "compiler/ir/verify.h"
 #include "compiler/support/sanitize.h"
 
+#include <functional>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -25,6 +27,41 @@ std::string attr_range_text(const AttrSpec& spec) {
   return fmt::format("between {} and {}", static_cast<int64_t>(spec.min),
                      static_cast<int64_t>(spec.max));
 }
+
+namespace {
+
+using Fail = std::function<void(const Node*, const std::string&)>;
+
+// A node that uses another layer's weights (Node::weights_of, issue 36) names another layer that
+// owns its own (dead-code elimination may have removed that one; fusion may have changed its op);
+// and every node that declares a tensor under one name declares it alike, since one tensor of
+// the weights file serves them all.
+void check_shared_weights(const Graph& g, const Fail& fail) {
+  std::map<std::string, const Node*> seen;
+  std::map<std::string, std::pair<const ParamSpec*, const Node*>> declared;
+  for (const Node& n : g.nodes) seen.emplace(n.name, &n);
+  for (const Node& n : g.nodes) {
+    if (!n.weights_of.empty()) {
+      auto it = seen.find(n.weights_of);
+      if (n.weights_of == n.name || (it != seen.end() && !it->second->weights_of.empty())) {
+        fail(&n, fmt::format("uses the weights of '{}', which is not another layer with weights "
+                             "of its own",
+                             shown_text(n.weights_of)));
+      }
+    }
+    for (const ParamSpec& p : n.params) {
+      auto [it, fresh] = declared.emplace(p.name, std::make_pair(&p, &n));
+      const ParamSpec& first = *it->second.first;
+      if (!fresh && (first.shape != p.shape || first.dtype != p.dtype)) {
+        fail(&n, fmt::format("declares tensor '{}' unlike layer '{}' does (another shape or "
+                             "dtype); one tensor cannot be both",
+                             shown_text(p.name), shown_text(it->second.second->name)));
+      }
+    }
+  }
+}
+
+}  // namespace
 
 bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
   const size_t before = diags.error_count();
@@ -110,6 +147,7 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
       fail(nullptr, fmt::format("output %{} is listed twice", g.value_name(v)));
     }
   }
+  check_shared_weights(g, fail);
   if (diags.error_count() == before && g.target) verify_lowering(g, diags);
   return diags.error_count() == before;
 }

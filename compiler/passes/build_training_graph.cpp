@@ -102,6 +102,18 @@ bool Builder::check_model() {
     }
   }
   for (const ir::Node& n : m_.nodes) {
+    // A layer called twice (issue 36) has one gradient, the sum of both calls'; the backward
+    // pass here keys parameter gradients by tensor and would keep one call's only.
+    if (!n.weights_of.empty()) {
+      diags_.error(
+          n.loc, fmt::format("layer '{}' ({}) runs layer '{}' a second time, on the same "
+                             "weights; zoc's trainer does not sum a shared layer's "
+                             "gradients over its calls, so training refuses shared "
+                             "layers (inference compiles them)",
+                             shown_text(n.name), ir::op_info(n.op).name, shown_text(n.weights_of)));
+      ok = false;
+      continue;
+    }
     ir::GradRule rule = ir::grad_rule(n.op);
     if (rule.fn) rule.refusal = ir::grad_form_refusal(m_, n);
     if (!rule.refusal.empty()) {

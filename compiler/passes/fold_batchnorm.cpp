@@ -13,7 +13,9 @@
 //
 // Preconditions, checked: the conv's only user is the BN (a conv output used elsewhere too
 // must stay unnormalized), the conv has no BN folded yet and nothing fused after it, and the
-// conv is not a graph output.
+// conv is not a graph output. A BatchNorm that runs a second time on the weights of an earlier
+// one (Node::weights_of) stays unfolded: a fold lists the BN's tensors under the name in
+// `fused_from`, which is the layer's own.
 #include <fmt/format.h>
 
 #include "compiler/ir/rewrite.h"
@@ -26,7 +28,7 @@ bool fold_batchnorm(ir::Graph& g, Diagnostics& diags) {
   ir::UseIndex uses(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ir::Node& bn = g.nodes[i];
-    if (bn.op != ir::OpKind::BatchNorm2d) continue;
+    if (bn.op != ir::OpKind::BatchNorm2d || !bn.weights_of.empty()) continue;
     const ir::ValueId conv_out = bn.inputs[0];
     ir::Node& conv = g.nodes[g.values[conv_out].producer];
     if (conv.op != ir::OpKind::FusedConv2d || conv.attrs.has("bn_eps") ||

@@ -4,6 +4,8 @@
 // init_choice() here is the one mapping from a parameter's declared scheme and role to a rule,
 // so `zoc run` without weights and a generated trainer built with the same seed start from
 // identical numbers.
+#include <set>
+
 #include "compiler/support/checked_math.h"
 #include "compiler/weights/weights.h"
 #include "zoc/weights/init.h"
@@ -73,8 +75,10 @@ Weights init_weights(const ir::Graph& graph, uint64_t seed) {
 Status save_weights(const ir::Graph& graph, const Weights& weights, const std::string& path) {
   std::vector<st::TensorToWrite> out;
   static const int64_t kZero = 0;
+  std::set<std::string, std::less<>> written;  // a tensor several layers read, written once
   for (const ir::Node& node : graph.nodes) {
     for (const ir::ParamSpec& p : node.params) {
+      if (!written.insert(p.name).second) continue;
       if (p.dtype == ir::DType::I64) {
         out.push_back({p.name, st::DType::I64, p.shape, &kZero, sizeof kZero});
         continue;

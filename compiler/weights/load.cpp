@@ -75,7 +75,9 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
   const size_t errors_before = diags.error_count();
   for (const ir::Node& node : graph.nodes) {
     for (const ir::ParamSpec& p : node.params) {
-      expected.insert(p.name);
+      // A tensor several layers read (a shared layer's, a buffer several ops take) is checked
+      // once; the verifier made them declare it alike.
+      if (!expected.insert(p.name).second) continue;
       // Names from the model and the file, as messages show them (sanitize.h).
       const std::string layer =
           fmt::format("layer '{}' ({})", shown_text(node.name), ir::op_info(node.op).name);

@@ -26,6 +26,7 @@
 
 #include "compiler/driver/model_loader.h"
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
+#include "compiler/passes/pipeline.h"
 #include "compiler/weights/weights.h"
 
 namespace fs = std::filesystem;
@@ -147,12 +148,13 @@ struct Outcome {
   std::string printed;  // anything the libraries wrote to stdout themselves
 };
 
-// `zoc ir MODEL [--set k=v]... [--input CxHxW] [--weights W] [--strict]`, minus the printing of
-// the IR.
+// `zoc ir MODEL [--set k=v]... [--input CxHxW] [--weights W] [--strict] [--train]`, minus the
+// printing of the IR (--train: the training graph is built, as `zoc ir --train` does).
 Outcome run_case(const Directives& d) {
   zoc::LoadOptions opts;
   std::string weights;
   zoc::LoadWeightsOptions wopts;
+  bool train = false;
   for (size_t i = 0; i < d.args.size(); ++i) {
     const std::string& a = d.args[i];
     if (a == "--set" && i + 1 < d.args.size()) {
@@ -172,6 +174,8 @@ Outcome run_case(const Directives& d) {
       opts.input_dims = dims;
     } else if (a == "--strict") {
       wopts.strict = true;
+    } else if (a == "--train") {
+      train = true;
     } else {
       ADD_FAILURE() << "unsupported argument in 'args:': " << a;
     }
@@ -184,6 +188,7 @@ Outcome run_case(const Directives& d) {
   auto graph = zoc::load_verified_model(d.model, diags, opts);
   bool ok = graph.has_value();
   if (graph && !weights.empty()) ok = zoc::load_weights(*graph, weights, diags, wopts).has_value();
+  if (ok && train) ok = zoc::passes::build_training_graph(*graph, {}, diags).has_value();
   Outcome out;
   out.printed = testing::internal::GetCapturedStdout();
   out.diagnostics = diags.render();

@@ -145,6 +145,52 @@ TEST(Verifier, AcceptsGoodGraphAndRejectsBrokenOnes) {
   EXPECT_NE(d6.render().find("no outputs"), std::string::npos);
 }
 
+// Issue 36: a layer called twice. Its second node reads the first's tensors (weights_of), so
+// both declare "conv.weight"; a node that would declare it otherwise is refused.
+TEST(Verifier, SharedLayerDeclaresItsOwnersTensorsAlike) {
+  Graph g = small_graph();
+  g.nodes[1].attrs.set("out_channels", int_attr(3));  // 3 -> 3, so that it can run again
+  g.add_node(OpKind::Conv2d, "conv_1", {g.nodes[1].output}, g.nodes[1].attrs, {});
+  Node again = g.nodes.back();  // appended last: moved to run right after conv, before relu
+  again.weights_of = "conv";
+  g.nodes.pop_back();
+  g.nodes.insert(g.nodes.begin() + 2, again);
+  g.nodes[3].inputs = {again.output};
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (ValueId v : Graph::results(g.nodes[k])) g.values[v].producer = static_cast<int32_t>(k);
+  }
+  Diagnostics d;
+  ASSERT_TRUE(infer_shapes(g, d)) << d.render();
+  ASSERT_TRUE(verify(g, d)) << d.render();
+  const Node* second = g.find_node("conv_1");
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->params[0].name, "conv.weight");
+  EXPECT_EQ(second->params[1].name, "conv.bias");
+  EXPECT_EQ(g.trainable_param_count(), 3 * 27 + 3 + 5 * 3 + 5);  // conv's counted once
+  EXPECT_NE(print_graph(g).find("[weights of conv]"), std::string::npos) << print_graph(g);
+
+  Graph unlike = g;
+  for (Node& n : unlike.nodes) {
+    if (n.name == "conv_1") n.params[0].shape = {3, 3, 1, 1};
+  }
+  Diagnostics d1;
+  EXPECT_FALSE(verify(unlike, d1));
+  EXPECT_NE(d1.render().find("layer 'conv_1' (conv2d): declares tensor 'conv.weight' unlike "
+                             "layer 'conv' does"),
+            std::string::npos)
+      << d1.render();
+
+  Graph self = g;
+  for (Node& n : self.nodes) {
+    if (n.name == "conv_1") n.weights_of = "conv_1";
+  }
+  Diagnostics d2;
+  EXPECT_FALSE(verify(self, d2));
+  EXPECT_NE(d2.render().find("uses the weights of 'conv_1', which is not another layer"),
+            std::string::npos)
+      << d2.render();
+}
+
 TEST(Printer, ReadableAndStable) {
   Graph g = small_graph();
   Diagnostics d;

@@ -323,8 +323,13 @@ TEST(OnnxNames, IdentityAliasesAndSharedWeights) {
   ASSERT_EQ(ops_of(m->graph), "input conv2d conv2d");
   EXPECT_EQ(m->graph.nodes[1].name, "b");
   EXPECT_EQ(m->graph.nodes[2].name, "b_again");
+  // One tensor for both (issue 36): the second Conv reads the first's weights, not a copy.
+  EXPECT_EQ(m->graph.nodes[2].weights_of, "b");
+  EXPECT_EQ(m->graph.nodes[2].params.at(0).name, "b.weight");
+  ASSERT_NE(m->weights->find("b.weight"), nullptr);
   EXPECT_EQ(*m->weights->find("b.weight"), std::vector<float>{2});
-  EXPECT_EQ(*m->weights->find("b_again.weight"), std::vector<float>{2});
+  EXPECT_EQ(m->weights->find("b_again.weight"), nullptr);
+  EXPECT_EQ(m->weights->tensors.size(), 1u);
 }
 
 TEST(OnnxNames, UnnamedNodesAndTheirLocations) {

@@ -432,8 +432,36 @@ void Translator::check_declared_output(const pb::ValueInfoProto& o, ir::ValueId 
 // The bound tensors' values become the weights, each held once: the walk's values are dropped
 // first, so a binding that holds its constant alone moves the values out (a model with 1 GB of
 // external data needed 3 GB before issue 31: the file's bytes, the decoded values, this copy).
+//
+// A node whose parameters are, tensor for tensor, an earlier layer's (a module the exported graph
+// runs twice: two Convs reading one initializer) reads that layer's (ir::Node::weights_of), as
+// the TorchScript frontend's second call of a layer does, rather than a copy of its own: one
+// tensor, which training refuses to differentiate twice instead of updating two copies apart.
 bool Translator::collect_weights(Model& out) {
   env_.clear();
+  auto same = [](const std::vector<ParamBinding>& a, const std::vector<ParamBinding>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+      return x.suffix == y.suffix && x.value == y.value && x.transpose == y.transpose;
+    });
+  };
+  std::map<const Constant*, std::vector<int32_t>> owners;  // by their first tensor
+  for (auto& [index, bindings] : params_) {
+    if (bindings.empty()) continue;
+    ir::Node& node = graph_.nodes[static_cast<size_t>(index)];
+    std::vector<int32_t>& candidates = owners[bindings[0].value.get()];
+    for (int32_t k : candidates) {
+      const ir::Node& owner = graph_.nodes[static_cast<size_t>(k)];
+      if (owner.op == node.op && same(params_[k], bindings)) {
+        node.weights_of = owner.name;
+        break;
+      }
+    }
+    if (node.weights_of.empty()) {
+      candidates.push_back(index);
+    } else {
+      bindings.clear();  // its owner's values serve it
+    }
+  }
   for (auto& [index, bindings] : params_) {
     const ir::Node& node = graph_.nodes[static_cast<size_t>(index)];
     for (ParamBinding& b : bindings) {

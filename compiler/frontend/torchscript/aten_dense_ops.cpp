@@ -428,7 +428,7 @@ bool alpha_is_one(OpContext& c) {
 bool is_bias_of_producer(OpContext& c, const Val& x, const Val& p) {
   if (!x.is(Kind::kTensor) || !p.is(Kind::kParam)) return false;
   const ir::Node& n = c.producer(x.id);
-  return n.op == ir::OpKind::Linear && p.name == n.name + ".bias";
+  return n.op == ir::OpKind::Linear && p.name == ir::weights_owner(n) + ".bias";
 }
 
 // What aten_zoo_ops.cpp's mul keeps: ConvNeXt's `layer_scale * x`, and `x * 1`.

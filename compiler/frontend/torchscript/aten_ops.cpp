@@ -173,9 +173,9 @@ bool add_bias(OpContext& c, size_t activation, const Val& bias) {
   const c10::Symbol from = c.node()->input(activation)->node()->kind();
   const bool product = from == c10::aten::matmul || from == c10::aten::mm ||
                        from == c10::aten::linear;
-  if (lin.op != ir::OpKind::Linear || lin.attrs.b("bias") || bias.name != lin.name + ".bias" ||
-      c.uses_of_input(activation) != 1 || !product ||
-      c.in(activation).derived || c.in(activation).view != Val::View::kNone) {
+  if (lin.op != ir::OpKind::Linear || lin.attrs.b("bias") ||
+      bias.name != ir::weights_owner(lin) + ".bias" || c.uses_of_input(activation) != 1 ||
+      !product || c.in(activation).derived || c.in(activation).view != Val::View::kNone) {
     return c.fail(fmt::format("adding parameter '{}' to an activation", bias.name));
   }
   lin.attrs.set("bias", bool_attr(true));
@@ -251,16 +251,33 @@ bool avg_pool2d(OpContext& c) {
   return y && c.result_tensor(*y);
 }
 
+// The image and output size of an adaptive pool (self, output_size, ...).
+struct AdaptiveInput {
+  ir::ValueId x;
+  ir::Pair out;
+  int64_t h, w;  // the input's
+};
+std::optional<AdaptiveInput> adaptive_input(OpContext& c) {
+  auto x = c.tensor(0);
+  auto out = x ? c.pair(1, "output_size") : std::nullopt;
+  const std::vector<int64_t>* d = out ? c.dims(*x) : nullptr;
+  if (!d) return std::nullopt;
+  if (d->size() != 3) {
+    c.fail("input is not an image [N, C, H, W]");
+    return std::nullopt;
+  }
+  return AdaptiveInput{*x, *out, (*d)[1], (*d)[2]};
+}
+
 // aten::adaptive_avg_pool2d(self, output_size): global pooling for 1x1, an ordinary average
 // pool where the output size divides the input, else adaptive_avgpool2d (AlexNet's 6x6 and VGG's
 // 7x7 classifier input from a smaller map).
 bool adaptive_avg_pool2d(OpContext& c) {
-  auto x = c.tensor(0);
-  auto out = x ? c.pair(1, "output_size") : std::nullopt;
-  const std::vector<int64_t>* d = out ? c.dims(*x) : nullptr;
-  if (!d) return false;
-  if (d->size() != 3) return c.fail("input is not an image [N, C, H, W]");
-  const int64_t h = (*d)[1], w = (*d)[2];
+  auto in = adaptive_input(c);
+  if (!in) return false;
+  const ir::ValueId* x = &in->x;
+  const ir::Pair* out = &in->out;
+  const int64_t h = in->h, w = in->w;
   if (out->h == 1 && out->w == 1) {
     auto y = c.emit(ir::OpKind::GlobalAvgPool, {*x}, {});
     return y && c.result_tensor(*y);
@@ -280,6 +297,37 @@ bool adaptive_avg_pool2d(OpContext& c) {
   a.set("stride", pair_attr({h / out->h, w / out->w}));
   auto y = c.emit(ir::OpKind::AvgPool2d, {*x}, a);
   return y && c.result_tensor(*y);
+}
+
+// aten::adaptive_max_pool2d(self, output_size) -> (values, indices), as torch.onnx maps it: a
+// max pool with kernel = stride = input / output where the output size divides the input (a
+// global one for 1x1); the IR has no adaptive max pool for other sizes. Only the values are
+// computed: the indices are a value no op may read (Val::Kind::kUnavailable).
+bool adaptive_max_pool2d(OpContext& c) {
+  auto in = adaptive_input(c);
+  if (!in) return false;
+  const ir::ValueId* x = &in->x;
+  const ir::Pair* out = &in->out;
+  const int64_t h = in->h, w = in->w;
+  if (out->h < 1 || out->w < 1 || h % out->h != 0 || w % out->w != 0) {
+    return c.fail(
+        fmt::format("output size {}x{} does not divide the {}x{} input; zoc maps "
+                    "adaptive max pooling only where it is a max pool with kernel = "
+                    "stride = input / output",
+                    out->h, out->w, h, w));
+  }
+  ir::Attrs a;
+  a.set("kernel", pair_attr({h / out->h, w / out->w}));
+  a.set("stride", pair_attr({h / out->h, w / out->w}));
+  auto y = c.emit(ir::OpKind::MaxPool2d, {*x}, a);
+  if (!y) return false;
+  if (c.node()->outputs().size() > 1) {
+    Val indices;
+    indices.kind = Kind::kUnavailable;
+    indices.name = "the indices of adaptive_max_pool2d (return_indices=True)";
+    c.result(std::move(indices), 1);
+  }
+  return c.result_tensor(*y);
 }
 
 // [N, ...] -> [N, features], the only reshape the IR has.
@@ -482,6 +530,7 @@ const std::map<std::string, Handler>& handlers() {
       {"aten::max_pool2d", max_pool2d},
       {"aten::avg_pool2d", avg_pool2d},
       {"aten::adaptive_avg_pool2d", adaptive_avg_pool2d},
+      {"aten::adaptive_max_pool2d", adaptive_max_pool2d},
       {"aten::flatten", flatten},
       {"aten::view", view},
       {"aten::reshape", view},
@@ -524,7 +573,7 @@ Handler base_handler(c10::Symbol kind) {
 }
 
 const char* mapped_ops_summary() {
-  return "convolution, batch_norm, relu, add, max/avg and adaptive average pooling, flatten "
+  return "convolution, batch_norm, relu, add, max/avg and adaptive average/max pooling, flatten "
          "and view/reshape to [N, features], linear/addmm/matmul, dropout, softmax, cat, the "
          "activations tanh, sigmoid, silu, hardtanh/relu6, hardswish, hardsigmoid and gelu, mul "
          "(same shape, per channel, by a layer_scale parameter), mean over H and W, chunk along "

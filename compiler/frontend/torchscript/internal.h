@@ -34,6 +34,9 @@ struct Val {
     kBatch,   // the batch size, which zoc keeps dynamic
     kList,    // a list or tuple holding some non-constant items
     kDict,    // a dict of tensors with string keys known now (dicts.cpp): `keys` and `items`
+    // A result zoc does not compute (adaptive_max_pool2d's indices): `name` says which. It may
+    // be moved around (a tuple, a return) but an op that reads it is refused with that name.
+    kUnavailable,
   };
   // kTensor: what the TorchScript tensor is to the IR value, an NCHW image or features. Besides
   // the value itself, two views zoc follows without an IR node: the channels-last permutation
@@ -47,7 +50,7 @@ struct Val {
   View view = View::kNone;        // kTensor
   int64_t groups = 0;             // kTensor viewed kGrouped or kGroupedTransposed: g
   c10::IValue value;              // kConst, kModule
-  std::string name;               // kModule, kParam
+  std::string name;               // kModule, kParam, kUnavailable
   at::Tensor tensor;              // kParam
   bool transposed = false;        // kParam seen through aten::t
   bool in_state_dict = true;      // kParam: a parameter or buffer, not a plain attribute
@@ -141,8 +144,9 @@ class OpContext {
 
   // Records why this use of the op is unsupported; always returns false.
   bool fail(const std::string& why);
-  // Appends an IR node. `layer` names a layer with parameters (it must be unused so far);
-  // without it the node gets a name from its module path.
+  // Appends an IR node. `layer` names a layer with parameters; a layer that ran before (a module
+  // called twice) gets a fresh name and reads the first call's tensors (ir::Node::weights_of).
+  // Without it the node gets a name from its module path.
   std::optional<ir::ValueId> emit(ir::OpKind op, std::vector<ir::ValueId> inputs, ir::Attrs attrs,
                                   const std::string* layer = nullptr);
   void result(Val v, size_t output = 0);

@@ -169,26 +169,33 @@ ir::Node& OpContext::producer(ir::ValueId v) {
 std::optional<ir::ValueId> OpContext::emit(ir::OpKind op, std::vector<ir::ValueId> inputs,
                                            ir::Attrs given, const std::string* layer) {
   const Origin o = t_.origin(n_);
-  std::string name;
+  std::string name, weights_of;
   if (layer) {
     if (layer->empty()) {
       fail("its parameters have no layer name (a model that is one bare layer)");
       return std::nullopt;
     }
-    if (t_.used_names_.count(*layer)) {
-      fail(
-          fmt::format("layer '{}' runs a second time; zoc gives each layer its own weights, so "
-                      "shared layers are not supported",
-                      *layer));
-      return std::nullopt;
-    }
     name = *layer;
+    if (t_.used_names_.count(*layer)) {  // a layer called again reads the same tensors
+      const ir::Node* first = t_.graph_.find_node(*layer);
+      if (!first || first->op != op) {
+        fail(
+            fmt::format("layer '{}' runs a second time as {}, after running as {}; zoc shares "
+                        "a layer's weights only between calls of the same kind",
+                        *layer, ir::op_info(op).name,
+                        first ? ir::op_info(first->op).name : "another operation"));
+        return std::nullopt;
+      }
+      name = t_.fresh_name(Origin{*layer, true, o.loc}, op);
+      weights_of = *layer;
+    }
   } else {
     name = t_.fresh_name(o, op);
   }
   // Attributes in op-table order, defaults written out, as the YAML frontend does.
   ir::Attrs attrs = ir::with_defaults(op, given);
   const int32_t index = t_.graph_.add_node(op, name, std::move(inputs), std::move(attrs), o.loc);
+  t_.graph_.nodes[static_cast<size_t>(index)].weights_of = std::move(weights_of);
   t_.used_names_.insert(name);
   return t_.graph_.nodes[static_cast<size_t>(index)].output;
 }

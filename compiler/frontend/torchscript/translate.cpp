@@ -75,6 +75,16 @@ bool several_outputs(const Val& result) {
   return true;
 }
 
+// A value among forward's results (or in their tuples and dicts) that zoc does not compute.
+const Val* unavailable_in(const std::vector<Val>& results) {
+  for (const Val& r : results) {
+    if (r.is(Kind::kUnavailable)) return &r;
+    const bool holds = r.is(Kind::kList) || r.is(Kind::kDict);
+    if (const Val* u = holds ? unavailable_in(r.items) : nullptr) return u;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool Translator::run(ir::Graph& out) {
@@ -116,6 +126,10 @@ bool Translator::run(ir::Graph& out) {
 
   if (!problems_.empty()) report_problems(at);
   if (fatal_ || diags_.error_count() != errors_before) return false;
+  if (const Val* u = unavailable_in(results)) {
+    diags_.error(at, fmt::format("forward returns {}, which zoc does not compute", u->name));
+    return false;
+  }
   if (results.size() == 1 && several_outputs(results[0])) {  // issue 37: `return out, aux`
     for (const Val& item : results[0].items) graph_.outputs.push_back(item.id);
   } else if (results.size() == 1 && results[0].is(Kind::kDict)) {  // {'out': ..., 'aux': ...}

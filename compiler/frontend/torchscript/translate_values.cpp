@@ -299,6 +299,11 @@ void Translator::run_op(jit::Node* n) {
     tensors = tensors || x.is(Kind::kTensor) || x.is(Kind::kParam) || holds_tensor(v->type());
   }
   for (jit::Value* v : n->outputs()) tensors = tensors || holds_tensor(v->type());
+  for (jit::Value* v : n->inputs()) {
+    if (get(v).is(Kind::kUnavailable)) {
+      return unsupported(n, fmt::format("it reads {}, which zoc does not compute", get(v).name));
+    }
+  }
   const Handler handler = find_handler(n->kind());
   if (!handler) {
     // An unknown tensor op is listed even when its inputs are already poisoned, so that every

@@ -6,7 +6,9 @@ They are what a hostile or careless model can do once LibTorch has loaded it: ma
 folding read a file (aten::from_file) or compute without bound (a string doubled 40 times, in a
 loop or in 40 lines of code LibTorch folds itself while compiling), print terminal escapes (an
 exception's message, an attribute's name, a source file's name from the debug records), or reach
-one of LibTorch's internal checks; or use a dict of tensors in a way zoc cannot follow exactly. Each model is scripted with torch 1.13 (Debian's python3-torch)
+one of LibTorch's internal checks; or use a dict of tensors in a way zoc cannot follow exactly;
+or, issue 36, train a layer called twice, or use adaptive max pooling where it is no max pool or
+read its indices. Each model is scripted with torch 1.13 (Debian's python3-torch)
 from source text given here under a fixed file name, so that the locations in the messages do not
 depend on where this script lives; archives that torch.jit.save cannot write are edited after it,
 record by record. `zoc ir NAME.pt --input 3x8x8` must fail with the expected message.
@@ -26,7 +28,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REL = "tests/bad_inputs/torchscript_loaded"
-CASES = {}  # name -> (archive bytes, description, [expected messages after "NAME.pt"])
+CASES = {}  # name -> (archive bytes, description, [expected messages after "NAME.pt"], args)
 
 
 def module_from_source(source, filename="model.py"):
@@ -59,8 +61,8 @@ def edited(archive, edit):
     return out.getvalue()
 
 
-def case(name, archive, description, *messages):
-    CASES[name] = (archive, description, list(messages))
+def case(name, archive, description, *messages, args="--input 3x8x8"):
+    CASES[name] = (archive, description, list(messages), args)
 
 
 HEADER = "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
@@ -235,16 +237,58 @@ class M(torch.nn.Module):
      "(top-level module): aten::_set_item (it writes an activation into a dict that is not made "
      "by forward (a module attribute?); zoc does not change a module's values) at model.py:13:9")
 
+# Issue 36. A layer called twice compiles for inference on one set of weights, but the trainer
+# does not sum its calls' gradients and refuses it, at the second call.
+case("shared_layer_train", scripted("""\
+import torch
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.twice = torch.nn.Conv2d(3, 3, 3, padding=1)
+        self.fc = torch.nn.Linear(3 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = self.twice(torch.relu(self.twice(x)))
+        return self.fc(torch.flatten(x, 1))
+"""), "a convolution called twice, compiled for training",
+     "model.py:11:13: error: layer 'twice_1' (conv2d) runs layer 'twice' a second time, on the "
+     "same weights; zoc's trainer does not sum a shared layer's gradients over its calls, so "
+     "training refuses shared layers (inference compiles them)",
+     args="--input 3x8x8 --train")
+# Adaptive max pooling maps to a max pool where the output size divides the input; its indices
+# (return_indices=True) are not computed, so a use of them is refused by name.
+POOL_HEADER = ("import torch\nimport torch.nn.functional as F\n\n\nclass M(torch.nn.Module):\n"
+               "    def forward(self, x):\n")
+INDICES = "the indices of adaptive_max_pool2d (return_indices=True)"
+case("adaptive_max_pool_not_dividing", scripted(POOL_HEADER + """\
+        return F.adaptive_max_pool2d(x, (3, 4))
+"""), "adaptive max pooling of an 8x8 image to 3x4",
+     "aten::adaptive_max_pool2d (output size 3x4 does not divide the 8x8 input; zoc maps "
+     "adaptive max pooling only where it is a max pool with kernel = stride = input / output) at "
+     "model.py:7:16")
+case("adaptive_max_pool_indices_used", scripted(POOL_HEADER + """\
+        y, i = F.adaptive_max_pool2d(x, 4, return_indices=True)
+        return y + i.float()
+"""), "adds adaptive max pooling's indices to its values",
+     "(top-level module): aten::to (it reads " + INDICES + ", which zoc does not compute) at "
+     "model.py:8:20")
+case("adaptive_max_pool_indices_returned", scripted(POOL_HEADER + """\
+        return F.adaptive_max_pool2d(x, 4, return_indices=True)
+"""), "returns adaptive max pooling's values and indices",
+     "error: forward returns " + INDICES + ", which zoc does not compute")
+
 
 def main():
     for pattern in ("*.pt", "*.expect"):
         for path in glob.glob(os.path.join(HERE, pattern)):
             if not os.path.basename(path).startswith("alias_"):  # make_aliasing.py writes those
                 os.remove(path)
-    for name, (data, description, messages) in sorted(CASES.items()):
+    for name, (data, description, messages, args) in sorted(CASES.items()):
         with open(os.path.join(HERE, name + ".pt"), "wb") as f:
             f.write(data)
-        lines = ["# " + description, "model: %s/%s.pt" % (REL, name), "args: --input 3x8x8"]
+        lines = ["# " + description, "model: %s/%s.pt" % (REL, name), "args: " + args]
         lines += ["expect: " + m for m in messages]
         with open(os.path.join(HERE, name + ".expect"), "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -233,6 +233,23 @@ class LayerScaleGamma(Stem):
         return y.mul(self.gamma.reshape(1, -1, 1, 1)) + y
 
 
+@form("scalar_parameter_affine")
+class ScalarParameterAffine(Stem):
+    """timm's LearnableAffineBlock (hgnetv2): `scale * x + bias` with learned parameters of
+    shape [1]; then the other operand orders, minus, divide and a one-element buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.tensor([0.75]))
+        self.bias = nn.Parameter(torch.tensor([-0.125]))
+        self.register_buffer("shift", torch.tensor([[[[1.5]]]]))
+
+    def forward(self, x):
+        y = self.scale * self.conv(x) + self.bias
+        z = self.bias - y * self.scale
+        return (self.bias + z) / self.shift - (y - self.shift)
+
+
 @form("param_along_width")
 class ParamAlongWidth(Stem):
     """A [W] parameter times an image broadcasts along W, not per channel: refused."""

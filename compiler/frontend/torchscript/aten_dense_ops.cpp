@@ -12,7 +12,8 @@
 //   - F.pad with a constant (aten::pad, aten::constant_pad_nd) of an image's H and W as pad;
 //   - a [C] parameter reshaped per channel (timm's layer scale gamma), as a binary op's operand;
 //   - add, sub, rsub, div and mul of an activation and a constant (a Python number, or a
-//     parameter or buffer of the module such as a normalization's mean and std), and sub and
+//     parameter or buffer of the module such as a normalization's mean and std, or a
+//     one-element one such as timm's LearnableAffineBlock scale and bias), and sub and
 //     div of two activations, with broadcasting as the IR's binary ops define it.
 // This table is consulted before aten_ops.cpp's and aten_zoo_ops.cpp's (find_handler): where it
 // maps an op they also map (aten::add, mul, softmax, view, _convolution), it takes the new forms
@@ -21,6 +22,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "compiler/frontend/torchscript/internal.h"
 
@@ -385,6 +387,22 @@ bool per_channel(OpContext& c, ir::OpKind op, ir::ValueId x, const Val& k) {
                             k.name, fmt::join(seen, ", ")));
 }
 
+// The value of `k` when it is a one-element floating parameter or buffer of more than zero
+// dims that leaves x's shape as it is (timm's LearnableAffineBlock: `scale * x + bias` with
+// scale and bias of shape [1]): the IR's `scalar`, as the ONNX frontend writes the same
+// initializer. The value is read now, as the shortest decimal of its float (what the ONNX
+// frontend keeps), so both routes give the same code. A zero-dim tensor stays a named operand.
+std::optional<double> one_element_param(OpContext& c, ir::ValueId x, const Val& k) {
+  if (!k.is(Kind::kParam) || !k.tensor.defined() || k.tensor.numel() != 1 ||
+      !k.tensor.is_floating_point() || k.tensor.dim() == 0) {
+    return std::nullopt;
+  }
+  const std::vector<int64_t>* d = c.dims(x);
+  if (!d || k.tensor.dim() > static_cast<int64_t>(d->size()) + 1) return std::nullopt;
+  const float v = k.tensor.to(at::kFloat).item<float>();
+  return std::strtod(fmt::format("{}", v).c_str(), nullptr);
+}
+
 // The binary op `op` of activation `x` and constant `k` (Python number or module tensor);
 // `reverse`: the constant comes first (c - x, c / x).
 bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool reverse) {
@@ -394,7 +412,9 @@ bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool 
   if (reverse && (op == ir::OpKind::Sub || op == ir::OpKind::Div)) {
     a.set("reverse", bool_attr(true));
   }
-  if (auto s = constant_scalar(k)) {
+  std::optional<double> s = constant_scalar(k);
+  if (!s) s = one_element_param(c, *x, k);
+  if (s) {
     a.set("scalar", float_attr(*s));
     auto y = c.emit(op, {*x}, a);
     return y && c.result_tensor(*y);

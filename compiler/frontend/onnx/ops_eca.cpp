@@ -17,7 +17,9 @@ namespace {
 using Kind = Val::Kind;
 using View = Val::View;
 
-std::string list_str(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+std::string list_str(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ", "));
+}
 
 bool next(NodeContext& c) {
   Handler h = dense_handler(c.node().op_type());

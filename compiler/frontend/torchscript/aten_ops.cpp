@@ -583,8 +583,8 @@ const char* mapped_ops_summary() {
          "and view/reshape to [N, features], linear/addmm/matmul, dropout, softmax, cat, the "
          "activations tanh, sigmoid, silu, hardtanh/relu6, hardswish, hardsigmoid and gelu, mul "
          "(same shape, per channel, by a layer_scale parameter), mean over H and W, chunk along "
-         "channels, layer_norm, the channels-last permute and channel-shuffle views, and ECA's conv1d "
-         "over a [N, 1, C] view of pooled features with expand_as into a mul";
+         "channels, layer_norm, the channels-last permute and channel-shuffle views, and ECA's "
+         "conv1d over a [N, 1, C] view of pooled features with expand_as into a mul";
 }
 
 }  // namespace zoc::torchscript::detail

@@ -139,6 +139,7 @@ GradRule grad_rule(OpKind op) {
     case OpKind::Div:
     case OpKind::Reshape:
     case OpKind::Pad:
+    case OpKind::ChannelConv1d:
       return no_rule(op);
     case OpKind::Input:
       return {nothing_upstream};

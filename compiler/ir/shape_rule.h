@@ -104,6 +104,7 @@ class Rule {
   bool upsample();
   bool conv_transpose2d();
   bool reshape();
+  bool channel_conv1d();
 
   // Reductions and elementwise ops of issues 36 and 37 (shapes_pointwise.cpp).
   bool argmax();

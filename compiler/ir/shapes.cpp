@@ -410,6 +410,8 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
       return rule.slice_channels();
     case OpKind::Pad:
       return rule.pad();
+    case OpKind::ChannelConv1d:
+      return rule.channel_conv1d();
     case OpKind::AdaptiveAvgPool2d:
       return rule.adaptive_avgpool2d();
 #define ZOC_ACTIVATION(op, grad, math) \

@@ -116,4 +116,23 @@ bool Rule::reshape() {
   return set_output({c, a.i("height"), a.i("width")}, Layout::NCHW);
 }
 
+// ECA's conv over the features: one input and one output channel, so the weight is [1, 1, k]
+// as PyTorch's Conv1d(1, 1, k) stores it, and the result is features again.
+bool Rule::channel_conv1d() {
+  if (in(0).dims.size() != 1) {
+    return fail(fmt::format("expects features [N, F], got {}", dims_str(in(0).dims)));
+  }
+  const Attrs& a = n_.attrs;
+  const int64_t f = in(0).dims[0], k = a.i("kernel");
+  auto out = conv_output_size(f, k, a.i("stride"), a.i("padding"), a.i("dilation"));
+  if (!out) {
+    return fail(fmt::format("output size would be < 1: {} features, kernel {}, padding {}, "
+                            "dilation {}",
+                            f, k, a.i("padding"), a.i("dilation")));
+  }
+  if (!param("weight", {1, 1, k}, ParamRole::kWeight)) return false;
+  if (a.b("bias")) param("bias", {1}, ParamRole::kBias);
+  return set_output({*out}, Layout::NC);
+}
+
 }  // namespace zoc::ir::detail

@@ -161,6 +161,8 @@ Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int si
       return argmax_choice(g, n, side, readers);
     case OpKind::Pad:
       return {LayerKind::None, Epilogue::kNone, "pad yet"};
+    case OpKind::ChannelConv1d:
+      return {LayerKind::None, Epilogue::kNone, "channel_conv1d yet"};
     case OpKind::LayerNorm:
       return {LayerKind::LayerNorm};
     case OpKind::ChannelShuffle:

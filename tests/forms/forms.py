@@ -73,6 +73,21 @@ class SeLinearView(Stem):
         return y * s
 
 
+@form("eca_attention")
+class EcaAttention(Stem):
+    """timm's EcaModule: a 1-D convolution along the pooled channels, then x * gate expanded."""
+
+    def __init__(self):
+        super().__init__(8)
+        self.eca = nn.Conv1d(1, 1, 3, padding=1, bias=False)
+
+    def forward(self, x):
+        y = self.conv(x)
+        s = y.mean((2, 3)).view(y.shape[0], 1, -1)
+        s = torch.sigmoid(self.eca(s)).view(y.shape[0], -1, 1, 1)
+        return y * s.expand_as(y)
+
+
 @form("leaky_relu_elu")
 class LeakyReluElu(Stem):
     def __init__(self):

@@ -121,6 +121,9 @@ Status Runner::exec(const ir::Node& node) {
     case ir::OpKind::Pad:
       pad(node);
       break;
+    case ir::OpKind::ChannelConv1d:
+      channel_conv1d(node);
+      break;
     case ir::OpKind::Concat:
       concat(node);
       break;

@@ -178,6 +178,14 @@ struct PadShape {
 };
 void pad_constant(const float* x, float* y, const PadShape& s, float value);
 
+// PyTorch's conv1d with one input and one output channel along the f features of each of the
+// n rows of x[n, f] (ECA attention): y[n, out] from the kernel w[k] and an optional bias.
+struct ChannelConvShape {
+  int64_t n, f, out, k, stride, padding, dilation;
+};
+void channel_conv1d(const float* x, const float* w, const float* bias, float* y,
+                    const ChannelConvShape& s);
+
 // PyTorch's conv_transpose2d: y[n, c_out, out_h, out_w] from x[n, c_in, h, w] and
 // w[c_in, c_out / groups, kh, kw] (Conv2dShape's h, w are the input's, out_h, out_w the
 // output's), plus bias[c_out] (may be null).

@@ -83,4 +83,14 @@ void Runner::pad(const ir::Node& node) {
                static_cast<float>(a.f("value")));
 }
 
+void Runner::channel_conv1d(const ir::Node& node) {
+  const float* w = param(node, ir::ParamRole::kWeight);
+  const float* b = param(node, ir::ParamRole::kBias);
+  if (!missing_.empty()) return;
+  const ir::Attrs& a = node.attrs;
+  ref::channel_conv1d(in(node, 0), w, b, out(node.output),
+                      {n_, dims(node.inputs[0])[0], dims(node.output)[0], a.i("kernel"),
+                       a.i("stride"), a.i("padding"), a.i("dilation")});
+}
+
 }  // namespace zoc::ref::detail

@@ -1,5 +1,6 @@
 // The kernels that resize images (issue 37's decoders): nearest and bilinear upsampling and the
-// transposed convolution; and constant padding (timm's TF-"same" convolutions, issue 36).
+// transposed convolution; constant padding (timm's TF-"same" convolutions, issue 36) and ECA's
+// 1-D convolution along the features.
 // Upsampling reproduces PyTorch 1.13's CPU index arithmetic bit for bit
 // (ATen/native/UpSample.h), because a source index one off is a wrong pixel, not a rounding
 // difference (even where PyTorch's two kernels differ: UpsampleShape::direct says how): the scale
@@ -138,6 +139,22 @@ void pad_constant(const float* x, float* y, const PadShape& s, float value) {
     for (int64_t i = 0; i < s.h; ++i) {
       const float* row = x + (p * s.h + i) * s.w;
       std::copy(row, row + s.w, y + (p * oh + s.top + i) * ow + s.left);
+    }
+  }
+}
+
+// Accumulates in double and rounds once, as the other convolutions here do.
+void channel_conv1d(const float* x, const float* w, const float* bias, float* y,
+                    const ChannelConvShape& s) {
+  for (int64_t r = 0; r < s.n; ++r) {
+    const float* row = x + r * s.f;
+    for (int64_t o = 0; o < s.out; ++o) {
+      double acc = bias ? bias[0] : 0.0;
+      for (int64_t t = 0; t < s.k; ++t) {
+        const int64_t i = o * s.stride - s.padding + t * s.dilation;
+        if (i >= 0 && i < s.f) acc += static_cast<double>(w[t]) * row[i];
+      }
+      y[r * s.out + o] = static_cast<float>(acc);
     }
   }
 }

@@ -92,6 +92,7 @@ class Runner {
   void argmax(const ir::Node& node);
   void binary(const ir::Node& node);
   void pad(const ir::Node& node);
+  void channel_conv1d(const ir::Node& node);
 
   // The training graph's ops (train_ops.cpp).
   void batchnorm2d_train(const ir::Node& node);

@@ -45,6 +45,7 @@ std::string view_name(Val::View view) {
     case Val::View::kChannelsLast: return "a channels-last [N, H, W, C] view (Transpose perm [0, 2, 3, 1])";
     case Val::View::kGrouped: return "a grouped [N, g, C/g, H, W] view (Reshape)";
     case Val::View::kGroupedTransposed: return "a transposed grouped [N, C/g, g, H, W] view";
+    case Val::View::kSequence: return "a [N, 1, F] view of features (Reshape)";
   }
   return "a view";
 }
@@ -161,6 +162,23 @@ std::optional<double> NodeContext::scalar(size_t i, const char* what) {
 const std::vector<int64_t>* NodeContext::dims(ir::ValueId v) { return t_.dims(v); }
 
 std::optional<int64_t> NodeContext::declared_batch() const { return t_.batch_; }
+
+std::vector<const pb::NodeProto*> NodeContext::readers_of_output() const {
+  std::vector<const pb::NodeProto*> out;
+  const std::string& name = n_.output(0);
+  if (t_.graph_outputs_.count(name) > 0) out.push_back(nullptr);
+  for (int k = 0; k < t_.g_.node_size(); ++k) {
+    if (!t_.needed_[static_cast<size_t>(k)]) continue;
+    const pb::NodeProto& r = t_.g_.node(k);
+    if (std::find(r.input().begin(), r.input().end(), name) != r.input().end()) out.push_back(&r);
+  }
+  return out;
+}
+
+const Val* NodeContext::value_now(const std::string& name) const {
+  auto it = t_.env_.find(name);
+  return it == t_.env_.end() ? nullptr : &it->second;
+}
 
 bool NodeContext::output_used(size_t k) const {
   if (k >= static_cast<size_t>(n_.output_size())) return false;

@@ -298,6 +298,11 @@ class NodeContext {
   // How many needed nodes read IR value v under any ONNX name (an Identity's output, a view),
   // graph outputs counted as readers.
   size_t readers_of_value(ir::ValueId v) const;
+  // The needed nodes that read output 0, a nullptr standing for the graph's output (an Expand
+  // maps only into the Mul that broadcasts it).
+  std::vector<const pb::NodeProto*> readers_of_output() const;
+  // What ONNX value `name` stands for now, or nullptr if no node has made it yet.
+  const Val* value_now(const std::string& name) const;
 
  private:
   Translator& t_;
@@ -328,6 +333,10 @@ std::span<const OpEntry> shape_ops();
 // which it hands the uses it does not take to.
 std::span<const OpEntry> dense_ops();
 Handler base_handler(const std::string& op_type);
+// ops_eca.cpp (ECA attention, issue 36), consulted before dense_ops; dense_handler is the
+// handler it hands other uses to (dense_ops', else base_handler's).
+std::span<const OpEntry> eca_ops();
+Handler dense_handler(const std::string& op_type);
 
 // Handlers that share an op type with another file's: each op type has one table entry, which
 // hands its node to these where its inputs call for them.

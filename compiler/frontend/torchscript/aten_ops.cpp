@@ -559,6 +559,12 @@ const std::map<std::string, Handler>& handlers() {
 }  // namespace
 
 Handler find_handler(c10::Symbol kind) {
+  const auto& eca = eca_handlers();
+  if (auto it = eca.find(kind.toQualString()); it != eca.end()) return it->second;
+  return dense_handler(kind);
+}
+
+Handler dense_handler(c10::Symbol kind) {
   const auto& dense = dense_handlers();
   if (auto it = dense.find(kind.toQualString()); it != dense.end()) return it->second;
   return base_handler(kind);
@@ -577,7 +583,8 @@ const char* mapped_ops_summary() {
          "and view/reshape to [N, features], linear/addmm/matmul, dropout, softmax, cat, the "
          "activations tanh, sigmoid, silu, hardtanh/relu6, hardswish, hardsigmoid and gelu, mul "
          "(same shape, per channel, by a layer_scale parameter), mean over H and W, chunk along "
-         "channels, layer_norm, and the channels-last permute and channel-shuffle views";
+         "channels, layer_norm, the channels-last permute and channel-shuffle views, and ECA's "
+         "conv1d over a [N, 1, C] view of pooled features with expand_as into a mul";
 }
 
 }  // namespace zoc::torchscript::detail

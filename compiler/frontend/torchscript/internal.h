@@ -210,6 +210,10 @@ const std::map<std::string, Handler>& zoo_handlers();
 // base_handler is the one of aten_ops.cpp or aten_zoo_ops.cpp they hand other uses to.
 const std::map<std::string, Handler>& dense_handlers();
 Handler base_handler(c10::Symbol kind);
+// ECA attention's handlers (aten_eca_ops.cpp), consulted before all others; dense_handler is the
+// one they hand other uses to (aten_dense_ops.cpp's, else base_handler).
+const std::map<std::string, Handler>& eca_handlers();
+Handler dense_handler(c10::Symbol kind);
 // Activations through aten::permute / aten::transpose / aten::view / aten::reshape (the
 // channels-last and channel-shuffle views, aten_zoo_ops.cpp): aten_ops.cpp hands these ops to
 // them when their input is an activation (permute, transpose) or one that is or becomes a view

@@ -50,6 +50,7 @@ std::string view_name(Val::View view) {
     case Val::View::kChannelsLast: return "a channels-last [N, H, W, C] view of an image";
     case Val::View::kGrouped: return "a 5-D [N, g, C/g, H, W] view of an image";
     case Val::View::kGroupedTransposed: return "a 5-D [N, C/g, g, H, W] view of an image";
+    case Val::View::kSequence: return "a [N, 1, F] view of features (ECA's x.view(n, 1, -1))";
   }
   return "?";
 }

@@ -366,6 +366,25 @@ def reshape_groups_uneven():
                     ("batch", 3, -1, 8, 8), [ints("shape", [0, 3, -1, 8, 8])])
 
 
+def expand_not_into_mul():
+    # Expand maps only into the Mul that broadcasts it (ECA attention); here it is the output.
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], name="/eca/ReduceMean", axes=[2, 3],
+                              keepdims=1),
+             helper.make_node("Shape", ["x"], ["s"], name="/eca/Shape"),
+             helper.make_node("Expand", ["m", "s"], ["y"], name="/eca/Expand")]
+    return zoo_case(nodes, IMAGE)
+
+
+def eca_conv_two_channels():
+    # ECA's [N, 1, C] view of pooled features, but a Conv with two output channels on it.
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], name="/eca/ReduceMean", axes=[2, 3],
+                              keepdims=0),
+             helper.make_node("Reshape", ["m", "shape"], ["v"], name="/eca/Reshape"),
+             helper.make_node("Conv", ["v", "w"], ["y"], name="/eca/conv/Conv", kernel_shape=[3],
+                              pads=[1, 1])]
+    return zoo_case(nodes, ("batch", 2, 4), [ints("shape", [0, 1, -1]), init("w", [2, 1, 3], 1)])
+
+
 def two_inputs():
     m = tiny()
     m.graph.input.append(image_input("mask"))
@@ -522,6 +541,8 @@ CASES = {
     "view_into_conv": (view_into_conv, "", 1),
     "layernorm_over_width": (layernorm_over_width, "", 1),
     "mul_constant": (mul_constant, "", 1),
+    "expand_not_into_mul": (expand_not_into_mul, "", 1),
+    "eca_conv_two_channels": (eca_conv_two_channels, "", 1),
     "gelu_broken": (gelu_broken, "", 1),
     "erf_alone": (erf_alone, "", 1),
     "layernorm_opset13_cubed": (layernorm_opset13_cubed, "", 1),
@@ -655,6 +676,14 @@ EXPECT = {
                      "  node '/scale/Mul' (Mul, #0): multiplying [N, 4, 8, 8] by constant 'k' of "
                      "shape [4, 8, 8]; zoc multiplies an image by a per-channel [C, 1, 1] constant (a "
                      "layer scale), by 1, or by another activation"],
+    "expand_not_into_mul": [F + "expand_not_into_mul.onnx" + UNSUPPORTED,
+                            "  node '/eca/Expand' (Expand, #2): an Expand of [N, 4, 1, 1] to "
+                            "[N, 4, 8, 8] read by something other than such a Mul; zoc maps Expand "
+                            "only into a Mul by a tensor of that shape (the Mul broadcasts)"],
+    "eca_conv_two_channels": [F + "eca_conv_two_channels.onnx" + UNSUPPORTED,
+                              "  node '/eca/conv/Conv' (Conv, #2): a Conv with weight [2, 1, 3] and "
+                              "group 1 on a [N, 1, F] view of features (Reshape); zoc maps a 1-D "
+                              "Conv with one input and output channel there (ECA attention)"],
     "gelu_broken": [F + "gelu_broken.onnx" + UNSUPPORTED,
                     "  node '/gelu/Mul_1' (Mul, #4): input 1 ('m') is x * (1 + erf(x / sqrt(2))) of "
                     "GELU's erf form; zoc follows it only into a Mul by 0.5"],

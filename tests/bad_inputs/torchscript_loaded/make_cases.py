@@ -279,6 +279,20 @@ case("adaptive_max_pool_indices_returned", scripted(POOL_HEADER + """\
 """), "returns adaptive max pooling's values and indices",
      "error: forward returns " + INDICES + ", which zoc does not compute")
 
+# ECA attention's expand_as maps only into the mul that broadcasts it (issue 36); added instead,
+# it is refused by name.
+case("expand_as_into_add", scripted("""\
+import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        return x + x.mean((2, 3), keepdim=True).expand_as(x)
+"""), "adds a pooled image expanded to the image's shape",
+     "(top-level module): aten::expand_as (an expand_as of [N, 3, 1, 1] to [N, 3, 8, 8] read by "
+     "something other than a mul by that tensor; zoc maps expand_as only into a mul by the "
+     "tensor it expands to (the mul broadcasts)) at model.py:6:20")
+
 
 def main():
     for pattern in ("*.pt", "*.expect"):

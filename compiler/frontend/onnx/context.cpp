@@ -9,7 +9,6 @@
 // (viewed), a constant holding the batch size (shape_constant), a step of a decomposed op
 // (those go to ops_decomposed.cpp before a handler sees them).
 #include <algorithm>
-#include <cstdlib>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -23,11 +22,6 @@ ir::AttrValue int_attr(int64_t v) { return ir::AttrValue{ir::AttrKind::Int, v, {
 ir::AttrValue bool_attr(bool v) { return ir::AttrValue{ir::AttrKind::Bool, v ? 1 : 0, {}, 0}; }
 ir::AttrValue float_attr(double v) { return ir::AttrValue{ir::AttrKind::Float, 0, {}, v}; }
 ir::AttrValue pair_attr(ir::Pair p) { return ir::AttrValue{ir::AttrKind::Pair, 0, p, 0}; }
-
-double decimal_of_float(float v) {
-  // fmt writes the shortest decimal that reads back as the same float.
-  return std::strtod(fmt::format("{}", v).c_str(), nullptr);
-}
 
 std::string target_str(const std::vector<int64_t>& to) {
   std::vector<std::string> items;

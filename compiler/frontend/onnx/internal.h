@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "compiler/frontend/activation_view.h"
+#include "compiler/frontend/float_decimal.h"
 #include "compiler/frontend/onnx/onnx_frontend.h"
 #include "compiler/support/sanitize.h"  // shown_text: every name a message quotes
 
@@ -370,9 +371,9 @@ ir::AttrValue int_attr(int64_t v);
 ir::AttrValue bool_attr(bool v);
 ir::AttrValue float_attr(double v);
 ir::AttrValue pair_attr(ir::Pair p);
-// A float32 attribute as the shortest decimal that reads back as it (1e-05, not 9.99999975e-06):
-// the value its writer meant, so the IR equals the YAML and TorchScript routes'.
-double decimal_of_float(float v);
+// A float32 attribute as the shortest decimal that reads back as it (float_decimal.h), so the IR
+// equals the YAML and TorchScript routes'.
+using frontend::decimal_of_float;
 
 // --- names.cpp -------------------------------------------------------------------------------
 

@@ -22,8 +22,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cstdlib>
-
+#include "compiler/frontend/float_decimal.h"
 #include "compiler/frontend/torchscript/internal.h"
 
 namespace zoc::torchscript::detail {
@@ -399,8 +398,7 @@ std::optional<double> one_element_param(OpContext& c, ir::ValueId x, const Val& 
   }
   const std::vector<int64_t>* d = c.dims(x);
   if (!d || k.tensor.dim() > static_cast<int64_t>(d->size()) + 1) return std::nullopt;
-  const float v = k.tensor.to(at::kFloat).item<float>();
-  return std::strtod(fmt::format("{}", v).c_str(), nullptr);
+  return frontend::decimal_of_float(k.tensor.to(at::kFloat).item<float>());
 }
 
 // The binary op `op` of activation `x` and constant `k` (Python number or module tensor);

@@ -280,7 +280,10 @@ def _check_seg_plan(names):
                           "fp32": "nchw"}[prec]
                 got = sorted(rows.get(("%s_%s_%s" % (impl, prec, layout), model), []))
                 assert got == [1, 8, 32], "seg: %s %s %s at %s" % (model, impl, prec, got)
-    assert len(rows) == 2 * 5 * 2, sorted(rows)
+    for model in plan.SEG:  # zoc fp32 with measured engine choices (seg-tuned)
+        got = sorted(rows.get(("zoc-graph-tuned_fp32_nchw", model), []))
+        assert got == [1, 8, 32], "seg: %s zoc-graph-tuned fp32 at %s" % (model, got)
+    assert len(rows) == 2 * 5 * 2 + 2, sorted(rows)
     variants = [v for p in plan.SEG_PARTS for s in plan.steps_for(p) for v, _ in s["runs"]]
     assert all(v["profile"] for v in variants if v["family"] == "zoc"), "zoc seg row unprofiled"
     ts = [v for v in variants if v["family"] == "torchscript"]

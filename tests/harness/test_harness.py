@@ -280,12 +280,14 @@ def _check_seg_plan(names):
                           "fp32": "nchw"}[prec]
                 got = sorted(rows.get(("%s_%s_%s" % (impl, prec, layout), model), []))
                 assert got == [1, 8, 32], "seg: %s %s %s at %s" % (model, impl, prec, got)
-    for model in plan.SEG:  # zoc fp32 with measured engine choices (seg-tuned)
-        got = sorted(rows.get(("zoc-graph-tuned_fp32_nchw", model), []))
-        assert got == [1, 8, 32], "seg: %s zoc-graph-tuned fp32 at %s" % (model, got)
-    assert len(rows) == 2 * 5 * 2 + 2, sorted(rows)
+    for model in plan.SEG:  # measured engine choices (seg-tuned), no CUDA graph (seg-plain)
+        for row in ("zoc-graph-tuned_fp32_nchw", "zoc_fp16_nhwc"):
+            got = sorted(rows.get((row, model), []))
+            assert got == [1, 8, 32], "seg: %s %s at %s" % (model, row, got)
+    assert len(rows) == 2 * 5 * 2 + 2 * 2, sorted(rows)
     variants = [v for p in plan.SEG_PARTS for s in plan.steps_for(p) for v, _ in s["runs"]]
-    assert all(v["profile"] for v in variants if v["family"] == "zoc"), "zoc seg row unprofiled"
+    assert all(v["profile"] for v in variants if v["family"] == "zoc" and v["graph"]), \
+        "zoc seg graph row unprofiled"
     ts = [v for v in variants if v["family"] == "torchscript"]
     assert ts and all(v["optimize"] and v["graph"] for v in ts), ts
     for p in plan.SEG_PARTS:  # torch.compile: one network and precision a part, max-autotune

@@ -42,11 +42,10 @@ machine resumes from inductor's cache, and HARNESS_STEPS runs one step alone on 
 
 The seg sweep (issue 37: DeepLabV3-MobileNetV3-Large and FCN-ResNet50, torchvision's, with
 models/zoo.py's weights, at 520x520, batch 1, 8, 32, fp16 and fp32) compares the `out` map, and
-comes in parts too (_seg_parts says what each holds): seg-zoc, seg-torch, seg-tuned, one
-torch.compile default part per network and precision (seg-compile-deeplabv3-fp16 ...
-seg-compile-fcn-fp32) and
-one max-autotune part per network, precision and batch (seg-max-deeplabv3-fp16-1 ...
-seg-max-fcn-fp32-32); seg runs them all in one go.
+comes in parts too (_seg_parts says what each holds): seg-zoc, seg-torch, seg-tuned,
+seg-plain, one torch.compile default part per network and precision (seg-compile-deeplabv3-fp16
+... seg-compile-fcn-fp32) and one max-autotune part per network, precision and batch
+(seg-max-deeplabv3-fp16-1 ... seg-max-fcn-fp32-32); seg runs them all in one go.
 
 The plain sweep (issue 33: no CUDA graph anywhere) comes in parts too: plain-main, plain-compile
 and plain-jax (_plain_parts says what each holds); the report's "no CUDA graph anywhere" tables
@@ -79,7 +78,7 @@ QUICK_PARTS = ("quick-main", "quick-jax")
 ZOO_PARTS = ("zoo", "zoo-tuned", "zoo-jax", "zoo-compile-1", "zoo-compile-256")
 PLAIN_PARTS = ("plain-main", "plain-compile", "plain-jax")
 SEG_PRECS = ("fp16", "fp32")  # fp16 first: zoc's claim is made in fp16
-SEG_PARTS = (("seg-zoc", "seg-torch", "seg-tuned") +
+SEG_PARTS = (("seg-zoc", "seg-torch", "seg-tuned", "seg-plain") +
              tuple("seg-compile-%s-%s" % (SEG_SHORT[m], p) for m in SEG for p in SEG_PRECS) +
              tuple("seg-max-%s-%s-%d" % (SEG_SHORT[m], p, b) for m in SEG for p in SEG_PRECS
                    for b in SEG_BATCHES))
@@ -367,7 +366,8 @@ def _seg_parts():
     NHWC) and fp32 (TF32 off), both networks at 520x520, batch 1, 8, 32. seg-zoc: zoc in CUDA
     graphs with the per-layer profile; seg-torch: PyTorch eager and optimized TorchScript in a
     CUDA graph (frozen, optimize_for_inference), one process per network; seg-tuned: zoc fp32
-    with measured engine choices (--tune);
+    with measured engine choices (--tune); seg-plain: zoc fp16 without a CUDA graph (forward(),
+    the default path);
     seg-compile-NET-PREC: torch.compile's default mode, a compile per batch size, about a minute
     each; seg-max-NET-PREC-BATCH: torch.compile max-autotune at one batch size, as its
     autotuning at 520x520 takes minutes per shape (a part cut by the time limit and run again on
@@ -384,6 +384,9 @@ def _seg_parts():
         step("zoc_seg_tuned_%s" % SEG_SHORT[m], "zoc",
              [(zoc("fp32", True, tune=True), [group(m, SEG_RES, SEG_BATCHES, "seg")])], 60, 270)
         for m in SEG]
+    # The default path: zoc's forward() without a CUDA graph (--no-graph), fp16, against eager
+    # (also without one) and the graph rows of the other parts.
+    parts["seg-plain"] = [step("zoc_seg_plain", "zoc", [(zoc("fp16", False), every)], 40, 270)]
     parts["seg-torch"] = [
         step("torch_seg_%s" % SEG_SHORT[m], "torch",
              [(v, [group(m, SEG_RES, SEG_BATCHES, "seg")]) for v in

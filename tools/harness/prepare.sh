@@ -23,6 +23,8 @@
 # headers it embeds into every generated folder (runtime/zoc/runner/main_harness.h among them) are the
 # current ones; ZOC=/path/to/zoc uses another binary instead. GEN_DIR is emptied first; zoc
 # writes each folder atomically, and any failure stops this script with a non-zero status.
+# ZOC_COMPILE_FLAGS adds options to every `zoc compile` (e.g. "--conv-api legacy": rows then
+# measure that API, under the same row names).
 #
 # Usage: tools/harness/prepare.sh [MODE] [GEN_DIR]   (default: quick, harness_gen; MODE is any
 #        mode of tools/harness/plan.py: quick, full, a part such as batch-zoc, zoo, or seg)
@@ -66,7 +68,9 @@ while read -r name model res prec; do  # each folder is written atomically by zo
     [ -f "$scripted/$model.pt" ] || models/script_zoo.sh "$model" "$scripted/$model.pt"
     src=("$scripted/$model.pt" --input "3x${res}x${res}")
   fi
-  if ! log=$("$ZOC" compile "${src[@]}" -o "$out/$name" --precision "$prec" 2>&1); then
+  # shellcheck disable=SC2086  # ZOC_COMPILE_FLAGS: extra zoc compile options, word-split
+  if ! log=$("$ZOC" compile "${src[@]}" -o "$out/$name" --precision "$prec" \
+      ${ZOC_COMPILE_FLAGS:-} 2>&1); then
     echo "$log" >&2
     if [[ "$seg_models" == *" $model "* ]]; then
       echo "prepare: zoc ($ZOC) refused the segmentation network $model for $name (above)." \

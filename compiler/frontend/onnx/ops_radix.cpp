@@ -75,7 +75,7 @@ bool reduce_sum(NodeContext& c) {
         fmt::format("a ReduceSum over axes [{}]{} of {} [N, {}]; zoc sums over axis 1 "
                     "of a [N, R, C, H, W] view of an image (split attention's radix), "
                     "keepdims 0",
-                    fmt::join(*axes, ", "), keep ? " keeping them" : "", view_name(v.view),
+                    fmt::join(*axes, ", "), keep ? " (keepdims 1)" : "", view_name(v.view),
                     fmt::join(seen, ", ")));
   }
   Emitter emit{c};

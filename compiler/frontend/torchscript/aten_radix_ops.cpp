@@ -73,7 +73,7 @@ bool sum(OpContext& c) {
     return c.fail(fmt::format(
         "a sum over dims {}{} of {} [N, {}]; zoc sums over dim 1 of a "
         "[N, R, C, H, W] view of an image (split attention's radix)",
-        shape_str(*dims), *keep ? " keeping them" : "", view_name(v.view), fmt::join(seen, ", ")));
+        shape_str(*dims), *keep ? " (keepdim)" : "", view_name(v.view), fmt::join(seen, ", ")));
   }
   Emitter emit{c};
   auto y = frontend::radix_sum(emit, v.id, *d, v.groups);

@@ -12,8 +12,8 @@
 //     which the IR holds as the image [A, B, W]: a channel_shuffle of A groups of the image
 //     [A*B, W, 1] (output channel b*A + a is input channel a*B + b), a reshape when A or B is 1.
 // No new IR op: each step is an op the IR already has, which the interpreter runs exactly as
-// its definition says (the cuDNN backend refuses reshape by name, and with it these models). `Emit` is the frontend's emitter, called as
-// emit(op, inputs, attrs) -> std::optional<ir::ValueId>.
+// its definition says (the cuDNN backend refuses reshape by name, and with it these models).
+// `Emit` is the frontend's emitter, called as emit(op, inputs, attrs) -> std::optional<ValueId>.
 #pragma once
 
 #include <cstdint>

@@ -88,6 +88,51 @@ class EcaAttention(Stem):
         return y * s.expand_as(y)
 
 
+@form("split_attention")
+class SplitAttention(Stem):
+    """timm's ResNeSt SplitAttn (radix 2, cardinality 2): the conv's channels seen as
+    [N, R, C, H, W], summed over R and pooled; the attention's softmax over R of
+    [N, G, R, -1].transpose(1, 2); the branches weighted and summed over R."""
+
+    def __init__(self):
+        super().__init__()
+        self.radix, self.cardinality = 2, 2
+        self.conv2 = nn.Conv2d(4, 16, 3, padding=1, groups=4)
+        self.fc1 = nn.Conv2d(8, 4, 1, groups=2)
+        self.fc2 = nn.Conv2d(4, 16, 1, groups=2)
+
+    def forward(self, x):
+        x = F.relu(self.conv2(self.conv(x)))
+        B, RC, H, W = x.shape
+        x = x.reshape((B, self.radix, RC // self.radix, H, W))
+        gap = x.sum(dim=1).mean((2, 3), keepdim=True)
+        attn = self.fc2(F.relu(self.fc1(gap)))
+        attn = attn.view(B, self.cardinality, self.radix, -1).transpose(1, 2)
+        attn = F.softmax(attn, dim=1).reshape(B, -1).view(B, -1, 1, 1)
+        out = (x * attn.reshape((B, self.radix, RC // self.radix, 1, 1))).sum(dim=1)
+        return out.contiguous()
+
+
+@form("selective_kernel")
+class SelectiveKernel(Stem):
+    """timm's SKNet SelectiveKernel with three paths: torch.stack of the paths along dim 1, the
+    sum over them, the softmax over them of a [N, R, C, 1, 1] view, the weighted sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.paths = nn.ModuleList([nn.Conv2d(4, 4, 3, padding=d, dilation=d) for d in (1, 2, 3)])
+        self.fc_reduce = nn.Conv2d(4, 2, 1)
+        self.fc_select = nn.Conv2d(2, 12, 1, bias=False)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = torch.stack([F.relu(p(x)) for p in self.paths], dim=1)
+        a = self.fc_select(F.relu(self.fc_reduce(x.sum(1).mean((2, 3), keepdim=True))))
+        B, C, H, W = a.shape
+        a = torch.softmax(a.view(B, 3, C // 3, H, W), dim=1)
+        return torch.sum(x * a, dim=1)
+
+
 @form("leaky_relu_elu")
 class LeakyReluElu(Stem):
     def __init__(self):

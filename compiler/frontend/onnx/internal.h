@@ -338,6 +338,10 @@ Handler base_handler(const std::string& op_type);
 // handler it hands other uses to (dense_ops', else base_handler's).
 std::span<const OpEntry> eca_ops();
 Handler dense_handler(const std::string& op_type);
+// ops_radix.cpp (split attention over a radix, issue 36), consulted before eca_ops;
+// eca_handler is the handler it hands other uses to (eca_ops', else dense_handler's).
+std::span<const OpEntry> radix_ops();
+Handler eca_handler(const std::string& op_type);
 
 // Handlers that share an op type with another file's: each op type has one table entry, which
 // hands its node to these where its inputs call for them.

@@ -527,7 +527,7 @@ std::vector<std::string_view> mapped_op_types() {
   std::vector<std::string_view> out;
   for (std::span<const detail::OpEntry> table :
        {detail::layer_ops(), detail::tensor_ops(), detail::zoo_ops(), detail::decomposed_ops(),
-        detail::shape_ops(), detail::dense_ops(), detail::eca_ops()}) {
+        detail::shape_ops(), detail::dense_ops(), detail::eca_ops(), detail::radix_ops()}) {
     for (const detail::OpEntry& e : table) {
       if (std::find(out.begin(), out.end(), e.op_type) == out.end()) out.emplace_back(e.op_type);
     }
@@ -536,6 +536,13 @@ std::vector<std::string_view> mapped_op_types() {
 }
 
 detail::Handler detail::find_handler(const std::string& op_type) {
+  for (const OpEntry& e : radix_ops()) {
+    if (op_type == e.op_type) return e.handler;
+  }
+  return eca_handler(op_type);
+}
+
+detail::Handler detail::eca_handler(const std::string& op_type) {
   for (const OpEntry& e : eca_ops()) {
     if (op_type == e.op_type) return e.handler;
   }

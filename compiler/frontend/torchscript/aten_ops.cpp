@@ -559,6 +559,12 @@ const std::map<std::string, Handler>& handlers() {
 }  // namespace
 
 Handler find_handler(c10::Symbol kind) {
+  const auto& radix = radix_handlers();
+  if (auto it = radix.find(kind.toQualString()); it != radix.end()) return it->second;
+  return eca_handler(kind);
+}
+
+Handler eca_handler(c10::Symbol kind) {
   const auto& eca = eca_handlers();
   if (auto it = eca.find(kind.toQualString()); it != eca.end()) return it->second;
   return dense_handler(kind);
@@ -584,7 +590,8 @@ const char* mapped_ops_summary() {
          "activations tanh, sigmoid, silu, hardtanh/relu6, hardswish, hardsigmoid and gelu, mul "
          "(same shape, per channel, by a layer_scale parameter), mean over H and W, chunk along "
          "channels, layer_norm, the channels-last permute and channel-shuffle views, and ECA's "
-         "conv1d over a [N, 1, C] view of pooled features with expand_as into a mul";
+         "conv1d over a [N, 1, C] view of pooled features with expand_as into a mul, and split "
+         "attention's stack, sum and softmax over a radix ([N, R, C, H, W] views)";
 }
 
 }  // namespace zoc::torchscript::detail

@@ -214,6 +214,10 @@ Handler base_handler(c10::Symbol kind);
 // one they hand other uses to (aten_dense_ops.cpp's, else base_handler).
 const std::map<std::string, Handler>& eca_handlers();
 Handler dense_handler(c10::Symbol kind);
+// Split attention's handlers (aten_radix_ops.cpp), consulted before ECA's; eca_handler is the
+// one they hand other uses to (aten_eca_ops.cpp's, else dense_handler).
+const std::map<std::string, Handler>& radix_handlers();
+Handler eca_handler(c10::Symbol kind);
 // Activations through aten::permute / aten::transpose / aten::view / aten::reshape (the
 // channels-last and channel-shuffle views, aten_zoo_ops.cpp): aten_ops.cpp hands these ops to
 // them when their input is an activation (permute, transpose) or one that is or becomes a view

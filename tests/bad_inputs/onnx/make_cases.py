@@ -385,6 +385,28 @@ def eca_conv_two_channels():
     return zoo_case(nodes, ("batch", 2, 4), [ints("shape", [0, 1, -1]), init("w", [2, 1, 3], 1)])
 
 
+def reduce_sum_spatial():
+    # ReduceSum maps only as split attention's sum over the radix (axis 1 of [N, R, C, H, W]).
+    return zoo_case([helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="/ReduceSum",
+                                      keepdims=0)],
+                    ("batch", 4), [ints("axes", [2, 3])])
+
+
+def stack_along_axis2():
+    # Two images unsqueezed at axis 1 (a stack's operands), but concatenated along axis 2.
+    nodes = [helper.make_node("Unsqueeze", ["x", "one"], ["a"], name="/Unsqueeze"),
+             helper.make_node("Unsqueeze", ["x", "one"], ["b"], name="/Unsqueeze_1"),
+             helper.make_node("Concat", ["a", "b"], ["y"], name="/Concat", axis=2)]
+    return zoo_case(nodes, ("batch", 1, 8, 8, 8), [ints("one", [1])])
+
+
+def radix_mul_by_image():
+    # The [N, R, C, H, W] view multiplied by the image it views: not split attention's Mul.
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["v"], name="/Reshape"),
+             helper.make_node("Mul", ["v", "x"], ["y"], name="/Mul")]
+    return zoo_case(nodes, ("batch", 2, 2, 8, 8), [ints("shape", [0, 2, 2, 8, 8])])
+
+
 def two_inputs():
     m = tiny()
     m.graph.input.append(image_input("mask"))
@@ -543,6 +565,9 @@ CASES = {
     "mul_constant": (mul_constant, "", 1),
     "expand_not_into_mul": (expand_not_into_mul, "", 1),
     "eca_conv_two_channels": (eca_conv_two_channels, "", 1),
+    "reduce_sum_spatial": (reduce_sum_spatial, "", 1),
+    "stack_along_axis2": (stack_along_axis2, "", 1),
+    "radix_mul_by_image": (radix_mul_by_image, "", 1),
     "gelu_broken": (gelu_broken, "", 1),
     "erf_alone": (erf_alone, "", 1),
     "layernorm_opset13_cubed": (layernorm_opset13_cubed, "", 1),
@@ -684,6 +709,17 @@ EXPECT = {
                               "  node '/eca/conv/Conv' (Conv, #2): a Conv with weight [2, 1, 3] and "
                               "group 1 on a [N, 1, F] view of features (Reshape); zoc maps a 1-D "
                               "Conv with one input and output channel there (ECA attention)"],
+    "reduce_sum_spatial": [F + "reduce_sum_spatial.onnx" + UNSUPPORTED,
+                           "  node '/ReduceSum' (ReduceSum, #0): a ReduceSum over axes [2, 3] of "
+                           "an activation [N, 4, 8, 8]; zoc sums over axis 1 of a [N, R, C, H, W] "
+                           "view of an image (split attention's radix), keepdims 0"],
+    "stack_along_axis2": [F + "stack_along_axis2.onnx" + UNSUPPORTED,
+                          "  node '/Concat' (Concat, #2): a Concat along axis 2 of [N, R, C, H, W] "
+                          "views; zoc concatenates them along axis 1 (torch.stack of images)"],
+    "radix_mul_by_image": [F + "radix_mul_by_image.onnx" + UNSUPPORTED,
+                           "  node '/Mul' (Mul, #1): a Mul of a grouped [N, g, C/g, H, W] view "
+                           "(Reshape) by an activation; zoc multiplies two [N, R, C, H, W] views "
+                           "of one R (split attention)"],
     "gelu_broken": [F + "gelu_broken.onnx" + UNSUPPORTED,
                     "  node '/gelu/Mul_1' (Mul, #4): input 1 ('m') is x * (1 + erf(x / sqrt(2))) of "
                     "GELU's erf form; zoc follows it only into a Mul by 0.5"],

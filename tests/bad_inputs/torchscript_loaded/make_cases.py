@@ -293,6 +293,27 @@ class M(torch.nn.Module):
      "something other than a mul by that tensor; zoc maps expand_as only into a mul by the "
      "tensor it expands to (the mul broadcasts)) at model.py:6:20")
 
+# Split attention's sum, stack and softmax over the radix (issue 36) map over dim 1 of a
+# [N, R, C, H, W] view; over another dim they are refused by name.
+case("radix_sum_keepdim", scripted(HEADER + """\
+        y = torch.cat([x, x], 1)
+        return y.view(y.shape[0], 2, 3, 8, 8).sum(1, keepdim=True)
+"""), "sums the radix of a [N, R, C, H, W] view keeping the dim",
+     "(top-level module): aten::sum (a sum over dims [1] (keepdim) of a 5-D [N, g, C/g, H, W] "
+     "view of an image [N, 2, 3, 8, 8]; zoc sums over dim 1 of a [N, R, C, H, W] view of an "
+     "image (split attention's radix)) at model.py:7:16")
+case("stack_along_dim2", scripted(HEADER + """\
+        return torch.stack([x, x], 2)
+"""), "stacks two images along dim 2",
+     "(top-level module): aten::stack (a stack along dim 2 of [N, 3, 8, 8]; zoc stacks images "
+     "along dim 1 (SKNet's paths: [N, R, C, H, W])) at model.py:6:16")
+case("radix_softmax_dim2", scripted(HEADER + """\
+        y = torch.cat([x, x], 1)
+        return torch.softmax(y.view(y.shape[0], 2, 3, 8, 8), 2).sum(1)
+"""), "a softmax over dim 2 of a [N, R, C, H, W] view",
+     "(top-level module): aten::softmax (a softmax over dim 2 of a 5-D [N, g, C/g, H, W] view of "
+     "an image; zoc takes it over dim 1 (the radix)) at model.py:7:16")
+
 
 def main():
     for pattern in ("*.pt", "*.expect"):

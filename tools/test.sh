@@ -16,7 +16,9 @@ run_suite() {
 }
 
 echo "== release build (-Werror) and tests"
-run_suite build
+# -O2 without debug information (the project's default build type adds -g): a third less compile
+# time; the sanitizer build below keeps -g for its reports' line numbers.
+run_suite build -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG"
 if [ "${1:-}" != "--no-sanitize" ]; then
   echo "== ASan + UBSan build and tests"
   # use_tls=0 and the third-party suppressions: tests/lsan.supp says why. -Og, not -O1: the

@@ -150,6 +150,12 @@ struct Node {
   // and which several nodes may share. Shape inference declares it as the node's parameter
   // (ParamRole::kOperand). Empty elsewhere.
   std::string operand_tensor;
+  // A one-input add, sub, mul or div whose `scalar` the frontend read from a one-element
+  // parameter, buffer or initializer of the model (timm's LearnableAffineBlock scale and bias):
+  // that tensor's name. The value is compiled in; weights/load.cpp refuses a weights file that
+  // holds this name with another value, so that new weights never meet an old constant. Empty
+  // elsewhere; not printed (it names where a constant came from, not what the layer computes).
+  std::string scalar_from;
   // A layer that runs again (a module its forward calls twice, issue 36): the earlier node of
   // the same op whose parameters this one uses, so that both read one tensor
   // ("<weights_of>.weight"). Empty elsewhere: a node's parameters are its own (`name`).

@@ -129,6 +129,10 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
                            "or div takes",
                            n.operand_tensor));
     }
+    if (!n.scalar_from.empty() && (!is_binary_op(n.op) || !n.attrs.has("scalar"))) {
+      fail(&n, fmt::format("names '{}' as the source of its constant, but it has no `scalar`",
+                           n.scalar_from));
+    }
     for (const AttrSpec& spec : info.attrs) {
       if (spec.required && !n.attrs.has(spec.name)) {
         fail(&n, fmt::format("missing required attribute '{}'", spec.name));

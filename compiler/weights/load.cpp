@@ -60,6 +60,35 @@ void report_unused(const st::File& file, const std::set<std::string, std::less<>
   }
 }
 
+// One-element parameters the frontend compiled in as a layer's constant (Node::scalar_from): a
+// file that holds one under its name must hold the value compiled in, else the model would
+// silently run new weights with an old constant. Each such name then counts as expected.
+void check_compiled_constants(const ir::Graph& graph, const st::File& file,
+                              std::set<std::string, std::less<>>& expected, const SourceLoc& loc,
+                              Diagnostics& diags) {
+  std::set<std::string> reported;
+  for (const ir::Node& node : graph.nodes) {
+    if (node.scalar_from.empty() || !node.attrs.has("scalar")) continue;
+    expected.insert(node.scalar_from);
+    const st::TensorView* t = file.find(node.scalar_from);
+    if (!t || reported.count(node.scalar_from)) continue;
+    const float compiled = static_cast<float>(node.attrs.f("scalar"));
+    float held = 0;
+    const bool one = t->numel() == 1 && converts_to_float32(t->dtype) &&
+                     st::to_float32(*t, &held, 1).ok();
+    if (one && held == compiled) continue;
+    reported.insert(node.scalar_from);
+    const std::string what =
+        one ? fmt::format("holds {}", held)
+            : fmt::format("has shape {} and dtype {}", shape_str(t->shape), st::dtype_name(t->dtype));
+    diags.error(loc, fmt::format("tensor '{}' {}, but the model file's value {} is compiled into "
+                                 "layer '{}' ({}) as a constant: compile a model file that holds "
+                                 "these weights instead",
+                                 shown_text(node.scalar_from), what, compiled,
+                                 shown_text(node.name), ir::op_info(node.op).name));
+  }
+}
+
 }  // namespace
 
 std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& path,
@@ -137,6 +166,7 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
       out.tensors.emplace(p.name, std::move(values));
     }
   }
+  check_compiled_constants(graph, *file, expected, file_loc, diags);
   report_unused(*file, expected, graph, diags.error_count() != errors_before, file_loc, diags);
   if (diags.error_count() != errors_before) return std::nullopt;
   return out;

@@ -280,6 +280,9 @@ bool binary(NodeContext& c) {
       attrs.set("reverse", bool_attr(true));
     }
     auto y = c.emit(Op, {*x}, attrs);
+    // An initializer's value (the tensor's own name; a Constant node's tensor has none):
+    // weights/load.cpp checks a weights file that holds it.
+    if (y) c.producer(*y).scalar_from = c.in(k).constant->name;
     return y && c.result_activation(*y);
   }
   const bool two = a.is(Kind::kActivation) && b.is(Kind::kActivation) &&

@@ -411,10 +411,11 @@ bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool 
     a.set("reverse", bool_attr(true));
   }
   std::optional<double> s = constant_scalar(k);
-  if (!s) s = one_element_param(c, *x, k);
+  const bool from_param = !s && (s = one_element_param(c, *x, k)).has_value();
   if (s) {
     a.set("scalar", float_attr(*s));
     auto y = c.emit(op, {*x}, a);
+    if (y && from_param && k.in_state_dict) c.producer(*y).scalar_from = k.name;
     return y && c.result_tensor(*y);
   }
   if (!k.is(Kind::kParam) || !k.in_state_dict) {

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""New weights never meet an old compiled-in constant (issue 36's never-wrong gap).
+
+zoc compiles a one-element parameter that only scales or shifts an activation (timm's
+LearnableAffineBlock `scale * x + bias`, shape [1]) into the layer as a constant, through every
+route. A user who then runs the same model file with a fine-tuned state_dict (`zoc run --weights`,
+safetensors "format": "pt") used to get the old constant silently, with one note that the
+file's `scale` was unused. Now a weights file that holds such a tensor must hold the value
+compiled in: the same value runs and matches PyTorch; another value, or another shape, is an
+error naming the tensor, both values and the layer, and nothing is printed on stdout.
+
+The model is tests/forms/forms.py's `scalar_parameter_affine`, written by make_forms.py (scripted,
+traced, ONNX opset 17); the state_dicts are written here byte by byte.
+
+Usage: compiled_constants.py PYTHON ZOC SCRATCH
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROUTES = ("model.pt", "model_traced.pt", "model.onnx")
+
+
+def write_safetensors(path, tensors):
+    """`tensors`: name -> float32 numpy array; metadata "format": "pt" (a PyTorch state_dict)."""
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, a in tensors.items():
+        data = np.ascontiguousarray(a, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def state_dict(python, folder):
+    """The scripted module's state_dict as numpy arrays, through torch (PYTHON)."""
+    out = os.path.join(folder, "state_dict.npz")
+    code = ("import sys, numpy as np, torch\n"
+            "m = torch.jit.load(sys.argv[1])\n"
+            "np.savez(sys.argv[2], **{k: v.float().numpy() for k, v in m.state_dict().items()})\n")
+    subprocess.run([python, "-c", code, os.path.join(folder, "model.pt"), out], check=True)
+    return dict(np.load(out))
+
+
+def run(zoc, folder, model, weights):
+    out = os.path.join(folder, "out.npy")
+    r = subprocess.run([zoc, "run", os.path.join(folder, model), "--weights", weights,
+                        "--input", os.path.join(folder, "input.npy"), "--output", out],
+                       capture_output=True, text=True)
+    return r.returncode, r.stdout, r.stderr, out
+
+
+def main():
+    python, zoc, scratch = sys.argv[1:4]
+    subprocess.run([python, os.path.join(HERE, "forms", "make_forms.py"), "--out", scratch,
+                    "--forms", "scalar_parameter_affine"], check=True, stdout=subprocess.DEVNULL)
+    folder = os.path.join(scratch, "scalar_parameter_affine")
+    sd = state_dict(python, folder)
+    assert sd["scale"].shape == (1,) and float(sd["scale"][0]) == 0.75, sd["scale"]
+    want = np.load(os.path.join(folder, "output_0.npy"))
+    same = os.path.join(folder, "same.safetensors")
+    write_safetensors(same, sd)
+    tuned = os.path.join(folder, "tuned.safetensors")
+    write_safetensors(tuned, {**sd, "scale": np.array([0.5], "f4")})
+    reshaped = os.path.join(folder, "reshaped.safetensors")
+    write_safetensors(reshaped, {**sd, "bias": np.array([-0.125, 1], "f4")})
+    # (weights file, text the error must hold; None: must run and match PyTorch)
+    cases = [
+        (same, None),
+        (tuned, "tensor 'scale' holds 0.5, but the model file's value 0.75 is compiled into "
+                "layer '{layer}' (mul) as a constant: compile a model file that holds these "
+                "weights instead"),
+        (reshaped, "tensor 'bias' has shape [2] and dtype F32, but the model file's value "
+                   "-0.125 is compiled into layer '{layer}' (add) as a constant"),
+    ]
+    failures = 0
+    for model in ROUTES:
+        for weights, error in cases:
+            rc, stdout, stderr, out = run(zoc, folder, model, weights)
+            name = "%s with %s" % (model, os.path.basename(weights))
+            if error is None:
+                err = float(np.linalg.norm(np.load(out) - want) / np.linalg.norm(want)) \
+                    if rc == 0 else float("inf")
+                ok = rc == 0 and err <= 1e-5
+                detail = "rel L2 %.3g" % err if rc == 0 else stderr.strip()
+            else:
+                # The layer's name differs by route (mul, mul_1, ...); the rest is exact.
+                prefix, suffix = error.split("{layer}")
+                ok = rc == 1 and stdout == "" and any(
+                    prefix in line and suffix in line.split(prefix, 1)[1]
+                    for line in stderr.splitlines())
+                detail = stderr.strip()
+            print("%s %s: %s" % ("PASS" if ok else "FAIL", name, detail))
+            failures += not ok
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,35 +10,26 @@ compiled in: the same value runs and matches PyTorch; another value, or another 
 error naming the tensor, both values and the layer, and nothing is printed on stdout.
 
 The model is tests/forms/forms.py's `scalar_parameter_affine`, written by make_forms.py (scripted,
-traced, ONNX opset 17); the state_dicts are written here byte by byte.
+traced, ONNX opset 17); the state_dicts are written with models/safetensors_io.py.
 
 Usage: compiled_constants.py PYTHON ZOC SCRATCH
 """
-import json
 import os
-import struct
 import subprocess
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "models"))
+import safetensors_io  # noqa: E402  (models/safetensors_io.py, the project's writer)
 ROUTES = ("model.pt", "model_traced.pt", "model.onnx")
 
 
-def write_safetensors(path, tensors):
-    """`tensors`: name -> float32 numpy array; metadata "format": "pt" (a PyTorch state_dict)."""
-    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
-    for name, a in tensors.items():
-        data = np.ascontiguousarray(a, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+def write_state_dict(path, tensors):
+    """`tensors`: name -> float32 array, written as a PyTorch state_dict ("format": "pt")."""
+    safetensors_io.save_file({k: np.asarray(v, "<f4") for k, v in tensors.items()}, path,
+                             {"format": "pt"})
 
 
 def state_dict(python, folder):
@@ -68,11 +59,11 @@ def main():
     assert sd["scale"].shape == (1,) and float(sd["scale"][0]) == 0.75, sd["scale"]
     want = np.load(os.path.join(folder, "output_0.npy"))
     same = os.path.join(folder, "same.safetensors")
-    write_safetensors(same, sd)
+    write_state_dict(same, sd)
     tuned = os.path.join(folder, "tuned.safetensors")
-    write_safetensors(tuned, {**sd, "scale": np.array([0.5], "f4")})
+    write_state_dict(tuned, {**sd, "scale": np.array([0.5], "f4")})
     reshaped = os.path.join(folder, "reshaped.safetensors")
-    write_safetensors(reshaped, {**sd, "bias": np.array([-0.125, 1], "f4")})
+    write_state_dict(reshaped, {**sd, "bias": np.array([-0.125, 1], "f4")})
     # (weights file, text the error must hold; None: must run and match PyTorch)
     cases = [
         (same, None),

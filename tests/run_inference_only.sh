@@ -19,7 +19,7 @@ run() {  # what-for expected-count zoc-arguments...
   status=$?
   [ $status -eq 1 ] || { echo "$what: expected exit 1, got $status"; fail=1; }
   [ -z "$stdout" ] || { echo "$what: unexpected stdout: $stdout"; fail=1; }
-  grep -qF "$count errors generated." "$scratch/err" ||
+  grep -qE "^$count errors? generated\.$" "$scratch/err" ||
     { echo "$what: expected $count errors; stderr:"; cat "$scratch/err"; fail=1; }
 }
 expect() {  # line text
@@ -29,16 +29,13 @@ expect() {  # line text
 
 cudnn="the cuDNN backend does not support"
 backend_refusals() {  # after a run that lowers for the cuDNN backend
-expect 12 "layer 'minus' (sub): $cudnn sub yet"
-expect 13 "layer 'over' (div): $cudnn div yet"
-expect 14 "layer 'shifted' (add): $cudnn add with a constant operand yet"
 expect 16 "layer 'gated' (mul): $cudnn mul with broadcasting other than an image by its channel vector yet"
 }
-run "zoc compile" 4 compile "$model" -o "$scratch/out"
+run "zoc compile" 1 compile "$model" -o "$scratch/out"
 [ ! -e "$scratch/out" ] || { echo "zoc compile wrote an output folder"; fail=1; }
 backend_refusals
 # `zoc ir` with a target option lowers the graph too: the same refusals, not a lowered graph.
-run "zoc ir --precision fp16" 4 ir "$model" --precision fp16
+run "zoc ir --precision fp16" 1 ir "$model" --precision fp16
 backend_refusals
 
 run "zoc ir --train" 10 ir "$model" --train

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The zoo's layers (tests/backend/zoo_layers.yaml), zoc's depthwise kernel in all its forms
 # (tests/backend/depthwise_layers.yaml), the segmentation decoders' layers
-# (tests/backend/dense_layers.yaml) and every activation in a convolution's epilogue
-# (tests/backend/epilogue_layers.yaml) compiled by zoc in fp32 (NCHW) and fp16 (NHWC) and built
-# with the local CUDA toolkit and cuDNN under -Werror: the generated constants, steps
-# and kernel wrappers type-check and link for both layouts (no GPU needed; tests/gpu/zoo_check.sh
-# runs them). The host code builds at -O1, not the folders' default -O3: the same type checks and
+# (tests/backend/dense_layers.yaml), every activation in a convolution's epilogue
+# (tests/backend/epilogue_layers.yaml) and a tensor and a constant
+# (tests/backend/constant_operand_layers.yaml, fp16 only) compiled by zoc in fp32 (NCHW) and
+# fp16 (NHWC) and built with the local CUDA toolkit and cuDNN under -Werror: the generated
+# constants, steps and kernel wrappers type-check and link for both layouts (no GPU needed;
+# tests/gpu/zoo_check.sh runs them). The host code builds at -O1, not the folders' default -O3: the same type checks and
 # flow warnings in half the compile time (tools/dev/build_generated.sh builds generated/ as users
 # do). Usage: tests/run_zoo_layers_build.sh ZOC SCRATCH
 set -euo pipefail
@@ -30,6 +31,26 @@ build() {
 
 for m in zoo_layers depthwise_layers epilogue_layers dense_layers; do
   for p in fp32 fp16; do build "$m" "${m}_$p" --precision "$p"; done
+done
+# A tensor and a constant (tests/backend/constant_operand_layers.yaml): built in fp16 (NHWC; the
+# kernel is one template for every storage type), compiled in fp32: scalars as float literals,
+# tensor operands packed as fp32 weights in both, the compiled-in check absent (no parameter);
+# reshapes and flattens copied between stored orders in NHWC only (three), never for a view;
+# two channel_conv1d layers, a sub and a div of two tensors.
+build constant_operand_layers constant_operand_layers_fp16 --precision fp16
+"$zoc" compile "$here/backend/constant_operand_layers.yaml" \
+  -o "$scratch/constant_operand_layers_fp32_src" >/dev/null
+for p in fp16 fp32; do
+  src=$scratch/constant_operand_layers_${p}_src/constant_operand_layers
+  [ "$(grep -c 'v.const_op(kCop_' "$src.cpp")" = 13 ] &&
+    grep -q '.reverse = true, .scalar = 2.0f}' "$src.cpp" &&
+    grep -q '"std", {3, 1, 1}, zoc::InitRule::kOnes, zoc::DeviceDType::kF32' "${src}_weights.h" &&
+    grep -q 'v.pad(kPad_padded' "$src.cpp" && ! grep -q 'check_constant' "${src}_weights.h" &&
+    ! grep -q 'v.relayout(kRelayout_as_row' "$src.cpp" &&
+    [ "$(grep -c 'v.channel_conv(kCconv_' "$src.cpp")" = 2 ] &&
+    [ "$(grep -c 'v.binary(kBin_' "$src.cpp")" = 2 ] &&
+    [ "$(grep -c 'v.relayout(kRelayout_' "$src.cpp")" = "$([ $p = fp16 ] && echo 3 || echo 0)" ] ||
+    { echo "constant_operand_layers $p: const_op layers not as expected"; exit 1; }
 done
 # The depthwise convolutions through cuDNN instead (--depthwise cudnn): the graph API (the
 # default) puts their ReLU6 and SiLU in the epilogue; the legacy call fuses ReLU only, so

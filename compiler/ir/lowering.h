@@ -53,6 +53,17 @@ using ValueId = int32_t;
   X(Copy, "copy", true, true, false, "strided copies (concat, channel slices)")                 \
   X(View, "view", true, true, false, "no call: a view of its input's storage")                  \
   X(Mul, "mul.kernel", true, true, false, "zoc's multiply kernel (per channel or elementwise)") \
+  X(ConstOp, "const_op.kernel", true, true, false,                                              \
+    "zoc's add, sub, mul or div by a constant: a compiled-in scalar, or an fp32 weight per "    \
+    "channel or one value")                                                                     \
+  X(Binary, "binary.kernel", true, true, false,                                                 \
+    "zoc's elementwise sub or div of two tensors of one shape")                                 \
+  X(ChannelConv, "channel_conv.kernel", true, true, false,                                      \
+    "zoc's 1-D convolution over the features of each sample (ECA attention), fp32 weights")     \
+  X(PadKernel, "pad.kernel", true, true, false,                                                 \
+    "zoc's constant padding kernel (any side, any amount: cuDNN pads symmetrically)")           \
+  X(Relayout, "reshape.kernel", true, true, false,                                              \
+    "zoc's copy of a reshape or flatten whose stored element order differs from NCHW's (NHWC)") \
   X(LayerNorm, "layernorm.kernel", true, true, false, "zoc's layer norm kernel")                \
   X(Shuffle, "shuffle.kernel", true, true, false, "zoc's channel shuffle kernel")               \
   X(Upsample, "upsample.kernel", true, true, false,                                             \

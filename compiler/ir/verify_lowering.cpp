@@ -134,6 +134,10 @@ bool verify_lowering(const Graph& g, Diagnostics& diags) {
       else
         ++branch_joins[k];
     }
+    if (l.kind == LayerKind::ConstOp &&
+        ((l.weight_offset >= 0) != !n.operand_tensor.empty() || l.bias_offset >= 0)) {
+      fail(n, "a const_op layer has packed weights exactly when its operand is a tensor");
+    }
     for (int64_t offset : {l.weight_offset, l.bias_offset}) {
       if (offset >= 0 && (offset >= t.weight_bytes || offset % 256 != 0)) {
         fail(n, fmt::format("weights at byte {} outside the aligned buffer of {}", offset,

@@ -60,23 +60,50 @@ LayerKind pool_kind(const ir::Node& n, const TargetDesc& t) {
   return n.attrs.b("ceil_mode") || dilated ? LayerKind::PoolKernel : LayerKind::Pool;
 }
 
-// The backend's add reads two tensors of one shape; its mul also an image and its channel
-// vector, given second. Other forms (a constant operand, broadcasting) are not built yet.
+// A tensor and a constant (a scalar or a weight, per channel or one value: shape inference
+// proved the form) run zoc's const_op kernel, any of the four ops. Of two tensors, the backend's
+// add, sub and div read two of one shape, its mul also an image and its channel vector, given
+// second; broadcasting otherwise is not built yet.
 Choice elementwise_choice(const ir::Graph& g, const ir::Node& n) {
+  if (n.inputs.size() == 1) return {LayerKind::ConstOp};
   const auto dims = [&](size_t k) { return g.type(n.inputs[k]).dims; };
-  const bool two = n.inputs.size() == 2;
-  const bool same_shape = two && dims(0) == dims(1);
+  const bool same_shape = dims(0) == dims(1);
   const bool channel_vector =
-      two && dims(0).size() == 3 && dims(1) == std::vector<int64_t>{dims(0)[0], 1, 1};
-  if (n.op == OpKind::Add) {
-    if (same_shape) return {LayerKind::Add};
-    return {LayerKind::None, Epilogue::kNone,
-            two ? "add with broadcasting yet" : "add with a constant operand yet"};
+      dims(0).size() == 3 && dims(1) == std::vector<int64_t>{dims(0)[0], 1, 1};
+  if (n.op == OpKind::Add && same_shape) return {LayerKind::Add};
+  if (n.op == OpKind::Mul && (same_shape || channel_vector)) return {LayerKind::Mul};
+  if ((n.op == OpKind::Sub || n.op == OpKind::Div) && same_shape) return {LayerKind::Binary};
+  switch (n.op) {
+    case OpKind::Add: return {LayerKind::None, Epilogue::kNone, "add with broadcasting yet"};
+    case OpKind::Mul:
+      return {LayerKind::None, Epilogue::kNone,
+              "mul with broadcasting other than an image by its channel vector yet"};
+    case OpKind::Sub: return {LayerKind::None, Epilogue::kNone, "sub with broadcasting yet"};
+    default: return {LayerKind::None, Epilogue::kNone, "div with broadcasting yet"};
   }
-  if (same_shape || channel_vector) return {LayerKind::Mul};
-  return {LayerKind::None, Epilogue::kNone,
-          two ? "mul with broadcasting other than an image by its channel vector yet"
-              : "mul with a constant operand yet"};
+}
+
+// Whether value v is stored in NCHW's element order: NCHW storage, features, or an NHWC image
+// of one channel or one pixel.
+bool nchw_order(const ir::Graph& g, ir::ValueId v, const TargetDesc& t) {
+  const std::vector<int64_t>& d = g.type(v).dims;
+  return t.layout != ir::Layout::NHWC || d.size() != 3 || d[0] == 1 || d[1] * d[2] == 1;
+}
+
+// A reshape (or flatten) is a view where both sides are stored in NCHW's order, and a copy
+// between the stored orders otherwise. A flatten of an NHWC image read only by linear layers
+// stays a view: they permute their weights' columns to its (h, w, c) order instead.
+Choice reshape_choice(const ir::Graph& g, const ir::Node& n, const TargetDesc& t) {
+  if (nchw_order(g, n.inputs[0], t) && nchw_order(g, n.output, t)) return {LayerKind::View};
+  if (n.op == OpKind::Flatten &&
+      std::count(g.outputs.begin(), g.outputs.end(), n.output) == 0 &&
+      std::all_of(g.nodes.begin(), g.nodes.end(), [&](const ir::Node& r) {
+        return std::count(r.inputs.begin(), r.inputs.end(), n.output) == 0 ||
+               (r.op == OpKind::Linear && r.inputs[0] == n.output);
+      })) {
+    return {LayerKind::View};
+  }
+  return {LayerKind::Relayout};
 }
 
 // A transposed convolution is cuDNN's backward-data convolution of the forward convolution from
@@ -146,23 +173,21 @@ Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int si
     case OpKind::SliceChannels:
       return {LayerKind::Copy};
     case OpKind::Flatten:
-      return {LayerKind::View};
+    case OpKind::Reshape:
+      return reshape_choice(g, n, t);
     case OpKind::Mul:
       return elementwise_choice(g, n);
     case OpKind::LayerScale:
       return {LayerKind::Mul};
     case OpKind::Sub:
-      return {LayerKind::None, Epilogue::kNone, "sub yet"};
     case OpKind::Div:
-      return {LayerKind::None, Epilogue::kNone, "div yet"};
-    case OpKind::Reshape:
-      return {LayerKind::None, Epilogue::kNone, "reshape yet"};
+      return elementwise_choice(g, n);
     case OpKind::Argmax:
       return argmax_choice(g, n, side, readers);
     case OpKind::Pad:
-      return {LayerKind::None, Epilogue::kNone, "pad yet"};
+      return {LayerKind::PadKernel};
     case OpKind::ChannelConv1d:
-      return {LayerKind::None, Epilogue::kNone, "channel_conv1d yet"};
+      return {LayerKind::ChannelConv};
     case OpKind::LayerNorm:
       return {LayerKind::LayerNorm};
     case OpKind::ChannelShuffle:

@@ -141,7 +141,7 @@ ir::WeightLayout weight_layout(const ir::Graph& g, const ir::Node& n, const Targ
       return nhwc ? ir::WeightLayout::kKRSC : ir::WeightLayout::kKCRS;
     case OpKind::Linear: {
       const ir::Node& src = g.producer(n.inputs[0]);
-      if (nhwc && src.op == OpKind::Flatten) {
+      if (nhwc && src.op == OpKind::Flatten && src.lowered->kind == LayerKind::View) {
         const std::vector<int64_t>& d = g.type(src.inputs[0]).dims;
         if (d.size() == 3 && d[1] * d[2] > 1) return ir::WeightLayout::kRowsHWC;
       }
@@ -150,16 +150,18 @@ ir::WeightLayout weight_layout(const ir::Graph& g, const ir::Node& n, const Targ
     case OpKind::BatchNorm2d:
     case OpKind::LayerNorm:
     case OpKind::LayerScale:
+    case OpKind::ChannelConv1d:
       return ir::WeightLayout::kVector;
-    default:
-      return ir::WeightLayout::kNone;
+    default:  // a binary op's constant tensor operand: fp32, as it is
+      return n.operand_tensor.empty() ? ir::WeightLayout::kNone : ir::WeightLayout::kVector;
   }
 }
 
 // Each node's packed weights in one device buffer, 256-byte aligned, in node order: a
 // convolution's filter (over its input's stored channels) and its bias (always: the folded
 // batch norm's, or zeros); a linear layer's matrix and its bias (always as a convolution);
-// batch norm's four fp32 vectors, layer norm's two, layer scale's gamma in the model's dtype.
+// batch norm's four fp32 vectors, layer norm's two, layer scale's gamma in the model's dtype, a
+// constant operand's fp32 values (one per channel, or one), a channel_conv1d's fp32 taps and bias.
 void place_weights(ir::Graph& g, const TargetDesc& t, ir::TargetInfo& info) {
   const int64_t e = ir::dtype_size(t.dtype);
   auto take = [&](int64_t bytes) {
@@ -198,6 +200,12 @@ void place_weights(ir::Graph& g, const TargetDesc& t, ir::TargetInfo& info) {
       l.weight_offset = take(8 * c);  // gamma, then beta: fp32
     } else if (n.op == OpKind::LayerScale) {
       l.weight_offset = take(e * c);
+    } else if (n.op == OpKind::ChannelConv1d) {
+      l.weight_offset = take(4 * n.attrs.i("kernel"));  // the taps, fp32
+      if (n.attrs.b("bias")) l.bias_offset = take(4);
+    } else if (!n.operand_tensor.empty()) {
+      const ir::ParamSpec* k = param(n, ir::ParamRole::kOperand);
+      l.weight_offset = take(4 * (k->shape.empty() ? 1 : c));
     }
   }
 }

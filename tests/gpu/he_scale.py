@@ -1,4 +1,6 @@
-"""Rescales every convolution filter of a safetensors file to He's variance (2 / fan-in).
+"""Rescales every convolution filter of a safetensors file to He's variance (2 / fan-in), and
+gives a binary op's constant operand tensors (top-level names: mean, std, gain, ...) values in
+[0.5, 1.5] instead of their seeded ones, which leave x * c and x / c unchanged.
 
 tests/gpu/prepare_zoo_check.sh applies it to the seeded weights of tests/backend's
 depthwise_layers.yaml and epilogue_layers.yaml: with PyTorch's default init (and its fan-out, which ignores groups) the signal shrinks
@@ -20,6 +22,9 @@ def main(path):
         if name.endswith(".weight") and w.ndim == 4:
             fan_in = w.shape[1] * w.shape[2] * w.shape[3]
             tensors[name] = (w / w.std() * np.sqrt(2.0 / fan_in)).astype(w.dtype)
+        elif "." not in name:
+            rng = np.random.default_rng(sum(name.encode()))
+            tensors[name] = rng.uniform(0.5, 1.5, w.shape).astype(w.dtype)
     safetensors_io.save_file(tensors, path, metadata=metadata)
 
 

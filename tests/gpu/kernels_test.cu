@@ -1,4 +1,4 @@
-// GPU test of runtime/zoc/kernels/kernels.cuh (and layer_kernels.cuh's channel_mul) against CPU
+// GPU test of runtime/zoc/kernels/kernels.cuh (and layer_kernels.cuh's channel_mul, const_op.cuh)
 // computations.
 //
 // The custom kernels sit between cuDNN calls in every generated model, where a wrong index or a
@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "zoc/kernels/const_op.cuh"
 #include "zoc/kernels/kernels.cuh"
 #include "zoc/kernels/layer_kernels.cuh"
 
@@ -219,6 +220,78 @@ void test_channel_mul(int n, int c, int hw, bool nhwc, bool per_sample, int offs
   report(err.empty(), name, err);
 }
 
+// a op b in plain host float arithmetic (one IEEE operation, nothing to contract), operands
+// swapped for `reverse`: the reference for const_op's __fadd_rn and friends.
+float const_op_reference(float x, float k, zoc::ConstOpKind op, bool reverse) {
+  const float a = reverse ? k : x, b = reverse ? x : k;
+  switch (op) {
+    case zoc::ConstOpKind::kSub: return a - b;
+    case zoc::ConstOpKind::kMul: return a * b;
+    case zoc::ConstOpKind::kDiv: return a / b;
+    default: return a + b;
+  }
+}
+
+// Values of magnitude 0.5 to 2 with either sign, exactly representable in T: every quotient,
+// x / k or k / x, is well conditioned.
+template <class T>
+std::vector<T> signed_values(size_t count, uint64_t seed) {
+  std::vector<T> out = random_values<T>(count, seed, 0.5f, 2.0f);
+  std::mt19937_64 rng(seed + 1000);
+  for (auto& v : out)
+    if (rng() & 1) v = from_float<T>(-to_float(v));
+  return out;
+}
+
+// y = x op k and k op x (zoc/kernels/const_op.cuh) for add, sub, mul and div with k a scalar, one
+// fp32 weight or one per channel, bit-exact against the CPU (one float operation rounded once).
+// Sizes pick the vector kernel or the general one; `offset` misaligns x and y.
+template <class T>
+void test_const_op(int n, int c, int hw, bool nhwc, int offset) {
+  static const char* const kOps[] = {"add", "sub", "mul", "div"};
+  static const char* const kConstants[] = {"scalar", "one value", "per-channel"};
+  const std::string base = std::string("const_op<") + type_name<T>() + "> n" + std::to_string(n) +
+                           " c" + std::to_string(c) + " hw" + std::to_string(hw) +
+                           (nhwc ? " nhwc" : " nchw") + (offset ? " misaligned" : "");
+  const size_t count = static_cast<size_t>(n) * c * hw;
+  const std::vector<T> x = signed_values<T>(count + offset, 21);
+  // Full fp32 weights and scalar (not representable in half or bf16): k is never rounded to T.
+  const std::vector<float> v = signed_values<float>(static_cast<size_t>(c), 22);
+  const float scalar = -1.3f;
+  Device<T> d_x(x), d_y(count + offset);
+  Device<float> d_v(v);
+  std::vector<T> want(count);
+  int failed = 0;
+  std::string first;  // the first failing case and its mismatch
+  for (int op = 0; op < 4; ++op)
+    for (int reverse = 0; reverse < 2; ++reverse)
+      for (int constant = 0; constant < 3; ++constant) {
+        zoc::ConstOpShape m;
+        m.c = c;
+        m.hw = hw;
+        m.nhwc = nhwc;
+        m.op = static_cast<zoc::ConstOpKind>(op);
+        m.reverse = reverse != 0;
+        m.per_channel = constant == 2;
+        m.scalar = scalar;  // set in every case: with v given it must be ignored
+        for (size_t i = 0; i < count; ++i) {
+          const size_t k = nhwc ? i % c : (i / hw) % c;
+          const float kv = constant == 0 ? scalar : v[constant == 1 ? 0 : k];
+          want[i] = from_float<T>(const_op_reference(to_float(x[offset + i]), kv, m.op, m.reverse));
+        }
+        d_y.poison();
+        std::string err = run_status(zoc::kernels::launch_const_op<T>(
+            d_x.ptr + offset, constant == 0 ? nullptr : d_v.ptr, d_y.ptr + offset,
+            static_cast<int64_t>(count), m, nullptr));
+        if (err.empty()) err = compare_exact(d_y.read(count, offset), want);
+        if (!err.empty() && failed++ == 0)
+          first = std::string(kOps[op]) + (reverse ? " reverse " : " ") + kConstants[constant] +
+                  ": " + err;
+      }
+  report(failed == 0, base + " (4 ops x 2 orders x 3 constants)",
+         failed ? std::to_string(failed) + " of 24 cases failed, first " + first : "");
+}
+
 // `offset` elements past an aligned allocation for x and y: forces narrower vectors.
 template <class T>
 void test_avgpool(int n, int hw, int c, int offset) {
@@ -321,6 +394,15 @@ void test_type() {
   test_channel_mul<T>(3, 7, 13, true, true, 0);      // general kernel (c, hw odd)
   test_channel_mul<T>(2, 96, 49, true, true, 1);     // misaligned: general kernel
   test_channel_mul<T>(1, 32, 12544, true, true, 0);  // batch 1, a large map
+  test_const_op<T>(2, 16, 64, false, 0);  // vectors along the pixels (NCHW)
+  test_const_op<T>(2, 16, 64, true, 0);   // vectors along the channels (NHWC)
+  test_const_op<T>(3, 8, 5, true, 0);     // NHWC vectors, c one or two vectors wide
+  test_const_op<T>(2, 6, 9, false, 0);    // general kernel per channel (hw 9)
+  test_const_op<T>(2, 6, 9, true, 0);     // general kernel per channel (c 6)
+  test_const_op<T>(1, 3, 35, true, 0);    // odd count: general kernel throughout
+  test_const_op<T>(1, 3, 35, false, 0);
+  test_const_op<T>(2, 16, 64, true, 1);   // misaligned x and y: general kernel
+  test_const_op<T>(2, 16, 64, false, 1);
 }
 
 // Invalid arguments are refused without a launch, empty work launches nothing.

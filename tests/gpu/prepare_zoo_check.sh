@@ -7,7 +7,8 @@
 #   - tests/backend/zoo_layers.yaml (every zoo layer the backend emits, 18x18),
 #     tests/backend/depthwise_layers.yaml (zoc's depthwise kernel in all its forms) and
 #     tests/backend/epilogue_layers.yaml (every activation in a convolution's epilogue) and
-#     tests/backend/dense_layers.yaml (segmentation decoders' layers, several outputs), in fp32 and
+#     tests/backend/dense_layers.yaml (segmentation decoders' layers, several outputs) and
+#     tests/backend/constant_operand_layers.yaml (a tensor and a constant), in fp32 and
 #     fp16, each with its reference computed here by zoc's interpreter (`zoc init-weights`,
 #     `zoc run`) into zoo_check/_ref/<name>/, which the GPU check uses instead of exporting.
 # The weights are not shipped (AlexNet's and VGG's are 0.2-0.5 GB): tests/gpu/gpu_check.sh
@@ -24,7 +25,7 @@ cd "$repo"
 models=("$@")
 [ ${#models[@]} -gt 0 ] || read -r -a models <<<"$(/usr/bin/python3 -c \
   'import sys; sys.path.insert(0, "models"); import zoo; print(" ".join(zoo.NAMES))') zoo_layers depthwise_layers epilogue_layers \
-dense_layers"
+dense_layers constant_operand_layers"
 out=$repo/zoo_check
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

@@ -11,15 +11,15 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 case "${1:-}" in
-  1) models="zoo_layers depthwise_layers epilogue_layers resnet152 resnext50_32x4d wide_resnet50_2 regnet_x_400mf squeezenet1_1
+  1) models="zoo_layers depthwise_layers epilogue_layers constant_operand_layers resnet152 resnext50_32x4d wide_resnet50_2 regnet_x_400mf squeezenet1_1
              mobilenet_v2 mobilenet_v3_small efficientnet_b0"
-     sanitize="zoo_layers depthwise_layers epilogue_layers" ;;
+     sanitize="zoo_layers depthwise_layers epilogue_layers constant_operand_layers" ;;
   2) models="regnet_y_400mf densenet121 googlenet inception_v3 shufflenet_v2_x1_0 mnasnet0_5
              convnext_tiny alexnet vgg11_bn"
      sanitize= ;;
-  dw) models="zoo_layers depthwise_layers epilogue_layers mobilenet_v2 mobilenet_v3_small
+  dw) models="zoo_layers depthwise_layers epilogue_layers constant_operand_layers mobilenet_v2 mobilenet_v3_small
               efficientnet_b0 regnet_y_400mf shufflenet_v2_x1_0 mnasnet0_5 convnext_tiny"
-      sanitize="zoo_layers depthwise_layers epilogue_layers" ;;
+      sanitize="zoo_layers depthwise_layers epilogue_layers constant_operand_layers" ;;
   *) echo "usage: $0 1|2|dw [CHECK_DIR]" >&2; exit 2 ;;
 esac
 export ZOC_GPU_MODELS=$(echo $models) ZOC_SANITIZE_MODELS=$sanitize ZOC_LATENCY_MODELS=

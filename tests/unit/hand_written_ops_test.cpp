@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
+#include "compiler/backend/cudnn/emit_snippet.h"
 #include "compiler/backend/reference/interpreter.h"
 #include "compiler/backend/reference/kernels.h"
 #include "compiler/ir/printer.h"
@@ -114,7 +116,9 @@ TEST(BinaryPasses, OnlyAnAddOfOneShapeBecomesAResidual) {
 }
 
 // Training differentiates add and mul in the forms it did (one shape; an image by its channel
-// vector); the new forms, sub and div are refused by name. So is the cuDNN backend.
+// vector); the new forms, sub and div are refused by name. The cuDNN backend runs every constant
+// operand (zoc's const_op kernel) and sub and div of two tensors of one shape (`ratio`), and
+// refuses broadcasting.
 TEST(BinaryRefusals, TrainingAndTheCudnnBackend) {
   test::TempDir dir;
   Diagnostics d;
@@ -125,7 +129,9 @@ TEST(BinaryRefusals, TrainingAndTheCudnnBackend) {
                  "  - pool: {op: global_avgpool}\n"
                  "  - mul: {op: mul, inputs: [pool, add]}\n"
                  "  - fine: {op: mul, inputs: [add, pool]}\n"
-                 "  - sum: {op: add, inputs: [fine, mul]}\n",
+                 "  - sum: {op: add, inputs: [fine, mul]}\n"
+                 "  - diff: {op: sub, inputs: [sum, pool]}\n"
+                 "  - ratio: {op: div, inputs: [diff, sum]}\n",
                  d);
   ASSERT_TRUE(g) << d.render();
   test::expect_refusals(
@@ -135,16 +141,106 @@ TEST(BinaryRefusals, TrainingAndTheCudnnBackend) {
        "m.yaml:6:5: error: layer 'add' (add): no gradient rule for an add with broadcasting or a "
        "constant operand yet",
        "m.yaml:8:5: error: layer 'mul' (mul): no gradient rule for a mul with broadcasting "
-       "(other than an image by its channel vector) or a constant operand yet"},
+       "(other than an image by its channel vector) or a constant operand yet",
+       "m.yaml:11:5: error: layer 'diff' (sub): no gradient rule for sub yet",
+       "m.yaml:12:5: error: layer 'ratio' (div): no gradient rule for div yet"},
       false);
   test::expect_refusals(*g,
-                        {"layer 'sub' (sub): the cuDNN backend does not support sub yet",
-                         "layer 'div' (div): the cuDNN backend does not support div yet",
-                         "layer 'add' (add): the cuDNN backend does not support add with a "
-                         "constant operand yet",
-                         "layer 'mul' (mul): the cuDNN backend does not support mul with "
-                         "broadcasting other than an image by its channel vector yet"},
+                        {"layer 'mul' (mul): the cuDNN backend does not support mul with "
+                         "broadcasting other than an image by its channel vector yet",
+                         "layer 'diff' (sub): the cuDNN backend does not support sub with "
+                         "broadcasting yet"},
                         true);
+}
+
+// g through the inference passes and lowered for the cuDNN backend in precision p.
+bool lower_for_cudnn(ir::Graph& g, cudnn::Precision p, Diagnostics& d) {
+  cudnn::EmitOptions options;
+  options.precision = p;
+  const lower::TargetDesc target = cudnn::lowering_target(options);
+  passes::PassOptions popts;
+  popts.target = &target;
+  return passes::run_pipeline(g, d, popts);
+}
+
+// Each constant operand lowers to one const_op layer, in fp32 NCHW and fp16 NHWC: a tensor
+// operand gets an aligned fp32 weight slot of one value or one per channel, a scalar none.
+TEST(BinaryLowering, ConstantOperandsAreConstOpLayers) {
+  test::TempDir dir;
+  Diagnostics d;
+  auto g = model(dir,
+                 "  - sub: {op: sub, scalar: 1, reverse: true}\n"
+                 "  - div: {op: div, tensor: std}\n"
+                 "  - one: {op: mul, tensor: gain, param_rank: 0}\n"
+                 "  - add: {op: add, tensor: shift, param_rank: 4}\n",
+                 d);
+  ASSERT_TRUE(g) << d.render();
+  for (const cudnn::Precision p : {cudnn::Precision::kFP32, cudnn::Precision::kFP16}) {
+    ir::Graph copy = *g;
+    ASSERT_TRUE(lower_for_cudnn(copy, p, d)) << d.render();
+    for (const char* name : {"sub", "div", "one", "add"}) {
+      const ir::Node* n = copy.find_node(name);
+      ASSERT_NE(n, nullptr) << name;
+      EXPECT_EQ(n->lowered->kind, ir::LayerKind::ConstOp) << name;
+      EXPECT_EQ(n->lowered->bias_offset, -1) << name;
+      const bool tensor = std::string(name) != "sub";
+      EXPECT_EQ(n->lowered->weight_offset >= 0, tensor) << name;
+      if (tensor) {
+        EXPECT_EQ(n->lowered->weight_offset % 256, 0) << name;
+      }
+    }
+    EXPECT_EQ(copy.target->weight_bytes, 3 * 256);  // std [2], gain [], shift [1, 2, 1, 1]
+  }
+}
+
+// A reshape or flatten is a view where both sides are stored in NCHW's order (NCHW; NHWC with one
+// channel or one pixel), else a copy between the stored orders; a flatten of an NHWC image that
+// only a linear layer reads stays a view (the linear layer permutes its weights instead).
+TEST(ReshapeLowering, ViewWhereTheStoredOrderAgrees) {
+  test::TempDir dir;
+  Diagnostics d;
+  auto g = model(dir,
+                 "  - conv: {op: conv2d, out_channels: 4, kernel: 1}\n"
+                 "  - pool: {op: global_avgpool}\n"
+                 "  - row: {op: reshape, channels: 1, height: 2, width: 2}\n"
+                 "  - pairs: {op: reshape, channels: 2, height: 1, width: 2}\n"
+                 "  - pairs_flat: {op: flatten}\n"
+                 "  - conv_flat: {op: flatten, input: conv}\n"
+                 "  - fc: {op: linear, out_features: 3}\n"
+                 "  - conv_flat2: {op: flatten, input: conv}\n"
+                 "output: [pairs_flat, fc, conv_flat2]\n",
+                 d);
+  ASSERT_TRUE(g) << d.render();
+  for (const cudnn::Precision p : {cudnn::Precision::kFP32, cudnn::Precision::kFP16}) {
+    ir::Graph copy = *g;
+    ASSERT_TRUE(lower_for_cudnn(copy, p, d)) << d.render();
+    const bool nhwc = p == cudnn::Precision::kFP16;
+    const auto kind = [&](const char* name) { return copy.find_node(name)->lowered->kind; };
+    const ir::LayerKind copied = nhwc ? ir::LayerKind::Relayout : ir::LayerKind::View;
+    EXPECT_EQ(kind("row"), ir::LayerKind::View);
+    EXPECT_EQ(kind("pairs"), copied);
+    EXPECT_EQ(kind("pairs_flat"), copied);
+    EXPECT_EQ(kind("conv_flat"), ir::LayerKind::View);
+    EXPECT_EQ(kind("conv_flat2"), copied);
+    EXPECT_EQ(copy.find_node("fc")->lowered->weights,
+              nhwc ? ir::WeightLayout::kRowsHWC : ir::WeightLayout::kRows);
+  }
+}
+
+// A scalar constant prints as a float literal that C++ reads back to the same float the
+// interpreter casts the attribute to.
+TEST(BinaryLowering, ScalarsPrintAsExactFloatLiterals) {
+  using cudnn::snippet::float_literal;
+  EXPECT_EQ(float_literal(1), "1.0f");
+  EXPECT_EQ(float_literal(-0.125), "-0.125f");
+  EXPECT_EQ(float_literal(-0.0), "-0.0f");
+  EXPECT_EQ(float_literal(1e-6), "1e-06f");
+  EXPECT_EQ(float_literal(0.1), "0.1f");
+  EXPECT_EQ(float_literal(1e30), "1e+30f");
+  for (const double v : {0.1, 1.0 / 3, 123456789.0, 2.5e-20}) {
+    const std::string text = float_literal(v);
+    EXPECT_EQ(std::strtof(text.c_str(), nullptr), static_cast<float>(v)) << text;
+  }
 }
 
 }  // namespace

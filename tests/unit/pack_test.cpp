@@ -1,8 +1,10 @@
 // Weight packing for linear layers (runtime/zoc/weights/pack.h): the column permutation that matches an
 // NHWC flatten, and the bias a linear layer run as a cuDNN convolution (--linear cudnn) always
 // needs: the layer's own, or zeros when it has none. And the tap-major filter of zoc's
-// depthwise kernel.
+// depthwise kernel. And a constant compiled in from a parameter, checked against the file.
 #include "zoc/weights/pack.h"
+#include "zoc/io/safetensors.h"
+#include "tests/unit/test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -73,6 +75,40 @@ TEST(PackConv, DepthwiseTapMajor) {
   spec.c_padded = 2;
   std::vector<uint8_t> big(k * 2 * r * s * 4);
   EXPECT_FALSE(zoc::pack_conv(src, spec, big.data(), b2.data()));
+}
+
+}  // namespace
+
+namespace {
+
+// A constant compiled in from a one-element parameter (WeightSource::check_constant): absent,
+// or the same value in any float dtype, passes and counts as used; another value or shape is
+// refused with both values named; a seeded source never looks.
+TEST(CompiledConstant, FileMustHoldTheCompiledValue) {
+  zoc::test::TempDir dir;
+  const float same = 0.75f, other = 0.5f, pair[2] = {0.75f, 0.75f};
+  const std::string path = dir.file("w.safetensors");
+  ASSERT_TRUE(zoc::st::write_file(path, {{"same", zoc::st::DType::F32, {1}, &same, 4},
+                                         {"other", zoc::st::DType::F32, {}, &other, 4},
+                                         {"pair", zoc::st::DType::F32, {2}, pair, 8}})
+                  .ok());
+  auto src = zoc::WeightSource::open(path, true);
+  ASSERT_TRUE(src.ok());
+  EXPECT_TRUE(src->check_constant("same", 0.75f).ok());
+  EXPECT_TRUE(src->check_constant("absent", 0.75f).ok());
+  const zoc::Status bad = src->check_constant("other", 0.75f);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("tensor 'other' holds 0.5, but the value 0.75 is compiled "
+                                     "into the model as a constant"),
+            std::string::npos)
+      << bad.error().message;
+  const zoc::Status shape = src->check_constant("pair", 0.75f);
+  ASSERT_FALSE(shape.ok());
+  EXPECT_NE(shape.error().message.find("tensor 'pair' has shape [2] and dtype F32"),
+            std::string::npos)
+      << shape.error().message;
+  EXPECT_TRUE(src->finish().ok());  // every tensor was asked for
+  EXPECT_TRUE(zoc::WeightSource::seeded(1).check_constant("same", 2.0f).ok());
 }
 
 }  // namespace

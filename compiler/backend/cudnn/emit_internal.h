@@ -90,6 +90,10 @@ std::string activation_params_text(const act::Params& p);
 // slice_channels.
 bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i);
+// add, sub, mul or div of a tensor and a constant (emit_const_op.cpp).
+bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i);
+// sub or div of two tensors of one shape (emit_const_op.cpp).
+bool emit_binary(EmitContext& ctx, const ir::Node& n, size_t i);
 // The convolution-shaped layers (emit_conv_layers.cpp): fused and depthwise convolutions,
 // transposed convolutions, linear layers.
 bool emit_conv(EmitContext& ctx, const ir::Node& n, size_t i);

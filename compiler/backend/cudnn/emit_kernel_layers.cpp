@@ -1,10 +1,10 @@
 // The snippets of the layers cuDNN has no call for, which run zoc's own kernels: channel and
 // elementwise multiply (squeeze-and-excitation), layer scale and layer norm (ConvNeXt), channel
-// shuffle and channel slices (ShuffleNetV2), adaptive average pooling, nearest and bilinear
-// upsampling and softmax over channels (segmentation decoders). Each is a call constant and one
-// call of zoc/cudnn/model_steps.h's Run step into zoc/kernels/layer_kernels.cuh or
-// dense_kernels.cuh (a slice is a strided copy); layer scale and layer norm also pack their
-// parameters.
+// shuffle and channel slices (ShuffleNetV2), constant padding (hgnetv2's stem), adaptive
+// average pooling, nearest and bilinear upsampling and softmax over channels (segmentation
+// decoders). Each is a call constant and one call of zoc/cudnn/model_steps.h's Run step into
+// zoc/kernels/layer_kernels.cuh, pad.cuh or dense_kernels.cuh (a slice is a strided copy);
+// layer scale and layer norm also pack their parameters.
 #include "compiler/backend/cudnn/emit_snippet.h"
 #include "compiler/backend/cudnn/named_init.h"
 #include "compiler/support/sanitize.h"
@@ -50,6 +50,69 @@ bool emit_layer_scale(EmitContext& ctx, const ir::Node& n, size_t i) {
                   sanitize_comment(gamma->name), gamma->shape[0], init_rule_cpp(init.rule),
                   ctx.ids[i]);
   mul_call(ctx, n, i, "kW_" + ctx.ids[i], false, true, "layer scale (x * gamma per channel)");
+  return true;
+}
+
+// ECA's 1-D convolution over the features: its taps (and bias) packed as fp32.
+bool emit_channel_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const std::string& id = ctx.ids[i];
+  const ir::Attrs& a = n.attrs;
+  const ir::ParamSpec* w = param(n, ir::ParamRole::kWeight);
+  const ir::ParamSpec* b = param(n, ir::ParamRole::kBias);
+  ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
+  auto pack = [&](const ir::ParamSpec* p, const std::string& shape, const std::string& slot) {
+    ctx.s.pack.wrapped("ZOC_TRY(zoc::pack_tensor(source,",
+                       {fmt::format(" \"{}\"", sanitize_comment(p->name)), shape,
+                        init_rule_cpp(init_choice(n, *p).rule), "zoc::DeviceDType::kF32",
+                        "staging + " + slot},
+                       "));");
+  };
+  pack(w, fmt::format("{{1, 1, {}}}", a.i("kernel")), "kW_" + id);
+  if (b) pack(b, "{1}", "kB_" + id);
+  named::ChannelConvGeometry g;
+  g.f = ctx.g.type(n.inputs[0]).dims[0], g.out = ctx.g.type(n.output).dims[0];
+  g.k = a.i("kernel"), g.stride = a.i("stride"), g.padding = a.i("padding");
+  g.dilation = a.i("dilation");
+  named::ChannelConvCall call;
+  call.g = g, call.x = ctx.tensor(n.inputs[0]), call.w = "kW_" + id, call.y = ctx.tensor(n.output);
+  if (b) call.b = "kB_" + id;
+  constant(ctx, "ChannelConvCall", "kCconv_" + id, named::items(call));
+  comment(ctx, n, fmt::format("1-D convolution over {} features, kernel {}", g.f.items().front(),
+                              a.i("kernel")));
+  timed_call(ctx, n, "v.channel_conv(kCconv_{}, {})", id, ctx.name_literal(n));
+  return true;
+}
+
+// Constant padding, any amount on each side (hgnetv2's stem: one row below, one column right).
+bool emit_pad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
+  named::PadGeometry g;
+  g.c = in.c, g.h = in.h, g.w = in.w, g.out_h = out.h, g.out_w = out.w;
+  g.top = n.attrs.i("top"), g.left = n.attrs.i("left");
+  if (n.attrs.f("value") != 0) g.value = snippet::float_literal(n.attrs.f("value"));
+  g.nhwc = snippet::nhwc_flag(ctx, n.inputs[0]);
+  named::PadCall call;
+  call.g = g, call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  constant(ctx, "PadCall", "kPad_" + ctx.ids[i], named::items(call));
+  comment(ctx, n, fmt::format("pad {}x{} -> {}x{} (top {}, left {}) with {}", in.h, in.w, out.h,
+                              out.w, n.attrs.i("top"), n.attrs.i("left"),
+                              static_cast<float>(n.attrs.f("value"))));
+  timed_call(ctx, n, "v.pad(kPad_{}, {})", ctx.ids[i], ctx.name_literal(n));
+  return true;
+}
+
+// A reshape or flatten whose stored order differs (NHWC with channels and pixels): a copy.
+bool emit_relayout(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
+  named::RelayoutGeometry g;
+  g.c_in = in.c, g.hw_in = in.h * in.w, g.nhwc_in = snippet::nhwc_flag(ctx, n.inputs[0]);
+  g.c_out = out.c, g.hw_out = out.h * out.w, g.nhwc_out = snippet::nhwc_flag(ctx, n.output);
+  named::RelayoutCall call;
+  call.g = g, call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  constant(ctx, "RelayoutCall", "kRelayout_" + ctx.ids[i], named::items(call));
+  comment(ctx, n, fmt::format("{}x{}x{} -> {}x{}x{} in NCHW order, copied between stored orders",
+                              in.c, in.h, in.w, out.c, out.h, out.w));
+  timed_call(ctx, n, "v.relayout(kRelayout_{}, {})", ctx.ids[i], ctx.name_literal(n));
   return true;
 }
 
@@ -186,6 +249,10 @@ bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
     case ir::OpKind::Softmax:
     case ir::OpKind::LogSoftmax: return emit_channel_softmax(ctx, n, i);
     case ir::OpKind::Argmax: return emit_argmax(ctx, n, i);
+    case ir::OpKind::Pad: return emit_pad(ctx, n, i);
+    case ir::OpKind::ChannelConv1d: return emit_channel_conv(ctx, n, i);
+    case ir::OpKind::Reshape:
+    case ir::OpKind::Flatten: return emit_relayout(ctx, n, i);
     default: break;
   }
   ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): not a layer of zoc's kernels",

@@ -190,7 +190,14 @@ bool emit_by_kind(EmitContext& ctx, const ir::Node& n, size_t i) {
       return emit_view(ctx, n);
     case ir::LayerKind::Activation:
       return emit_node_activation(ctx, n, i);
+    case ir::LayerKind::ConstOp:
+      return emit_const_op(ctx, n, i);
+    case ir::LayerKind::Binary:
+      return emit_binary(ctx, n, i);
     case ir::LayerKind::AdaptivePool:
+    case ir::LayerKind::PadKernel:
+    case ir::LayerKind::ChannelConv:
+    case ir::LayerKind::Relayout:
     case ir::LayerKind::Mul:
     case ir::LayerKind::LayerNorm:
     case ir::LayerKind::Shuffle:

@@ -82,6 +82,37 @@ cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, Ch
                                            static_cast<T*>(y), count, m, stream);
 })",
      [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Mul); }},
+    {"zoc/kernels/const_op.cuh", R"(
+cudaError_t const_op(const void* x, const float* v, void* y, int64_t count, ConstOpShape m,
+                     cudaStream_t stream) {
+  return kernels::launch_const_op<T>(static_cast<const T*>(x), v, static_cast<T*>(y), count, m,
+                                     stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ConstOp); }},
+    {"zoc/kernels/const_op.cuh", R"(
+cudaError_t binary(const void* a, const void* b, void* y, int64_t count, ConstOpKind op,
+                   cudaStream_t stream) {
+  return kernels::launch_binary<T>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                   static_cast<T*>(y), count, op, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Binary); }},
+    {"zoc/kernels/channel_conv.cuh", R"(
+cudaError_t channel_conv(const void* x, const float* w, const float* bias, void* y, int64_t n,
+                         ChannelConvGeometry g, cudaStream_t stream) {
+  return kernels::launch_channel_conv<T>(static_cast<const T*>(x), w, bias, static_cast<T*>(y), n,
+                                         g, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ChannelConv); }},
+    {"zoc/kernels/pad.cuh", R"(
+cudaError_t pad(const void* x, void* y, int64_t n, PadGeometry g, cudaStream_t stream) {
+  return kernels::launch_pad<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::PadKernel); }},
+    {"zoc/kernels/relayout.cuh", R"(
+cudaError_t relayout(const void* x, void* y, int64_t n, RelayoutGeometry g, cudaStream_t stream) {
+  return kernels::launch_relayout<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);
+})",
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Relayout); }},
     {"zoc/kernels/layer_kernels.cuh", R"(
 cudaError_t layernorm(const void* x, void* y, const float* gamma, const float* beta, int64_t n,
                       int64_t c, int64_t hw, bool nhwc, float eps, cudaStream_t stream) {

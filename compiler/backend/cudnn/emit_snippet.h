@@ -33,6 +33,15 @@ inline const char* nhwc_flag(const EmitContext& ctx, ir::ValueId v) {
   return t.layout == ir::Layout::NHWC ? "true" : "false";
 }
 
+// A float constant as a C++ literal that reads back bit-exactly: fmt's shortest round-trip
+// text, with ".0" where it would read as an integer ("1" -> "1.0f"), then "f". The value is
+// the attribute cast to float, as the interpreter casts it.
+inline std::string float_literal(double attr) {
+  std::string text = fmt::format("{}", static_cast<float>(attr));
+  if (text.find_first_of(".en") == std::string::npos) text += ".0";
+  return text + "f";
+}
+
 // The rows of a strided copy of value v's channels (concat, slices): NHWC, every pixel's
 // channels are a row; NCHW, a sample's channel planes are one. `unit`: one channel's bytes in a
 // row (its element size, or a plane's); `rows`: rows per sample.

@@ -57,6 +57,21 @@ struct CopyCall {
 struct MulCall {
   ZOC_FIELDS_MulCall(ZOC_DECLARE_FIELD)
 };
+struct ConstOpCall {
+  ZOC_FIELDS_ConstOpCall(ZOC_DECLARE_FIELD)
+};
+struct BinaryCall {
+  ZOC_FIELDS_BinaryCall(ZOC_DECLARE_FIELD)
+};
+struct ChannelConvCall {
+  ZOC_FIELDS_ChannelConvCall(ZOC_DECLARE_FIELD)
+};
+struct PadCall {
+  ZOC_FIELDS_PadCall(ZOC_DECLARE_FIELD)
+};
+struct RelayoutCall {
+  ZOC_FIELDS_RelayoutCall(ZOC_DECLARE_FIELD)
+};
 struct LayerNormCall {
   ZOC_FIELDS_LayerNormCall(ZOC_DECLARE_FIELD)
 };

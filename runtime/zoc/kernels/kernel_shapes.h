@@ -17,6 +17,52 @@
   X(bool, per_sample, false)          \
   X(bool, elementwise, false)
 
+// y = x op k with a constant k (add, sub, mul, div; `reverse`: k op x): k is `scalar` unless the
+// call gives an fp32 vector, which holds one value (per_channel false) or one per channel of x
+// ([N, c, hw], or features [N, c] with hw 1).
+#define ZOC_FIELDS_ConstOpShape(X)            \
+  X(int64_t, c, 0)                            \
+  X(int64_t, hw, 1)                           \
+  X(bool, nhwc, false)                        \
+  X(ConstOpKind, op, zoc::ConstOpKind::kAdd)  \
+  X(bool, reverse, false)                     \
+  X(bool, per_channel, false)                 \
+  X(float, scalar, 0)
+
+// A 1-D convolution over each sample's f features (one input and one output channel): out
+// outputs, k taps, stride, padding (zeros on each side), dilation; fp32 weights [k] and an
+// optional bias [1].
+#define ZOC_FIELDS_ChannelConvGeometry(X) \
+  X(int64_t, f, 0)                        \
+  X(int64_t, out, 0)                      \
+  X(int64_t, k, 1)                        \
+  X(int64_t, stride, 1)                   \
+  X(int64_t, padding, 0)                  \
+  X(int64_t, dilation, 1)
+
+// Constant padding: a c-channel image h x w at rows top.., columns left.. of out_h x out_w, the
+// other elements `value`.
+#define ZOC_FIELDS_PadGeometry(X) \
+  X(int64_t, c, 0)                \
+  X(int64_t, h, 0)                \
+  X(int64_t, w, 0)                \
+  X(int64_t, out_h, 1)            \
+  X(int64_t, out_w, 1)            \
+  X(int64_t, top, 0)              \
+  X(int64_t, left, 0)             \
+  X(float, value, 0)              \
+  X(bool, nhwc, false)
+
+// A reshape between stored orders: c_in channels of hw_in pixels to c_out of hw_out (the same
+// count), each NHWC or NCHW (features: hw 1).
+#define ZOC_FIELDS_RelayoutGeometry(X) \
+  X(int64_t, c_in, 1)                  \
+  X(int64_t, hw_in, 1)                 \
+  X(bool, nhwc_in, false)              \
+  X(int64_t, c_out, 1)                 \
+  X(int64_t, hw_out, 1)                \
+  X(bool, nhwc_out, false)
+
 // A window over an image: input channels, height and width; output size; window size,
 // stride, padding and dilation (pooling's and the depthwise convolution's).
 #define ZOC_FIELDS_KernelWindow(X) \
@@ -90,8 +136,22 @@
 
 namespace zoc {
 
+enum class ConstOpKind : uint8_t { kAdd, kSub, kMul, kDiv };
+
 struct ChannelMulShape {
   ZOC_FIELDS_ChannelMulShape(ZOC_DECLARE_FIELD)
+};
+struct ConstOpShape {
+  ZOC_FIELDS_ConstOpShape(ZOC_DECLARE_FIELD)
+};
+struct ChannelConvGeometry {
+  ZOC_FIELDS_ChannelConvGeometry(ZOC_DECLARE_FIELD)
+};
+struct PadGeometry {
+  ZOC_FIELDS_PadGeometry(ZOC_DECLARE_FIELD)
+};
+struct RelayoutGeometry {
+  ZOC_FIELDS_RelayoutGeometry(ZOC_DECLARE_FIELD)
 };
 struct PoolGeometry {
   ZOC_FIELDS_PoolGeometry(ZOC_DECLARE_FIELD)

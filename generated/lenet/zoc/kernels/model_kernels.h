@@ -30,6 +30,19 @@ cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream
 // y = x * s: s per channel (and sample), or elementwise (zoc/kernels/layer_kernels.cuh).
 cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, ChannelMulShape m,
                         cudaStream_t stream);
+// y = x op k or k op x, k m.scalar or the fp32 vector v (zoc/kernels/const_op.cuh).
+cudaError_t const_op(const void* x, const float* v, void* y, int64_t count, ConstOpShape m,
+                     cudaStream_t stream);
+// y = a - b or a / b, elementwise (zoc/kernels/const_op.cuh).
+cudaError_t binary(const void* a, const void* b, void* y, int64_t count, ConstOpKind op,
+                   cudaStream_t stream);
+// A 1-D convolution over each sample's features, fp32 weights (zoc/kernels/channel_conv.cuh).
+cudaError_t channel_conv(const void* x, const float* w, const float* bias, void* y, int64_t n,
+                         ChannelConvGeometry g, cudaStream_t stream);
+// Constant padding of an image (zoc/kernels/pad.cuh).
+cudaError_t pad(const void* x, void* y, int64_t n, PadGeometry g, cudaStream_t stream);
+// A reshape between stored element orders (zoc/kernels/relayout.cuh).
+cudaError_t relayout(const void* x, void* y, int64_t n, RelayoutGeometry g, cudaStream_t stream);
 // Layer norm over the channels at every pixel; gamma and beta fp32.
 cudaError_t layernorm(const void* x, void* y, const float* gamma, const float* beta, int64_t n,
                       int64_t c, int64_t hw, bool nhwc, float eps, cudaStream_t stream);

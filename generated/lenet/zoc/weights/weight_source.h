@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
@@ -81,6 +82,31 @@ class WeightSource {
     if (!v) return v.error();
     std::copy(v->begin(), v->end(), dst);
     return Status::success();
+  }
+
+  // A one-element parameter that zoc compiled into a layer as the constant `value` (timm's
+  // LearnableAffineBlock scale and bias): the file need not hold it, but where it does, it must
+  // hold that value, else the model would run new weights with an old constant.
+  Status check_constant(const std::string& name, float value) {
+    if (!file_) return Status::success();
+    requested_.insert(name);
+    const st::TensorView* t = file_->find(name);
+    if (!t) return Status::success();
+    float held = 0;
+    const bool one = t->numel() == 1 && st::is_float_dtype(t->dtype) &&
+                     st::to_float32(*t, &held, 1).ok();
+    if (one && held == value) return Status::success();
+    auto text = [](float f) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(f));
+      return std::string(buf);
+    };
+    const std::string what = one ? "holds " + text(held)
+                                 : "has shape " + st::detail::shape_string(t->shape) +
+                                       " and dtype " + st::dtype_name(t->dtype);
+    return Error{file_->path() + ": tensor '" + name + "' " + what + ", but the value " +
+                 text(value) + " is compiled into the model as a constant: compile a model file that holds "
+                 "these weights instead"};
   }
 
   // Marks a tensor as known but unused by inference (e.g. num_batches_tracked).

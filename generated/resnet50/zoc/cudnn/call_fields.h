@@ -151,6 +151,44 @@
   X(size_t, y, 0)             \
   X(bool, s_is_weight, false)
 
+// y = x op k (zoc/kernels/const_op.cuh): k the shape's scalar, or with v set the fp32 vector at
+// weight offset v; per_sample: x's elements.
+#define ZOC_FIELDS_ConstOpCall(X) \
+  X(ConstOpShape, m, {})          \
+  X(int64_t, per_sample, 0)       \
+  X(size_t, x, 0)                 \
+  X(size_t, y, 0)                 \
+  X(size_t, v, zoc::kNoTensor)
+
+// y = a - b or a / b of two tensors of per_sample elements each (zoc/kernels/const_op.cuh).
+#define ZOC_FIELDS_BinaryCall(X)              \
+  X(ConstOpKind, op, zoc::ConstOpKind::kSub) \
+  X(int64_t, per_sample, 0)                  \
+  X(size_t, a, 0)                            \
+  X(size_t, b, 0)                            \
+  X(size_t, y, 0)
+
+// A 1-D convolution over each sample's features (zoc/kernels/channel_conv.cuh): fp32 taps at
+// weight offset w, the bias at b (or none).
+#define ZOC_FIELDS_ChannelConvCall(X) \
+  X(ChannelConvGeometry, g, {})       \
+  X(size_t, x, 0)                     \
+  X(size_t, w, 0)                     \
+  X(size_t, b, zoc::kNoTensor)        \
+  X(size_t, y, 0)
+
+// Constant padding of an image (zoc/kernels/pad.cuh).
+#define ZOC_FIELDS_PadCall(X) \
+  X(PadGeometry, g, {})       \
+  X(size_t, x, 0)             \
+  X(size_t, y, 0)
+
+// A reshape between stored element orders (zoc/kernels/relayout.cuh).
+#define ZOC_FIELDS_RelayoutCall(X) \
+  X(RelayoutGeometry, g, {})       \
+  X(size_t, x, 0)                  \
+  X(size_t, y, 0)
+
 // Layer norm over the c channels at each of hw pixels; gamma then beta (fp32) at weight offset
 // `params`.
 #define ZOC_FIELDS_LayerNormCall(X) \

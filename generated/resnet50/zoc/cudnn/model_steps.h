@@ -63,6 +63,11 @@ struct StepBase {
   Status output_copy(const OutputCall&) { return Status::success(); }
   Status output_to_caller(const OutputCall&) { return Status::success(); }
   Status mul(const MulCall&, const char*) { return Status::success(); }
+  Status const_op(const ConstOpCall&, const char*) { return Status::success(); }
+  Status binary(const BinaryCall&, const char*) { return Status::success(); }
+  Status channel_conv(const ChannelConvCall&, const char*) { return Status::success(); }
+  Status pad(const PadCall&, const char*) { return Status::success(); }
+  Status relayout(const RelayoutCall&, const char*) { return Status::success(); }
   Status layernorm(const LayerNormCall&, const char*) { return Status::success(); }
   Status shuffle(const ShuffleCall&, const char*) { return Status::success(); }
   Status pool_kernel(const PoolKernelCall&, const char*) { return Status::success(); }
@@ -411,6 +416,32 @@ struct Run {
     ZOC_CUDA(model_kernels::channel_mul(act(c.x), s_data, act(c.y), int64_t(n) * c.per_sample, c.m,
                                         stream),
              name);
+    return mark();
+  }
+  Status const_op(const ConstOpCall& c, const char* name) {
+    const float* v = c.v == kNoTensor ? nullptr : reinterpret_cast<const float*>(s.weight(c.v));
+    ZOC_CUDA(model_kernels::const_op(act(c.x), v, act(c.y), int64_t(n) * c.per_sample, c.m, stream),
+             name);
+    return mark();
+  }
+  Status binary(const BinaryCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::binary(act(c.a), act(c.b), act(c.y), int64_t(n) * c.per_sample, c.op,
+                                   stream),
+             name);
+    return mark();
+  }
+  Status channel_conv(const ChannelConvCall& c, const char* name) {
+    const float* w = reinterpret_cast<const float*>(s.weight(c.w));
+    const float* b = c.b == kNoTensor ? nullptr : reinterpret_cast<const float*>(s.weight(c.b));
+    ZOC_CUDA(model_kernels::channel_conv(act(c.x), w, b, act(c.y), n, c.g, stream), name);
+    return mark();
+  }
+  Status pad(const PadCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::pad(act(c.x), act(c.y), n, c.g, stream), name);
+    return mark();
+  }
+  Status relayout(const RelayoutCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::relayout(act(c.x), act(c.y), n, c.g, stream), name);
     return mark();
   }
   Status layernorm(const LayerNormCall& c, const char* name) {

@@ -92,15 +92,14 @@ bool nchw_order(const ir::Graph& g, ir::ValueId v, const TargetDesc& t) {
 
 // A reshape (or flatten) is a view where both sides are stored in NCHW's order, and a copy
 // between the stored orders otherwise. A flatten of an NHWC image read only by linear layers
-// stays a view: they permute their weights' columns to its (h, w, c) order instead.
-Choice reshape_choice(const ir::Graph& g, const ir::Node& n, const TargetDesc& t) {
+// (readers: every read of each value; linear_readers: those by a linear layer) stays a view:
+// they permute their weights' columns to its (h, w, c) order instead.
+Choice reshape_choice(const ir::Graph& g, const ir::Node& n, const TargetDesc& t,
+                      const std::vector<int>& readers, const std::vector<int>& linear_readers) {
   if (nchw_order(g, n.inputs[0], t) && nchw_order(g, n.output, t)) return {LayerKind::View};
-  if (n.op == OpKind::Flatten &&
-      std::count(g.outputs.begin(), g.outputs.end(), n.output) == 0 &&
-      std::all_of(g.nodes.begin(), g.nodes.end(), [&](const ir::Node& r) {
-        return std::count(r.inputs.begin(), r.inputs.end(), n.output) == 0 ||
-               (r.op == OpKind::Linear && r.inputs[0] == n.output);
-      })) {
+  const auto v = static_cast<size_t>(n.output);
+  if (n.op == OpKind::Flatten && readers[v] == linear_readers[v] &&
+      std::count(g.outputs.begin(), g.outputs.end(), n.output) == 0) {
     return {LayerKind::View};
   }
   return {LayerKind::Relayout};
@@ -144,7 +143,8 @@ Choice argmax_choice(const ir::Graph& g, const ir::Node& n, int side,
 }
 
 Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int side,
-              int64_t stored_c, const std::vector<int>& readers) {
+              int64_t stored_c, const std::vector<int>& readers,
+              const std::vector<int>& linear_readers) {
   switch (n.op) {
     case OpKind::Input:
       return {LayerKind::InputInPlace};  // settled by lower_to_target
@@ -174,7 +174,7 @@ Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int si
       return {LayerKind::Copy};
     case OpKind::Flatten:
     case OpKind::Reshape:
-      return reshape_choice(g, n, t);
+      return reshape_choice(g, n, t, readers, linear_readers);
     case OpKind::Mul:
       return elementwise_choice(g, n);
     case OpKind::LayerScale:
@@ -214,15 +214,17 @@ bool choose_layers(ir::Graph& g, const TargetDesc& t, const std::vector<int>& si
   bool ok = true;
   const ir::ValueId input = g.nodes.front().output;
   std::vector<int> readers(g.values.size(), 0);  // nodes reading each value
+  std::vector<int> linear_readers(g.values.size(), 0);  // of them, linear layers
   for (const ir::Node& n : g.nodes) {
     for (ir::ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];
+    if (n.op == OpKind::Linear) ++linear_readers[static_cast<size_t>(n.inputs[0])];
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ir::Node& n = g.nodes[i];
     const int64_t stored_c = !n.inputs.empty() && n.inputs[0] == input && input_stored_channels > 0
                                  ? input_stored_channels
                                  : (n.inputs.empty() ? 0 : g.type(n.inputs[0]).dims.at(0));
-    const Choice c = choose(g, n, t, side_of[i], stored_c, readers);
+    const Choice c = choose(g, n, t, side_of[i], stored_c, readers, linear_readers);
     if (c.kind == LayerKind::None) {
       diags.error(n.loc, fmt::format("layer '{}' ({}): {} does not support {}", shown_text(n.name),
                                      ir::op_info(n.op).name, t.name, c.refusal));

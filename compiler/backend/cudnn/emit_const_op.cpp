@@ -38,6 +38,15 @@ std::string shape_list(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
+void pack_fp32_param(EmitContext& ctx, const ir::Node& n, const ir::ParamSpec& p,
+                     const std::string& slot) {
+  ctx.s.pack.wrapped("ZOC_TRY(zoc::pack_tensor(source,",
+                     {fmt::format(" \"{}\"", sanitize_comment(p.name)), shape_list(p.shape),
+                      init_rule_cpp(init_choice(n, p).rule), "zoc::DeviceDType::kF32",
+                      "staging + " + slot},
+                     "));");
+}
+
 bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
   const snippet::Dims d = snippet::dims_of(ctx.g.type(n.output));
@@ -50,21 +59,18 @@ bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i) {
   call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
   std::string k;
   if (n.attrs.has("scalar")) {
-    m.scalar = snippet::float_literal(n.attrs.f("scalar"));
+    const std::string literal = snippet::float_literal(n.attrs.f("scalar"));
+    m.scalar = literal;
     k = fmt::format("{}", static_cast<float>(n.attrs.f("scalar")));
     if (!n.scalar_from.empty()) {
       ctx.s.pack.line("ZOC_TRY(source.check_constant(\"{}\", {}));",
-                      sanitize_comment(n.scalar_from), snippet::float_literal(n.attrs.f("scalar")));
+                      sanitize_comment(n.scalar_from), literal);
       k += fmt::format(" (tensor '{}')", sanitize_comment(n.scalar_from));
     }
   } else {
     const ir::ParamSpec* p = snippet::param(n, ir::ParamRole::kOperand);
-    const InitChoice init = init_choice(n, *p);
     ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
-    ctx.s.pack.wrapped("ZOC_TRY(zoc::pack_tensor(source,",
-                       {fmt::format(" \"{}\"", sanitize_comment(p->name)), shape_list(p->shape),
-                        init_rule_cpp(init.rule), "zoc::DeviceDType::kF32", "staging + kW_" + id},
-                       "));");
+    pack_fp32_param(ctx, n, *p, "kW_" + id);
     m.per_channel = !p->shape.empty();
     call.v = "kW_" + id;
     k = fmt::format("'{}'{}", sanitize_comment(p->name), p->shape.empty() ? "" : " per channel");

@@ -92,6 +92,10 @@ bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i);
 bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i);
 // add, sub, mul or div of a tensor and a constant (emit_const_op.cpp).
 bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i);
+// The pack line of parameter p of node n as it is, in fp32, at weight offset `slot` (a kW_ or
+// kB_ name): a constant operand, channel_conv1d's taps and bias (emit_const_op.cpp).
+void pack_fp32_param(EmitContext& ctx, const ir::Node& n, const ir::ParamSpec& p,
+                     const std::string& slot);
 // sub or div of two tensors of one shape (emit_const_op.cpp).
 bool emit_binary(EmitContext& ctx, const ir::Node& n, size_t i);
 // The convolution-shaped layers (emit_conv_layers.cpp): fused and depthwise convolutions,

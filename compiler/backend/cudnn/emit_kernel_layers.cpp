@@ -60,25 +60,18 @@ bool emit_channel_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::ParamSpec* w = param(n, ir::ParamRole::kWeight);
   const ir::ParamSpec* b = param(n, ir::ParamRole::kBias);
   ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
-  auto pack = [&](const ir::ParamSpec* p, const std::string& shape, const std::string& slot) {
-    ctx.s.pack.wrapped("ZOC_TRY(zoc::pack_tensor(source,",
-                       {fmt::format(" \"{}\"", sanitize_comment(p->name)), shape,
-                        init_rule_cpp(init_choice(n, *p).rule), "zoc::DeviceDType::kF32",
-                        "staging + " + slot},
-                       "));");
-  };
-  pack(w, fmt::format("{{1, 1, {}}}", a.i("kernel")), "kW_" + id);
-  if (b) pack(b, "{1}", "kB_" + id);
+  pack_fp32_param(ctx, n, *w, "kW_" + id);  // [1, 1, k]
+  if (b) pack_fp32_param(ctx, n, *b, "kB_" + id);  // [1]
+  const int64_t f = ctx.g.type(n.inputs[0]).dims[0];
   named::ChannelConvGeometry g;
-  g.f = ctx.g.type(n.inputs[0]).dims[0], g.out = ctx.g.type(n.output).dims[0];
+  g.f = f, g.out = ctx.g.type(n.output).dims[0];
   g.k = a.i("kernel"), g.stride = a.i("stride"), g.padding = a.i("padding");
   g.dilation = a.i("dilation");
   named::ChannelConvCall call;
   call.g = g, call.x = ctx.tensor(n.inputs[0]), call.w = "kW_" + id, call.y = ctx.tensor(n.output);
   if (b) call.b = "kB_" + id;
   constant(ctx, "ChannelConvCall", "kCconv_" + id, named::items(call));
-  comment(ctx, n, fmt::format("1-D convolution over {} features, kernel {}", g.f.items().front(),
-                              a.i("kernel")));
+  comment(ctx, n, fmt::format("1-D convolution over {} features, kernel {}", f, a.i("kernel")));
   timed_call(ctx, n, "v.channel_conv(kCconv_{}, {})", id, ctx.name_literal(n));
   return true;
 }

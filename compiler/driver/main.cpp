@@ -17,6 +17,7 @@
 #include "compiler/backend/reference/interpreter.h"
 #include "compiler/driver/extract_weights.h"
 #include "compiler/driver/grad_command.h"
+#include "compiler/driver/int8_commands.h"
 #include "compiler/driver/model_loader.h"
 #include "compiler/driver/run_outputs.h"
 #include "compiler/driver/target_options.h"
@@ -57,6 +58,8 @@ struct Args {
   std::string print_after;    // --print-ir-after=PASS|all
   bool verify_each = false;
   bool optimize = false;      // zoc ir --optimize: print after the whole pipeline
+  std::string int8_scales;    // zoc run / zoc ir --int8-scales FILE
+  zoc::CalibrateOptions calibrate;
   std::string command_line;
 };
 
@@ -85,80 +88,10 @@ int finish(const zoc::Diagnostics& diags) {
   return 0;
 }
 
-// Weights from --weights, else those the model file carries (an ONNX model's initializers),
-// else seeded initialization (PyTorch's defaults unless layers declare an `init`).
+// model_loader.h's weights_for with the command line's choices.
 std::optional<zoc::Weights> get_weights(const zoc::LoadedModel& m, const Args& args,
                                         zoc::Diagnostics& diags) {
-  const zoc::ir::Graph& g = m.graph;
-  if (args.weights.empty() && m.weights) {
-    if (args.strict) {
-      for (const auto& [name, values] : m.weights->tensors) {
-        for (float v : values) {
-          if (std::isfinite(v)) continue;
-          diags.error(zoc::SourceLoc{args.model, 0, 0},
-                      fmt::format("tensor '{}' holds NaN or infinite values (--strict)",
-                                  zoc::shown_text(name)));
-          break;
-        }
-      }
-      if (diags.has_errors()) return std::nullopt;
-    }
-    return m.weights;
-  }
-  if (args.weights.empty()) return zoc::init_weights(g, args.seed);
-  zoc::LoadWeightsOptions opts;
-  opts.strict = args.strict;
-  return zoc::load_weights(g, args.weights, diags, opts);
-}
-
-// The input from --input (.npy), or a seeded standard-normal batch.
-std::optional<zoc::ref::Tensor> get_input(const zoc::ir::Graph& g, const Args& args,
-                                          zoc::Diagnostics& diags) {
-  zoc::ref::Tensor t;
-  if (!args.input.empty()) {
-    auto data = zoc::npy::read_float32(args.input, &t.shape);
-    if (!data) {
-      diags.file_error(args.input, data.error().message);
-      return std::nullopt;
-    }
-    t.data = std::move(*data);
-    const auto& dims = g.type(g.nodes.front().output).dims;
-    if (t.shape.size() != dims.size() + 1 || t.shape[0] < 1 ||
-        !std::equal(dims.begin(), dims.end(), t.shape.begin() + 1)) {
-      // numpy's spelling of the array's shape: "()" for a scalar ("shape ," before issue 31).
-      diags.error(zoc::SourceLoc{args.input, 0, 0},
-                  fmt::format("the array has shape {}, but model '{}' takes (N, {}) with N >= 1",
-                              zoc::st::detail::shape_string(t.shape, /*python=*/true),
-                              zoc::shown_text(g.name), fmt::join(dims, ", ")));
-      return std::nullopt;
-    }
-    return t;
-  }
-  const auto& dims = g.type(g.nodes.front().output).dims;
-  t.shape = {args.batch};
-  t.shape.insert(t.shape.end(), dims.begin(), dims.end());
-  std::mt19937_64 gen(args.seed + 1);
-  std::normal_distribution<float> normal;
-  t.data.resize(static_cast<size_t>(args.batch * g.type(g.nodes.front().output).sample_numel()));
-  for (float& v : t.data) v = normal(gen);
-  return t;
-}
-
-// The k largest values of each sample of `out` and where they are.
-void print_top_k(const zoc::ref::Tensor& out, int64_t top_k) {
-  const int64_t rows = out.shape[0];
-  const int64_t cols = static_cast<int64_t>(out.data.size()) / std::max<int64_t>(rows, 1);
-  for (int64_t r = 0; r < rows; ++r) {
-    std::vector<int64_t> idx(static_cast<size_t>(cols));
-    std::iota(idx.begin(), idx.end(), 0);
-    const float* row = out.data.data() + r * cols;
-    const auto k = std::min<int64_t>(top_k, cols);
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                      [&](int64_t a, int64_t b) { return row[a] > row[b]; });
-    std::string line = fmt::format("sample {}: top-{}", r, k);
-    for (int64_t j = 0; j < k; ++j) line += fmt::format("  {}:{:.5g}", idx[j], row[idx[j]]);
-    std::cout << line << "\n";
-  }
+  return zoc::weights_for(m, {args.model, args.weights, args.strict, args.seed}, diags);
 }
 
 // Runs the model on the interpreter; writes its outputs (run_outputs.h says where) and prints
@@ -172,7 +105,7 @@ int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags
   }
   auto weights = get_weights(m, args, diags);
   if (!weights) return finish(diags);
-  auto input = get_input(g, args, diags);
+  auto input = zoc::run_input(g, args.input, args.batch, args.seed, diags);
   if (!input) return finish(diags);
   auto outs = zoc::ref::run(g, *weights, *input);
   if (!outs) {
@@ -198,7 +131,7 @@ int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags
     if (outs->size() > 1) {
       std::cout << fmt::format("output '{}': {}\n", g.value_name(g.outputs[k]), t.str());
     }
-    if (t.dtype == zoc::ir::DType::F32) print_top_k((*outs)[k], args.top_k);
+    if (t.dtype == zoc::ir::DType::F32) zoc::print_top_k((*outs)[k], args.top_k);
   }
   return finish(diags);
 }
@@ -225,6 +158,35 @@ bool optimize(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags,
   return zoc::passes::run_pipeline(
       g, diags, popts,
       args.train ? zoc::passes::training_pipeline() : zoc::passes::inference_pipeline());
+}
+
+// `zoc calibrate`: the optimized graph's int8 scales from the samples, written to --output.
+int cmd_calibrate(zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags) {
+  if (!optimize(m.graph, args, diags)) return finish(diags);
+  auto weights = get_weights(m, args, diags);
+  if (!weights) return finish(diags);
+  auto scales = zoc::calibrate(m.graph, *weights, args.calibrate);
+  if (!scales) {
+    diags.error(zoc::SourceLoc{"--samples", 0, 0}, scales.error().message);
+    return finish(diags);
+  }
+  if (zoc::Status s = zoc::quant::write_scales(*scales, args.output); !s) {
+    diags.file_error(args.output, s.error().message);
+    return finish(diags);
+  }
+  std::cout << fmt::format("wrote {}: {} scales ({})\n", args.output, scales->scales.size(),
+                           scales->method);
+  return finish(diags);
+}
+
+// Quantizes the optimized graph with --int8-scales, else with a QDQ model's own scales, printing
+// the plan to stderr; true when there is nothing to do.
+bool apply_int8(zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags) {
+  if (!args.int8_scales.empty()) {
+    return zoc::apply_int8_scales(m.graph, args.int8_scales, std::cerr, diags);
+  }
+  if (m.int8_scales.empty()) return true;
+  return zoc::apply_model_int8_scales(m.graph, m.int8_scales, std::cerr, diags);
 }
 
 int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
@@ -327,9 +289,27 @@ CLI::Validator whole_number(int64_t lo, uint64_t hi) {
 
 // The subcommands and their options, bound to `args`.
 struct Commands {
-  CLI::App *ir, *compile, *run, *grad, *init, *extract;
+  CLI::App *ir, *compile, *run, *grad, *init, *extract, *calibrate;
   std::vector<CLI::Option*> ir_target;  // `zoc ir`'s target options
 };
+
+// `zoc calibrate` and its options, bound to `args` (its model options: define_commands').
+CLI::App* define_calibrate(CLI::App& app, Args& args) {
+  CLI::App* cal = app.add_subcommand(
+      "calibrate", "choose int8 activation scales from samples run on the reference interpreter");
+  cal->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
+  cal->add_option("--samples", args.calibrate.samples, ".npy files [N, C, H, W] or folders of them")
+      ->required();
+  cal->add_option("--method", args.calibrate.method, "max, percentile or entropy (KL divergence)")
+      ->check(CLI::IsMember({"max", "percentile", "entropy"}))
+      ->capture_default_str();
+  cal->add_option("--percentile", args.calibrate.percentile, "of |x|, with --method percentile")
+      ->capture_default_str();
+  cal->add_option("--max-images", args.calibrate.max_images, "use at most this many images")
+      ->check(whole_number(1, INT32_MAX));
+  cal->add_option("-o,--output", args.output, "the scales file to write (safetensors)")->required();
+  return cal;
+}
 
 Commands define_commands(CLI::App& app, Args& args) {
   auto add_model = [&](CLI::App* cmd) {
@@ -466,7 +446,14 @@ Commands define_commands(CLI::App& app, Args& args) {
   extract_cmd->add_option("--input", args.input_dims,
                           "input size CxHxW, for .onnx models that leave it dynamic");
 
-  return {ir_cmd, compile_cmd, run_cmd, grad_cmd, init_cmd, extract_cmd, ir_target};
+  CLI::App* cal = define_calibrate(app, args);
+  add_model(cal);
+  for (CLI::App* c : {ir_cmd, run_cmd}) {
+    c->add_option("--int8-scales", args.int8_scales,
+                  "quantize the optimized graph's convolutions to int8 with these scales (zoc "
+                  "calibrate); implies --optimize");
+  }
+  return {ir_cmd, compile_cmd, run_cmd, grad_cmd, init_cmd, extract_cmd, cal, ir_target};
 }
 
 // `zoc ir`: the IR as the frontend wrote it, optimized (--optimize), lowered for the cuDNN
@@ -484,7 +471,15 @@ int cmd_ir(zoc::LoadedModel& model, const Args& args, const Commands& cmd,
                 "as written, in fp32 NCHW");
     return finish(diags);
   }
-  if (args.train || args.optimize || lower || !args.print_after.empty() || args.verify_each) {
+  const bool int8 = !args.int8_scales.empty();
+  if (int8 && (args.train || lower)) {
+    diags.error(zoc::SourceLoc{"--int8-scales", 0, 0},
+                "an int8 graph runs on the reference interpreter only, yet: not with --train or "
+                "the target options");
+    return finish(diags);
+  }
+  if (args.train || args.optimize || lower || int8 || !args.print_after.empty() ||
+      args.verify_each) {
     std::optional<zoc::lower::TargetDesc> target;
     if (lower) {
       const std::optional<zoc::cudnn::EmitOptions> eopts = emit_options(args, diags);
@@ -493,6 +488,8 @@ int cmd_ir(zoc::LoadedModel& model, const Args& args, const Commands& cmd,
     }
     if (!optimize(graph, args, diags, target ? &*target : nullptr)) return finish(diags);
     if (!args.print_after.empty()) return finish(diags);
+    // A QDQ model's own scales apply to the optimized graph, not to a lowered or training one.
+    if (!lower && !args.train && !apply_int8(model, args, diags)) return finish(diags);
   }
   zoc::ir::PrintOptions popts;
   popts.locations = !args.no_locations;
@@ -552,12 +549,24 @@ int run(int argc, char** argv) {
   if (!model) return finish(diags);
   zoc::ir::Graph* graph = &model->graph;
 
-  if (cmd.compile->parsed()) return cmd_compile(*graph, args, diags);
+  if (cmd.compile->parsed()) {
+    if (!model->int8_scales.empty()) {
+      diags.warning(zoc::SourceLoc{args.model, 0, 0},
+                    "the model's QuantizeLinear/DequantizeLinear scales are not used: int8 GPU "
+                    "code is not built yet, so it is compiled at --precision with its "
+                    "dequantized weights");
+    }
+    return cmd_compile(*graph, args, diags);
+  }
   if (cmd.ir->parsed()) {
     return cmd_ir(*model, args, cmd, diags);
   } else if (cmd.run->parsed()) {
-    if (args.optimize && !optimize(*graph, args, diags)) return finish(diags);
+    const bool int8 = !args.int8_scales.empty() || !model->int8_scales.empty();
+    if ((args.optimize || int8) && !optimize(*graph, args, diags)) return finish(diags);
+    if (!apply_int8(*model, args, diags)) return finish(diags);
     return cmd_run(*model, args, diags);
+  } else if (cmd.calibrate->parsed()) {
+    return cmd_calibrate(*model, args, diags);
   } else if (cmd.grad->parsed()) {
     auto weights = get_weights(*model, args, diags);
     if (!weights) return finish(diags);

@@ -1,6 +1,8 @@
 // Frontend dispatch, shape inference and verification (see model_loader.h).
 #include "compiler/driver/model_loader.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 #include "compiler/frontend/torchscript/torchscript_frontend.h"
 #include "compiler/ir/shapes.h"
 #include "compiler/ir/verify.h"
+#include "compiler/support/sanitize.h"
 #include "zoc/io/npy.h"
 
 namespace zoc {
@@ -25,7 +28,7 @@ std::optional<LoadedModel> run_frontend(const std::string& path, Diagnostics& di
   if (ext == ".yaml" || ext == ".yml") {
     auto g = yaml::load_model(path, diags, options.yaml);
     if (!g) return std::nullopt;
-    return LoadedModel{std::move(*g), std::nullopt};
+    return LoadedModel{std::move(*g), std::nullopt, {}};
   }
   if (!options.yaml.overrides.empty() && (is_torchscript_file(path) || is_onnx_file(path))) {
     diags.error(SourceLoc{"--set", 0, 0},
@@ -38,7 +41,7 @@ std::optional<LoadedModel> run_frontend(const std::string& path, Diagnostics& di
     ts.input_dims = options.input_dims;
     auto g = torchscript::load_model(path, ts, diags);
     if (!g) return std::nullopt;
-    return LoadedModel{std::move(*g), std::nullopt};
+    return LoadedModel{std::move(*g), std::nullopt, {}};
   }
   if (is_onnx_file(path)) {
     onnx::Options o;
@@ -46,7 +49,7 @@ std::optional<LoadedModel> run_frontend(const std::string& path, Diagnostics& di
     o.bound_inputs = options.bound_inputs;
     auto m = onnx::load_model(path, o, diags);
     if (!m) return std::nullopt;
-    return LoadedModel{std::move(m->graph), std::move(m->weights)};
+    return LoadedModel{std::move(m->graph), std::move(m->weights), std::move(m->int8_scales)};
   }
   diags.error(SourceLoc{path, 0, 0},
               fmt::format("unknown model file type '{}': expected .yaml, .pt or .onnx", ext));
@@ -119,6 +122,28 @@ std::optional<ir::Graph> load_verified_model(const std::string& path, Diagnostic
   auto model = load_model_and_weights(path, diags, options);
   if (!model) return std::nullopt;
   return std::move(model->graph);
+}
+
+std::optional<Weights> weights_for(const LoadedModel& m, const WeightChoice& c,
+                                   Diagnostics& diags) {
+  if (c.weights.empty() && m.weights) {
+    if (c.strict) {
+      for (const auto& [name, values] : m.weights->tensors) {
+        if (std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); })) {
+          continue;
+        }
+        diags.error(
+            SourceLoc{c.model, 0, 0},
+            fmt::format("tensor '{}' holds NaN or infinite values (--strict)", shown_text(name)));
+      }
+      if (diags.has_errors()) return std::nullopt;
+    }
+    return m.weights;
+  }
+  if (c.weights.empty()) return init_weights(m.graph, c.seed);
+  LoadWeightsOptions opts;
+  opts.strict = c.strict;
+  return load_weights(m.graph, c.weights, diags, opts);
 }
 
 }  // namespace zoc

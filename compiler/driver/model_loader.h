@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,7 +31,23 @@ struct LoadOptions {
 struct LoadedModel {
   ir::Graph graph;
   std::optional<Weights> weights;
+  // A QDQ ONNX model's activation scales, by the names of `graph`'s values (before the passes).
+  std::map<std::string, float> int8_scales;
 };
+
+// Where a command's weights come from, and how strictly they are read.
+struct WeightChoice {
+  std::string model;    // the model file, for messages
+  std::string weights;  // --weights, or empty
+  bool strict = false;  // --strict: NaN or Inf in the weights is an error
+  uint64_t seed = 0;    // --seed of the seeded initialization
+};
+
+// Weights from `c.weights`, else those the model file carries (an ONNX model's initializers),
+// else seeded initialization (PyTorch's defaults unless layers declare an `init`); nullopt with
+// located errors.
+std::optional<Weights> weights_for(const LoadedModel& m, const WeightChoice& c,
+                                   Diagnostics& diags);
 
 std::optional<LoadedModel> load_model_and_weights(const std::string& path, Diagnostics& diags,
                                                   const LoadOptions& options = {});

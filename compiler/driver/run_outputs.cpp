@@ -3,7 +3,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iostream>
 #include <map>
+#include <numeric>
+#include <random>
+
+#include <fmt/ranges.h>
+
+#include "compiler/support/sanitize.h"
+#include "zoc/io/npy.h"
 
 namespace zoc {
 namespace {
@@ -37,6 +46,56 @@ Expected<std::vector<std::string>> output_files(const ir::Graph& g, const std::s
     files.push_back(std::move(file));
   }
   return files;
+}
+
+// The k largest values of each sample of `out` and where they are.
+void print_top_k(const ref::Tensor& out, int64_t top_k) {
+  const int64_t rows = out.shape[0];
+  const int64_t cols = static_cast<int64_t>(out.data.size()) / std::max<int64_t>(rows, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int64_t> idx(static_cast<size_t>(cols));
+    std::iota(idx.begin(), idx.end(), 0);
+    const float* row = out.data.data() + r * cols;
+    const auto k = std::min<int64_t>(top_k, cols);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                      [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+    std::string line = fmt::format("sample {}: top-{}", r, k);
+    for (int64_t j = 0; j < k; ++j) line += fmt::format("  {}:{:.5g}", idx[j], row[idx[j]]);
+    std::cout << line << "\n";
+  }
+}
+
+// The input from --input (.npy), or a seeded standard-normal batch.
+std::optional<ref::Tensor> run_input(const ir::Graph& g, const std::string& path, int64_t batch,
+                                     uint64_t seed, Diagnostics& diags) {
+  ref::Tensor t;
+  if (!path.empty()) {
+    auto data = npy::read_float32(path, &t.shape);
+    if (!data) {
+      diags.file_error(path, data.error().message);
+      return std::nullopt;
+    }
+    t.data = std::move(*data);
+    const auto& dims = g.type(g.nodes.front().output).dims;
+    if (t.shape.size() != dims.size() + 1 || t.shape[0] < 1 ||
+        !std::equal(dims.begin(), dims.end(), t.shape.begin() + 1)) {
+      // numpy's spelling of the array's shape: "()" for a scalar ("shape ," before issue 31).
+      diags.error(SourceLoc{path, 0, 0},
+                  fmt::format("the array has shape {}, but model '{}' takes (N, {}) with N >= 1",
+                              st::detail::shape_string(t.shape, /*python=*/true),
+                              shown_text(g.name), fmt::join(dims, ", ")));
+      return std::nullopt;
+    }
+    return t;
+  }
+  const auto& dims = g.type(g.nodes.front().output).dims;
+  t.shape = {batch};
+  t.shape.insert(t.shape.end(), dims.begin(), dims.end());
+  std::mt19937_64 gen(seed + 1);
+  std::normal_distribution<float> normal;
+  t.data.resize(static_cast<size_t>(batch * g.type(g.nodes.front().output).sample_numel()));
+  for (float& v : t.data) v = normal(gen);
+  return t;
 }
 
 }  // namespace zoc

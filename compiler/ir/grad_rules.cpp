@@ -185,6 +185,7 @@ GradRule grad_rule(OpKind op) {
 #define ZOC_REF_ACTIVATION(op, grad, math) ZOC_ACTIVATION(op, grad, math)
 #include "compiler/ir/ops.def"
     case OpKind::FusedConv2d:
+    case OpKind::Quantize:
       return {nullptr, kFused};
     case OpKind::Labels:
     case OpKind::SoftmaxCrossEntropy:

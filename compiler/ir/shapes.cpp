@@ -370,6 +370,7 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
       return rule.batchnorm2d();
     case OpKind::Dropout:
     case OpKind::DropoutGrad:
+    case OpKind::Quantize:
       return rule.same_as_input();
     case OpKind::Add:
     case OpKind::Sub:

@@ -65,6 +65,17 @@ class Builder {
     t->add_int32_data(v ? 1 : 0);
     return *this;
   }
+  // An initializer of an integer type stored in int32_data (INT8, UINT8, INT32), of `dims` ([]:
+  // a scalar).
+  Builder& init_int(const std::string& name, int32_t type, const std::vector<int64_t>& dims,
+                    const std::vector<int32_t>& v) {
+    pb::TensorProto* t = m_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int32_t x : v) t->add_int32_data(x);
+    return *this;
+  }
   // A 1-D int64 initializer, or with `scalar` a 0-D one of v's one element, or of `dims`.
   Builder& init_i64(const std::string& name, const std::vector<int64_t>& v, bool scalar = false,
                     const std::vector<int64_t>& dims = {}) {

@@ -65,6 +65,9 @@ Status Runner::exec(const ir::Node& node) {
     case ir::OpKind::FusedConv2d:
       fused_conv(node);
       break;
+    case ir::OpKind::Quantize:
+      quantize(node);
+      break;
     case ir::OpKind::BatchNorm2d:
       if (node.attrs.flag("training")) {
         batchnorm2d_train(node);
@@ -225,6 +228,10 @@ void Runner::fused_conv(const ir::Node& node) {
   std::vector<float> w_eff(static_cast<size_t>(cs.c_out * per_k)), b_eff(cs.c_out);
   fold_conv_bias_bn(w, b, gamma, beta, mean, var, bn ? a.f("bn_eps") : 0.0, cs.c_out, per_k,
                     w_eff.data(), b_eff.data());
+  if (a.has("int8_in")) {
+    int8_conv(node, cs, w_eff, b_eff);
+    return;
+  }
   float* y = out(node.output);
   ref::conv2d(in(node, 0), w_eff.data(), b_eff.data(), y, cs);
   const int64_t n = count(node.output);
@@ -325,9 +332,11 @@ Status Runner::run(const Tensor& input) {
     const ir::Node& node = g_.nodes[i];
     if (node.op == ir::OpKind::Input) {
       values_[node.output] = input;
+      if (observe) observe(node.output, input);
       continue;
     }
     if (Status s = exec(node); !s) return s;
+    if (observe) observe(node.output, values_[node.output]);
     for (ir::ValueId v : node.inputs) {
       if (last_use[v] != i) continue;
       values_[v] = Tensor{};
@@ -374,7 +383,7 @@ constexpr int64_t kMaxTensorBytes = int64_t{16} << 30;
 }  // namespace
 
 Expected<std::vector<Tensor>> run(const ir::Graph& graph, const Weights& weights,
-                                  const Tensor& input) {
+                                  const Tensor& input, const Observer& observe) {
   if (std::string why = detail::input_mismatch(graph, input); !why.empty()) return Error{why};
   // Every intermediate must fit: the batch comes from the user's input file.
   for (const ir::Value& v : graph.values) {
@@ -394,6 +403,7 @@ Expected<std::vector<Tensor>> run(const ir::Graph& graph, const Weights& weights
     }
   }
   detail::Runner runner(graph, weights, input.shape[0]);
+  runner.observe = observe;
   if (Status s = runner.run(input); !s) return s.error();
   std::vector<Tensor> outs;
   for (ir::ValueId v : graph.outputs) outs.push_back(runner.value(v));

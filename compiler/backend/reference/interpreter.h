@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,10 +28,14 @@ struct Tensor {
   std::vector<float> data;
 };
 
+// Sees every value of a run as soon as it is computed, the model input first (what `zoc
+// calibrate` records); the tensor is freed after its last reader.
+using Observer = std::function<void(ir::ValueId, const Tensor&)>;
+
 // Runs `graph` on `input` ([N, C, H, W] matching the graph's input type) and returns its
 // outputs. Fails with a message if the input shape or a weight tensor does not match.
 Expected<std::vector<Tensor>> run(const ir::Graph& graph, const Weights& weights,
-                                  const Tensor& input);
+                                  const Tensor& input, const Observer& observe = {});
 
 // The run-time values of a training graph's sgd nodes: PyTorch's SGD (dampening 0, no
 // Nesterov): d = grad + weight_decay * w; v = momentum * v + d; w -= lr * v, in float.

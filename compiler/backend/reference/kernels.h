@@ -54,6 +54,10 @@ struct Conv2dShape {
 // as in PyTorch. w is [c_out, c_in / groups, kh, kw]; bias is [c_out] or null.
 void conv2d(const float* x, const float* w, const float* bias, float* y, const Conv2dShape& s);
 
+// The value an int8 tensor of `scale` holds for x: clamp(rint(x / scale), -128, 127) * scale,
+// rounding to nearest, ties to even, in float (int8.cpp: the int8 semantics).
+float int8_value(float x, float scale);
+
 // PyTorch eval-mode batch_norm: y = (x - mean) / sqrt(var + eps) * gamma + beta per channel of
 // x[n, c, hw]. gamma or beta may be null (affine=False: 1 and 0).
 void batchnorm2d(const float* x, float* y, int64_t n, int64_t c, int64_t hw, const float* gamma,

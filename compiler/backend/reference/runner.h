@@ -32,6 +32,7 @@ class Runner {
   // Runs every node; intermediates are freed after their last use, the graph's outputs kept.
   Status run(const Tensor& input);
   Tensor& value(ir::ValueId v) { return values_[v]; }
+  Observer observe;  // run(): sees each node's output after it runs
   const std::vector<double>& wide(ir::ValueId v) const { return wide_[v]; }
 
  private:
@@ -73,6 +74,10 @@ class Runner {
   // The model's ops (interpreter.cpp).
   void conv2d(const ir::Node& node);
   void fused_conv(const ir::Node& node);
+  // An int8 fused_conv2d (int8.cpp) from its weight and bias with any BatchNorm folded in.
+  void int8_conv(const ir::Node& node, const Conv2dShape& cs, const std::vector<float>& w,
+                 const std::vector<float>& bias);
+  void quantize(const ir::Node& node);
   void batchnorm2d(const ir::Node& node);
   void pool(const ir::Node& node);
   void linear(const ir::Node& node);

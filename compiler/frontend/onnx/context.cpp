@@ -219,6 +219,19 @@ bool NodeContext::fail(const std::string& why) {
   return false;
 }
 
+const float* NodeContext::noted_int8_scale(ir::ValueId v) const {
+  const auto it = t_.int8_scales_.find(v);
+  return it == t_.int8_scales_.end() ? nullptr : &it->second;
+}
+
+bool NodeContext::int8_scale(ir::ValueId v, float scale) {
+  const auto [it, fresh] = t_.int8_scales_.emplace(v, scale);
+  if (fresh || it->second == scale) return true;
+  return fail(fmt::format("a second int8 scale, {}, for a tensor already quantized with {}: zoc "
+                          "keeps one scale per tensor",
+                          scale, it->second));
+}
+
 std::optional<ir::ValueId> NodeContext::emit(ir::OpKind op, std::vector<ir::ValueId> inputs,
                                              ir::Attrs given, std::vector<ParamBinding> params) {
   // Numbers from the file are checked against the op table before shape rules divide by them.

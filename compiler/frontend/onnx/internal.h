@@ -84,6 +84,7 @@ bool check_newer_model(const ModelFile& m, const std::string& path, Diagnostics&
 struct Constant {
   std::string name;  // the tensor's own name
   bool floating = true;
+  int32_t elem_type = 1;  // the TensorProto's data_type where one was decoded (1: FLOAT)
   std::vector<int64_t> dims;
   std::vector<float> f;
   std::vector<int64_t> i;
@@ -262,6 +263,11 @@ class NodeContext {
 
   // Records why this node is unsupported; always returns false.
   bool fail(const std::string& why);
+  // Notes v's int8 scale (a QuantizeLinear's, ops_qdq.cpp); false, after recording why, if v
+  // already has another.
+  bool int8_scale(ir::ValueId v, float scale);
+  // v's int8 scale if a QuantizeLinear noted one, else null.
+  const float* noted_int8_scale(ir::ValueId v) const;
   // Appends an IR node named after its parameters (if it binds any) or the ONNX node.
   std::optional<ir::ValueId> emit(ir::OpKind op, std::vector<ir::ValueId> inputs, ir::Attrs attrs,
                                   std::vector<ParamBinding> params = {});
@@ -330,6 +336,7 @@ std::span<const OpEntry> tensor_ops();
 std::span<const OpEntry> zoo_ops();
 std::span<const OpEntry> decomposed_ops();
 std::span<const OpEntry> shape_ops();
+std::span<const OpEntry> qdq_ops();  // ops_qdq.cpp: QuantizeLinear, DequantizeLinear (issue 35)
 // ops_dense.cpp (issues 36 and 37), consulted first; base_handler is the other tables' handler,
 // which it hands the uses it does not take to.
 std::span<const OpEntry> dense_ops();
@@ -456,6 +463,7 @@ class Translator {
   std::vector<std::string> tensor_names_;
   std::optional<int64_t> batch_;  // the batch size the model's input declares, if it fixes one
   bool dims_overridden_ = false;  // --input set a dimension the model leaves dynamic
+  std::map<ir::ValueId, float> int8_scales_;  // QuantizeLinear's scales (ops_qdq.cpp)
   bool fatal_ = false;
   size_t typed_nodes_ = 0;  // nodes [0, typed_nodes_) have their shapes inferred (dims())
 };

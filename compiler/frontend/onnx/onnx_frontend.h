@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +45,10 @@ struct Options {
 struct Model {
   ir::Graph graph;
   Weights weights;
+  // A QDQ model's activation scales (QuantizeLinear -> DequantizeLinear pairs), by the name of
+  // the value each pair quantizes; empty for a float model. The pairs themselves are the
+  // identity in `graph` (ops_qdq.cpp).
+  std::map<std::string, float> int8_scales;
 };
 
 // Reads, checks and translates `path`; nullopt with every problem in `diags`.

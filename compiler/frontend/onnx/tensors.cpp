@@ -172,6 +172,7 @@ Expected<Constant> decode_tensor(const TP& t) {
   c.name = t.name();
   c.dims.assign(t.dims().begin(), t.dims().end());
   c.floating = is_floating(t.data_type());
+  c.elem_type = t.data_type();
   const auto numel = static_cast<size_t>(*checked_numel(c.dims));
   if (c.floating) {
     c.f.reserve(numel);

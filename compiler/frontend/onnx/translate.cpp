@@ -79,6 +79,7 @@ bool Translator::run(Model& out) {
   if (!finish_output()) return false;
   check_params();
   if (diags_.error_count() != errors_before) return false;
+  for (const auto& [v, scale] : int8_scales_) out.int8_scales[graph_.value_name(v)] = scale;
   return collect_weights(out);
 }
 
@@ -527,7 +528,8 @@ std::vector<std::string_view> mapped_op_types() {
   std::vector<std::string_view> out;
   for (std::span<const detail::OpEntry> table :
        {detail::layer_ops(), detail::tensor_ops(), detail::zoo_ops(), detail::decomposed_ops(),
-        detail::shape_ops(), detail::dense_ops(), detail::eca_ops(), detail::radix_ops()}) {
+        detail::shape_ops(), detail::dense_ops(), detail::eca_ops(), detail::radix_ops(),
+        detail::qdq_ops()}) {
     for (const detail::OpEntry& e : table) {
       if (std::find(out.begin(), out.end(), e.op_type) == out.end()) out.emplace_back(e.op_type);
     }
@@ -558,7 +560,7 @@ detail::Handler detail::dense_handler(const std::string& op_type) {
 
 detail::Handler detail::base_handler(const std::string& op_type) {
   for (std::span<const OpEntry> table :
-       {layer_ops(), tensor_ops(), zoo_ops(), decomposed_ops(), shape_ops()}) {
+       {layer_ops(), tensor_ops(), zoo_ops(), decomposed_ops(), shape_ops(), qdq_ops()}) {
     for (const OpEntry& e : table) {
       if (op_type == e.op_type) return e.handler;
     }

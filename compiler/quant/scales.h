@@ -1,0 +1,33 @@
+// The int8 scales file (issue 35): one activation scale per value of the optimized graph, named
+// as the IR names values (`zoc ir --optimize`: a node's output by the node, the model input
+// "input"), written by `zoc calibrate` and read by `zoc run --int8-scales`.
+//
+// It is a safetensors file of float32 scalars whose metadata says what it is
+// ("format": "zoc-int8-scales", the method, the model), so that it is read by the same
+// validated reader as the weights (and, later, by the generated code's loader), not by a parser
+// of its own. The scales become attributes of the int8 layers, so the IR's hash covers them.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "zoc/core/expected.h"
+
+namespace zoc::quant {
+
+inline constexpr const char* kScalesFormat = "zoc-int8-scales";
+
+struct Int8Scales {
+  std::map<std::string, float> scales;  // value name -> scale (> 0, finite)
+  std::string method;                   // how they were chosen: "entropy", "percentile 99.99"...
+  std::string model;                    // the graph's name, as a check for the reader
+};
+
+// Reads and validates `path`: the metadata's format, one finite positive float32 scalar ([] or
+// [1]) per tensor. Errors name the file and the tensor.
+Expected<Int8Scales> read_scales(const std::string& path);
+
+// Writes `s` (atomically: a reader never sees half a file).
+Status write_scales(const Int8Scales& s, const std::string& path);
+
+}  // namespace zoc::quant

@@ -128,7 +128,8 @@ Expected<quant::Int8Scales> calibrate(const ir::Graph& optimized, const Weights&
                     "entropy",
                     options.method)};
   }
-  if (!(options.percentile > 0.0 && options.percentile <= 100.0)) {
+  if (*method == quant::Method::kPercentile &&
+      !(options.percentile > 0.0 && options.percentile <= 100.0)) {
     return Error{fmt::format("--percentile {} is not in (0, 100]", options.percentile)};
   }
   Expected<std::vector<std::string>> files = sample_files(options.samples);
@@ -150,9 +151,9 @@ namespace {
 
 // Quantizes with `scales` (by the optimized graph's value names) and prints the plan.
 bool quantize_and_print(ir::Graph& g, const std::map<std::string, float>& scales,
-                        std::ostream& plan_out, Diagnostics& diags) {
+                        std::ostream& plan_out, Diagnostics& diags, bool qdq = false) {
   passes::Int8Plan plan;
-  if (!passes::quantize_int8(g, scales, plan, diags)) return false;
+  if (!passes::quantize_int8(g, scales, plan, diags, qdq)) return false;
   if (!ir::verify(g, diags)) return false;
   const auto convs = static_cast<size_t>(plan.int8_convs) + plan.float_convs.size();
   plan_out << fmt::format(
@@ -191,9 +192,10 @@ bool apply_model_int8_scales(ir::Graph& optimized, const std::map<std::string, f
     const auto it = scales.find(before);
     if (it != scales.end()) renamed[n.name] = it->second;
   }
-  plan_out << fmt::format("int8 scales: the model's {} QuantizeLinear/DequantizeLinear pairs\n",
+  plan_out << fmt::format("int8 scales: the model's QuantizeLinear/DequantizeLinear pairs, on {} "
+                          "tensors\n",
                           scales.size());
-  return quantize_and_print(optimized, renamed, plan_out, diags);
+  return quantize_and_print(optimized, renamed, plan_out, diags, /*qdq=*/true);
 }
 
 }  // namespace zoc

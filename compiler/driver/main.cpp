@@ -298,6 +298,8 @@ CLI::App* define_calibrate(CLI::App& app, Args& args) {
   CLI::App* cal = app.add_subcommand(
       "calibrate", "choose int8 activation scales from samples run on the reference interpreter");
   cal->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
+  cal->add_option("--seed", args.seed, "seed of the default weights")
+      ->check(whole_number(0, UINT64_MAX));
   cal->add_option("--samples", args.calibrate.samples, ".npy files [N, C, H, W] or folders of them")
       ->required();
   cal->add_option("--method", args.calibrate.method, "max, percentile or entropy (KL divergence)")

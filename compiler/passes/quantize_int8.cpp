@@ -8,6 +8,7 @@
 
 #include "compiler/ir/activation_params.h"
 #include "compiler/ir/rewrite.h"
+#include "compiler/quant/scales.h"
 
 namespace zoc::passes {
 namespace {
@@ -26,8 +27,8 @@ std::string float_reason(const ir::Graph& g, const ir::Node& n) {
 class Quantizer {
  public:
   Quantizer(ir::Graph& g, const std::map<std::string, float>& scales, Int8Plan& plan,
-            Diagnostics& diags)
-      : g_(g), scales_(scales), plan_(plan), diags_(diags) {}
+            Diagnostics& diags, bool unscaled_stay_float)
+      : g_(g), scales_(scales), plan_(plan), diags_(diags), unscaled_float_(unscaled_stay_float) {}
 
   bool run() {
     choose_convs();
@@ -53,6 +54,13 @@ class Quantizer {
     return 0.0f;
   }
 
+  bool all_scaled(const ir::Node& n) const {
+    for (ir::ValueId v : n.inputs) {
+      if (!scales_.count(g_.value_name(v))) return false;
+    }
+    return true;
+  }
+
   // One error for every value without a scale: the first, where it is read, and how many more.
   void report_missing() {
     if (missing_.empty()) return;
@@ -74,7 +82,10 @@ class Quantizer {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       ir::Node& n = g_.nodes[i];
       if (n.op != ir::OpKind::FusedConv2d) continue;
-      const std::string why = float_reason(g_, n);
+      std::string why = float_reason(g_, n);
+      if (why.empty() && unscaled_float_ && !all_scaled(n)) {
+        why = "the QDQ model leaves an input of it float";
+      }
       if (!why.empty()) {
         plan_.float_convs.emplace_back(n.name, why);
         continue;
@@ -142,6 +153,7 @@ class Quantizer {
   const std::map<std::string, float>& scales_;
   Int8Plan& plan_;
   Diagnostics& diags_;
+  bool unscaled_float_;
   std::vector<bool> int8_;
   std::set<std::string> missing_;
   const ir::Node* first_reader_ = nullptr;
@@ -151,16 +163,15 @@ class Quantizer {
 }  // namespace
 
 bool quantize_int8(ir::Graph& g, const std::map<std::string, float>& scales, Int8Plan& plan,
-                   Diagnostics& diags) {
+                   Diagnostics& diags, bool unscaled_stay_float) {
   for (const auto& [name, s] : scales) {
-    if (!(s > 0.0f) || !std::isfinite(s)) {
-      diags.error(
-          SourceLoc{g.name, 0, 0},
-          fmt::format("int8 scale of %{} is {}: scales must be positive and finite", name, s));
+    if (!quant::usable_scale(s)) {
+      diags.error(SourceLoc{g.name, 0, 0},
+                  fmt::format("int8 scale of %{} is {}: {}", name, s, quant::kScaleRange));
       return false;
     }
   }
-  return Quantizer(g, scales, plan, diags).run();
+  return Quantizer(g, scales, plan, diags, unscaled_stay_float).run();
 }
 
 }  // namespace zoc::passes

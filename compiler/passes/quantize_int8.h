@@ -33,8 +33,10 @@ struct Int8Plan {
 };
 
 // Scales by value name (Graph::value_name: the producing node's name, "input" for the model
-// input). A missing scale for a value an eligible convolution reads is a located error.
+// input). A missing scale for a value an eligible convolution reads is a located error, unless
+// `unscaled_stay_float` (a QDQ model's scales: a layer its tool left unquantized has no pair in
+// front of it), which leaves that convolution float.
 bool quantize_int8(ir::Graph& g, const std::map<std::string, float>& scales, Int8Plan& plan,
-                   Diagnostics& diags);
+                   Diagnostics& diags, bool unscaled_stay_float = false);
 
 }  // namespace zoc::passes

@@ -172,7 +172,8 @@ double threshold(const AbsHistogram& h, Method m, double percentile) {
 float scale_of(double threshold) {
   if (!(threshold > 0.0) || !std::isfinite(threshold)) return 1.0f;
   const float s = float(threshold / 127.0);
-  return s > 0.0f && std::isfinite(s) ? s : 1.0f;
+  if (!(s > 0.0f) || !std::isfinite(s)) return 1.0f;
+  return std::clamp(s, 1e-30f, 1e30f);  // the IR's range (scales.h), for a near-zero tensor
 }
 
 }  // namespace zoc::quant

@@ -27,9 +27,8 @@ Expected<float> read_scale(const st::TensorView& t, const std::string& path) {
   }
   float v = 0.0f;
   std::memcpy(&v, t.data, sizeof v);
-  if (!(v > 0.0f) || !std::isfinite(v)) {
-    return Error{
-        fmt::format("{}: scale '{}' is {}: scales must be positive and finite", path, t.name, v)};
+  if (!usable_scale(v)) {
+    return Error{fmt::format("{}: scale '{}' is {}: {}", path, t.name, v, kScaleRange)};
   }
   return v;
 }

@@ -5,9 +5,11 @@
 // It is a safetensors file of float32 scalars whose metadata says what it is
 // ("format": "zoc-int8-scales", the method, the model), so that it is read by the same
 // validated reader as the weights (and, later, by the generated code's loader), not by a parser
-// of its own. The scales become attributes of the int8 layers, so the IR's hash covers them.
+// of its own. The scales become attributes of the int8 layers (`zoc ir` prints them to 6
+// significant digits: a printed-IR hash would need them exact before the GPU path uses one).
 #pragma once
 
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -16,6 +18,12 @@
 namespace zoc::quant {
 
 inline constexpr const char* kScalesFormat = "zoc-int8-scales";
+
+// Whether s can be an int8 scale: a normal float in [1e-30, 1e30] (the IR's attribute range; a
+// subnormal scale would break the exact re-quantization of q * s). Every reader of scales (this
+// file's, the QDQ import, the quantize-int8 pass) checks it, with kScaleRange in the message.
+inline bool usable_scale(float s) { return std::isnormal(s) && s >= 1e-30f && s <= 1e30f; }
+inline constexpr const char* kScaleRange = "scales must be normal floats in [1e-30, 1e30]";
 
 struct Int8Scales {
   std::map<std::string, float> scales;  // value name -> scale (> 0, finite)

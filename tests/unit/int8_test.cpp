@@ -128,6 +128,19 @@ TEST(Int8, MissingOrBadScalesAreLocatedErrors) {
   EXPECT_NE(d.render().find("no int8 scale for %c1, which int8 layer 'c2' reads"),
             std::string::npos)
       << d.render();
+  // A QDQ model's scales: a convolution whose input has none stays float, named as such.
+  auto q = optimized_block();
+  std::map<std::string, float> partial = max_scales(*q);
+  partial.erase("c1");
+  passes::Int8Plan qplan;
+  Diagnostics dq;
+  ASSERT_TRUE(passes::quantize_int8(q->g, partial, qplan, dq, /*unscaled_stay_float=*/true))
+      << dq.render();
+  EXPECT_EQ(qplan.int8_convs, 1);  // c1; c2 reads c1's output, which has no scale
+  ASSERT_EQ(qplan.float_convs.size(), 2u);
+  EXPECT_EQ(qplan.float_convs[1].first, "c2");
+  EXPECT_EQ(qplan.float_convs[1].second, "the QDQ model leaves an input of it float");
+  EXPECT_FALSE(node_named(q->g, "c1")->attrs.has("int8_out"));  // its reader is float
   auto b2 = optimized_block();
   std::map<std::string, float> bad = max_scales(*b2);
   bad["stem"] = -1.0f;

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "compiler/frontend/onnx/internal.h"
+#include "compiler/quant/scales.h"
 
 namespace zoc::onnx::detail {
 namespace {
@@ -20,11 +21,12 @@ using Kind = Val::Kind;
 constexpr int32_t kInt8 = pb::TensorProto::INT8;
 constexpr int32_t kInt32 = pb::TensorProto::INT32;
 
-// Input 2, the zero point: absent, or all zeros of `type` (the quantized type's).
-bool zero_point_is_zero(NodeContext& c, int32_t type) {
+// Input 2, the zero point: all zeros of `type` (the quantized type's). Absent, it is 0 of the
+// input's type for DequantizeLinear, and uint8 for QuantizeLinear (ONNX's default output type).
+bool zero_point_is_zero(NodeContext& c, int32_t type, bool quantize) {
   if (!c.has_input(2)) {
-    return c.fail(type == kInt8 ? "no zero point: ONNX's default is uint8, zoc's int8 is signed"
-                                : "no zero point");
+    if (!quantize) return true;
+    return c.fail("no zero point: QuantizeLinear's default output is uint8, zoc's int8 is signed");
   }
   const Val* zp = c.constant(2, "the zero point");
   if (!zp) return false;
@@ -40,21 +42,25 @@ bool zero_point_is_zero(NodeContext& c, int32_t type) {
   return true;
 }
 
-// The scale, input 1: positive finite floats, one or (per channel) several.
+// The scale, input 1: usable floats (scales.h), a scalar or (per channel) a 1-D tensor.
 const Constant* scales(NodeContext& c) {
   const Val* s = c.constant(1, "the scale");
   if (!s) return nullptr;
-  if (!s->constant->floating || s->constant->f.empty()) {
-    c.fail("a scale that is not floating point");
+  const Constant& k = *s->constant;
+  if (!k.floating || k.f.empty() || k.dims.size() > 1) {
+    c.fail(k.f.empty() || k.dims.size() > 1
+               ? fmt::format("a scale of shape [{}]: ONNX's is a scalar or 1-D",
+                             fmt::join(k.dims, ", "))
+               : std::string("a scale that is not floating point"));
     return nullptr;
   }
-  for (float v : s->constant->f) {
-    if (!(v > 0.0f) || !std::isfinite(v)) {
-      c.fail(fmt::format("scale {}: scales must be positive and finite", v));
+  for (float v : k.f) {
+    if (!quant::usable_scale(v)) {
+      c.fail(fmt::format("scale {}: {}", v, quant::kScaleRange));
       return nullptr;
     }
   }
-  return s->constant.get();
+  return &k;
 }
 
 // DequantizeLinear of an integer constant: its float value, per tensor or along `axis`.
@@ -64,7 +70,7 @@ bool dequantize_constant(NodeContext& c, const Constant& q) {
                               elem_type_name(q.elem_type)));
   }
   const Constant* s = scales(c);
-  if (!s || !zero_point_is_zero(c, q.elem_type)) return false;
+  if (!s || !zero_point_is_zero(c, q.elem_type, false)) return false;
   int64_t axis = 1;
   if (!c.attr("axis", axis)) return false;
   const auto rank = static_cast<int64_t>(q.dims.size());
@@ -78,6 +84,13 @@ bool dequantize_constant(NodeContext& c, const Constant& q) {
     }
     channels = static_cast<int64_t>(s->f.size());
     for (int64_t d = axis + 1; d < rank; ++d) inner *= q.dims[static_cast<size_t>(d)];
+  }
+  const int64_t lo = q.elem_type == kInt8 ? -128 : INT32_MIN;
+  const int64_t hi = q.elem_type == kInt8 ? 127 : INT32_MAX;
+  for (int64_t v : q.i) {
+    if (v < lo || v > hi) {
+      return c.fail(fmt::format("value {} of an {} tensor", v, elem_type_name(q.elem_type)));
+    }
   }
   Constant out;
   out.name = q.name;
@@ -95,7 +108,7 @@ bool dequantize_constant(NodeContext& c, const Constant& q) {
 bool dequantize_activation(NodeContext& c) {
   auto x = c.activation(0);
   const Constant* s = scales(c);
-  if (!x || !s || !zero_point_is_zero(c, kInt8)) return false;
+  if (!x || !s || !zero_point_is_zero(c, kInt8, false)) return false;
   if (s->f.size() != 1) return c.fail("per-channel scales of an activation");
   if (!c.noted_int8_scale(*x)) {
     return c.fail(
@@ -117,7 +130,7 @@ bool dequantize_linear(NodeContext& c) {
 bool quantize_linear(NodeContext& c) {
   auto x = c.activation(0);
   const Constant* s = scales(c);
-  if (!x || !s || !zero_point_is_zero(c, kInt8)) return false;
+  if (!x || !s || !zero_point_is_zero(c, kInt8, true)) return false;
   if (s->f.size() != 1) return c.fail("per-channel scales of an activation");
   for (const pb::NodeProto* reader : c.readers_of_output()) {
     if (reader == nullptr || reader->op_type() != "DequantizeLinear") {

@@ -61,7 +61,7 @@ class Calibrator {
     for (const std::string& file : files) {
       std::vector<int64_t> shape;
       Expected<std::vector<float>> data = npy::read_float32(file, &shape);
-      if (!data.ok()) return Error{file + ": " + data.error().message};
+      if (!data.ok()) return data.error();  // the reader's message names the file
       if (shape.size() != dims.size() + 1 ||
           !std::equal(dims.begin(), dims.end(), shape.begin() + 1)) {
         return Error{fmt::format("{}: the array has shape ({}), but model '{}' takes (N, {})", file,

@@ -2,7 +2,8 @@
 # INT8 on the reference interpreter from the command line (issue 35): `zoc calibrate` writes a
 # scale per convolution input of ResNet-18 (at 32x32) with each method, `zoc run --int8-scales`
 # prints the mixed plan and stays close to fp32, and `zoc ir --int8-scales` shows the int8
-# attributes and quantize layers. Refused, with a message and no output: a scales file of
+# attributes and quantize layers; `zoc calibrate --max-error` keeps the convolutions it measures
+# most sensitive float. Refused, with a message and no output: a scales file of
 # another model, a weights file as a scales file, int8 with a GPU target, an unknown method.
 # Usage: tests/run_int8.sh ZOC SCRATCH [PYTHON with numpy]
 set -uo pipefail
@@ -50,6 +51,21 @@ done
 grep -qE '%maxpool.quantize = quantize\(%maxpool\) \{scale=0\.0' "$scratch/ir.txt" &&
   grep -qE '^ *%layer1.0.conv2 = fused_conv2d\(%layer1.0.conv1, %maxpool.quantize\) .*int8_in=.*int8_res=.*int8_out=' "$scratch/ir.txt" ||
   { echo "zoc ir --int8-scales: no quantize layer or int8 attribute:"; head -20 "$scratch/ir.txt"; fail=1; }
+
+# The measured mixed plan: --max-error keeps the most sensitive convolutions float (a tiny
+# bound: at least one), written in the scales file and kept float by zoc run, which says why.
+# The model after --samples is the positional model, not a second sample.
+"$zoc" calibrate --samples "$scratch/calib" $model "${set_args[@]}" --method max --max-error 0.001 \
+  --sensitivity-images 4 -o "$scratch/mixed.safetensors" >"$scratch/cal_mixed.out" 2>&1 ||
+  { echo "calibrate --max-error failed:"; cat "$scratch/cal_mixed.out"; fail=1; }
+kept=$(sed -n 's/^kept float: \([0-9]*\) of 19 .*/\1/p' "$scratch/cal_mixed.out")
+grep -qF "sensitivity on 4 images" "$scratch/cal_mixed.out" && [ "${kept:-0}" -ge 1 ] ||
+  { echo "calibrate --max-error: no sensitivity or float layer:"; cat "$scratch/cal_mixed.out"; fail=1; }
+"$zoc" run $model "${set_args[@]}" --input "$scratch/eval.npy" \
+  --int8-scales "$scratch/mixed.safetensors" >/dev/null 2>"$scratch/run_mixed.err" ||
+  { echo "int8 run (mixed) failed:"; cat "$scratch/run_mixed.err"; fail=1; }
+[ "$(grep -c "(calibration measured it sensitive (--max-error))" "$scratch/run_mixed.err")" = \
+  "${kept:-x}" ] || { echo "int8 run (mixed): not $kept layers kept float:"; cat "$scratch/run_mixed.err"; fail=1; }
 
 # A QDQ model onnxruntime's quantize_static wrote (tools/int8/make_qdq_models.py): zoc runs it
 # in int8 with the model's own scales, near onnxruntime's own int8 execution and its fp32.

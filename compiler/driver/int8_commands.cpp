@@ -2,12 +2,15 @@
 #include "compiler/driver/int8_commands.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <map>
 
 #include "compiler/backend/reference/interpreter.h"
+#include "compiler/driver/run_outputs.h"
 #include "compiler/ir/verify.h"
 #include "compiler/passes/quantize_int8.h"
 #include "compiler/quant/calibration.h"
@@ -39,6 +42,37 @@ Expected<std::vector<std::string>> sample_files(const std::vector<std::string>& 
   return files;
 }
 
+// One sample file's images, a batch of g's input; errors name the file.
+Expected<std::vector<float>> read_sample(const ir::Graph& g, const std::string& file,
+                                        std::vector<int64_t>* shape) {
+  Expected<std::vector<float>> data = npy::read_float32(file, shape);
+  if (!data.ok()) return data.error();  // the reader's message names the file
+  if (Status s = check_input_shape(g, *shape); !s.ok()) {
+    return Error{file + ": " + s.error().message};
+  }
+  return data;
+}
+
+// The first `count` images of the samples, one batch.
+Expected<ref::Tensor> first_images(const ir::Graph& g, const std::vector<std::string>& files,
+                                   int64_t count) {
+  ref::Tensor t;
+  for (const std::string& file : files) {
+    std::vector<int64_t> shape;
+    Expected<std::vector<float>> data = read_sample(g, file, &shape);
+    if (!data.ok()) return data.error();
+    const size_t per = data->size() / static_cast<size_t>(shape[0]);
+    const int64_t have = t.shape.empty() ? 0 : t.shape[0];
+    const int64_t take = std::min(shape[0], count - have);
+    t.data.insert(t.data.end(), data->begin(),
+                  data->begin() + static_cast<std::ptrdiff_t>(per * static_cast<size_t>(take)));
+    if (t.shape.empty()) t.shape = shape, t.shape[0] = 0;
+    t.shape[0] += take;
+    if (t.shape[0] >= count) break;
+  }
+  return t;
+}
+
 // The values to calibrate: those a convolution reads (input, residual), by id.
 std::vector<bool> calibrated_values(const ir::Graph& g) {
   std::vector<bool> want(g.values.size(), false);
@@ -52,21 +86,21 @@ std::vector<bool> calibrated_values(const ir::Graph& g) {
 class Calibrator {
  public:
   Calibrator(const ir::Graph& g, const Weights& w, const CalibrateOptions& o)
-      : g_(g), w_(w), o_(o), want_(calibrated_values(g)), hist_(g.values.size()) {}
+      : g_(g), w_(w), o_(o), slot_(g.values.size(), -1) {
+    // A histogram (16 KiB) per calibrated value only, not per value of the graph.
+    const std::vector<bool> want = calibrated_values(g);
+    for (size_t v = 0; v < want.size(); ++v) {
+      if (want[v]) slot_[v] = static_cast<int>(hist_.size()), hist_.emplace_back();
+    }
+  }
 
   // One pass over every sample image; `second` fills the histograms, else the maxima.
   Status pass(const std::vector<std::string>& files, bool second) {
     images_ = 0;
-    const auto& dims = g_.type(g_.nodes.front().output).dims;
     for (const std::string& file : files) {
       std::vector<int64_t> shape;
-      Expected<std::vector<float>> data = npy::read_float32(file, &shape);
-      if (!data.ok()) return data.error();  // the reader's message names the file
-      if (shape.size() != dims.size() + 1 ||
-          !std::equal(dims.begin(), dims.end(), shape.begin() + 1)) {
-        return Error{fmt::format("{}: the array has shape ({}), but model '{}' takes (N, {})", file,
-                                 fmt::join(shape, ", "), g_.name, fmt::join(dims, ", "))};
-      }
+      Expected<std::vector<float>> data = read_sample(g_, file, &shape);
+      if (!data.ok()) return data.error();
       if (Status s = run_file(*data, shape, second); !s.ok())
         return Error{file + ": " + s.error().message};
       if (o_.max_images > 0 && images_ >= o_.max_images) break;
@@ -76,10 +110,10 @@ class Calibrator {
 
   quant::Int8Scales scales(quant::Method m) const {
     quant::Int8Scales s;
-    for (size_t v = 0; v < want_.size(); ++v) {
-      if (!want_[v]) continue;
+    for (size_t v = 0; v < slot_.size(); ++v) {
+      if (slot_[v] < 0) continue;
       s.scales.emplace(g_.value_name(static_cast<ir::ValueId>(v)),
-                       quant::scale_of(quant::threshold(hist_[v], m, o_.percentile)));
+                       quant::scale_of(quant::threshold(hist_[static_cast<size_t>(slot_[v])], m, o_.percentile)));
     }
     return s;
   }
@@ -97,8 +131,9 @@ class Calibrator {
       t.shape[0] = n;
       t.data.assign(data.begin() + at * per, data.begin() + (at + n) * per);
       auto observe = [&](ir::ValueId v, const ref::Tensor& x) {
-        if (!want_[static_cast<size_t>(v)]) return;
-        quant::AbsHistogram& h = hist_[static_cast<size_t>(v)];
+        const int slot = slot_[static_cast<size_t>(v)];
+        if (slot < 0) return;
+        quant::AbsHistogram& h = hist_[static_cast<size_t>(slot)];
         const auto count = static_cast<int64_t>(x.data.size());
         second ? h.add(x.data.data(), count) : h.add_max(x.data.data(), count);
       };
@@ -112,7 +147,7 @@ class Calibrator {
   const ir::Graph& g_;
   const Weights& w_;
   const CalibrateOptions& o_;
-  std::vector<bool> want_;
+  std::vector<int> slot_;  // value -> its histogram in hist_, or -1: not calibrated
   std::vector<quant::AbsHistogram> hist_;
   int64_t images_ = 0;
 };
@@ -147,13 +182,64 @@ Expected<quant::Int8Scales> calibrate(const ir::Graph& optimized, const Weights&
   return scales;
 }
 
+Expected<MixedPlanChoice> choose_mixed_plan(const ir::Graph& optimized, const Weights& weights,
+                                            const CalibrateOptions& options,
+                                            quant::Int8Scales& scales) {
+  Expected<std::vector<std::string>> files = sample_files(options.samples);
+  if (!files.ok()) return files.error();
+  Expected<ref::Tensor> images = first_images(optimized, *files, options.sensitivity_images);
+  if (!images.ok()) return images.error();
+  Expected<MixedPlanChoice> c = choose_float_layers(optimized, weights, scales.scales, *images,
+                                                    options.max_error, options.batch);
+  if (!c.ok()) return c.error();
+  scales.float_layers = c->float_layers;
+  scales.method += fmt::format(", {} convolutions float for a relative error of at most {:g}",
+                               c->float_layers.size(), options.max_error);
+  return c;
+}
+
+void calibrate_command(const ir::Graph& optimized, const Weights& weights,
+                       const CalibrateOptions& options, const std::string& output,
+                       Diagnostics& diags) {
+  Expected<quant::Int8Scales> scales = calibrate(optimized, weights, options);
+  if (!scales.ok()) {
+    diags.error(SourceLoc{"--samples", 0, 0}, scales.error().message);
+    return;
+  }
+  std::string mixed;
+  if (options.max_error > 0) {
+    Expected<MixedPlanChoice> c = choose_mixed_plan(optimized, weights, options, *scales);
+    if (!c.ok()) {
+      diags.error(SourceLoc{"--max-error", 0, 0}, c.error().message);
+      return;
+    }
+    mixed = fmt::format("sensitivity on {} images (relative L2 error of the outputs, that "
+                        "convolution alone int8):\n",
+                        c->images);
+    for (const LayerError& l : c->layers) mixed += fmt::format("  {:.6f}  {}\n", l.error, l.layer);
+    mixed += fmt::format("every eligible convolution int8: error {:.6f}\n", c->all_int8_error);
+    mixed += fmt::format("kept float: {} of {} ({}), error {:.6f} (at most {:g})\n",
+                         c->float_layers.size(), c->layers.size(),
+                         c->float_layers.empty() ? "none" : fmt::format("{}", fmt::join(c->float_layers, ", ")),
+                         c->chosen_error, options.max_error);
+  }
+  if (Status s = quant::write_scales(*scales, output); !s.ok()) {
+    diags.file_error(output, s.error().message);
+    return;
+  }
+  std::cout << mixed
+            << fmt::format("wrote {}: {} scales ({})\n", output, scales->scales.size(),
+                           scales->method);
+}
+
 namespace {
 
 // Quantizes with `scales` (by the optimized graph's value names) and prints the plan.
 bool quantize_and_print(ir::Graph& g, const std::map<std::string, float>& scales,
-                        std::ostream& plan_out, Diagnostics& diags, bool qdq = false) {
+                        std::ostream& plan_out, Diagnostics& diags,
+                        const passes::Int8Choices& choices = {}) {
   passes::Int8Plan plan;
-  if (!passes::quantize_int8(g, scales, plan, diags, qdq)) return false;
+  if (!passes::quantize_int8(g, scales, plan, diags, choices)) return false;
   if (!ir::verify(g, diags)) return false;
   const auto convs = static_cast<size_t>(plan.int8_convs) + plan.float_convs.size();
   plan_out << fmt::format(
@@ -181,7 +267,11 @@ bool apply_int8_scales(ir::Graph& optimized, const std::string& path, std::ostre
                                                      "not '{}'",
                                                      scales->model, optimized.name));
   }
-  return quantize_and_print(optimized, scales->scales, plan_out, diags);
+  passes::Int8Choices choices;
+  for (const std::string& name : scales->float_layers) {
+    choices.keep_float.emplace(name, kKeptFloatReason);
+  }
+  return quantize_and_print(optimized, scales->scales, plan_out, diags, choices);
 }
 
 bool apply_model_int8_scales(ir::Graph& optimized, const std::map<std::string, float>& scales,
@@ -195,7 +285,9 @@ bool apply_model_int8_scales(ir::Graph& optimized, const std::map<std::string, f
   plan_out << fmt::format("int8 scales: the model's QuantizeLinear/DequantizeLinear pairs, on {} "
                           "tensors\n",
                           scales.size());
-  return quantize_and_print(optimized, renamed, plan_out, diags, /*qdq=*/true);
+  passes::Int8Choices qdq;
+  qdq.unscaled_stay_float = true;
+  return quantize_and_print(optimized, renamed, plan_out, diags, qdq);
 }
 
 }  // namespace zoc

@@ -164,18 +164,7 @@ bool optimize(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags,
 int cmd_calibrate(zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags) {
   if (!optimize(m.graph, args, diags)) return finish(diags);
   auto weights = get_weights(m, args, diags);
-  if (!weights) return finish(diags);
-  auto scales = zoc::calibrate(m.graph, *weights, args.calibrate);
-  if (!scales) {
-    diags.error(zoc::SourceLoc{"--samples", 0, 0}, scales.error().message);
-    return finish(diags);
-  }
-  if (zoc::Status s = zoc::quant::write_scales(*scales, args.output); !s) {
-    diags.file_error(args.output, s.error().message);
-    return finish(diags);
-  }
-  std::cout << fmt::format("wrote {}: {} scales ({})\n", args.output, scales->scales.size(),
-                           scales->method);
+  if (weights) zoc::calibrate_command(m.graph, *weights, args.calibrate, args.output, diags);
   return finish(diags);
 }
 
@@ -300,8 +289,10 @@ CLI::App* define_calibrate(CLI::App& app, Args& args) {
   cal->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
   cal->add_option("--seed", args.seed, "seed of the default weights")
       ->check(whole_number(0, UINT64_MAX));
-  cal->add_option("--samples", args.calibrate.samples, ".npy files [N, C, H, W] or folders of them")
-      ->required();
+  cal->add_option("--samples", args.calibrate.samples,
+                  ".npy file [N, C, H, W] or folder of them (repeatable)")
+      ->required()
+      ->allow_extra_args(false);  // `--samples d model.yaml`: the model is not a sample
   cal->add_option("--method", args.calibrate.method, "max, percentile or entropy (KL divergence)")
       ->check(CLI::IsMember({"max", "percentile", "entropy"}))
       ->capture_default_str();
@@ -309,6 +300,13 @@ CLI::App* define_calibrate(CLI::App& app, Args& args) {
       ->capture_default_str();
   cal->add_option("--max-images", args.calibrate.max_images, "use at most this many images")
       ->check(whole_number(1, INT32_MAX));
+  cal->add_option("--max-error", args.calibrate.max_error,
+                  "keep the most sensitive convolutions float until int8's relative error is "
+                  "at most this (measured; 0: every eligible one int8)");
+  cal->add_option("--sensitivity-images", args.calibrate.sensitivity_images,
+                  "images --max-error measures on (the samples' first)")
+      ->check(whole_number(1, INT32_MAX))
+      ->capture_default_str();
   cal->add_option("-o,--output", args.output, "the scales file to write (safetensors)")->required();
   return cal;
 }

@@ -66,6 +66,18 @@ void print_top_k(const ref::Tensor& out, int64_t top_k) {
 }
 
 // The input from --input (.npy), or a seeded standard-normal batch.
+Status check_input_shape(const ir::Graph& g, const std::vector<int64_t>& shape) {
+  const auto& dims = g.type(g.nodes.front().output).dims;
+  if (shape.size() != dims.size() + 1 || shape[0] < 1 ||
+      !std::equal(dims.begin(), dims.end(), shape.begin() + 1)) {
+    // numpy's spelling of the array's shape: "()" for a scalar ("shape ," before issue 31).
+    return Error{fmt::format("the array has shape {}, but model '{}' takes (N, {}) with N >= 1",
+                             st::detail::shape_string(shape, /*python=*/true), shown_text(g.name),
+                             fmt::join(dims, ", "))};
+  }
+  return Status::success();
+}
+
 std::optional<ref::Tensor> run_input(const ir::Graph& g, const std::string& path, int64_t batch,
                                      uint64_t seed, Diagnostics& diags) {
   ref::Tensor t;
@@ -76,14 +88,8 @@ std::optional<ref::Tensor> run_input(const ir::Graph& g, const std::string& path
       return std::nullopt;
     }
     t.data = std::move(*data);
-    const auto& dims = g.type(g.nodes.front().output).dims;
-    if (t.shape.size() != dims.size() + 1 || t.shape[0] < 1 ||
-        !std::equal(dims.begin(), dims.end(), t.shape.begin() + 1)) {
-      // numpy's spelling of the array's shape: "()" for a scalar ("shape ," before issue 31).
-      diags.error(SourceLoc{path, 0, 0},
-                  fmt::format("the array has shape {}, but model '{}' takes (N, {}) with N >= 1",
-                              st::detail::shape_string(t.shape, /*python=*/true),
-                              shown_text(g.name), fmt::join(dims, ", ")));
+    if (Status s = check_input_shape(g, t.shape); !s.ok()) {
+      diags.error(SourceLoc{path, 0, 0}, s.error().message);
       return std::nullopt;
     }
     return t;

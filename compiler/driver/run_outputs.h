@@ -21,6 +21,9 @@ namespace zoc {
 // The file of each of g's outputs, in order, for `--output base` (a path ending in .npy or not).
 Expected<std::vector<std::string>> output_files(const ir::Graph& g, const std::string& base);
 
+// Whether `shape` is that of a batch of g's input, [N, ...] with N >= 1; else what g takes.
+Status check_input_shape(const ir::Graph& g, const std::vector<int64_t>& shape);
+
 // `zoc run`'s input: the .npy at `path` ([N, ...] of the model's input), or a seeded
 // standard-normal batch when `path` is empty; nullopt with a located error.
 std::optional<ref::Tensor> run_input(const ir::Graph& g, const std::string& path, int64_t batch,

@@ -1,9 +1,10 @@
 // Text form of the IR (see printer.h).
 #include "compiler/ir/printer.h"
 
-#include <utility>
-
 #include <fmt/format.h>
+
+#include <cstdlib>
+#include <utility>
 
 #include "compiler/ir/activation_params.h"
 #include "compiler/support/sanitize.h"
@@ -27,12 +28,20 @@ std::pair<std::string, std::string> results_and_types(const Graph& g, const Node
   return {names, types};
 }
 
+// Six significant digits where they are the value, else the shortest text that reads back as
+// it: the printed graph is what the model hash covers, so two graphs whose attributes differ
+// (an int8 scale, an epsilon) never print alike.
+std::string exact_float(double f) {
+  std::string six = fmt::format("{:g}", f);
+  return std::strtod(six.c_str(), nullptr) == f ? six : fmt::format("{}", f);
+}
+
 std::string format_value(const AttrValue& v) {
   switch (v.kind) {
     case AttrKind::Int: return fmt::format("{}", v.i);
     case AttrKind::Bool: return v.i ? "true" : "false";
     case AttrKind::Pair: return fmt::format("{}x{}", v.pair.h, v.pair.w);
-    case AttrKind::Float: return fmt::format("{:g}", v.f);
+    case AttrKind::Float: return exact_float(v.f);
     case AttrKind::Init: return std::string(init_scheme_name(static_cast<InitScheme>(v.i)));
   }
   return "?";

@@ -27,8 +27,8 @@ std::string float_reason(const ir::Graph& g, const ir::Node& n) {
 class Quantizer {
  public:
   Quantizer(ir::Graph& g, const std::map<std::string, float>& scales, Int8Plan& plan,
-            Diagnostics& diags, bool unscaled_stay_float)
-      : g_(g), scales_(scales), plan_(plan), diags_(diags), unscaled_float_(unscaled_stay_float) {}
+            Diagnostics& diags, const Int8Choices& choices)
+      : g_(g), scales_(scales), plan_(plan), diags_(diags), choices_(choices) {}
 
   bool run() {
     choose_convs();
@@ -83,9 +83,11 @@ class Quantizer {
       ir::Node& n = g_.nodes[i];
       if (n.op != ir::OpKind::FusedConv2d) continue;
       std::string why = float_reason(g_, n);
-      if (why.empty() && unscaled_float_ && !all_scaled(n)) {
+      if (why.empty() && choices_.unscaled_stay_float && !all_scaled(n)) {
         why = "the QDQ model leaves an input of it float";
       }
+      const auto kept = choices_.keep_float.find(n.name);
+      if (why.empty() && kept != choices_.keep_float.end()) why = kept->second;
       if (!why.empty()) {
         plan_.float_convs.emplace_back(n.name, why);
         continue;
@@ -153,7 +155,7 @@ class Quantizer {
   const std::map<std::string, float>& scales_;
   Int8Plan& plan_;
   Diagnostics& diags_;
-  bool unscaled_float_;
+  const Int8Choices& choices_;
   std::vector<bool> int8_;
   std::set<std::string> missing_;
   const ir::Node* first_reader_ = nullptr;
@@ -163,7 +165,7 @@ class Quantizer {
 }  // namespace
 
 bool quantize_int8(ir::Graph& g, const std::map<std::string, float>& scales, Int8Plan& plan,
-                   Diagnostics& diags, bool unscaled_stay_float) {
+                   Diagnostics& diags, const Int8Choices& choices) {
   for (const auto& [name, s] : scales) {
     if (!quant::usable_scale(s)) {
       diags.error(SourceLoc{g.name, 0, 0},
@@ -171,7 +173,20 @@ bool quantize_int8(ir::Graph& g, const std::map<std::string, float>& scales, Int
       return false;
     }
   }
-  return Quantizer(g, scales, plan, diags, unscaled_stay_float).run();
+  std::set<std::string> convs;
+  for (const ir::Node& n : g.nodes) {
+    if (n.op == ir::OpKind::FusedConv2d) convs.insert(n.name);
+  }
+  for (const auto& [name, why] : choices.keep_float) {
+    if (!convs.count(name)) {
+      diags.error(SourceLoc{g.name, 0, 0},
+                  fmt::format("convolution '{}' is to stay float ({}), but model '{}' has no "
+                              "convolution of that name after optimization",
+                              name, why, g.name));
+      return false;
+    }
+  }
+  return Quantizer(g, scales, plan, diags, choices).run();
 }
 
 }  // namespace zoc::passes

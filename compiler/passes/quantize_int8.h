@@ -32,11 +32,21 @@ struct Int8Plan {
   std::vector<std::pair<std::string, std::string>> float_convs;
 };
 
+// What else decides the plan besides the scales.
+struct Int8Choices {
+  // A QDQ model's scales: a layer its tool left unquantized has no pair in front of it, so a
+  // convolution with an unscaled input stays float instead of being an error.
+  bool unscaled_stay_float = false;
+  // Convolutions to keep float whatever their eligibility, by node name, each with the reason
+  // the plan prints (zoc calibrate --max-error's measured choice). A name that is not a fused
+  // convolution of the graph is an error: the choice was made on another model.
+  std::map<std::string, std::string> keep_float;
+};
+
 // Scales by value name (Graph::value_name: the producing node's name, "input" for the model
 // input). A missing scale for a value an eligible convolution reads is a located error, unless
-// `unscaled_stay_float` (a QDQ model's scales: a layer its tool left unquantized has no pair in
-// front of it), which leaves that convolution float.
+// `choices.unscaled_stay_float`.
 bool quantize_int8(ir::Graph& g, const std::map<std::string, float>& scales, Int8Plan& plan,
-                   Diagnostics& diags, bool unscaled_stay_float = false);
+                   Diagnostics& diags, const Int8Choices& choices = {});
 
 }  // namespace zoc::passes

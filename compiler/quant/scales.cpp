@@ -47,6 +47,13 @@ Expected<Int8Scales> read_scales(const std::string& path) {
   Int8Scales s;
   s.method = meta(*f, "method");
   s.model = meta(*f, "model");
+  const std::string floats = meta(*f, "float_layers");
+  for (size_t at = 0; at < floats.size();) {
+    size_t end = floats.find('\n', at);
+    if (end == std::string::npos) end = floats.size();
+    if (end > at) s.float_layers.push_back(floats.substr(at, end - at));
+    at = end + 1;
+  }
   for (const st::TensorView& t : f->tensors()) {
     Expected<float> v = read_scale(t, path);
     if (!v.ok()) return v.error();
@@ -61,8 +68,17 @@ Status write_scales(const Int8Scales& s, const std::string& path) {
   for (const auto& [name, v] : s.scales) {
     out.push_back({name, st::DType::F32, {}, &v, sizeof v});
   }
-  return st::write_file(path, out,
-                        {{"format", kScalesFormat}, {"method", s.method}, {"model", s.model}});
+  std::string floats;
+  for (const std::string& name : s.float_layers) {
+    if (name.find('\n') != std::string::npos) {
+      return Error{fmt::format("{}: layer name '{}' holds a line break", path, name)};
+    }
+    floats += (floats.empty() ? "" : "\n") + name;
+  }
+  std::vector<std::pair<std::string, std::string>> metadata = {
+      {"format", kScalesFormat}, {"method", s.method}, {"model", s.model}};
+  if (!floats.empty()) metadata.emplace_back("float_layers", floats);
+  return st::write_file(path, out, metadata);
 }
 
 }  // namespace zoc::quant

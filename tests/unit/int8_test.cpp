@@ -134,8 +134,9 @@ TEST(Int8, MissingOrBadScalesAreLocatedErrors) {
   partial.erase("c1");
   passes::Int8Plan qplan;
   Diagnostics dq;
-  ASSERT_TRUE(passes::quantize_int8(q->g, partial, qplan, dq, /*unscaled_stay_float=*/true))
-      << dq.render();
+  passes::Int8Choices qdq;
+  qdq.unscaled_stay_float = true;
+  ASSERT_TRUE(passes::quantize_int8(q->g, partial, qplan, dq, qdq)) << dq.render();
   EXPECT_EQ(qplan.int8_convs, 1);  // c1; c2 reads c1's output, which has no scale
   ASSERT_EQ(qplan.float_convs.size(), 2u);
   EXPECT_EQ(qplan.float_convs[1].first, "c2");
@@ -269,6 +270,15 @@ TEST(Int8, ScalesFileRoundTripsAndRejectsOtherFiles) {
   EXPECT_EQ(back->scales, s.scales);
   EXPECT_EQ(back->method, s.method);
   EXPECT_EQ(back->model, "m");
+  EXPECT_TRUE(back->float_layers.empty());
+  s.float_layers = {"layer4.2.conv3", "layer1.0.conv1"};  // most sensitive first, kept in order
+  ASSERT_TRUE(quant::write_scales(s, dir.file("f.safetensors")).ok());
+  auto floats = quant::read_scales(dir.file("f.safetensors"));
+  ASSERT_TRUE(floats.ok()) << floats.error().message;
+  EXPECT_EQ(floats->float_layers, s.float_layers);
+  s.float_layers = {"two\nlines"};
+  EXPECT_FALSE(quant::write_scales(s, dir.file("nl.safetensors")).ok());
+  s.float_layers.clear();
 
   Block b;  // a weights file is not a scales file
   Diagnostics d;
@@ -308,6 +318,109 @@ TEST(Int8, CalibrateWritesAScalePerConvolutionInput) {
   auto missing = calibrate(b->g, b->w, o);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("missing.npy"), std::string::npos);
+}
+
+TEST(Int8, KeptFloatConvolutionsStayFloatWithTheirReason) {
+  auto b = optimized_block();
+  passes::Int8Choices keep;
+  keep.keep_float = {{"c2", "measured"}};
+  passes::Int8Plan plan;
+  Diagnostics d;
+  ASSERT_TRUE(passes::quantize_int8(b->g, max_scales(*b), plan, d, keep)) << d.render();
+  EXPECT_EQ(plan.int8_convs, 1);
+  ASSERT_EQ(plan.float_convs.size(), 2u);  // the stem, then c2
+  EXPECT_EQ(plan.float_convs[1], std::make_pair(std::string("c2"), std::string("measured")));
+  EXPECT_FALSE(node_named(b->g, "c2")->attrs.has("int8_in"));
+  EXPECT_FALSE(node_named(b->g, "c1")->attrs.has("int8_out"));  // its reader is float now
+
+  auto other = optimized_block();  // a name from another model
+  keep.keep_float = {{"layer1.0.conv1", "measured"}};
+  Diagnostics d2;
+  EXPECT_FALSE(passes::quantize_int8(other->g, max_scales(*other), plan, d2, keep));
+  EXPECT_NE(d2.render().find("convolution 'layer1.0.conv1' is to stay float (measured), but "
+                             "model 'int8_block' has no convolution of that name"),
+            std::string::npos)
+      << d2.render();
+}
+
+// The relative L2 distance of the block's outputs from fp32 with `floats` kept float.
+double plan_error(const Block& b, const std::vector<std::string>& floats) {
+  ir::Graph q = b.g;
+  passes::Int8Choices keep;
+  for (const std::string& f : floats) keep.keep_float.emplace(f, "test");
+  passes::Int8Plan plan;
+  Diagnostics d;
+  EXPECT_TRUE(passes::quantize_int8(q, max_scales(b), plan, d, keep)) << d.render();
+  auto want = ref::run(b.g, b.w, b.x), got = ref::run(q, b.w, b.x);
+  EXPECT_TRUE(want.ok() && got.ok());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < (*want)[0].data.size(); ++i) {
+    const double e = double((*got)[0].data[i]) - (*want)[0].data[i];
+    num += e * e;
+    den += double((*want)[0].data[i]) * (*want)[0].data[i];
+  }
+  return std::sqrt(num / den);
+}
+
+TEST(Int8, MaxErrorKeepsTheFewestMostSensitiveConvolutionsFloat) {
+  auto b = optimized_block(6);
+  const std::map<std::string, float> scales = max_scales(*b);
+  auto loose = choose_float_layers(b->g, b->w, scales, b->x, 1.0, 4);
+  ASSERT_TRUE(loose.ok()) << loose.error().message;
+  ASSERT_EQ(loose->layers.size(), 2u);  // c1 and c2; the stem reads the model input
+  EXPECT_GE(loose->layers[0].error, loose->layers[1].error);
+  EXPECT_DOUBLE_EQ(loose->layers[0].error, plan_error(*b, {loose->layers[1].layer}));
+  EXPECT_GT(loose->all_int8_error, 0.0);
+  EXPECT_DOUBLE_EQ(loose->all_int8_error, plan_error(*b, {}));
+  EXPECT_TRUE(loose->float_layers.empty());
+  EXPECT_EQ(loose->chosen_error, loose->all_int8_error);
+  EXPECT_EQ(loose->images, 6);
+
+  // Just under every-layer-int8's error: the most sensitive layer alone goes back to float,
+  // unless the other one alone is still too far, then both.
+  const double target = loose->all_int8_error * 0.999;
+  auto mid = choose_float_layers(b->g, b->w, scales, b->x, target, 4);
+  ASSERT_TRUE(mid.ok()) << mid.error().message;
+  ASSERT_FALSE(mid->float_layers.empty());
+  EXPECT_EQ(mid->float_layers[0], loose->layers[0].layer);
+  EXPECT_LE(mid->chosen_error, target);
+  EXPECT_DOUBLE_EQ(mid->chosen_error, plan_error(*b, mid->float_layers));
+  if (mid->float_layers.size() == 2) {
+    EXPECT_GT(loose->layers[1].error, target);
+  }
+
+  auto tight = choose_float_layers(b->g, b->w, scales, b->x, 1e-12, 4);
+  ASSERT_TRUE(tight.ok()) << tight.error().message;
+  EXPECT_EQ(tight->float_layers.size(), 2u);
+  EXPECT_EQ(tight->chosen_error, 0.0);
+  EXPECT_FALSE(choose_float_layers(b->g, b->w, scales, b->x, 0.0, 4).ok());
+}
+
+TEST(Int8, CalibrateCommandRecordsTheFloatLayersThatRunThenKeeps) {
+  auto b = optimized_block(6);
+  ASSERT_TRUE(npy::write_float32(b->dir.file("a.npy"), b->x.data.data(), b->x.shape).ok());
+  CalibrateOptions o;
+  o.samples = {b->dir.file("a.npy")};
+  o.method = "max";
+  o.max_error = 1e-12;  // every convolution float
+  o.sensitivity_images = 4;
+  Diagnostics d;
+  testing::internal::CaptureStdout();
+  calibrate_command(b->g, b->w, o, b->dir.file("s.safetensors"), d);
+  const std::string out = testing::internal::GetCapturedStdout();
+  ASSERT_FALSE(d.has_errors()) << d.render();
+  EXPECT_NE(out.find("sensitivity on 4 images"), std::string::npos) << out;
+  EXPECT_NE(out.find("kept float: 2 of 2"), std::string::npos) << out;
+  auto s = quant::read_scales(b->dir.file("s.safetensors"));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->float_layers.size(), 2u);
+  std::ostringstream plan;
+  ASSERT_TRUE(apply_int8_scales(b->g, b->dir.file("s.safetensors"), plan, d)) << d.render();
+  EXPECT_NE(plan.str().find("int8 plan: 0 of 3 convolutions int8"), std::string::npos)
+      << plan.str();
+  EXPECT_NE(plan.str().find("float: c2 (calibration measured it sensitive (--max-error))"),
+            std::string::npos)
+      << plan.str();
 }
 
 }  // namespace

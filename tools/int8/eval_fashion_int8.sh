@@ -6,7 +6,9 @@
 # Writes OUT_DIR/accuracy.csv (model, precision, test_acc, top1_agree: agreement with fp32's
 # top-1, per image) and the logs.
 # Usage: tools/int8/eval_fashion_int8.sh ZOC WEIGHTS DATA_DIR OUT_DIR [METHODS] [JOBS] [IMAGES]
-#   METHODS: default "entropy percentile max"; JOBS: parallel interpreter runs (default: nproc);
+#   METHODS: default "entropy percentile max"; METHOD@E also keeps the convolutions float that
+#     `zoc calibrate --max-error E` chooses (a mixed plan), row "int8-METHOD-maxerr-E";
+#   JOBS: parallel interpreter runs (default: nproc);
 #   IMAGES: test images (default 10000; fewer for a quick look).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -31,9 +33,15 @@ for k, at in enumerate(range(0, len(x), 250)):
     np.save(f"{out}/test/{k:03d}.npy", x[at:at + 250])
 np.save(f"{out}/labels.npy", test_y[:images].astype(np.int64))
 PY
+tag_of() { case $1 in *@*) echo "${1%@*}-maxerr-${1#*@}" ;; *) echo "$1" ;; esac; }
+tags=
 for m in $methods; do
-  "$zoc" calibrate "${model[@]}" --weights "$weights" --samples "$out/calib" --method "$m" \
-    -o "$out/scales_$m.safetensors" >"$out/calibrate_$m.log" 2>&1 &
+  flags=(--method "${m%@*}")
+  case $m in *@*) flags+=(--max-error "${m#*@}") ;; esac
+  t=$(tag_of "$m")
+  tags="$tags $t"
+  "$zoc" calibrate "${model[@]}" --weights "$weights" --samples "$out/calib" "${flags[@]}" \
+    -o "$out/scales_$t.safetensors" >"$out/calibrate_$t.log" 2>&1 &
   while [ "$(jobs -r | wc -l)" -ge "$jobs" ]; do wait -n; done
 done
 wait
@@ -46,13 +54,13 @@ run() {  # shard tag [zoc run options]
 for shard in "$out"/test/*.npy; do
   run "$shard" fp32 &
   while [ "$(jobs -r | wc -l)" -ge "$jobs" ]; do wait -n; done
-  for m in $methods; do
+  for m in $tags; do
     run "$shard" "int8_$m" --int8-scales "$out/scales_$m.safetensors" &
     while [ "$(jobs -r | wc -l)" -ge "$jobs" ]; do wait -n; done
   done
 done
 wait
-"$py" - "$out" $methods <<'PY'
+"$py" - "$out" $tags <<'PY'
 import glob, os, sys
 import numpy as np
 out, methods = sys.argv[1], sys.argv[2:]

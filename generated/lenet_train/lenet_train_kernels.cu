@@ -10,10 +10,12 @@
 namespace zoc::trainer_kernels {
 
 cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
-                         float* loss_rows, float* loss, float* dlogits, cudaStream_t stream) {
-  return train_kernels::launch_softmax_xent(logits, labels, rows, classes, loss_rows, loss, dlogits, stream);
+    float* loss_rows, float* loss, float* dlogits, cudaStream_t stream) {
+  return train_kernels::launch_softmax_xent(logits, labels, rows, classes, loss_rows, loss, dlogits,
+    stream);
 }
-cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream) {
+cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
+    cudaStream_t stream) {
   return train_kernels::launch_add_bias_rows(y, b, rows, cols, stream);
 }
 cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream) {
@@ -23,27 +25,26 @@ cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStr
   return train_kernels::launch_add(a, b, y, count, stream);
 }
 cudaError_t activation(act::Kind kind, act::Params p, const float* x, float* y, int64_t count,
-                       cudaStream_t stream) {
+    cudaStream_t stream) {
   return train_kernels::launch_activation(kind, p, x, y, count, stream);
 }
-cudaError_t activation_backward(act::Kind kind, act::Params p, const float* s, const float* dy, float* dx,
-                                int64_t count, cudaStream_t stream) {
+cudaError_t activation_backward(act::Kind kind, act::Params p, const float* s, const float* dy,
+    float* dx, int64_t count, cudaStream_t stream) {
   return train_kernels::launch_activation_backward(kind, p, s, dy, dx, count, stream);
 }
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
-                float weight_decay, cudaStream_t stream) {
+    float weight_decay, cudaStream_t stream) {
   return train_kernels::launch_sgd(w, g, v, count, lr, momentum, weight_decay, stream);
 }
 cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
-                    const uint64_t* draw, uint64_t layer, cudaStream_t stream) {
+    const uint64_t* draw, uint64_t layer, cudaStream_t stream) {
   return train_kernels::launch_dropout(x, y, count, p, seed, draw, layer, stream);
 }
 cudaError_t count_step(uint64_t* draws, cudaStream_t stream) {
   return train_kernels::launch_count_step(draws, stream);
 }
 cudaError_t metrics(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
-                    const float* loss, double* sums, unsigned long long* counts,
-                    cudaStream_t stream) {
+    const float* loss, double* sums, unsigned long long* counts, cudaStream_t stream) {
   return train_kernels::launch_metrics(logits, labels, rows, classes, loss, sums, counts, stream);
 }
 }  // namespace zoc::trainer_kernels

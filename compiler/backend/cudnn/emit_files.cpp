@@ -22,8 +22,8 @@ std::string trainer_kernels_source(const std::string& head, const std::string& b
   };
   static constexpr KernelFn kFns[] = {
       {"softmax_xent",
-       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes,\n"
-       "                         float* loss_rows, float* loss, float* dlogits, cudaStream_t stream",
+       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float* "
+       "loss_rows, float* loss, float* dlogits, cudaStream_t stream",
        "logits, labels, rows, classes, loss_rows, loss, dlogits, stream"},
       {"add_bias_rows", "float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream",
        "y, b, rows, cols, stream"},
@@ -32,26 +32,25 @@ std::string trainer_kernels_source(const std::string& head, const std::string& b
       {"add", "const float* a, const float* b, float* y, int64_t count, cudaStream_t stream",
        "a, b, y, count, stream"},
       {"activation",
-       "act::Kind kind, act::Params p, const float* x, float* y, int64_t count,\n"
-       "                       cudaStream_t stream",
+       "act::Kind kind, act::Params p, const float* x, float* y, int64_t count, cudaStream_t "
+       "stream",
        "kind, p, x, y, count, stream"},
       {"activation_backward",
-       "act::Kind kind, act::Params p, const float* s, const float* dy, float* dx,\n"
-       "                                int64_t count, cudaStream_t stream",
+       "act::Kind kind, act::Params p, const float* s, const float* dy, float* dx, int64_t count, "
+       "cudaStream_t stream",
        "kind, p, s, dy, dx, count, stream"},
       {"sgd",
-       "float* w, const float* g, float* v, int64_t count, float lr, float momentum,\n"
-       "                float weight_decay, cudaStream_t stream",
+       "float* w, const float* g, float* v, int64_t count, float lr, float momentum, float "
+       "weight_decay, cudaStream_t stream",
        "w, g, v, count, lr, momentum, weight_decay, stream"},
       {"dropout",
-       "const float* x, float* y, int64_t count, float p, uint64_t seed,\n"
-       "                    const uint64_t* draw, uint64_t layer, cudaStream_t stream",
+       "const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, "
+       "uint64_t layer, cudaStream_t stream",
        "x, y, count, p, seed, draw, layer, stream"},
       {"count_step", "uint64_t* draws, cudaStream_t stream", "draws, stream"},
       {"metrics",
-       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes,\n"
-       "                    const float* loss, double* sums, unsigned long long* counts,\n"
-       "                    cudaStream_t stream",
+       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, const float* "
+       "loss, double* sums, unsigned long long* counts, cudaStream_t stream",
        "logits, labels, rows, classes, loss, sums, counts, stream"},
   };
   CodeWriter kc;
@@ -63,9 +62,19 @@ std::string trainer_kernels_source(const std::string& head, const std::string& b
   kc.blank();
   {
     auto ns = kc.ns("namespace zoc::trainer_kernels", "}  // namespace zoc::trainer_kernels");
+    auto items = [](const char* list) {  // "a, b, c" -> {"a", "b", "c"}
+      std::vector<std::string> out;
+      const std::string text = list;
+      for (size_t at = 0;;) {
+        const size_t end = text.find(", ", at);
+        out.push_back(text.substr(at, end == std::string::npos ? end : end - at));
+        if (end == std::string::npos) return out;
+        at = end + 2;
+      }
+    };
     for (const KernelFn& k : kFns) {
-      kc.raw_line(fmt::format("cudaError_t {}({}) {{", k.name, k.params));
-      kc.line("  return train_kernels::launch_{}({});", k.name, k.args);
+      kc.wrapped(fmt::format("cudaError_t {}(", k.name), items(k.params), ") {");
+      kc.wrapped(fmt::format("  return train_kernels::launch_{}(", k.name), items(k.args), ");");
       kc.raw_line("}");
     }
   }
@@ -74,7 +83,8 @@ std::string trainer_kernels_source(const std::string& head, const std::string& b
 
 // The packed weight layout and the host-side loader, free of CUDA so that the loader can be
 // tested and fuzzed on its own (tests/fuzz).
-std::string weights_header(const EmitContext& ctx, const std::string& head, const std::string& base) {
+std::string weights_header(const EmitContext& ctx, const std::string& head,
+                           const std::string& base) {
   const Target& t = ctx.t;
   CodeWriter wh;
   wh.raw_line(head);
@@ -124,7 +134,8 @@ std::string runner_main(const std::string& head, const std::string& base, const 
 std::string cmake_lists(const std::string& hash_banner, const std::string& base) {
   CodeWriter cm;
   cm.raw_line(hash_banner);
-  cm.line("# Builds {0} (a static library) and {0}_main with the CUDA toolkit and cuDNN only.", base);
+  cm.line("# Builds {0} (a static library) and {0}_main with the CUDA toolkit and cuDNN only.",
+          base);
   cm.line("#   cmake -S . -B build -DCUDNN_ROOT=/path/to/cudnn [-DCMAKE_CUDA_ARCHITECTURES=90]");
   cm.line("#   or -DCUDNN_INCLUDE_DIR=... -DCUDNN_LIBRARY=/path/to/libcudnn.so.9");
   cm.line("cmake_minimum_required(VERSION 3.24)");
@@ -139,14 +150,21 @@ std::string cmake_lists(const std::string& hash_banner, const std::string& base)
   cm.line("  set(CMAKE_BUILD_TYPE Release)");
   cm.line("endif()");
   cm.line("find_package(CUDAToolkit REQUIRED)");
-  cm.line("find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${{CUDNN_ROOT}}/include ${{CUDAToolkit_INCLUDE_DIRS}})");
+  cm.line(
+      "find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${{CUDNN_ROOT}}/include "
+      "${{CUDAToolkit_INCLUDE_DIRS}})");
   cm.line("find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9");
-  cm.line("             HINTS ${{CUDNN_ROOT}}/lib ${{CUDNN_ROOT}}/lib64 ${{CUDAToolkit_LIBRARY_DIR}})");
+  cm.line(
+      "             HINTS ${{CUDNN_ROOT}}/lib ${{CUDNN_ROOT}}/lib64 ${{CUDAToolkit_LIBRARY_DIR}})");
   cm.line("if(NOT CUDNN_INCLUDE_DIR OR NOT CUDNN_LIBRARY)");
-  cm.line("  message(FATAL_ERROR \"cuDNN not found: set CUDNN_ROOT, or CUDNN_INCLUDE_DIR and CUDNN_LIBRARY\")");
+  cm.line(
+      "  message(FATAL_ERROR \"cuDNN not found: set CUDNN_ROOT, or CUDNN_INCLUDE_DIR and "
+      "CUDNN_LIBRARY\")");
   cm.line("endif()");
   cm.line("add_library({0} STATIC {0}.cpp {0}_kernels.cu)", base);
-  cm.line("target_include_directories({} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}} ${{CUDNN_INCLUDE_DIR}})", base);
+  cm.line(
+      "target_include_directories({} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}} ${{CUDNN_INCLUDE_DIR}})",
+      base);
   // cuda_driver: the recorded launches of the plain forward (zoc/cudnn/recorded_launch.h).
   cm.line("target_link_libraries({} PUBLIC ${{CUDNN_LIBRARY}} CUDA::cublas CUDA::cudart", base);
   cm.line("                      CUDA::cuda_driver)");

@@ -10,6 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libfmt-dev libcli11-dev libgtest-dev zlib1g-dev libssl-dev
   python3 python3-numpy python3-torch python3-torchvision llvm-14-tools python3-clang-14
+  clang-format-14
   libtorch-dev
   libonnx-dev python3-onnx libonnx-testdata
   llvm-14-dev libclang-cpp14-dev libclang-14-dev

@@ -46,10 +46,12 @@ Expected<std::string> run_grad_command(const ir::Graph& training, const Weights&
   out.push_back({"logits", st::DType::F32, step->logits.shape, step->logits.data.data(),
                  step->logits.data.size() * sizeof(float)});
   for (const auto& [name, g] : step->grads) {
-    out.push_back({"grad." + name, st::DType::F32, shapes[name], g.data(), g.size() * sizeof(float)});
+    out.push_back(
+        {"grad." + name, st::DType::F32, shapes[name], g.data(), g.size() * sizeof(float)});
   }
   for (const auto& [name, b] : step->buffers) {
-    out.push_back({"after." + name, st::DType::F32, shapes[name], b.data(), b.size() * sizeof(float)});
+    out.push_back(
+        {"after." + name, st::DType::F32, shapes[name], b.data(), b.size() * sizeof(float)});
   }
   if (Status s = st::write_file(out_path, out, {{"producer", "zoc grad"}}); !s) return s.error();
   return fmt::format("wrote {}: loss {:.6f}, {} gradients, batch {}", out_path, step->loss,

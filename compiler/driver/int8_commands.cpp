@@ -44,7 +44,7 @@ Expected<std::vector<std::string>> sample_files(const std::vector<std::string>& 
 
 // One sample file's images, a batch of g's input; errors name the file.
 Expected<std::vector<float>> read_sample(const ir::Graph& g, const std::string& file,
-                                        std::vector<int64_t>* shape) {
+                                         std::vector<int64_t>* shape) {
   Expected<std::vector<float>> data = npy::read_float32(file, shape);
   if (!data.ok()) return data.error();  // the reader's message names the file
   if (Status s = check_input_shape(g, *shape); !s.ok()) {
@@ -113,7 +113,8 @@ class Calibrator {
     for (size_t v = 0; v < slot_.size(); ++v) {
       if (slot_[v] < 0) continue;
       s.scales.emplace(g_.value_name(static_cast<ir::ValueId>(v)),
-                       quant::scale_of(quant::threshold(hist_[static_cast<size_t>(slot_[v])], m, o_.percentile)));
+                       quant::scale_of(quant::threshold(hist_[static_cast<size_t>(slot_[v])], m,
+                                                        o_.percentile)));
     }
     return s;
   }
@@ -213,15 +214,17 @@ void calibrate_command(const ir::Graph& optimized, const Weights& weights,
       diags.error(SourceLoc{"--max-error", 0, 0}, c.error().message);
       return;
     }
-    mixed = fmt::format("sensitivity on {} images (relative L2 error of the outputs, that "
-                        "convolution alone int8):\n",
-                        c->images);
+    mixed = fmt::format(
+        "sensitivity on {} images (relative L2 error of the outputs, that "
+        "convolution alone int8):\n",
+        c->images);
     for (const LayerError& l : c->layers) mixed += fmt::format("  {:.6f}  {}\n", l.error, l.layer);
     mixed += fmt::format("every eligible convolution int8: error {:.6f}\n", c->all_int8_error);
-    mixed += fmt::format("kept float: {} of {} ({}), error {:.6f} (at most {:g})\n",
-                         c->float_layers.size(), c->layers.size(),
-                         c->float_layers.empty() ? "none" : fmt::format("{}", fmt::join(c->float_layers, ", ")),
-                         c->chosen_error, options.max_error);
+    mixed += fmt::format(
+        "kept float: {} of {} ({}), error {:.6f} (at most {:g})\n", c->float_layers.size(),
+        c->layers.size(),
+        c->float_layers.empty() ? "none" : fmt::format("{}", fmt::join(c->float_layers, ", ")),
+        c->chosen_error, options.max_error);
   }
   if (Status s = quant::write_scales(*scales, output); !s.ok()) {
     diags.file_error(output, s.error().message);
@@ -282,9 +285,10 @@ bool apply_model_int8_scales(ir::Graph& optimized, const std::map<std::string, f
     const auto it = scales.find(before);
     if (it != scales.end()) renamed[n.name] = it->second;
   }
-  plan_out << fmt::format("int8 scales: the model's QuantizeLinear/DequantizeLinear pairs, on {} "
-                          "tensors\n",
-                          scales.size());
+  plan_out << fmt::format(
+      "int8 scales: the model's QuantizeLinear/DequantizeLinear pairs, on {} "
+      "tensors\n",
+      scales.size());
   passes::Int8Choices qdq;
   qdq.unscaled_stay_float = true;
   return quantize_and_print(optimized, renamed, plan_out, diags, qdq);

@@ -26,8 +26,8 @@ struct LayerError {
 };
 
 struct MixedPlanChoice {
-  std::vector<LayerError> layers;  // every int8-eligible convolution, most sensitive first
-  double all_int8_error = 0;       // every eligible convolution in int8
+  std::vector<LayerError> layers;         // every int8-eligible convolution, most sensitive first
+  double all_int8_error = 0;              // every eligible convolution in int8
   std::vector<std::string> float_layers;  // kept float, most sensitive first
   double chosen_error = 0;                // the chosen plan's error
   int64_t images = 0;                     // images measured

@@ -9,9 +9,9 @@
 #include <numeric>
 #include <random>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include "compiler/backend/cudnn/emitter.h"
 #include "compiler/backend/reference/interpreter.h"
@@ -46,19 +46,19 @@ struct Args {
   int64_t batch = 1;
   int top_k = 5;
   std::string precision = "fp32";
-  std::string conv_api = "auto";  // --conv-api auto|legacy|graph
+  std::string conv_api = "auto";      // --conv-api auto|legacy|graph
   std::string linear_api = "cublas";  // --linear cublas|cudnn
   bool train = false;                 // zoc compile --train
   bool force = false;                 // zoc compile --force: replace files zoc did not write
-  int pad_input_channels = 4;       // --pad-input-channels 0|4|8
-  std::string streams = "auto";     // --streams auto|1|2
-  std::string layout = "auto";      // --layout auto|nchw|nhwc
-  std::string depthwise = "zoc";    // --depthwise zoc|cudnn
-  std::string input_dims;     // --input CxHxW for compile
-  std::string print_after;    // --print-ir-after=PASS|all
+  int pad_input_channels = 4;         // --pad-input-channels 0|4|8
+  std::string streams = "auto";       // --streams auto|1|2
+  std::string layout = "auto";        // --layout auto|nchw|nhwc
+  std::string depthwise = "zoc";      // --depthwise zoc|cudnn
+  std::string input_dims;             // --input CxHxW for compile
+  std::string print_after;            // --print-ir-after=PASS|all
   bool verify_each = false;
-  bool optimize = false;      // zoc ir --optimize: print after the whole pipeline
-  std::string int8_scales;    // zoc run / zoc ir --int8-scales FILE
+  bool optimize = false;    // zoc ir --optimize: print after the whole pipeline
+  std::string int8_scales;  // zoc run / zoc ir --int8-scales FILE
   zoc::CalibrateOptions calibrate;
   std::string command_line;
 };
@@ -183,8 +183,8 @@ int cmd_compile(zoc::ir::Graph& g, const Args& args, zoc::Diagnostics& diags) {
   if (!eopts) return finish(diags);
   const zoc::lower::TargetDesc target = zoc::cudnn::lowering_target(*eopts);
   if (!args.train && !optimize(g, args, diags, &target)) return finish(diags);
-  auto gen = args.train ? zoc::cudnn::emit_trainer(g, *eopts, diags)
-                        : zoc::cudnn::emit(g, *eopts, diags);
+  auto gen =
+      args.train ? zoc::cudnn::emit_trainer(g, *eopts, diags) : zoc::cudnn::emit(g, *eopts, diags);
   if (!gen) return finish(diags);
   zoc::WriteFolderOptions wopts;
   wopts.force = args.force;
@@ -313,15 +313,16 @@ CLI::App* define_calibrate(CLI::App& app, Args& args) {
 
 Commands define_commands(CLI::App& app, Args& args) {
   auto add_model = [&](CLI::App* cmd) {
-    cmd->add_option("model", args.model, "model file (.yaml, TorchScript .pt, or .onnx)")->required();
+    cmd->add_option("model", args.model, "model file (.yaml, TorchScript .pt, or .onnx)")
+        ->required();
     cmd->add_option("--set", args.sets, "override a model param: name=value (repeatable)");
   };
   // The cuDNN backend's choices, which lower-to-target decides with (compile and ir).
   auto add_target_options = [&](CLI::App* cmd) {
     std::vector<CLI::Option*> opts;
-    opts.push_back(cmd->add_option("--precision", args.precision,
-                                   "fp32 (TF32 off), tf32, fp16 or bf16")
-                       ->capture_default_str());
+    opts.push_back(
+        cmd->add_option("--precision", args.precision, "fp32 (TF32 off), tf32, fp16 or bf16")
+            ->capture_default_str());
     opts.push_back(cmd->add_option("--conv-api", args.conv_api,
                                    "fused convolutions via cuDNN's 'legacy' call or 'graph' API "
                                    "plans; auto: graph (plans built once; the legacy call plans "
@@ -409,7 +410,7 @@ Commands define_commands(CLI::App& app, Args& args) {
   run_cmd->add_option("--batch", args.batch, "batch of the random input (not with --input)")
       ->check(whole_number(1, zoc::ir::kMaxBatch))
       ->capture_default_str();
-  run_cmd->add_option("--output", args.output, 
+  run_cmd->add_option("--output", args.output,
                       "write the output to this .npy file (several outputs: FILE_<name>.npy each)");
   run_cmd->add_option("--top", args.top_k, "classes to print per sample")
       ->check(whole_number(1, INT32_MAX))
@@ -441,7 +442,8 @@ Commands define_commands(CLI::App& app, Args& args) {
       "extract-weights",
       "write a TorchScript model's state_dict, or an ONNX model's initializers, as safetensors "
       "(for --weights)");
-  extract_cmd->add_option("model", args.model, "TorchScript (.pt) or ONNX (.onnx) file")->required();
+  extract_cmd->add_option("model", args.model, "TorchScript (.pt) or ONNX (.onnx) file")
+      ->required();
   extract_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();
   extract_cmd->add_option("--input", args.input_dims,
                           "input size CxHxW, for .onnx models that leave it dynamic");

@@ -23,11 +23,16 @@ inline std::vector<int64_t> viewed_dims(ActivationView view, int64_t groups,
   if (d.size() != 3 || view == ActivationView::kNone || groups < 0) return d;
   const int64_t per = groups > 0 ? d[0] / groups : 0;
   switch (view) {
-    case ActivationView::kNone: break;
-    case ActivationView::kChannelsLast: return {d[1], d[2], d[0]};
-    case ActivationView::kGrouped: return {groups, per, d[1], d[2]};
-    case ActivationView::kGroupedTransposed: return {per, groups, d[1], d[2]};
-    case ActivationView::kSequence: break;
+    case ActivationView::kNone:
+      break;
+    case ActivationView::kChannelsLast:
+      return {d[1], d[2], d[0]};
+    case ActivationView::kGrouped:
+      return {groups, per, d[1], d[2]};
+    case ActivationView::kGroupedTransposed:
+      return {per, groups, d[1], d[2]};
+    case ActivationView::kSequence:
+      break;
   }
   return d;
 }

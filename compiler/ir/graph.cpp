@@ -44,9 +44,12 @@ int64_t dtype_size(DType dtype) {
 
 std::string_view layout_name(Layout layout) {
   switch (layout) {
-    case Layout::NCHW: return "NCHW";
-    case Layout::NHWC: return "NHWC";
-    case Layout::NC: return "NC";
+    case Layout::NCHW:
+      return "NCHW";
+    case Layout::NHWC:
+      return "NHWC";
+    case Layout::NC:
+      return "NC";
   }
   return "?";
 }
@@ -129,8 +132,8 @@ std::optional<InitScheme> Attrs::init(std::string_view name) const {
   return static_cast<InitScheme>(v->i);
 }
 
-int32_t Graph::add_node(OpKind op, std::string node_name, std::vector<ValueId> inputs,
-                        Attrs attrs, SourceLoc loc) {
+int32_t Graph::add_node(OpKind op, std::string node_name, std::vector<ValueId> inputs, Attrs attrs,
+                        SourceLoc loc) {
   const auto index = static_cast<int32_t>(nodes.size());
   const auto out = static_cast<ValueId>(values.size());
   values.push_back(Value{std::nullopt, index, {}, std::nullopt});

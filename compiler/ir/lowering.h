@@ -33,7 +33,7 @@ using ValueId = int32_t;
   X(ConvGraph, "conv.graph", true, true, false,                                                 \
     "a cuDNN graph-API plan (GraphConvLayer): any pointwise activation in its epilogue")        \
   X(ConvDepthwise, "conv.depthwise", true, true, false,                                         \
-    "zoc's depthwise kernel (zoc/kernels/depthwise.cuh), epilogue fused")                          \
+    "zoc's depthwise kernel (zoc/kernels/depthwise.cuh), epilogue fused")                       \
   X(ConvTranspose, "conv_transpose.cudnn", true, true, false,                                   \
     "cudnnConvolutionBackwardData then cudnnAddTensor for the bias (ConvTransposeLayer)")       \
   X(LinearGemm, "linear.cublas", true, true, false, "cuBLAS GEMM after a bias kernel")          \

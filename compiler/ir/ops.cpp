@@ -14,8 +14,8 @@ struct AttrRow {
 };
 
 constexpr AttrRow kAttrRows[] = {
-#define ZOC_ATTR(op, name, kind, required, dflt, min, max, summary) \
-  {OpKind::op,                                                       \
+#define ZOC_ATTR(op, name, kind, required, dflt, min, max, summary)                      \
+  {OpKind::op,                                                                           \
    {name, AttrKind::kind, required, static_cast<double>(dflt), static_cast<double>(min), \
     static_cast<double>(max), summary}},
 #define ZOC_PASS_ATTR(op, name, kind, min, max, summary)                                     \
@@ -90,11 +90,16 @@ const AttrSpec* find_attr(OpKind kind, std::string_view name) {
 
 std::string_view attr_kind_name(AttrKind kind) {
   switch (kind) {
-    case AttrKind::Int: return "an integer";
-    case AttrKind::Pair: return "an integer or a pair [h, w]";
-    case AttrKind::Bool: return "a boolean";
-    case AttrKind::Float: return "a number";
-    case AttrKind::Init: return "an initialization scheme";
+    case AttrKind::Int:
+      return "an integer";
+    case AttrKind::Pair:
+      return "an integer or a pair [h, w]";
+    case AttrKind::Bool:
+      return "a boolean";
+    case AttrKind::Float:
+      return "a number";
+    case AttrKind::Init:
+      return "an initialization scheme";
   }
   return "?";
 }

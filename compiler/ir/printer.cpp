@@ -38,11 +38,16 @@ std::string exact_float(double f) {
 
 std::string format_value(const AttrValue& v) {
   switch (v.kind) {
-    case AttrKind::Int: return fmt::format("{}", v.i);
-    case AttrKind::Bool: return v.i ? "true" : "false";
-    case AttrKind::Pair: return fmt::format("{}x{}", v.pair.h, v.pair.w);
-    case AttrKind::Float: return exact_float(v.f);
-    case AttrKind::Init: return std::string(init_scheme_name(static_cast<InitScheme>(v.i)));
+    case AttrKind::Int:
+      return fmt::format("{}", v.i);
+    case AttrKind::Bool:
+      return v.i ? "true" : "false";
+    case AttrKind::Pair:
+      return fmt::format("{}x{}", v.pair.h, v.pair.w);
+    case AttrKind::Float:
+      return exact_float(v.f);
+    case AttrKind::Init:
+      return std::string(init_scheme_name(static_cast<InitScheme>(v.i)));
   }
   return "?";
 }
@@ -60,11 +65,13 @@ std::string thousands(int64_t n) {
 std::string lowered_lines(const Graph& g, const Node& n) {
   const Lowered& l = *n.lowered;
   std::string layer = fmt::format("      layer {}", layer_kind_info(l.kind).name);
-  const FusedActivation* a =
-      n.attrs.has("activation") ? fused_activation(static_cast<int>(n.attrs.i("activation"))) : nullptr;
+  const FusedActivation* a = n.attrs.has("activation")
+                                 ? fused_activation(static_cast<int>(n.attrs.i("activation")))
+                                 : nullptr;
   if (a && l.epilogue != Epilogue::kNone) {
-    layer += fmt::format(", {} {}", op_info(a->op).name,
-                         l.epilogue == Epilogue::kFused ? "in its epilogue" : "as a kernel after it");
+    layer +=
+        fmt::format(", {} {}", op_info(a->op).name,
+                    l.epilogue == Epilogue::kFused ? "in its epilogue" : "as a kernel after it");
   }
   if (l.weights != WeightLayout::kNone) {
     layer += fmt::format(", weights {} at {}", weight_layout_name(l.weights), l.weight_offset);
@@ -86,12 +93,11 @@ std::string lowered_lines(const Graph& g, const Node& n) {
     where = fmt::format("arena {} + {} per sample", s.offset, s.bytes);
   }
   const bool padded = !t.dims.empty() && s.stored_channels != t.dims[0];
-  return out + fmt::format("      stored {} {}{}, {}, {} stream\n", dtype_name(t.dtype),
-                           layout_name(t.layout),
-                           padded ? fmt::format(" (channels {} padded to {})", t.dims[0],
-                                                s.stored_channels)
-                                  : "",
-                           where, s.stream == Stream::kSide ? "side" : "main");
+  return out +
+         fmt::format(
+             "      stored {} {}{}, {}, {} stream\n", dtype_name(t.dtype), layout_name(t.layout),
+             padded ? fmt::format(" (channels {} padded to {})", t.dims[0], s.stored_channels) : "",
+             where, s.stream == Stream::kSide ? "side" : "main");
 }
 
 }  // namespace
@@ -111,11 +117,11 @@ std::string format_attrs(const Node& node) {
 std::string print_graph(const Graph& g, const PrintOptions& options) {
   std::string out = fmt::format("graph {} {{\n", shown(g.name));
   if (const auto& t = g.target) {
-    out += fmt::format("  # lowered for {}: arena {} bytes per sample (unshared {}), weights {} "
-                       "bytes, {} side branches, output {}\n",
-                       t->precision, t->arena_bytes_per_sample, t->unshared_bytes_per_sample,
-                       t->weight_bytes, t->side_branches,
-                       t->output_convert ? "converted to f32" : "copied");
+    out += fmt::format(
+        "  # lowered for {}: arena {} bytes per sample (unshared {}), weights {} "
+        "bytes, {} side branches, output {}\n",
+        t->precision, t->arena_bytes_per_sample, t->unshared_bytes_per_sample, t->weight_bytes,
+        t->side_branches, t->output_convert ? "converted to f32" : "copied");
   }
   for (const Node& n : g.nodes) {
     std::string operands;

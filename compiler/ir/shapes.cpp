@@ -115,8 +115,8 @@ bool Rule::conv2d() {
   auto ow = conv_output_size(w, k.w, s.w, p.w, dl.w);
   if (!oh || !ow) {
     return fail(fmt::format(
-        "output size would be < 1: input {}x{}, kernel {}x{}, padding {}x{}, dilation {}x{}", h,
-        w, k.h, k.w, p.h, p.w, dl.h, dl.w));
+        "output size would be < 1: input {}x{}, kernel {}x{}, padding {}x{}, dilation {}x{}", h, w,
+        k.h, k.w, p.h, p.w, dl.h, dl.w));
   }
   // weight_2d: a linear layer over the channels, its weight kept as the state_dict's [O, C].
   const bool weight_2d = a.flag("weight_2d");
@@ -169,9 +169,10 @@ bool Rule::same_as_input() {
   // on which bound wins (issue 31: accepted from any frontend).
   if (n_.op == OpKind::Hardtanh &&
       !(activation_param(n_, "min_val") <= activation_param(n_, "max_val"))) {
-    return fail(fmt::format("min_val {:g} is above max_val {:g}: hardtanh clamps to [min_val, "
-                            "max_val]",
-                            activation_param(n_, "min_val"), activation_param(n_, "max_val")));
+    return fail(
+        fmt::format("min_val {:g} is above max_val {:g}: hardtanh clamps to [min_val, "
+                    "max_val]",
+                    activation_param(n_, "min_val"), activation_param(n_, "max_val")));
   }
   return set_output(in(0).dims, in(0).layout);
 }
@@ -242,9 +243,10 @@ bool Rule::concat() {
   for (size_t i = 0; i < n_.inputs.size(); ++i) {
     const auto& d = in(i).dims;
     if (d.size() != 3 || d[1] != in(0).dims[1] || d[2] != in(0).dims[2]) {
-      return fail(fmt::format("input {} has shape {}, but concatenation along channels needs "
-                              "N x C x {} x {}",
-                              i, dims_str(d), in(0).dims[1], in(0).dims[2]));
+      return fail(
+          fmt::format("input {} has shape {}, but concatenation along channels needs "
+                      "N x C x {} x {}",
+                      i, dims_str(d), in(0).dims[1], in(0).dims[2]));
     }
     auto sum = checked_add(channels, d[0]);
     if (!sum) return fail("channel count overflows");
@@ -316,9 +318,10 @@ Expected<bool> mul_swaps_operands(const std::vector<int64_t>& a, const std::vect
   };
   if (a == b || channel_vector_of(b, a)) return false;
   if (channel_vector_of(a, b)) return true;
-  return make_error(fmt::format("broadcasting [N, {}] * [N, {}]; zoc multiplies tensors of one "
-                                "shape, or an image by its channel vector [N, C, 1, 1]",
-                                fmt::join(a, ", "), fmt::join(b, ", ")));
+  return make_error(
+      fmt::format("broadcasting [N, {}] * [N, {}]; zoc multiplies tensors of one "
+                  "shape, or an image by its channel vector [N, C, 1, 1]",
+                  fmt::join(a, ", "), fmt::join(b, ", ")));
 }
 
 namespace {

@@ -107,11 +107,10 @@ bool Rule::reshape() {
   const int64_t c = a.has("channels") ? a.i("channels") : *numel / *plane;
   auto count = checked_mul(c, *plane);
   if (!count || *count != *numel || c < 1) {
-    return fail(fmt::format("{} elements per sample ({}) do not make {}", *numel,
-                            dims_str(in(0).dims),
-                            a.has("channels") ? dims_str({c, a.i("height"), a.i("width")})
-                                              : fmt::format("channels x {} x {}", a.i("height"),
-                                                            a.i("width"))));
+    return fail(fmt::format(
+        "{} elements per sample ({}) do not make {}", *numel, dims_str(in(0).dims),
+        a.has("channels") ? dims_str({c, a.i("height"), a.i("width")})
+                          : fmt::format("channels x {} x {}", a.i("height"), a.i("width"))));
   }
   return set_output({c, a.i("height"), a.i("width")}, Layout::NCHW);
 }
@@ -126,9 +125,10 @@ bool Rule::channel_conv1d() {
   const int64_t f = in(0).dims[0], k = a.i("kernel");
   auto out = conv_output_size(f, k, a.i("stride"), a.i("padding"), a.i("dilation"));
   if (!out) {
-    return fail(fmt::format("output size would be < 1: {} features, kernel {}, padding {}, "
-                            "dilation {}",
-                            f, k, a.i("padding"), a.i("dilation")));
+    return fail(
+        fmt::format("output size would be < 1: {} features, kernel {}, padding {}, "
+                    "dilation {}",
+                    f, k, a.i("padding"), a.i("dilation")));
   }
   if (!param("weight", {1, 1, k}, ParamRole::kWeight)) return false;
   if (a.b("bias")) param("bias", {1}, ParamRole::kBias);

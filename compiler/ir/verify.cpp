@@ -11,13 +11,17 @@
 namespace zoc::ir {
 bool attr_in_range(const AttrSpec& spec, const AttrValue& v) {
   switch (spec.kind) {
-    case AttrKind::Int: return v.i >= spec.min && v.i <= spec.max;
-    case AttrKind::Bool: return v.i == 0 || v.i == 1;
+    case AttrKind::Int:
+      return v.i >= spec.min && v.i <= spec.max;
+    case AttrKind::Bool:
+      return v.i == 0 || v.i == 1;
     case AttrKind::Pair:
       return v.pair.h >= spec.min && v.pair.h <= spec.max && v.pair.w >= spec.min &&
              v.pair.w <= spec.max;
-    case AttrKind::Float: return v.f >= spec.min && v.f <= spec.max;
-    case AttrKind::Init: return v.i >= spec.min && v.i <= spec.max;
+    case AttrKind::Float:
+      return v.f >= spec.min && v.f <= spec.max;
+    case AttrKind::Init:
+      return v.i >= spec.min && v.i <= spec.max;
   }
   return false;
 }
@@ -86,8 +90,7 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
     if (!names.insert(n.name).second) fail(&n, "duplicate layer name");
     const auto nin = static_cast<int>(n.inputs.size());
     if (nin < info.min_inputs || nin > info.max_inputs) {
-      fail(&n, fmt::format("has {} inputs, expects {}..{}", nin, info.min_inputs,
-                           info.max_inputs));
+      fail(&n, fmt::format("has {} inputs, expects {}..{}", nin, info.min_inputs, info.max_inputs));
     }
     for (ValueId v : n.inputs) {
       if (v < 0 || static_cast<size_t>(v) >= g.values.size()) {

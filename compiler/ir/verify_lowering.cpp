@@ -111,11 +111,12 @@ bool verify_lowering(const Graph& g, Diagnostics& diags) {
       if (s.offset < 0 && s.alias_of < 0 && l.kind != LayerKind::InputInPlace && !caller) {
         fail(n, "its result has no arena slot");
       }
-      if (caller && (s.offset >= 0 || type.dtype != DType::F32 ||
-                     (image && type.layout != Layout::NCHW) ||
+      if (caller &&
+          (s.offset >= 0 || type.dtype != DType::F32 || (image && type.layout != Layout::NCHW) ||
            std::find(g.outputs.begin(), g.outputs.end(), v) == g.outputs.end())) {
-        fail(n, "writes the caller's rows but its result is not a model output stored there, "
-                "fp32 NCHW");
+        fail(n,
+             "writes the caller's rows but its result is not a model output stored there, "
+             "fp32 NCHW");
       }
       if ((l.kind == LayerKind::View) != (s.alias_of >= 0)) {
         fail(n, "only a view shares its input's storage");

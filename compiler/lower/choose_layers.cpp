@@ -79,12 +79,15 @@ Choice elementwise_choice(const ir::Graph& g, const ir::Node& n) {
   if (n.op == OpKind::Mul && (same_shape || channel_vector)) return {LayerKind::Mul};
   if ((n.op == OpKind::Sub || n.op == OpKind::Div) && same_shape) return {LayerKind::Binary};
   switch (n.op) {
-    case OpKind::Add: return {LayerKind::None, Epilogue::kNone, "add with broadcasting yet"};
+    case OpKind::Add:
+      return {LayerKind::None, Epilogue::kNone, "add with broadcasting yet"};
     case OpKind::Mul:
       return {LayerKind::None, Epilogue::kNone,
               "mul with broadcasting other than an image by its channel vector yet"};
-    case OpKind::Sub: return {LayerKind::None, Epilogue::kNone, "sub with broadcasting yet"};
-    default: return {LayerKind::None, Epilogue::kNone, "div with broadcasting yet"};
+    case OpKind::Sub:
+      return {LayerKind::None, Epilogue::kNone, "sub with broadcasting yet"};
+    default:
+      return {LayerKind::None, Epilogue::kNone, "div with broadcasting yet"};
   }
 }
 
@@ -126,8 +129,7 @@ Choice conv_transpose_choice(const ir::Node& n) {
 // the input's size, its largest tensor) writes the caller's fp32 NCHW rows itself: no arena
 // slot, no pass of the output kernel over it. On the main stream only (the outputs leave after
 // every side branch joined).
-bool output_only(const ir::Graph& g, const ir::Node& n, int side,
-                 const std::vector<int>& readers) {
+bool output_only(const ir::Graph& g, const ir::Node& n, int side, const std::vector<int>& readers) {
   return side < 0 && readers[static_cast<size_t>(n.output)] == 0 &&
          std::count(g.outputs.begin(), g.outputs.end(), n.output) == 1;
 }
@@ -220,7 +222,7 @@ bool choose_layers(ir::Graph& g, const TargetDesc& t, const std::vector<int>& si
                    int64_t input_stored_channels, Diagnostics& diags) {
   bool ok = true;
   const ir::ValueId input = g.nodes.front().output;
-  std::vector<int> readers(g.values.size(), 0);  // nodes reading each value
+  std::vector<int> readers(g.values.size(), 0);         // nodes reading each value
   std::vector<int> linear_readers(g.values.size(), 0);  // of them, linear layers
   for (const ir::Node& n : g.nodes) {
     for (ir::ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];

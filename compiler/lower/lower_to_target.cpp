@@ -65,8 +65,7 @@ int64_t padded_input_channels(const ir::Graph& g, const TargetDesc& t) {
 
 // Writes its result into the caller's fp32 NCHW rows, outside the arena.
 bool writes_caller_output(const ir::Node& n) {
-  return n.lowered->kind == LayerKind::UpsampleOutput ||
-         n.lowered->kind == LayerKind::ArgmaxOutput;
+  return n.lowered->kind == LayerKind::UpsampleOutput || n.lowered->kind == LayerKind::ArgmaxOutput;
 }
 
 // Floats take the target's dtype, images its layout; features stay NC. A result written into

@@ -8,8 +8,8 @@
 // conv has no bias). The IR records the fold (`bn_eps`, `bn_init` where the BN declares an
 // init, and the BN layer's name in `fused_from`, from which shape inference lists the BN's
 // tensors as the conv's parameters), and the arithmetic happens once, at load time, in double
-// precision (runtime/zoc/weights/fold.h), so one weights file serves every precision and the file is
-// never rewritten.
+// precision (runtime/zoc/weights/fold.h), so one weights file serves every precision and the file
+// is never rewritten.
 //
 // Preconditions, checked: the conv's only user is the BN (a conv output used elsewhere too
 // must stay unnormalized), the conv has no BN folded yet and nothing fused after it, and the

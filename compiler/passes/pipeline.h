@@ -17,8 +17,8 @@
 namespace zoc::passes {
 
 struct PassOptions {
-  bool verify_each = false;       // run the IR verifier after every pass
-  std::string print_after;        // pass name, or "all"
+  bool verify_each = false;  // run the IR verifier after every pass
+  std::string print_after;   // pass name, or "all"
   std::ostream* print_to = nullptr;
   // The target to lower the optimized graph to (lower-to-target, compiler/lower/); null: the
   // pipeline stops before that step, at the target-independent optimized graph.
@@ -30,8 +30,8 @@ using TargetPassFn = bool (*)(ir::Graph&, const lower::TargetDesc&, Diagnostics&
 
 struct Pass {
   const char* name;
-  PassFn run;       // a rewrite of the graph; null for the target step
-  const char* why;  // why it runs at this point of the pipeline
+  PassFn run;                             // a rewrite of the graph; null for the target step
+  const char* why;                        // why it runs at this point of the pipeline
   TargetPassFn run_for_target = nullptr;  // the target step: runs when PassOptions::target is set
 };
 

@@ -10,22 +10,38 @@ namespace zoc {
 namespace {
 
 constexpr std::array<std::string_view, 97> kReserved = {
-    "alignas",   "alignof",      "and",          "and_eq",   "asm",         "auto",
-    "bitand",    "bitor",        "bool",         "break",    "case",        "catch",
-    "char",      "char8_t",      "char16_t",     "char32_t", "class",       "compl",
-    "concept",   "const",        "consteval",    "constexpr", "constinit",  "const_cast",
-    "continue",  "co_await",     "co_return",    "co_yield", "decltype",    "default",
-    "delete",    "do",           "double",       "dynamic_cast", "else",    "enum",
-    "explicit",  "export",       "extern",       "false",    "float",       "for",
-    "friend",    "goto",         "if",           "inline",   "int",         "long",
-    "mutable",   "namespace",    "new",          "noexcept", "not",         "not_eq",
-    "nullptr",   "operator",     "or",           "or_eq",    "private",     "protected",
-    "public",    "register",     "reinterpret_cast", "requires", "return",  "short",
-    "signed",    "sizeof",       "static",       "static_assert", "static_cast", "struct",
-    "switch",    "template",     "this",         "thread_local", "throw",   "true",
-    "try",       "typedef",      "typeid",       "typename", "union",       "unsigned",
-    "using",     "virtual",      "void",         "volatile", "wchar_t",     "while",
-    "xor",       "xor_eq",       "main",         "NULL",     "assert",      "errno",
+    "alignas",       "alignof",     "and",
+    "and_eq",        "asm",         "auto",
+    "bitand",        "bitor",       "bool",
+    "break",         "case",        "catch",
+    "char",          "char8_t",     "char16_t",
+    "char32_t",      "class",       "compl",
+    "concept",       "const",       "consteval",
+    "constexpr",     "constinit",   "const_cast",
+    "continue",      "co_await",    "co_return",
+    "co_yield",      "decltype",    "default",
+    "delete",        "do",          "double",
+    "dynamic_cast",  "else",        "enum",
+    "explicit",      "export",      "extern",
+    "false",         "float",       "for",
+    "friend",        "goto",        "if",
+    "inline",        "int",         "long",
+    "mutable",       "namespace",   "new",
+    "noexcept",      "not",         "not_eq",
+    "nullptr",       "operator",    "or",
+    "or_eq",         "private",     "protected",
+    "public",        "register",    "reinterpret_cast",
+    "requires",      "return",      "short",
+    "signed",        "sizeof",      "static",
+    "static_assert", "static_cast", "struct",
+    "switch",        "template",    "this",
+    "thread_local",  "throw",       "true",
+    "try",           "typedef",     "typeid",
+    "typename",      "union",       "unsigned",
+    "using",         "virtual",     "void",
+    "volatile",      "wchar_t",     "while",
+    "xor",           "xor_eq",      "main",
+    "NULL",          "assert",      "errno",
     "stdin"};
 
 // The length of the UTF-8 sequence at the start of `s` if it is well formed and encodes a code
@@ -146,7 +162,8 @@ std::string sanitize_comment(std::string_view text) {
     }
   }
   // "*/" could end a block comment and "??" forms trigraphs in old dialects; neutralize both.
-  for (size_t pos = 0; (pos = out.find("*/", pos)) != std::string::npos;) out.replace(pos, 2, "* /");
+  for (size_t pos = 0; (pos = out.find("*/", pos)) != std::string::npos;)
+    out.replace(pos, 2, "* /");
   return out;
 }
 

@@ -1,15 +1,15 @@
 // Seeded initialization and saving of weights (see weights.h).
 //
-// The rules and the random streams are in runtime/zoc/weights/init.h, shared with the generated code;
-// init_choice() here is the one mapping from a parameter's declared scheme and role to a rule,
-// so `zoc run` without weights and a generated trainer built with the same seed start from
+// The rules and the random streams are in runtime/zoc/weights/init.h, shared with the generated
+// code; init_choice() here is the one mapping from a parameter's declared scheme and role to a
+// rule, so `zoc run` without weights and a generated trainer built with the same seed start from
 // identical numbers.
 #include <set>
 
 #include "compiler/support/checked_math.h"
 #include "compiler/weights/weights.h"
-#include "zoc/weights/init.h"
 #include "zoc/io/safetensors.h"
+#include "zoc/weights/init.h"
 
 namespace zoc {
 
@@ -25,14 +25,19 @@ InitChoice init_choice(const ir::Node& node, const ir::ParamSpec& param) {
     break;
   }
   switch (param.init) {
-    case ir::InitScheme::kKaimingNormalFanOut: return {InitRule::kNormalFanOut, fan_out};
-    case ir::InitScheme::kOnes: return {InitRule::kOnes, 0};
-    case ir::InitScheme::kZeros: return {InitRule::kZeros, 0};
-    case ir::InitScheme::kPytorchDefault: break;
+    case ir::InitScheme::kKaimingNormalFanOut:
+      return {InitRule::kNormalFanOut, fan_out};
+    case ir::InitScheme::kOnes:
+      return {InitRule::kOnes, 0};
+    case ir::InitScheme::kZeros:
+      return {InitRule::kZeros, 0};
+    case ir::InitScheme::kPytorchDefault:
+      break;
   }
   switch (param.role) {
     case ir::ParamRole::kWeight:
-    case ir::ParamRole::kBias: return {InitRule::kUniformFanIn, fan_in};
+    case ir::ParamRole::kBias:
+      return {InitRule::kUniformFanIn, fan_in};
     case ir::ParamRole::kBnWeight:
     case ir::ParamRole::kBnVar:
     case ir::ParamRole::kNormWeight:  // nn.LayerNorm's reset_parameters()
@@ -42,17 +47,22 @@ InitChoice init_choice(const ir::Node& node, const ir::ParamSpec& param) {
     case ir::ParamRole::kBnBias:
     case ir::ParamRole::kBnMean:
     case ir::ParamRole::kBnCount:
-    case ir::ParamRole::kNormBias: return {InitRule::kZeros, 0};
+    case ir::ParamRole::kNormBias:
+      return {InitRule::kZeros, 0};
   }
   return {InitRule::kZeros, 0};
 }
 
 const char* init_rule_cpp(InitRule rule) {
   switch (rule) {
-    case InitRule::kUniformFanIn: return "zoc::InitRule::kUniformFanIn";
-    case InitRule::kOnes: return "zoc::InitRule::kOnes";
-    case InitRule::kZeros: return "zoc::InitRule::kZeros";
-    case InitRule::kNormalFanOut: return "zoc::InitRule::kNormalFanOut";
+    case InitRule::kUniformFanIn:
+      return "zoc::InitRule::kUniformFanIn";
+    case InitRule::kOnes:
+      return "zoc::InitRule::kOnes";
+    case InitRule::kZeros:
+      return "zoc::InitRule::kZeros";
+    case InitRule::kNormalFanOut:
+      return "zoc::InitRule::kNormalFanOut";
   }
   return "zoc::InitRule::kZeros";
 }

@@ -22,8 +22,7 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 // The dtypes st::to_float32 converts. (F8 counts as floating point to the reader, but zoc does
 // not convert it.)
 bool converts_to_float32(st::DType t) {
-  return t == st::DType::F32 || t == st::DType::F16 || t == st::DType::BF16 ||
-         t == st::DType::F64;
+  return t == st::DType::F32 || t == st::DType::F16 || t == st::DType::BF16 || t == st::DType::F64;
 }
 
 // A module's whole state_dict (safetensors metadata "format": "pt", as `zoc extract-weights`
@@ -74,13 +73,13 @@ void check_compiled_constants(const ir::Graph& graph, const st::File& file,
     if (!t || reported.count(node.scalar_from)) continue;
     const float compiled = static_cast<float>(node.attrs.f("scalar"));
     float held = 0;
-    const bool one = t->numel() == 1 && converts_to_float32(t->dtype) &&
-                     st::to_float32(*t, &held, 1).ok();
+    const bool one =
+        t->numel() == 1 && converts_to_float32(t->dtype) && st::to_float32(*t, &held, 1).ok();
     if (one && held == compiled) continue;
     reported.insert(node.scalar_from);
-    const std::string what =
-        one ? fmt::format("holds {}", held)
-            : fmt::format("has shape {} and dtype {}", shape_str(t->shape), st::dtype_name(t->dtype));
+    const std::string what = one ? fmt::format("holds {}", held)
+                                 : fmt::format("has shape {} and dtype {}", shape_str(t->shape),
+                                               st::dtype_name(t->dtype));
     diags.error(loc, fmt::format("tensor '{}' {}, but the model file's value {} is compiled into "
                                  "layer '{}' ({}) as a constant: compile a model file that holds "
                                  "these weights instead",

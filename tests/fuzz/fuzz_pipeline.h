@@ -31,7 +31,8 @@ inline void check_plan(const ir::Graph& g, int64_t element_bytes) {
     if (s.offset < 0) continue;
     check(s.bytes >= 0 && s.offset % lower::MemoryPlan::kAlignment == 0,
           "memory plan slot misaligned or of negative size");
-    check(s.bytes <= plan.arena_bytes_per_sample - s.offset, "memory plan slot ends past the arena");
+    check(s.bytes <= plan.arena_bytes_per_sample - s.offset,
+          "memory plan slot ends past the arena");
   }
   (void)plan.summary();
 }

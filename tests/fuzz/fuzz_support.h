@@ -42,7 +42,8 @@ inline void check_escaped(const Diagnostics& diags) {
   for (const Diagnostic& d : diags.all()) {
     check(terminal_safe(d.message, /*continuation_lines=*/true) == d.message &&
               terminal_safe(d.loc.file, false) == d.loc.file,
-          "a message holds text a terminal would act on", shown_text(d.loc.str() + ": " + d.message));
+          "a message holds text a terminal would act on",
+          shown_text(d.loc.str() + ": " + d.message));
   }
 }
 

@@ -47,13 +47,14 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
     const bool pickle = name.size() > 4 && name.compare(name.size() - 4, 4, ".pkl") == 0;
     if (code || pickle) interesting.push_back(i);
   }
-  const size_t pick = !interesting.empty() && rng() % 10 != 0 ? interesting[rng() % interesting.size()]
-                                                              : rng() % records->size();
+  const size_t pick = !interesting.empty() && rng() % 10 != 0
+                          ? interesting[rng() % interesting.size()]
+                          : rng() % records->size();
   std::string& content = (*records)[pick].data;
   const size_t used = content.size();
   content.resize(used + 256 + used / 2);
-  content.resize(LLVMFuzzerMutate(reinterpret_cast<uint8_t*>(content.data()), used,
-                                  content.size()));
+  content.resize(
+      LLVMFuzzerMutate(reinterpret_cast<uint8_t*>(content.data()), used, content.size()));
   const std::string out = zoc::fuzz::write_zip_records(*records);
   if (out.size() > max_size) return LLVMFuzzerMutate(data, size, max_size);
   std::memcpy(data, out.data(), out.size());

@@ -1,5 +1,6 @@
 // libFuzzer target: bytes as the weights file of a generated model, through its host-side
-// packing (generated/<model>/<model>_weights.h: zoc::WeightSource, zoc/weights/pack.h, zoc/weights/fold.h).
+// packing (generated/<model>/<model>_weights.h: zoc::WeightSource, zoc/weights/pack.h,
+// zoc/weights/fold.h).
 //
 // The generated constructor is the last reader of a user's weights file, and it runs on the GPU
 // machine where a crash is hardest to debug. Its packing is CUDA-free, so it is fuzzed here:

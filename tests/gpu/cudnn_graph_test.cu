@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "zoc/core/cuda_check.h"
-#include "zoc/cudnn/graph.h"
-#include "zoc/cudnn/layers.h"
 #include "zoc/core/device.h"
 #include "zoc/core/timing.h"
+#include "zoc/cudnn/graph.h"
+#include "zoc/cudnn/layers.h"
 
 namespace {
 

@@ -8,8 +8,8 @@
 // 64-bit indexing. Outputs are poisoned before each launch so unwritten elements show. Conversions
 // and elementwise results must match the CPU bit for bit (the CPU uses the same float arithmetic
 // and rounding); pooling, which adds in an order of its own, must lie within float summation's
-// error bound of the exact mean. No test framework: the last line is "N passed, M failed", the exit status
-// non-zero on any failure. Runs on the GPU machine only (see tests/gpu/gpu_check.sh).
+// error bound of the exact mean. No test framework: the last line is "N passed, M failed", the exit
+// status non-zero on any failure. Runs on the GPU machine only (see tests/gpu/gpu_check.sh).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -200,8 +200,7 @@ void test_channel_mul(int n, int c, int hw, bool nhwc, bool per_sample, int offs
   const std::string name = std::string("channel_mul<") + type_name<T>() + "> n" +
                            std::to_string(n) + " c" + std::to_string(c) + " hw" +
                            std::to_string(hw) + (nhwc ? " nhwc" : " nchw") +
-                           (per_sample ? " per-sample" : " shared") +
-                           (offset ? " misaligned" : "");
+                           (per_sample ? " per-sample" : " shared") + (offset ? " misaligned" : "");
   const size_t count = static_cast<size_t>(n) * c * hw;
   std::vector<T> x = random_values<T>(count + offset, 19);
   std::vector<T> s = random_values<T>(static_cast<size_t>(per_sample ? n : 1) * c, 20);
@@ -225,10 +224,14 @@ void test_channel_mul(int n, int c, int hw, bool nhwc, bool per_sample, int offs
 float const_op_reference(float x, float k, zoc::ConstOpKind op, bool reverse) {
   const float a = reverse ? k : x, b = reverse ? x : k;
   switch (op) {
-    case zoc::ConstOpKind::kSub: return a - b;
-    case zoc::ConstOpKind::kMul: return a * b;
-    case zoc::ConstOpKind::kDiv: return a / b;
-    default: return a + b;
+    case zoc::ConstOpKind::kSub:
+      return a - b;
+    case zoc::ConstOpKind::kMul:
+      return a * b;
+    case zoc::ConstOpKind::kDiv:
+      return a / b;
+    default:
+      return a + b;
   }
 }
 
@@ -379,29 +382,29 @@ void test_type() {
   test_add<T>(100003, false, false);
   test_add<T>(100003, true, false);
   test_add<T>(7, true, true);
-  test_avgpool<T>(64, 49, 2048, 0);  // widest vectors
-  test_avgpool<T>(64, 49, 2052, 0);  // c % 8 != 0
-  test_avgpool<T>(64, 49, 2050, 0);  // c % 4 != 0
-  test_avgpool<T>(64, 49, 2048, 1);  // misaligned pointers
-  test_avgpool<T>(1, 49, 2048, 0);   // batch 1: few threads
-  test_avgpool<T>(3, 13, 1001, 0);   // odd everything
-  test_avgpool<T>(2, 1, 5, 0);       // hw 1
-  test_avgpool<T>(1, 12544, 32, 0);  // one narrow map of many pixels (a block's lanes)
-  test_avgpool<T>(3, 49, 1152, 0);   // many channel tiles
-  test_channel_mul<T>(4, 96, 49, true, true, 0);     // NHWC vectors
+  test_avgpool<T>(64, 49, 2048, 0);               // widest vectors
+  test_avgpool<T>(64, 49, 2052, 0);               // c % 8 != 0
+  test_avgpool<T>(64, 49, 2050, 0);               // c % 4 != 0
+  test_avgpool<T>(64, 49, 2048, 1);               // misaligned pointers
+  test_avgpool<T>(1, 49, 2048, 0);                // batch 1: few threads
+  test_avgpool<T>(3, 13, 1001, 0);                // odd everything
+  test_avgpool<T>(2, 1, 5, 0);                    // hw 1
+  test_avgpool<T>(1, 12544, 32, 0);               // one narrow map of many pixels (a block's lanes)
+  test_avgpool<T>(3, 49, 1152, 0);                // many channel tiles
+  test_channel_mul<T>(4, 96, 49, true, true, 0);  // NHWC vectors
   test_channel_mul<T>(4, 96, 49, true, false, 0);    // NHWC vectors, one scale vector
   test_channel_mul<T>(3, 20, 64, false, true, 0);    // NCHW vectors along the pixels
   test_channel_mul<T>(3, 7, 13, true, true, 0);      // general kernel (c, hw odd)
   test_channel_mul<T>(2, 96, 49, true, true, 1);     // misaligned: general kernel
   test_channel_mul<T>(1, 32, 12544, true, true, 0);  // batch 1, a large map
-  test_const_op<T>(2, 16, 64, false, 0);  // vectors along the pixels (NCHW)
-  test_const_op<T>(2, 16, 64, true, 0);   // vectors along the channels (NHWC)
-  test_const_op<T>(3, 8, 5, true, 0);     // NHWC vectors, c one or two vectors wide
-  test_const_op<T>(2, 6, 9, false, 0);    // general kernel per channel (hw 9)
-  test_const_op<T>(2, 6, 9, true, 0);     // general kernel per channel (c 6)
-  test_const_op<T>(1, 3, 35, true, 0);    // odd count: general kernel throughout
+  test_const_op<T>(2, 16, 64, false, 0);             // vectors along the pixels (NCHW)
+  test_const_op<T>(2, 16, 64, true, 0);              // vectors along the channels (NHWC)
+  test_const_op<T>(3, 8, 5, true, 0);                // NHWC vectors, c one or two vectors wide
+  test_const_op<T>(2, 6, 9, false, 0);               // general kernel per channel (hw 9)
+  test_const_op<T>(2, 6, 9, true, 0);                // general kernel per channel (c 6)
+  test_const_op<T>(1, 3, 35, true, 0);               // odd count: general kernel throughout
   test_const_op<T>(1, 3, 35, false, 0);
-  test_const_op<T>(2, 16, 64, true, 1);   // misaligned x and y: general kernel
+  test_const_op<T>(2, 16, 64, true, 1);  // misaligned x and y: general kernel
   test_const_op<T>(2, 16, 64, false, 1);
 }
 

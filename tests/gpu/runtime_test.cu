@@ -15,8 +15,8 @@
 
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/device.h"
-#include "zoc/runner/main_harness.h"
 #include "zoc/core/timing.h"
+#include "zoc/runner/main_harness.h"
 
 namespace {
 

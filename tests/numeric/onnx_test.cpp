@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 std::string data(const std::string& rel) { return std::string(ZOC_TEST_DATA_DIR) + "/" + rel; }
 
-#define REQUIRE_FILE(file)                                                             \
+#define REQUIRE_FILE(file)                                                            \
   ASSERT_TRUE(fs::exists(file)) << file << " is missing: the reference_data fixture " \
                                 << "(models/export.py --onnx) did not run"
 
@@ -119,8 +119,8 @@ TEST_P(OnnxModel, ExtractedWeightsEqualTheStateDict) {
   Diagnostics d;
   auto m = load_model_and_weights(onnx_file(c), d);
   ASSERT_TRUE(m && m->weights) << d.render();
-  const std::string out = ::testing::TempDir() + "zoc_onnx_" + c.dir + "_" +
-                          std::to_string(c.opset) + ".safetensors";
+  const std::string out =
+      ::testing::TempDir() + "zoc_onnx_" + c.dir + "_" + std::to_string(c.opset) + ".safetensors";
   ASSERT_TRUE(save_weights(m->graph, *m->weights, out).ok());
   auto mine = st::File::open(out);
   auto ref = st::File::open(data(std::string(c.dir) + "/weights.safetensors"));
@@ -147,7 +147,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"resnet50", "resnet50_64_onnx", 17, {{"resolution", "64"}}, true},
                       Case{"lenet", "lenet_onnx", 13, {}, false},
                       Case{"lenet", "lenet_onnx", 17, {}, false}),
-    [](const auto& p) { return std::string(p.param.dir) + "_opset" + std::to_string(p.param.opset); });
+    [](const auto& p) {
+      return std::string(p.param.dir) + "_opset" + std::to_string(p.param.opset);
+    });
 
 // The exporter's default mode folds each BatchNorm into the convolution before it and names the
 // folded tensors "onnx::Conv_193": no state_dict names to take, so layers are named after their
@@ -177,9 +179,9 @@ TEST(OnnxNames, ModuleScopesAndNodeLocations) {
   Diagnostics d;
   auto g = load_verified_model(file, d);
   ASSERT_TRUE(g) << d.render();
-  for (const char* name : {"layer3.4.relu", "layer3.4.relu_1", "layer3.4.relu_2", "layer3.4.add",
-                           "layer1.0.downsample.0", "layer1.0.downsample.1", "maxpool", "avgpool",
-                           "flatten", "fc"}) {
+  for (const char* name :
+       {"layer3.4.relu", "layer3.4.relu_1", "layer3.4.relu_2", "layer3.4.add",
+        "layer1.0.downsample.0", "layer1.0.downsample.1", "maxpool", "avgpool", "flatten", "fc"}) {
     EXPECT_NE(g->find_node(name), nullptr) << name;
   }
   const std::string loc = g->find_node("layer3.4.conv2")->loc.str();

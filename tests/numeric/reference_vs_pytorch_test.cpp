@@ -72,8 +72,8 @@ TEST_P(ReferenceVsPyTorch, MatchesWithinOracleBand) {
   Diagnostics d;
   LoadOptions opts;
   opts.yaml.overrides = c.sets;
-  auto g = load_verified_model(std::string(ZOC_SOURCE_DIR) + "/models/" + c.model + ".yaml", d,
-                               opts);
+  auto g =
+      load_verified_model(std::string(ZOC_SOURCE_DIR) + "/models/" + c.model + ".yaml", d, opts);
   ASSERT_TRUE(g) << d.render();
   auto w = load_weights(*g, data + "/weights.safetensors", d, {.strict = true});
   ASSERT_TRUE(w) << d.render();
@@ -102,7 +102,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"lenet", "lenet", {}},
                       Case{"resnet18", "resnet18_64", {{"resolution", "64"}}},
                       Case{"resnet50", "resnet50_64", {{"resolution", "64"}}},
-                      Case{"resnet50", "resnet50_1ch_10cls_32",
+                      Case{"resnet50",
+                           "resnet50_1ch_10cls_32",
                            {{"resolution", "32"}, {"in_channels", "1"}, {"num_classes", "10"}}}),
     [](const auto& p) { return std::string(p.param.dir); });
 

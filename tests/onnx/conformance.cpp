@@ -49,7 +49,8 @@ struct CaseModel {
   std::vector<std::string> data_inputs;  // graph inputs that are not initializers, in order
 };
 
-std::optional<CaseModel> mapped_case(const fs::path& model_path, const std::set<std::string>& mapped) {
+std::optional<CaseModel> mapped_case(const fs::path& model_path,
+                                     const std::set<std::string>& mapped) {
   ::onnx::ModelProto m;
   if (!m.ParseFromString(read_file(model_path))) return std::nullopt;
   for (const ::onnx::NodeProto& n : m.graph().node()) {
@@ -100,10 +101,10 @@ std::optional<std::string> compare(const zoc::ref::Tensor& got, const zoc::onnx:
     }
   }
   if (bad == 0) return std::nullopt;
-  return fmt::format("{} of {} values differ beyond rtol {:g}, atol {:g} (first at {}: {} vs {}; "
-                     "largest difference {:g})",
-                     bad, want.values.size(), kRtol, kAtol, first, got.data[first],
-                     want.values[first], worst);
+  return fmt::format(
+      "{} of {} values differ beyond rtol {:g}, atol {:g} (first at {}: {} vs {}; "
+      "largest difference {:g})",
+      bad, want.values.size(), kRtol, kAtol, first, got.data[first], want.values[first], worst);
 }
 
 // The first lines of the diagnostics, indented, to say why a case was refused.
@@ -137,7 +138,8 @@ Outcome run_case(const std::string& label, const fs::path& dir, const CaseModel&
   }
   if (!inputs.empty()) {
     auto x = zoc::onnx::read_tensor_file(inputs[0].string());
-    if (x && x->dims.size() == 4) opts.input_dims = std::array<int64_t, 3>{x->dims[1], x->dims[2], x->dims[3]};
+    if (x && x->dims.size() == 4)
+      opts.input_dims = std::array<int64_t, 3>{x->dims[1], x->dims[2], x->dims[3]};
   }
   zoc::Diagnostics diags;
   auto model = zoc::load_model_and_weights((dir / "model.onnx").string(), diags, opts);
@@ -147,14 +149,16 @@ Outcome run_case(const std::string& label, const fs::path& dir, const CaseModel&
   }
   zoc::ir::Graph optimized = model->graph;
   if (!zoc::passes::run_pipeline(optimized, diags)) {
-    std::printf("WRONG   %s: the passes fail:%s\n", label.c_str(), first_lines(diags.render(), 4).c_str());
+    std::printf("WRONG   %s: the passes fail:%s\n", label.c_str(),
+                first_lines(diags.render(), 4).c_str());
     return Outcome::kWrong;
   }
   for (const fs::path& set : sets) {
     auto x = zoc::onnx::read_tensor_file((set / "input_0.pb").string());
     auto want = zoc::onnx::read_tensor_file((set / "output_0.pb").string());
     if (!x || !want) {
-      std::printf("WRONG   %s: %s\n", label.c_str(), (!x ? x.error() : want.error()).message.c_str());
+      std::printf("WRONG   %s: %s\n", label.c_str(),
+                  (!x ? x.error() : want.error()).message.c_str());
       return Outcome::kWrong;
     }
     const zoc::ref::Tensor input{x->dims, x->values};
@@ -220,17 +224,23 @@ int main(int argc, char** argv) {
         continue;
       }
       switch (run_case(set + "/" + dir.filename().string(), dir, *cm)) {
-        case Outcome::kPass: ++passed; break;
-        case Outcome::kRefused: ++refused; break;
-        case Outcome::kWrong: ++wrong; break;
+        case Outcome::kPass:
+          ++passed;
+          break;
+        case Outcome::kRefused:
+          ++refused;
+          break;
+        case Outcome::kWrong:
+          ++wrong;
+          break;
       }
     }
   }
   std::printf("(%d cases use op types zoc does not map and were not run)\n", skipped);
   std::printf("onnx conformance: %d passed, %d refused, %d wrong\n", passed, refused, wrong);
   if (wrong > 0 || passed < kMinPassed) {
-    std::fprintf(stderr, "FAIL: %s\n", wrong > 0 ? "cases computed wrongly"
-                                                 : "fewer than 40 cases passed");
+    std::fprintf(stderr, "FAIL: %s\n",
+                 wrong > 0 ? "cases computed wrongly" : "fewer than 40 cases passed");
     return 1;
   }
   return 0;

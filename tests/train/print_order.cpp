@@ -1,5 +1,5 @@
-// Prints what runtime/zoc/train/datasets.h computes, so that tests/train/test_train.py can check the
-// Python baselines' pure-Python copies (tools/train/mt19937_64.py, idx_data.py) against it bit
+// Prints what runtime/zoc/train/datasets.h computes, so that tests/train/test_train.py can check
+// the Python baselines' pure-Python copies (tools/train/mt19937_64.py, idx_data.py) against it bit
 // for bit: the data order and normalization must be identical in every implementation of a
 // training run, and C++ is where they are defined.
 //

@@ -19,15 +19,17 @@ void put32(std::vector<uint8_t>* b, uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) b->push_back(static_cast<uint8_t>(v >> s));
 }
 
-std::string write(const test::TempDir& dir, const std::string& name, const std::vector<uint8_t>& b) {
+std::string write(const test::TempDir& dir, const std::string& name,
+                  const std::vector<uint8_t>& b) {
   const std::string p = dir.file(name);
-  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()),
-                                           static_cast<std::streamsize>(b.size()));
+  std::ofstream(p, std::ios::binary)
+      .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   return p;
 }
 
 // n images of h x w with pixel value (i * 7 + p) % 256, labels i % 10.
-std::pair<std::vector<uint8_t>, std::vector<uint8_t>> idx_files(uint32_t n, uint32_t h, uint32_t w) {
+std::pair<std::vector<uint8_t>, std::vector<uint8_t>> idx_files(uint32_t n, uint32_t h,
+                                                                uint32_t w) {
   std::vector<uint8_t> img, lab;
   put32(&img, 0x803);
   put32(&img, n);
@@ -71,8 +73,9 @@ TEST(Datasets, RejectsMalformedIdxFiles) {
   EXPECT_NE(idx_error(dir, img, {0, 0, 8, 3}).find("l: not an idx label file"), std::string::npos);
   bad = img;
   bad.pop_back();
-  EXPECT_EQ(idx_error(dir, bad, lab),
-            "i: 27 bytes, but its header says 3 images of 2x2 (truncated, padded or a bad header?)");
+  EXPECT_EQ(
+      idx_error(dir, bad, lab),
+      "i: 27 bytes, but its header says 3 images of 2x2 (truncated, padded or a bad header?)");
   bad = img;
   bad[4] = 0xff;  // a huge count, in both files: the sizes give it away
   auto bad_lab = lab;
@@ -115,13 +118,15 @@ TEST(Datasets, ReadsAndChecksCifar10Records) {
   cut.pop_back();
   auto e = data::read_cifar10({write(dir, "c.bin", cut)});
   ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.error().message, dir.file("c.bin") + ": 9218 bytes is not a whole number of 3073-byte "
-                                                  "CIFAR-10 records");
+  EXPECT_EQ(e.error().message, dir.file("c.bin") +
+                                   ": 9218 bytes is not a whole number of 3073-byte "
+                                   "CIFAR-10 records");
   auto bad = a;
   bad[3073] = 10;
   e = data::read_cifar10({write(dir, "d.bin", bad)});
   ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.error().message, dir.file("d.bin") + ": record 1 has label 10 (CIFAR-10 labels are 0..9)");
+  EXPECT_EQ(e.error().message,
+            dir.file("d.bin") + ": record 1 has label 10 (CIFAR-10 labels are 0..9)");
   EXPECT_FALSE(data::read_cifar10({}).ok());
 }
 

@@ -1,7 +1,8 @@
 // Tests of declared initialization: the `init` attribute of the YAML format, the IR it becomes
 // (an attribute that is present only when it is not PyTorch's default, and ParamSpec::init per
-// tensor), init_choice(), the seeded draws of zoc/weights/init.h, and the torchvision ResNet scheme of
-// the shipped models. Malformed `init` values are bad-input files (tests/bad_inputs/yaml/init_*).
+// tensor), init_choice(), the seeded draws of zoc/weights/init.h, and the torchvision ResNet scheme
+// of the shipped models. Malformed `init` values are bad-input files
+// (tests/bad_inputs/yaml/init_*).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -31,7 +31,9 @@ Builder features_model(int64_t opset = 17) {
   return b;
 }
 
-ref::Tensor features_input() { return ref::Tensor{{2, 3, 1, 1}, {1.f, -2.f, 0.5f, 3.f, 0.25f, -1.f}}; }
+ref::Tensor features_input() {
+  return ref::Tensor{{2, 3, 1, 1}, {1.f, -2.f, 0.5f, 3.f, 0.25f, -1.f}};
+}
 
 // y = x W^T + b for x [2, 3], W [out, 3].
 std::vector<float> linear_ref(const std::vector<float>& w, const std::vector<float>& bias) {
@@ -119,16 +121,17 @@ TEST(OnnxOps, AddBroadcastAlongWidthIsNotABias) {
   b.init("w", {2, 1, 1, 1}, {1, 2}).init("b", {2}, {10, 20});
   b.node("Conv", {"img", "w"}, {"c"}, "conv");
   b.node("Add", {"c", "b"}, {"y"}, "add");
-  expect_refused(b, "node 'add' (Add, #1): adding constant 'b' of shape [2] to a tensor computed "
-                    "from the input");
+  expect_refused(b,
+                 "node 'add' (Add, #1): adding constant 'b' of shape [2] to a tensor computed "
+                 "from the input");
 }
 
 TEST(OnnxOps, ClipAtZeroIsRelu) {
   for (int64_t opset : {6, 11, 13}) {
     Builder b = features_model(opset);
-    pb::NodeProto& clip = b.node("Clip", opset < 11 ? std::vector<std::string>{"x"}
-                                                    : std::vector<std::string>{"x", "lo"},
-                                 {"y"}, "clip");
+    pb::NodeProto& clip = b.node(
+        "Clip", opset < 11 ? std::vector<std::string>{"x"} : std::vector<std::string>{"x", "lo"},
+        {"y"}, "clip");
     if (opset < 11) {
       set_float(clip, "min", 0.0f);
     } else {
@@ -190,8 +193,8 @@ TEST(OnnxOps, BatchNormKeepsPyTorchsEpsAndMomentum) {
   ASSERT_TRUE(m) << d.render();
   const ir::Node* bn = m->graph.find_node("bn");
   ASSERT_NE(bn, nullptr);
-  EXPECT_EQ(bn->attrs.f("eps"), 1e-5);        // not float32's 9.99999975e-06
-  EXPECT_EQ(bn->attrs.f("momentum"), 0.1);   // ONNX's 0.9 weighs the running value
+  EXPECT_EQ(bn->attrs.f("eps"), 1e-5);      // not float32's 9.99999975e-06
+  EXPECT_EQ(bn->attrs.f("momentum"), 0.1);  // ONNX's 0.9 weighs the running value
 }
 
 TEST(OnnxOps, DropoutAtInferenceAndItsTrainingForms) {
@@ -239,8 +242,9 @@ TEST(OnnxOps, ReshapeToFeatures) {
   b.input("img", {-1, 3, 2, 2}).output("y", 2);
   set_value_ints(b.node("Constant", {}, {"shape"}, "k"), {0, 3, -1});
   b.node("Reshape", {"img", "shape"}, {"y"}, "r");
-  expect_refused(b, "node 'r' (Reshape, #1): a reshape of [N, 3, 2, 2] to [0, 3, -1]: zoc "
-                    "reshapes only to [N, features]");
+  expect_refused(b,
+                 "node 'r' (Reshape, #1): a reshape of [N, 3, 2, 2] to [0, 3, -1]: zoc "
+                 "reshapes only to [N, features]");
 }
 
 TEST(OnnxOps, FlattenAtAxisOneOnly) {
@@ -284,8 +288,9 @@ TEST(OnnxOps, CeilModeWherePyTorchsRuleDiffersIsRefused) {
   set_ints(pool, "strides", {2, 2});
   set_ints(pool, "pads", {1, 1, 1, 1});
   set_int(pool, "ceil_mode", 1);
-  expect_refused(b, "node 'pool' (MaxPool, #0): ceil_mode gives 3 outputs along an axis of 3 where "
-                    "PyTorch's rule");
+  expect_refused(b,
+                 "node 'pool' (MaxPool, #0): ceil_mode gives 3 outputs along an axis of 3 where "
+                 "PyTorch's rule");
 }
 
 TEST(OnnxOps, EveryUnsupportedNodeInOneErrorAndOldBatchNormTraining) {
@@ -293,16 +298,17 @@ TEST(OnnxOps, EveryUnsupportedNodeInOneErrorAndOldBatchNormTraining) {
   b.input("img", {-1, 2, 2, 2}).output("y", 4);
   for (const char* p : {"s", "bias", "mean", "var"}) b.init(p, {2}, {1, 1});
   b.node("BatchNormalization", {"img", "s", "bias", "mean", "var"}, {"a"}, "bn");  // is_test=0
-  b.node("Softsign", {"a"}, {"e"});  // (Elu before ops_dense.cpp mapped it)
+  b.node("Softsign", {"a"}, {"e"});      // (Elu before ops_dense.cpp mapped it)
   b.node("Selu", {"e"}, {"y"}, "selu");  // listed although its input is an unsupported node's
   test::TempDir dir;
   Diagnostics d;
   EXPECT_FALSE(load(b.save(dir), d));
   ASSERT_EQ(d.error_count(), 1u) << d.render();
   const std::string e = d.render();
-  for (const char* part : {": error: 3 unsupported nodes (zoc maps Conv, ",
-                           "\n  node 'bn' (BatchNormalization, #0): training mode (batch statistics)",
-                           "\n  node #1 (Softsign)\n", "\n  node 'selu' (Selu, #2)"}) {
+  for (const char* part :
+       {": error: 3 unsupported nodes (zoc maps Conv, ",
+        "\n  node 'bn' (BatchNormalization, #0): training mode (batch statistics)",
+        "\n  node #1 (Softsign)\n", "\n  node 'selu' (Selu, #2)"}) {
     EXPECT_NE(e.find(part), std::string::npos) << part << "\n" << e;
   }
 }

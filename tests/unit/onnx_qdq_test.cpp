@@ -71,7 +71,8 @@ TEST(OnnxQdq, WhatSymmetricInt8CannotReadIsRefused) {
   no_zp.input("x", {-1, 2, 2, 2}).output("y", 4).init("s", {}, {0.5f});
   no_zp.node("QuantizeLinear", {"x", "s"}, {"q"}, "/q/QuantizeLinear");
   no_zp.node("DequantizeLinear", {"q", "s"}, {"y"}, "/q/DequantizeLinear");
-  expect_refused(no_zp, "no zero point: QuantizeLinear's default output is uint8, zoc's int8 is signed");
+  expect_refused(no_zp,
+                 "no zero point: QuantizeLinear's default output is uint8, zoc's int8 is signed");
   Builder int8_out;  // the int8 tensor itself is the model's output
   int8_out.input("x", {-1, 2, 2, 2}).output("y", 4).init("s", {}, {0.5f});
   int8_out.init_int("z", kInt8, {}, {0});

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <string>
 
-#include "compiler/backend/reference/interpreter.h"
 #include "compiler/backend/cudnn/emitter.h"
+#include "compiler/backend/reference/interpreter.h"
 #include "compiler/passes/pipeline.h"
 #include "tests/unit/test_util.h"
 

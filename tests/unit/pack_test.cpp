@@ -1,10 +1,10 @@
-// Weight packing for linear layers (runtime/zoc/weights/pack.h): the column permutation that matches an
-// NHWC flatten, and the bias a linear layer run as a cuDNN convolution (--linear cudnn) always
-// needs: the layer's own, or zeros when it has none. And the tap-major filter of zoc's
+// Weight packing for linear layers (runtime/zoc/weights/pack.h): the column permutation that
+// matches an NHWC flatten, and the bias a linear layer run as a cuDNN convolution (--linear cudnn)
+// always needs: the layer's own, or zeros when it has none. And the tap-major filter of zoc's
 // depthwise kernel. And a constant compiled in from a parameter, checked against the file.
 #include "zoc/weights/pack.h"
-#include "zoc/io/safetensors.h"
 #include "tests/unit/test_util.h"
+#include "zoc/io/safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -24,10 +24,11 @@ TEST(PackLinear, ColumnsFollowTheNhwcFlattenOrder) {
   const int64_t out = 2, c = 3, h = 2, w = 2, in = c * h * w;
   zoc::WeightSource src = zoc::WeightSource::seeded(7);
   std::vector<uint8_t> plain(out * in * 4), perm(out * in * 4);
-  ASSERT_TRUE(zoc::pack_linear(src, {"fc.weight", nullptr, out, in, 0, 0, 0, zoc::DeviceDType::kF32},
+  ASSERT_TRUE(zoc::pack_linear(src,
+                               {"fc.weight", nullptr, out, in, 0, 0, 0, zoc::DeviceDType::kF32},
                                plain.data(), nullptr));
-  ASSERT_TRUE(zoc::pack_linear(src, {"fc.weight", nullptr, out, in, c, h, w, zoc::DeviceDType::kF32},
-                               perm.data(), nullptr));
+  ASSERT_TRUE(zoc::pack_linear(
+      src, {"fc.weight", nullptr, out, in, c, h, w, zoc::DeviceDType::kF32}, perm.data(), nullptr));
   const std::vector<float> a = as_floats(plain), b = as_floats(perm);
   for (int64_t o = 0; o < out; ++o)
     for (int64_t ci = 0; ci < c; ++ci)
@@ -62,7 +63,7 @@ TEST(PackConv, DepthwiseTapMajor) {
   const int64_t k = 5, r = 3, s = 2;
   zoc::WeightSource src = zoc::WeightSource::seeded(9);
   std::vector<uint8_t> krsc(k * r * s * 4), taps(k * r * s * 4), b1(k * 4), b2(k * 4);
-  zoc::ConvPackSpec spec{"dw.weight", "dw.bias", nullptr, 0.0, k, 1, r, s, true, 1,
+  zoc::ConvPackSpec spec{"dw.weight",           "dw.bias", nullptr, 0.0, k, 1, r, s, true, 1,
                          zoc::DeviceDType::kF32};
   ASSERT_TRUE(zoc::pack_conv(src, spec, krsc.data(), b1.data()));
   spec.taps_major = true;

@@ -17,7 +17,8 @@ namespace {
 
 using test::repo_path;
 
-ir::Graph load(const std::string& model, std::vector<std::pair<std::string, std::string>> sets = {}) {
+ir::Graph load(const std::string& model,
+               std::vector<std::pair<std::string, std::string>> sets = {}) {
   Diagnostics d;
   auto g = test::load(repo_path("models/" + model + ".yaml"), d, std::move(sets));
   EXPECT_TRUE(g) << d.render();
@@ -95,7 +96,8 @@ TEST(Passes, ResNet50FusesEveryBnAddAndRelu) {
   EXPECT_TRUE(ds->attrs.has("bn_eps"));
   // Folded BN tensors keep their own names.
   bool has_bn_param = false;
-  for (const ir::ParamSpec& p : ds->params) has_bn_param |= p.name == "layer1.0.downsample.1.running_var";
+  for (const ir::ParamSpec& p : ds->params)
+    has_bn_param |= p.name == "layer1.0.downsample.1.running_var";
   EXPECT_TRUE(has_bn_param);
 }
 
@@ -155,8 +157,7 @@ TEST(Passes, ConvsFuseAnyActivation) {
   EXPECT_EQ(c2->attrs.f("min_val"), -0.5);
   EXPECT_EQ(c2->attrs.f("max_val"), 1.5);
   EXPECT_EQ(ep.find_node("c4")->inputs.size(), 2u);  // residual, then GELU
-  EXPECT_EQ(ep.find_node("c4")->attrs.i("activation"),
-            ir::fused_activation_code(ir::OpKind::Gelu));
+  EXPECT_EQ(ep.find_node("c4")->attrs.i("activation"), ir::fused_activation_code(ir::OpKind::Gelu));
 }
 
 TEST(Passes, LeNetDropoutRemovedAndReluFused) {

@@ -1,6 +1,7 @@
-// Plan files (runtime/zoc/cudnn/plan_file.h): what `<model>_main --tune` writes and a generated model
-// reads. A round trip keeps every choice; a plan from another GPU, cuDNN or model is recognized
-// as such; a malformed file is an error naming its line, never a crash or a silent default.
+// Plan files (runtime/zoc/cudnn/plan_file.h): what `<model>_main --tune` writes and a generated
+// model reads. A round trip keeps every choice; a plan from another GPU, cuDNN or model is
+// recognized as such; a malformed file is an error naming its line, never a crash or a silent
+// default.
 #include "zoc/cudnn/plan_file.h"
 
 #include <gtest/gtest.h>
@@ -65,8 +66,8 @@ TEST(PlanFile, KnobListsParseAndPrintBack) {
   ASSERT_TRUE(zoc::parse_knob_list("-", &knobs));
   EXPECT_TRUE(knobs.empty());
   EXPECT_EQ(zoc::knob_list_text(knobs), "-");
-  for (const char* bad : {"", ",", "k2=3,", "k2", "k=3", "2=3", "k2=3x", "k-1=3", "k300=1",
-                          "k2 =3", "k2=3,,k4=1", "x2=3"}) {
+  for (const char* bad : {"", ",", "k2=3,", "k2", "k=3", "2=3", "k2=3x", "k-1=3", "k300=1", "k2 =3",
+                          "k2=3,,k4=1", "x2=3"}) {
     EXPECT_FALSE(zoc::parse_knob_list(bad, &knobs)) << bad;
   }
 }
@@ -97,9 +98,9 @@ TEST(PlanFile, MismatchNamesWhatDiffers) {
   EXPECT_NE(p.mismatch("NVIDIA H100 80GB HBM3", 91900, "resnet50", "fp16", "0123456789abcdef")
                 .find("measured on 'NVIDIA H200'"),
             std::string::npos);
-  EXPECT_NE(p.mismatch("NVIDIA H200", 91400, "resnet50", "fp16", "0123456789abcdef")
-                .find("cuDNN 91900"),
-            std::string::npos);
+  EXPECT_NE(
+      p.mismatch("NVIDIA H200", 91400, "resnet50", "fp16", "0123456789abcdef").find("cuDNN 91900"),
+      std::string::npos);
   EXPECT_NE(p.mismatch("NVIDIA H200", 91900, "resnet50", "bf16", "0123456789abcdef")
                 .find("resnet50 fp16"),
             std::string::npos);

@@ -533,7 +533,8 @@ TEST(RefKernels, ActivationsMatchStdAndPropagateNan) {
   // SiLU: x * sigmoid(x), -0 for very negative x as PyTorch (x / (1 + exp(-x))).
   activation<act::Silu>(x.data(), y.data(), 64);
   want.clear();
-  for (float v : x) want.push_back(static_cast<double>(v) / (1.0 + std::exp(-static_cast<double>(v))));
+  for (float v : x)
+    want.push_back(static_cast<double>(v) / (1.0 + std::exp(-static_cast<double>(v))));
   EXPECT_TRUE(std::isnan(y[3]));
   EXPECT_EQ(y[7], 100.0f);
   EXPECT_EQ(y[9], 0.0f);

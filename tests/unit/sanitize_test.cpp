@@ -24,19 +24,33 @@ TEST(ShownText, EscapesControlsAndBackslashes) {
 }
 
 TEST(ShownText, EscapesWhatATerminalActsOnOrHides) {
-  EXPECT_EQ(shown_text("\xc2\x9b" "31m"), "\\xc2\\x9b31m");       // U+009B, the 8-bit CSI
-  EXPECT_EQ(shown_text("a\xe2\x80\xae" "b"), "a\\xe2\\x80\\xaeb");  // U+202E right-to-left override
-  EXPECT_EQ(shown_text("a\xe2\x81\xa6" "b"), "a\\xe2\\x81\\xa6b");  // U+2066 isolate
-  EXPECT_EQ(shown_text("a\xe2\x80\x8b" "b"), "a\\xe2\\x80\\x8bb");  // U+200B zero width space
-  EXPECT_EQ(shown_text("\xef\xbb\xbf" "a"), "\\xef\\xbb\\xbfa");    // byte-order mark
-  EXPECT_EQ(shown_text("a\xe2\x80\xa8" "b"), "a\\xe2\\x80\\xa8b");  // U+2028 line separator
+  EXPECT_EQ(shown_text("\xc2\x9b"
+                       "31m"),
+            "\\xc2\\x9b31m");  // U+009B, the 8-bit CSI
+  EXPECT_EQ(shown_text("a\xe2\x80\xae"
+                       "b"),
+            "a\\xe2\\x80\\xaeb");  // U+202E right-to-left override
+  EXPECT_EQ(shown_text("a\xe2\x81\xa6"
+                       "b"),
+            "a\\xe2\\x81\\xa6b");  // U+2066 isolate
+  EXPECT_EQ(shown_text("a\xe2\x80\x8b"
+                       "b"),
+            "a\\xe2\\x80\\x8bb");  // U+200B zero width space
+  EXPECT_EQ(shown_text("\xef\xbb\xbf"
+                       "a"),
+            "\\xef\\xbb\\xbfa");  // byte-order mark
+  EXPECT_EQ(shown_text("a\xe2\x80\xa8"
+                       "b"),
+            "a\\xe2\\x80\\xa8b");  // U+2028 line separator
 }
 
 TEST(ShownText, EscapesBytesThatAreNotUtf8) {
-  EXPECT_EQ(shown_text("a\xff" "b"), "a\\xffb");
-  EXPECT_EQ(shown_text("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  EXPECT_EQ(shown_text("a\xff"
+                       "b"),
+            "a\\xffb");
+  EXPECT_EQ(shown_text("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(shown_text("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
-  EXPECT_EQ(shown_text("\xe5\x8d"), "\\xe5\\x8d");          // cut short
+  EXPECT_EQ(shown_text("\xe5\x8d"), "\\xe5\\x8d");           // cut short
 }
 
 TEST(ShownText, CutsLongText) {

@@ -36,7 +36,9 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-inline std::string repo_path(const std::string& rel) { return std::string(ZOC_SOURCE_DIR) + "/" + rel; }
+inline std::string repo_path(const std::string& rel) {
+  return std::string(ZOC_SOURCE_DIR) + "/" + rel;
+}
 
 inline std::optional<ir::Graph> load(const std::string& path, Diagnostics& d,
                                      std::vector<std::pair<std::string, std::string>> sets = {}) {

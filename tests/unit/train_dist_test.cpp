@@ -25,8 +25,11 @@ TEST(TrainDist, EnvironmentAndItsErrors) {
   auto single = env_of({});
   ASSERT_TRUE(single.ok());
   EXPECT_FALSE(single->distributed());
-  auto two = env_of({{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"LOCAL_RANK", "1"},
-                     {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}});
+  auto two = env_of({{"WORLD_SIZE", "2"},
+                     {"RANK", "1"},
+                     {"LOCAL_RANK", "1"},
+                     {"MASTER_ADDR", "127.0.0.1"},
+                     {"MASTER_PORT", "29500"}});
   ASSERT_TRUE(two.ok()) << two.error().message;
   EXPECT_EQ(two->rank, 1);
   EXPECT_EQ(two->world, 2);
@@ -68,9 +71,10 @@ TEST(TrainDist, RankShardsTogetherAreTheSingleProcessBatches) {
     std::vector<std::vector<int64_t>> shards;
     for (int r = 0; r < world; ++r) shards.push_back(rank_order(order, r, world));
     for (int k = 0; k < 60000 / batch; ++k) {
-      std::multiset<int64_t> together, single(order.begin() + k * batch,
-                                               order.begin() + (k + 1) * batch);
-      for (const auto& s : shards) together.insert(s.begin() + k * local, s.begin() + (k + 1) * local);
+      std::multiset<int64_t> together,
+          single(order.begin() + k * batch, order.begin() + (k + 1) * batch);
+      for (const auto& s : shards)
+        together.insert(s.begin() + k * local, s.begin() + (k + 1) * local);
       ASSERT_EQ(together, single) << "world " << world << ", step " << k;
     }
   }

@@ -24,12 +24,24 @@ std::string error_of(std::vector<std::string> words) {
 }
 
 TEST(TrainOptions, TrainModeTakesEveryOption) {
-  auto a = parse({"--data", "d", "--dataset", "cifar10", "--epochs", "3", "--batch", "64",
-                  "--lr", "0.05", "--momentum", "0.8", "--weight-decay", "1e-4", "--schedule",
-                  "step", "--seed", "7", "--weights", "w.safetensors", "--max-steps", "10",
-                  "--csv", "c.csv", "--json", "j.jsonl", "--checkpoint", "k.safetensors",
-                  "--mean", "0.5,0.25,0.125", "--std", "1,2,4", "--no-graph", "--no-benchmark",
-                  "--no-dropout", "--deterministic"});
+  auto a = parse({"--data",         "d",
+                  "--dataset",      "cifar10",
+                  "--epochs",       "3",
+                  "--batch",        "64",
+                  "--lr",           "0.05",
+                  "--momentum",     "0.8",
+                  "--weight-decay", "1e-4",
+                  "--schedule",     "step",
+                  "--seed",         "7",
+                  "--weights",      "w.safetensors",
+                  "--max-steps",    "10",
+                  "--csv",          "c.csv",
+                  "--json",         "j.jsonl",
+                  "--checkpoint",   "k.safetensors",
+                  "--mean",         "0.5,0.25,0.125",
+                  "--std",          "1,2,4",
+                  "--no-graph",     "--no-benchmark",
+                  "--no-dropout",   "--deterministic"});
   ASSERT_TRUE(a) << a.error().message;
   ASSERT_TRUE(a->fit);
   const zoc::FitArgs& f = a->fit_args;

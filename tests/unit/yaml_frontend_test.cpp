@@ -231,7 +231,8 @@ layers:
   EXPECT_FALSE(load(path, d));
   const std::string text = d.render();
   EXPECT_EQ(d.error_count(), 4u) << text;
-  EXPECT_NE(text.find("m.yaml:4:13: error: layer 'a': unknown op 'prelu' (did you mean 'relu'?)"), std::string::npos)
+  EXPECT_NE(text.find("m.yaml:4:13: error: layer 'a': unknown op 'prelu' (did you mean 'relu'?)"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("m.yaml:5:49: error: layer 'b': unknown attribute 'strides' for conv2d "
                       "(did you mean 'stride'?)"),

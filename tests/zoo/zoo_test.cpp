@@ -99,9 +99,10 @@ void expect_matches_before_and_after_passes(const std::string& label, const std:
     for (size_t i = 0; i < want.size() && i < (*out)[0].data.size(); ++i) {
       max_abs = std::max(max_abs, std::abs(double((*out)[0].data[i]) - want[i]));
     }
-    std::printf("[ zoo ] %s %s (%s, %lld nodes): rel L2 %.3g, max abs %.3g against PyTorch (%.1f s)\n",
-                label.c_str(), file.c_str(), optimized ? "after passes" : "before passes",
-                static_cast<long long>(g.nodes.size()), e, max_abs, seconds_since(start));
+    std::printf(
+        "[ zoo ] %s %s (%s, %lld nodes): rel L2 %.3g, max abs %.3g against PyTorch (%.1f s)\n",
+        label.c_str(), file.c_str(), optimized ? "after passes" : "before passes",
+        static_cast<long long>(g.nodes.size()), e, max_abs, seconds_since(start));
     EXPECT_LE(e, 1e-5) << label << " " << file << (optimized ? " after passes" : "");
   }
 }
@@ -115,8 +116,8 @@ std::string expect_matches_pytorch(const std::string& label, const fs::path& dir
   auto g = load_pt(pt, x.shape.at(2), d);
   EXPECT_TRUE(g) << d.render();
   if (!g) return "";
-  const bool scripted_tuple = pt.filename() == "model.pt" &&
-                              (label == "googlenet" || label == "inception_v3");
+  const bool scripted_tuple =
+      pt.filename() == "model.pt" && (label == "googlenet" || label == "inception_v3");
   EXPECT_EQ(d.render().find("forward returns a tuple of") != std::string::npos, scripted_tuple)
       << d.render();
   const std::string printed = ir_text(*g);

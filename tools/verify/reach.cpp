@@ -291,8 +291,9 @@ zoc::Status check_forward(const Sources& sources, Report* report) {
   ModelFinder finder(&locator, &models);
   for (const auto& ast : sources.asts) finder.TraverseAST(ast->getASTContext());
   if (models.empty()) {
-    return zoc::Error{"no model class (a class with a 'forward' member, or a trainer's 'step') is defined in '" +
-                      display_path(sources.folder) + "'"};
+    return zoc::Error{
+        "no model class (a class with a 'forward' member, or a trainer's 'step') is defined in '" +
+        display_path(sources.folder) + "'"};
   }
   for (const ModelClass& model : models) {
     Inventory inventory;

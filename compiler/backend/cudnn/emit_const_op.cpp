@@ -14,19 +14,27 @@ namespace {
 
 const char* const_op_kind(ir::OpKind op) {
   switch (op) {
-    case ir::OpKind::Sub: return "zoc::ConstOpKind::kSub";
-    case ir::OpKind::Mul: return "zoc::ConstOpKind::kMul";
-    case ir::OpKind::Div: return "zoc::ConstOpKind::kDiv";
-    default: return "zoc::ConstOpKind::kAdd";
+    case ir::OpKind::Sub:
+      return "zoc::ConstOpKind::kSub";
+    case ir::OpKind::Mul:
+      return "zoc::ConstOpKind::kMul";
+    case ir::OpKind::Div:
+      return "zoc::ConstOpKind::kDiv";
+    default:
+      return "zoc::ConstOpKind::kAdd";
   }
 }
 
 const char* op_symbol(ir::OpKind op) {
   switch (op) {
-    case ir::OpKind::Sub: return "-";
-    case ir::OpKind::Mul: return "*";
-    case ir::OpKind::Div: return "/";
-    default: return "+";
+    case ir::OpKind::Sub:
+      return "-";
+    case ir::OpKind::Mul:
+      return "*";
+    case ir::OpKind::Div:
+      return "/";
+    default:
+      return "+";
   }
 }
 
@@ -40,11 +48,11 @@ std::string shape_list(const std::vector<int64_t>& shape) {
 
 void pack_fp32_param(EmitContext& ctx, const ir::Node& n, const ir::ParamSpec& p,
                      const std::string& slot) {
-  ctx.s.pack.wrapped("ZOC_TRY(zoc::pack_tensor(source,",
-                     {fmt::format(" \"{}\"", sanitize_comment(p.name)), shape_list(p.shape),
-                      init_rule_cpp(init_choice(n, p).rule), "zoc::DeviceDType::kF32",
-                      "staging + " + slot},
-                     "));");
+  ctx.s.pack.wrapped(
+      "ZOC_TRY(zoc::pack_tensor(source,",
+      {fmt::format(" \"{}\"", sanitize_comment(p.name)), shape_list(p.shape),
+       init_rule_cpp(init_choice(n, p).rule), "zoc::DeviceDType::kF32", "staging + " + slot},
+      "));");
 }
 
 bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i) {
@@ -78,8 +86,8 @@ bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i) {
   call.m = m;
   snippet::constant(ctx, "ConstOpCall", "kCop_" + id, named::items(call));
   const std::string sym = op_symbol(n.op);
-  snippet::comment(ctx, n, reverse ? fmt::format("y = {} {} x", k, sym)
-                                   : fmt::format("y = x {} {}", sym, k));
+  snippet::comment(
+      ctx, n, reverse ? fmt::format("y = {} {} x", k, sym) : fmt::format("y = x {} {}", sym, k));
   snippet::timed_call(ctx, n, "v.const_op(kCop_{}, {})", id, ctx.name_literal(n));
   return true;
 }

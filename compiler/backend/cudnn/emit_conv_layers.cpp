@@ -200,11 +200,11 @@ bool emit_conv_transpose(EmitContext& ctx, const ir::Node& n, size_t i) {
   spec.r = k.h, spec.s = k.w, spec.dtype = "kDType";
   spec.nhwc = n.lowered->weights == ir::WeightLayout::kKRSC;
   ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
-  ctx.s.pack.wrapped("ZOC_TRY(zoc::pack_conv_transpose(source,",
-                     snippet::call_args(named::items(spec),
-                                        {std::to_string(out.c), "staging + kW_" + id,
-                                         bias ? "staging + kB_" + id : "nullptr"}),
-                     "));");
+  ctx.s.pack.wrapped(
+      "ZOC_TRY(zoc::pack_conv_transpose(source,",
+      snippet::call_args(named::items(spec), {std::to_string(out.c), "staging + kW_" + id,
+                                              bias ? "staging + kB_" + id : "nullptr"}),
+      "));");
   named::ConvShape shape;
   shape.c = out.c, shape.h = out.h, shape.w = out.w, shape.k = in.c, shape.r = k.h;
   shape.s = k.w, shape.pad_h = p.h, shape.pad_w = p.w, shape.stride_h = s.h;

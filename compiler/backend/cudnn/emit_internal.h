@@ -21,7 +21,8 @@ struct Sections {
   CodeWriter constants;       // each layer's call constant: shapes, tensors, weights (.cpp)
   CodeWriter weight_offsets;  // inline constexpr packed-weight offsets (<model>_weights.h)
   CodeWriter members;         // descriptor bundles (header)
-  CodeWriter pack{CodeWriter::kMaxColumns - 2};  // weight packing (<model>_weights.h), indented once
+  CodeWriter pack{CodeWriter::kMaxColumns -
+                  2};  // weight packing (<model>_weights.h), indented once
   CodeWriter layers{CodeWriter::kMaxColumns - 2};  // the layer sequence (layers<V>), indented once
   std::vector<std::string> titles;  // per timed layer (one that issues GPU work): its sources
 };
@@ -73,7 +74,8 @@ OutputColumns output_columns(const ir::Graph& g, ir::ValueId v);
 std::string kernels_source(const ir::Graph& g, const std::string& head, const std::string& base,
                            const Target& t);
 // The files beside the model class (emit_files.cpp).
-std::string weights_header(const EmitContext& ctx, const std::string& head, const std::string& base);
+std::string weights_header(const EmitContext& ctx, const std::string& head,
+                           const std::string& base);
 // main.cpp: `return zoc::<entry><zoc_model::<cls>>(argc, argv);` from zoc/<runtime_header>.
 std::string runner_main(const std::string& head, const std::string& base, const std::string& cls,
                         const std::string& runtime_header = "runner/main_harness.h",

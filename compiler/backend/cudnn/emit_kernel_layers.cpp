@@ -21,8 +21,8 @@ using snippet::param;
 using snippet::timed_call;
 
 // y = x * s with s of x's shape, a channel vector per sample, or (layer scale) a packed weight.
-void mul_call(EmitContext& ctx, const ir::Node& n, size_t i, const std::string& s,
-              bool elementwise, bool s_is_weight, const std::string& what) {
+void mul_call(EmitContext& ctx, const ir::Node& n, size_t i, const std::string& s, bool elementwise,
+              bool s_is_weight, const std::string& what) {
   const Dims d = dims_of(ctx.g.type(n.output));
   named::ChannelMulShape m;
   m.c = d.c, m.hw = d.h * d.w, m.nhwc = snippet::nhwc_flag(ctx, n.output);
@@ -46,9 +46,9 @@ bool emit_mul(EmitContext& ctx, const ir::Node& n, size_t i) {
 bool emit_layer_scale(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::ParamSpec* gamma = param(n, ir::ParamRole::kScale);
   const InitChoice init = init_choice(n, *gamma);
-  ctx.s.pack.line("ZOC_TRY(zoc::pack_tensor(source, \"{}\", {{{}, 1, 1}}, {}, kDType, staging + kW_{}));",
-                  sanitize_comment(gamma->name), gamma->shape[0], init_rule_cpp(init.rule),
-                  ctx.ids[i]);
+  ctx.s.pack.line(
+      "ZOC_TRY(zoc::pack_tensor(source, \"{}\", {{{}, 1, 1}}, {}, kDType, staging + kW_{}));",
+      sanitize_comment(gamma->name), gamma->shape[0], init_rule_cpp(init.rule), ctx.ids[i]);
   mul_call(ctx, n, i, "kW_" + ctx.ids[i], false, true, "layer scale (x * gamma per channel)");
   return true;
 }
@@ -60,7 +60,7 @@ bool emit_channel_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::ParamSpec* w = param(n, ir::ParamRole::kWeight);
   const ir::ParamSpec* b = param(n, ir::ParamRole::kBias);
   ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
-  pack_fp32_param(ctx, n, *w, "kW_" + id);  // [1, 1, k]
+  pack_fp32_param(ctx, n, *w, "kW_" + id);         // [1, 1, k]
   if (b) pack_fp32_param(ctx, n, *b, "kB_" + id);  // [1]
   const int64_t f = ctx.g.type(n.inputs[0]).dims[0];
   named::ChannelConvGeometry g;
@@ -87,9 +87,9 @@ bool emit_pad(EmitContext& ctx, const ir::Node& n, size_t i) {
   named::PadCall call;
   call.g = g, call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
   constant(ctx, "PadCall", "kPad_" + ctx.ids[i], named::items(call));
-  comment(ctx, n, fmt::format("pad {}x{} -> {}x{} (top {}, left {}) with {}", in.h, in.w, out.h,
-                              out.w, n.attrs.i("top"), n.attrs.i("left"),
-                              static_cast<float>(n.attrs.f("value"))));
+  comment(ctx, n,
+          fmt::format("pad {}x{} -> {}x{} (top {}, left {}) with {}", in.h, in.w, out.h, out.w,
+                      n.attrs.i("top"), n.attrs.i("left"), static_cast<float>(n.attrs.f("value"))));
   timed_call(ctx, n, "v.pad(kPad_{}, {})", ctx.ids[i], ctx.name_literal(n));
   return true;
 }
@@ -103,8 +103,9 @@ bool emit_relayout(EmitContext& ctx, const ir::Node& n, size_t i) {
   named::RelayoutCall call;
   call.g = g, call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
   constant(ctx, "RelayoutCall", "kRelayout_" + ctx.ids[i], named::items(call));
-  comment(ctx, n, fmt::format("{}x{}x{} -> {}x{}x{} in NCHW order, copied between stored orders",
-                              in.c, in.h, in.w, out.c, out.h, out.w));
+  comment(ctx, n,
+          fmt::format("{}x{}x{} -> {}x{}x{} in NCHW order, copied between stored orders", in.c,
+                      in.h, in.w, out.c, out.h, out.w));
   timed_call(ctx, n, "v.relayout(kRelayout_{}, {})", ctx.ids[i], ctx.name_literal(n));
   return true;
 }
@@ -146,10 +147,10 @@ bool emit_adaptive_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
   named::AdaptivePoolCall call;
   call.g = g, call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
   constant(ctx, "AdaptivePoolCall", "kPool_" + ctx.ids[i], named::items(call));
-  comment(ctx, n, n.op == ir::OpKind::GlobalAvgPool
-                      ? fmt::format("global average pool {}x{} (zoc's kernel)", in.h, in.w)
-                      : fmt::format("adaptive average pool {}x{} -> {}x{}", in.h, in.w, out.h,
-                                    out.w));
+  comment(ctx, n,
+          n.op == ir::OpKind::GlobalAvgPool
+              ? fmt::format("global average pool {}x{} (zoc's kernel)", in.h, in.w)
+              : fmt::format("adaptive average pool {}x{} -> {}x{}", in.h, in.w, out.h, out.w));
   timed_call(ctx, n, "v.adaptive_pool(kPool_{}, {})", ctx.ids[i], ctx.name_literal(n));
   return true;
 }
@@ -183,9 +184,10 @@ bool emit_upsample(EmitContext& ctx, const ir::Node& n, size_t i) {
     call.y = ctx.tensor(n.output);
   }
   constant(ctx, "UpsampleCall", "kUp_" + ctx.ids[i], named::items(call));
-  comment(ctx, n, fmt::format("upsample {}, {} channels, {}x{} -> {}x{}{}{}",
-                              bilinear ? "bilinear" : "nearest", in.c, in.h, in.w, out.h, out.w,
-                              corners ? " (align_corners)" : "", to));
+  comment(
+      ctx, n,
+      fmt::format("upsample {}, {} channels, {}x{} -> {}x{}{}{}", bilinear ? "bilinear" : "nearest",
+                  in.c, in.h, in.w, out.h, out.w, corners ? " (align_corners)" : "", to));
   timed_call(ctx, n, "v.upsample(kUp_{}, {})", ctx.ids[i], ctx.name_literal(n));
   return true;
 }
@@ -199,8 +201,9 @@ bool emit_channel_softmax(EmitContext& ctx, const ir::Node& n, size_t i) {
   call.c = t.dims[0], call.hw = image ? t.dims[1] * t.dims[2] : 1, call.log = log;
   call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
   constant(ctx, "ChannelSoftmaxCall", "kSoftmax_" + ctx.ids[i], named::items(call));
-  comment(ctx, n, fmt::format("{} over {} channels{}", log ? "log-softmax" : "softmax",
-                              t.dims[0], image ? " at each pixel" : ""));
+  comment(ctx, n,
+          fmt::format("{} over {} channels{}", log ? "log-softmax" : "softmax", t.dims[0],
+                      image ? " at each pixel" : ""));
   timed_call(ctx, n, "v.channel_softmax(kSoftmax_{}, {})", ctx.ids[i], ctx.name_literal(n));
   return true;
 }
@@ -218,10 +221,10 @@ bool emit_argmax(EmitContext& ctx, const ir::Node& n, size_t i) {
   named::ArgmaxCall call;
   call.c = t.dims[0], call.x = ctx.tensor(n.inputs[0]), call.out = o;
   constant(ctx, "ArgmaxCall", "kArgmax_" + ctx.ids[i], named::items(call));
-  comment(ctx, n, fmt::format("argmax over {} channels{}, indices as fp32 to the caller's "
-                              "columns {}..{}",
-                              t.dims[0], image ? " at each pixel" : "", at.offset,
-                              at.offset + hw - 1));
+  comment(ctx, n,
+          fmt::format("argmax over {} channels{}, indices as fp32 to the caller's "
+                      "columns {}..{}",
+                      t.dims[0], image ? " at each pixel" : "", at.offset, at.offset + hw - 1));
   timed_call(ctx, n, "v.argmax(kArgmax_{}, {})", ctx.ids[i], ctx.name_literal(n));
   return true;
 }
@@ -230,23 +233,34 @@ bool emit_argmax(EmitContext& ctx, const ir::Node& n, size_t i) {
 
 bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
   switch (n.op) {
-    case ir::OpKind::Mul: return emit_mul(ctx, n, i);
-    case ir::OpKind::LayerScale: return emit_layer_scale(ctx, n, i);
-    case ir::OpKind::LayerNorm: return emit_layernorm(ctx, n, i);
-    case ir::OpKind::ChannelShuffle: return emit_channel_shuffle(ctx, n, i);
+    case ir::OpKind::Mul:
+      return emit_mul(ctx, n, i);
+    case ir::OpKind::LayerScale:
+      return emit_layer_scale(ctx, n, i);
+    case ir::OpKind::LayerNorm:
+      return emit_layernorm(ctx, n, i);
+    case ir::OpKind::ChannelShuffle:
+      return emit_channel_shuffle(ctx, n, i);
     case ir::OpKind::AdaptiveAvgPool2d:
     case ir::OpKind::GlobalAvgPool:  // an adaptive pool to 1x1 where the lowering chose it
       return emit_adaptive_pool(ctx, n, i);
     case ir::OpKind::UpsampleNearest:
-    case ir::OpKind::UpsampleBilinear: return emit_upsample(ctx, n, i);
+    case ir::OpKind::UpsampleBilinear:
+      return emit_upsample(ctx, n, i);
     case ir::OpKind::Softmax:
-    case ir::OpKind::LogSoftmax: return emit_channel_softmax(ctx, n, i);
-    case ir::OpKind::Argmax: return emit_argmax(ctx, n, i);
-    case ir::OpKind::Pad: return emit_pad(ctx, n, i);
-    case ir::OpKind::ChannelConv1d: return emit_channel_conv(ctx, n, i);
+    case ir::OpKind::LogSoftmax:
+      return emit_channel_softmax(ctx, n, i);
+    case ir::OpKind::Argmax:
+      return emit_argmax(ctx, n, i);
+    case ir::OpKind::Pad:
+      return emit_pad(ctx, n, i);
+    case ir::OpKind::ChannelConv1d:
+      return emit_channel_conv(ctx, n, i);
     case ir::OpKind::Reshape:
-    case ir::OpKind::Flatten: return emit_relayout(ctx, n, i);
-    default: break;
+    case ir::OpKind::Flatten:
+      return emit_relayout(ctx, n, i);
+    default:
+      break;
   }
   ctx.diags.error(n.loc, fmt::format("layer '{}' ({}): not a layer of zoc's kernels",
                                      shown_text(n.name), ir::op_info(n.op).name));

@@ -182,7 +182,8 @@ std::string model_header(const EmitContext& ctx, const std::string& head, const 
     types.math = std::string(t.cudnn_math), types.blas_type = std::string(t.blas_type);
     types.blas_compute = std::string(t.blas_compute);
     h.wrapped("static constexpr zoc::Precision kTypes = {", named::items(types), "};");
-    h.line("// Layers that issue GPU work, in forward order, and the source layers each stands for.");
+    h.line(
+        "// Layers that issue GPU work, in forward order, and the source layers each stands for.");
     h.line("static constexpr int kLayers = {};", ctx.s.titles.size());
     h.line("static const char* const kTitles[kLayers];");
     h.line("// Side branches (downsample convolutions) run on a second stream, joined by events.");
@@ -249,12 +250,14 @@ std::string model_source(const EmitContext& ctx, const std::string& head, const 
     c.line("}};");
     c.blank();
     {
-      auto f = c.block(fmt::format("zoc::Status {}::pack(zoc::WeightSource& source, uint8_t* staging)", cls));
+      auto f = c.block(
+          fmt::format("zoc::Status {}::pack(zoc::WeightSource& source, uint8_t* staging)", cls));
       c.line("static_assert(kWeightBytes == {}_weights::kWeightBytes);", base);
       c.line("return {}_weights::pack(source, staging);", base);
     }
     c.blank();
-    c.line("// The forward pass in order: one call per layer (and a join where a side branch ends).");
+    c.line(
+        "// The forward pass in order: one call per layer (and a join where a side branch ends).");
     auto f = c.block(fmt::format("template <class V>\nzoc::Status {}::layers(V& v)", cls));
     c.append(ctx.s.layers);
     c.line("return zoc::Status::success();");
@@ -289,9 +292,8 @@ void emit_outputs(EmitContext& ctx) {
     ctx.s.layers.line("// output: fp32 [n, {}] for the caller", outputs);
     named::OutputCall out;
     out.y = ctx.tensor(g.outputs[0]), out.per_sample = outputs;
-    ctx.s.layers.wrapped(fmt::format("ZOC_TRY(v.{}({{", g.target->output_convert
-                                                            ? "output_to_float"
-                                                            : "output_copy"),
+    ctx.s.layers.wrapped(fmt::format("ZOC_TRY(v.{}({{",
+                                     g.target->output_convert ? "output_to_float" : "output_copy"),
                          named::items(out), "}));");
     ctx.s.titles.push_back("output (to fp32 for the caller)");
     return;
@@ -302,8 +304,9 @@ void emit_outputs(EmitContext& ctx) {
     const ir::TensorType& t = g.type(v);
     const std::string name = sanitize_comment(g.value_name(v));
     if (written_by_its_layer(g, v)) {
-      ctx.s.layers.line("// output '{}': columns {}..{} of the caller's [n, {}], written by its layer",
-                        name, offset, offset + t.sample_numel() - 1, pitch);
+      ctx.s.layers.line(
+          "// output '{}': columns {}..{} of the caller's [n, {}], written by its layer", name,
+          offset, offset + t.sample_numel() - 1, pitch);
       offset += t.sample_numel();
       continue;
     }

@@ -138,8 +138,8 @@ bool emit_train_batchnorm_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   c.dbeta = grad_of(ctx, n, ir::ParamRole::kBnBias);
   constant(ctx, "train::BatchNormGradCall", name, named::items(c));
   call(ctx, n, "dx = BN'(dy); dgamma, dbeta",
-       fmt::format("v.batchnorm_grad({}_, {}, {})", ctx.ids[ctx.train->node_index.at(f.name)],
-                   name, ctx.name_literal(f)));
+       fmt::format("v.batchnorm_grad({}_, {}, {})", ctx.ids[ctx.train->node_index.at(f.name)], name,
+                   ctx.name_literal(f)));
   return true;
 }
 
@@ -213,7 +213,8 @@ bool emit_train_linear(EmitContext& ctx, const ir::Node& n, size_t i) {
   c.b = param_offset(ctx, n, ir::ParamRole::kBias);
   c.x = ctx.tensor(n.inputs[0]), c.y = ctx.tensor(n.output);
   constant(ctx, "train::LinearTrainCall", "kFc_" + ctx.ids[i], named::items(c));
-  call(ctx, n, fmt::format("linear {} -> {}: y = x W^T{}", in, out, n.attrs.b("bias") ? " + b" : ""),
+  call(ctx, n,
+       fmt::format("linear {} -> {}: y = x W^T{}", in, out, n.attrs.b("bias") ? " + b" : ""),
        fmt::format("v.linear(kFc_{}, {})", ctx.ids[i], ctx.name_literal(n)));
   return true;
 }

@@ -58,9 +58,12 @@ std::string nccl_cmake(const std::string& base) {
   CodeWriter cm;
   cm.line("# Data-parallel training (zoc/train/dist.h) needs NCCL, from NCCL_ROOT or the CUDA");
   cm.line("# toolkit; without it the trainer runs in one process (WORLD_SIZE > 1 is refused).");
-  cm.line("find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${{NCCL_ROOT}}/include ${{CUDAToolkit_INCLUDE_DIRS}})");
+  cm.line(
+      "find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${{NCCL_ROOT}}/include "
+      "${{CUDAToolkit_INCLUDE_DIRS}})");
   cm.line("find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2");
-  cm.line("             HINTS ${{NCCL_ROOT}}/lib ${{NCCL_ROOT}}/lib64 ${{CUDAToolkit_LIBRARY_DIR}})");
+  cm.line(
+      "             HINTS ${{NCCL_ROOT}}/lib ${{NCCL_ROOT}}/lib64 ${{CUDAToolkit_LIBRARY_DIR}})");
   cm.line("if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)");
   cm.line("  target_include_directories({} PUBLIC ${{NCCL_INCLUDE_DIR}})", base);
   cm.line("  target_link_libraries({} PUBLIC ${{NCCL_LIBRARY}})", base);

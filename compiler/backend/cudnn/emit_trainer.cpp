@@ -45,8 +45,8 @@ void plan_params(const ir::Graph& model, TrainInfo& info) {
     for (const ir::ParamSpec& p : n.params) {
       if (p.dtype != ir::DType::F32 || info.param_index.count(p.name)) continue;
       const InitChoice init = init_choice(n, p);
-      ParamSlot s{p.name, sanitize_identifier(p.name), 0, 1, p.shape, p.trainable,
-                  init_rule_cpp(init.rule), init.fan};
+      ParamSlot s{p.name,      sanitize_identifier(p.name), 0,       1, p.shape,
+                  p.trainable, init_rule_cpp(init.rule),    init.fan};
       for (int k = 2; !ids.insert(s.id).second; ++k) {
         s.id = fmt::format("{}_{}", sanitize_identifier(p.name), k);
       }
@@ -133,8 +133,8 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
   const auto& in = ctx.g.type(input).dims;
   CodeWriter h;
   h.raw_line(head);
-  h.line("// {}: training model '{}' on the GPU, fp32 with TF32 off; what every trainer shares", cls,
-         sanitize_comment(ctx.g.name));
+  h.line("// {}: training model '{}' on the GPU, fp32 with TF32 off; what every trainer shares",
+         cls, sanitize_comment(ctx.g.name));
   h.line("// (create, step, sgd, evaluate, metrics) is zoc/train/trainer.h.");
   h.line("#pragma once");
   h.blank();
@@ -154,10 +154,12 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
     h.line("using Param = zoc::train::Param;");
     h.line("static constexpr int kNumParams = {};", info.params.size());
     h.line("static constexpr size_t kParamElements = {};", info.param_elements);
-    h.line("// The trainable parameters come first: [0, kTrainableElements) of params() and grads().");
+    h.line(
+        "// The trainable parameters come first: [0, kTrainableElements) of params() and grads().");
     h.line("static constexpr size_t kTrainableElements = {};", info.trainable_elements);
     h.line("static const Param kParamTable[kNumParams];");
-    h.line("// BatchNorm's num_batches_tracked names (int64 scalars in a state_dict), nullptr-ended.");
+    h.line(
+        "// BatchNorm's num_batches_tracked names (int64 scalars in a state_dict), nullptr-ended.");
     h.line("static const char* const kCounterNames[];");
     h.line("// Gradient buckets of data-parallel training (zoc/train/dist.h), in the order the");
     h.line("// backward pass completes them: [offset, offset + count) floats of grads().");
@@ -237,13 +239,15 @@ std::string trainer_source(const EmitContext& ctx, const ir::Graph& model, const
     auto ns = c.ns("namespace zoc_model", "}  // namespace zoc_model");
     {
       auto anon = c.ns("namespace", "}  // namespace");
-      c.line("// Parameters: byte offsets in params(), grads() and the momenta (PyTorch's layout).");
+      c.line(
+          "// Parameters: byte offsets in params(), grads() and the momenta (PyTorch's layout).");
       for (const ParamSlot& p : info.params) {
         c.line("constexpr size_t kP_{} = {};  // {}", p.id, p.offset * 4, sanitize_comment(p.name));
       }
       c.blank();
       c.line("// Activations and their gradients: per-sample byte offsets in the arena (kA_), and");
-      c.line("// BatchNorm's saved statistics and the loss: byte offsets in the fixed region (kF_).");
+      c.line(
+          "// BatchNorm's saved statistics and the loss: byte offsets in the fixed region (kF_).");
       for (size_t v = 0; v < ctx.g.values.size(); ++v) {
         const lower::MemoryPlan::Slot& s = info.plan.slots[v];
         if (s.alias_of != ir::kNoValue || s.offset < 0 || s.pinned) continue;
@@ -258,16 +262,20 @@ std::string trainer_source(const EmitContext& ctx, const ir::Graph& model, const
     c.blank();
     trainer_tables(ctx, model, cls, c);
     c.blank();
-    c.line("// The forward pass, input to logits (training mode in step(), evaluation in evaluate()).");
+    c.line(
+        "// The forward pass, input to logits (training mode in step(), evaluation in "
+        "evaluate()).");
     {
-      auto f = c.block(fmt::format("template <class V>\nzoc::Status {}::forward_layers(V& v)", cls));
+      auto f =
+          c.block(fmt::format("template <class V>\nzoc::Status {}::forward_layers(V& v)", cls));
       c.append(forward);
       c.line("return zoc::Status::success();");
     }
     c.blank();
     c.line("// The loss, then every backward node in reverse order of the layers.");
     {
-      auto f = c.block(fmt::format("template <class V>\nzoc::Status {}::backward_layers(V& v)", cls));
+      auto f =
+          c.block(fmt::format("template <class V>\nzoc::Status {}::backward_layers(V& v)", cls));
       c.append(backward);
       c.line("return zoc::Status::success();");
     }
@@ -301,9 +309,11 @@ bool check_trainable(const ir::Graph& model, Diagnostics& diags) {
       case ir::OpKind::ChannelShuffle:
       case ir::OpKind::SliceChannels:
       case ir::OpKind::AdaptiveAvgPool2d:
-        refuse(n, "this op yet (inference compiles it; `zoc grad` computes its gradients on the CPU)");
+        refuse(n,
+               "this op yet (inference compiles it; `zoc grad` computes its gradients on the CPU)");
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return ok;

@@ -18,7 +18,7 @@ namespace zoc::cudnn {
 // One state_dict tensor (float): where it lies in params(), grads() and the momenta.
 struct ParamSlot {
   std::string name;
-  std::string id;  // its byte-offset constant: kP_<id>
+  std::string id;                 // its byte-offset constant: kP_<id>
   int64_t offset = 0, count = 0;  // floats
   std::vector<int64_t> shape;
   bool trainable = true;

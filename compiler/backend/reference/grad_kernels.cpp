@@ -141,8 +141,8 @@ void linear_backward(const float* x, const float* w, const float* dy, float* dx,
   }
 }
 
-double softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t rows,
-                             int64_t cols, float* dlogits) {
+double softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                             float* dlogits) {
   double loss = 0.0;
   for (int64_t r = 0; r < rows; ++r) {
     const float* z = logits + r * cols;

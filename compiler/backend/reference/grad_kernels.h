@@ -50,8 +50,8 @@ void linear_backward(const float* x, const float* w, const float* dy, float* dx,
 
 // Mean softmax cross-entropy of logits[rows, cols] against labels (each in [0, cols)); writes
 // dlogits = (softmax - onehot) / rows and returns the loss.
-double softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t rows,
-                             int64_t cols, float* dlogits);
+double softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                             float* dlogits);
 
 // mul's gradient: da = dy * b and db = dy * a, db summed over hw where b is per channel
 // (b_per_channel: b and db are [n, c]).

@@ -240,8 +240,8 @@ void Runner::fused_conv(const ir::Node& node) {
   if (!fused) return;
   const act::Params p = ir::fused_activation_params(node);
   switch (fused->kind) {
-#define ZOC_ACTIVATION(op, grad, math) \
-  case act::Kind::k##math:             \
+#define ZOC_ACTIVATION(op, grad, math)      \
+  case act::Kind::k##math:                  \
     ref::activation<act::math>(y, y, n, p); \
     break;
 #include "compiler/ir/ops.def"
@@ -389,9 +389,10 @@ Expected<std::vector<Tensor>> run(const ir::Graph& graph, const Weights& weights
   for (const ir::Value& v : graph.values) {
     auto bytes = checked_product({input.shape[0], v.type->sample_numel(), 4});
     if (!bytes || *bytes > kMaxTensorBytes) {
-      return Error{fmt::format("batch {} is too large for the reference interpreter (a tensor "
-                               "would exceed {} bytes)",
-                               input.shape[0], kMaxTensorBytes)};
+      return Error{
+          fmt::format("batch {} is too large for the reference interpreter (a tensor "
+                      "would exceed {} bytes)",
+                      input.shape[0], kMaxTensorBytes)};
     }
   }
   for (const ir::Node& n : graph.nodes) {

@@ -14,7 +14,7 @@ inline Conv2dShape conv_shape_of(const ir::Attrs& a, const std::vector<int64_t>&
                                  const std::vector<int64_t>& out, int64_t n) {
   const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding"),
                  d = a.pair("dilation");
-  return Conv2dShape{n,   in[0], in[1], in[2], out[0],        k.h,    k.w,   s.h,
+  return Conv2dShape{n,   in[0], in[1], in[2], out[0], k.h,           k.w,    s.h,
                      s.w, p.h,   p.w,   d.h,   d.w,    a.i("groups"), out[1], out[2]};
 }
 
@@ -24,9 +24,9 @@ inline Pool2dShape pool_shape_of(const ir::Attrs& a, bool is_max, const std::vec
                                  const std::vector<int64_t>& out, int64_t n) {
   const ir::Pair k = a.pair("kernel"), s = a.pair("stride"), p = a.pair("padding");
   const ir::Pair d = is_max ? a.pair("dilation") : ir::Pair{1, 1};
-  return Pool2dShape{n,   in[0], in[1], in[2], k.h,    k.w,    s.h,
-                     s.w, p.h,   p.w,   d.h,   d.w,    out[1], out[2],
-                     !is_max && a.b("count_include_pad")};
+  return Pool2dShape{n,   in[0], in[1],  in[2],  k.h,
+                     k.w, s.h,   s.w,    p.h,    p.w,
+                     d.h, d.w,   out[1], out[2], !is_max && a.b("count_include_pad")};
 }
 
 }  // namespace zoc::ref

@@ -155,8 +155,8 @@ void maxpool2d_backward(const float* x, const float* dy, float* dx, const Pool2d
         int64_t at = -1;
         for_each_tap(s, h0, w0, [&](int64_t i) {
           const float v = plane[i];
-          if (at < 0) at = i;               // PyTorch starts from the window's first tap
-          if (v > m || std::isnan(v)) {     // the forward's test: the first max, the last NaN
+          if (at < 0) at = i;            // PyTorch starts from the window's first tap
+          if (v > m || std::isnan(v)) {  // the forward's test: the first max, the last NaN
             m = v;
             at = i;
           }

@@ -35,11 +35,16 @@ bool Constant::has_batch() const {
 
 std::string view_name(Val::View view) {
   switch (view) {
-    case Val::View::kNone: return "an activation";
-    case Val::View::kChannelsLast: return "a channels-last [N, H, W, C] view (Transpose perm [0, 2, 3, 1])";
-    case Val::View::kGrouped: return "a grouped [N, g, C/g, H, W] view (Reshape)";
-    case Val::View::kGroupedTransposed: return "a transposed grouped [N, C/g, g, H, W] view";
-    case Val::View::kSequence: return "a [N, 1, F] view of features (Reshape)";
+    case Val::View::kNone:
+      return "an activation";
+    case Val::View::kChannelsLast:
+      return "a channels-last [N, H, W, C] view (Transpose perm [0, 2, 3, 1])";
+    case Val::View::kGrouped:
+      return "a grouped [N, g, C/g, H, W] view (Reshape)";
+    case Val::View::kGroupedTransposed:
+      return "a transposed grouped [N, C/g, g, H, W] view";
+    case Val::View::kSequence:
+      return "a [N, 1, F] view of features (Reshape)";
   }
   return "a view";
 }
@@ -51,19 +56,32 @@ std::vector<int64_t> viewed_dims(const Val& v, const std::vector<int64_t>& d) {
 std::string step_name(Partial::Step step) {
   using S = Partial::Step;
   switch (step) {
-    case S::kGeluScaled: return "x / sqrt(2) of GELU's erf form";
-    case S::kGeluErf: return "erf(x / sqrt(2)) of GELU's erf form";
-    case S::kGeluErfPlus1: return "1 + erf(x / sqrt(2)) of GELU's erf form";
-    case S::kGeluUnhalved: return "x * (1 + erf(x / sqrt(2))) of GELU's erf form";
-    case S::kNormMean: return "the mean of a decomposed LayerNormalization";
-    case S::kNormCentered: return "x - mean of a decomposed LayerNormalization";
-    case S::kNormSquared: return "(x - mean)^2 of a decomposed LayerNormalization";
-    case S::kNormVariance: return "the variance of a decomposed LayerNormalization";
-    case S::kNormVarEps: return "variance + eps of a decomposed LayerNormalization";
-    case S::kNormStd: return "sqrt(variance + eps) of a decomposed LayerNormalization";
-    case S::kNormalized: return "the normalized x of a decomposed LayerNormalization";
-    case S::kNormScaled: return "the scaled x of a decomposed LayerNormalization";
-    case S::kPadded: return "the result of a Pad with zeros";
+    case S::kGeluScaled:
+      return "x / sqrt(2) of GELU's erf form";
+    case S::kGeluErf:
+      return "erf(x / sqrt(2)) of GELU's erf form";
+    case S::kGeluErfPlus1:
+      return "1 + erf(x / sqrt(2)) of GELU's erf form";
+    case S::kGeluUnhalved:
+      return "x * (1 + erf(x / sqrt(2))) of GELU's erf form";
+    case S::kNormMean:
+      return "the mean of a decomposed LayerNormalization";
+    case S::kNormCentered:
+      return "x - mean of a decomposed LayerNormalization";
+    case S::kNormSquared:
+      return "(x - mean)^2 of a decomposed LayerNormalization";
+    case S::kNormVariance:
+      return "the variance of a decomposed LayerNormalization";
+    case S::kNormVarEps:
+      return "variance + eps of a decomposed LayerNormalization";
+    case S::kNormStd:
+      return "sqrt(variance + eps) of a decomposed LayerNormalization";
+    case S::kNormalized:
+      return "the normalized x of a decomposed LayerNormalization";
+    case S::kNormScaled:
+      return "the scaled x of a decomposed LayerNormalization";
+    case S::kPadded:
+      return "the result of a Pad with zeros";
     case S::kFlattened:
       return "a tensor flattened with its batch (a Reshape to [-1])";
   }
@@ -90,9 +108,10 @@ const Val* NodeContext::viewed(size_t i) {
     fail(fmt::format("input {} ('{}') is {}, used otherwise than as its next step", i + 1,
                      shown_text(v.name), step_name(v.partial->step)));
   } else {
-    fail(fmt::format("input {} ('{}') is a constant where zoc needs a tensor computed from the "
-                     "model's input",
-                     i + 1, shown_text(v.name)));
+    fail(
+        fmt::format("input {} ('{}') is a constant where zoc needs a tensor computed from the "
+                    "model's input",
+                    i + 1, shown_text(v.name)));
   }
   return nullptr;
 }
@@ -102,11 +121,12 @@ std::optional<ir::ValueId> NodeContext::activation(size_t i) {
   if (!v) return std::nullopt;
   if (v->view != Val::View::kNone) {
     const std::vector<int64_t>* d = dims(v->id);
-    fail(fmt::format("input {} ('{}') is {}{}; zoc follows such a view only into the ops of the "
-                     "models that use it (ConvNeXt's LayerNormalization, MatMul and elementwise "
-                     "ops; ShuffleNet's Transpose and Reshape)",
-                     i + 1, shown_text(v->name), view_name(v->view),
-                     d ? fmt::format(" [N, {}]", fmt::join(viewed_dims(*v, *d), ", ")) : ""));
+    fail(
+        fmt::format("input {} ('{}') is {}{}; zoc follows such a view only into the ops of the "
+                    "models that use it (ConvNeXt's LayerNormalization, MatMul and elementwise "
+                    "ops; ShuffleNet's Transpose and Reshape)",
+                    i + 1, shown_text(v->name), view_name(v->view),
+                    d ? fmt::format(" [N, {}]", fmt::join(viewed_dims(*v, *d), ", ")) : ""));
     return std::nullopt;
   }
   return v->id;
@@ -196,16 +216,16 @@ const pb::AttributeProto* find_attr(const pb::NodeProto& n, const char* name) {
 bool NodeContext::has_attr(const char* name) const { return find_attr(n_, name) != nullptr; }
 
 // One reader per attribute type: absent leaves `out`, another type is a failure.
-#define ZOC_ONNX_ATTR_READER(T, TYPE, GET)                                                      \
-  bool NodeContext::attr(const char* name, T& out) {                                           \
-    const pb::AttributeProto* a = find_attr(n_, name);                                         \
-    if (!a) return true;                                                                       \
-    if (a->type() != pb::AttributeProto::TYPE) {                                               \
-      return fail(fmt::format("attribute '{}' is {}, where ONNX has {}", name,                 \
-                              pb::AttributeProto::AttributeType_Name(a->type()), #TYPE));      \
-    }                                                                                          \
-    GET;                                                                                       \
-    return true;                                                                               \
+#define ZOC_ONNX_ATTR_READER(T, TYPE, GET)                                                \
+  bool NodeContext::attr(const char* name, T& out) {                                      \
+    const pb::AttributeProto* a = find_attr(n_, name);                                    \
+    if (!a) return true;                                                                  \
+    if (a->type() != pb::AttributeProto::TYPE) {                                          \
+      return fail(fmt::format("attribute '{}' is {}, where ONNX has {}", name,            \
+                              pb::AttributeProto::AttributeType_Name(a->type()), #TYPE)); \
+    }                                                                                     \
+    GET;                                                                                  \
+    return true;                                                                          \
   }
 ZOC_ONNX_ATTR_READER(int64_t, INT, out = a->i())
 ZOC_ONNX_ATTR_READER(double, FLOAT, out = decimal_of_float(a->f()))
@@ -227,9 +247,10 @@ const float* NodeContext::noted_int8_scale(ir::ValueId v) const {
 bool NodeContext::int8_scale(ir::ValueId v, float scale) {
   const auto [it, fresh] = t_.int8_scales_.emplace(v, scale);
   if (fresh || it->second == scale) return true;
-  return fail(fmt::format("a second int8 scale, {}, for a tensor already quantized with {}: zoc "
-                          "keeps one scale per tensor",
-                          scale, it->second));
+  return fail(
+      fmt::format("a second int8 scale, {}, for a tensor already quantized with {}: zoc "
+                  "keeps one scale per tensor",
+                  scale, it->second));
 }
 
 std::optional<ir::ValueId> NodeContext::emit(ir::OpKind op, std::vector<ir::ValueId> inputs,
@@ -240,8 +261,8 @@ std::optional<ir::ValueId> NodeContext::emit(ir::OpKind op, std::vector<ir::Valu
     if (spec && (spec->kind != value.kind || !ir::attr_in_range(*spec, value))) {
       const std::string shown = value.kind == ir::AttrKind::Pair
                                     ? fmt::format("{}x{}", value.pair.h, value.pair.w)
-                                    : value.kind == ir::AttrKind::Float ? fmt::format("{:g}", value.f)
-                                                                        : std::to_string(value.i);
+                                : value.kind == ir::AttrKind::Float ? fmt::format("{:g}", value.f)
+                                                                    : std::to_string(value.i);
       fail(fmt::format("{} {} is outside what zoc supports ({})", key, shown,
                        ir::attr_range_text(*spec)));
       return std::nullopt;

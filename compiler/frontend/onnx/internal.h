@@ -143,8 +143,8 @@ struct Val {
   ir::ValueId id = ir::kNoValue;
   std::shared_ptr<const Constant> constant;
   std::string name;  // the ONNX name the value was reached by (an Identity's output: its own)
-  View view = View::kNone;  // kActivation
-  int64_t groups = 0;       // kActivation viewed kGrouped or kGroupedTransposed: g
+  View view = View::kNone;                 // kActivation
+  int64_t groups = 0;                      // kActivation viewed kGrouped or kGroupedTransposed: g
   std::shared_ptr<const Partial> partial;  // kPartial
 
   bool is(Kind k) const { return kind == k; }
@@ -319,8 +319,8 @@ class NodeContext {
 };
 
 // The IR pad node of image x by pads [top, left, bottom, right] of `value` (ops_zoo.cpp).
-std::optional<ir::ValueId> emit_pad(NodeContext& c, ir::ValueId x,
-                                    const std::vector<int64_t>& tlbr, double value);
+std::optional<ir::ValueId> emit_pad(NodeContext& c, ir::ValueId x, const std::vector<int64_t>& tlbr,
+                                    double value);
 
 // An op handler: maps one ONNX node to IR nodes and sets its output; false after fail().
 using Handler = bool (*)(NodeContext&);
@@ -454,7 +454,7 @@ class Translator {
   // IR value -> the ONNX names bound to it (an Identity's output shares its input's value), so
   // that NodeContext::readers_of_value need not scan env_ per node.
   std::unordered_map<ir::ValueId, std::vector<std::string>> names_of_value_;
-  std::vector<bool> needed_;                       // per node: its result reaches the output
+  std::vector<bool> needed_;                         // per node: its result reaches the output
   std::unordered_map<std::string, size_t> readers_;  // value name -> needed nodes reading it
   std::set<std::string> graph_outputs_;
   std::map<int32_t, std::vector<ParamBinding>> params_;  // IR node index -> its parameters

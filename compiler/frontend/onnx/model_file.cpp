@@ -38,23 +38,35 @@ namespace fs = std::filesystem;
 using google::protobuf::internal::WireFormatLite;
 
 constexpr int64_t kMaxExternalBytes = int64_t{8} << 30;  // all external data of one model
-constexpr size_t kMaxCheckerBytes = 1000;  // of ONNX's checker's message, as shown
+constexpr size_t kMaxCheckerBytes = 1000;                // of ONNX's checker's message, as shown
 
 // ModelProto's fields (onnx.proto), to tell a truncated model from bytes that are not one.
 const char* model_field_name(int field) {
   switch (field) {
-    case 1: return "ir_version";
-    case 2: return "producer_name";
-    case 3: return "producer_version";
-    case 4: return "domain";
-    case 5: return "model_version";
-    case 6: return "doc_string";
-    case 7: return "graph";
-    case 8: return "opset_import";
-    case 14: return "metadata_props";
-    case 20: return "training_info";
-    case 25: return "functions";
-    default: return nullptr;
+    case 1:
+      return "ir_version";
+    case 2:
+      return "producer_name";
+    case 3:
+      return "producer_version";
+    case 4:
+      return "domain";
+    case 5:
+      return "model_version";
+    case 6:
+      return "doc_string";
+    case 7:
+      return "graph";
+    case 8:
+      return "opset_import";
+    case 14:
+      return "metadata_props";
+    case 20:
+      return "training_info";
+    case 25:
+      return "functions";
+    default:
+      return nullptr;
   }
 }
 
@@ -118,32 +130,37 @@ std::string explain_parse_failure(const std::string& bytes) {
     const bool varint = field == 1 || field == 5;  // ir_version, model_version
     if (!name || wire != (varint ? WireFormatLite::WIRETYPE_VARINT
                                  : WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
-      return fmt::format("not an ONNX model: protobuf cannot parse it as a ModelProto (the file "
-                         "is {} bytes and starts with {})",
-                         bytes.size(), first_bytes(bytes));
+      return fmt::format(
+          "not an ONNX model: protobuf cannot parse it as a ModelProto (the file "
+          "is {} bytes and starts with {})",
+          bytes.size(), first_bytes(bytes));
     }
     uint64_t value = 0;
     uint32_t length = 0;
     if (varint ? !in.ReadVarint64(&value)
-               : !in.ReadVarint32(&length) || length > static_cast<uint32_t>(bytes.size() - in.CurrentPosition())) {
-      return fmt::format("truncated: the model's field '{}' starts at byte {} and {}, but the "
-                         "file ends at byte {}",
-                         name, at,
-                         varint ? std::string("is cut short")
-                                : fmt::format("needs {} bytes after its header", length),
-                         bytes.size());
+               : !in.ReadVarint32(&length) ||
+                     length > static_cast<uint32_t>(bytes.size() - in.CurrentPosition())) {
+      return fmt::format(
+          "truncated: the model's field '{}' starts at byte {} and {}, but the "
+          "file ends at byte {}",
+          name, at,
+          varint ? std::string("is cut short")
+                 : fmt::format("needs {} bytes after its header", length),
+          bytes.size());
     }
     if (!varint) in.Skip(static_cast<int>(length));
   }
   const int depth = google::protobuf::io::CodedInputStream::GetDefaultRecursionLimit();
   if (nests_deeper_than(bytes, static_cast<size_t>(depth))) {
-    return fmt::format("the model's messages nest more than {} levels deep (graphs inside the "
-                       "attributes of nodes of graphs...), deeper than protobuf reads",
-                       depth);
+    return fmt::format(
+        "the model's messages nest more than {} levels deep (graphs inside the "
+        "attributes of nodes of graphs...), deeper than protobuf reads",
+        depth);
   }
-  return fmt::format("corrupt: the model's top-level fields are intact, but protobuf cannot parse "
-                     "what they hold (the file is {} bytes)",
-                     bytes.size());
+  return fmt::format(
+      "corrupt: the model's top-level fields are intact, but protobuf cannot parse "
+      "what they hold (the file is {} bytes)",
+      bytes.size());
 }
 
 // The opset of the default domain ("" or "ai.onnx"), or an error naming the versions.
@@ -154,15 +171,17 @@ Expected<int64_t> default_opset(const pb::ModelProto& m) {
     // Two imports of the one domain leave its ops' meaning open (ONNX's checker takes one of
     // them and zoc the other); issue 31 found them accepted.
     if (found && *found != o.version()) {
-      return Error{fmt::format("the model imports the default ONNX domain twice, as opsets {} and "
-                               "{}: a model imports each domain once",
-                               *found, o.version())};
+      return Error{
+          fmt::format("the model imports the default ONNX domain twice, as opsets {} and "
+                      "{}: a model imports each domain once",
+                      *found, o.version())};
     }
     found = o.version();
   }
   if (!found) {
-    return Error{"the model imports no opset of the default ONNX domain (opset_import has no "
-                 "entry with domain \"\")"};
+    return Error{
+        "the model imports no opset of the default ONNX domain (opset_import has no "
+        "entry with domain \"\")"};
   }
   if (*found > kMaxOpset) {
     return Error{
@@ -171,8 +190,8 @@ Expected<int64_t> default_opset(const pb::ModelProto& m) {
                     *found, kMaxOpset, kMaxOpset)};
   }
   if (*found < kMinOpset) {
-    return Error{fmt::format("the model imports opset {} of the ONNX domain, which does not exist",
-                             *found)};
+    return Error{
+        fmt::format("the model imports opset {} of the ONNX domain, which does not exist", *found)};
   }
   return *found;
 }
@@ -189,9 +208,10 @@ Status check_ir_version(const pb::ModelProto& m) {
                     m.ir_version(), newest)};
   }
   if (m.ir_version() < 3) {
-    return Error{fmt::format("the model's ir_version is {}; zoc reads ONNX IR versions 3 to {} "
-                             "(opset imports begin with version 3)",
-                             m.ir_version(), newest)};
+    return Error{
+        fmt::format("the model's ir_version is {}; zoc reads ONNX IR versions 3 to {} "
+                    "(opset imports begin with version 3)",
+                    m.ir_version(), newest)};
   }
   return Status::success();
 }
@@ -215,29 +235,31 @@ Expected<ExternalData> locate_external(const pb::TensorProto& t, const fs::path&
     } else if (e.key() == "offset") {
       offset = parse_count(e.value());
       if (!offset) {
-        return Error{fmt::format("its external data offset '{}' is not a count",
-                                 shown_text(e.value()))};
+        return Error{
+            fmt::format("its external data offset '{}' is not a count", shown_text(e.value()))};
       }
     } else if (e.key() == "length") {
       length = parse_count(e.value());
       if (!length) {
-        return Error{fmt::format("its external data length '{}' is not a count",
-                                 shown_text(e.value()))};
+        return Error{
+            fmt::format("its external data length '{}' is not a count", shown_text(e.value()))};
       }
     }
   }
   if (location.empty()) return Error{"its data is external but names no location"};
   const fs::path rel(location);
   if (rel.is_absolute()) {
-    return Error{fmt::format("its external data location '{}' is an absolute path; zoc reads "
-                             "external data only from files beside the model",
-                             shown_text(location))};
+    return Error{
+        fmt::format("its external data location '{}' is an absolute path; zoc reads "
+                    "external data only from files beside the model",
+                    shown_text(location))};
   }
   for (const fs::path& part : rel) {
     if (part == "..") {
-      return Error{fmt::format("its external data location '{}' leads out of the model's "
-                               "folder ('..'); zoc reads external data only from beside the model",
-                               shown_text(location))};
+      return Error{
+          fmt::format("its external data location '{}' leads out of the model's "
+                      "folder ('..'); zoc reads external data only from beside the model",
+                      shown_text(location))};
     }
   }
   std::error_code ec;
@@ -245,14 +267,16 @@ Expected<ExternalData> locate_external(const pb::TensorProto& t, const fs::path&
   const fs::path base = fs::weakly_canonical(dir, ec);
   const std::string prefix = base.string() + "/";
   if (ec || file.string().rfind(prefix, 0) != 0) {
-    return Error{fmt::format("its external data location '{}' resolves outside the model's "
-                             "folder",
-                             shown_text(location))};
+    return Error{
+        fmt::format("its external data location '{}' resolves outside the model's "
+                    "folder",
+                    shown_text(location))};
   }
   if (!fs::is_regular_file(file, ec)) {
-    return Error{fmt::format("its external data file '{}' does not exist beside the model or is "
-                             "not a regular file",
-                             shown_text(location))};
+    return Error{
+        fmt::format("its external data file '{}' does not exist beside the model or is "
+                    "not a regular file",
+                    shown_text(location))};
   }
   const std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   const auto numel = checked_numel(dims);
@@ -260,15 +284,17 @@ Expected<ExternalData> locate_external(const pb::TensorProto& t, const fs::path&
   const auto need = numel && size ? checked_mul(*numel, size) : std::nullopt;
   if (!need) return Error{"its dims or type give no byte size for its external data"};
   if (length && *length != *need) {
-    return Error{fmt::format("its external data length {} differs from the {} bytes its dims "
-                             "and type need",
-                             *length, *need)};
+    return Error{
+        fmt::format("its external data length {} differs from the {} bytes its dims "
+                    "and type need",
+                    *length, *need)};
   }
   const auto file_size = static_cast<int64_t>(fs::file_size(file, ec));
   if (ec || *offset > file_size || *need > file_size - *offset) {
-    return Error{fmt::format("its external data ({} bytes at offset {}) lies past the end of "
-                             "'{}' ({} bytes)",
-                             *need, *offset, shown_text(location), file_size)};
+    return Error{
+        fmt::format("its external data ({} bytes at offset {}) lies past the end of "
+                    "'{}' ({} bytes)",
+                    *need, *offset, shown_text(location), file_size)};
   }
   if (*need > budget) return Error{"the model's external data exceeds 8 GiB"};
   budget -= *need;
@@ -324,8 +350,8 @@ void for_each_tensor(pb::GraphProto& g, F&& f) {
 // External data checked and loaded (that of the main graph's float32 initializers only checked,
 // noted in `out`), then every tensor's size checked against its data.
 bool check_tensors(ModelFile& out, const std::string& path, Diagnostics& diags) {
-  const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".")
-                                                             : fs::path(path).parent_path();
+  const fs::path dir =
+      fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
   int64_t budget = kMaxExternalBytes;
   const size_t before = diags.error_count();
   auto& initializers = *out.proto.mutable_graph()->mutable_initializer();
@@ -353,7 +379,7 @@ bool check_tensors(ModelFile& out, const std::string& path, Diagnostics& diags) 
   for_each_tensor(*out.proto.mutable_graph(), [&](pb::TensorProto& t, const char* holder) {
     if (handled.count(&t)) return;
     Status s = t.data_location() == pb::TensorProto::EXTERNAL ? load_external(t, dir, budget)
-                                                               : Status::success();
+                                                              : Status::success();
     if (s) s = check_tensor_data(t);
     if (!s) {
       diags.error(SourceLoc{path, 0, 0}, fmt::format("{} tensor '{}': {}", holder,
@@ -411,9 +437,9 @@ std::optional<ModelFile> read_model(const std::string& path, Diagnostics& diags)
   try {
     // Data left in its file is checked by the checker that reads the model from its path, which
     // resolves external files against the model's folder (zoc has checked them already).
-    const bool deferred = std::any_of(out.external_initializers.begin(),
-                                      out.external_initializers.end(),
-                                      [](const auto& e) { return e.has_value(); });
+    const bool deferred =
+        std::any_of(out.external_initializers.begin(), out.external_initializers.end(),
+                    [](const auto& e) { return e.has_value(); });
     if (deferred) {
       pb::checker::check_model(path);
     } else {

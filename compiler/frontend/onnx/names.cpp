@@ -194,7 +194,8 @@ void LayerNames::scope_from_readers(const pb::GraphProto& graph) {
 std::string LayerNames::from_node(int index, ir::OpKind op) const {
   const std::string op_name(ir::op_info(op).name);
   const std::string& scope = scope_paths_[static_cast<size_t>(index)];
-  if (!scope.empty()) return scope_is_leaf_[static_cast<size_t>(index)] ? scope : scope + "." + op_name;
+  if (!scope.empty())
+    return scope_is_leaf_[static_cast<size_t>(index)] ? scope : scope + "." + op_name;
   return op_name;
 }
 
@@ -206,7 +207,8 @@ std::string LayerNames::fresh(const std::string& base) {
   return name;
 }
 
-std::string LayerNames::name_for(int index, ir::OpKind op, const std::vector<ParamBinding>& params) {
+std::string LayerNames::name_for(int index, ir::OpKind op,
+                                 const std::vector<ParamBinding>& params) {
   const std::string& node_name = node_names_[static_cast<size_t>(index)];
   if (!params.empty()) {
     // The prefix every parameter shares as "<prefix>.<suffix>".
@@ -219,7 +221,8 @@ std::string LayerNames::name_for(int index, ir::OpKind op, const std::vector<Par
       if (weight && p.suffix == "bias" && made_bias_of(p.seen_as, *weight)) continue;
       const std::string tail = "." + p.suffix;
       const std::string& s = p.seen_as;
-      const bool ends = s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+      const bool ends =
+          s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
       const std::string head = ends ? s.substr(0, s.size() - tail.size()) : "";
       if (!ends || (prefix && *prefix != head)) {
         prefix = "";

@@ -58,14 +58,15 @@ std::optional<ir::OpKind> resize_kind(NodeContext& c, ir::Attrs& a) {
   if (mode == "nearest" && ctm == "asymmetric" && nearest == "floor") {
     return ir::OpKind::UpsampleNearest;
   }
-  if (mode == "linear" && (ctm == "align_corners" || ctm == "pytorch_half_pixel" ||
-                           ctm == "half_pixel")) {
+  if (mode == "linear" &&
+      (ctm == "align_corners" || ctm == "pytorch_half_pixel" || ctm == "half_pixel")) {
     a.set("align_corners", bool_attr(ctm == "align_corners"));
     return ir::OpKind::UpsampleBilinear;
   }
-  c.fail(fmt::format("Resize with mode '{}', coordinate_transformation_mode '{}'{}; zoc maps "
-                     "PyTorch's nearest (asymmetric, floor) and bilinear",
-                     mode, ctm, mode == "nearest" ? ", nearest_mode '" + nearest + "'" : ""));
+  c.fail(
+      fmt::format("Resize with mode '{}', coordinate_transformation_mode '{}'{}; zoc maps "
+                  "PyTorch's nearest (asymmetric, floor) and bilinear",
+                  mode, ctm, mode == "nearest" ? ", nearest_mode '" + nearest + "'" : ""));
   return std::nullopt;
 }
 
@@ -80,13 +81,15 @@ bool same_as_pytorch(NodeContext& c, const std::vector<int64_t>& d, const Consta
     const int64_t in = d[k];
     const double exact = by_sizes ? static_cast<double>(v.i[k + 1]) : in * double{v.f[k + 1]};
     if (ctm == "pytorch_half_pixel" && std::floor(exact) == 1 && in > 1) {
-      return c.fail("a linear Resize to length 1 in pytorch_half_pixel mode, which samples "
-                    "another point than PyTorch's bilinear");
+      return c.fail(
+          "a linear Resize to length 1 in pytorch_half_pixel mode, which samples "
+          "another point than PyTorch's bilinear");
     }
     if (ctm == "align_corners" && exact != std::floor(exact)) {
-      return c.fail(fmt::format("a linear Resize with align_corners by a scale that makes {} "
-                                "pixels a fraction ({:g}), where ONNX and PyTorch differ",
-                                in, exact));
+      return c.fail(
+          fmt::format("a linear Resize with align_corners by a scale that makes {} "
+                      "pixels a fraction ({:g}), where ONNX and PyTorch differ",
+                      in, exact));
     }
   }
   return true;
@@ -101,8 +104,10 @@ bool resize18_defaults(NodeContext& c) {
     return false;
   }
   if (policy != "stretch") {
-    return c.fail(fmt::format("Resize with keep_aspect_ratio_policy '{}'; zoc resizes to the "
-                              "sizes as given ('stretch')", policy));
+    return c.fail(
+        fmt::format("Resize with keep_aspect_ratio_policy '{}'; zoc resizes to the "
+                    "sizes as given ('stretch')",
+                    policy));
   }
   if (antialias != 0) return c.fail("Resize with antialias; zoc resizes without antialiasing");
   if (c.has_attr("axes")) {
@@ -127,8 +132,8 @@ bool resize(NodeContext& c) {
   if (!ok) {
     const std::string given = by_sizes ? "to sizes " + target_str(v.i)
                                        : fmt::format("by scales [{}]", fmt::join(v.f, ", "));
-    return c.fail(fmt::format("Resize {} of [N, {}]; zoc resizes H and W only", given,
-                              fmt::join(*d, ", ")));
+    return c.fail(
+        fmt::format("Resize {} of [N, {}]; zoc resizes H and W only", given, fmt::join(*d, ", ")));
   }
   if (*op == ir::OpKind::UpsampleBilinear && !same_as_pytorch(c, *d, v, by_sizes)) return false;
   if (by_sizes) {
@@ -211,8 +216,8 @@ bool argmax(NodeContext& c) {
     return false;
   }
   if (!is_axis1(axis, d->size()) || last != 0) {
-    return c.fail(fmt::format("ArgMax at axis {}{}; zoc takes the first maximum over axis 1",
-                              axis, last ? " (the last maximum)" : ""));
+    return c.fail(fmt::format("ArgMax at axis {}{}; zoc takes the first maximum over axis 1", axis,
+                              last ? " (the last maximum)" : ""));
   }
   ir::Attrs a;
   a.set("keepdim", bool_attr(keep != 0));

@@ -79,9 +79,10 @@ bool reshape(NodeContext& c) {
     auto y = c.emit(ir::OpKind::Reshape, {v.id}, a);
     return y && c.result_activation(*y);
   }
-  return c.fail(fmt::format("a reshape of {} [N, 1, {}] to {}; zoc reshapes it back to "
-                            "[N, {}, 1, 1] or [N, {}]",
-                            view_name(v.view), f, target_str(*to), f, f));
+  return c.fail(
+      fmt::format("a reshape of {} [N, 1, {}] to {}; zoc reshapes it back to "
+                  "[N, {}, 1, 1] or [N, {}]",
+                  view_name(v.view), f, target_str(*to), f, f));
 }
 
 // One number of a 1-D Conv's attribute (`dflt` when absent); nullopt after a failure.
@@ -112,14 +113,16 @@ bool conv(NodeContext& c) {
   }
   if (!w->constant->floating || wd.size() != 3 || wd[0] != 1 || wd[1] != 1 || group != 1 ||
       (b && (!b->constant->floating || b->constant->numel() != 1))) {
-    return c.fail(fmt::format("a Conv with weight {} and group {} on {}; zoc maps a 1-D Conv "
-                              "with one input and output channel there (ECA attention)",
-                              list_str(wd), group, view_name(x.view)));
+    return c.fail(
+        fmt::format("a Conv with weight {} and group {} on {}; zoc maps a 1-D Conv "
+                    "with one input and output channel there (ECA attention)",
+                    list_str(wd), group, view_name(x.view)));
   }
   if (auto_pad != "NOTSET" || pads.size() != 2 || pads[0] != pads[1]) {
-    return c.fail(fmt::format("a 1-D Conv with auto_pad {} and pads {}; zoc takes equal "
-                              "explicit pads",
-                              auto_pad, list_str(pads)));
+    return c.fail(
+        fmt::format("a 1-D Conv with auto_pad {} and pads {}; zoc takes equal "
+                    "explicit pads",
+                    auto_pad, list_str(pads)));
   }
   auto kernel = one_of(c, "kernel_shape", wd[2]);
   auto stride = kernel ? one_of(c, "strides", 1) : std::nullopt;
@@ -166,11 +169,11 @@ bool expand(NodeContext& c) {
     into_mul = od && *od == want;
   }
   if (!broadcasts || !into_mul) {
-    return c.fail(fmt::format("an Expand of [N, {}] to {} {}; zoc maps Expand only into a Mul by "
-                              "a tensor of that shape (the Mul broadcasts)",
-                              fmt::join(*d, ", "), target_str(*to),
-                              broadcasts ? "read by something other than such a Mul"
-                                         : "that is not a broadcast"));
+    return c.fail(fmt::format(
+        "an Expand of [N, {}] to {} {}; zoc maps Expand only into a Mul by "
+        "a tensor of that shape (the Mul broadcasts)",
+        fmt::join(*d, ", "), target_str(*to),
+        broadcasts ? "read by something other than such a Mul" : "that is not a broadcast"));
   }
   return c.result_activation(*x);
 }

@@ -23,7 +23,9 @@ namespace {
 // window arithmetic here multiplies them.
 constexpr int64_t kMaxWindow = 1 << 12;
 
-std::string list_str(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+std::string list_str(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ", "));
+}
 
 // An image activation [N, C, H, W] at input i and its per-sample dims.
 struct Image {
@@ -59,7 +61,8 @@ std::optional<ir::Pair> pair_attr_of(NodeContext& c, const char* name, ir::Pair 
   if (!c.attr(name, v)) return std::nullopt;
   if (!c.has_attr(name)) return dflt;
   if (v.size() != 2) {
-    c.fail(fmt::format("{} {} has {} values; zoc supports 2-D layers", name, list_str(v), v.size()));
+    c.fail(
+        fmt::format("{} {} has {} values; zoc supports 2-D layers", name, list_str(v), v.size()));
     return std::nullopt;
   }
   if (!in_window_range(c, name, v, 1)) return std::nullopt;
@@ -76,13 +79,15 @@ std::optional<ir::Pair> window_padding(NodeContext& c, const Image& x, ir::Pair 
   if (auto_pad == "NOTSET") {
     if (pads.empty()) return ir::Pair{0, 0};
     if (pads.size() != 4) {
-      c.fail(fmt::format("pads {} has {} values; zoc supports 2-D layers", list_str(pads), pads.size()));
+      c.fail(fmt::format("pads {} has {} values; zoc supports 2-D layers", list_str(pads),
+                         pads.size()));
       return std::nullopt;
     }
     if (pads[0] != pads[2] || pads[1] != pads[3]) {
-      c.fail(fmt::format("asymmetric pads {} (top, left, bottom, right): zoc pads both sides of "
-                         "an axis alike",
-                         list_str(pads)));
+      c.fail(
+          fmt::format("asymmetric pads {} (top, left, bottom, right): zoc pads both sides of "
+                      "an axis alike",
+                      list_str(pads)));
       return std::nullopt;
     }
     if (!in_window_range(c, "pads", pads, 0)) return std::nullopt;
@@ -104,9 +109,10 @@ std::optional<ir::Pair> window_padding(NodeContext& c, const Image& x, ir::Pair 
   };
   const int64_t th = total(x.dims[1], k.h, s.h, d.h), tw = total(x.dims[2], k.w, s.w, d.w);
   if (th % 2 != 0 || tw % 2 != 0) {
-    c.fail(fmt::format("auto_pad {} needs padding {}x{} for this {}x{} input, which does not "
-                       "split evenly between the two sides: zoc pads both sides of an axis alike",
-                       auto_pad, th, tw, x.dims[1], x.dims[2]));
+    c.fail(
+        fmt::format("auto_pad {} needs padding {}x{} for this {}x{} input, which does not "
+                    "split evenly between the two sides: zoc pads both sides of an axis alike",
+                    auto_pad, th, tw, x.dims[1], x.dims[2]));
     return std::nullopt;
   }
   return ir::Pair{th / 2, tw / 2};
@@ -128,7 +134,9 @@ const Val* param(NodeContext& c, size_t i, const char* what, int rank) {
   return v;
 }
 
-ParamBinding bind(const char* suffix, const Val& v) { return ParamBinding{suffix, v.constant, v.name, false}; }
+ParamBinding bind(const char* suffix, const Val& v) {
+  return ParamBinding{suffix, v.constant, v.name, false};
+}
 
 // A convolution's padding: window_padding's, or for explicit pads that differ between the two
 // sides of an axis (TF-"same" padding as the dynamo exporter writes it: [0, 0, 1, 1]), the
@@ -143,8 +151,8 @@ std::optional<ir::Pair> conv_padding(NodeContext& c, const Image& x, ir::Pair k,
   }
   if (!in_window_range(c, "pads", pads, 0)) return std::nullopt;
   const ir::Pair both{std::min(pads[0], pads[2]), std::min(pads[1], pads[3])};
-  auto y = emit_pad(c, input, {pads[0] - both.h, pads[1] - both.w, pads[2] - both.h,
-                               pads[3] - both.w}, 0.0);
+  auto y = emit_pad(c, input,
+                    {pads[0] - both.h, pads[1] - both.w, pads[2] - both.h, pads[3] - both.w}, 0.0);
   if (!y) return std::nullopt;
   input = *y;
   return both;
@@ -205,9 +213,10 @@ bool batch_norm(NodeContext& c) {
                     (*d)[0]));
   }
   if (d->size() != 3) {
-    return c.fail(fmt::format("batch normalization of [N, {}]; zoc's BatchNorm takes images "
-                              "[N, C, H, W]",
-                              fmt::join(*d, ", ")));
+    return c.fail(
+        fmt::format("batch normalization of [N, {}]; zoc's BatchNorm takes images "
+                    "[N, C, H, W]",
+                    fmt::join(*d, ", ")));
   }
   const char* what[] = {"scale", "bias", "mean", "var"};
   const char* suffix[] = {"weight", "bias", "running_mean", "running_var"};
@@ -262,8 +271,9 @@ bool pool(NodeContext& c, const Image& x, bool is_max, std::optional<ir::Pair> p
   if (!padding) return false;
   if (padded) {
     if (*padding != ir::Pair{0, 0} || ceil_mode) {
-      return c.fail("an AveragePool with pads or ceil_mode of a Pad's result: zoc takes the Pad "
-                    "as the pool's padding (count_include_pad) only for a pool without either");
+      return c.fail(
+          "an AveragePool with pads or ceil_mode of a Pad's result: zoc takes the Pad "
+          "as the pool's padding (count_include_pad) only for a pool without either");
     }
     padding = padded;
     include_pad = 1;
@@ -272,17 +282,19 @@ bool pool(NodeContext& c, const Image& x, bool is_max, std::optional<ir::Pair> p
     return c.result_activation(x.id);  // the identity (adaptive pooling to the input's size)
   }
   if (ceil_mode) {
-    for (auto [in, kk, s, p, d] : {std::array<int64_t, 5>{x.dims[1], k.h, stride->h, padding->h, dilation->h},
-                                   std::array<int64_t, 5>{x.dims[2], k.w, stride->w, padding->w, dilation->w}}) {
+    for (auto [in, kk, s, p, d] :
+         {std::array<int64_t, 5>{x.dims[1], k.h, stride->h, padding->h, dilation->h},
+          std::array<int64_t, 5>{x.dims[2], k.w, stride->w, padding->w, dilation->w}}) {
       const int64_t room = in + 2 * p - ((kk - 1) * d + 1);
       if (room < 0 || s < 1) continue;  // the shape rule reports it
       const int64_t onnx = (room + s - 1) / s + 1;
       const auto torch = ir::pool_output_size(in, kk, s, p, d, true);
       if (torch && *torch != onnx) {
-        return c.fail(fmt::format("ceil_mode gives {} outputs along an axis of {} where PyTorch's "
-                                  "rule (the last window starts inside the input), which zoc "
-                                  "follows, gives {}",
-                                  onnx, in, *torch));
+        return c.fail(
+            fmt::format("ceil_mode gives {} outputs along an axis of {} where PyTorch's "
+                        "rule (the last window starts inside the input), which zoc "
+                        "follows, gives {}",
+                        onnx, in, *torch));
       }
     }
   }
@@ -333,8 +345,8 @@ bool average_pool_padded(NodeContext& c, const Val& x, ir::Pair pad) {
   const std::vector<int64_t>* d = c.dims(x.id);
   if (!d) return false;
   if (d->size() != 3 || x.view != Val::View::kNone) {
-    return c.fail(fmt::format("its input is {} [N, {}], not an image [N, C, H, W]", view_name(x.view),
-                              fmt::join(viewed_dims(x, *d), ", ")));
+    return c.fail(fmt::format("its input is {} [N, {}], not an image [N, C, H, W]",
+                              view_name(x.view), fmt::join(viewed_dims(x, *d), ", ")));
   }
   return pool(c, Image{x.id, *d}, false, pad);
 }

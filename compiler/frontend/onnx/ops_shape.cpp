@@ -145,7 +145,8 @@ bool cast(NodeContext& c) {
     const double lo = to == pb::TensorProto::INT32 ? INT32_MIN : -9.2e18;
     const double hi = to == pb::TensorProto::INT32 ? INT32_MAX : 9.2e18;
     if (!to_float && !(v >= lo && v <= hi)) {
-      return c.fail(fmt::format("a cast of {:g} to {}", v, elem_type_name(static_cast<int32_t>(to))));
+      return c.fail(
+          fmt::format("a cast of {:g} to {}", v, elem_type_name(static_cast<int32_t>(to))));
     }
   }
   for (int64_t v : out.i) {

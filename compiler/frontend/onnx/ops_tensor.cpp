@@ -22,7 +22,9 @@ namespace {
 
 using Kind = Val::Kind;
 
-std::string list_str(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+std::string list_str(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ", "));
+}
 
 // An axis attribute of an op on a rank-`rank` tensor, made non-negative; nullopt if outside.
 std::optional<int64_t> normalized_axis(NodeContext& c, int64_t axis, int64_t rank) {
@@ -65,7 +67,8 @@ bool clip(NodeContext& c) {
   const Val* xv = c.viewed(0);
   if (!xv) return false;
   const Val x = *xv;
-  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+  double lo = -std::numeric_limits<double>::infinity(),
+         hi = std::numeric_limits<double>::infinity();
   if (c.opset() < 11) {
     if (!c.attr("min", lo) || !c.attr("max", hi)) return false;
   } else {
@@ -83,9 +86,10 @@ bool clip(NodeContext& c) {
   }
   const double kBound = std::numeric_limits<float>::max();
   if (!(lo > -kBound && hi < kBound && lo <= hi)) {
-    return c.fail(fmt::format("clipping to [{:g}, {:g}]: zoc maps Clip as ReLU (min 0, no max) or "
-                              "as hardtanh, which clips on both sides (min <= max, both finite)",
-                              lo, hi));
+    return c.fail(
+        fmt::format("clipping to [{:g}, {:g}]: zoc maps Clip as ReLU (min 0, no max) or "
+                    "as hardtanh, which clips on both sides (min <= max, both finite)",
+                    lo, hi));
   }
   ir::Attrs a;
   a.set("min_val", float_attr(decimal_of_float(static_cast<float>(lo))));
@@ -112,18 +116,20 @@ bool add_bias(NodeContext& c, size_t xi, const Val& b, std::optional<int64_t> le
     shape_ok = false;
   } else if (layer.op == ir::OpKind::Conv2d) {
     channels = layer.attrs.i("out_channels");
-    shape_ok = d == std::vector<int64_t>{channels, 1, 1} || d == std::vector<int64_t>{1, channels, 1, 1} ||
+    shape_ok = d == std::vector<int64_t>{channels, 1, 1} ||
+               d == std::vector<int64_t>{1, channels, 1, 1} ||
                (legacy_axis == 1 && d == std::vector<int64_t>{channels});
   } else if (layer.op == ir::OpKind::Linear) {
     channels = layer.attrs.i("out_features");
     shape_ok = d == std::vector<int64_t>{channels} || d == std::vector<int64_t>{1, channels};
   }
-  if (channels == 0 || layer.attrs.b("bias") || c.readers_of_input(xi) != 1 || !b.constant->floating ||
-      !shape_ok) {
-    return c.fail(fmt::format("adding constant '{}' of shape {} to a tensor computed from the "
-                              "input: zoc adds a constant only as the bias of the convolution or "
-                              "linear layer just before it",
-                              shown_text(b.name), list_str(d)));
+  if (channels == 0 || layer.attrs.b("bias") || c.readers_of_input(xi) != 1 ||
+      !b.constant->floating || !shape_ok) {
+    return c.fail(
+        fmt::format("adding constant '{}' of shape {} to a tensor computed from the "
+                    "input: zoc adds a constant only as the bias of the convolution or "
+                    "linear layer just before it",
+                    shown_text(b.name), list_str(d)));
   }
   auto bias = std::make_shared<Constant>(*b.constant);
   bias->dims = {channels};
@@ -167,9 +173,10 @@ bool flatten(NodeContext& c) {
   const int64_t rank = static_cast<int64_t>(d->size()) + 1;
   const int64_t a = axis < 0 ? axis + rank : axis;
   if (a != 1) {
-    return c.fail(fmt::format("Flatten at axis {} of a rank-{} tensor: zoc flattens [N, ...] to "
-                              "[N, features] (axis 1)",
-                              axis, rank));
+    return c.fail(
+        fmt::format("Flatten at axis {} of a rank-{} tensor: zoc flattens [N, ...] to "
+                    "[N, features] (axis 1)",
+                    axis, rank));
   }
   return to_features(c, *x, *d);
 }
@@ -211,11 +218,11 @@ bool reshape(NodeContext& c) {
   };
   if (floating || to.size() != 2 || !first_ok(to[0]) || !second_ok(to[1]) ||
       (to[0] == -1 && to[1] == -1)) {
-    return c.fail(fmt::format("a reshape of [N, {}] to {}: zoc reshapes only to [N, features] "
-                              "(shape [-1, {}] or [0, -1]) and, for ShuffleNet's channel "
-                              "shuffle, an image to [N, g, C/g, H, W] and back",
-                              fmt::join(*d, ", "), floating ? "a float shape" : target_str(to),
-                              features));
+    return c.fail(
+        fmt::format("a reshape of [N, {}] to {}: zoc reshapes only to [N, features] "
+                    "(shape [-1, {}] or [0, -1]) and, for ShuffleNet's channel "
+                    "shuffle, an image to [N, g, C/g, H, W] and back",
+                    fmt::join(*d, ", "), floating ? "a float shape" : target_str(to), features));
   }
   return to_features(c, *x, *d);
 }
@@ -237,9 +244,10 @@ std::optional<ir::ValueId> features(NodeContext& c, size_t i) {
   const std::vector<int64_t>* d = x ? c.dims(*x) : nullptr;
   if (!d) return std::nullopt;
   if (d->size() != 1) {
-    c.fail(fmt::format("a matrix product of [N, {}]; zoc's linear layers take features [N, F] "
-                       "(flatten first)",
-                       fmt::join(*d, ", ")));
+    c.fail(
+        fmt::format("a matrix product of [N, {}]; zoc's linear layers take features [N, F] "
+                    "(flatten first)",
+                    fmt::join(*d, ", ")));
     return std::nullopt;
   }
   return x;
@@ -257,7 +265,8 @@ bool gemm(NodeContext& c) {
   }
   if (trans_a) return c.fail("transA=1: zoc's linear layers take [N, features]");
   if (alpha != 1 || (c.has_input(2) && beta != 1)) {
-    return c.fail(fmt::format("alpha={:g}, beta={:g}: zoc maps Gemm with alpha = beta = 1", alpha, beta));
+    return c.fail(
+        fmt::format("alpha={:g}, beta={:g}: zoc maps Gemm with alpha = beta = 1", alpha, beta));
   }
   const int64_t out = w->constant->dims[trans_b ? 0 : 1];
   std::vector<ParamBinding> params = {{"weight", w->constant, w->name, trans_b == 0}};
@@ -265,10 +274,12 @@ bool gemm(NodeContext& c) {
     const Val* b = c.constant(2, "bias");
     if (!b) return false;
     const std::vector<int64_t>& d = b->constant->dims;
-    if (!b->constant->floating || (d != std::vector<int64_t>{out} && d != std::vector<int64_t>{1, out})) {
-      return c.fail(fmt::format("its C '{}' has shape {}: zoc's linear bias is one value per "
-                                "output feature ([{}])",
-                                shown_text(b->name), list_str(d), out));
+    if (!b->constant->floating ||
+        (d != std::vector<int64_t>{out} && d != std::vector<int64_t>{1, out})) {
+      return c.fail(
+          fmt::format("its C '{}' has shape {}: zoc's linear bias is one value per "
+                      "output feature ([{}])",
+                      shown_text(b->name), list_str(d), out));
     }
     auto bias = std::make_shared<Constant>(*b->constant);
     bias->dims = {out};
@@ -308,9 +319,10 @@ bool softmax(NodeContext& c) {
   const auto a = normalized_axis(c, axis, static_cast<int64_t>(d->size()) + 1);
   if (!a) return false;
   if (d->size() != 1 || *a != 1) {
-    return c.fail(fmt::format("softmax at axis {} of [N, {}]: zoc's softmax runs over the "
-                              "features of [N, F]",
-                              axis, fmt::join(*d, ", ")));
+    return c.fail(
+        fmt::format("softmax at axis {} of [N, {}]: zoc's softmax runs over the "
+                    "features of [N, F]",
+                    axis, fmt::join(*d, ", ")));
   }
   auto y = c.emit(ir::OpKind::Softmax, {*x}, {});
   return y && c.result_activation(*y);
@@ -355,9 +367,10 @@ bool concat(NodeContext& c) {
   const auto a = normalized_axis(c, axis, static_cast<int64_t>(d->size()) + 1);
   if (!a) return false;
   if (d->size() != 3 || *a != 1) {
-    return c.fail(fmt::format("concatenation at axis {} of [N, {}]: zoc concatenates images "
-                              "along channels",
-                              axis, fmt::join(*d, ", ")));
+    return c.fail(
+        fmt::format("concatenation at axis {} of [N, {}]: zoc concatenates images "
+                    "along channels",
+                    axis, fmt::join(*d, ", ")));
   }
   auto y = c.emit(ir::OpKind::Concat, std::move(inputs), {});
   return y && c.result_activation(*y);
@@ -367,7 +380,8 @@ bool concat(NodeContext& c) {
 // nodes that give a deduplicated initializer each of its state_dict names).
 bool identity(NodeContext& c) {
   const Val& v = c.in(0);
-  if (!v.is(Kind::kActivation) && !v.is(Kind::kConstant)) return c.fail("its input is not a tensor");
+  if (!v.is(Kind::kActivation) && !v.is(Kind::kConstant))
+    return c.fail("its input is not a tensor");
   c.result(v);
   return true;
 }

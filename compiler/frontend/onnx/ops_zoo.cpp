@@ -348,8 +348,8 @@ bool pads_over_axes(NodeContext& c, std::vector<int64_t>& pads, int64_t rank) {
 
 }  // namespace
 
-std::optional<ir::ValueId> emit_pad(NodeContext& c, ir::ValueId x,
-                                    const std::vector<int64_t>& tlbr, double value) {
+std::optional<ir::ValueId> emit_pad(NodeContext& c, ir::ValueId x, const std::vector<int64_t>& tlbr,
+                                    double value) {
   ir::Attrs a;
   a.set("top", int_attr(tlbr[0]));
   a.set("left", int_attr(tlbr[1]));
@@ -391,10 +391,9 @@ bool pad(NodeContext& c) {
   if (mode != "constant") {
     return c.fail(fmt::format("mode '{}'; zoc pads with a constant", shown_text(mode)));
   }
-  const bool image_hw = pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 &&
-                        pads[5] == 0 &&
-                        std::all_of(pads.begin(), pads.end(),
-                                    [](int64_t v) { return v >= 0 && v <= (1 << 12); });
+  const bool image_hw =
+      pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0 &&
+      std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v >= 0 && v <= (1 << 12); });
   if (!image_hw) {
     return c.fail(fmt::format("pads {}: zoc pads an image's H and W (by 0 to 4096 on each side)",
                               list_str(pads)));

@@ -91,11 +91,11 @@ bool check_graph_structure(const pb::GraphProto& g, const std::string& path, Dia
       if (out.empty()) continue;
       auto [it, fresh] = producer.emplace(out, i);
       if (!fresh) {
-        diags.error(node_loc(path, g.node(i), i),
-                    fmt::format("its output '{}' is also produced by {}", shown_text(out),
-                                it->second == kGraphValue
-                                    ? std::string("a graph input or initializer")
-                                    : describe_node(g.node(it->second), it->second)));
+        diags.error(
+            node_loc(path, g.node(i), i),
+            fmt::format("its output '{}' is also produced by {}", shown_text(out),
+                        it->second == kGraphValue ? std::string("a graph input or initializer")
+                                                  : describe_node(g.node(it->second), it->second)));
       }
     }
   }

@@ -21,7 +21,9 @@ namespace {
 
 using TP = pb::TensorProto;
 
-std::string dims_str(const std::vector<int64_t>& d) { return fmt::format("[{}]", fmt::join(d, ", ")); }
+std::string dims_str(const std::vector<int64_t>& d) {
+  return fmt::format("[{}]", fmt::join(d, ", "));
+}
 
 template <class T>
 T load_le(const char* p) {
@@ -33,20 +35,45 @@ T load_le(const char* p) {
 // One element of raw data at `p` as float32 (floating types) or int64 (the others).
 void decode_raw(int32_t type, const char* p, Constant& c) {
   switch (type) {
-    case TP::FLOAT: c.f.push_back(load_le<float>(p)); break;
-    case TP::DOUBLE: c.f.push_back(static_cast<float>(load_le<double>(p))); break;
-    case TP::FLOAT16: c.f.push_back(st::half_to_float(load_le<uint16_t>(p))); break;
-    case TP::BFLOAT16: c.f.push_back(st::bf16_to_float(load_le<uint16_t>(p))); break;
-    case TP::INT8: c.i.push_back(load_le<int8_t>(p)); break;
+    case TP::FLOAT:
+      c.f.push_back(load_le<float>(p));
+      break;
+    case TP::DOUBLE:
+      c.f.push_back(static_cast<float>(load_le<double>(p)));
+      break;
+    case TP::FLOAT16:
+      c.f.push_back(st::half_to_float(load_le<uint16_t>(p)));
+      break;
+    case TP::BFLOAT16:
+      c.f.push_back(st::bf16_to_float(load_le<uint16_t>(p)));
+      break;
+    case TP::INT8:
+      c.i.push_back(load_le<int8_t>(p));
+      break;
     case TP::UINT8:
-    case TP::BOOL: c.i.push_back(load_le<uint8_t>(p)); break;
-    case TP::INT16: c.i.push_back(load_le<int16_t>(p)); break;
-    case TP::UINT16: c.i.push_back(load_le<uint16_t>(p)); break;
-    case TP::INT32: c.i.push_back(load_le<int32_t>(p)); break;
-    case TP::UINT32: c.i.push_back(load_le<uint32_t>(p)); break;
-    case TP::INT64: c.i.push_back(load_le<int64_t>(p)); break;
-    case TP::UINT64: c.i.push_back(static_cast<int64_t>(load_le<uint64_t>(p))); break;
-    default: break;
+    case TP::BOOL:
+      c.i.push_back(load_le<uint8_t>(p));
+      break;
+    case TP::INT16:
+      c.i.push_back(load_le<int16_t>(p));
+      break;
+    case TP::UINT16:
+      c.i.push_back(load_le<uint16_t>(p));
+      break;
+    case TP::INT32:
+      c.i.push_back(load_le<int32_t>(p));
+      break;
+    case TP::UINT32:
+      c.i.push_back(load_le<uint32_t>(p));
+      break;
+    case TP::INT64:
+      c.i.push_back(load_le<int64_t>(p));
+      break;
+    case TP::UINT64:
+      c.i.push_back(static_cast<int64_t>(load_le<uint64_t>(p)));
+      break;
+    default:
+      break;
   }
 }
 
@@ -58,27 +85,44 @@ struct TypedField {
 
 TypedField typed_field(const TP& t) {
   switch (t.data_type()) {
-    case TP::FLOAT: return {"float_data", t.float_data_size()};
-    case TP::DOUBLE: return {"double_data", t.double_data_size()};
-    case TP::INT64: return {"int64_data", t.int64_data_size()};
+    case TP::FLOAT:
+      return {"float_data", t.float_data_size()};
+    case TP::DOUBLE:
+      return {"double_data", t.double_data_size()};
+    case TP::INT64:
+      return {"int64_data", t.int64_data_size()};
     case TP::UINT32:
-    case TP::UINT64: return {"uint64_data", t.uint64_data_size()};
-    default: return {"int32_data", t.int32_data_size()};
+    case TP::UINT64:
+      return {"uint64_data", t.uint64_data_size()};
+    default:
+      return {"int32_data", t.int32_data_size()};
   }
 }
 
 void decode_typed(const TP& t, int k, Constant& c) {
   switch (t.data_type()) {
-    case TP::FLOAT: c.f.push_back(t.float_data(k)); break;
-    case TP::DOUBLE: c.f.push_back(static_cast<float>(t.double_data(k))); break;
+    case TP::FLOAT:
+      c.f.push_back(t.float_data(k));
+      break;
+    case TP::DOUBLE:
+      c.f.push_back(static_cast<float>(t.double_data(k)));
+      break;
     case TP::FLOAT16:  // the 16 bits of each element sit in the low half of an int32
       c.f.push_back(st::half_to_float(static_cast<uint16_t>(t.int32_data(k))));
       break;
-    case TP::BFLOAT16: c.f.push_back(st::bf16_to_float(static_cast<uint16_t>(t.int32_data(k)))); break;
-    case TP::INT64: c.i.push_back(t.int64_data(k)); break;
+    case TP::BFLOAT16:
+      c.f.push_back(st::bf16_to_float(static_cast<uint16_t>(t.int32_data(k))));
+      break;
+    case TP::INT64:
+      c.i.push_back(t.int64_data(k));
+      break;
     case TP::UINT32:
-    case TP::UINT64: c.i.push_back(static_cast<int64_t>(t.uint64_data(k))); break;
-    default: c.i.push_back(t.int32_data(k)); break;
+    case TP::UINT64:
+      c.i.push_back(static_cast<int64_t>(t.uint64_data(k)));
+      break;
+    default:
+      c.i.push_back(t.int32_data(k));
+      break;
   }
 }
 
@@ -110,18 +154,23 @@ int64_t elem_size(int32_t t) {
   switch (t) {
     case TP::INT8:
     case TP::UINT8:
-    case TP::BOOL: return 1;
+    case TP::BOOL:
+      return 1;
     case TP::FLOAT16:
     case TP::BFLOAT16:
     case TP::INT16:
-    case TP::UINT16: return 2;
+    case TP::UINT16:
+      return 2;
     case TP::FLOAT:
     case TP::INT32:
-    case TP::UINT32: return 4;
+    case TP::UINT32:
+      return 4;
     case TP::DOUBLE:
     case TP::INT64:
-    case TP::UINT64: return 8;
-    default: return 0;
+    case TP::UINT64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -146,18 +195,19 @@ Status check_tensor_data(const TP& t) {
   if (t.has_raw_data()) {
     const auto bytes = checked_mul(*numel, size);
     if (!bytes || static_cast<int64_t>(t.raw_data().size()) != *bytes) {
-      return Error{fmt::format("its raw_data holds {} bytes, but {} elements of {} ({} bytes "
-                               "each) need {}",
-                               t.raw_data().size(), *numel, type, size,
-                               bytes ? std::to_string(*bytes) : std::string("more than 2^63"))};
+      return Error{
+          fmt::format("its raw_data holds {} bytes, but {} elements of {} ({} bytes "
+                      "each) need {}",
+                      t.raw_data().size(), *numel, type, size,
+                      bytes ? std::to_string(*bytes) : std::string("more than 2^63"))};
     }
     if (other_fields(t, "") > 0) return Error{"it holds its data both raw and in a typed field"};
     return Status::success();
   }
   const TypedField field = typed_field(t);
   if (other_fields(t, field.name) > 0) {
-    return Error{fmt::format("it is of type {} but holds data in a field other than {}", type,
-                             field.name)};
+    return Error{
+        fmt::format("it is of type {} but holds data in a field other than {}", type, field.name)};
   }
   if (field.size != *numel) {
     return Error{fmt::format("it has dims {} ({} elements) but its {} holds {}", dims_str(dims),

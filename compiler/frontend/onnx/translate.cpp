@@ -36,14 +36,17 @@ void release_data(pb::TensorProto& t) {
 
 constexpr size_t kMaxListedProblems = 40;
 
-std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+std::string shape_str(const std::vector<int64_t>& s) {
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
 
 // "[N, 3, 224, 224]" for a value's declared shape, '?' for what it leaves open.
 std::string declared_str(const pb::TypeProto& t) {
   std::vector<std::string> d;
   for (const pb::TensorShapeProto::Dimension& dim : t.tensor_type().shape().dim()) {
-    d.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
-                                    : dim.has_dim_param() ? shown_text(dim.dim_param()) : "?");
+    d.push_back(dim.has_dim_value()   ? std::to_string(dim.dim_value())
+                : dim.has_dim_param() ? shown_text(dim.dim_param())
+                                      : "?");
   }
   return fmt::format("[{}]", fmt::join(d, ", "));
 }
@@ -95,7 +98,8 @@ bool Translator::bind_graph_inputs() {
     auto c = external ? read_external_floats(t, *external) : decode_tensor(t);
     release_data(t);  // decoded: the values are not held twice (issue 31)
     if (!c) {
-      diags_.error(at, fmt::format("initializer '{}': {}", shown_text(t.name()), c.error().message));
+      diags_.error(at,
+                   fmt::format("initializer '{}': {}", shown_text(t.name()), c.error().message));
       continue;
     }
     initializers.insert(t.name());
@@ -107,10 +111,12 @@ bool Translator::bind_graph_inputs() {
   std::set<std::string> bound;
   for (const auto& [name, bytes] : options_.bound_inputs) {
     pb::TensorProto t;
-    auto c = t.ParseFromString(bytes) ? decode_tensor(t) : Expected<Constant>(Error{"not a TensorProto"});
+    auto c = t.ParseFromString(bytes) ? decode_tensor(t)
+                                      : Expected<Constant>(Error{"not a TensorProto"});
     if (!inputs.count(name) || initializers.count(name) || !c) {
-      diags_.error(at, fmt::format("cannot bind graph input '{}' to a constant: {}", shown_text(name),
-                                   !c ? c.error().message : "the graph has no such input"));
+      diags_.error(at,
+                   fmt::format("cannot bind graph input '{}' to a constant: {}", shown_text(name),
+                               !c ? c.error().message : "the graph has no such input"));
       continue;
     }
     bound.insert(name);
@@ -302,15 +308,16 @@ void Translator::step(int index) {
   }
   if (!handler) {
     // Listed even when its inputs are poisoned, so that every unsupported node is.
-    problems_.push_back({index, default_domain ? std::string()
-                                               : fmt::format("an op of domain '{}'",
-                                                             shown_text(n.domain()))});
+    problems_.push_back({index, default_domain
+                                    ? std::string()
+                                    : fmt::format("an op of domain '{}'", shown_text(n.domain()))});
   } else if (!poisoned) {
     NodeContext c(*this, n, index);
     // A step of a decomposed op goes to the next step's handler; arithmetic on constants (shape
     // computations) is done now. Either way the op type is one the table maps.
-    const Handler h = partial ? decomposed_step : all_inputs_constant(c) ? constant_handler(n.op_type())
-                                                                         : nullptr;
+    const Handler h = partial                  ? decomposed_step
+                      : all_inputs_constant(c) ? constant_handler(n.op_type())
+                                               : nullptr;
     const size_t before = problems_.size();
     if (!(h ? h : handler)(c) && problems_.size() == before && !fatal_) {
       problems_.push_back({index, ""});
@@ -348,19 +355,19 @@ bool Translator::finish_output() {
   for (const pb::ValueInfoProto& o : g_.output()) {
     const Val& v = get(o.name());
     if (!v.is(Val::Kind::kActivation) || graph_.values[static_cast<size_t>(v.id)].producer == 0) {
-      diags_.error(at, fmt::format("graph output '{}' is {}: the model computes nothing from its "
-                                   "input",
-                                   shown_text(o.name()),
-                                   v.is(Val::Kind::kConstant) ? "a constant" : "the graph's input"));
+      diags_.error(at,
+                   fmt::format("graph output '{}' is {}: the model computes nothing from its "
+                               "input",
+                               shown_text(o.name()),
+                               v.is(Val::Kind::kConstant) ? "a constant" : "the graph's input"));
       return false;
     }
     const int32_t type = o.type().tensor_type().elem_type();
-    const bool indices = graph_.producer(v.id).op == ir::OpKind::Argmax &&
-                         type == pb::TensorProto::INT64;
+    const bool indices =
+        graph_.producer(v.id).op == ir::OpKind::Argmax && type == pb::TensorProto::INT64;
     if (o.type().has_tensor_type() && type != pb::TensorProto::FLOAT && !indices) {
       diags_.error(at, fmt::format("graph output '{}' is of type {}; zoc's output is float32",
-                                   shown_text(o.name()),
-                                   elem_type_name(type)));
+                                   shown_text(o.name()), elem_type_name(type)));
       return false;
     }
     if (std::find(graph_.outputs.begin(), graph_.outputs.end(), v.id) != graph_.outputs.end()) {
@@ -386,9 +393,10 @@ void Translator::check_params() {
         return node.name + "." + b.suffix == p.name;
       });
       if (!bound && !p.optional) {
-        diags_.error(node.loc, fmt::format("layer '{}' ({}) needs tensor '{}', which the model does "
-                                           "not give it",
-                                           node.name, ir::op_info(node.op).name, p.name));
+        diags_.error(node.loc,
+                     fmt::format("layer '{}' ({}) needs tensor '{}', which the model does "
+                                 "not give it",
+                                 node.name, ir::op_info(node.op).name, p.name));
       }
     }
     for (const ParamBinding& b : bindings) {
@@ -398,13 +406,13 @@ void Translator::check_params() {
       auto spec = std::find_if(node.params.begin(), node.params.end(),
                                [&](const ir::ParamSpec& p) { return p.name == name; });
       if (spec == node.params.end() || spec->shape == have) continue;
-      diags_.error(node.loc, fmt::format("{} '{}' has shape {}{}, but layer '{}' ({}) needs {} for "
-                                         "its {}",
-                                         b.seen_as == b.value->name ? "initializer" : "tensor",
-                                         shown_text(b.seen_as), shape_str(b.value->dims),
-                                         b.transpose ? " (transposed for the layer)" : "",
-                                         node.name, ir::op_info(node.op).name,
-                                         shape_str(spec->shape), b.suffix));
+      diags_.error(
+          node.loc,
+          fmt::format("{} '{}' has shape {}{}, but layer '{}' ({}) needs {} for "
+                      "its {}",
+                      b.seen_as == b.value->name ? "initializer" : "tensor", shown_text(b.seen_as),
+                      shape_str(b.value->dims), b.transpose ? " (transposed for the layer)" : "",
+                      node.name, ir::op_info(node.op).name, shape_str(spec->shape), b.suffix));
     }
   }
   if (dims_overridden_) return;
@@ -473,7 +481,8 @@ bool Translator::collect_weights(Model& out) {
         values = b.value->f;
       }
       if (b.transpose) {  // [rows, cols] -> [cols, rows]
-        const size_t rows = static_cast<size_t>(b.value->dims[0]), cols = static_cast<size_t>(b.value->dims[1]);
+        const size_t rows = static_cast<size_t>(b.value->dims[0]),
+                     cols = static_cast<size_t>(b.value->dims[1]);
         for (size_t r = 0; r < rows; ++r) {
           for (size_t c = 0; c < cols; ++c) values[c * rows + r] = b.value->f[r * cols + c];
         }

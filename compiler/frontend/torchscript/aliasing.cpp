@@ -44,11 +44,10 @@ namespace aten = c10::aten;
 // they are the same elements.
 bool definite_view(c10::Symbol k) {
   static const std::set<std::string> ops = {
-      "aten::view",    "aten::permute",   "aten::transpose", "aten::detach",
-      "aten::view_as", "aten::alias",     "aten::squeeze",   "aten::unsqueeze",
-      "aten::expand",  "aten::expand_as", "aten::t",         "aten::chunk",
-      "aten::split",   "aten::unbind",    "aten::select",    "aten::slice",
-      "aten::narrow",  "prim::ConstantChunk"};
+      "aten::view",  "aten::permute", "aten::transpose",    "aten::detach", "aten::view_as",
+      "aten::alias", "aten::squeeze", "aten::unsqueeze",    "aten::expand", "aten::expand_as",
+      "aten::t",     "aten::chunk",   "aten::split",        "aten::unbind", "aten::select",
+      "aten::slice", "aten::narrow",  "prim::ConstantChunk"};
   return ops.count(k.toQualString()) > 0;
 }
 
@@ -105,10 +104,11 @@ bool Translator::refresh(Val& v, std::string& why) {
     if (v.version == s.version) return true;
     if (!v.derived) {
       if (!s.lost_by.empty()) {
-        why = fmt::format("it reads a tensor that {} wrote into in place; zoc follows in-place "
-                          "writes into a tensor and its permuted views, not into a part or a "
-                          "reshaped view of it",
-                          s.lost_by);
+        why = fmt::format(
+            "it reads a tensor that {} wrote into in place; zoc follows in-place "
+            "writes into a tensor and its permuted views, not into a part or a "
+            "reshaped view of it",
+            s.lost_by);
         return false;
       }
       v.id = s.base;
@@ -121,9 +121,10 @@ bool Translator::refresh(Val& v, std::string& why) {
       v.version = s.version;
       return true;
     }
-    why = fmt::format("it reads the view that {} made of a tensor that {} has written in place "
-                      "since; zoc does not follow in-place writes into such views",
-                      o.made_by, s.written_by);
+    why = fmt::format(
+        "it reads the view that {} made of a tensor that {} has written in place "
+        "since; zoc does not follow in-place writes into such views",
+        o.made_by, s.written_by);
     return false;
   }
   if (v.is(Kind::kConst)) {
@@ -242,8 +243,8 @@ bool Translator::apply_write(jit::Node* n, size_t input, size_t output) {
     return false;
   }
   if (r.view != target.view || r.groups != target.groups) {
-    unsupported(n, fmt::format("it writes {} in place with {}", view_name(target.view),
-                               view_name(r.view)));
+    unsupported(
+        n, fmt::format("it writes {} in place with {}", view_name(target.view), view_name(r.view)));
     return false;
   }
   if (input != 0) {  // an out= argument: PyTorch resizes it; zoc keeps shapes

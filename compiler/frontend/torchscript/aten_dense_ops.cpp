@@ -160,8 +160,8 @@ bool argmax(OpContext& c) {
 template <ir::OpKind Op>
 bool softmax(OpContext& c) {
   const Val& in = c.in(0);
-  if (Op == ir::OpKind::Softmax && !(in.is(Kind::kTensor) && in.view == Val::View::kNone &&
-                                     is_image(c, in.id))) {
+  if (Op == ir::OpKind::Softmax &&
+      !(in.is(Kind::kTensor) && in.view == Val::View::kNone && is_image(c, in.id))) {
     return base(c);
   }
   auto x = c.tensor(0);
@@ -232,9 +232,10 @@ bool view_param(OpContext& c, const Val& p) {
       return true;
     }
   }
-  return c.fail(fmt::format("a reshape of parameter '{}' of shape [{}] to [{}]; zoc reshapes a "
-                            "parameter [C] to [1, C, 1, 1] or [C, 1, 1] (per channel)",
-                            p.name, fmt::join(p.tensor.sizes(), ", "), fmt::join(*shape, ", ")));
+  return c.fail(
+      fmt::format("a reshape of parameter '{}' of shape [{}] to [{}]; zoc reshapes a "
+                  "parameter [C] to [1, C, 1, 1] or [C, 1, 1] (per channel)",
+                  p.name, fmt::join(p.tensor.sizes(), ", "), fmt::join(*shape, ", ")));
 }
 
 // aten::view / aten::reshape of features [N, F] to an image [N, c, h, w] (an SE block written
@@ -245,9 +246,9 @@ bool view(OpContext& c) {
   if (in.is(Kind::kParam) && in.in_state_dict) return view_param(c, in);
   const bool plain = in.is(Kind::kTensor) && in.view == Val::View::kNone;
   const std::vector<int64_t>* d = plain ? c.dims(in.id) : nullptr;
-  const size_t rank = s.is(Kind::kList)                                  ? s.items.size()
+  const size_t rank = s.is(Kind::kList)                           ? s.items.size()
                       : s.is(Kind::kConst) && s.value.isIntList() ? s.value.toIntList().size()
-                                                                         : 0;
+                                                                  : 0;
   if (!d || d->size() != 1 || rank != 4) return base(c);
   auto shape = c.ints(1, /*allow_batch=*/true);
   if (!shape) return false;
@@ -312,18 +313,19 @@ bool slice(OpContext& c) {
   const int64_t at = *dim < 0 ? *dim + rank : *dim;
   if (at == 0 || at >= rank) {
     if (at == 0 && *start == 0 && *end == INT64_MAX && *step == 1) return c.result_tensor(*x);
-    return c.fail(at == 0 ? "a slice of the batch, which zoc keeps dynamic"
-                          : fmt::format("a slice along dim {} of [N, {}]", *dim,
-                                        fmt::join(*d, ", ")));
+    return c.fail(at == 0
+                      ? "a slice of the batch, which zoc keeps dynamic"
+                      : fmt::format("a slice along dim {} of [N, {}]", *dim, fmt::join(*d, ", ")));
   }
   const int64_t size = (*d)[static_cast<size_t>(at - 1)];
   const int64_t b = std::clamp(*start < 0 ? *start + size : *start, int64_t{0}, size);
   const int64_t e = std::clamp(*end < 0 ? *end + size : *end, b, size);
   if (*step == 1 && b == 0 && e == size) return c.result_tensor(*x);  // x[:, :, :]
   if (d->size() != 3 || at != 1 || *step != 1 || e <= b) {
-    return c.fail(fmt::format("a slice along dim {} (step {}) of [N, {}]; zoc slices images "
-                              "along the channels with step 1",
-                              *dim, *step, fmt::join(*d, ", ")));
+    return c.fail(
+        fmt::format("a slice along dim {} (step {}) of [N, {}]; zoc slices images "
+                    "along the channels with step 1",
+                    *dim, *step, fmt::join(*d, ", ")));
   }
   auto y = channels(c, *x, b, e - b, size);
   return y && c.result_tensor(*y);
@@ -339,8 +341,8 @@ bool split(OpContext& c) {
   if (!d) return false;
   if (d->size() != 3 || !is_dim1(*dim, 3)) return c.fail("a split other than along channels");
   const int64_t total = (*d)[0];
-  const bool each = sizes->size() == 1 && c.node()->kind() == c10::aten::split &&
-                    c.in(1).value.isInt();
+  const bool each =
+      sizes->size() == 1 && c.node()->kind() == c10::aten::split && c.in(1).value.isInt();
   std::vector<int64_t> pieces = *sizes;
   if (each) {
     pieces.clear();
@@ -374,16 +376,16 @@ bool per_channel(OpContext& c, ir::OpKind op, ir::ValueId x, const Val& k) {
   if (!d) return false;
   const std::vector<int64_t> seen(k.tensor.sizes().begin(), k.tensor.sizes().end());
   const int64_t ch = d->empty() ? 0 : (*d)[0];
-  const bool ok = seen.empty() ||
-                  (d->size() == 3 && (seen == std::vector<int64_t>{ch, 1, 1} ||
-                                      seen == std::vector<int64_t>{1, ch, 1, 1})) ||
-                  (d->size() == 1 && (seen == std::vector<int64_t>{ch} ||
-                                      seen == std::vector<int64_t>{1, ch}));
+  const bool ok =
+      seen.empty() ||
+      (d->size() == 3 &&
+       (seen == std::vector<int64_t>{ch, 1, 1} || seen == std::vector<int64_t>{1, ch, 1, 1})) ||
+      (d->size() == 1 && (seen == std::vector<int64_t>{ch} || seen == std::vector<int64_t>{1, ch}));
   if (ok) return true;
-  return c.fail(fmt::format("{} of an activation [N, {}] and '{}' of shape [{}]; zoc takes a "
-                            "tensor operand per channel ([C, 1, 1], [1, C, 1, 1]) or per feature",
-                            ir::op_info(op).name, fmt::join(*d, ", "),
-                            k.name, fmt::join(seen, ", ")));
+  return c.fail(
+      fmt::format("{} of an activation [N, {}] and '{}' of shape [{}]; zoc takes a "
+                  "tensor operand per channel ([C, 1, 1], [1, C, 1, 1]) or per feature",
+                  ir::op_info(op).name, fmt::join(*d, ", "), k.name, fmt::join(seen, ", ")));
 }
 
 // The value of `k` when it is a one-element floating parameter or buffer of more than zero
@@ -419,9 +421,10 @@ bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool 
     return y && c.result_tensor(*y);
   }
   if (!k.is(Kind::kParam) || !k.in_state_dict) {
-    return c.fail(fmt::format("{} of an activation and a tensor that is neither a number nor "
-                              "a parameter or buffer of the module",
-                              ir::op_info(op).name));
+    return c.fail(
+        fmt::format("{} of an activation and a tensor that is neither a number nor "
+                    "a parameter or buffer of the module",
+                    ir::op_info(op).name));
   }
   if (!per_channel(c, op, *x, k)) return false;
   a.set("param_rank", int_attr(k.stored_rank < 0 ? k.tensor.dim() : k.stored_rank));
@@ -431,9 +434,7 @@ bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool 
   return c.result_tensor(*y);
 }
 
-bool is_constant(const Val& v) {
-  return constant_scalar(v).has_value() || v.is(Kind::kParam);
-}
+bool is_constant(const Val& v) { return constant_scalar(v).has_value() || v.is(Kind::kParam); }
 
 // alpha (input 2 of add/sub) must be 1.
 bool alpha_is_one(OpContext& c) {
@@ -514,9 +515,10 @@ bool pad(OpContext& c) {
     ok = k < 4 ? (*p)[k] >= 0 && (*p)[k] <= (1 << 12) : (*p)[k] == 0;
   }
   if (!ok) {
-    return c.fail(fmt::format("F.pad by [{}] of [N, {}]; zoc pads an image's H and W by 0 to "
-                              "4096 on each side",
-                              fmt::join(*p, ", "), fmt::join(*d, ", ")));
+    return c.fail(
+        fmt::format("F.pad by [{}] of [N, {}]; zoc pads an image's H and W by 0 to "
+                    "4096 on each side",
+                    fmt::join(*p, ", "), fmt::join(*d, ", ")));
   }
   const int64_t top = p->size() >= 4 ? (*p)[2] : 0, bottom = p->size() >= 4 ? (*p)[3] : 0;
   ir::Attrs a;

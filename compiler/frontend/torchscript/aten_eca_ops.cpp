@@ -34,9 +34,9 @@ bool view(OpContext& c) {
   const std::vector<int64_t>* d = c.dims(in.id);
   if (!d || d->size() != 1) return d ? next(c) : false;
   const Val& s = c.in(1);
-  const size_t rank = s.is(Kind::kList)                               ? s.items.size()
+  const size_t rank = s.is(Kind::kList)                           ? s.items.size()
                       : s.is(Kind::kConst) && s.value.isIntList() ? s.value.toIntList().size()
-                                                                      : 0;
+                                                                  : 0;
   const int64_t f = (*d)[0];
   if (in.view == View::kNone && rank != 3) return next(c);
   auto shape = c.ints(1, /*allow_batch=*/true);
@@ -57,9 +57,10 @@ bool view(OpContext& c) {
     auto y = c.emit(ir::OpKind::Reshape, {v.id}, a);
     return y && c.result_tensor(*y);
   }
-  return c.fail(fmt::format("a view of {} [N, 1, {}] as [{}]; zoc views it back as [N, {}, 1, 1] "
-                            "or [N, {}]",
-                            view_name(v.view), f, fmt::join(*shape, ", "), f, f));
+  return c.fail(
+      fmt::format("a view of {} [N, 1, {}] as [{}]; zoc views it back as [N, {}, 1, 1] "
+                  "or [N, {}]",
+                  view_name(v.view), f, fmt::join(*shape, ", "), f, f));
 }
 
 // Conv1d(1, 1, k) on the [N, 1, F] view: x at input 0, the weight at 1, the bias at 2 and the
@@ -75,10 +76,10 @@ bool sequence_conv(OpContext& c, size_t stride_at, size_t padding_at, size_t dil
   auto groups = dilation ? c.i(groups_at) : std::nullopt;
   if (!groups) return false;
   if (w->tensor.dim() != 3 || w->tensor.size(0) != 1 || w->tensor.size(1) != 1 || *groups != 1) {
-    return c.fail(fmt::format("a conv1d with weight '{}' [{}] and groups {} on {}; zoc maps "
-                              "Conv1d(1, 1, k) there (ECA attention)",
-                              w->name, fmt::join(w->tensor.sizes(), ", "), *groups,
-                              view_name(x.view)));
+    return c.fail(
+        fmt::format("a conv1d with weight '{}' [{}] and groups {} on {}; zoc maps "
+                    "Conv1d(1, 1, k) there (ECA attention)",
+                    w->name, fmt::join(w->tensor.sizes(), ", "), *groups, view_name(x.view)));
   }
   if (stride->size() != 1 || padding->size() != 1 || dilation->size() != 1) {
     return c.fail("a conv1d whose stride, padding or dilation is not one number");
@@ -101,9 +102,10 @@ bool conv1d(OpContext& c) {
   const Val* x = c.activation(0);
   if (!x) return false;
   if (x->view != View::kSequence) {
-    return c.fail(fmt::format("conv1d of {}; zoc maps Conv1d(1, 1, k) on a [N, 1, C] view of "
-                              "pooled features (ECA attention: x.mean((2, 3)).view(n, 1, -1))",
-                              view_name(x->view)));
+    return c.fail(
+        fmt::format("conv1d of {}; zoc maps Conv1d(1, 1, k) on a [N, 1, C] view of "
+                    "pooled features (ECA attention: x.mean((2, 3)).view(n, 1, -1))",
+                    view_name(x->view)));
   }
   return sequence_conv(c, 3, 4, 5, 6);
 }
@@ -136,15 +138,16 @@ bool expand_as(OpContext& c) {
   for (const jit::Use& u : c.node()->output()->uses()) {
     const c10::Symbol k = u.user->kind();
     const bool mul = k == c10::aten::mul || k == c10::Symbol::fromQualString("aten::mul_");
-    into_mul = into_mul && mul && u.user->inputs().size() == 2 &&
-               u.user->input(1 - u.offset) == target;
+    into_mul =
+        into_mul && mul && u.user->inputs().size() == 2 && u.user->input(1 - u.offset) == target;
   }
   if (!broadcasts || !into_mul) {
-    return c.fail(fmt::format("an expand_as of [N, {}] to [N, {}] {}; zoc maps expand_as only "
-                              "into a mul by the tensor it expands to (the mul broadcasts)",
-                              fmt::join(*a, ", "), fmt::join(*b, ", "),
-                              broadcasts ? "read by something other than a mul by that tensor"
-                                         : "that is not a broadcast"));
+    return c.fail(
+        fmt::format("an expand_as of [N, {}] to [N, {}] {}; zoc maps expand_as only "
+                    "into a mul by the tensor it expands to (the mul broadcasts)",
+                    fmt::join(*a, ", "), fmt::join(*b, ", "),
+                    broadcasts ? "read by something other than a mul by that tensor"
+                               : "that is not a broadcast"));
   }
   Val v = c.in(0);  // its storage too: the expansion is a view of it
   c.result(std::move(v));

@@ -171,8 +171,8 @@ bool add_bias(OpContext& c, size_t activation, const Val& bias) {
   const ir::ValueId x = c.in(activation).id;
   ir::Node& lin = c.producer(x);
   const c10::Symbol from = c.node()->input(activation)->node()->kind();
-  const bool product = from == c10::aten::matmul || from == c10::aten::mm ||
-                       from == c10::aten::linear;
+  const bool product =
+      from == c10::aten::matmul || from == c10::aten::mm || from == c10::aten::linear;
   if (lin.op != ir::OpKind::Linear || lin.attrs.b("bias") ||
       bias.name != ir::weights_owner(lin) + ".bias" || c.uses_of_input(activation) != 1 ||
       !product || c.in(activation).derived || c.in(activation).view != Val::View::kNone) {
@@ -284,8 +284,8 @@ bool adaptive_avg_pool2d(OpContext& c) {
   }
   if (out->h == h && out->w == w) return c.result_tensor(*x);
   if (out->h < 1 || out->w < 1 || out->h > kMaxAdaptiveSize || out->w > kMaxAdaptiveSize) {
-    return c.fail(fmt::format("output size {}x{} is outside 1..{}", out->h, out->w,
-                              kMaxAdaptiveSize));
+    return c.fail(
+        fmt::format("output size {}x{} is outside 1..{}", out->h, out->w, kMaxAdaptiveSize));
   }
   ir::Attrs a;
   if (h % out->h != 0 || w % out->w != 0) {
@@ -426,8 +426,7 @@ bool matmul(OpContext& c) {
 // activation, the views of aten_zoo_ops.cpp.
 bool transpose(OpContext& c) {
   if (c.in(0).is(Kind::kTensor)) {
-    return c.node()->kind() == c10::aten::permute ? permute_activation(c)
-                                                  : transpose_activation(c);
+    return c.node()->kind() == c10::aten::permute ? permute_activation(c) : transpose_activation(c);
   }
   const Val* p = c.param(0);
   if (!p) return false;

@@ -59,9 +59,10 @@ bool layer_scale(OpContext& c, size_t activation, const Val& gamma) {
   if (!d) return false;
   const std::vector<int64_t> shape(gamma.tensor.sizes().begin(), gamma.tensor.sizes().end());
   if (d->size() != 3 || shape != std::vector<int64_t>{(*d)[0], 1, 1}) {
-    return c.fail(fmt::format("multiplying an activation [N, {}] by parameter '{}' of shape {}; "
-                              "zoc multiplies an image by a per-channel [C, 1, 1] parameter",
-                              fmt::join(*d, ", "), gamma.name, list_str(shape)));
+    return c.fail(
+        fmt::format("multiplying an activation [N, {}] by parameter '{}' of shape {}; "
+                    "zoc multiplies an image by a per-channel [C, 1, 1] parameter",
+                    fmt::join(*d, ", "), gamma.name, list_str(shape)));
   }
   auto layer = c.layer_of(gamma, "layer_scale");
   auto y = layer ? c.emit(ir::OpKind::LayerScale, {*x}, {}, &*layer) : std::nullopt;
@@ -76,9 +77,10 @@ bool mul(OpContext& c) {
   for (size_t k : {0, 1}) {
     if (auto s = constant_scalar(c.in(k))) {
       if (*s != 1.0) {
-        return c.fail(fmt::format("multiplying by the constant {:g}; zoc multiplies two "
-                                  "activations, or an activation by a layer_scale parameter",
-                                  *s));
+        return c.fail(
+            fmt::format("multiplying by the constant {:g}; zoc multiplies two "
+                        "activations, or an activation by a layer_scale parameter",
+                        *s));
       }
       auto x = c.tensor(1 - k);
       return x && c.result_tensor(*x);
@@ -110,9 +112,10 @@ bool mean(OpContext& c) {
   auto axes = normalized_dims(*dims, static_cast<int64_t>(d->size()) + 1);
   if (axes) std::sort(axes->begin(), axes->end());
   if (d->size() != 3 || axes != std::vector<int64_t>{2, 3}) {
-    return c.fail(fmt::format("a mean over dims {} of [N, {}]; zoc averages images over H and W "
-                              "(dims [2, 3])",
-                              list_str(*dims), fmt::join(*d, ", ")));
+    return c.fail(
+        fmt::format("a mean over dims {} of [N, {}]; zoc averages images over H and W "
+                    "(dims [2, 3])",
+                    list_str(*dims), fmt::join(*d, ", ")));
   }
   auto pooled = c.emit(ir::OpKind::GlobalAvgPool, {*x}, {});
   if (!pooled || *keep) return pooled && c.result_tensor(*pooled);
@@ -128,8 +131,8 @@ std::optional<std::vector<ir::ValueId>> channel_chunks(OpContext& c, int64_t chu
   if (!d) return std::nullopt;
   const auto axis = normalized_dims({dim}, static_cast<int64_t>(d->size()) + 1);
   if (d->size() != 3 || !axis || (*axis)[0] != 1 || chunks < 1) {
-    c.fail(fmt::format("chunk({}, dim={}) of [N, {}]; zoc splits images along the channels",
-                       chunks, dim, fmt::join(*d, ", ")));
+    c.fail(fmt::format("chunk({}, dim={}) of [N, {}]; zoc splits images along the channels", chunks,
+                       dim, fmt::join(*d, ", ")));
     return std::nullopt;
   }
   const int64_t channels = (*d)[0], size = (channels + chunks - 1) / chunks;
@@ -165,8 +168,8 @@ bool constant_chunk(OpContext& c) {
   auto pieces = channel_chunks(c, n->i(jit::attr::chunks), n->i(jit::attr::dim));
   if (!pieces) return false;
   if (pieces->size() != n->outputs().size()) {
-    return c.fail(fmt::format("{} pieces where TorchScript expects {}", pieces->size(),
-                              n->outputs().size()));
+    return c.fail(
+        fmt::format("{} pieces where TorchScript expects {}", pieces->size(), n->outputs().size()));
   }
   for (size_t k = 0; k < pieces->size(); ++k) c.result(Val::activation((*pieces)[k]), k);
   return true;
@@ -185,11 +188,11 @@ bool layer_norm(OpContext& c) {
   const bool over_channels = v.view == View::kChannelsLast && *shape == std::vector{(*d)[0]};
   const bool over_features = v.view == View::kNone && d->size() == 1 && *shape == *d;
   if (!over_channels && !over_features) {
-    return c.fail(fmt::format("layer_norm over {} of {} [N, {}]; zoc normalizes the channels of "
-                              "a channels-last image (x.permute(0, 2, 3, 1)) or the features of "
-                              "[N, F]",
-                              list_str(*shape), view_name(v.view),
-                              fmt::join(viewed_dims(v, *d), ", ")));
+    return c.fail(
+        fmt::format("layer_norm over {} of {} [N, {}]; zoc normalizes the channels of "
+                    "a channels-last image (x.permute(0, 2, 3, 1)) or the features of "
+                    "[N, F]",
+                    list_str(*shape), view_name(v.view), fmt::join(viewed_dims(v, *d), ", ")));
   }
   if (c.none(2) || c.none(3)) return c.fail("layer_norm without weight and bias");
   const Val* w = c.param(2);
@@ -252,10 +255,10 @@ bool permute_activation(OpContext& c) {
     c.result(v.viewed(View::kNone));
     return true;
   }
-  return c.fail(fmt::format("permute{} of {} [N, {}]; zoc follows an image's permute(0, 2, 3, 1) "
-                            "to channels-last and permute(0, 3, 1, 2) back",
-                            list_str(*perm), view_name(v.view),
-                            fmt::join(viewed_dims(v, *d), ", ")));
+  return c.fail(
+      fmt::format("permute{} of {} [N, {}]; zoc follows an image's permute(0, 2, 3, 1) "
+                  "to channels-last and permute(0, 3, 1, 2) back",
+                  list_str(*perm), view_name(v.view), fmt::join(viewed_dims(v, *d), ", ")));
 }
 
 // transpose(1, 2) of ShuffleNet's [N, g, C/g, H, W] view, and back.
@@ -266,8 +269,8 @@ bool transpose_activation(OpContext& c) {
   if (!d1) return false;
   const Val v = *x;
   const auto dims = normalized_dims({*d0, *d1}, 5);
-  const bool swaps_groups = dims && std::min((*dims)[0], (*dims)[1]) == 1 &&
-                            std::max((*dims)[0], (*dims)[1]) == 2;
+  const bool swaps_groups =
+      dims && std::min((*dims)[0], (*dims)[1]) == 1 && std::max((*dims)[0], (*dims)[1]) == 2;
   if (swaps_groups && v.view == View::kGrouped) {
     c.result(v.viewed(View::kGroupedTransposed, v.groups));
     return true;
@@ -276,9 +279,10 @@ bool transpose_activation(OpContext& c) {
     c.result(v.viewed(View::kGrouped, v.groups));
     return true;
   }
-  return c.fail(fmt::format("transpose({}, {}) of {}; zoc follows the transpose(1, 2) of "
-                            "ShuffleNet's channel shuffle",
-                            *d0, *d1, view_name(v.view)));
+  return c.fail(
+      fmt::format("transpose({}, {}) of {}; zoc follows the transpose(1, 2) of "
+                  "ShuffleNet's channel shuffle",
+                  *d0, *d1, view_name(v.view)));
 }
 
 // view/reshape into and out of the channel shuffle's 5-D view: [N, g, C/g, H, W] from an image,
@@ -293,8 +297,8 @@ bool view_activation(OpContext& c, const Val& x, const std::vector<int64_t>& sha
     c.result(v.viewed(View::kGrouped, (*s)[1]));
     return true;
   }
-  const bool to_image = s && *s == std::vector<int64_t>{OpContext::kBatchDim, (*d)[0], (*d)[1],
-                                                       (*d)[2]};
+  const bool to_image =
+      s && *s == std::vector<int64_t>{OpContext::kBatchDim, (*d)[0], (*d)[1], (*d)[2]};
   if (to_image && v.view == View::kGrouped) {
     c.result(v.viewed(View::kNone));
     return true;
@@ -305,10 +309,10 @@ bool view_activation(OpContext& c, const Val& x, const std::vector<int64_t>& sha
     auto y = c.emit(ir::OpKind::ChannelShuffle, {v.id}, a);
     return y && c.result_tensor(*y);
   }
-  return c.fail(fmt::format("a view of {} [N, {}] as {}; zoc follows ShuffleNet's channel "
-                            "shuffle (view as [N, g, C/g, H, W], transpose(1, 2), view back)",
-                            view_name(v.view), fmt::join(viewed_dims(v, *d), ", "),
-                            list_str(shape)));
+  return c.fail(
+      fmt::format("a view of {} [N, {}] as {}; zoc follows ShuffleNet's channel "
+                  "shuffle (view as [N, g, C/g, H, W], transpose(1, 2), view back)",
+                  view_name(v.view), fmt::join(viewed_dims(v, *d), ", "), list_str(shape)));
 }
 
 // y = x W^T + b over the channels of each pixel: a 1x1 convolution of the image whose weight

@@ -28,7 +28,8 @@ int count_operators(std::string_view s) {
       i = j;
     } else if (std::string_view("+-*/%&|^~<>=!@").find(s[i]) != std::string_view::npos) {
       size_t j = i;  // "**", "//", "<<=", "->", "==" each count once
-      while (j < s.size() && std::string_view("+-*/%&|^~<>=!@").find(s[j]) != std::string_view::npos) {
+      while (j < s.size() &&
+             std::string_view("+-*/%&|^~<>=!@").find(s[j]) != std::string_view::npos) {
         ++j;
       }
       n += s.substr(i, j - i) != "=" && s.substr(i, j - i) != "->";
@@ -49,9 +50,10 @@ class CodeScanner {
   // One statement, its text with string literals blanked, starting at line `line`.
   Status statement(std::string_view text, int indent, int line);
   Status refuse(int line, const std::string& what) const {
-    return Error{fmt::format("unsafe TorchScript code: record '{}' line {} {}; zoc refused the "
-                             "file before loading any of it",
-                             quoted_name(record_), line, what)};
+    return Error{
+        fmt::format("unsafe TorchScript code: record '{}' line {} {}; zoc refused the "
+                    "file before loading any of it",
+                    quoted_name(record_), line, what)};
   }
 
   const std::string& record_;
@@ -80,10 +82,11 @@ Status CodeScanner::statement(std::string_view text, int indent, int line) {
                                     indent, kMaxCodeIndent));
   }
   if (const int ops = count_operators(text); ops > kMaxCodeOperators) {
-    return refuse(line, fmt::format("has {} operators in one statement, more than LibTorch's "
-                                    "recursive compiler takes (zoc reads at most {}; torch.jit.save "
-                                    "writes one operation per statement)",
-                                    ops, kMaxCodeOperators));
+    return refuse(line,
+                  fmt::format("has {} operators in one statement, more than LibTorch's "
+                              "recursive compiler takes (zoc reads at most {}; torch.jit.save "
+                              "writes one operation per statement)",
+                              ops, kMaxCodeOperators));
   }
   // Class bodies: which statements are members, and whether one assigns without a type.
   if (indent == 0) {  // an enum's members are untyped assignments, LibTorch imports them apart
@@ -127,7 +130,8 @@ Status CodeScanner::run() {
     if (c == '\'' || c == '"') {
       const bool triple = code_.substr(i, 3) == std::string(3, c);
       size_t j = i + (triple ? 3 : 1);
-      while (j < code_.size() && !(triple ? code_.substr(j, 3) == std::string(3, c) : code_[j] == c)) {
+      while (j < code_.size() &&
+             !(triple ? code_.substr(j, 3) == std::string(3, c) : code_[j] == c)) {
         if (code_[j] == '\\') ++j;
         if (j < code_.size() && code_[j] == '\n') ++line;
         ++j;

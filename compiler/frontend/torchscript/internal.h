@@ -323,7 +323,7 @@ class Translator {
   std::optional<SourceLoc> to_loc(const jit::SourceRange& r) const;
   void unsupported(jit::Node* n, const std::string& why);
   void not_folded(jit::Node* n, const std::string& why);  // listed with the unsupported ops
-  void error(jit::Node* n, const std::string& message);  // a fatal, located error
+  void error(jit::Node* n, const std::string& message);   // a fatal, located error
   bool is_leaf(const c10::IValue& module) const;
   std::string fresh_name(const Origin& o, ir::OpKind op) const;
   const std::vector<int64_t>* dims(ir::ValueId v);

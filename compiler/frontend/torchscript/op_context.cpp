@@ -29,10 +29,11 @@ std::optional<ir::ValueId> OpContext::tensor(size_t i) {
   const Val* v = activation(i);
   if (!v) return std::nullopt;
   if (v->view == Val::View::kNone) return v->id;
-  fail(fmt::format("operand {} is {}, which zoc follows only into layer_norm, linear, "
-                   "activations and back{}",
-                   i + 1, view_name(v->view),
-                   v->view == Val::View::kChannelsLast ? "" : " (ShuffleNet's channel shuffle)"));
+  fail(
+      fmt::format("operand {} is {}, which zoc follows only into layer_norm, linear, "
+                  "activations and back{}",
+                  i + 1, view_name(v->view),
+                  v->view == Val::View::kChannelsLast ? "" : " (ShuffleNet's channel shuffle)"));
   return std::nullopt;
 }
 
@@ -46,11 +47,16 @@ const Val* OpContext::activation(size_t i) {
 
 std::string view_name(Val::View view) {
   switch (view) {
-    case Val::View::kNone: return "an activation";
-    case Val::View::kChannelsLast: return "a channels-last [N, H, W, C] view of an image";
-    case Val::View::kGrouped: return "a 5-D [N, g, C/g, H, W] view of an image";
-    case Val::View::kGroupedTransposed: return "a 5-D [N, C/g, g, H, W] view of an image";
-    case Val::View::kSequence: return "a [N, 1, F] view of features (ECA's x.view(n, 1, -1))";
+    case Val::View::kNone:
+      return "an activation";
+    case Val::View::kChannelsLast:
+      return "a channels-last [N, H, W, C] view of an image";
+    case Val::View::kGrouped:
+      return "a 5-D [N, g, C/g, H, W] view of an image";
+    case Val::View::kGroupedTransposed:
+      return "a 5-D [N, C/g, g, H, W] view of an image";
+    case Val::View::kSequence:
+      return "a [N, 1, F] view of features (ECA's x.view(n, 1, -1))";
   }
   return "?";
 }
@@ -63,9 +69,10 @@ const Val* OpContext::param(size_t i) {
   const Val& v = in(i);
   if (v.is(Kind::kParam) && v.in_state_dict && v.stored_rank < 0) return &v;
   if (v.is(Kind::kParam) && v.in_state_dict) {
-    fail(fmt::format("parameter '{}' is used reshaped; zoc takes a reshaped parameter only as "
-                     "the per-channel operand of add, sub, mul or div",
-                     v.name));
+    fail(
+        fmt::format("parameter '{}' is used reshaped; zoc takes a reshaped parameter only as "
+                    "the per-channel operand of add, sub, mul or div",
+                    v.name));
     return nullptr;
   }
   fail(v.is(Kind::kParam)

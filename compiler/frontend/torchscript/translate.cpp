@@ -121,8 +121,7 @@ bool Translator::run(ir::Graph& out) {
   Val image = Val::activation(graph_.nodes[input].output);
   new_storage(image);
   std::vector<Val> results;
-  run_graph(g, {self, std::move(image)},
-            Frame{"", is_leaf(self.value), {}}, results);
+  run_graph(g, {self, std::move(image)}, Frame{"", is_leaf(self.value), {}}, results);
 
   if (!problems_.empty()) report_problems(at);
   if (fatal_ || diags_.error_count() != errors_before) return false;
@@ -229,10 +228,10 @@ void Translator::step(jit::Node* n) {
     run_loop(n);
   } else if (k == prim::RaiseException) {
     const Val& m = get(n->input(0));
-    error(n, fmt::format("forward raises an exception for this input: {}",
-                         m.is(Kind::kConst) && m.value.isString()
-                             ? shown_text(m.value.toStringRef())
-                             : "(message unknown)"));
+    error(n,
+          fmt::format("forward raises an exception for this input: {}",
+                      m.is(Kind::kConst) && m.value.isString() ? shown_text(m.value.toStringRef())
+                                                               : "(message unknown)"));
   } else if (k == aten::warn || k == prim::Print) {
     // No effect on the result.
   } else if (k == prim::Uninitialized) {
@@ -257,8 +256,8 @@ void Translator::get_attr(jit::Node* n) {
   const c10::ClassTypePtr type = object->type();
   const c10::optional<size_t> slot = type->findAttributeSlot(attr);
   if (!slot) {
-    return error(n, fmt::format("'{}' has no attribute '{}'", shown_text(obj.name),
-                                shown_text(attr)));
+    return error(n,
+                 fmt::format("'{}' has no attribute '{}'", shown_text(obj.name), shown_text(attr)));
   }
   c10::IValue v = object->getSlot(*slot);
   if (attr == "training" && v.isBool() && v.toBool()) read_training_ = true;

@@ -42,11 +42,10 @@ void Translator::report_problems(const SourceLoc& at) {
   std::vector<std::pair<std::string, int>> lines;
   for (const Problem& p : problems_) {
     if (inside_other(p)) continue;
-    std::string line =
-        fmt::format("{}: {} at {}",
-                    p.origin.module_path.empty() ? "(top-level module)"
-                                                 : shown_text(p.origin.module_path),
-                    p.what, p.origin.loc.str());
+    std::string line = fmt::format(
+        "{}: {} at {}",
+        p.origin.module_path.empty() ? "(top-level module)" : shown_text(p.origin.module_path),
+        p.what, p.origin.loc.str());
     auto it =
         std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == line; });
     if (it == lines.end()) {
@@ -80,20 +79,18 @@ void Translator::check_parameters() {
       auto it = state_.find(p.name);
       if (it == state_.end()) {
         if (!p.optional) {
-          diags_.error(node.loc,
-                       fmt::format("layer '{}' needs tensor '{}', which is not in the "
-                                   "module's state_dict",
-                                   shown_text(node.name), shown_text(p.name)));
+          diags_.error(node.loc, fmt::format("layer '{}' needs tensor '{}', which is not in the "
+                                             "module's state_dict",
+                                             shown_text(node.name), shown_text(p.name)));
         }
         continue;
       }
       const std::vector<int64_t> shape(it->second.sizes().begin(), it->second.sizes().end());
       if (shape != p.shape) {
-        diags_.error(node.loc,
-                     fmt::format("layer '{}': tensor '{}' has shape {} in the module, "
-                                 "but the layer as called needs {}",
-                                 shown_text(node.name), shown_text(p.name),
-                                 shape_str(shape), shape_str(p.shape)));
+        diags_.error(node.loc, fmt::format("layer '{}': tensor '{}' has shape {} in the module, "
+                                           "but the layer as called needs {}",
+                                           shown_text(node.name), shown_text(p.name),
+                                           shape_str(shape), shape_str(p.shape)));
       }
     }
   }

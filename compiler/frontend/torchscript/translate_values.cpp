@@ -117,8 +117,8 @@ bool Translator::structural(jit::Node* n) {
   }
   // list.append(x) on a list holding activations (DenseNet's `features.append(new_features)`):
   // TorchScript lists are references, so the list now holds x under every name (aliasing.cpp).
-  if (k == aten::append && (in[0].is(Kind::kList) || (in[0].is(Kind::kConst) &&
-                                                      in[0].value.isList()))) {
+  if (k == aten::append &&
+      (in[0].is(Kind::kList) || (in[0].is(Kind::kConst) && in[0].value.isList()))) {
     if (!charge_folded_items(n, in[0].is(Kind::kList) ? in[0].items.size() + 1 : 1)) return true;
     append_to_list(n, in[0], in[1]);
     return true;

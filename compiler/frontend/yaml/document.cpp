@@ -277,16 +277,16 @@ namespace {
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 }  // namespace
 
 std::optional<ExprValue> eval_scalar(const std::string& file, const YAML::Node& node,
                                      const ExprEnv& env, const std::string& what,
-                                     Diagnostics& diags, const char* expected,
-                                     bool allow_string) {
+                                     Diagnostics& diags, const char* expected, bool allow_string) {
   const SourceLoc loc = loc_of(file, node);
   if (!node.IsScalar()) {
     diags.error(loc, fmt::format("{} must be a single value", what));
@@ -337,8 +337,8 @@ std::optional<ExprValue> eval_scalar(const std::string& file, const YAML::Node& 
   return ExprValue{n};
 }
 
-std::optional<int64_t> eval_int(const std::string& file, const YAML::Node& node,
-                                const ExprEnv& env, const std::string& what, Diagnostics& diags) {
+std::optional<int64_t> eval_int(const std::string& file, const YAML::Node& node, const ExprEnv& env,
+                                const std::string& what, Diagnostics& diags) {
   auto v = eval_scalar(file, node, env, what, diags, "an integer");
   if (!v) return std::nullopt;
   if (!v->is_int()) {
@@ -348,12 +348,13 @@ std::optional<int64_t> eval_int(const std::string& file, const YAML::Node& node,
   return v->as_int();
 }
 
-std::optional<bool> eval_bool(const std::string& file, const YAML::Node& node,
-                              const ExprEnv& env, const std::string& what, Diagnostics& diags) {
+std::optional<bool> eval_bool(const std::string& file, const YAML::Node& node, const ExprEnv& env,
+                              const std::string& what, Diagnostics& diags) {
   auto v = eval_scalar(file, node, env, what, diags, "true or false");
   if (!v) return std::nullopt;
   if (!v->is_bool()) {
-    diags.error(loc_of(file, node), fmt::format("{} must be true or false, got {}", what, v->str()));
+    diags.error(loc_of(file, node),
+                fmt::format("{} must be true or false, got {}", what, v->str()));
     return std::nullopt;
   }
   return v->as_bool();

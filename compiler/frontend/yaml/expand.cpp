@@ -167,7 +167,11 @@ class ScopeExpander {
  public:
   ScopeExpander(Ctx& c, const std::string& prefix, int in_slot, const ExprEnv& env, int depth,
                 std::vector<std::string>& block_stack)
-      : c_(c), prefix_(prefix), in_slot_(in_slot), env_(env), depth_(depth),
+      : c_(c),
+        prefix_(prefix),
+        in_slot_(in_slot),
+        env_(env),
+        depth_(depth),
         block_stack_(block_stack) {}
 
   int run(const YAML::Node& layers);
@@ -194,7 +198,8 @@ class ScopeExpander {
 int ScopeExpander::run(const YAML::Node& layers) {
   const SourceLoc loc = loc_of(c_.file, layers);
   if (depth_ > kMaxNestingDepth) {
-    c_.diags.error(loc, fmt::format("layers are nested more than {} levels deep", kMaxNestingDepth));
+    c_.diags.error(loc,
+                   fmt::format("layers are nested more than {} levels deep", kMaxNestingDepth));
     return -1;
   }
   if (!layers.IsSequence()) {
@@ -250,8 +255,8 @@ int ScopeExpander::run(const YAML::Node& layers) {
 
 std::optional<int> ScopeExpander::resolve(const YAML::Node& ref, const std::string& layer) {
   if (!ref.IsScalar()) {
-    c_.diags.error(loc_of(c_.file, ref), fmt::format("layer '{}': an input must be a layer name",
-                                                     layer));
+    c_.diags.error(loc_of(c_.file, ref),
+                   fmt::format("layer '{}': an input must be a layer name", layer));
     return std::nullopt;
   }
   const std::string& name = ref.Scalar();
@@ -306,9 +311,9 @@ void ScopeExpander::expand_entry(Entry& e, int prev) {
     if (s) inputs.push_back(*s);
   } else if (input_list) {
     if (!input_list->value.IsSequence() || input_list->value.size() == 0) {
-      c_.diags.error(loc_of(c_.file, input_list->value),
-                     fmt::format("layer '{}': 'inputs' must be a non-empty list of layer names",
-                                 full));
+      c_.diags.error(
+          loc_of(c_.file, input_list->value),
+          fmt::format("layer '{}': 'inputs' must be a non-empty list of layer names", full));
       return;
     }
     for (const YAML::Node& ref : input_list->value) {
@@ -322,14 +327,14 @@ void ScopeExpander::expand_entry(Entry& e, int prev) {
   if (!inputs_ok) return;
   // `when: false` removes the entry; its name then stands for its input (an identity).
   if (const MapEntry* when = find("when")) {
-    auto on = eval_bool(c_.file, when->value, env_, fmt::format("layer '{}': 'when'", full),
-                        c_.diags);
+    auto on =
+        eval_bool(c_.file, when->value, env_, fmt::format("layer '{}': 'when'", full), c_.diags);
     if (!on) return;
     if (!*on) {
       if (inputs.size() != 1) {
-        c_.diags.error(loc_of(c_.file, when->key_node),
-                       fmt::format("layer '{}': a layer skipped by 'when' must have one input",
-                                   full));
+        c_.diags.error(
+            loc_of(c_.file, when->key_node),
+            fmt::format("layer '{}': a layer skipped by 'when' must have one input", full));
         return;
       }
       c_.ex.slots[e.slot].alias = inputs[0];
@@ -339,8 +344,9 @@ void ScopeExpander::expand_entry(Entry& e, int prev) {
   if (op) {
     for (const char* k : {"repeat", "args"}) {
       if (const MapEntry* m = find(k)) {
-        c_.diags.error(loc_of(c_.file, m->key_node),
-                       fmt::format("layer '{}': '{}' applies to blocks and groups, not ops", full, k));
+        c_.diags.error(
+            loc_of(c_.file, m->key_node),
+            fmt::format("layer '{}': '{}' applies to blocks and groups, not ops", full, k));
         return;
       }
     }
@@ -360,8 +366,8 @@ void ScopeExpander::expand_entry(Entry& e, int prev) {
 
 void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
                               const std::vector<int>& inputs, const std::string& full) {
-  const MapEntry& op_entry = *std::find_if(keys.begin(), keys.end(),
-                                           [](const MapEntry& m) { return m.key == "op"; });
+  const MapEntry& op_entry =
+      *std::find_if(keys.begin(), keys.end(), [](const MapEntry& m) { return m.key == "op"; });
   const std::string op_name = op_entry.value.IsScalar() ? op_entry.value.Scalar() : "";
   const auto kind = ir::op_from_name(op_name);
   if (!kind || !ir::op_info(*kind).user) {
@@ -377,7 +383,8 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
   }
   const ir::OpInfo& info = ir::op_info(*kind);
   ir::Attrs attrs;
-  std::set<std::string, std::less<>> invalid;  // given but rejected: already reported, so not "missing"
+  std::set<std::string, std::less<>>
+      invalid;  // given but rejected: already reported, so not "missing"
   bool ok = true;
   std::optional<std::string> operand;  // `tensor:`, a weights tensor as the other operand
   for (const MapEntry& m : keys) {
@@ -406,13 +413,12 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
           owners += fmt::format("{}{}", owners.empty() ? "" : ", ", other.name);
         }
       }
-      c_.diags.error(loc_of(c_.file, m.key_node),
-                     fmt::format("layer '{}': unknown attribute '{}' for {}{}", full, m.key,
-                                 info.name,
-                                 !hint.empty()     ? fmt::format(" (did you mean '{}'?)", hint)
-                                 : owners.empty() ? ""
-                                                  : fmt::format(" (it is an attribute of {})",
-                                                                owners)));
+      c_.diags.error(
+          loc_of(c_.file, m.key_node),
+          fmt::format("layer '{}': unknown attribute '{}' for {}{}", full, m.key, info.name,
+                      !hint.empty()    ? fmt::format(" (did you mean '{}'?)", hint)
+                      : owners.empty() ? ""
+                                       : fmt::format(" (it is an attribute of {})", owners)));
       ok = false;
       continue;
     }
@@ -430,9 +436,8 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
   for (const ir::AttrSpec& spec : info.attrs) {
     if (attrs.has(spec.name) || invalid.count(spec.name)) continue;
     if (spec.required) {
-      c_.diags.error(loc_of(c_.file, e.key),
-                     fmt::format("layer '{}': {} needs attribute '{}' ({})", full, info.name,
-                                 spec.name, spec.summary));
+      c_.diags.error(loc_of(c_.file, e.key), fmt::format("layer '{}': {} needs attribute '{}' ({})",
+                                                         full, info.name, spec.name, spec.summary));
       ok = false;
     } else if (auto v = ir::default_attr(spec)) {
       attrs.set(spec.name, *v);
@@ -510,24 +515,24 @@ std::optional<int> ScopeExpander::expand_nested(Entry& e, const std::vector<MapE
   }
   std::optional<std::vector<MapEntry>> arg_entries;
   if (args) {
-    arg_entries = map_entries(c_.file, args->value, fmt::format("layer '{}': 'args'", full),
-                              c_.diags);
+    arg_entries =
+        map_entries(c_.file, args->value, fmt::format("layer '{}': 'args'", full), c_.diags);
     if (!arg_entries) return std::nullopt;
     for (const MapEntry& a : *arg_entries) {
       const bool known = std::any_of(def->params.begin(), def->params.end(),
                                      [&](const auto& p) { return p.first == a.key; });
       if (!known) {
-        c_.diags.error(loc_of(c_.file, a.key_node),
-                       fmt::format("layer '{}': block '{}' has no parameter '{}'", full,
-                                   def->name, a.key));
+        c_.diags.error(
+            loc_of(c_.file, a.key_node),
+            fmt::format("layer '{}': block '{}' has no parameter '{}'", full, def->name, a.key));
         return std::nullopt;
       }
     }
   }
-  const YAML::Node body = def ? def->layers
-                              : std::find_if(keys.begin(), keys.end(), [](const MapEntry& m) {
-                                  return m.key == "layers";
-                                })->value;
+  const YAML::Node body =
+      def ? def->layers : std::find_if(keys.begin(), keys.end(), [](const MapEntry& m) {
+                            return m.key == "layers";
+                          })->value;
   const std::string& body_file = def ? def->file : c_.file;
   int cur = input;
   for (int64_t k = 0; k < count; ++k) {
@@ -552,17 +557,16 @@ std::optional<int> ScopeExpander::expand_nested(Entry& e, const std::vector<MapE
                           fmt::format("block '{}': default of '{}'", def->name, pname), c_.diags,
                           "an integer or a boolean", /*allow_string=*/true);
         } else {
-          c_.diags.error(loc_of(c_.file, e.key),
-                         fmt::format("layer '{}': block '{}' needs argument '{}'", full, def->name,
-                                     pname));
+          c_.diags.error(
+              loc_of(c_.file, e.key),
+              fmt::format("layer '{}': block '{}' needs argument '{}'", full, def->name, pname));
         }
         if (!v) return std::nullopt;
         child_env[pname] = *v;
       }
       block_stack_.push_back(def->name);
     }
-    const std::string child_prefix =
-        repeat ? fmt::format("{}.{}.", full, k) : full + ".";
+    const std::string child_prefix = repeat ? fmt::format("{}.{}.", full, k) : full + ".";
     Ctx child_ctx{c_.ex, body_file, c_.diags};
     ScopeExpander child(child_ctx, child_prefix, cur, child_env, depth_ + 1, block_stack_);
     cur = child.run(body);

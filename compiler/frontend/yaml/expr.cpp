@@ -135,8 +135,8 @@ class Parser {
       auto b = need_int(multiplicative(depth), op == '+' ? "+" : "-");
       a = need_int(a, op == '+' ? "+" : "-");
       if (!a || !b) return !a ? a : b;
-      auto r = op == '+' ? checked_add(a->as_int(), b->as_int())
-                         : checked_sub(a->as_int(), b->as_int());
+      auto r =
+          op == '+' ? checked_add(a->as_int(), b->as_int()) : checked_sub(a->as_int(), b->as_int());
       if (!r) return err("integer overflow");
       a = ExprValue{*r};
     }

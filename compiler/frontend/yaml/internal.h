@@ -40,10 +40,10 @@ std::optional<ExprValue> eval_scalar(const std::string& file, const YAML::Node& 
                                      Diagnostics& diags,
                                      const char* expected = "an integer or a boolean",
                                      bool allow_string = false);
-std::optional<int64_t> eval_int(const std::string& file, const YAML::Node& node,
-                                const ExprEnv& env, const std::string& what, Diagnostics& diags);
-std::optional<bool> eval_bool(const std::string& file, const YAML::Node& node,
-                              const ExprEnv& env, const std::string& what, Diagnostics& diags);
+std::optional<int64_t> eval_int(const std::string& file, const YAML::Node& node, const ExprEnv& env,
+                                const std::string& what, Diagnostics& diags);
+std::optional<bool> eval_bool(const std::string& file, const YAML::Node& node, const ExprEnv& env,
+                              const std::string& what, Diagnostics& diags);
 
 // A layer's `tensor: name`, the weights file's tensor that a one-input add, sub, mul or div
 // takes as its other operand, named relative to the layer's scope (`prefix` + name: inside

@@ -87,9 +87,8 @@ std::optional<std::vector<MapEntry>> Loader::top_level(const Document& doc,
       const std::string hint = closest_match(m.key, allowed);
       diags_.error(loc_of(doc.path, m.key_node),
                    fmt::format("unknown top-level key '{}' {}", m.key,
-                               hint.empty()
-                                   ? fmt::format("(expected {})", fmt::join(allowed, ", "))
-                                   : fmt::format("(did you mean '{}'?)", hint)));
+                               hint.empty() ? fmt::format("(expected {})", fmt::join(allowed, ", "))
+                                            : fmt::format("(did you mean '{}'?)", hint)));
     }
     if (m.key == "zoc") {
       has_version = true;
@@ -138,8 +137,8 @@ void Loader::load_blocks(const Document& doc, const std::vector<MapEntry>& keys,
           for (auto it = first; it != include_stack_.end(); ++it) {
             chain += fs::path(*it).filename().string() + " -> ";
           }
-          diags_.error(at, fmt::format("include cycle: {}{}", chain,
-                                       fs::path(canon).filename().string()));
+          diags_.error(
+              at, fmt::format("include cycle: {}{}", chain, fs::path(canon).filename().string()));
           continue;
         }
         if (depth + 1 > kMaxIncludeDepth) {
@@ -167,8 +166,8 @@ void Loader::load_blocks(const Document& doc, const std::vector<MapEntry>& keys,
 void Loader::parse_block(const std::string& file, const MapEntry& entry) {
   const SourceLoc loc = loc_of(file, entry.key_node);
   if (auto prev = ex_.blocks.find(entry.key); prev != ex_.blocks.end()) {
-    diags_.error(loc, fmt::format("block '{}' is already defined at {}", entry.key,
-                                  prev->second.loc.str()));
+    diags_.error(
+        loc, fmt::format("block '{}' is already defined at {}", entry.key, prev->second.loc.str()));
     return;
   }
   auto keys = map_entries(file, entry.value, fmt::format("block '{}'", entry.key), diags_);
@@ -189,12 +188,12 @@ void Loader::parse_block(const std::string& file, const MapEntry& entry) {
           def.params.emplace_back(p.Scalar(), std::nullopt);
         }
       } else if (m.value.IsMap()) {
-        auto params = map_entries(file, m.value, fmt::format("block '{}': params", entry.key),
-                                  diags_);
+        auto params =
+            map_entries(file, m.value, fmt::format("block '{}': params", entry.key), diags_);
         if (!params) return;
         for (const MapEntry& p : *params) {
-          def.params.emplace_back(p.key, p.value.IsNull() ? std::nullopt
-                                                          : std::optional<YAML::Node>(p.value));
+          def.params.emplace_back(
+              p.key, p.value.IsNull() ? std::nullopt : std::optional<YAML::Node>(p.value));
         }
       } else {
         diags_.error(loc_of(file, m.value),
@@ -243,9 +242,9 @@ bool Loader::parse_input(const std::string& file, const YAML::Node& input, const
   for (const MapEntry& m : *keys) {
     const ir::AttrSpec* spec = ir::find_attr(ir::OpKind::Input, m.key);
     if (!spec) {
-      diags_.error(loc_of(file, m.key_node),
-                   fmt::format("'input': unknown key '{}' (expected channels, height, width)",
-                               m.key));
+      diags_.error(
+          loc_of(file, m.key_node),
+          fmt::format("'input': unknown key '{}' (expected channels, height, width)", m.key));
       ok = false;
       continue;
     }
@@ -255,10 +254,9 @@ bool Loader::parse_input(const std::string& file, const YAML::Node& input, const
       continue;
     }
     if (*v < spec->min || *v > spec->max) {
-      diags_.error(loc_of(file, m.value),
-                   fmt::format("input {} must be between {} and {}, got {}", m.key,
-                               static_cast<int64_t>(spec->min),
-                               static_cast<int64_t>(spec->max), *v));
+      diags_.error(loc_of(file, m.value), fmt::format("input {} must be between {} and {}, got {}",
+                                                      m.key, static_cast<int64_t>(spec->min),
+                                                      static_cast<int64_t>(spec->max), *v));
       ok = false;
       continue;
     }

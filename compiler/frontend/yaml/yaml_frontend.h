@@ -28,7 +28,7 @@ inline constexpr int kMaxNestingDepth = 32;
 inline constexpr int64_t kMaxLayers = 100000;
 inline constexpr int64_t kMaxNodeVisits = 2000000;
 inline constexpr int64_t kMaxFileBytes = int64_t{16} << 20;  // per file read
-inline constexpr int64_t kMaxErrors = 1000;  // then expansion stops
+inline constexpr int64_t kMaxErrors = 1000;                  // then expansion stops
 
 // Returns the graph (untyped: run ir::infer_shapes next), or nullopt with errors in `diags`.
 std::optional<ir::Graph> load_model(const std::string& path, Diagnostics& diags,

@@ -139,9 +139,11 @@ struct OfferedConfig {
 
 // The configs heuristics `mode` offers for `graph`, in its order (at most kMaxConfigs). A mode
 // that cannot rank this graph gives none, and *notes says why.
-inline Expected<std::vector<OfferedConfig>> offered_configs(
-    cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode, const char* mode_name,
-    cudnnBackendDescriptor_t device_prop, std::string* notes, const char* layer) {
+inline Expected<std::vector<OfferedConfig>> offered_configs(cudnnBackendDescriptor_t graph,
+                                                            cudnnBackendHeurMode_t mode,
+                                                            const char* mode_name,
+                                                            cudnnBackendDescriptor_t device_prop,
+                                                            std::string* notes, const char* layer) {
   std::vector<OfferedConfig> out;
   const std::string what = std::string("heuristics (mode ") + mode_name + ")";
   ZOC_ASSIGN_OR_RETURN(BackendDesc heur,
@@ -200,8 +202,10 @@ inline Expected<std::vector<OfferedConfig>> all_offered(const FusedConvSpec& s,
                          offered_configs(graph, modes[m], names[m], device_prop, notes, layer));
     for (OfferedConfig& o : offered) {
       if (!numerics_allowed(s, o.info)) {
-        if (notes->size() < 3000) *notes += "; " + o.tag + " " + o.info.name() + ": skipped "
-                                            "(reduced-precision numerics)";
+        if (notes->size() < 3000)
+          *notes += "; " + o.tag + " " + o.info.name() +
+                    ": skipped "
+                    "(reduced-precision numerics)";
         continue;
       }
       if (seen.insert(o.info.choice).second) out.push_back(std::move(o));

@@ -128,8 +128,8 @@ class RecordedLaunches {
     CUfunction func = nullptr;
     CUlaunchConfig config{};
     std::vector<CUlaunchAttribute> attrs;
-    std::vector<uint8_t> arg_bytes;  // every argument's bytes, at its offset
-    std::vector<void*> args;         // pointers into arg_bytes, one per argument
+    std::vector<uint8_t> arg_bytes;         // every argument's bytes, at its offset
+    std::vector<void*> args;                // pointers into arg_bytes, one per argument
     CUlaunchAttribute* attr_ptr = nullptr;  // attrs.data() and args.data(), fixed by seal()
     void** args_ptr = nullptr;
     cudaMemsetParams memset{};
@@ -146,7 +146,8 @@ class RecordedLaunches {
     }
     std::vector<cudaGraphNode_t> nodes(count), from(edges), to(edges);
     if (cudaGraphGetNodes(graph, nodes.data(), &count) != cudaSuccess ||
-        (edges > 0 && cudaGraphGetEdges(graph, from.data(), to.data(), nullptr, &edges) != cudaSuccess)) {
+        (edges > 0 &&
+         cudaGraphGetEdges(graph, from.data(), to.data(), nullptr, &edges) != cudaSuccess)) {
       *why = "the captured graph cannot be read";
       return false;
     }
@@ -243,12 +244,13 @@ class RecordedLaunches {
     for (CUlaunchAttributeID id : ids) {
       CUlaunchAttributeValue v{};
       if (cuGraphKernelNodeGetAttribute(node, id, &v) != CUDA_SUCCESS) continue;
-      const bool set = id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-                           ? v.clusterDim.x * v.clusterDim.y * v.clusterDim.z > 1
-                       : id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE ? v.cooperative != 0
-                       : id == CU_LAUNCH_ATTRIBUTE_PRIORITY    ? v.priority != 0
-                                                               : v.clusterSchedulingPolicyPreference !=
-                                                                     CU_CLUSTER_SCHEDULING_POLICY_DEFAULT;
+      const bool set =
+          id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+              ? v.clusterDim.x * v.clusterDim.y * v.clusterDim.z > 1
+          : id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE ? v.cooperative != 0
+          : id == CU_LAUNCH_ATTRIBUTE_PRIORITY
+              ? v.priority != 0
+              : v.clusterSchedulingPolicyPreference != CU_CLUSTER_SCHEDULING_POLICY_DEFAULT;
       if (!set) continue;
       CUlaunchAttribute a{};
       a.id = id;

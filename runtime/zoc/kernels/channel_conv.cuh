@@ -36,8 +36,8 @@ cudaError_t launch_channel_conv(const T* x, const float* w, const float* bias, T
   if (n < 0 || g.f <= 0 || g.out <= 0 || g.k <= 0) return cudaErrorInvalidValue;
   const int64_t count = n * g.out;
   if (count == 0) return cudaSuccess;
-  channel_conv_kernel<T><<<detail::grid_for(count), detail::kBlock, 0, stream>>>(x, w, bias, y,
-                                                                                 count, g);
+  channel_conv_kernel<T>
+      <<<detail::grid_for(count), detail::kBlock, 0, stream>>>(x, w, bias, y, count, g);
   return detail::launched();
 }
 

@@ -23,10 +23,14 @@ namespace zoc::kernels {
 __device__ inline float const_op_apply(float x, float k, const ConstOpShape& m) {
   const float a = m.reverse ? k : x, b = m.reverse ? x : k;
   switch (m.op) {
-    case ConstOpKind::kSub: return __fsub_rn(a, b);
-    case ConstOpKind::kMul: return __fmul_rn(a, b);
-    case ConstOpKind::kDiv: return __fdiv_rn(a, b);
-    default: return __fadd_rn(a, b);
+    case ConstOpKind::kSub:
+      return __fsub_rn(a, b);
+    case ConstOpKind::kMul:
+      return __fmul_rn(a, b);
+    case ConstOpKind::kDiv:
+      return __fdiv_rn(a, b);
+    default:
+      return __fadd_rn(a, b);
   }
 }
 

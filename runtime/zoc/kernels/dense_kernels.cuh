@@ -48,8 +48,7 @@ struct Tap {
 };
 
 // area_pixel_compute_scale<float> and compute_source_index_and_lambda<float>.
-__device__ inline Tap linear(int64_t i, int64_t in, int64_t out, bool align_corners,
-                             double scale) {
+__device__ inline Tap linear(int64_t i, int64_t in, int64_t out, bool align_corners, double scale) {
   if (out == in) return {i, i, 1.0f, 0.0f};
   float r = 0.0f;
   if (align_corners) {
@@ -58,8 +57,8 @@ __device__ inline Tap linear(int64_t i, int64_t in, int64_t out, bool align_corn
     r = ratio(scale, in, out);
   }
   const double rd = r;
-  double real = align_corners ? rd * static_cast<double>(i)
-                              : rd * (static_cast<double>(i) + 0.5) - 0.5;
+  double real =
+      align_corners ? rd * static_cast<double>(i) : rd * (static_cast<double>(i) + 0.5) - 0.5;
   if (!align_corners && real < 0) real = 0;
   const auto i0 = static_cast<int64_t>(real);
   const float l1 = static_cast<float>(real - static_cast<double>(i0));
@@ -133,14 +132,14 @@ constexpr int kUpsampleTile = 64;
 
 template <class T>
 __global__ void upsample_nhwc_kernel(const T* x, T* y, int64_t pixels, UpsampleGeometry g) {
-  __shared__ int64_t at[kUpsampleTile][4];  // the four source pixels' first elements
+  __shared__ int64_t at[kUpsampleTile][4];    // the four source pixels' first elements
   __shared__ float weight[kUpsampleTile][4];  // rows l0, l1, columns l0, l1
   const int64_t ohw = g.out_h * g.out_w;
   const SourceAt src{g.w, g.c, g.h * g.w, true};
   for (int64_t tile = int64_t(blockIdx.x) * kUpsampleTile; tile < pixels;
        tile += int64_t(gridDim.x) * kUpsampleTile) {
-    const int count = static_cast<int>(pixels - tile < kUpsampleTile ? pixels - tile
-                                                                      : kUpsampleTile);
+    const int count =
+        static_cast<int>(pixels - tile < kUpsampleTile ? pixels - tile : kUpsampleTile);
     if (threadIdx.x < count) {
       const int64_t i = tile + threadIdx.x, s = i / ohw, p = i - s * ohw;
       const int64_t oy = p / g.out_w, ox = p - oy * g.out_w, base = s * g.c * src.hw;
@@ -182,18 +181,18 @@ inline bool upsample_geometry_ok(int64_t n, const UpsampleGeometry& g) {
 }
 
 template <class T>
-cudaError_t launch_upsample(const T* x, T* y, int64_t n, UpsampleGeometry g,
-                            cudaStream_t stream) {
+cudaError_t launch_upsample(const T* x, T* y, int64_t n, UpsampleGeometry g, cudaStream_t stream) {
   if (!upsample_geometry_ok(n, g)) return cudaErrorInvalidValue;
   const int64_t ohw = g.out_h * g.out_w, pixels = n * ohw;
   if (pixels == 0) return cudaSuccess;
   if (g.nhwc) {
     const int64_t tiles = (pixels + kUpsampleTile - 1) / kUpsampleTile;
-    const auto grid = static_cast<unsigned>(tiles < detail::kMaxBlocks ? tiles : detail::kMaxBlocks);
+    const auto grid =
+        static_cast<unsigned>(tiles < detail::kMaxBlocks ? tiles : detail::kMaxBlocks);
     upsample_nhwc_kernel<T><<<grid, detail::kBlock, 0, stream>>>(x, y, pixels, g);
   } else {
-    upsample_planar_kernel<T, T><<<detail::grid_for(pixels), detail::kBlock, 0, stream>>>(
-        x, y, pixels, g, g.c * ohw, 0);
+    upsample_planar_kernel<T, T>
+        <<<detail::grid_for(pixels), detail::kBlock, 0, stream>>>(x, y, pixels, g, g.c * ohw, 0);
   }
   return detail::launched();
 }
@@ -239,8 +238,8 @@ cudaError_t launch_channel_softmax(const T* x, T* y, int64_t n, int64_t c, int64
   if (n < 0 || c < 1 || hw < 1) return cudaErrorInvalidValue;
   const int64_t pixels = n * hw;
   if (pixels == 0) return cudaSuccess;
-  channel_softmax_kernel<T><<<detail::grid_for(pixels), detail::kBlock, 0, stream>>>(
-      x, y, pixels, c, hw, nhwc, log);
+  channel_softmax_kernel<T>
+      <<<detail::grid_for(pixels), detail::kBlock, 0, stream>>>(x, y, pixels, c, hw, nhwc, log);
   return detail::launched();
 }
 
@@ -248,8 +247,8 @@ cudaError_t launch_channel_softmax(const T* x, T* y, int64_t n, int64_t c, int64
 // maxima, a NaN counting as the largest (PyTorch's argmax(dim=1), the reference interpreter's
 // argmax_dim1), written as fp32 to the caller's rows where o says (o.hw pixels per sample).
 template <class T>
-__global__ void channel_argmax_kernel(const T* x, float* out, int64_t pixels, int64_t c,
-                                      bool nhwc, OutputGeometry o) {
+__global__ void channel_argmax_kernel(const T* x, float* out, int64_t pixels, int64_t c, bool nhwc,
+                                      OutputGeometry o) {
   for (int64_t q = detail::thread_index(); q < pixels; q += detail::thread_stride()) {
     const int64_t s = q / o.hw, p = q - s * o.hw;
     int64_t best = 0;
@@ -271,8 +270,8 @@ cudaError_t launch_channel_argmax(const T* x, float* out, int64_t n, int64_t c, 
   }
   const int64_t pixels = n * o.hw;
   if (pixels == 0) return cudaSuccess;
-  channel_argmax_kernel<T><<<detail::grid_for(pixels), detail::kBlock, 0, stream>>>(
-      x, out, pixels, c, nhwc, o);
+  channel_argmax_kernel<T>
+      <<<detail::grid_for(pixels), detail::kBlock, 0, stream>>>(x, out, pixels, c, nhwc, o);
   return detail::launched();
 }
 
@@ -294,8 +293,8 @@ cudaError_t launch_output_to_caller(const T* y, float* out, int64_t n, OutputGeo
   }
   const int64_t count = n * g.per_sample;
   if (count == 0) return cudaSuccess;
-  output_to_caller_kernel<T><<<detail::grid_for(count), detail::kBlock, 0, stream>>>(y, out,
-                                                                                    count, g);
+  output_to_caller_kernel<T>
+      <<<detail::grid_for(count), detail::kBlock, 0, stream>>>(y, out, count, g);
   return detail::launched();
 }
 

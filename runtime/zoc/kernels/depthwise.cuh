@@ -100,7 +100,8 @@ __global__ void nchw_kernel(const T* __restrict__ x, const T* __restrict__ w,
   const int64_t ohw = g.out_h * g.out_w, taps = g.kh * g.kw;
   for (int64_t i = detail::thread_index(); i < count; i += detail::thread_stride()) {
     const int64_t plane = i / ohw, p = i % ohw, ch = plane % g.c;
-    const int64_t h0 = (p / g.out_w) * g.stride_h - g.pad_h, w0 = (p % g.out_w) * g.stride_w - g.pad_w;
+    const int64_t h0 = (p / g.out_w) * g.stride_h - g.pad_h,
+                  w0 = (p % g.out_w) * g.stride_w - g.pad_w;
     const T* image = x + plane * g.h * g.w;
     const T* filter = w + ch * taps;
     float acc = to_float(b[ch]);
@@ -142,15 +143,15 @@ cudaError_t launch_sized(const T* x, const T* w, const T* b, const T* z, T* y, i
 template <class T>
 cudaError_t launch_depthwise(const T* x, const T* w, const T* b, const T* z, T* y, int64_t n,
                              DepthwiseGeometry g, cudaStream_t stream) {
-  if (n < 0 || g.c < 1 || g.kh < 1 || g.kw < 1 || g.stride_h < 1 || g.stride_w < 1 ||
-      g.dil_h < 1 || g.dil_w < 1) {
+  if (n < 0 || g.c < 1 || g.kh < 1 || g.kw < 1 || g.stride_h < 1 || g.stride_w < 1 || g.dil_h < 1 ||
+      g.dil_w < 1) {
     return cudaErrorInvalidValue;
   }
   const int64_t elements = n * g.c * g.out_h * g.out_w;
   if (elements == 0) return cudaSuccess;
   if (!g.nhwc) {
-    depthwise::nchw_kernel<T><<<detail::grid_for(elements), detail::kBlock, 0, stream>>>(
-        x, w, b, z, y, elements, g);
+    depthwise::nchw_kernel<T>
+        <<<detail::grid_for(elements), detail::kBlock, 0, stream>>>(x, w, b, z, y, elements, g);
     return detail::launched();
   }
   // The widest vector (16 bytes at most) that divides the channels and every pointer.
@@ -165,11 +166,13 @@ cudaError_t launch_depthwise(const T* x, const T* w, const T* b, const T* z, T* 
   while (v > 1 && !fits(v)) v = v > 2 ? 2 : 1;
   // 32-bit indices while every element index of the input and output fits.
   const bool narrow = elements < (int64_t(1) << 31) && n * g.c * g.h * g.w < (int64_t(1) << 31);
-  if (!narrow) return depthwise::launch_nhwc<T, 1, 0, 0, int64_t>(x, w, b, z, y, elements, g, stream);
+  if (!narrow)
+    return depthwise::launch_nhwc<T, 1, 0, 0, int64_t>(x, w, b, z, y, elements, g, stream);
   if (v == kWidest) {
     return depthwise::launch_sized<T, kWidest, uint32_t>(x, w, b, z, y, elements / v, g, stream);
   }
-  if (v == 2) return depthwise::launch_sized<T, 2, uint32_t>(x, w, b, z, y, elements / 2, g, stream);
+  if (v == 2)
+    return depthwise::launch_sized<T, 2, uint32_t>(x, w, b, z, y, elements / 2, g, stream);
   return depthwise::launch_sized<T, 1, uint32_t>(x, w, b, z, y, elements, g, stream);
 }
 

@@ -38,7 +38,6 @@ __device__ inline int64_t offset_of(int64_t s, int64_t ch, int64_t p, int64_t c,
   return nhwc ? (s * hw + p) * c + ch : (s * c + ch) * hw + p;
 }
 
-
 template <class T, class S>
 __global__ void channel_mul_kernel(const T* x, const S* s, T* y, int64_t count, ChannelMulShape m) {
   for (int64_t i = detail::thread_index(); i < count; i += detail::thread_stride()) {
@@ -113,8 +112,8 @@ cudaError_t launch_channel_mul(const T* x, const S* s, T* y, int64_t count, Chan
       detail::aligned(x, 16) && detail::aligned(y, 16)) {
     return detail::launch_channel_mul_vec<T, S, V>(x, s, y, count / per_sample, m, stream);
   }
-  channel_mul_kernel<T, S><<<detail::grid_for(count), detail::kBlock, 0, stream>>>(x, s, y, count,
-                                                                                  m);
+  channel_mul_kernel<T, S>
+      <<<detail::grid_for(count), detail::kBlock, 0, stream>>>(x, s, y, count, m);
   return detail::launched();
 }
 
@@ -169,11 +168,10 @@ cudaError_t launch_channel_shuffle(const T* x, T* y, int64_t n, int64_t c, int64
   if (n < 0 || groups < 1 || c % groups != 0) return cudaErrorInvalidValue;
   const int64_t count = n * c * hw;
   if (count == 0) return cudaSuccess;
-  channel_shuffle_kernel<T><<<detail::grid_for(count), detail::kBlock, 0, stream>>>(
-      x, y, count, c, hw, groups, nhwc);
+  channel_shuffle_kernel<T>
+      <<<detail::grid_for(count), detail::kBlock, 0, stream>>>(x, y, count, c, hw, groups, nhwc);
   return detail::launched();
 }
-
 
 template <class T>
 __global__ void pool_kernel(const T* x, T* y, int64_t count, PoolGeometry g) {
@@ -221,7 +219,6 @@ cudaError_t launch_pool(const T* x, T* y, int64_t n, const PoolGeometry& g, cuda
   return detail::launched();
 }
 
-
 template <class T>
 __global__ void adaptive_avgpool_kernel(const T* x, T* y, int64_t count, AdaptiveGeometry g) {
   const int64_t ohw = g.out_h * g.out_w, ihw = g.h * g.w;
@@ -246,15 +243,15 @@ cudaError_t launch_adaptive_avgpool(const T* x, T* y, int64_t n, const AdaptiveG
   if (n < 0) return cudaErrorInvalidValue;
   const int64_t count = n * g.c * g.out_h * g.out_w;
   if (count == 0) return cudaSuccess;
-  // To 1x1 in NHWC: the global pool's kernel (zoc/kernels/kernels.cuh), whose blocks split the map's
-  // pixels; this one gives each output element one thread that walks its whole bin.
+  // To 1x1 in NHWC: the global pool's kernel (zoc/kernels/kernels.cuh), whose blocks split the
+  // map's pixels; this one gives each output element one thread that walks its whole bin.
   if (g.nhwc && g.out_h == 1 && g.out_w == 1 && n <= INT32_MAX && g.h * g.w <= INT32_MAX &&
       g.c <= INT32_MAX) {
     return launch_global_avgpool_nhwc<T>(x, y, static_cast<int>(n), static_cast<int>(g.h * g.w),
                                          static_cast<int>(g.c), stream);
   }
-  adaptive_avgpool_kernel<T><<<detail::grid_for(count), detail::kBlock, 0, stream>>>(x, y, count,
-                                                                                    g);
+  adaptive_avgpool_kernel<T>
+      <<<detail::grid_for(count), detail::kBlock, 0, stream>>>(x, y, count, g);
   return detail::launched();
 }
 

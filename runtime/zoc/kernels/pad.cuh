@@ -31,8 +31,8 @@ __global__ void pad_kernel(const T* x, T* y, int64_t count, PadGeometry g) {
       y[i] = fill;
       continue;
     }
-    y[i] = x[g.nhwc ? ((s * g.h + iy) * g.w + ix) * g.c + c
-                    : ((s * g.c + c) * g.h + iy) * g.w + ix];
+    y[i] =
+        x[g.nhwc ? ((s * g.h + iy) * g.w + ix) * g.c + c : ((s * g.c + c) * g.h + iy) * g.w + ix];
   }
 }
 

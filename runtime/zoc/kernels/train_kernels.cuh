@@ -1,9 +1,10 @@
 // The few custom kernels of generated trainers (issue 8), fp32: softmax cross-entropy with its
 // gradient, the linear layer's bias glue, elementwise adds, the activations and their gradients
 // (zoc/math/activations.h, the formulas the reference interpreter runs), dropout, the per-epoch
-// metrics and the SGD update. cuDNN and cuBLAS do the layers. Every kernel uses a grid-stride loop with 64-bit indices; every host launcher
-// takes a stream, launches nothing for empty work and returns cudaGetLastError(). Included by
-// the generated <model>_train_kernels.cu only (nvcc, C++17), whose functions call these.
+// metrics and the SGD update. cuDNN and cuBLAS do the layers. Every kernel uses a grid-stride loop
+// with 64-bit indices; every host launcher takes a stream, launches nothing for empty work and
+// returns cudaGetLastError(). Included by the generated <model>_train_kernels.cu only (nvcc,
+// C++17), whose functions call these.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,8 +38,8 @@ __global__ void softmax_xent_kernel(const float* z, const int32_t* labels, int64
     loss_rows[r] = ok ? float(log_sum - zr[label]) : __int_as_float(0x7fc00000);
     for (int64_t k = 0; k < classes; ++k) {
       const double p = exp(double(zr[k]) - log_sum);
-      dz[r * classes + k] = ok ? float((p - (k == label ? 1.0 : 0.0)) / double(rows))
-                               : __int_as_float(0x7fc00000);
+      dz[r * classes + k] =
+          ok ? float((p - (k == label ? 1.0 : 0.0)) / double(rows)) : __int_as_float(0x7fc00000);
     }
   }
 }
@@ -160,8 +161,8 @@ __global__ void metrics_kernel(const float* logits, const int32_t* labels, int64
 }  // namespace detail
 
 inline cudaError_t launch_softmax_xent(const float* logits, const int32_t* labels, int64_t rows,
-                                int64_t classes, float* loss_rows, float* loss, float* dlogits,
-                                cudaStream_t stream) {
+                                       int64_t classes, float* loss_rows, float* loss,
+                                       float* dlogits, cudaStream_t stream) {
   if (rows <= 0 || classes <= 0) return cudaSuccess;
   detail::softmax_xent_kernel<<<detail::blocks_for(rows), 256, 0, stream>>>(
       logits, labels, rows, classes, loss_rows, dlogits);
@@ -170,22 +171,22 @@ inline cudaError_t launch_softmax_xent(const float* logits, const int32_t* label
 }
 
 inline cudaError_t launch_add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
-                                 cudaStream_t stream) {
+                                        cudaStream_t stream) {
   if (rows * cols <= 0) return cudaSuccess;
   detail::add_bias_rows_kernel<<<detail::blocks_for(rows * cols), 256, 0, stream>>>(y, b, rows,
-                                                                                     cols);
+                                                                                    cols);
   return cudaGetLastError();
 }
 
 inline cudaError_t launch_sum_rows(const float* dy, float* db, int64_t rows, int64_t cols,
-                            cudaStream_t stream) {
+                                   cudaStream_t stream) {
   if (cols <= 0) return cudaSuccess;
   detail::sum_rows_kernel<<<detail::blocks_for(cols), 256, 0, stream>>>(dy, db, rows, cols);
   return cudaGetLastError();
 }
 
 inline cudaError_t launch_add(const float* a, const float* b, float* y, int64_t count,
-                       cudaStream_t stream) {
+                              cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::add_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(a, b, y, count);
   return cudaGetLastError();
@@ -195,10 +196,10 @@ inline cudaError_t launch_activation(act::Kind kind, act::Params p, const float*
                                      int64_t count, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   switch (kind) {
-#define ZOC_LAUNCH_ACTIVATION(name)                                                          \
-  case act::Kind::k##name:                                                                   \
-    detail::activation_kernel<act::name><<<detail::blocks_for(count), 256, 0, stream>>>(x, y, \
-                                                                                         count, p); \
+#define ZOC_LAUNCH_ACTIVATION(name)                                      \
+  case act::Kind::k##name:                                               \
+    detail::activation_kernel<act::name>                                 \
+        <<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count, p); \
     break;
     ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
 #undef ZOC_LAUNCH_ACTIVATION
@@ -211,10 +212,10 @@ inline cudaError_t launch_activation_backward(act::Kind kind, act::Params p, con
                                               cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   switch (kind) {
-#define ZOC_LAUNCH_ACTIVATION(name)                                                        \
-  case act::Kind::k##name:                                                                 \
-    detail::activation_backward_kernel<act::name>                                          \
-        <<<detail::blocks_for(count), 256, 0, stream>>>(s, dy, dx, count, p);              \
+#define ZOC_LAUNCH_ACTIVATION(name)                                           \
+  case act::Kind::k##name:                                                    \
+    detail::activation_backward_kernel<act::name>                             \
+        <<<detail::blocks_for(count), 256, 0, stream>>>(s, dy, dx, count, p); \
     break;
     ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
 #undef ZOC_LAUNCH_ACTIVATION
@@ -223,7 +224,7 @@ inline cudaError_t launch_activation_backward(act::Kind kind, act::Params p, con
 }
 
 inline cudaError_t launch_sgd(float* w, const float* g, float* v, int64_t count, float lr,
-                       float momentum, float weight_decay, cudaStream_t stream) {
+                              float momentum, float weight_decay, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::sgd_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(w, g, v, count, lr, momentum,
                                                                     weight_decay);
@@ -234,8 +235,8 @@ inline cudaError_t launch_sgd(float* w, const float* g, float* v, int64_t count,
 inline cudaError_t launch_dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
                                   const uint64_t* draws, uint64_t layer, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
-  detail::dropout_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count, p, seed,
-                                                                        draws, layer);
+  detail::dropout_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count, p, seed, draws,
+                                                                        layer);
   return cudaGetLastError();
 }
 
@@ -248,8 +249,7 @@ inline cudaError_t launch_metrics(const float* logits, const int32_t* labels, in
                                   int64_t classes, const float* loss, double* sums,
                                   unsigned long long* counts, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
-  detail::metrics_kernel<<<1, 256, 0, stream>>>(logits, labels, rows, classes, loss, sums,
-                                                counts);
+  detail::metrics_kernel<<<1, 256, 0, stream>>>(logits, labels, rows, classes, loss, sums, counts);
   return cudaGetLastError();
 }
 

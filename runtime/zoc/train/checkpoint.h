@@ -49,8 +49,9 @@ inline Status settle_checkpoint(const std::string& path) {
   {
     auto weights = st::File::open(path);
     auto pending = st::File::open(next);
-    committed = weights && pending && !checkpoint_meta(*weights, "epochs_done").empty() &&
-                checkpoint_meta(*weights, "epochs_done") == checkpoint_meta(*pending, "epochs_done");
+    committed =
+        weights && pending && !checkpoint_meta(*weights, "epochs_done").empty() &&
+        checkpoint_meta(*weights, "epochs_done") == checkpoint_meta(*pending, "epochs_done");
   }
   if (committed ? std::rename(next.c_str(), optim_path.c_str()) != 0
                 : std::remove(next.c_str()) != 0) {
@@ -73,7 +74,8 @@ inline Status write_checkpoint_pair(const std::string& path,
   ZOC_TRY(st::write_file(next, optim, optim_meta));
   ZOC_TRY(st::write_file(path, weights, weights_meta));
   if (std::rename(next.c_str(), optim_path.c_str()) != 0) {
-    return Error{next + ": cannot rename it to " + optim_path + " (the checkpoint stays readable "
+    return Error{next + ": cannot rename it to " + optim_path +
+                 " (the checkpoint stays readable "
                  "from the two files as they are)"};
   }
   return Status::success();
@@ -90,7 +92,8 @@ inline Expected<CheckpointPair> open_checkpoint_pair(const std::string& path) {
   if (!weights) return Error{"checkpoint: " + weights.error().message};
   const std::string epochs = checkpoint_meta(*weights, "epochs_done");
   if (epochs.empty()) {
-    return Error{path + ": no 'epochs_done' in its metadata (not a checkpoint written by a zoc "
+    return Error{path +
+                 ": no 'epochs_done' in its metadata (not a checkpoint written by a zoc "
                  "trainer?)"};
   }
   const std::string optim_path = optim_path_for(path);
@@ -108,9 +111,10 @@ inline Expected<CheckpointPair> open_checkpoint_pair(const std::string& path) {
     if (e == epochs) return CheckpointPair{std::move(*weights), std::move(*optim), epochs};
     seen += "; " + candidate + " holds the optimizer state after epoch " + (e.empty() ? "?" : e);
   }
-  return Error{path + " holds the weights after epoch " + epochs + " but no optimizer state of "
-               "that epoch was found beside it (" + optim_path + (seen.empty() ? ": missing" : seen) +
-               "); --resume needs both"};
+  return Error{path + " holds the weights after epoch " + epochs +
+               " but no optimizer state of "
+               "that epoch was found beside it (" +
+               optim_path + (seen.empty() ? ": missing" : seen) + "); --resume needs both"};
 }
 
 }  // namespace zoc

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "zoc/core/cuda_check.h"
-#include "zoc/train/datasets.h"
 #include "zoc/core/expected.h"
 #include "zoc/io/safetensors.h"
 #include "zoc/train/checkpoint.h"
+#include "zoc/train/datasets.h"
 #include "zoc/train/dist.h"
 #include "zoc/train/options.h"
 
@@ -36,11 +36,11 @@ inline Expected<DataSplits> load_data(const FitArgs& a, int classes) {
   DataSplits d;
   const std::string& dir = a.data;
   if (a.dataset == "fashion-mnist" || a.dataset == "mnist") {
-    auto tr = data::read_idx(dir + "/train-images-idx3-ubyte", dir + "/train-labels-idx1-ubyte",
-                             classes);
+    auto tr =
+        data::read_idx(dir + "/train-images-idx3-ubyte", dir + "/train-labels-idx1-ubyte", classes);
     if (!tr) return tr.error();
-    auto te = data::read_idx(dir + "/t10k-images-idx3-ubyte", dir + "/t10k-labels-idx1-ubyte",
-                             classes);
+    auto te =
+        data::read_idx(dir + "/t10k-images-idx3-ubyte", dir + "/t10k-labels-idx1-ubyte", classes);
     if (!te) return te.error();
     d.train = std::move(*tr);
     d.test = std::move(*te);
@@ -64,8 +64,10 @@ inline Expected<DataSplits> load_data(const FitArgs& a, int classes) {
   if (!a.mean.empty()) d.mean = a.mean;
   if (!a.stddev.empty()) d.stddev = a.stddev;
   if (d.mean.size() != size_t(d.train.channels) || d.stddev.size() != size_t(d.train.channels)) {
-    return Error{"--mean/--std: " + std::to_string(d.train.channels) + " value(s) needed, one per "
-                 "channel of " + a.dataset};
+    return Error{"--mean/--std: " + std::to_string(d.train.channels) +
+                 " value(s) needed, one per "
+                 "channel of " +
+                 a.dataset};
   }
   for (float s : d.stddev) {
     if (!(s > 0.0f)) return Error{"--std: every value must be positive"};
@@ -126,7 +128,8 @@ Expected<Resumed> read_resume(const FitArgs& a, Trainer& t, int steps_per_epoch)
       if (used == v.size() && !v.empty() && v[0] != '-') return x;
     } catch (const std::exception&) {
     }
-    return Error{file.path() + ": metadata '" + key + "' is missing or not a non-negative integer "
+    return Error{file.path() + ": metadata '" + key +
+                 "' is missing or not a non-negative integer "
                  "(not a checkpoint written by a zoc trainer?)"};
   };
   auto epochs_done = number(*f, "epochs_done");
@@ -143,9 +146,9 @@ Expected<Resumed> read_resume(const FitArgs& a, Trainer& t, int steps_per_epoch)
   // epoch count: a different one would not continue the same run.
   const std::string schedule = checkpoint_meta(*f, "schedule");
   if (schedule != a.schedule || (a.schedule != "constant" && *epochs != uint64_t(a.epochs))) {
-    return Error{path + ": the checkpoint was trained with --schedule " + schedule +
-                 " --epochs " + std::to_string(*epochs) + "; this run has --schedule " +
-                 a.schedule + " --epochs " + std::to_string(a.epochs)};
+    return Error{path + ": the checkpoint was trained with --schedule " + schedule + " --epochs " +
+                 std::to_string(*epochs) + "; this run has --schedule " + a.schedule +
+                 " --epochs " + std::to_string(a.epochs)};
   }
   // The order of epoch e depends on (seed, e) and its batches on the batch size: anything else
   // would not continue the same run.
@@ -188,9 +191,9 @@ template <class Trainer>
 Status write_checkpoint(const FitArgs& a, Trainer& t, int epochs_done, uint64_t steps_done,
                         const std::vector<int64_t>& counters_before) {
   std::vector<float> params(Trainer::kParamElements), momenta(Trainer::kParamElements);
-  ZOC_CUDA(cudaMemcpy(params.data(), t.params(), params.size() * sizeof(float),
-                      cudaMemcpyDeviceToHost),
-           "checkpoint");
+  ZOC_CUDA(
+      cudaMemcpy(params.data(), t.params(), params.size() * sizeof(float), cudaMemcpyDeviceToHost),
+      "checkpoint");
   ZOC_CUDA(cudaMemcpy(momenta.data(), t.momenta(), momenta.size() * sizeof(float),
                       cudaMemcpyDeviceToHost),
            "checkpoint");
@@ -215,19 +218,18 @@ Status write_checkpoint(const FitArgs& a, Trainer& t, int epochs_done, uint64_t 
     w.push_back({*c, st::DType::I64, {}, &counts[k], sizeof(int64_t)});
   }
   const std::string meta_epochs = std::to_string(epochs_done);
-  return write_checkpoint_pair(a.checkpoint, w,
-                               {{"format", "pt"}, {"producer", "zoc trainer"},
-                                {"epochs_done", meta_epochs}},
-                               o,
-                        {{"producer", "zoc trainer"},
-                         {"optimizer", "SGD momentum " + std::to_string(a.momentum) +
-                                           " weight_decay " + std::to_string(a.weight_decay)},
-                         {"epochs_done", meta_epochs},
-                         {"steps_done", std::to_string(steps_done)},
-                         {"seed", std::to_string(a.seed)},
-                         {"batch", std::to_string(a.batch)},
-                         {"epochs", std::to_string(a.epochs)},
-                         {"schedule", a.schedule}});
+  return write_checkpoint_pair(
+      a.checkpoint, w,
+      {{"format", "pt"}, {"producer", "zoc trainer"}, {"epochs_done", meta_epochs}}, o,
+      {{"producer", "zoc trainer"},
+       {"optimizer", "SGD momentum " + std::to_string(a.momentum) + " weight_decay " +
+                         std::to_string(a.weight_decay)},
+       {"epochs_done", meta_epochs},
+       {"steps_done", std::to_string(steps_done)},
+       {"seed", std::to_string(a.seed)},
+       {"batch", std::to_string(a.batch)},
+       {"epochs", std::to_string(a.epochs)},
+       {"schedule", a.schedule}});
 }
 
 }  // namespace detail

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "zoc/core/cuda_check.h"
-#include "zoc/cudnn/exact.h"
 #include "zoc/core/expected.h"
+#include "zoc/cudnn/exact.h"
 #include "zoc/train/call_fields.h"
 
 namespace zoc::train {
@@ -47,10 +47,10 @@ class Conv {
     ZOC_CUDNN(cudnnSetFilter4dDescriptor(w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.k,
                                          g.c / g.groups, g.r, g.s),
               layer);
-    ZOC_CUDNN(cudnnSetConvolution2dDescriptor(conv_, g.pad_h, g.pad_w, g.stride_h, g.stride_w,
-                                              g.dil_h, g.dil_w, CUDNN_CROSS_CORRELATION,
-                                              CUDNN_DATA_FLOAT),
-              layer);
+    ZOC_CUDNN(
+        cudnnSetConvolution2dDescriptor(conv_, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dil_h,
+                                        g.dil_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+        layer);
     ZOC_CUDNN(cudnnSetConvolutionGroupCount(conv_, g.groups), layer);
     ZOC_CUDNN(cudnnSetConvolutionMathType(conv_, CUDNN_FMA_MATH), layer);
     return set4d(b_, 1, g.k, 1, 1, layer);
@@ -100,9 +100,9 @@ class Conv {
   Status forward(cudnnHandle_t h, const float* x, const float* w, const float* b, float* y,
                  void* ws, size_t ws_bytes, const char* layer) const {
     const float one = 1.0f, zero = 0.0f;
-    ZOC_CUDNN(cudnnConvolutionForward(h, &one, x_, x, w_, w, conv_, fwd_, ws, ws_bytes, &zero,
-                                      y_, y),
-              layer);
+    ZOC_CUDNN(
+        cudnnConvolutionForward(h, &one, x_, x, w_, w, conv_, fwd_, ws, ws_bytes, &zero, y_, y),
+        layer);
     if (b) ZOC_CUDNN(cudnnAddTensor(h, &one, b_, b, &one, y_, y), layer);
     return Status::success();
   }
@@ -112,8 +112,8 @@ class Conv {
                   float* dw, float* db, void* ws, size_t ws_bytes, const char* layer) const {
     const float one = 1.0f, zero = 0.0f;
     if (dx) {
-      ZOC_CUDNN(cudnnConvolutionBackwardData(h, &one, w_, w, y_, dy, conv_, bwd_data_, ws,
-                                             ws_bytes, &zero, x_, dx),
+      ZOC_CUDNN(cudnnConvolutionBackwardData(h, &one, w_, w, y_, dy, conv_, bwd_data_, ws, ws_bytes,
+                                             &zero, x_, dx),
                 layer);
     }
     ZOC_CUDNN(cudnnConvolutionBackwardFilter(h, &one, x_, x, y_, dy, conv_, bwd_filter_, ws,

@@ -41,8 +41,8 @@
 #include <vector>
 
 #include "zoc/core/cuda_check.h"
-#include "zoc/train/datasets.h"
 #include "zoc/core/expected.h"
+#include "zoc/train/datasets.h"
 #include "zoc/train/dist.h"
 #include "zoc/train/fit.h"
 #include "zoc/train/options.h"
@@ -73,15 +73,18 @@ Expected<FitShape> fit_shape(const FitArgs& a, const DataSplits& d, const train:
   s.env = env;
   if (a.batch % env.world != 0 || a.batch / env.world < 2) {
     return Error{"--batch " + std::to_string(a.batch) + " over WORLD_SIZE " +
-                 std::to_string(env.world) + ": each process needs an equal share of at least 2 "
+                 std::to_string(env.world) +
+                 ": each process needs an equal share of at least 2 "
                  "samples (training-mode batch norm)"};
   }
   s.local = a.batch / env.world;
   s.steps = int(d.train.count / a.batch);  // the last partial batch is dropped
   if (a.max_steps > 0) s.steps = std::min(s.steps, a.max_steps);
   if (s.steps < 1) {
-    return Error{a.data + ": " + std::to_string(d.train.count) + " training images make no batch "
-                 "of " + std::to_string(a.batch)};
+    return Error{a.data + ": " + std::to_string(d.train.count) +
+                 " training images make no batch "
+                 "of " +
+                 std::to_string(a.batch)};
   }
   return s;
 }
@@ -101,8 +104,9 @@ inline Status open_logs(const FitArgs& a, bool resumed, FitLogs& logs) {
     if (!logs.csv) return Error{a.csv + ": cannot open for writing"};
     std::fseek(logs.csv, 0, SEEK_END);
     if (std::ftell(logs.csv) == 0) {  // a new file (a resumed run may append to the first run's)
-      std::fprintf(logs.csv, "impl,model,dataset,seed,epoch,train_loss,train_acc,test_acc,step_ms,"
-                             "epoch_s,peak_mem_mb,world_size,img_per_s\n");
+      std::fprintf(logs.csv,
+                   "impl,model,dataset,seed,epoch,train_loss,train_acc,test_acc,step_ms,"
+                   "epoch_s,peak_mem_mb,world_size,img_per_s\n");
     }
   }
   if (!a.json.empty()) {
@@ -124,9 +128,9 @@ struct FitResources {
   int32_t* dev_y[2] = {};
   float* test_x = nullptr;
   int32_t* test_y = nullptr;
-  int64_t test_batches = 0;               // of FitShape::local samples
-  double* sums = nullptr;                 // [train loss]
-  unsigned long long* counts = nullptr;   // [train correct, test correct]
+  int64_t test_batches = 0;              // of FitShape::local samples
+  double* sums = nullptr;                // [train loss]
+  unsigned long long* counts = nullptr;  // [train correct, test correct]
   size_t device_bytes = 0;
 
   template <class T>
@@ -296,8 +300,8 @@ Expected<EpochMetrics> evaluate_epoch(Trainer& t, FitResources& r, const DataSpl
   for (int64_t b = fs.env.rank; b < r.test_batches; b += world) {
     const int valid = int(std::min<int64_t>(fs.local, d.test.count - b * fs.local));
     ZOC_TRY(t.evaluate(r.test_x + size_t(b) * size_t(fs.local) * kSample, fs.local, r.compute));
-    ZOC_TRY(t.metrics(r.test_y + size_t(b) * size_t(fs.local), valid, false, r.sums,
-                      r.counts + 1, r.compute));
+    ZOC_TRY(t.metrics(r.test_y + size_t(b) * size_t(fs.local), valid, false, r.sums, r.counts + 1,
+                      r.compute));
   }
   if (sync) {
     ZOC_TRY(sync->sum(r.sums, 1, r.compute));
@@ -435,7 +439,8 @@ Status run_fit(const FitArgs& a) {
     auto m = detail::evaluate_epoch(t, r, d, fs, sync.get());
     if (!m) return m.error();
     if (!std::isfinite(m->train_loss)) {
-      return Error{"epoch " + std::to_string(epoch + 1) + ": the training loss is not finite "
+      return Error{"epoch " + std::to_string(epoch + 1) +
+                   ": the training loss is not finite "
                    "(diverged; try a lower --lr)"};
     }
     size_t free_b = 0, total_b = 0;

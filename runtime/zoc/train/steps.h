@@ -18,10 +18,10 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
 #include "zoc/cudnn/layers.h"
+#include "zoc/kernels/trainer_kernels.h"
 #include "zoc/train/calls.h"
 #include "zoc/train/dist.h"
 #include "zoc/train/layers.h"
-#include "zoc/kernels/trainer_kernels.h"
 
 namespace zoc::train {
 
@@ -35,11 +35,11 @@ struct TrainState {
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
   void* blas_workspace = nullptr;
-  char* arena = nullptr;    // activations and their gradients, per sample * max_batch
-  char* params = nullptr;   // PyTorch's layout: trainable tensors first, then running statistics
-  char* grads = nullptr;    // the same layout
-  float* momenta = nullptr;  // the same layout
-  char* fixed = nullptr;    // BatchNorm's saved statistics, the loss
+  char* arena = nullptr;       // activations and their gradients, per sample * max_batch
+  char* params = nullptr;      // PyTorch's layout: trainable tensors first, then running statistics
+  char* grads = nullptr;       // the same layout
+  float* momenta = nullptr;    // the same layout
+  char* fixed = nullptr;       // BatchNorm's saved statistics, the loss
   float* loss_rows = nullptr;  // [max_batch]
   uint64_t* draws = nullptr;   // [1] on the device: steps taken, each draws its dropout masks
   void* workspace = nullptr;

@@ -14,8 +14,8 @@
 
 #include "zoc/core/expected.h"
 #include "zoc/core/fields.h"
-#include "zoc/weights/fold.h"
 #include "zoc/io/safetensors_util.h"
+#include "zoc/weights/fold.h"
 #include "zoc/weights/weight_source.h"
 
 namespace zoc {
@@ -30,7 +30,8 @@ inline void store_as(DeviceDType t, const float* src, int64_t count, uint8_t* ds
     if (t == DeviceDType::kF32) {
       std::memcpy(dst + 4 * i, &src[i], 4);
     } else {
-      const uint16_t v = t == DeviceDType::kF16 ? st::float_to_half(src[i]) : st::float_to_bf16(src[i]);
+      const uint16_t v =
+          t == DeviceDType::kF16 ? st::float_to_half(src[i]) : st::float_to_bf16(src[i]);
       std::memcpy(dst + 2 * i, &v, 2);
     }
   }
@@ -43,19 +44,19 @@ inline void store_as(DeviceDType t, const float* src, int64_t count, uint8_t* ds
 // [k, c] (a linear over channels as a 1x1 conv); taps_major: a depthwise filter (c = 1) for
 // zoc's NHWC kernel (zoc/kernels/depthwise.cuh), [r, s, k], so that neighbouring channels' taps are
 // adjacent.
-#define ZOC_FIELDS_ConvPackSpec(X)          \
-  X(const char*, weight, nullptr)           \
-  X(const char*, bias, nullptr)             \
-  X(const char*, bn, nullptr)               \
-  X(double, eps, 0)                         \
-  X(int64_t, k, 0)                          \
-  X(int64_t, c, 0)                          \
-  X(int64_t, r, 1)                          \
-  X(int64_t, s, 1)                          \
-  X(bool, nhwc, false)                      \
-  X(int64_t, c_padded, 0)                   \
+#define ZOC_FIELDS_ConvPackSpec(X)              \
+  X(const char*, weight, nullptr)               \
+  X(const char*, bias, nullptr)                 \
+  X(const char*, bn, nullptr)                   \
+  X(double, eps, 0)                             \
+  X(int64_t, k, 0)                              \
+  X(int64_t, c, 0)                              \
+  X(int64_t, r, 1)                              \
+  X(int64_t, s, 1)                              \
+  X(bool, nhwc, false)                          \
+  X(int64_t, c_padded, 0)                       \
   X(DeviceDType, dtype, zoc::DeviceDType::kF32) \
-  X(bool, weight_2d, false)                 \
+  X(bool, weight_2d, false)                     \
   X(bool, taps_major, false)
 
 struct ConvPackSpec {
@@ -63,8 +64,7 @@ struct ConvPackSpec {
 };
 
 // Writes the folded filter ([k, c_padded, r, s] or KRSC) to w_dst and the bias [k] to b_dst.
-inline Status pack_conv(WeightSource& src, const ConvPackSpec& p, uint8_t* w_dst,
-                        uint8_t* b_dst) {
+inline Status pack_conv(WeightSource& src, const ConvPackSpec& p, uint8_t* w_dst, uint8_t* b_dst) {
   const int64_t fan_in = p.c * p.r * p.s;
   if (p.weight_2d && (p.r != 1 || p.s != 1)) {
     return Error{std::string("pack_conv: ") + p.weight + ": a 2-D weight needs a 1x1 filter"};
@@ -147,14 +147,14 @@ inline Status pack_conv_transpose(WeightSource& src, const ConvPackSpec& p, int6
 // What pack_linear packs: the weight [out, in] and its bias [out] or nullptr. When the input
 // features come from flattening an NHWC tensor of (c, h, w) with h*w > 1 (hwc_c > 0), the
 // device holds them in (h, w, c) order and the weight's columns are permuted to match.
-#define ZOC_FIELDS_LinearPackSpec(X)        \
-  X(const char*, weight, nullptr)           \
-  X(const char*, bias, nullptr)             \
-  X(int64_t, out, 0)                        \
-  X(int64_t, in, 0)                         \
-  X(int64_t, hwc_c, 0)                      \
-  X(int64_t, hwc_h, 0)                      \
-  X(int64_t, hwc_w, 0)                      \
+#define ZOC_FIELDS_LinearPackSpec(X) \
+  X(const char*, weight, nullptr)    \
+  X(const char*, bias, nullptr)      \
+  X(int64_t, out, 0)                 \
+  X(int64_t, in, 0)                  \
+  X(int64_t, hwc_c, 0)               \
+  X(int64_t, hwc_h, 0)               \
+  X(int64_t, hwc_w, 0)               \
   X(DeviceDType, dtype, zoc::DeviceDType::kF32)
 
 struct LinearPackSpec {

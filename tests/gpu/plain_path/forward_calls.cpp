@@ -80,9 +80,14 @@ std::map<std::string, int> take_calls() {
 
 // Work that must never happen on the forward path once a batch size is prepared.
 bool forbidden(const std::string& fn) {
-  static const char* const kWords[] = {"Finalize", "CreateDescriptor", "Heur",
-                                       "GetConvolutionForwardAlgorithm", "FindConvolution",
-                                       "WorkspaceSize", "cudnnCreate", "Destroy",
+  static const char* const kWords[] = {"Finalize",
+                                       "CreateDescriptor",
+                                       "Heur",
+                                       "GetConvolutionForwardAlgorithm",
+                                       "FindConvolution",
+                                       "WorkspaceSize",
+                                       "cudnnCreate",
+                                       "Destroy",
                                        "ConvolutionBiasActivationForward"};
   for (const char* w : kWords) {
     if (fn.find(w) != std::string::npos) return true;

@@ -64,9 +64,8 @@ int main(int argc, char** argv) {
            nullptr);
     expect("forward afterwards, batch 2", m.forward(in, out, 2, stream), nullptr);
     const cudaError_t synced = cudaStreamSynchronize(stream);
-    expect("stream synchronize", synced == cudaSuccess ? zoc::Status()
-                                                        : zoc::Error{cudaGetErrorString(synced)},
-           nullptr);
+    expect("stream synchronize",
+           synced == cudaSuccess ? zoc::Status() : zoc::Error{cudaGetErrorString(synced)}, nullptr);
   }
   for (int i = 2; i + 1 < argc; i += 2) {
     zoc_model::Options options;

@@ -50,7 +50,8 @@ void* filled(size_t count, bool bf16) {
   }
   void* d = nullptr;
   if (!ok(cudaMalloc(&d, count * 2), "cudaMalloc")) return nullptr;
-  if (!ok(cudaMemcpy(d, host.data(), count * 2, cudaMemcpyHostToDevice), "cudaMemcpy")) return nullptr;
+  if (!ok(cudaMemcpy(d, host.data(), count * 2, cudaMemcpyHostToDevice), "cudaMemcpy"))
+    return nullptr;
   return d;
 }
 
@@ -94,28 +95,29 @@ bool conv_1x1(bool bf16) {
   void* ws = nullptr;
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int got = 0;
-  bool good =
-      ok(cudnnCreate(&h), "cudnnCreate") && ok(cudnnCreateTensorDescriptor(&xd), "descriptor") &&
-      ok(cudnnCreateTensorDescriptor(&yd), "descriptor") &&
-      ok(cudnnCreateTensorDescriptor(&bd), "descriptor") &&
-      ok(cudnnCreateFilterDescriptor(&wd), "descriptor") &&
-      ok(cudnnCreateConvolutionDescriptor(&cd), "descriptor") &&
-      ok(cudnnCreateActivationDescriptor(&ad), "descriptor") &&
-      ok(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NHWC, t, n, c, hw, hw), "x") &&
-      ok(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NHWC, t, n, k, hw, hw), "y") &&
-      ok(cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NCHW, t, 1, k, 1, 1), "bias") &&
-      ok(cudnnSetFilter4dDescriptor(wd, t, CUDNN_TENSOR_NHWC, k, c, 1, 1), "w") &&
-      ok(cudnnSetConvolution2dDescriptor(cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
-                                         CUDNN_DATA_FLOAT),
-         "conv") &&
-      ok(cudnnSetConvolutionMathType(cd, CUDNN_TENSOR_OP_MATH), "math") &&
-      ok(cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0), "act") &&
-      ok(cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                &got, perf),
-         "heuristics") &&
-      got > 0 && perf[0].status == CUDNN_STATUS_SUCCESS &&
-      ok(cudnnSetConvolutionMathType(cd, perf[0].mathType), "math") &&
-      (perf[0].memory == 0 || ok(cudaMalloc(&ws, perf[0].memory), "workspace"));
+  bool good = ok(cudnnCreate(&h), "cudnnCreate") &&
+              ok(cudnnCreateTensorDescriptor(&xd), "descriptor") &&
+              ok(cudnnCreateTensorDescriptor(&yd), "descriptor") &&
+              ok(cudnnCreateTensorDescriptor(&bd), "descriptor") &&
+              ok(cudnnCreateFilterDescriptor(&wd), "descriptor") &&
+              ok(cudnnCreateConvolutionDescriptor(&cd), "descriptor") &&
+              ok(cudnnCreateActivationDescriptor(&ad), "descriptor") &&
+              ok(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NHWC, t, n, c, hw, hw), "x") &&
+              ok(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NHWC, t, n, k, hw, hw), "y") &&
+              ok(cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NCHW, t, 1, k, 1, 1), "bias") &&
+              ok(cudnnSetFilter4dDescriptor(wd, t, CUDNN_TENSOR_NHWC, k, c, 1, 1), "w") &&
+              ok(cudnnSetConvolution2dDescriptor(cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                 CUDNN_DATA_FLOAT),
+                 "conv") &&
+              ok(cudnnSetConvolutionMathType(cd, CUDNN_TENSOR_OP_MATH), "math") &&
+              ok(cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
+                 "act") &&
+              ok(cudnnGetConvolutionForwardAlgorithm_v7(
+                     h, xd, wd, cd, yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
+                 "heuristics") &&
+              got > 0 && perf[0].status == CUDNN_STATUS_SUCCESS &&
+              ok(cudnnSetConvolutionMathType(cd, perf[0].mathType), "math") &&
+              (perf[0].memory == 0 || ok(cudaMalloc(&ws, perf[0].memory), "workspace"));
   if (good) {
     const float one = 1.0f, zero = 0.0f;
     good = ok(cudnnConvolutionBiasActivationForward(h, &one, xd, x, wd, w, cd, perf[0].algo, ws,

@@ -83,18 +83,30 @@ inline Args parse_args(int argc, char** argv) {
     }
     if (i + 1 >= argc) usage_error("option " + flag + " needs a value (or is unknown)");
     const std::string v = argv[++i];
-    if (flag == "--model") a.model_file = v;
-    else if (flag == "--weights") a.weights = v;
-    else if (flag == "--input") a.input = v;
-    else if (flag == "--json") a.json = v;
-    else if (flag == "--output-prefix") a.output_prefix = v;
-    else if (flag == "--precision") a.precision = v;
-    else if (flag == "--device") a.device = v;
-    else if (flag == "--warmup") a.warmup = to_int(flag, v, 0, 100000);
-    else if (flag == "--iters") a.iters = to_int(flag, v, 1, 1000000);
-    else if (flag == "--max-time-ms") a.max_time_ms = to_int(flag, v, 0, 3600000);
-    else if (flag == "--h2d-reps") a.h2d_reps = to_int(flag, v, 0, 1000);
-    else if (flag == "--num-classes") a.num_classes = to_int(flag, v, 1, 1 << 20);
+    if (flag == "--model")
+      a.model_file = v;
+    else if (flag == "--weights")
+      a.weights = v;
+    else if (flag == "--input")
+      a.input = v;
+    else if (flag == "--json")
+      a.json = v;
+    else if (flag == "--output-prefix")
+      a.output_prefix = v;
+    else if (flag == "--precision")
+      a.precision = v;
+    else if (flag == "--device")
+      a.device = v;
+    else if (flag == "--warmup")
+      a.warmup = to_int(flag, v, 0, 100000);
+    else if (flag == "--iters")
+      a.iters = to_int(flag, v, 1, 1000000);
+    else if (flag == "--max-time-ms")
+      a.max_time_ms = to_int(flag, v, 0, 3600000);
+    else if (flag == "--h2d-reps")
+      a.h2d_reps = to_int(flag, v, 0, 1000);
+    else if (flag == "--num-classes")
+      a.num_classes = to_int(flag, v, 1, 1 << 20);
     else if (flag == "--batches") {
       a.batches.clear();
       size_t start = 0;
@@ -144,8 +156,8 @@ inline void load_weights(const std::vector<std::pair<std::string, torch::Tensor>
     if (!view) throw std::runtime_error(path + ": no tensor '" + name + "' for the model");
     if (view->shape != target.sizes().vec()) {
       throw std::runtime_error(path + ": tensor '" + name + "' has shape " +
-                               zoc::st::detail::shape_string(view->shape) +
-                               ", the model wants " + torch::str(target.sizes()));
+                               zoc::st::detail::shape_string(view->shape) + ", the model wants " +
+                               torch::str(target.sizes()));
     }
     const size_t n = view->numel();
     if (target.scalar_type() == torch::kLong) {
@@ -187,8 +199,7 @@ inline torch::Tensor tile(const torch::Tensor& samples, int batch) {
 }
 
 inline double epoch_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 inline double thread_cpu_us() {
@@ -241,7 +252,8 @@ class Timer {
  private:
 #if HARNESS_CUDA
   static void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+    if (e != cudaSuccess)
+      throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
   }
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 #endif
@@ -320,8 +332,8 @@ inline std::string error_text(const std::exception& e) {
 }
 
 // One batch size: correctness output, warm-up, timed loop, input copies. Throws on failure.
-inline void measure(const Args& a, const Forward& forward, const torch::Tensor& samples,
-                    int batch, Json* point) {
+inline void measure(const Args& a, const Forward& forward, const torch::Tensor& samples, int batch,
+                    Json* point) {
   const bool cuda = a.device == "cuda";
   const torch::Device device(cuda ? torch::kCUDA : torch::kCPU);
   auto sync = [&] {

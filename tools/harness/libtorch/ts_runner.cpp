@@ -55,7 +55,9 @@ int main(int argc, char** argv) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("ts_runner: %s (%s%s%s) on %s, set up in %.0f ms\n", a.model_file.c_str(),
                 a.precision.c_str(), a.channels_last ? ", channels-last" : "",
-                a.optimize ? ", optimize_for_inference" : a.freeze ? ", frozen" : "",
+                a.optimize ? ", optimize_for_inference"
+                : a.freeze ? ", frozen"
+                           : "",
                 a.device.c_str(), setup_ms);
     std::fflush(stdout);
     bench::Forward forward = [&module](const torch::Tensor& x) {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "zoc/train/datasets.h"
 #include "zoc/core/expected.h"
+#include "zoc/train/datasets.h"
 
 namespace train {
 

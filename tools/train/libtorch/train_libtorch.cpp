@@ -1,8 +1,8 @@
 // The LibTorch (C++) baseline of issue 8: the training train_pytorch.py does, written against
 // LibTorch's C++ API, as the study zoc follows ran its "LibTorch" row.
 //
-// Same data (runtime/zoc/train/datasets.h: reader, epoch order, normalization), same initial weights
-// (a safetensors file from train_pytorch.py --init-out, required here), same SGD, schedule,
+// Same data (runtime/zoc/train/datasets.h: reader, epoch order, normalization), same initial
+// weights (a safetensors file from train_pytorch.py --init-out, required here), same SGD, schedule,
 // loss, precision flags, timing and CSV as the Python baseline (tools/train/README.md states
 // each). On the CPU the two produce the same weights after the same steps, dropout included
 // (both draw from LibTorch's default generator seeded with --seed); tests/train checks it.
@@ -26,8 +26,8 @@
 #include "train_data.h"
 #include "train_nets.h"
 #include "train_timing.h"
-#include "zoc/train/datasets.h"
 #include "zoc/core/expected.h"
+#include "zoc/train/datasets.h"
 
 namespace {
 

@@ -28,11 +28,11 @@
 // Needs cudnn.h and cuda_runtime.h only.
 #pragma once
 
+#include "zoc/core/timing.h"
 #include "zoc/cudnn/graph.h"
 #include "zoc/cudnn/layers.h"
 #include "zoc/cudnn/plan_file.h"
 #include "zoc/cudnn/recorded_launch.h"
-#include "zoc/core/timing.h"
 
 #include <memory>
 #include <string>
@@ -98,9 +98,9 @@ class GraphConvLayer {
   // on y: the split form (the convolution's configs without it, each timed with that launch
   // after it) competes where the fused best is slower than kSplitTryMs.
   template <class Activate>
-  Status tune(cudnnHandle_t handle, int n, void* x, const void* w, const void* bias,
-              const void* z, void* y, void* scratch, size_t scratch_bytes, cudaStream_t stream,
-              const char* layer, PlanChoice* chosen, Activate activate) {
+  Status tune(cudnnHandle_t handle, int n, void* x, const void* w, const void* bias, const void* z,
+              void* y, void* scratch, size_t scratch_bytes, cudaStream_t stream, const char* layer,
+              PlanChoice* chosen, Activate activate) {
     PerBatch entry;
     entry.n = n;
     cur_ = &entry;
@@ -169,8 +169,8 @@ class GraphConvLayer {
     ZOC_CUDNN(cudnnConvolutionBiasActivationForward(
                   handle, &one, legacy_.x, bound_.x, legacy_.w, bound_.w, legacy_.conv,
                   legacy_.algo, bound_.ws, legacy_.workspace, residual ? &one : &zero, legacy_.y,
-                  residual ? bound_.z : bound_.y, legacy_.bias, bound_.bias, legacy_.act,
-                  legacy_.y, bound_.y),
+                  residual ? bound_.z : bound_.y, legacy_.bias, bound_.bias, legacy_.act, legacy_.y,
+                  bound_.y),
               layer);
     return Status::success();
   }
@@ -181,9 +181,9 @@ class GraphConvLayer {
     if (!cur_) return "(none)";
     if (cur_->legacy) return "legacy call (no graph-API engine)";
     return cur_->plan.engine_name() + (cur_->separate ? " + activation kernel" : "") +
-           (cur_->launches.empty() ? " (executed: " + cur_->not_recorded + ")"
-                                   : " (" + std::to_string(cur_->launches.kernels()) +
-                                         " recorded kernels)");
+           (cur_->launches.empty()
+                ? " (executed: " + cur_->not_recorded + ")"
+                : " (" + std::to_string(cur_->launches.kernels()) + " recorded kernels)");
   }
 
   void destroy() {
@@ -208,11 +208,11 @@ class GraphConvLayer {
   struct PerBatch {
     int n = 0;
     FusedConvPlan plan;
-    Bound bound;            // what plan's variant pack holds
+    Bound bound;                // what plan's variant pack holds
     RecordedLaunches launches;  // what its execute launches, for the plain forward
     std::string not_recorded;   // why launches is empty, if it is
-    bool separate = false;  // the plan lacks s_.activation (separate_activation())
-    bool legacy = false;    // no engine: the legacy call (fallback_reason())
+    bool separate = false;      // the plan lacks s_.activation (separate_activation())
+    bool legacy = false;        // no engine: the legacy call (fallback_reason())
     std::string why;
   };
 
@@ -227,8 +227,8 @@ class GraphConvLayer {
     return plans_.back().get();
   }
   // Makes `e` current; a legacy entry (re)describes the legacy bundle for batch n.
-  Status select(PerBatch* e, cudnnHandle_t handle, int n, size_t workspace_limit,
-                const char* layer, const PlanFile* plan) {
+  Status select(PerBatch* e, cudnnHandle_t handle, int n, size_t workspace_limit, const char* layer,
+                const PlanFile* plan) {
     cur_ = e;
     if (!e->legacy) {
       workspace = e->plan.workspace_bytes();
@@ -246,8 +246,7 @@ class GraphConvLayer {
   template <class Activate>
   Status tune_entry(cudnnHandle_t handle, int n, void* x, const void* w, const void* bias,
                     const void* z, void* y, void* scratch, size_t scratch_bytes,
-                    cudaStream_t stream, const char* layer, PlanChoice* chosen,
-                    Activate activate) {
+                    cudaStream_t stream, const char* layer, PlanChoice* chosen, Activate activate) {
     auto no_activation = [](cudaStream_t) { return cudaSuccess; };
     auto fused_step = [&] {
       return tune_spec(handle, n, x, w, bias, z, y, scratch, scratch_bytes, stream, layer, chosen,
@@ -310,9 +309,8 @@ class GraphConvLayer {
   // Times up to `most` configs of spec(n), each call followed by `after(stream)`.
   template <class After>
   Status tune_spec(cudnnHandle_t handle, int n, void* x, const void* w, const void* bias,
-                   const void* z, void* y, void* scratch, size_t scratch_bytes,
-                   cudaStream_t stream, const char* layer, PlanChoice* chosen, size_t most,
-                   After after) {
+                   const void* z, void* y, void* scratch, size_t scratch_bytes, cudaStream_t stream,
+                   const char* layer, PlanChoice* chosen, size_t most, After after) {
     *chosen = PlanChoice();
     ZOC_ASSIGN_OR_RETURN(std::vector<EngineChoice> list,
                          FusedConvPlan::candidates(handle, spec(n), most, layer));
@@ -355,12 +353,28 @@ class GraphConvLayer {
   }
 
   FusedConvSpec spec(int n) const {
-    FusedConvSpec f{n,         s_.c,        s_.h,        s_.w,      s_.k,      s_.r,
-                    s_.s,      s_.pad_h,    s_.pad_w,    s_.stride_h, s_.stride_w, s_.dil_h,
-                    s_.dil_w,  s_.out_h,    s_.out_w,    residual_, s_.relu,   p_.data,
+    FusedConvSpec f{n,
+                    s_.c,
+                    s_.h,
+                    s_.w,
+                    s_.k,
+                    s_.r,
+                    s_.s,
+                    s_.pad_h,
+                    s_.pad_w,
+                    s_.stride_h,
+                    s_.stride_w,
+                    s_.dil_h,
+                    s_.dil_w,
+                    s_.out_h,
+                    s_.out_w,
+                    residual_,
+                    s_.relu,
+                    p_.data,
                     p_.format == CUDNN_TENSOR_NHWC,
                     p_.data == CUDNN_DATA_FLOAT && p_.math != CUDNN_FMA_MATH,
-                    s_.other_activation && !(cur_ && cur_->separate), s_.activation,
+                    s_.other_activation && !(cur_ && cur_->separate),
+                    s_.activation,
                     s_.activation_params};
     f.groups = s_.groups;
     return f;

@@ -14,9 +14,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "zoc/kernels/model_kernels.h"
 #include "zoc/cudnn/call_fields.h"
 #include "zoc/cudnn/layers.h"
+#include "zoc/kernels/model_kernels.h"
 #include "zoc/math/activations.h"
 
 namespace zoc {

@@ -34,7 +34,7 @@ struct ModelOptions {
   // call); the plain path then issues the same calls one by one.
   bool cuda_graph = true;
   size_t workspace_limit = size_t(1) << 30;  // cap on the cuDNN workspace, bytes
-  uint64_t seed = 0;    // seed of the default weights when no file is given
+  uint64_t seed = 0;                         // seed of the default weights when no file is given
   bool strict = false;  // NaN/Inf in the weights file is an error, not a warning
   // Measured per-layer algorithm choices (zoc/cudnn/plan_file.h, written by tune()); empty:
   // cuDNN's heuristics. A plan for another GPU, cuDNN or model is ignored with a warning.
@@ -66,9 +66,9 @@ struct ModelState {
   cudaEvent_t* join = nullptr;
   std::vector<char> inline_branches;  // per side branch: ran inline in this plain forward
   char* inline_branch = nullptr;      // inline_branches.data()
-  void* side_workspace = nullptr;  // the side layers' own cuDNN workspace
-  size_t side_need = 0;            // what their algorithm choices need (set_batch)
-  size_t side_limit = 0;           // their cap: options.workspace_limit, then what was allocated
+  void* side_workspace = nullptr;     // the side layers' own cuDNN workspace
+  size_t side_need = 0;               // what their algorithm choices need (set_batch)
+  size_t side_limit = 0;              // their cap: options.workspace_limit, then what was allocated
   // The last pointers forward() validated.
   const float* checked_input = nullptr;
   float* checked_output = nullptr;

@@ -178,10 +178,10 @@ cudaError_t launch_activation(act::Kind kind, act::Params p, const T* x, T* y, i
   if (count < 0) return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;
   switch (kind) {
-#define ZOC_LAUNCH_ACTIVATION(name)                                                         \
-  case act::Kind::k##name:                                                                  \
-    activation_kernel<T, act::name><<<detail::grid_for(count), detail::kBlock, 0, stream>>>( \
-        x, y, count, p);                                                                    \
+#define ZOC_LAUNCH_ACTIVATION(name)                                               \
+  case act::Kind::k##name:                                                        \
+    activation_kernel<T, act::name>                                               \
+        <<<detail::grid_for(count), detail::kBlock, 0, stream>>>(x, y, count, p); \
     break;
     ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
 #undef ZOC_LAUNCH_ACTIVATION
@@ -282,8 +282,8 @@ cudaError_t launch_global_avgpool_nhwc(const T* x, T* y, int n, int hw, int c,
   // The widest vector (16 bytes) that divides c and the pointers' alignment.
   constexpr int kWidest = static_cast<int>(16 / sizeof(T));
   int v = kWidest;
-  while (v > 1 && (c % v != 0 || !detail::aligned(x, sizeof(T) * v) ||
-                   !detail::aligned(y, sizeof(T) * v))) {
+  while (v > 1 &&
+         (c % v != 0 || !detail::aligned(x, sizeof(T) * v) || !detail::aligned(y, sizeof(T) * v))) {
     v /= 2;
   }
   switch (v) {

@@ -44,7 +44,7 @@ struct Args {
   bool batch_given = false;
   int max_batch = 0;  // 0: the batch
   int top = 5, warmup = 10, iters = 50;
-  long long workspace_mb = -1;  // -1: the model's default
+  long long workspace_mb = -1;                      // -1: the model's default
   bool graph = true, strict = false, help = false;  // graph: the library's default
   std::vector<int> batches;  // --batches: sweep mode, one created model per batch size
   bool tile = false;         // --tile: repeat the --input samples up to the batch
@@ -85,7 +85,8 @@ inline void print_usage(const char* name, const char* precision, int c, int h, i
       "                      it already holds for this GPU and model), then measure with it\n"
       "  --plan PLAN         use the measured choices in PLAN (another GPU's: a warning)\n"
       "  --profile N         after timing, N forwards with a CUDA event between layers (in\n"
-      "                      the CUDA graph unless --no-graph): per-layer median times, printed and\n"
+      "                      the CUDA graph unless --no-graph): per-layer median times, printed "
+      "and\n"
       "                      in the JSON under \"profile\" (default 0: none)\n"
       "  --help              this text\n"
       "Exit status: 0 ok, 1 model or GPU failure or non-finite output, 2 bad command line.\n",

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "zoc/core/expected.h"
-#include "zoc/weights/init.h"
 #include "zoc/io/safetensors.h"
+#include "zoc/weights/init.h"
 
 namespace zoc {
 
@@ -61,8 +61,8 @@ class WeightSource {
                    st::detail::shape_string(shape)};
     }
     if (!st::is_float_dtype(t->dtype)) {
-      return Error{file_->path() + ": tensor '" + name + "' has dtype " +
-                   st::dtype_name(t->dtype) + ", expected a floating-point dtype"};
+      return Error{file_->path() + ": tensor '" + name + "' has dtype " + st::dtype_name(t->dtype) +
+                   ", expected a floating-point dtype"};
     }
     if (const size_t bad = st::count_non_finite(*t); bad > 0) {
       const std::string msg = file_->path() + ": tensor '" + name + "' holds " +
@@ -93,8 +93,8 @@ class WeightSource {
     const st::TensorView* t = file_->find(name);
     if (!t) return Status::success();
     float held = 0;
-    const bool one = t->numel() == 1 && st::is_float_dtype(t->dtype) &&
-                     st::to_float32(*t, &held, 1).ok();
+    const bool one =
+        t->numel() == 1 && st::is_float_dtype(t->dtype) && st::to_float32(*t, &held, 1).ok();
     if (one && held == value) return Status::success();
     auto text = [](float f) {
       char buf[32];
@@ -105,7 +105,8 @@ class WeightSource {
                                  : "has shape " + st::detail::shape_string(t->shape) +
                                        " and dtype " + st::dtype_name(t->dtype);
     return Error{file_->path() + ": tensor '" + name + "' " + what + ", but the value " +
-                 text(value) + " is compiled into the model as a constant: compile a model file that holds "
+                 text(value) +
+                 " is compiled into the model as a constant: compile a model file that holds "
                  "these weights instead"};
   }
 

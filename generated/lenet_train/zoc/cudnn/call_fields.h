@@ -41,12 +41,9 @@
 // A fused convolution y = act(conv(x, w) + b [+ z]) as cuDNN sees it: its window, then ReLU in
 // the epilogue (the one activation the legacy call fuses), or instead any activation cuDNN's
 // pointwise operations express (act::cudnn_pointwise) in a graph-API convolution's epilogue.
-#define ZOC_FIELDS_ConvShape(X)                   \
-  ZOC_FIELDS_ConvWindow(X)                        \
-  X(bool, relu, false)                            \
-  X(bool, other_activation, false)                \
-  X(act::Kind, activation, zoc::act::Kind::kRelu) \
-  X(act::Params, activation_params, {})
+#define ZOC_FIELDS_ConvShape(X)                                                  \
+  ZOC_FIELDS_ConvWindow(X) X(bool, relu, false) X(bool, other_activation, false) \
+      X(act::Kind, activation, zoc::act::Kind::kRelu) X(act::Params, activation_params, {})
 
 // cuDNN pooling: its mode, the input image, the window, padding and stride, the output size.
 #define ZOC_FIELDS_PoolShape(X)   \
@@ -161,7 +158,7 @@
   X(size_t, v, zoc::kNoTensor)
 
 // y = a - b or a / b of two tensors of per_sample elements each (zoc/kernels/const_op.cuh).
-#define ZOC_FIELDS_BinaryCall(X)              \
+#define ZOC_FIELDS_BinaryCall(X)             \
   X(ConstOpKind, op, zoc::ConstOpKind::kSub) \
   X(int64_t, per_sample, 0)                  \
   X(size_t, a, 0)                            \

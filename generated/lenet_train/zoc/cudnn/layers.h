@@ -3,8 +3,8 @@
 //
 // The generated forward() makes the library calls itself, one per layer, reading these
 // descriptors; this header keeps the repetitive descriptor plumbing out of the generated
-// source. Algorithm choice uses a measured plan (zoc/cudnn/plan_file.h, ConvLayer::tune) where one is
-// given, else cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7), restricted to the
+// source. Algorithm choice uses a measured plan (zoc/cudnn/plan_file.h, ConvLayer::tune) where one
+// is given, else cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7), restricted to the
 // workspace the model allocated and, in fp32 mode, to non-tensor-core (FMA) kernels so that
 // TF32 is really off. Needs cudnn.h and cublas_v2.h only.
 #pragma once
@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "zoc/core/cuda_check.h"
+#include "zoc/core/expected.h"
 #include "zoc/cudnn/call_fields.h"
 #include "zoc/cudnn/exact.h"
-#include "zoc/core/expected.h"
 #include "zoc/cudnn/plan_file.h"
 #include "zoc/cudnn/recorded_launch.h"
 #include "zoc/math/activations.h"
@@ -31,8 +31,8 @@ struct Precision {
   ZOC_FIELDS_Precision(ZOC_DECLARE_FIELD)
 };
 
-inline Status set_tensor(cudnnTensorDescriptor_t d, const Precision& p, int n, int c, int h,
-                         int w, const char* layer) {
+inline Status set_tensor(cudnnTensorDescriptor_t d, const Precision& p, int n, int c, int h, int w,
+                         const char* layer) {
   ZOC_CUDNN(cudnnSetTensor4dDescriptor(d, p.format, p.data, n, c, h, w), layer);
   return Status::success();
 }
@@ -47,9 +47,8 @@ struct ConvShape {
 inline Status set_conv_descriptors(cudnnFilterDescriptor_t w, cudnnConvolutionDescriptor_t conv,
                                    const ConvShape& s, const Precision& p, const char* layer) {
   ZOC_CUDNN(cudnnSetFilter4dDescriptor(w, p.data, p.format, s.k, s.c / s.groups, s.r, s.s), layer);
-  ZOC_CUDNN(cudnnSetConvolution2dDescriptor(conv, s.pad_h, s.pad_w, s.stride_h, s.stride_w,
-                                            s.dil_h, s.dil_w, CUDNN_CROSS_CORRELATION,
-                                            CUDNN_DATA_FLOAT),
+  ZOC_CUDNN(cudnnSetConvolution2dDescriptor(conv, s.pad_h, s.pad_w, s.stride_h, s.stride_w, s.dil_h,
+                                            s.dil_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
             layer);
   ZOC_CUDNN(cudnnSetConvolutionGroupCount(conv, s.groups), layer);
   ZOC_CUDNN(cudnnSetConvolutionMathType(conv, p.math), layer);
@@ -166,8 +165,8 @@ class ConvLayer {
   // the generated forward, and not the host's enqueue time (which dominates small layers).
   // Leaves the layer described for n with the winner; *chosen receives it. Runs on `stream`.
   Status tune(cudnnHandle_t handle, int n, const void* in, const void* weight,
-              const void* bias_data, const void* z, void* out, void* scratch,
-              size_t scratch_bytes, cudaStream_t stream, const char* layer, PlanChoice* chosen) {
+              const void* bias_data, const void* z, void* out, void* scratch, size_t scratch_bytes,
+              cudaStream_t stream, const char* layer, PlanChoice* chosen) {
     *chosen = PlanChoice();
     ZOC_TRY(describe(handle, n, scratch_bytes, layer));
     int got = 0;
@@ -181,9 +180,9 @@ class ConvLayer {
       if (!usable(c, scratch_bytes)) continue;
       ZOC_CUDNN(cudnnSetConvolutionMathType(conv, c.mathType), layer);
       auto call = [&] {
-        return cudnnConvolutionBiasActivationForward(
-            handle, &one, x, in, w, weight, conv, c.algo, scratch, c.memory, z ? &one : &zero, y,
-            z ? z : out, bias, bias_data, act, y, out);
+        return cudnnConvolutionBiasActivationForward(handle, &one, x, in, w, weight, conv, c.algo,
+                                                     scratch, c.memory, z ? &one : &zero, y,
+                                                     z ? z : out, bias, bias_data, act, y, out);
       };
       const cudnnStatus_t first = call();  // loads the kernel; says whether it runs at all
       if (first == CUDNN_STATUS_NOT_SUPPORTED) continue;  // listed, not for this call: skip

@@ -203,9 +203,18 @@ struct Elu {
 
 // Every activation above, for code that picks one from a constant (the generated kernels):
 // X(Name) per struct. A new activation adds its struct and its name here.
-#define ZOC_ACTIVATION_LIST(X)                                                                  \
-  X(Relu) X(Tanh) X(Sigmoid) X(Silu) X(Hardtanh) X(Hardswish) X(Hardsigmoid) X(Gelu) X(GeluTanh) \
-  X(LeakyRelu) X(Elu)
+#define ZOC_ACTIVATION_LIST(X) \
+  X(Relu)                      \
+  X(Tanh)                      \
+  X(Sigmoid)                   \
+  X(Silu)                      \
+  X(Hardtanh)                  \
+  X(Hardswish)                 \
+  X(Hardsigmoid)               \
+  X(Gelu)                      \
+  X(GeluTanh)                  \
+  X(LeakyRelu)                 \
+  X(Elu)
 
 enum class Kind {
 #define ZOC_ACTIVATION_KIND(name) k##name,

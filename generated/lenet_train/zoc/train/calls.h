@@ -17,8 +17,8 @@
 
 #include "zoc/cudnn/layers.h"
 #include "zoc/cudnn/model_calls.h"
-#include "zoc/train/call_fields.h"
 #include "zoc/math/activations.h"
+#include "zoc/train/call_fields.h"
 #include "zoc/train/layers.h"
 
 namespace zoc::train {

@@ -68,12 +68,14 @@ inline Expected<ImageSet> read_idx(const std::string& images_path, const std::st
   auto labels = detail::read_all(labels_path, kMaxFileBytes);
   if (!labels) return labels.error();
   if (images->size() < 16 || detail::big_endian32(images->data()) != 0x00000803u) {
-    return Error{images_path + ": not an idx image file (expected magic 0x00000803 and a 16-byte "
-                               "header; gzip-compressed files need `gunzip -k` first)"};
+    return Error{images_path +
+                 ": not an idx image file (expected magic 0x00000803 and a 16-byte "
+                 "header; gzip-compressed files need `gunzip -k` first)"};
   }
   if (labels->size() < 8 || detail::big_endian32(labels->data()) != 0x00000801u) {
-    return Error{labels_path + ": not an idx label file (expected magic 0x00000801 and an 8-byte "
-                               "header)"};
+    return Error{labels_path +
+                 ": not an idx label file (expected magic 0x00000801 and an 8-byte "
+                 "header)"};
   }
   const uint64_t n = detail::big_endian32(images->data() + 4);
   const uint64_t h = detail::big_endian32(images->data() + 8);
@@ -81,7 +83,8 @@ inline Expected<ImageSet> read_idx(const std::string& images_path, const std::st
   const uint64_t nl = detail::big_endian32(labels->data() + 4);
   if (n == 0 || h == 0 || w == 0 || h > 65536 || w > 65536) {
     return Error{images_path + ": header says " + std::to_string(n) + " images of " +
-                 std::to_string(h) + "x" + std::to_string(w) + " (each must be at least 1, sides "
+                 std::to_string(h) + "x" + std::to_string(w) +
+                 " (each must be at least 1, sides "
                  "at most 65536)"};
   }
   if (nl != n) {
@@ -90,13 +93,17 @@ inline Expected<ImageSet> read_idx(const std::string& images_path, const std::st
   }
   const uint64_t per_image = h * w;  // <= 2^32
   if (n > kMaxFileBytes / per_image || images->size() != 16 + n * per_image) {
-    return Error{images_path + ": " + std::to_string(images->size()) + " bytes, but its header "
-                 "says " + std::to_string(n) + " images of " + std::to_string(h) + "x" +
-                 std::to_string(w) + " (truncated, padded or a bad header?)"};
+    return Error{images_path + ": " + std::to_string(images->size()) +
+                 " bytes, but its header "
+                 "says " +
+                 std::to_string(n) + " images of " + std::to_string(h) + "x" + std::to_string(w) +
+                 " (truncated, padded or a bad header?)"};
   }
   if (labels->size() != 8 + n) {
-    return Error{labels_path + ": " + std::to_string(labels->size()) + " bytes, but its header "
-                 "needs exactly " + std::to_string(8 + n) + " (truncated or padded?)"};
+    return Error{labels_path + ": " + std::to_string(labels->size()) +
+                 " bytes, but its header "
+                 "needs exactly " +
+                 std::to_string(8 + n) + " (truncated or padded?)"};
   }
   ImageSet set;
   set.count = static_cast<int64_t>(n);

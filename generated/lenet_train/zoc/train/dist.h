@@ -97,7 +97,9 @@ Expected<DistEnv> dist_env(Get get) {
   return e;
 }
 
-inline Expected<DistEnv> dist_env() { return dist_env([](const char* n) { return std::getenv(n); }); }
+inline Expected<DistEnv> dist_env() {
+  return dist_env([](const char* n) { return std::getenv(n); });
+}
 
 // Rank r's share of a global order: positions r, r + W, r + 2W, ... (DistributedSampler's
 // interleaving), cut to whole rounds of W so every rank has as many.
@@ -194,7 +196,8 @@ inline Status rendezvous(const DistEnv& e, void* bytes, size_t n, int timeout_s 
     }
     detail::Socket peer;
     peer.fd = ::accept(listener.fd, nullptr, nullptr);
-    if (peer.fd < 0) return Error{std::string("rendezvous: accept failed: ") + std::strerror(errno)};
+    if (peer.fd < 0)
+      return Error{std::string("rendezvous: accept failed: ") + std::strerror(errno)};
     ZOC_TRY(detail::send_all(peer.fd, bytes, n));
   }
   return Status::success();
@@ -202,13 +205,13 @@ inline Status rendezvous(const DistEnv& e, void* bytes, size_t n, int timeout_s 
 
 #if ZOC_WITH_NCCL
 
-#define ZOC_NCCL(call, what)                                                              \
-  do {                                                                                    \
-    const ncclResult_t zoc_nccl_rc_ = (call);                                             \
-    if (zoc_nccl_rc_ != ncclSuccess) {                                                    \
-      return ::zoc::Error{std::string(what) + ": " #call " failed: " +                    \
-                          ncclGetErrorString(zoc_nccl_rc_)};                              \
-    }                                                                                     \
+#define ZOC_NCCL(call, what)                                                          \
+  do {                                                                                \
+    const ncclResult_t zoc_nccl_rc_ = (call);                                         \
+    if (zoc_nccl_rc_ != ncclSuccess) {                                                \
+      return ::zoc::Error{std::string(what) +                                         \
+                          ": " #call " failed: " + ncclGetErrorString(zoc_nccl_rc_)}; \
+    }                                                                                 \
   } while (0)
 
 // The processes' NCCL communicator and the gradient all-reduce of a step, in buckets.
@@ -283,19 +286,28 @@ class GradSync {
 class GradSync {
  public:
   static Expected<std::unique_ptr<GradSync>> create(const DistEnv& e, int) {
-    return Error{"WORLD_SIZE=" + std::to_string(e.world) + ": this trainer was built without "
+    return Error{"WORLD_SIZE=" + std::to_string(e.world) +
+                 ": this trainer was built without "
                  "NCCL, so it runs in one process only (configure it with NCCL_ROOT pointing at "
                  "an NCCL installation)"};
   }
   const DistEnv& env() const { return env_; }
   template <class S>
-  Status bucket_ready(int, float*, size_t, S) { return Error{"built without NCCL"}; }
+  Status bucket_ready(int, float*, size_t, S) {
+    return Error{"built without NCCL"};
+  }
   template <class S>
-  Status finish(S) { return Error{"built without NCCL"}; }
+  Status finish(S) {
+    return Error{"built without NCCL"};
+  }
   template <class T, class S>
-  Status sum(T*, size_t, S) { return Error{"built without NCCL"}; }
+  Status sum(T*, size_t, S) {
+    return Error{"built without NCCL"};
+  }
   template <class S>
-  Status broadcast(float*, size_t, S) { return Error{"built without NCCL"}; }
+  Status broadcast(float*, size_t, S) {
+    return Error{"built without NCCL"};
+  }
 
  private:
   DistEnv env_;

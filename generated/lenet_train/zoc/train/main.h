@@ -48,7 +48,7 @@ Status run_train(const TrainArgs& a) {
   auto trainer = Trainer::create(f.weights, f.seed, n, f.benchmark, f.deterministic);
   if (!trainer) return trainer.error();
   (*trainer)->set_dropout(false);  // as grad_reference.py and `zoc grad`: dropout the identity
-  struct Device {  // released on every return
+  struct Device {                  // released on every return
     float* x = nullptr;
     int32_t* y = nullptr;
     ~Device() {
@@ -89,7 +89,10 @@ Status run_train(const TrainArgs& a) {
   ZOC_CUDA(cudaDeviceSynchronize(), "steps");
   std::vector<st::TensorToWrite> out;
   out.push_back({"loss", st::DType::F32, {1}, &loss, sizeof loss});
-  out.push_back({"logits", st::DType::F32, {n, Trainer::kClasses}, logits.data(),
+  out.push_back({"logits",
+                 st::DType::F32,
+                 {n, Trainer::kClasses},
+                 logits.data(),
                  logits.size() * sizeof(float)});
   std::vector<std::string> names;  // kept alive until the write
   names.reserve(2 * Trainer::kNumParams);
@@ -97,9 +100,8 @@ Status run_train(const TrainArgs& a) {
     const auto& p = Trainer::kParamTable[i];
     names.push_back(std::string(p.trainable ? "grad." : "after.") + p.name);
     const std::vector<float>& src = p.trainable ? grads : params;
-    out.push_back({names.back(), st::DType::F32,
-                   std::vector<int64_t>(p.shape, p.shape + p.rank), src.data() + p.offset,
-                   p.count * sizeof(float)});
+    out.push_back({names.back(), st::DType::F32, std::vector<int64_t>(p.shape, p.shape + p.rank),
+                   src.data() + p.offset, p.count * sizeof(float)});
   }
   ZOC_TRY(st::write_file(a.out, out, {{"producer", "zoc trainer"}}));
   std::printf("wrote %s: loss %.6f, batch %d, %d tensors\n", a.out.c_str(), double(loss), n,
@@ -140,7 +142,8 @@ int run_train_main(int argc, char** argv) {
              : args->fit ? run_fit<Trainer>(args->fit_args)
                          : run_train<Trainer>(*args);
   if (!s) {
-    std::fprintf(stderr, "%s: error: %s\n", argc > 0 ? argv[0] : "trainer", s.error().message.c_str());
+    std::fprintf(stderr, "%s: error: %s\n", argc > 0 ? argv[0] : "trainer",
+                 s.error().message.c_str());
     return 1;
   }
   return 0;

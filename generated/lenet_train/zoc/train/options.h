@@ -22,8 +22,8 @@ struct FitArgs {
   double lr = 0.1, momentum = 0.9, weight_decay = 5e-4;
   std::string schedule = "cosine";
   bool dropout = true;
-  bool graph = true;      // each step's forward, loss and backward as one CUDA graph launch
-  bool benchmark = true;  // time cuDNN's exact candidates per convolution (cudnn.benchmark)
+  bool graph = true;           // each step's forward, loss and backward as one CUDA graph launch
+  bool benchmark = true;       // time cuDNN's exact candidates per convolution (cudnn.benchmark)
   bool deterministic = false;  // only convolution algorithms cuDNN marks deterministic
   std::vector<float> mean, stddev;  // empty: the data set's stated constants
 };
@@ -102,28 +102,51 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
     auto to_u64 = [](const std::string& s, size_t* u) { return std::stoull(s, u); };
     auto to_double = [](const std::string& s, size_t* u) { return std::stod(s, u); };
     try {
-      if (k == "--weights") f.weights = v;
-      else if (k == "--batch-file") a.batch_file = v;
-      else if (k == "--out") a.out = v;
-      else if (k == "--weights-out") a.weights_out = v;
-      else if (k == "--seed") f.seed = whole(to_u64);
-      else if (k == "--steps") a.steps = whole(to_int);
-      else if (k == "--lr") f.lr = whole(to_double);
-      else if (k == "--momentum") f.momentum = whole(to_double);
-      else if (k == "--weight-decay") f.weight_decay = whole(to_double);
-      else if (k == "--data") { f.data = v; a.fit = true; }
-      else if (k == "--dataset") f.dataset = v;
-      else if (k == "--epochs") f.epochs = whole(to_int);
-      else if (k == "--batch") f.batch = whole(to_int);
-      else if (k == "--max-steps") f.max_steps = whole(to_int);
-      else if (k == "--schedule") f.schedule = v;
-      else if (k == "--csv") f.csv = v;
-      else if (k == "--json") f.json = v;
-      else if (k == "--checkpoint") f.checkpoint = v;
-      else if (k == "--resume") f.resume = v;
-      else if (k == "--mean") f.mean = detail::float_list(v);
-      else if (k == "--std") f.stddev = detail::float_list(v);
-      else return Error{"unknown option " + k};
+      if (k == "--weights")
+        f.weights = v;
+      else if (k == "--batch-file")
+        a.batch_file = v;
+      else if (k == "--out")
+        a.out = v;
+      else if (k == "--weights-out")
+        a.weights_out = v;
+      else if (k == "--seed")
+        f.seed = whole(to_u64);
+      else if (k == "--steps")
+        a.steps = whole(to_int);
+      else if (k == "--lr")
+        f.lr = whole(to_double);
+      else if (k == "--momentum")
+        f.momentum = whole(to_double);
+      else if (k == "--weight-decay")
+        f.weight_decay = whole(to_double);
+      else if (k == "--data") {
+        f.data = v;
+        a.fit = true;
+      } else if (k == "--dataset")
+        f.dataset = v;
+      else if (k == "--epochs")
+        f.epochs = whole(to_int);
+      else if (k == "--batch")
+        f.batch = whole(to_int);
+      else if (k == "--max-steps")
+        f.max_steps = whole(to_int);
+      else if (k == "--schedule")
+        f.schedule = v;
+      else if (k == "--csv")
+        f.csv = v;
+      else if (k == "--json")
+        f.json = v;
+      else if (k == "--checkpoint")
+        f.checkpoint = v;
+      else if (k == "--resume")
+        f.resume = v;
+      else if (k == "--mean")
+        f.mean = detail::float_list(v);
+      else if (k == "--std")
+        f.stddev = detail::float_list(v);
+      else
+        return Error{"unknown option " + k};
     } catch (const std::exception&) {
       return Error{"option " + k + ": '" + v + "' is not a valid number"};
     }

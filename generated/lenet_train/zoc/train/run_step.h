@@ -28,8 +28,8 @@ struct TrainRun {
   }
   Status conv_grad(Conv& l, const ConvGradCall& c, const char* name) {
     float* dx = c.dx == kNoTensor ? nullptr : s.a(c.dx);
-    return l.backward(s.cudnn, s.a(c.x), s.p(c.w), s.a(c.dy), dx, s.g(c.dw), s.g(c.db),
-                      s.workspace, s.workspace_bytes, name);
+    return l.backward(s.cudnn, s.a(c.x), s.p(c.w), s.a(c.dy), dx, s.g(c.dw), s.g(c.db), s.workspace,
+                      s.workspace_bytes, name);
   }
   // Training: normalized with the batch's statistics, running averages updated in place with
   // the layer's momentum (cuDNN uses the unbiased variance, as PyTorch), mean and inverse
@@ -40,15 +40,14 @@ struct TrainRun {
     if constexpr (kTrain) {
       float* saved = s.f(c.saved);
       ZOC_CUDNN(cudnnBatchNormalizationForwardTraining(
-                    s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, l.tensor.t, s.a(c.x),
-                    l.tensor.t, s.a(c.y), l.params, s.p(c.gamma), s.p(c.beta), c.momentum,
-                    s.p(c.mean), s.p(c.var), eps, saved, saved + c.c),
+                    s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, l.tensor.t, s.a(c.x), l.tensor.t,
+                    s.a(c.y), l.params, s.p(c.gamma), s.p(c.beta), c.momentum, s.p(c.mean),
+                    s.p(c.var), eps, saved, saved + c.c),
                 name);
     } else {
       ZOC_CUDNN(cudnnBatchNormalizationForwardInference(
-                    s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, l.tensor.t, s.a(c.x),
-                    l.tensor.t, s.a(c.y), l.params, s.p(c.gamma), s.p(c.beta), s.p(c.mean),
-                    s.p(c.var), eps),
+                    s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, l.tensor.t, s.a(c.x), l.tensor.t,
+                    s.a(c.y), l.params, s.p(c.gamma), s.p(c.beta), s.p(c.mean), s.p(c.var), eps),
                 name);
     }
     return Status::success();
@@ -56,12 +55,12 @@ struct TrainRun {
   Status batchnorm_grad(BatchNormLayer& l, const BatchNormGradCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
     const float* saved = s.f(c.saved);
-    ZOC_CUDNN(cudnnBatchNormalizationBackward(
-                  s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, l.tensor.t,
-                  s.a(c.x), l.tensor.t, s.a(c.dy), l.tensor.t, s.a(c.dx), l.params, s.p(c.gamma),
-                  s.g(c.dgamma), s.g(c.dbeta), std::max(c.eps, CUDNN_BN_MIN_EPSILON), saved,
-                  saved + c.c),
-              name);
+    ZOC_CUDNN(
+        cudnnBatchNormalizationBackward(
+            s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, l.tensor.t, s.a(c.x),
+            l.tensor.t, s.a(c.dy), l.tensor.t, s.a(c.dx), l.params, s.p(c.gamma), s.g(c.dgamma),
+            s.g(c.dbeta), std::max(c.eps, CUDNN_BN_MIN_EPSILON), saved, saved + c.c),
+        name);
     return Status::success();
   }
   Status pool(PoolLayer& l, const PoolCall& c, const char* name) {
@@ -84,16 +83,16 @@ struct TrainRun {
     return Status::success();
   }
   Status activation_grad(const ActivationGradCall& c, const char* name) {
-    ZOC_CUDA(trainer_kernels::activation_backward(c.kind, c.params, s.a(c.s), s.a(c.dy),
-                                                  s.a(c.dx), int64_t(n) * c.per_sample, stream),
+    ZOC_CUDA(trainer_kernels::activation_backward(c.kind, c.params, s.a(c.s), s.a(c.dy), s.a(c.dx),
+                                                  int64_t(n) * c.per_sample, stream),
              name);
     return Status::success();
   }
   // Row-major y[n, out] = x[n, in] W^T is column-major y^T = W^T^T x^T (as in inference).
   Status linear(const LinearTrainCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
-    ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, c.out, n, c.in, &one, s.p(c.w),
-                           c.in, s.a(c.x), c.in, &zero, s.a(c.y), c.out),
+    ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, c.out, n, c.in, &one, s.p(c.w), c.in,
+                           s.a(c.x), c.in, &zero, s.a(c.y), c.out),
                name);
     if (c.b != kNoTensor) {
       ZOC_CUDA(trainer_kernels::add_bias_rows(s.a(c.y), s.p(c.b), n, c.out, stream), name);
@@ -108,8 +107,8 @@ struct TrainRun {
                              c.in, s.a(c.dy), c.out, &zero, s.a(c.dx), c.in),
                  name);
     }
-    ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_N, CUBLAS_OP_T, c.in, c.out, n, &one, s.a(c.x),
-                           c.in, s.a(c.dy), c.out, &zero, s.g(c.dw), c.in),
+    ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_N, CUBLAS_OP_T, c.in, c.out, n, &one, s.a(c.x), c.in,
+                           s.a(c.dy), c.out, &zero, s.g(c.dw), c.in),
                name);
     if (c.db != kNoTensor) {
       ZOC_CUDA(trainer_kernels::sum_rows(s.a(c.dy), s.g(c.db), n, c.out, stream), name);
@@ -134,9 +133,9 @@ struct TrainRun {
   template <size_t N>
   Status concat(const CopyCall (&parts)[N], const char* name) {
     for (const CopyCall& c : parts) {
-      ZOC_CUDA(cudaMemcpy2DAsync(s.act(c.y) + c.dst_offset, c.dst_pitch, s.act(c.src) + c.src_offset,
-                                 c.src_pitch, c.width, size_t(n) * c.rows,
-                                 cudaMemcpyDeviceToDevice, stream),
+      ZOC_CUDA(cudaMemcpy2DAsync(s.act(c.y) + c.dst_offset, c.dst_pitch,
+                                 s.act(c.src) + c.src_offset, c.src_pitch, c.width,
+                                 size_t(n) * c.rows, cudaMemcpyDeviceToDevice, stream),
                name);
     }
     return Status::success();

@@ -27,12 +27,12 @@
 
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
-#include "zoc/weights/init.h"
-#include "zoc/weights/weight_source.h"
+#include "zoc/kernels/trainer_kernels.h"
 #include "zoc/train/dist.h"
 #include "zoc/train/run_step.h"
 #include "zoc/train/steps.h"
-#include "zoc/kernels/trainer_kernels.h"
+#include "zoc/weights/init.h"
+#include "zoc/weights/weight_source.h"
 
 namespace zoc {
 
@@ -69,8 +69,8 @@ class Trainer {
   // logit is labels[row]; with add_loss, sums[0] += loss()[0]. Nothing waits.
   Status metrics(const int32_t* labels, int n, bool add_loss, double* sums,
                  unsigned long long* counts, cudaStream_t stream) {
-    ZOC_CUDA(trainer_kernels::metrics(logits(), labels, n, M::kClasses,
-                                      add_loss ? loss() : nullptr, sums, counts, stream),
+    ZOC_CUDA(trainer_kernels::metrics(logits(), labels, n, M::kClasses, add_loss ? loss() : nullptr,
+                                      sums, counts, stream),
              "metrics");
     return Status::success();
   }
@@ -119,8 +119,7 @@ class Trainer {
 
 template <class M>
 Expected<std::unique_ptr<M>> Trainer<M>::create(const std::string& weights, uint64_t seed,
-                                                int max_batch, bool benchmark,
-                                                bool deterministic) {
+                                                int max_batch, bool benchmark, bool deterministic) {
   if (max_batch < 2 || max_batch > 65536) {
     return Error{std::string(M::kClassName) + ": max_batch " + std::to_string(max_batch) +
                  " is out of range 2..65536 (training-mode batch norm needs two samples)"};
@@ -168,9 +167,9 @@ Status Trainer<M>::load_params(const std::string& weights, uint64_t seed) {
   for (const char* const* c = M::kCounterNames; *c; ++c) source->ignore(*c);
   ZOC_TRY(source->finish());
   ZOC_TRY(allocate());
-  ZOC_CUDA(cudaMemcpy(s_.params, host.data(), M::kParamElements * sizeof(float),
-                      cudaMemcpyHostToDevice),
-           "init");
+  ZOC_CUDA(
+      cudaMemcpy(s_.params, host.data(), M::kParamElements * sizeof(float), cudaMemcpyHostToDevice),
+      "init");
   return Status::success();
 }
 
@@ -269,14 +268,14 @@ void Trainer<M>::release() {
 
 // Explicit instantiations, written once in a generated trainer's .cpp: the skeleton for trainer
 // M, and M's two layer sequences for every step.
-#define ZOC_TRAINER_INSTANTIATE(M)                                             \
-  template class zoc::Trainer<M>;                                              \
-  template zoc::Status M::forward_layers(zoc::train::TrainCreate&);            \
-  template zoc::Status M::backward_layers(zoc::train::TrainCreate&);           \
-  template zoc::Status M::forward_layers(zoc::train::TrainDescribe&);          \
-  template zoc::Status M::backward_layers(zoc::train::TrainDescribe&);         \
-  template zoc::Status M::forward_layers(zoc::train::TrainDestroy&);           \
-  template zoc::Status M::backward_layers(zoc::train::TrainDestroy&);          \
-  template zoc::Status M::forward_layers(zoc::train::TrainRun<true>&);         \
-  template zoc::Status M::backward_layers(zoc::train::TrainRun<true>&);        \
+#define ZOC_TRAINER_INSTANTIATE(M)                                      \
+  template class zoc::Trainer<M>;                                       \
+  template zoc::Status M::forward_layers(zoc::train::TrainCreate&);     \
+  template zoc::Status M::backward_layers(zoc::train::TrainCreate&);    \
+  template zoc::Status M::forward_layers(zoc::train::TrainDescribe&);   \
+  template zoc::Status M::backward_layers(zoc::train::TrainDescribe&);  \
+  template zoc::Status M::forward_layers(zoc::train::TrainDestroy&);    \
+  template zoc::Status M::backward_layers(zoc::train::TrainDestroy&);   \
+  template zoc::Status M::forward_layers(zoc::train::TrainRun<true>&);  \
+  template zoc::Status M::backward_layers(zoc::train::TrainRun<true>&); \
   template zoc::Status M::forward_layers(zoc::train::TrainRun<false>&)

@@ -88,8 +88,8 @@ class FusedConvPlan {
     ZOC_ASSIGN_OR_RETURN(BackendDesc cfg, make_config(graph, choice, &p.keep_, layer));
     ZOC_ASSIGN_OR_RETURN(ConfigInfo info, describe_config(cfg, layer));
     std::string why;
-    ZOC_ASSIGN_OR_RETURN(bool ok, p.adopt(std::move(cfg), info, "plan", workspace_limit,
-                                          device_prop, &why, layer));
+    ZOC_ASSIGN_OR_RETURN(
+        bool ok, p.adopt(std::move(cfg), info, "plan", workspace_limit, device_prop, &why, layer));
     if (!ok) {
       return Error{"layer '" + std::string(layer ? layer : "") + "': engine config " +
                    std::to_string(choice.engine) + " {" + choice.knob_text() +
@@ -192,8 +192,7 @@ class FusedConvPlan {
     ZOC_ASSIGN_OR_RETURN(
         BackendDesc plan,
         BackendDesc::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan", layer));
-    ZOC_SET_DESC(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg.get(), "execution plan",
-                 layer);
+    ZOC_SET_DESC(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg.get(), "execution plan", layer);
     if (device_prop) {
       ZOC_SET_DESC(plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, device_prop, "execution plan",
                    layer);

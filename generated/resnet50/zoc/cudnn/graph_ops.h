@@ -39,7 +39,8 @@ struct FusedConvSpec {
   cudnnDataType_t io_type;  // CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16 or CUDNN_DATA_FLOAT
   bool nhwc;                // NHWC activations and KRSC filters; else NCHW and KCRS
   bool allow_tf32 = false;  // fp32 only: accept engines that round inputs to TF32 (tensor cores)
-  // Instead of ReLU: this activation (act::cudnn_pointwise) with its parameters (hardtanh's bounds).
+  // Instead of ReLU: this activation (act::cudnn_pointwise) with its parameters (hardtanh's
+  // bounds).
   bool other_activation = false;
   act::Kind activation = act::Kind::kRelu;
   act::Params activation_params{};
@@ -59,7 +60,7 @@ namespace graph_detail {
 
 constexpr int64_t kUidX = 1, kUidW = 2, kUidB = 3, kUidZ = 4, kUidY = 5;
 constexpr int64_t kUidConv = 101, kUidAddZ = 102, kUidAddB = 103;  // virtual
-constexpr int64_t kAlignment = 16;      // bytes; bind() checks every pointer against it
+constexpr int64_t kAlignment = 16;  // bytes; bind() checks every pointer against it
 
 // `file` is the zoc header making the call (__FILE__): its base name locates the step.
 inline Error backend_error(const char* layer, const char* file, int line, const std::string& step,
@@ -81,13 +82,13 @@ inline bool is_not_supported(cudnnStatus_t s) {
 
 // Evaluates `call` (a cudnnBackend* call) once; on failure returns an Error naming `step` (a
 // std::string expression, evaluated only on failure) and cuDNN's own explanation.
-#define ZOC_BACKEND(call, step, layer)                                                    \
-  do {                                                                                    \
-    const cudnnStatus_t zoc_backend_status_ = (call);                                     \
-    if (zoc_backend_status_ != CUDNN_STATUS_SUCCESS) {                                    \
-      return ::zoc::graph_detail::backend_error((layer), __FILE__, __LINE__, (step),      \
-                                                zoc_backend_status_);                     \
-    }                                                                                     \
+#define ZOC_BACKEND(call, step, layer)                                               \
+  do {                                                                               \
+    const cudnnStatus_t zoc_backend_status_ = (call);                                \
+    if (zoc_backend_status_ != CUDNN_STATUS_SUCCESS) {                               \
+      return ::zoc::graph_detail::backend_error((layer), __FILE__, __LINE__, (step), \
+                                                zoc_backend_status_);                \
+    }                                                                                \
   } while (0)
 
 // Sets one attribute; the error names the attribute and the descriptor (`what`).
@@ -237,21 +238,35 @@ inline Expected<cudnnBackendDescriptor_t> make_activation(const FusedConvSpec& s
   float lower = 0, upper = 0, slope = 0, beta = 1;
   cudnnPointwiseMode_t mode = CUDNN_POINTWISE_RELU_FWD;
   switch (k) {
-    case act::Kind::kRelu: break;
+    case act::Kind::kRelu:
+      break;
     case act::Kind::kHardtanh:
       lower = float(s.activation_params.a), upper = float(s.activation_params.b);
       break;
-    case act::Kind::kSilu: mode = CUDNN_POINTWISE_SWISH_FWD; break;
-    case act::Kind::kSigmoid: mode = CUDNN_POINTWISE_SIGMOID_FWD; break;
-    case act::Kind::kTanh: mode = CUDNN_POINTWISE_TANH_FWD; break;
-    case act::Kind::kGelu: mode = CUDNN_POINTWISE_GELU_FWD; break;
-    case act::Kind::kGeluTanh: mode = CUDNN_POINTWISE_GELU_APPROX_TANH_FWD; break;
+    case act::Kind::kSilu:
+      mode = CUDNN_POINTWISE_SWISH_FWD;
+      break;
+    case act::Kind::kSigmoid:
+      mode = CUDNN_POINTWISE_SIGMOID_FWD;
+      break;
+    case act::Kind::kTanh:
+      mode = CUDNN_POINTWISE_TANH_FWD;
+      break;
+    case act::Kind::kGelu:
+      mode = CUDNN_POINTWISE_GELU_FWD;
+      break;
+    case act::Kind::kGeluTanh:
+      mode = CUDNN_POINTWISE_GELU_APPROX_TANH_FWD;
+      break;
     case act::Kind::kLeakyRelu:
       upper = std::numeric_limits<float>::max(), slope = float(s.activation_params.a);
       break;
-    case act::Kind::kElu: mode = CUDNN_POINTWISE_ELU_FWD; break;
+    case act::Kind::kElu:
+      mode = CUDNN_POINTWISE_ELU_FWD;
+      break;
     case act::Kind::kHardswish:
-    case act::Kind::kHardsigmoid: break;  // refused by validate()
+    case act::Kind::kHardsigmoid:
+      break;  // refused by validate()
   }
   const std::string what = "pointwise descriptor 'activation'";
   ZOC_ASSIGN_OR_RETURN(BackendDesc pw, pointwise_desc(mode, what, layer));
@@ -260,8 +275,8 @@ inline Expected<cudnnBackendDescriptor_t> make_activation(const FusedConvSpec& s
                  layer);
     ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_FLOAT, 1, &upper, what,
                  layer);
-    ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_FLOAT, 1, &slope,
-                 what, layer);
+    ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_FLOAT, 1, &slope, what,
+                 layer);
   } else if (mode == CUDNN_POINTWISE_SWISH_FWD) {
     ZOC_SET_ATTR(pw, CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_FLOAT, 1, &beta, what, layer);
   } else if (mode == CUDNN_POINTWISE_ELU_FWD) {

@@ -28,10 +28,10 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/device.h"
 #include "zoc/core/expected.h"
-#include "zoc/weights/weight_source.h"
 #include "zoc/cudnn/model_state.h"
 #include "zoc/cudnn/model_steps.h"
 #include "zoc/cudnn/plan_file.h"
+#include "zoc/weights/weight_source.h"
 
 namespace zoc {
 
@@ -111,8 +111,8 @@ class Model {
   // One forward pass with a CUDA event between layers (inside a CUDA graph when
   // options.cuda_graph, like forward()); layer_ms[kLayers] receives each layer's GPU time,
   // *total_ms the first to last event. Creates its events and graph on first use.
-  Status profile(const float* input, float* output, int batch, cudaStream_t stream,
-                 float* layer_ms, float* total_ms);
+  Status profile(const float* input, float* output, int batch, cudaStream_t stream, float* layer_ms,
+                 float* total_ms);
 
   // Times every usable algorithm or engine config of every convolution at `batch`, within
   // options.workspace_limit (at most 1 GiB), on the activations of a real forward, and records
@@ -258,9 +258,8 @@ Status Model<M>::grow_workspace(size_t need) {
 // generated <model>_weights.h), then copied to the GPU once.
 template <class M>
 Status Model<M>::load_weights(const std::string& weights_path) {
-  auto opened = weights_path.empty()
-                    ? Expected<WeightSource>(WeightSource::seeded(s_.options.seed))
-                    : WeightSource::open(weights_path, s_.options.strict);
+  auto opened = weights_path.empty() ? Expected<WeightSource>(WeightSource::seeded(s_.options.seed))
+                                     : WeightSource::open(weights_path, s_.options.strict);
   if (!opened) return opened.error();
   WeightSource& source = *opened;
   std::vector<uint8_t> staging(M::kWeightBytes);
@@ -503,12 +502,12 @@ void Model<M>::release() {
 // Explicit instantiations, written once in a generated model's .cpp: the skeleton for model M,
 // and M's layer sequence for every step (the skeleton's members, instantiated in other
 // translation units such as main.cpp, call them). Only the step list lives here.
-#define ZOC_MODEL_INSTANTIATE(M)                               \
-  template class zoc::Model<M>;                                \
-  template zoc::Status M::layers(zoc::steps::Create&);         \
-  template zoc::Status M::layers(zoc::steps::Describe&);       \
-  template zoc::Status M::layers(zoc::steps::Bind&);           \
-  template zoc::Status M::layers(zoc::steps::Tune&);           \
-  template zoc::Status M::layers(zoc::steps::Destroy&);        \
-  template zoc::Status M::layers(zoc::steps::Run<false>&);     \
+#define ZOC_MODEL_INSTANTIATE(M)                           \
+  template class zoc::Model<M>;                            \
+  template zoc::Status M::layers(zoc::steps::Create&);     \
+  template zoc::Status M::layers(zoc::steps::Describe&);   \
+  template zoc::Status M::layers(zoc::steps::Bind&);       \
+  template zoc::Status M::layers(zoc::steps::Tune&);       \
+  template zoc::Status M::layers(zoc::steps::Destroy&);    \
+  template zoc::Status M::layers(zoc::steps::Run<false>&); \
   template zoc::Status M::layers(zoc::steps::Run<true>&)

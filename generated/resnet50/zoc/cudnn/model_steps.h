@@ -21,12 +21,12 @@
 
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
-#include "zoc/kernels/model_kernels.h"
 #include "zoc/cudnn/graph_layer.h"
 #include "zoc/cudnn/layers.h"
 #include "zoc/cudnn/model_calls.h"
 #include "zoc/cudnn/model_state.h"
 #include "zoc/cudnn/transpose_layer.h"
+#include "zoc/kernels/model_kernels.h"
 
 namespace zoc::steps {
 
@@ -50,9 +50,7 @@ struct StepBase {
   Status pool(PoolLayer&, const PoolCall&, const char*) { return Status::success(); }
   Status activation(const ActivationCall&, const char*) { return Status::success(); }
   Status softmax(TensorLayer&, const SoftmaxCall&, const char*) { return Status::success(); }
-  Status batchnorm(BatchNormLayer&, const BatchNormCall&, const char*) {
-    return Status::success();
-  }
+  Status batchnorm(BatchNormLayer&, const BatchNormCall&, const char*) { return Status::success(); }
   Status add(const AddCall&, const char*) { return Status::success(); }
   Status linear(const LinearCall&, const char*) { return Status::success(); }
   template <size_t N>
@@ -166,18 +164,21 @@ struct Bind : StepBase {
     if (c.x == kCallerInput) return Status::success();
     char* x = s.act(c.x, nullptr);
     char* y = s.act(c.y, nullptr);
-    return l.recorded.record(n, s.cudnn, s.capture_stream, [&] {
-      return cudnnPoolingForward(s.cudnn, l.pool, &kOne, l.x, x, &kZero, l.y, y);
-    }, name);
+    return l.recorded.record(
+        n, s.cudnn, s.capture_stream,
+        [&] { return cudnnPoolingForward(s.cudnn, l.pool, &kOne, l.x, x, &kZero, l.y, y); }, name);
   }
   Status softmax(TensorLayer& l, const SoftmaxCall& c, const char* name) {
     if (c.x == kCallerInput) return Status::success();
     char* x = s.act(c.x, nullptr);
     char* y = s.act(c.y, nullptr);
-    return l.recorded.record(n, s.cudnn, s.capture_stream, [&] {
-      return cudnnSoftmaxForward(s.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
-                                 &kOne, l.t, x, &kZero, l.t, y);
-    }, name);
+    return l.recorded.record(
+        n, s.cudnn, s.capture_stream,
+        [&] {
+          return cudnnSoftmaxForward(s.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
+                                     &kOne, l.t, x, &kZero, l.t, y);
+        },
+        name);
   }
 
  private:
@@ -247,9 +248,7 @@ struct Destroy : StepBase {
     l.destroy();
     return Status::success();
   }
-  Status conv_transpose(ConvTransposeLayer& l, const ConvCall& c, const char*) {
-    return one(l, c);
-  }
+  Status conv_transpose(ConvTransposeLayer& l, const ConvCall& c, const char*) { return one(l, c); }
   Status pool(PoolLayer& l, const PoolCall& c, const char*) { return one(l, c); }
   Status softmax(TensorLayer& l, const SoftmaxCall& c, const char*) { return one(l, c); }
   Status batchnorm(BatchNormLayer& l, const BatchNormCall& c, const char*) { return one(l, c); }
@@ -361,8 +360,8 @@ struct Run {
     const char* p = s.weight(c.params);
     const size_t v = size_t(c.c) * sizeof(float);  // gamma, beta, mean, variance
     ZOC_CUDNN(cudnnBatchNormalizationForwardInference(
-                  s.cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, l.tensor.t, act(c.x),
-                  l.tensor.t, act(c.y), l.params, p, p + v, p + 2 * v, p + 3 * v, c.eps),
+                  s.cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, l.tensor.t, act(c.x), l.tensor.t,
+                  act(c.y), l.params, p, p + v, p + 2 * v, p + 3 * v, c.eps),
               name);
     return mark();
   }
@@ -389,8 +388,8 @@ struct Run {
   Status concat(const CopyCall (&parts)[N], const char* name) {
     for (const CopyCall& c : parts) {
       ZOC_CUDA(cudaMemcpy2DAsync(act(c.y) + c.dst_offset, c.dst_pitch, act(c.src) + c.src_offset,
-                                 c.src_pitch, c.width, size_t(n) * c.rows,
-                                 cudaMemcpyDeviceToDevice, stream),
+                                 c.src_pitch, c.width, size_t(n) * c.rows, cudaMemcpyDeviceToDevice,
+                                 stream),
                name);
     }
     return mark();
@@ -446,15 +445,15 @@ struct Run {
   }
   Status layernorm(const LayerNormCall& c, const char* name) {
     const float* p = reinterpret_cast<const float*>(s.weight(c.params));
-    ZOC_CUDA(model_kernels::layernorm(act(c.x), act(c.y), p, p + c.c, n, c.c, c.hw, nhwc(),
-                                      c.eps, stream),
+    ZOC_CUDA(model_kernels::layernorm(act(c.x), act(c.y), p, p + c.c, n, c.c, c.hw, nhwc(), c.eps,
+                                      stream),
              name);
     return mark();
   }
   Status shuffle(const ShuffleCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::channel_shuffle(act(c.x), act(c.y), n, c.c, c.hw, c.groups, nhwc(),
-                                            stream),
-             name);
+    ZOC_CUDA(
+        model_kernels::channel_shuffle(act(c.x), act(c.y), n, c.c, c.hw, c.groups, nhwc(), stream),
+        name);
     return mark();
   }
   Status pool_kernel(const PoolKernelCall& c, const char* name) {
@@ -463,8 +462,8 @@ struct Run {
   }
   Status depthwise(const DepthwiseCall& c, const char* name) {
     ZOC_CUDA(model_kernels::depthwise_conv(act(c.x), s.weight(c.w), s.weight(c.b),
-                                           c.z == kNoTensor ? nullptr : act(c.z), act(c.y), n,
-                                           c.g, stream),
+                                           c.z == kNoTensor ? nullptr : act(c.z), act(c.y), n, c.g,
+                                           stream),
              name);
     return mark();
   }
@@ -485,9 +484,9 @@ struct Run {
     return mark();
   }
   Status channel_softmax(const ChannelSoftmaxCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::channel_softmax(act(c.x), act(c.y), n, c.c, c.hw, nhwc(), c.log,
-                                            stream),
-             name);
+    ZOC_CUDA(
+        model_kernels::channel_softmax(act(c.x), act(c.y), n, c.c, c.hw, nhwc(), c.log, stream),
+        name);
     return mark();
   }
 

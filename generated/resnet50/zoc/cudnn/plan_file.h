@@ -73,13 +73,13 @@ inline std::string knob_list_text(const std::vector<std::pair<int, int64_t>>& kn
 struct PlanChoice {
   std::string layer;
   int batch = 0;
-  int algo = 0;          // cudnnConvolutionFwdAlgo_t (legacy API)
-  int math = 0;          // cudnnMathType_t (legacy API)
+  int algo = 0;  // cudnnConvolutionFwdAlgo_t (legacy API)
+  int math = 0;  // cudnnMathType_t (legacy API)
   uint64_t workspace = 0;
-  double ms = 0;         // the measured median, for the reader
-  int64_t engine = -1;   // graph API: cuDNN's global engine index; -1: a legacy choice
-  std::string knobs{};   // graph API: knob_list_text() of the engine config's knob choices
-  bool split = false;    // graph API: the config lacks the epilogue's activation (graph-split)
+  double ms = 0;        // the measured median, for the reader
+  int64_t engine = -1;  // graph API: cuDNN's global engine index; -1: a legacy choice
+  std::string knobs{};  // graph API: knob_list_text() of the engine config's knob choices
+  bool split = false;   // graph API: the config lacks the epilogue's activation (graph-split)
 };
 
 struct PlanFile {
@@ -100,7 +100,8 @@ struct PlanFile {
   uint64_t largest_workspace(int max_batch, uint64_t limit) const {
     uint64_t largest = 0;
     for (const PlanChoice& c : choices) {
-      if (c.batch <= max_batch && c.workspace <= limit && c.workspace > largest) largest = c.workspace;
+      if (c.batch <= max_batch && c.workspace <= limit && c.workspace > largest)
+        largest = c.workspace;
     }
     return largest;
   }

@@ -20,13 +20,13 @@
 // y = x op k with a constant k (add, sub, mul, div; `reverse`: k op x): k is `scalar` unless the
 // call gives an fp32 vector, which holds one value (per_channel false) or one per channel of x
 // ([N, c, hw], or features [N, c] with hw 1).
-#define ZOC_FIELDS_ConstOpShape(X)            \
-  X(int64_t, c, 0)                            \
-  X(int64_t, hw, 1)                           \
-  X(bool, nhwc, false)                        \
-  X(ConstOpKind, op, zoc::ConstOpKind::kAdd)  \
-  X(bool, reverse, false)                     \
-  X(bool, per_channel, false)                 \
+#define ZOC_FIELDS_ConstOpShape(X)           \
+  X(int64_t, c, 0)                           \
+  X(int64_t, hw, 1)                          \
+  X(bool, nhwc, false)                       \
+  X(ConstOpKind, op, zoc::ConstOpKind::kAdd) \
+  X(bool, reverse, false)                    \
+  X(bool, per_channel, false)                \
   X(float, scalar, 0)
 
 // A 1-D convolution over each sample's f features (one input and one output channel): out
@@ -82,11 +82,9 @@
 
 // A pooling window's geometry (the IR's attributes after shape inference), max or average
 // (count_include_pad: the divisor counts the taps in the padded input, else in the input).
-#define ZOC_FIELDS_PoolGeometry(X)  \
-  ZOC_FIELDS_KernelWindow(X)        \
-  X(bool, max, false)               \
-  X(bool, count_include_pad, false) \
-  X(bool, nhwc, false)
+#define ZOC_FIELDS_PoolGeometry(X)                                                 \
+  ZOC_FIELDS_KernelWindow(X) X(bool, max, false) X(bool, count_include_pad, false) \
+      X(bool, nhwc, false)
 
 #define ZOC_FIELDS_AdaptiveGeometry(X) \
   X(int64_t, c, 0)                     \
@@ -127,12 +125,9 @@
 // A depthwise convolution (groups = c = output channels) and its fused epilogue:
 // y = act(conv(x, w) + b [+ z]), act none unless `activation`. nhwc: the filter then tap-major
 // [kh, kw, c], else [c, kh, kw].
-#define ZOC_FIELDS_DepthwiseGeometry(X)     \
-  ZOC_FIELDS_KernelWindow(X)                \
-  X(bool, nhwc, false)                      \
-  X(bool, activation, false)                \
-  X(act::Kind, kind, zoc::act::Kind::kRelu) \
-  X(act::Params, params, {})
+#define ZOC_FIELDS_DepthwiseGeometry(X)                                      \
+  ZOC_FIELDS_KernelWindow(X) X(bool, nhwc, false) X(bool, activation, false) \
+      X(act::Kind, kind, zoc::act::Kind::kRelu) X(act::Params, params, {})
 
 namespace zoc {
 

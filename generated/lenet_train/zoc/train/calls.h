@@ -20,6 +20,7 @@
 #include "zoc/math/activations.h"
 #include "zoc/train/call_fields.h"
 #include "zoc/train/layers.h"
+#include "zoc/weights/init.h"  // InitRule
 
 namespace zoc::train {
 

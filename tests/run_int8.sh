@@ -59,6 +59,9 @@ grep -qE '%maxpool.quantize = quantize\(%maxpool\) \{scale=0\.0' "$scratch/ir.tx
   --sensitivity-images 4 -o "$scratch/mixed.safetensors" >"$scratch/cal_mixed.out" 2>&1 ||
   { echo "calibrate --max-error failed:"; cat "$scratch/cal_mixed.out"; fail=1; }
 kept=$(sed -n 's/^kept float: \([0-9]*\) of 19 .*/\1/p' "$scratch/cal_mixed.out")
+chosen=$(sed -n 's/^kept float: .*, error \([0-9.]*\) (at most 0.001)$/\1/p' "$scratch/cal_mixed.out")
+"$py" -c "import sys; sys.exit(0 if float('${chosen:-nan}') <= 0.001 else 1)" ||
+  { echo "calibrate --max-error: the chosen plan's error '${chosen}' is not <= 0.001"; fail=1; }
 grep -qF "sensitivity on 4 images" "$scratch/cal_mixed.out" && [ "${kept:-0}" -ge 1 ] ||
   { echo "calibrate --max-error: no sensitivity or float layer:"; cat "$scratch/cal_mixed.out"; fail=1; }
 "$zoc" run $model "${set_args[@]}" --input "$scratch/eval.npy" \
@@ -102,5 +105,10 @@ refused "an int8 graph runs on the reference interpreter only" \
 refused "--method: kl not in" \
   "$zoc" calibrate $model --samples "$scratch/calib" --method kl -o "$scratch/kl.safetensors"
 [ ! -e "$scratch/kl.safetensors" ] || { echo "a refused calibrate wrote its output"; fail=1; }
+refused "--max-error: Value -1 not in range" \
+  "$zoc" calibrate $model --samples "$scratch/calib" --max-error -1 -o "$scratch/neg.safetensors"
+refused "--sensitivity-images requires --max-error" \
+  "$zoc" calibrate $model --samples "$scratch/calib" --sensitivity-images 8 -o "$scratch/s.safetensors"
+
 [ $fail -eq 0 ] && echo "int8: calibrate, run and ir behave"
 exit $fail

@@ -14,6 +14,7 @@
 #include "compiler/ir/verify.h"
 #include "compiler/passes/quantize_int8.h"
 #include "compiler/quant/calibration.h"
+#include "compiler/support/sanitize.h"
 #include "zoc/io/npy.h"
 
 namespace zoc {
@@ -53,9 +54,10 @@ Expected<std::vector<float>> read_sample(const ir::Graph& g, const std::string& 
   return data;
 }
 
-// The first `count` images of the samples, one batch.
+// The first `count` (>= 1) images of the samples, one batch.
 Expected<ref::Tensor> first_images(const ir::Graph& g, const std::vector<std::string>& files,
                                    int64_t count) {
+  if (count < 1) return Error{fmt::format("--sensitivity-images {} is not >= 1", count)};
   ref::Tensor t;
   for (const std::string& file : files) {
     std::vector<int64_t> shape;
@@ -188,7 +190,10 @@ Expected<MixedPlanChoice> choose_mixed_plan(const ir::Graph& optimized, const We
                                             quant::Int8Scales& scales) {
   Expected<std::vector<std::string>> files = sample_files(options.samples);
   if (!files.ok()) return files.error();
-  Expected<ref::Tensor> images = first_images(optimized, *files, options.sensitivity_images);
+  const int64_t count = options.max_images > 0
+                            ? std::min(options.sensitivity_images, options.max_images)
+                            : options.sensitivity_images;
+  Expected<ref::Tensor> images = first_images(optimized, *files, count);
   if (!images.ok()) return images.error();
   Expected<MixedPlanChoice> c = choose_float_layers(optimized, weights, scales.scales, *images,
                                                     options.max_error, options.batch);
@@ -208,7 +213,7 @@ void calibrate_command(const ir::Graph& optimized, const Weights& weights,
     return;
   }
   std::string mixed;
-  if (options.max_error > 0) {
+  if (options.max_error != 0) {  // NaN too: choose_mixed_plan refuses it by name
     Expected<MixedPlanChoice> c = choose_mixed_plan(optimized, weights, options, *scales);
     if (!c.ok()) {
       diags.error(SourceLoc{"--max-error", 0, 0}, c.error().message);
@@ -272,6 +277,16 @@ bool apply_int8_scales(ir::Graph& optimized, const std::string& path, std::ostre
   }
   passes::Int8Choices choices;
   for (const std::string& name : scales->float_layers) {
+    const bool conv = std::any_of(optimized.nodes.begin(), optimized.nodes.end(), [&](auto& n) {
+      return n.op == ir::OpKind::FusedConv2d && n.name == name;
+    });
+    if (!conv) {
+      diags.file_error(path, fmt::format("keeps layer '{}' float, but model '{}' has no "
+                                         "convolution of that name after optimization (the scales "
+                                         "come from another model: run zoc calibrate on this one)",
+                                         shown_text(name), shown_text(optimized.name)));
+      return false;
+    }
     choices.keep_float.emplace(name, kKeptFloatReason);
   }
   return quantize_and_print(optimized, scales->scales, plan_out, diags, choices);

@@ -35,7 +35,7 @@ struct CalibrateOptions {
 Expected<quant::Int8Scales> calibrate(const ir::Graph& optimized, const Weights& weights,
                                       const CalibrateOptions& options);
 
-// `zoc calibrate`: calibrate(), then choose_mixed_plan() where options.max_error > 0, writes
+// `zoc calibrate`: calibrate(), then choose_mixed_plan() where options.max_error is not 0, writes
 // the scales file at `output` and prints what it chose to stdout; errors go to `diags`.
 void calibrate_command(const ir::Graph& optimized, const Weights& weights,
                        const CalibrateOptions& options, const std::string& output,

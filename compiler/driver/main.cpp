@@ -300,12 +300,15 @@ CLI::App* define_calibrate(CLI::App& app, Args& args) {
       ->capture_default_str();
   cal->add_option("--max-images", args.calibrate.max_images, "use at most this many images")
       ->check(whole_number(1, INT32_MAX));
-  cal->add_option("--max-error", args.calibrate.max_error,
-                  "keep the most sensitive convolutions float until int8's relative error is "
-                  "at most this (measured; 0: every eligible one int8)");
+  CLI::Option* max_error =
+      cal->add_option("--max-error", args.calibrate.max_error,
+                      "keep the most sensitive convolutions float until int8's relative error "
+                      "is at most this (measured; 0: every eligible one int8)")
+          ->check(CLI::Range(0.0, 1e30));
   cal->add_option("--sensitivity-images", args.calibrate.sensitivity_images,
                   "images --max-error measures on (the samples' first)")
       ->check(whole_number(1, INT32_MAX))
+      ->needs(max_error)
       ->capture_default_str();
   cal->add_option("-o,--output", args.output, "the scales file to write (safetensors)")->required();
   return cal;

@@ -9,11 +9,17 @@
 #include "compiler/ir/activation_params.h"
 #include "compiler/ir/rewrite.h"
 #include "compiler/quant/scales.h"
+#include "compiler/support/float_decimal.h"
+#include "compiler/support/sanitize.h"
 
 namespace zoc::passes {
 namespace {
 
-ir::AttrValue float_attr(double v) { return ir::AttrValue{ir::AttrKind::Float, 0, {}, v}; }
+// A float32 scale as the shortest decimal that reads back as it (`zoc ir` prints 0.0123, not
+// 0.012299999594688416); the int8 arithmetic converts it back to the same float.
+ir::AttrValue float_attr(float v) {
+  return ir::AttrValue{ir::AttrKind::Float, 0, {}, decimal_of_float(v)};
+}
 
 // Why a fused convolution stays float, or "" if it can be int8.
 std::string float_reason(const ir::Graph& g, const ir::Node& n) {
@@ -140,7 +146,7 @@ class Quantizer {
 
   ir::ValueId add_quantize(ir::ValueId v, const char* attr, size_t reader) {
     ir::Attrs a;
-    a.set("scale", float_attr(g_.nodes[reader].attrs.f(attr)));
+    a.set("scale", float_attr(static_cast<float>(g_.nodes[reader].attrs.f(attr))));
     const ir::Node& src = g_.producer(v);
     const std::string name = g_.value_name(v) + ".quantize";
     const SourceLoc loc = src.loc;
@@ -182,7 +188,7 @@ bool quantize_int8(ir::Graph& g, const std::map<std::string, float>& scales, Int
       diags.error(SourceLoc{g.name, 0, 0},
                   fmt::format("convolution '{}' is to stay float ({}), but model '{}' has no "
                               "convolution of that name after optimization",
-                              name, why, g.name));
+                              shown_text(name), why, shown_text(g.name)));
       return false;
     }
   }

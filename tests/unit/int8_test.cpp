@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "compiler/backend/reference/interpreter.h"
 #include "compiler/backend/reference/kernels.h"
@@ -394,6 +395,9 @@ TEST(Int8, MaxErrorKeepsTheFewestMostSensitiveConvolutionsFloat) {
   EXPECT_EQ(tight->float_layers.size(), 2u);
   EXPECT_EQ(tight->chosen_error, 0.0);
   EXPECT_FALSE(choose_float_layers(b->g, b->w, scales, b->x, 0.0, 4).ok());
+  auto none = choose_float_layers(b->g, b->w, scales, ref::Tensor{}, 0.1, 4);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().message, "no image to measure the sensitivity on");
 }
 
 TEST(Int8, CalibrateCommandRecordsTheFloatLayersThatRunThenKeeps) {
@@ -421,6 +425,36 @@ TEST(Int8, CalibrateCommandRecordsTheFloatLayersThatRunThenKeeps) {
   EXPECT_NE(plan.str().find("float: c2 (calibration measured it sensitive (--max-error))"),
             std::string::npos)
       << plan.str();
+
+  // Images from two files, as many as asked for (or --max-images); a layer name the model
+  // lacks is refused at the scales file.
+  const std::vector<int64_t> three = {3, b->x.shape[1], b->x.shape[2], b->x.shape[3]};
+  const size_t half = b->x.data.size() / 2;
+  ASSERT_TRUE(npy::write_float32(b->dir.file("p1.npy"), b->x.data.data(), three).ok());
+  ASSERT_TRUE(npy::write_float32(b->dir.file("p2.npy"), b->x.data.data() + half, three).ok());
+  o.samples = {b->dir.file("p1.npy"), b->dir.file("p2.npy")};
+  o.max_error = 1.0;
+  for (const auto& [asked, max_images, measured] :
+       {std::tuple{5, 0, "sensitivity on 5 images"}, std::tuple{64, 0, "sensitivity on 6 images"},
+        std::tuple{64, 4, "sensitivity on 4 images"}}) {
+    o.sensitivity_images = asked;
+    o.max_images = max_images;
+    testing::internal::CaptureStdout();
+    calibrate_command(b->g, b->w, o, b->dir.file("t.safetensors"), d);
+    const std::string text = testing::internal::GetCapturedStdout();
+    ASSERT_FALSE(d.has_errors()) << d.render();
+    EXPECT_NE(text.find(measured), std::string::npos) << text;
+  }
+  quant::Int8Scales other = *s;
+  other.float_layers = {"layer1.0.conv1"};
+  ASSERT_TRUE(quant::write_scales(other, b->dir.file("o.safetensors")).ok());
+  auto fresh = optimized_block();
+  Diagnostics d2;
+  EXPECT_FALSE(apply_int8_scales(fresh->g, b->dir.file("o.safetensors"), plan, d2));
+  EXPECT_NE(d2.render().find("o.safetensors: error: keeps layer 'layer1.0.conv1' float, but "
+                             "model 'int8_block' has no convolution of that name"),
+            std::string::npos)
+      << d2.render();
 }
 
 }  // namespace

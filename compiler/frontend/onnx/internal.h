@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "compiler/frontend/activation_view.h"
-#include "compiler/frontend/float_decimal.h"
 #include "compiler/frontend/onnx/onnx_frontend.h"
+#include "compiler/support/float_decimal.h"
 #include "compiler/support/sanitize.h"  // shown_text: every name a message quotes
 
 namespace zoc::onnx::detail {
@@ -384,7 +384,7 @@ ir::AttrValue float_attr(double v);
 ir::AttrValue pair_attr(ir::Pair p);
 // A float32 attribute as the shortest decimal that reads back as it (float_decimal.h), so the IR
 // equals the YAML and TorchScript routes'.
-using frontend::decimal_of_float;
+using zoc::decimal_of_float;
 
 // --- names.cpp -------------------------------------------------------------------------------
 

@@ -22,8 +22,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include "compiler/frontend/float_decimal.h"
 #include "compiler/frontend/torchscript/internal.h"
+#include "compiler/support/float_decimal.h"
 
 namespace zoc::torchscript::detail {
 
@@ -400,7 +400,7 @@ std::optional<double> one_element_param(OpContext& c, ir::ValueId x, const Val& 
   }
   const std::vector<int64_t>* d = c.dims(x);
   if (!d || k.tensor.dim() > static_cast<int64_t>(d->size()) + 1) return std::nullopt;
-  return frontend::decimal_of_float(k.tensor.to(at::kFloat).item<float>());
+  return zoc::decimal_of_float(k.tensor.to(at::kFloat).item<float>());
 }
 
 // The binary op `op` of activation `x` and constant `k` (Python number or module tensor);

@@ -99,6 +99,12 @@ class Model {
       s_.side_limit = side_had;
       ZOC_TRY(planned);
       ZOC_TRY(grow_workspace(need));
+    } else if (need > s_.workspace_bytes ||
+               (M::kSideBranches > 0 && s_.side_need > s_.side_limit)) {
+      // A plan kept for this batch needs more than the workspace holds: tune() leaves each layer
+      // on its fastest config, chosen within options.workspace_limit (a LeNet fp32 layer tuned at
+      // batch 64 needed 35 MB where create() had allocated none, H200, 2026-11-30).
+      ZOC_TRY(grow_workspace(need));
     }
     ZOC_TRY(bind_layers(batch));
     s_.batch = batch;

@@ -245,6 +245,32 @@ class Int8ConvPlan {
                  std::to_string(skip) + tried + ")"};
   }
 
+  // The engine configs heuristics offer for `s` (mode A, then FALLBACK, each once), at most
+  // `max`, without finalizing any plan: what a tuner times, one build_choice() per config, so
+  // that each runtime-compiled engine compiles once (build() with skip e compiles e + 1).
+  static Expected<std::vector<EngineChoice>> candidates(cudnnHandle_t handle, const Int8ConvSpec& s,
+                                                        size_t max, const char* layer) {
+    using namespace graph_detail;
+    ZOC_TRY(int8_detail::validate(s, layer));
+    std::vector<BackendDesc> keep;
+    ZOC_ASSIGN_OR_RETURN(const cudnnBackendDescriptor_t graph,
+                         int8_detail::make_op_graph(handle, s, &keep, layer));
+    std::string notes;
+    std::vector<EngineChoice> out;
+    std::set<EngineChoice> seen;
+    const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+    const char* names[2] = {"A", "FALLBACK"};
+    for (int m = 0; m < 2 && out.size() < max; ++m) {
+      ZOC_ASSIGN_OR_RETURN(std::vector<OfferedConfig> got,
+                           offered_configs(graph, modes[m], names[m], nullptr, &notes, layer));
+      for (const OfferedConfig& o : got) {
+        if (out.size() < max && seen.insert(o.info.choice).second) out.push_back(o.info.choice);
+      }
+    }
+    while (!keep.empty()) keep.pop_back();  // users before what they use
+    return out;
+  }
+
   // Exactly the engine config `choice` (e.g. the one timed at another batch size) for `s`.
   static Expected<Int8ConvPlan> build_choice(cudnnHandle_t handle, const Int8ConvSpec& s,
                                              const EngineChoice& choice, size_t workspace_limit,

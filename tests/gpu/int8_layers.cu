@@ -53,6 +53,9 @@ struct Options {
   // extra rounding of the pre-activation changes the numerics.
   bool split_residual = false;
   bool own_kernel = true;  // --own-kernel 0: no zoc int8 1x1 kernel rows
+  // --io fp8: the "int8" columns run FP8 E4M3 instead (x, w, z, y; FLOAT compute), timing only:
+  // no CPU reference for FP8, no zoc kernel. Does Hopper's FP8 stream where int8 does not?
+  bool fp8 = false;
 };
 
 // One convolution of the network: input channels (c), output (k), input size, kernel, stride,
@@ -129,12 +132,15 @@ struct Int8Buffers {
   std::vector<float> scale_host, bias_host;
 };
 
-Status make_int8(Layer l, int n, bool int32_acc, Int8Buffers* b) {
+Status make_int8(Layer l, int n, const Options& o, Int8Buffers* b) {
   zoc::Int8ConvSpec& s = b->spec;
   s.n = n, s.c = l.c, s.h = s.w = l.hw, s.k = l.k, s.r = s.s = l.r;
   s.pad_h = s.pad_w = l.r / 2, s.stride_h = s.stride_w = l.stride;
   s.out_h = s.out_w = l.out(), s.residual = l.residual, s.relu = l.relu;
-  s.conv_out_type = int32_acc ? CUDNN_DATA_INT32 : CUDNN_DATA_FLOAT;
+  s.conv_out_type = o.int32_acc ? CUDNN_DATA_INT32 : CUDNN_DATA_FLOAT;
+  if (o.fp8) s.io_type = s.y_type = CUDNN_DATA_FP8_E4M3;
+  // FP8 E4M3 bytes 0x00..0x70: finite, positive (0x7f and 0xff are NaN).
+  const int lo = o.fp8 ? 0 : -128, hi = o.fp8 ? 0x70 : 127;
   const uint64_t nx = uint64_t(n) * l.hw * l.hw * l.c, ny = uint64_t(n) * s.out_h * s.out_w * l.k;
   const uint64_t nw = uint64_t(l.k) * l.r * l.r * l.c;
   ZOC_ASSIGN_OR_RETURN(b->x, DeviceBuffer::allocate(nx, "int8 x"));
@@ -142,12 +148,12 @@ Status make_int8(Layer l, int n, bool int32_acc, Int8Buffers* b) {
   ZOC_ASSIGN_OR_RETURN(b->y, DeviceBuffer::allocate(ny, "int8 y"));
   ZOC_ASSIGN_OR_RETURN(b->scale, DeviceBuffer::allocate(4 * uint64_t(l.k), "scale"));
   ZOC_ASSIGN_OR_RETURN(b->bias, DeviceBuffer::allocate(4 * uint64_t(l.k), "bias"));
-  ZOC_TRY(probe::fill_int8(b->x.get(), nx, kSeedX, -128, 127, l.c, l.c));
+  ZOC_TRY(probe::fill_int8(b->x.get(), nx, kSeedX, lo, hi, l.c, l.c));
   if (l.residual) {
     ZOC_ASSIGN_OR_RETURN(b->z, DeviceBuffer::allocate(ny, "int8 z"));
-    ZOC_TRY(probe::fill_int8(b->z.get(), ny, kSeedZ, -128, 127, l.k, l.k));
+    ZOC_TRY(probe::fill_int8(b->z.get(), ny, kSeedZ, lo, hi, l.k, l.k));
   }
-  b->w_host = probe::host_int8(nw, kSeedW, -127, 127, l.c, l.c);
+  b->w_host = probe::host_int8(nw, kSeedW, o.fp8 ? 0 : -127, o.fp8 ? 0x70 : 127, l.c, l.c);
   // Scales that put y's standard deviation near 40 (inputs uniform: sd = range / sqrt(12)).
   const float base = 40.0f * 12.0f / (std::sqrt(float(l.c * l.r * l.r)) * 255.0f * 254.0f);
   for (int k = 0; k < l.k; ++k) {
@@ -252,7 +258,7 @@ Status run_int8(Ctx& ctx, const Layer& l, Row* row) {
   const bool split = ctx.opt.split_residual && l.residual;
   Layer conv = l;
   if (split) conv.residual = false, conv.relu = false;
-  ZOC_TRY(make_int8(conv, ctx.opt.batch, ctx.opt.int32_acc, &b));
+  ZOC_TRY(make_int8(conv, ctx.opt.batch, ctx.opt, &b));
   float add_ms = 0;
   if (split) {
     ZOC_ASSIGN_OR_RETURN(add_ms, time_residual_add(ctx, b.y.size()));
@@ -278,6 +284,10 @@ Status run_int8(Ctx& ctx, const Layer& l, Row* row) {
     if (before < 0 || t.first + add_ms < before) best = c;
   }
   if (row->i8.configs == 0) return Error{tag + ": no int8 config finalized"};
+  if (ctx.opt.fp8) {
+    row->check = "fp8: not checked";
+    return Status();
+  }
   ZOC_ASSIGN_OR_RETURN(
       zoc::Int8ConvPlan p,
       zoc::Int8ConvPlan::build_choice(ctx.handle, b.spec, best, kWorkspaceLimit, tag.c_str()));
@@ -465,6 +475,8 @@ bool parse_args(int argc, char** argv, Options* o) {
       o->int32_acc = true;
     else if (a == "--residual" && std::string(v) == "split")
       o->split_residual = true;
+    else if (a == "--io" && std::string(v) == "fp8")
+      o->fp8 = true;
     else if (a == "--own-kernel")
       o->own_kernel = std::atoi(v) != 0;
     else if (a == "--peaks") {
@@ -485,7 +497,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: int8_layers [--batch 256] [--warmup 5] [--iters 30] [--engines 12] "
                  "[--fp16-engines 12] [--budget-s 400] [--only NAME_PART] [--acc int32] "
-                 "[--residual split] [--own-kernel 1] "
+                 "[--residual split] [--own-kernel 1] [--io fp8] "
                  "[--peaks INT8_TOPS,FP16_TFLOPS,GBS]\n");
     return 2;
   }
@@ -496,11 +508,12 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "device: %s (sm_%d%d, %d SMs); cuDNN %zu; batch %d; up to %d int8 and %d fp16 "
-      "configs per layer; median of %d runs after %d warm-up; int8 accumulator %s%s\n",
+      "configs per layer; median of %d runs after %d warm-up; int8 accumulator %s%s%s\n",
       prop.name, prop.major, prop.minor, prop.multiProcessorCount, cudnnGetVersion(), ctx.opt.batch,
       ctx.opt.engines, ctx.opt.fp16_engines, ctx.opt.iters, ctx.opt.warmup,
       ctx.opt.int32_acc ? "INT32" : "FLOAT",
-      ctx.opt.split_residual ? "; residual add as its own kernel" : "");
+      ctx.opt.split_residual ? "; residual add as its own kernel" : "",
+      ctx.opt.fp8 ? "; the int8 columns are FP8 E4M3 (FLOAT compute)" : "");
   for (const Layer& l : kLayers) {
     if (!ctx.opt.only.empty() && !std::strstr(l.name, ctx.opt.only.c_str())) continue;
     Row row;

@@ -37,6 +37,9 @@ struct Int8ConvSpec {
   bool relu = true;
   cudnnDataType_t conv_out_type = CUDNN_DATA_FLOAT;  // the virtual accumulator tensor's type
   cudnnDataType_t y_type = CUDNN_DATA_INT8;
+  // x, w and z: INT8 (INT32 compute), or CUDNN_DATA_FP8_E4M3 / _E5M2 (FLOAT compute), which
+  // measures whether Hopper's FP8 engines stream the memory-bound layers better (issue 35).
+  cudnnDataType_t io_type = CUDNN_DATA_INT8;
 };
 
 namespace int8_detail {
@@ -44,7 +47,7 @@ namespace int8_detail {
 constexpr int64_t kUidX = 1, kUidW = 2, kUidB = 3, kUidZ = 4, kUidY = 5, kUidScale = 6;
 constexpr int64_t kUidConv = 101, kUidScaled = 102, kUidBiased = 103, kUidAddZ = 104;
 
-// The convolution operation x * w -> conv_out, INT32 compute, cross-correlation.
+// The convolution operation x * w -> conv_out, INT32 compute (FLOAT for FP8), cross-correlation.
 inline Expected<cudnnBackendDescriptor_t> make_conv(
     const Int8ConvSpec& s, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t w,
     cudnnBackendDescriptor_t y, std::vector<BackendDesc>* keep, const char* layer) {
@@ -53,7 +56,7 @@ inline Expected<cudnnBackendDescriptor_t> make_conv(
   const char* cd_what = "int8 convolution descriptor";
   ZOC_ASSIGN_OR_RETURN(BackendDesc cd,
                        BackendDesc::create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, cd_what, layer));
-  cudnnDataType_t comp = CUDNN_DATA_INT32;
+  cudnnDataType_t comp = s.io_type == CUDNN_DATA_INT8 ? CUDNN_DATA_INT32 : CUDNN_DATA_FLOAT;
   cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   int64_t dims = 2, pad[2] = {s.pad_h, s.pad_w}, stride[2] = {s.stride_h, s.stride_w},
           dil[2] = {1, 1};
@@ -96,9 +99,9 @@ inline Expected<cudnnBackendDescriptor_t> make_op_graph(cudnnHandle_t handle, co
   using T = cudnnBackendDescriptor_t;
   const int64_t xd[4] = {s.n, s.c, s.h, s.w}, wd[4] = {s.k, s.c, s.r, s.s};
   const int64_t yd[4] = {s.n, s.k, s.out_h, s.out_w}, kd[4] = {1, s.k, 1, 1};
-  const cudnnDataType_t i8 = CUDNN_DATA_INT8, f32 = CUDNN_DATA_FLOAT;
-  ZOC_ASSIGN_OR_RETURN(const T x, make_tensor(kUidX, i8, xd, true, false, "x", keep, layer));
-  ZOC_ASSIGN_OR_RETURN(const T w, make_tensor(kUidW, i8, wd, true, false, "w", keep, layer));
+  const cudnnDataType_t io = s.io_type, f32 = CUDNN_DATA_FLOAT;
+  ZOC_ASSIGN_OR_RETURN(const T x, make_tensor(kUidX, io, xd, true, false, "x", keep, layer));
+  ZOC_ASSIGN_OR_RETURN(const T w, make_tensor(kUidW, io, wd, true, false, "w", keep, layer));
   ZOC_ASSIGN_OR_RETURN(const T sc,
                        make_tensor(kUidScale, f32, kd, true, false, "scale", keep, layer));
   ZOC_ASSIGN_OR_RETURN(const T b, make_tensor(kUidB, f32, kd, true, false, "bias", keep, layer));
@@ -125,7 +128,7 @@ inline Expected<cudnnBackendDescriptor_t> make_op_graph(cudnnHandle_t handle, co
   ops.push_back(add_b);
   T cur = biased;
   if (s.residual) {
-    ZOC_ASSIGN_OR_RETURN(const T z, make_tensor(kUidZ, i8, yd, true, false, "z", keep, layer));
+    ZOC_ASSIGN_OR_RETURN(const T z, make_tensor(kUidZ, io, yd, true, false, "z", keep, layer));
     T summed = y;
     if (s.relu) {
       ZOC_ASSIGN_OR_RETURN(summed,

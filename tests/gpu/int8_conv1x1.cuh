@@ -8,7 +8,7 @@
 // reach 57-85%; those layers hold the int8 network at 1.03x fp16. This kernel is the simplest
 // design that streams: Ampere-style mma.sync m16n8k32 s8 tensor-core instructions (which
 // Hopper runs, at a fraction of wgmma's peak: these layers are bound by bytes, not ops),
-// a 128 x BN tile per 256-thread block, 64-deep k steps in a 4-stage cp.async pipeline, z
+// a 128 x BN tile per 256-thread block, 64-deep k steps in a 2- or 4-stage cp.async pipeline, z
 // streamed into shared memory with the last step, and the int8 result staged through shared
 // memory so that y is written in coalesced 16-byte chunks. The epilogue rounds each step to float
 // as the CPU reference does (runtime/zoc/math/requant.h): no fused multiply-add. Requirements: C %
@@ -25,7 +25,6 @@
 namespace probe {
 
 constexpr int kI8Bm = 128, kI8Bk = 64, kI8Stride = kI8Bk + 16;  // smem row: 80 bytes
-constexpr int kI8Stages = 4;                                    // cp.async pipeline depth
 
 __device__ inline void cp_async16(void* smem, const void* gmem, bool valid) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -90,9 +89,10 @@ __device__ inline void mma_step(int (*acc)[BN / 16][4], const int8_t* a_s, const
   }
 }
 
-// 8 warps as 4 (rows) x 2 (columns); a warp owns 32 x BN/2. Shared memory: kI8Stages stages of
+// 8 warps as 4 (rows) x 2 (columns); a warp owns 32 x BN/2. Shared memory: kI8Stages stages
+// (the cp.async pipeline depth, launch_conv1x1_int8 says which) of
 // x and filter rows, then the z tile; the int8 result reuses the stages before its stores.
-template <int BN>
+template <int BN, int kI8Stages>
 __global__ void __launch_bounds__(256)
     conv1x1_int8(const int8_t* __restrict__ x, const int8_t* __restrict__ w,
                  const float* __restrict__ scale, const float* __restrict__ bias,
@@ -156,32 +156,43 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-inline size_t conv1x1_int8_smem(int bn) {
-  return size_t(kI8Stages) * (kI8Bm + bn) * kI8Stride + size_t(kI8Bm) * (bn + 16);
+inline size_t conv1x1_int8_smem(int bn, int stages) {
+  return size_t(stages) * (kI8Bm + bn) * kI8Stride + size_t(kI8Bm) * (bn + 16);
 }
 
-// Launches the kernel for M x N x K (N % 64 == 0: BN 128 when N % 128 == 0, else 64).
-inline zoc::Status launch_conv1x1_int8(const int8_t* x, const int8_t* w, const float* scale,
-                                       const float* bias, const int8_t* z, int8_t* y, int M, int N,
-                                       int K, bool relu, cudaStream_t stream) {
-  if (K % kI8Bk != 0 || N % 64 != 0) return zoc::Error{"conv1x1_int8: C % 64 or K % 64 != 0"};
-  const int bn = N % 128 == 0 ? 128 : 64;
-  const size_t smem = conv1x1_int8_smem(bn);
-  const dim3 grid(unsigned(N / bn), unsigned((M + kI8Bm - 1) / kI8Bm));
-  static bool smem_set[2] = {false, false};  // once per instantiation: no per-launch cost
-  if (!smem_set[bn == 128]) {
-    ZOC_CUDA(cudaFuncSetAttribute(bn == 128 ? conv1x1_int8<128> : conv1x1_int8<64>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+// Launches one instantiation, raising its shared-memory limit once (no per-launch cost).
+template <int BN, int S>
+zoc::Status launch_conv1x1_int8_as(const int8_t* x, const int8_t* w, const float* scale,
+                                   const float* bias, const int8_t* z, int8_t* y, int M, int N,
+                                   int K, bool relu, cudaStream_t stream) {
+  static bool smem_set = false;
+  const size_t smem = conv1x1_int8_smem(BN, S);
+  if (!smem_set) {
+    ZOC_CUDA(cudaFuncSetAttribute(conv1x1_int8<BN, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  int(smem)),
              "conv1x1_int8 smem");
-    smem_set[bn == 128] = true;
+    smem_set = true;
   }
-  if (bn == 128) {
-    conv1x1_int8<128><<<grid, 256, smem, stream>>>(x, w, scale, bias, z, y, M, N, K, relu);
-  } else {
-    conv1x1_int8<64><<<grid, 256, smem, stream>>>(x, w, scale, bias, z, y, M, N, K, relu);
-  }
+  const dim3 grid(unsigned(N / BN), unsigned((M + kI8Bm - 1) / kI8Bm));
+  conv1x1_int8<BN, S><<<grid, 256, smem, stream>>>(x, w, scale, bias, z, y, M, N, K, relu);
   ZOC_CUDA(cudaGetLastError(), "conv1x1_int8 launch");
   return zoc::Status();
+}
+
+// Launches the kernel for M x N x K, in the shape measured fastest (2026-11-30, H200):
+// K <= 128 (one or two k steps, nothing to pipeline): 128 x 64 tiles, 2 stages, the smaller
+// footprint letting 4 blocks share an SM; deeper K: 128 x 128 tiles (when N allows, and not
+// `bn64`), 4 stages.
+inline zoc::Status launch_conv1x1_int8(const int8_t* x, const int8_t* w, const float* scale,
+                                       const float* bias, const int8_t* z, int8_t* y, int M, int N,
+                                       int K, bool relu, cudaStream_t stream, bool bn64 = false) {
+  if (K % kI8Bk != 0 || N % 64 != 0) return zoc::Error{"conv1x1_int8: C % 64 or K % 64 != 0"};
+  if (K <= 128)
+    return launch_conv1x1_int8_as<64, 2>(x, w, scale, bias, z, y, M, N, K, relu, stream);
+  if (N % 128 == 0 && !bn64) {
+    return launch_conv1x1_int8_as<128, 4>(x, w, scale, bias, z, y, M, N, K, relu, stream);
+  }
+  return launch_conv1x1_int8_as<64, 4>(x, w, scale, bias, z, y, M, N, K, relu, stream);
 }
 
 }  // namespace probe

@@ -56,6 +56,7 @@ struct Options {
   // --io fp8: the "int8" columns run FP8 E4M3 instead (x, w, z, y; FLOAT compute), timing only:
   // no CPU reference for FP8, no zoc kernel. Does Hopper's FP8 stream where int8 does not?
   bool fp8 = false;
+  bool own_bn64 = false;  // --own-bn 64: zoc's 1x1 kernel with 128 x 64 tiles everywhere
 };
 
 // One convolution of the network: input channels (c), output (k), input size, kernel, stride,
@@ -241,7 +242,7 @@ Status run_own(Ctx& ctx, const Layer& l, Int8Buffers& b, Row* row) {
         static_cast<const int8_t*>(b.x.get()), static_cast<const int8_t*>(b.w.get()),
         static_cast<const float*>(b.scale.get()), static_cast<const float*>(b.bias.get()),
         l.residual ? static_cast<const int8_t*>(b.z.get()) : nullptr,
-        static_cast<int8_t*>(b.y.get()), m, s.k, s.c, s.relu, nullptr);
+        static_cast<int8_t*>(b.y.get()), m, s.k, s.c, s.relu, nullptr, ctx.opt.own_bn64);
   };
   ZOC_ASSIGN_OR_RETURN(auto t, probe::time_runs(launch, ctx.opt.warmup, ctx.opt.iters));
   note_time(&row->own, t.first, "zoc conv1x1_int8");
@@ -477,6 +478,8 @@ bool parse_args(int argc, char** argv, Options* o) {
       o->split_residual = true;
     else if (a == "--io" && std::string(v) == "fp8")
       o->fp8 = true;
+    else if (a == "--own-bn" && std::string(v) == "64")
+      o->own_bn64 = true;
     else if (a == "--own-kernel")
       o->own_kernel = std::atoi(v) != 0;
     else if (a == "--peaks") {
@@ -497,7 +500,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: int8_layers [--batch 256] [--warmup 5] [--iters 30] [--engines 12] "
                  "[--fp16-engines 12] [--budget-s 400] [--only NAME_PART] [--acc int32] "
-                 "[--residual split] [--own-kernel 1] [--io fp8] "
+                 "[--residual split] [--own-kernel 1] [--own-bn 64] [--io fp8] "
                  "[--peaks INT8_TOPS,FP16_TFLOPS,GBS]\n");
     return 2;
   }

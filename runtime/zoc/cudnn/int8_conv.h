@@ -176,6 +176,25 @@ inline Status validate(const Int8ConvSpec& s, const char* layer) {
   return Status();
 }
 
+// The configs heuristics offer for `graph`, mode A then FALLBACK, each engine + knobs once, in
+// that order; why any was refused goes to *notes. Shared by build() and candidates().
+inline Expected<std::vector<graph_detail::OfferedConfig>> offered_once(
+    cudnnBackendDescriptor_t graph, std::string* notes, const char* layer) {
+  std::vector<graph_detail::OfferedConfig> offered;
+  std::set<EngineChoice> seen;
+  const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+  const char* names[2] = {"A", "FALLBACK"};
+  for (int m = 0; m < 2; ++m) {
+    ZOC_ASSIGN_OR_RETURN(
+        std::vector<graph_detail::OfferedConfig> got,
+        graph_detail::offered_configs(graph, modes[m], names[m], nullptr, notes, layer));
+    for (graph_detail::OfferedConfig& o : got) {
+      if (seen.insert(o.info.choice).second) offered.push_back(std::move(o));
+    }
+  }
+  return Expected<std::vector<graph_detail::OfferedConfig>>(std::move(offered));
+}
+
 }  // namespace int8_detail
 
 // The plan's JSON representation (CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION): engine and
@@ -223,17 +242,8 @@ class Int8ConvPlan {
     ZOC_ASSIGN_OR_RETURN(const cudnnBackendDescriptor_t graph,
                          int8_detail::make_op_graph(handle, s, &p.keep_, layer));
     std::string tried;
-    std::vector<OfferedConfig> offered;
-    std::set<EngineChoice> seen;
-    const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
-    const char* names[2] = {"A", "FALLBACK"};
-    for (int m = 0; m < 2; ++m) {
-      ZOC_ASSIGN_OR_RETURN(std::vector<OfferedConfig> got,
-                           offered_configs(graph, modes[m], names[m], nullptr, &tried, layer));
-      for (OfferedConfig& o : got) {
-        if (seen.insert(o.info.choice).second) offered.push_back(std::move(o));
-      }
-    }
+    ZOC_ASSIGN_OR_RETURN(std::vector<OfferedConfig> offered,
+                         int8_detail::offered_once(graph, &tried, layer));
     int attempts = 0, good = 0;
     for (OfferedConfig& o : offered) {
       if (attempts++ == kMaxAttempts) break;
@@ -260,16 +270,13 @@ class Int8ConvPlan {
                          int8_detail::make_op_graph(handle, s, &keep, layer));
     std::string notes;
     std::vector<EngineChoice> out;
-    std::set<EngineChoice> seen;
-    const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
-    const char* names[2] = {"A", "FALLBACK"};
-    for (int m = 0; m < 2 && out.size() < max; ++m) {
-      ZOC_ASSIGN_OR_RETURN(std::vector<OfferedConfig> got,
-                           offered_configs(graph, modes[m], names[m], nullptr, &notes, layer));
-      for (const OfferedConfig& o : got) {
-        if (out.size() < max && seen.insert(o.info.choice).second) out.push_back(o.info.choice);
+    {
+      ZOC_ASSIGN_OR_RETURN(std::vector<OfferedConfig> offered,
+                           int8_detail::offered_once(graph, &notes, layer));
+      for (size_t i = 0; i < offered.size() && out.size() < max; ++i) {
+        out.push_back(offered[i].info.choice);
       }
-    }
+    }                                       // the configs go before the graph they describe
     while (!keep.empty()) keep.pop_back();  // users before what they use
     return out;
   }

@@ -12,13 +12,17 @@
 namespace zoc::cudnn {
 
 // <model>_train_kernels.cu: zoc/kernels/trainer_kernels.h's host functions, forwarding to the
-// kernels of zoc/kernels/train_kernels.cuh (nvcc only). The same for every trainer (all fp32), but
-// written out in the folder so that each definition is visible where the trainer is built.
-std::string trainer_kernels_source(const std::string& head, const std::string& base) {
+// kernels of zoc/kernels/train_kernels.cuh (nvcc only), written out in the folder so that each
+// definition is visible where the trainer is built; the zoo's layers add their gradients
+// (layer_grad_kernels.cuh) and their forwards, inference's kernels for float
+// (emit_model_kernels.cpp), where the training graph has them.
+std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
+                                   const std::string& base) {
   struct KernelFn {
     const char* name;
     const char* params;
     const char* args;
+    ir::OpKind op = ir::OpKind::Input;  // defined where the graph has this op (every graph: Input)
   };
   static constexpr KernelFn kFns[] = {
       {"softmax_xent",
@@ -52,13 +56,41 @@ std::string trainer_kernels_source(const std::string& head, const std::string& b
        "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, const float* "
        "loss, double* sums, unsigned long long* counts, cudaStream_t stream",
        "logits, labels, rows, classes, loss, sums, counts, stream"},
+      {"mul_grad",
+       "const float* a, const float* b, const float* dy, float* da, float* db, int64_t n, "
+       "ChannelMulShape m, cudaStream_t stream",
+       "a, b, dy, da, db, n, m, stream", ir::OpKind::MulGrad},
+      {"layer_scale_grad",
+       "const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, int64_t n, "
+       "int64_t c, int64_t hw, cudaStream_t stream",
+       "x, gamma, dy, dx, dgamma, n, c, hw, stream", ir::OpKind::LayerScaleGrad},
+      {"layernorm_grad",
+       "const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, float* "
+       "dbeta, int64_t n, int64_t c, int64_t hw, float eps, float* scratch, cudaStream_t stream",
+       "x, gamma, dy, dx, dgamma, dbeta, n, c, hw, eps, scratch, stream",
+       ir::OpKind::LayerNormGrad},
+      {"adaptive_avgpool_grad",
+       "const float* dy, float* dx, int64_t n, AdaptiveGeometry g, cudaStream_t stream",
+       "dy, dx, n, g, stream", ir::OpKind::AdaptiveAvgPool2dGrad},
   };
+  auto has = [&](ir::OpKind op) {
+    for (const ir::Node& n : g.nodes) {
+      if (n.op == op) return true;
+    }
+    return false;
+  };
+  std::set<std::string> headers = {"zoc/kernels/train_kernels.cuh",
+                                   "zoc/kernels/trainer_kernels.h"};
+  for (const KernelFn& k : kFns) {
+    if (k.op != ir::OpKind::Input && has(k.op))
+      headers.insert("zoc/kernels/layer_grad_kernels.cuh");
+  }
+  const std::string forward = trainer_forward_kernels(g, &headers);
   CodeWriter kc;
   kc.raw_line(head);
   kc.line("// The custom kernels of {}: the host functions zoc/kernels/trainer_kernels.h declares.",
           base);
-  kc.line("#include \"zoc/kernels/train_kernels.cuh\"");
-  kc.line("#include \"zoc/kernels/trainer_kernels.h\"");
+  for (const std::string& h : headers) kc.line("#include \"{}\"", h);
   kc.blank();
   {
     auto ns = kc.ns("namespace zoc::trainer_kernels", "}  // namespace zoc::trainer_kernels");
@@ -73,10 +105,15 @@ std::string trainer_kernels_source(const std::string& head, const std::string& b
       }
     };
     for (const KernelFn& k : kFns) {
+      if (!has(k.op)) continue;
       kc.wrapped(fmt::format("cudaError_t {}(", k.name), items(k.params), ") {");
       kc.wrapped(fmt::format("  return train_kernels::launch_{}(", k.name), items(k.args), ");");
       kc.raw_line("}");
     }
+  }
+  if (!forward.empty()) {
+    kc.blank();
+    kc.raw_line(forward);
   }
   return kc.str();
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -82,8 +83,13 @@ std::string runner_main(const std::string& head, const std::string& base, const 
                         const std::string& entry = "run_main");
 std::string cmake_lists(const std::string& hash_banner, const std::string& base);
 
-// A trainer's kernels (<model>_train_kernels.cu): zoc/kernels/trainer_kernels.h's host functions.
-std::string trainer_kernels_source(const std::string& head, const std::string& base);
+// A trainer's kernels (<model>_train_kernels.cu): zoc/kernels/trainer_kernels.h's host functions
+// its training graph calls, and the inference kernels its forward layers run, for float.
+std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
+                                   const std::string& base);
+// The model_kernels host functions of a training graph's zoo layers (mul, layer norm, shuffle,
+// adaptive pooling) for float, in their namespace ("" if none), adding their kernel headers.
+std::string trainer_forward_kernels(const ir::Graph& g, std::set<std::string>* headers);
 
 // "{a, b}": an activation's attributes as a constant's initializer.
 std::string activation_params_text(const act::Params& p);

@@ -21,7 +21,16 @@ struct HostFunction {
   const char* header;
   const char* definition;
   bool (*used)(const ir::Graph& g);
+  // Whether a trainer's graph calls it (a training graph is not lowered: by op); null: never.
+  bool (*trained)(const ir::Graph& g) = nullptr;
 };
+
+bool any_op(const ir::Graph& g, ir::OpKind op) {
+  for (const ir::Node& n : g.nodes) {
+    if (n.op == op) return true;
+  }
+  return false;
+}
 
 bool any_epilogue(const ir::Graph& g, ir::Epilogue e) {
   for (const ir::Node& n : g.nodes) {
@@ -81,7 +90,10 @@ cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, Ch
   return kernels::launch_channel_mul<T, T>(static_cast<const T*>(x), static_cast<const T*>(s),
                                            static_cast<T*>(y), count, m, stream);
 })",
-     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Mul); }},
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Mul); },
+     [](const ir::Graph& g) {
+       return any_op(g, ir::OpKind::Mul) || any_op(g, ir::OpKind::LayerScale);
+     }},
     {"zoc/kernels/const_op.cuh", R"(
 cudaError_t const_op(const void* x, const float* v, void* y, int64_t count, ConstOpShape m,
                      cudaStream_t stream) {
@@ -119,14 +131,16 @@ cudaError_t layernorm(const void* x, void* y, const float* gamma, const float* b
   return kernels::launch_layernorm<T>(static_cast<const T*>(x), static_cast<T*>(y), gamma, beta,
                                       n, c, hw, nhwc, eps, stream);
 })",
-     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::LayerNorm); }},
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::LayerNorm); },
+     [](const ir::Graph& g) { return any_op(g, ir::OpKind::LayerNorm); }},
     {"zoc/kernels/layer_kernels.cuh", R"(
 cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_t hw,
                             int64_t groups, bool nhwc, cudaStream_t stream) {
   return kernels::launch_channel_shuffle<T>(static_cast<const T*>(x), static_cast<T*>(y), n, c,
                                             hw, groups, nhwc, stream);
 })",
-     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Shuffle); }},
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Shuffle); },
+     [](const ir::Graph& g) { return any_op(g, ir::OpKind::ChannelShuffle); }},
     {"zoc/kernels/layer_kernels.cuh", R"(
 cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream) {
   return kernels::launch_pool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);
@@ -138,7 +152,8 @@ cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry
   return kernels::launch_adaptive_avgpool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g,
                                              stream);
 })",
-     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::AdaptivePool); }},
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::AdaptivePool); },
+     [](const ir::Graph& g) { return any_op(g, ir::OpKind::AdaptiveAvgPool2d); }},
     {"zoc/kernels/dense_kernels.cuh", R"(
 cudaError_t output_to_caller(const void* y, float* out, int64_t n, OutputGeometry g,
                              cudaStream_t stream) {
@@ -180,6 +195,24 @@ cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const vo
 };
 
 }  // namespace
+
+std::string trainer_forward_kernels(const ir::Graph& g, std::set<std::string>* headers) {
+  CodeWriter cu;
+  bool any = false;
+  for (const HostFunction& f : kFunctions) {
+    if (!f.trained || !f.trained(g)) continue;
+    if (!any) {
+      cu.line("namespace zoc::model_kernels {{");
+      cu.blank();
+      cu.line("using T = float;");
+      any = true;
+    }
+    headers->insert(f.header);
+    cu.raw_line(f.definition + 1);  // after R"(\n
+  }
+  if (any) cu.line("}}  // namespace zoc::model_kernels");
+  return cu.str();
+}
 
 std::string kernels_source(const ir::Graph& g, const std::string& head, const std::string& base,
                            const Target& t) {

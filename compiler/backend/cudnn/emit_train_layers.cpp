@@ -270,6 +270,110 @@ bool emit_train_slice(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
+// The zoo's kernel layers: mul, channel shuffle (whose backward is a shuffle too) and adaptive
+// pooling print inference's snippets (emit_kernel_layers.cpp, fp32 NCHW here); layer scale and
+// layer norm read their parameters from params(); the backwards run
+// zoc/kernels/layer_grad_kernels.cuh.
+bool emit_train_layer_scale(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims d = dims_of(ctx.g.type(n.output));
+  named::ChannelMulShape m;
+  m.c = d.c, m.hw = d.h * d.w;
+  named::MulCall c;
+  c.m = m, c.per_sample = ctx.g.type(n.output).sample_numel(), c.x = ctx.tensor(n.inputs[0]);
+  c.s = param_offset(ctx, n, ir::ParamRole::kScale), c.y = ctx.tensor(n.output);
+  c.s_is_weight = true;
+  constant(ctx, "MulCall", "kMul_" + ctx.ids[i], named::items(c));
+  call(ctx, n, "layer scale (x * gamma per channel)",
+       fmt::format("v.mul(kMul_{}, {})", ctx.ids[i], ctx.name_literal(n)));
+  return true;
+}
+
+bool emit_train_layernorm(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims d = dims_of(ctx.g.type(n.output));
+  named::LayerNormTrainCall c;
+  c.c = d.c, c.hw = d.h * d.w, c.eps = fmt::format("{:.9g}f", n.attrs.f("eps"));
+  c.x = ctx.tensor(n.inputs[0]), c.y = ctx.tensor(n.output);
+  c.gamma = param_offset(ctx, n, ir::ParamRole::kNormWeight);
+  c.beta = param_offset(ctx, n, ir::ParamRole::kNormBias);
+  constant(ctx, "train::LayerNormTrainCall", "kLn_" + ctx.ids[i], named::items(c));
+  call(ctx, n, fmt::format("layer norm over {} channels{}", d.c, d.h * d.w > 1 ? " per pixel" : ""),
+       fmt::format("v.layernorm(kLn_{}, {})", ctx.ids[i], ctx.name_literal(n)));
+  return true;
+}
+
+// (a, b, dy) -> da; extra db. b is a's shape or (squeeze-and-excitation) its channel vector.
+bool emit_train_mul_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims d = dims_of(ctx.g.type(n.inputs[0]));
+  const bool same = ctx.g.type(n.inputs[0]).dims == ctx.g.type(n.inputs[1]).dims;
+  named::ChannelMulShape m;
+  m.c = d.c, m.hw = d.h * d.w, m.per_sample = !same, m.elementwise = same;
+  named::MulGradCall c;
+  c.m = m, c.a = ctx.tensor(n.inputs[0]), c.b = ctx.tensor(n.inputs[1]);
+  c.dy = ctx.tensor(n.inputs[2]), c.da = needed(ctx, n.output);
+  c.db = needed(ctx, n.extra_outputs.at(0));
+  constant(ctx, "train::MulGradCall", "kMulGrad_" + ctx.ids[i], named::items(c));
+  call(
+      ctx, n, same ? "da = dy * b; db = dy * a" : "da = dy * s; ds = sum over pixels of dy * a",
+      fmt::format("v.mul_grad(kMulGrad_{}, {})", ctx.ids[i], ctx.name_literal(forward_of(ctx, n))));
+  return true;
+}
+
+bool emit_train_layer_scale_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const ir::Node& f = forward_of(ctx, n);
+  const Dims d = dims_of(ctx.g.type(n.output));
+  named::LayerScaleGradCall c;
+  c.c = d.c, c.hw = d.h * d.w, c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
+  c.gamma = param_offset(ctx, f, ir::ParamRole::kScale), c.dx = ctx.tensor(n.output);
+  c.dgamma = grad_of(ctx, n, ir::ParamRole::kScale);
+  constant(ctx, "train::LayerScaleGradCall", "kLsGrad_" + ctx.ids[i], named::items(c));
+  call(ctx, n, "dx = dy * gamma; dgamma",
+       fmt::format("v.layer_scale_grad(kLsGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
+  return true;
+}
+
+bool emit_train_layernorm_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const ir::Node& f = forward_of(ctx, n);
+  const Dims d = dims_of(ctx.g.type(n.output));
+  named::LayerNormGradCall c;
+  c.c = d.c, c.hw = d.h * d.w, c.eps = fmt::format("{:.9g}f", f.attrs.f("eps"));
+  c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
+  c.gamma = param_offset(ctx, f, ir::ParamRole::kNormWeight), c.dx = ctx.tensor(n.output);
+  c.dgamma = grad_of(ctx, n, ir::ParamRole::kNormWeight);
+  c.dbeta = grad_of(ctx, n, ir::ParamRole::kNormBias);
+  constant(ctx, "train::LayerNormGradCall", "kLnGrad_" + ctx.ids[i], named::items(c));
+  call(ctx, n, "dx = LN'(dy) (statistics recomputed from x); dgamma, dbeta",
+       fmt::format("v.layernorm_grad(kLnGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
+  return true;
+}
+
+bool emit_train_adaptive_pool_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.inputs[1]));
+  named::AdaptiveGeometry g;
+  g.c = in.c, g.h = in.h, g.w = in.w, g.out_h = out.h, g.out_w = out.w;
+  named::AdaptivePoolGradCall c;
+  c.g = g, c.dy = ctx.tensor(n.inputs[1]), c.dx = ctx.tensor(n.output);
+  constant(ctx, "train::AdaptivePoolGradCall", "kPoolGrad_" + ctx.ids[i], named::items(c));
+  call(ctx, n,
+       fmt::format("dx = adaptive_avgpool2d'(dy), {}x{} -> {}x{}", out.h, out.w, in.h, in.w),
+       fmt::format("v.adaptive_pool_grad(kPoolGrad_{}, {})", ctx.ids[i],
+                   ctx.name_literal(forward_of(ctx, n))));
+  return true;
+}
+
+// slice_channels's backward: dy at channels [start, start + count) of zeros.
+bool emit_train_pad_channels(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims d = dims_of(ctx.g.type(n.inputs[0]));
+  named::PadChannelsCall c;
+  c.channels = n.attrs.i("channels"), c.start = n.attrs.i("start"), c.count = d.c;
+  c.hw = d.h * d.w, c.dy = ctx.tensor(n.inputs[0]), c.dx = ctx.tensor(n.output);
+  constant(ctx, "train::PadChannelsCall", "kPadCh_" + ctx.ids[i], named::items(c));
+  call(ctx, n,
+       fmt::format("dy into channels {}..{} of {} zeros", n.attrs.i("start"),
+                   n.attrs.i("start") + d.c - 1, n.attrs.i("channels")),
+       fmt::format("v.pad_channels(kPadCh_{}, {})", ctx.ids[i], ctx.name_literal(n)));
+  return true;
+}
+
 bool emit_train_loss(EmitContext& ctx, const ir::Node& n) {
   named::LossCall c;
   c.classes = ctx.g.type(n.inputs[0]).dims[0], c.logits = ctx.tensor(n.inputs[0]);
@@ -345,6 +449,24 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
       return emit_train_pool_grad(ctx, n, i);
     case ir::OpKind::SliceChannels:
       return emit_train_slice(ctx, n, i);
+    case ir::OpKind::Mul:
+    case ir::OpKind::ChannelShuffle:
+    case ir::OpKind::AdaptiveAvgPool2d:
+      return emit_kernel_layer(ctx, n, i);
+    case ir::OpKind::LayerScale:
+      return emit_train_layer_scale(ctx, n, i);
+    case ir::OpKind::LayerNorm:
+      return emit_train_layernorm(ctx, n, i);
+    case ir::OpKind::MulGrad:
+      return emit_train_mul_grad(ctx, n, i);
+    case ir::OpKind::LayerScaleGrad:
+      return emit_train_layer_scale_grad(ctx, n, i);
+    case ir::OpKind::LayerNormGrad:
+      return emit_train_layernorm_grad(ctx, n, i);
+    case ir::OpKind::AdaptiveAvgPool2dGrad:
+      return emit_train_adaptive_pool_grad(ctx, n, i);
+    case ir::OpKind::PadChannels:
+      return emit_train_pad_channels(ctx, n, i);
     case ir::OpKind::Sgd:
       return true;  // the trainer's sgd() runs every update at once
     default:

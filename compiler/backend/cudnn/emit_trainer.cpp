@@ -303,15 +303,6 @@ bool check_trainable(const ir::Graph& model, Diagnostics& diags) {
       case ir::OpKind::AvgPool2d:
         if (n.attrs.b("ceil_mode")) refuse(n, "ceil_mode");
         break;
-      case ir::OpKind::Mul:
-      case ir::OpKind::LayerScale:
-      case ir::OpKind::LayerNorm:
-      case ir::OpKind::ChannelShuffle:
-      case ir::OpKind::SliceChannels:
-      case ir::OpKind::AdaptiveAvgPool2d:
-        refuse(n,
-               "this op yet (inference compiles it; `zoc grad` computes its gradients on the CPU)");
-        break;
       default:
         break;
     }
@@ -370,7 +361,7 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
                     nccl_cmake(base)},
                {base + ".h", trainer_header(ctx, head, cls, input, logits, loss)},
                {base + ".cpp", trainer_source(ctx, model, head, cls, base, forward, backward)},
-               {base + "_kernels.cu", trainer_kernels_source(head, base)},
+               {base + "_kernels.cu", trainer_kernels_source(g, head, base)},
                {"main.cpp", runner_main(head, base, cls, "train/main.h", "run_train_main")}};
   add_runtime_files(gen.files);
   return gen;

@@ -110,3 +110,64 @@
   X(size_t, logits, 0)         \
   X(size_t, dlogits, 0)        \
   X(size_t, loss, 0)
+
+// The zoo's kernel layers. Their forwards are inference's calls (MulCall, ShuffleCall,
+// AdaptivePoolCall of zoc/cudnn/call_fields.h; layer scale a MulCall whose s is its gamma in
+// params()) but for layer norm, whose gamma and beta lie apart in params().
+#define ZOC_FIELDS_LayerNormTrainCall(X) \
+  X(int64_t, c, 0)                       \
+  X(int64_t, hw, 1)                      \
+  X(float, eps, 0)                       \
+  X(size_t, x, 0)                        \
+  X(size_t, y, 0)                        \
+  X(size_t, gamma, 0)                    \
+  X(size_t, beta, 0)
+
+// y = a * b's gradients (b of a's shape, or a's per-sample channel vector, as m says): da, db
+// (kNoTensor: nobody reads it).
+#define ZOC_FIELDS_MulGradCall(X) \
+  X(ChannelMulShape, m, {})       \
+  X(size_t, a, 0)                 \
+  X(size_t, b, 0)                 \
+  X(size_t, dy, 0)                \
+  X(size_t, da, zoc::kNoTensor)   \
+  X(size_t, db, zoc::kNoTensor)
+
+// Layer scale's: dx = dy * gamma; dgamma into grads().
+#define ZOC_FIELDS_LayerScaleGradCall(X) \
+  X(int64_t, c, 0)                       \
+  X(int64_t, hw, 1)                      \
+  X(size_t, x, 0)                        \
+  X(size_t, dy, 0)                       \
+  X(size_t, gamma, 0)                    \
+  X(size_t, dx, 0)                       \
+  X(size_t, dgamma, zoc::kNoTensor)
+
+// Layer norm's: dx, and dgamma and dbeta into grads(); its statistics are recomputed from x into
+// the workspace (2 floats per pixel).
+#define ZOC_FIELDS_LayerNormGradCall(X) \
+  X(int64_t, c, 0)                      \
+  X(int64_t, hw, 1)                     \
+  X(float, eps, 0)                      \
+  X(size_t, x, 0)                       \
+  X(size_t, dy, 0)                      \
+  X(size_t, gamma, 0)                   \
+  X(size_t, dx, 0)                      \
+  X(size_t, dgamma, zoc::kNoTensor)     \
+  X(size_t, dbeta, zoc::kNoTensor)
+
+// Adaptive average pooling's: each dy spread over its bin.
+#define ZOC_FIELDS_AdaptivePoolGradCall(X) \
+  X(AdaptiveGeometry, g, {})               \
+  X(size_t, dy, 0)                         \
+  X(size_t, dx, 0)
+
+// slice_channels's: dy into channels [start, start + count) of dx, whose other channels are zero
+// (`channels` in all, hw pixels each).
+#define ZOC_FIELDS_PadChannelsCall(X) \
+  X(int64_t, channels, 0)             \
+  X(int64_t, start, 0)                \
+  X(int64_t, count, 0)                \
+  X(int64_t, hw, 1)                   \
+  X(size_t, dy, 0)                    \
+  X(size_t, dx, 0)

@@ -76,5 +76,23 @@ struct DropoutCall {
 struct LossCall {
   ZOC_FIELDS_LossCall(ZOC_DECLARE_FIELD)
 };
+struct LayerNormTrainCall {
+  ZOC_FIELDS_LayerNormTrainCall(ZOC_DECLARE_FIELD)
+};
+struct MulGradCall {
+  ZOC_FIELDS_MulGradCall(ZOC_DECLARE_FIELD)
+};
+struct LayerScaleGradCall {
+  ZOC_FIELDS_LayerScaleGradCall(ZOC_DECLARE_FIELD)
+};
+struct LayerNormGradCall {
+  ZOC_FIELDS_LayerNormGradCall(ZOC_DECLARE_FIELD)
+};
+struct AdaptivePoolGradCall {
+  ZOC_FIELDS_AdaptivePoolGradCall(ZOC_DECLARE_FIELD)
+};
+struct PadChannelsCall {
+  ZOC_FIELDS_PadChannelsCall(ZOC_DECLARE_FIELD)
+};
 
 }  // namespace zoc::train

@@ -18,6 +18,7 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
 #include "zoc/cudnn/layers.h"
+#include "zoc/kernels/model_kernels.h"
 #include "zoc/kernels/trainer_kernels.h"
 #include "zoc/train/calls.h"
 #include "zoc/train/dist.h"
@@ -105,6 +106,15 @@ struct TrainStepBase {
   Status slice(const CopyCall (&)[N], const char*) {
     return Status::success();
   }
+  Status mul(const MulCall&, const char*) { return Status::success(); }
+  Status mul_grad(const MulGradCall&, const char*) { return Status::success(); }
+  Status layer_scale_grad(const LayerScaleGradCall&, const char*) { return Status::success(); }
+  Status layernorm(const LayerNormTrainCall&, const char*) { return Status::success(); }
+  Status layernorm_grad(const LayerNormGradCall&, const char*) { return Status::success(); }
+  Status shuffle(const ShuffleCall&, const char*) { return Status::success(); }
+  Status adaptive_pool(const AdaptivePoolCall&, const char*) { return Status::success(); }
+  Status adaptive_pool_grad(const AdaptivePoolGradCall&, const char*) { return Status::success(); }
+  Status pad_channels(const PadChannelsCall&, const char*) { return Status::success(); }
   Status loss(const LossCall&) { return Status::success(); }
   Status bucket_ready(int, size_t, size_t) { return Status::success(); }
 };
@@ -140,6 +150,11 @@ struct TrainDescribe : TrainStepBase {
     return l.describe(n, name);
   }
   Status pool(PoolLayer& l, const PoolCall&, const char* name) { return l.describe(n, name); }
+  // Layer norm's backward keeps its per-pixel statistics in the workspace.
+  Status layernorm_grad(const LayerNormGradCall& c, const char*) {
+    need = std::max(need, 2 * size_t(n) * size_t(c.hw) * sizeof(float));
+    return Status::success();
+  }
 };
 
 struct TrainDestroy : TrainStepBase {

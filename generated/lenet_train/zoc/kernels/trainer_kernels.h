@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "zoc/kernels/kernel_shapes.h"
 #include "zoc/math/activations.h"
 
 namespace zoc::trainer_kernels {
@@ -41,5 +42,17 @@ cudaError_t count_step(uint64_t* draws, cudaStream_t stream);
 cudaError_t metrics(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
                     const float* loss, double* sums, unsigned long long* counts,
                     cudaStream_t stream);
+
+// The zoo's kernel layers' gradients (zoc/kernels/layer_grad_kernels.cuh), defined only in the
+// trainers whose graphs have them: a null result pointer is a gradient nobody reads.
+cudaError_t mul_grad(const float* a, const float* b, const float* dy, float* da, float* db,
+                     int64_t n, ChannelMulShape m, cudaStream_t stream);
+cudaError_t layer_scale_grad(const float* x, const float* gamma, const float* dy, float* dx,
+                             float* dgamma, int64_t n, int64_t c, int64_t hw, cudaStream_t stream);
+cudaError_t layernorm_grad(const float* x, const float* gamma, const float* dy, float* dx,
+                           float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw,
+                           float eps, float* scratch, cudaStream_t stream);
+cudaError_t adaptive_avgpool_grad(const float* dy, float* dx, int64_t n, AdaptiveGeometry g,
+                                  cudaStream_t stream);
 
 }  // namespace zoc::trainer_kernels

@@ -144,6 +144,65 @@ struct TrainRun {
   Status slice(const CopyCall (&parts)[N], const char* name) {
     return concat(parts, name);
   }
+  // The zoo's kernel layers: the forwards are inference's kernels for float (layer scale is a
+  // mul by its gamma in params()), the backwards zoc/kernels/layer_grad_kernels.cuh.
+  Status mul(const MulCall& c, const char* name) {
+    const float* scale = c.s_is_weight ? s.p(c.s) : s.a(c.s);
+    ZOC_CUDA(model_kernels::channel_mul(s.a(c.x), scale, s.a(c.y), int64_t(n) * c.per_sample, c.m,
+                                        stream),
+             name);
+    return Status::success();
+  }
+  Status mul_grad(const MulGradCall& c, const char* name) {
+    float* da = c.da == kNoTensor ? nullptr : s.a(c.da);
+    float* db = c.db == kNoTensor ? nullptr : s.a(c.db);
+    ZOC_CUDA(trainer_kernels::mul_grad(s.a(c.a), s.a(c.b), s.a(c.dy), da, db, n, c.m, stream),
+             name);
+    return Status::success();
+  }
+  Status layer_scale_grad(const LayerScaleGradCall& c, const char* name) {
+    ZOC_CUDA(trainer_kernels::layer_scale_grad(s.a(c.x), s.p(c.gamma), s.a(c.dy), s.a(c.dx),
+                                               s.g(c.dgamma), n, c.c, c.hw, stream),
+             name);
+    return Status::success();
+  }
+  Status layernorm(const LayerNormTrainCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::layernorm(s.a(c.x), s.a(c.y), s.p(c.gamma), s.p(c.beta), n, c.c, c.hw,
+                                      false, c.eps, stream),
+             name);
+    return Status::success();
+  }
+  Status layernorm_grad(const LayerNormGradCall& c, const char* name) {
+    ZOC_CUDA(trainer_kernels::layernorm_grad(s.a(c.x), s.p(c.gamma), s.a(c.dy), s.a(c.dx),
+                                             s.g(c.dgamma), s.g(c.dbeta), n, c.c, c.hw, c.eps,
+                                             static_cast<float*>(s.workspace), stream),
+             name);
+    return Status::success();
+  }
+  Status shuffle(const ShuffleCall& c, const char* name) {
+    ZOC_CUDA(
+        model_kernels::channel_shuffle(s.a(c.x), s.a(c.y), n, c.c, c.hw, c.groups, false, stream),
+        name);
+    return Status::success();
+  }
+  Status adaptive_pool(const AdaptivePoolCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::adaptive_avgpool(s.a(c.x), s.a(c.y), n, c.g, stream), name);
+    return Status::success();
+  }
+  Status adaptive_pool_grad(const AdaptivePoolGradCall& c, const char* name) {
+    ZOC_CUDA(trainer_kernels::adaptive_avgpool_grad(s.a(c.dy), s.a(c.dx), n, c.g, stream), name);
+    return Status::success();
+  }
+  // dx zeroed, then dy's channels copied into their place in each sample.
+  Status pad_channels(const PadChannelsCall& c, const char* name) {
+    const size_t plane = size_t(c.hw) * sizeof(float);
+    ZOC_CUDA(cudaMemsetAsync(s.act(c.dx), 0, size_t(n) * size_t(c.channels) * plane, stream), name);
+    ZOC_CUDA(cudaMemcpy2DAsync(s.act(c.dx) + size_t(c.start) * plane, size_t(c.channels) * plane,
+                               s.act(c.dy), size_t(c.count) * plane, size_t(c.count) * plane,
+                               size_t(n), cudaMemcpyDeviceToDevice, stream),
+             name);
+    return Status::success();
+  }
   Status loss(const LossCall& c) {
     ZOC_CUDA(trainer_kernels::softmax_xent(s.a(c.logits), labels, n, c.classes, s.loss_rows,
                                            s.f(c.loss), s.a(c.dlogits), stream),

@@ -1,0 +1,238 @@
+// The gradients of the zoo's kernel layers in generated trainers (issue 34), fp32 NCHW, whose
+// forwards are inference's own kernels (zoc/kernels/layer_kernels.cuh, instantiated for float):
+//   mul_grad          same shape: da = dy * b, db = dy * a; an image by its per-sample channel
+//                     vector (squeeze-and-excitation): da = dy * s[n, c], ds[n, c] = the sum over
+//                     the pixels of dy * a;
+//   layer_scale_grad  dx = dy * gamma[c], dgamma[c] = the sum over samples and pixels of dy * x;
+//   layernorm_grad    over the channels at each pixel (or over features: one pixel), the
+//                     statistics recomputed from x into a scratch buffer [2, pixels] (mean,
+//                     inverse deviation), then dgamma and dbeta per channel and dx per pixel;
+//   adaptive_avgpool_grad  each dy spread evenly over its bin, summed where bins overlap.
+// The formulas are the reference interpreter's (compiler/backend/reference: grad_kernels.cpp,
+// channel_kernels.cpp, pool.cpp), the oracle tests/train/gpu_zoo_train_check.sh compares against.
+// Every sum over samples or pixels is one block per result, added in a fixed order in double, so
+// a step is reproducible. Included by generated <model>_train_kernels.cu only (nvcc, C++17).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "zoc/kernels/kernel_shapes.h"
+#include "zoc/kernels/train_kernels.cuh"
+
+namespace zoc::train_kernels {
+
+namespace grad_detail {
+constexpr int kBlock = 256;
+
+// The sum of each thread's v over a block of kBlock threads, in a fixed order.
+__device__ inline double block_sum(double v) {
+  __shared__ double part[kBlock];
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kBlock / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+    __syncthreads();
+  }
+  const double sum = part[0];
+  __syncthreads();  // part is reused by the caller's next sum
+  return sum;
+}
+
+__global__ void mul_same_grad_kernel(const float* a, const float* b, const float* dy, float* da,
+                                     float* db, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    if (da) da[i] = dy[i] * b[i];
+    if (db) db[i] = dy[i] * a[i];
+  }
+}
+
+// dx[i] = dy[i] * v[row(i)] with row = i / hw, or (modulo c) its channel.
+__global__ void scale_rows_kernel(const float* dy, const float* v, float* dx, int64_t count,
+                                  int64_t hw, int64_t c) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    dx[i] = dy[i] * v[(i / hw) % c];
+  }
+}
+
+// out[k] = the sum of dy * x over the rows whose channel is k: rows [n * c + k] of hw elements
+// (samples n), one block per channel.
+__global__ void channel_dot_kernel(const float* dy, const float* x, float* out, int64_t n,
+                                   int64_t c, int64_t hw) {
+  for (int64_t k = blockIdx.x; k < c; k += gridDim.x) {
+    double acc = 0.0;
+    for (int64_t j = threadIdx.x; j < n * hw; j += blockDim.x) {
+      const int64_t at = ((j / hw) * c + k) * hw + j % hw;
+      acc += double(dy[at]) * double(x[at]);
+    }
+    const double sum = block_sum(acc);
+    if (threadIdx.x == 0) out[k] = float(sum);
+  }
+}
+
+// Per pixel q of n * hw: its mean and inverse deviation over the c channels, as the forward.
+__global__ void layernorm_stats_kernel(const float* x, float* stats, int64_t pixels, int64_t c,
+                                       int64_t hw, float eps) {
+  for (int64_t q = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; q < pixels;
+       q += int64_t(gridDim.x) * blockDim.x) {
+    const float* xp = x + (q / hw) * c * hw + q % hw;
+    double mean = 0.0, var = 0.0;
+    for (int64_t k = 0; k < c; ++k) mean += xp[k * hw];
+    mean /= double(c);
+    for (int64_t k = 0; k < c; ++k) var += (xp[k * hw] - mean) * (xp[k * hw] - mean);
+    stats[q] = float(mean);
+    stats[pixels + q] = float(1.0 / sqrt(var / double(c) + double(eps)));
+  }
+}
+
+// dgamma[k] = sum of dy * xhat, dbeta[k] = sum of dy over channel k's pixels; one block each.
+__global__ void layernorm_param_grad_kernel(const float* x, const float* dy, const float* stats,
+                                            float* dgamma, float* dbeta, int64_t pixels, int64_t c,
+                                            int64_t hw) {
+  for (int64_t k = blockIdx.x; k < c; k += gridDim.x) {
+    double gw = 0.0, gb = 0.0;
+    for (int64_t q = threadIdx.x; q < pixels; q += blockDim.x) {
+      const int64_t at = ((q / hw) * c + k) * hw + q % hw;
+      gw += double(dy[at]) * (double(x[at]) - stats[q]) * stats[pixels + q];
+      gb += dy[at];
+    }
+    gw = block_sum(gw);
+    gb = block_sum(gb);
+    if (threadIdx.x == 0) {
+      if (dgamma) dgamma[k] = float(gw);
+      if (dbeta) dbeta[k] = float(gb);
+    }
+  }
+}
+
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma, per pixel.
+__global__ void layernorm_dx_kernel(const float* x, const float* dy, const float* gamma,
+                                    const float* stats, float* dx, int64_t pixels, int64_t c,
+                                    int64_t hw) {
+  for (int64_t q = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; q < pixels;
+       q += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t base = (q / hw) * c * hw + q % hw;
+    const double mean = stats[q], rstd = stats[pixels + q];
+    double mean_g = 0.0, mean_gx = 0.0;
+    for (int64_t k = 0; k < c; ++k) {
+      const double g = double(dy[base + k * hw]) * gamma[k];
+      mean_g += g;
+      mean_gx += g * (x[base + k * hw] - mean) * rstd;
+    }
+    mean_g /= double(c);
+    mean_gx /= double(c);
+    for (int64_t k = 0; k < c; ++k) {
+      const double g = double(dy[base + k * hw]) * gamma[k];
+      const double xhat = (x[base + k * hw] - mean) * rstd;
+      dx[base + k * hw] = float(rstd * (g - mean_g - xhat * mean_gx));
+    }
+  }
+}
+
+// PyTorch's bins along one axis: output o covers [o * in / out, ceil((o + 1) * in / out)).
+__device__ inline int64_t bin_start(int64_t o, int64_t in, int64_t out) { return o * in / out; }
+__device__ inline int64_t bin_end(int64_t o, int64_t in, int64_t out) {
+  return ((o + 1) * in + out - 1) / out;
+}
+
+__global__ void adaptive_avgpool_grad_kernel(const float* dy, float* dx, int64_t count,
+                                             AdaptiveGeometry g) {
+  const int64_t ihw = g.h * g.w, ohw = g.out_h * g.out_w;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t plane = i / ihw, ih = (i % ihw) / g.w, iw = i % g.w;
+    const float* d = dy + plane * ohw;
+    double acc = 0.0;
+    for (int64_t oh = 0; oh < g.out_h; ++oh) {
+      const int64_t h0 = bin_start(oh, g.h, g.out_h), h1 = bin_end(oh, g.h, g.out_h);
+      if (ih < h0 || ih >= h1) continue;
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        const int64_t w0 = bin_start(ow, g.w, g.out_w), w1 = bin_end(ow, g.w, g.out_w);
+        if (iw >= w0 && iw < w1)
+          acc += double(d[oh * g.out_w + ow]) / double((h1 - h0) * (w1 - w0));
+      }
+    }
+    dx[i] = float(acc);
+  }
+}
+
+inline unsigned reduction_blocks(int64_t rows) {
+  return static_cast<unsigned>(rows < 65535 ? (rows > 0 ? rows : 1) : 65535);
+}
+}  // namespace grad_detail
+
+// da and db (either null: not needed) of y = a * b; b of a's shape (m.elementwise) or a's
+// per-sample channel vector [n, m.c].
+inline cudaError_t launch_mul_grad(const float* a, const float* b, const float* dy, float* da,
+                                   float* db, int64_t n, ChannelMulShape m, cudaStream_t stream) {
+  if (n < 0 || m.c < 1 || m.hw < 1 || m.nhwc) return cudaErrorInvalidValue;
+  const int64_t count = n * m.c * m.hw;
+  if (count == 0) return cudaSuccess;
+  if (m.elementwise) {
+    grad_detail::mul_same_grad_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(a, b, dy, da,
+                                                                                     db, count);
+    return cudaGetLastError();
+  }
+  if (da) {
+    grad_detail::scale_rows_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(dy, b, da, count,
+                                                                                  m.hw, n * m.c);
+  }
+  if (db) {  // one "channel" per row: c = n * m.c rows of hw, one sample
+    grad_detail::channel_dot_kernel<<<grad_detail::reduction_blocks(n * m.c), grad_detail::kBlock,
+                                      0, stream>>>(dy, a, db, 1, n * m.c, m.hw);
+  }
+  return cudaGetLastError();
+}
+
+// dx = dy * gamma[c] and dgamma (null: not needed) of layer scale over [n, c, hw].
+inline cudaError_t launch_layer_scale_grad(const float* x, const float* gamma, const float* dy,
+                                           float* dx, float* dgamma, int64_t n, int64_t c,
+                                           int64_t hw, cudaStream_t stream) {
+  if (n < 0 || c < 1 || hw < 1) return cudaErrorInvalidValue;
+  const int64_t count = n * c * hw;
+  if (count == 0) return cudaSuccess;
+  grad_detail::scale_rows_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(dy, gamma, dx,
+                                                                                count, hw, c);
+  if (dgamma) {
+    grad_detail::
+        channel_dot_kernel<<<grad_detail::reduction_blocks(c), grad_detail::kBlock, 0, stream>>>(
+            dy, x, dgamma, n, c, hw);
+  }
+  return cudaGetLastError();
+}
+
+// Layer norm's backward over [n, c, hw]; scratch holds 2 * n * hw floats.
+inline cudaError_t launch_layernorm_grad(const float* x, const float* gamma, const float* dy,
+                                         float* dx, float* dgamma, float* dbeta, int64_t n,
+                                         int64_t c, int64_t hw, float eps, float* scratch,
+                                         cudaStream_t stream) {
+  if (n < 0 || c < 1 || hw < 1) return cudaErrorInvalidValue;
+  const int64_t pixels = n * hw;
+  if (pixels == 0) return cudaSuccess;
+  if (!scratch) return cudaErrorInvalidValue;
+  const unsigned blocks = detail::blocks_for(pixels);
+  grad_detail::layernorm_stats_kernel<<<blocks, 256, 0, stream>>>(x, scratch, pixels, c, hw, eps);
+  if (dgamma || dbeta) {
+    grad_detail::layernorm_param_grad_kernel<<<grad_detail::reduction_blocks(c),
+                                               grad_detail::kBlock, 0, stream>>>(
+        x, dy, scratch, dgamma, dbeta, pixels, c, hw);
+  }
+  grad_detail::layernorm_dx_kernel<<<blocks, 256, 0, stream>>>(x, dy, gamma, scratch, dx, pixels, c,
+                                                               hw);
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_adaptive_avgpool_grad(const float* dy, float* dx, int64_t n,
+                                                AdaptiveGeometry g, cudaStream_t stream) {
+  if (n < 0 || g.nhwc || g.out_h < 1 || g.out_w < 1) return cudaErrorInvalidValue;
+  const int64_t count = n * g.c * g.h * g.w;
+  if (count == 0) return cudaSuccess;
+  grad_detail::adaptive_avgpool_grad_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(
+      dy, dx, count, g);
+  return cudaGetLastError();
+}
+
+}  // namespace zoc::train_kernels

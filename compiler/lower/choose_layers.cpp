@@ -61,8 +61,7 @@ LayerKind pool_kind(const ir::Node& n, const TargetDesc& t) {
     const bool kernel = t.layout == ir::Layout::NHWC && t.nhwc_global_pool_kernel;
     return kernel ? LayerKind::AdaptivePool : LayerKind::Pool;
   }
-  const bool dilated = n.op == OpKind::MaxPool2d && n.attrs.pair("dilation") != ir::Pair{1, 1};
-  return n.attrs.b("ceil_mode") || dilated ? LayerKind::PoolKernel : LayerKind::Pool;
+  return pool_needs_kernel(n) ? LayerKind::PoolKernel : LayerKind::Pool;
 }
 
 // A tensor and a constant (a scalar or a weight, per channel or one value: shape inference
@@ -217,6 +216,12 @@ Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int si
 }
 
 }  // namespace
+
+bool pool_needs_kernel(const ir::Node& n) {
+  const bool dilated = n.op == OpKind::MaxPool2d && n.attrs.pair("dilation") != ir::Pair{1, 1};
+  return (n.op == OpKind::MaxPool2d || n.op == OpKind::AvgPool2d) &&
+         (n.attrs.b("ceil_mode") || dilated);
+}
 
 bool choose_layers(ir::Graph& g, const TargetDesc& t, const std::vector<int>& side_of,
                    int64_t input_stored_channels, Diagnostics& diags) {

@@ -28,4 +28,8 @@ bool lower_to_target(ir::Graph& g, const TargetDesc& target, Diagnostics& diags)
 bool choose_layers(ir::Graph& g, const TargetDesc& target, const std::vector<int>& side_of,
                    int64_t input_stored_channels, Diagnostics& diags);
 
+// Whether a max or average pooling needs zoc's kernel (ceil_mode windows hanging over the padded
+// input, dilated max pooling) instead of cuDNN's: the inference layers' and the trainer's rule.
+bool pool_needs_kernel(const ir::Node& n);
+
 }  // namespace zoc::lower

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The zoo's layers in a generated trainer on the GPU (issue 34): tests/train/zoo_ops.yaml (layer
 # norm over channels and over features, layer scale, squeeze-and-excitation's multiply and a
-# same-shape one, channel shuffle and slices, adaptive pooling with overlapping bins) trained one
-# step from seeded weights on a seeded batch, against `zoc grad`'s step on the CPU (the reference
-# interpreter, whose gradients of these ops are checked against finite differences): the loss,
-# the logits and every parameter's gradient within 1e-4 (relative L2, tests/train/compare_grads.py).
+# same-shape one, channel shuffle and slices, dilated and ceil_mode pooling, adaptive pooling with
+# overlapping bins) trained one step from seeded weights on a seeded batch, against `zoc grad`'s
+# step on the CPU (the reference interpreter, whose gradients of these ops are checked against
+# finite differences): the loss, the logits and every parameter's gradient within 1e-4 (relative
+# L2, tests/train/compare_grads.py).
 # Then three SGD steps, and one step under compute-sanitizer's memcheck.
 #
 #   tests/train/gpu_zoo_train_check.sh prepare [ZOC]   here: DIR=zoo_train_check/ (git-ignored:

@@ -33,7 +33,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(34)
     batch = os.path.join(out, "batch.safetensors")
-    safetensors_io.save_file({"input": rng.standard_normal((8, 3, 9, 9)).astype(np.float32),
+    safetensors_io.save_file({"input": rng.standard_normal((8, 3, 12, 12)).astype(np.float32),
                               "labels": rng.integers(0, 10, 8).astype(np.int32)}, batch)
     probe = grad(zoc, batch, os.path.join(out, "probe.safetensors"))
     init = {}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The trainer of the zoo's layers (tests/train/zoo_ops.yaml) compiled by zoc and built with the
 # local CUDA toolkit and cuDNN under -Werror (no GPU needed): its call constants, steps and kernel
-# wrappers type-check and link; its .cu defines the four layer gradients and the four inference
+# wrappers type-check and link; its .cu defines the five layer gradients and the five inference
 # kernels its forward runs for float, and nothing a LeNet trainer does not need is added to
 # one. Then the reference step of the GPU check is made (tests/train/make_zoo_ops_case.py), so
 # that tests/train/gpu_zoo_train_check.sh keeps working. Usage: run_zoo_ops_build.sh ZOC SCRATCH
@@ -12,7 +12,7 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 rm -rf "$scratch" && mkdir -p "$scratch"
 "$zoc" compile "$here/zoo_ops.yaml" --train -o "$scratch/src" >/dev/null
 cu=$scratch/src/zoo_ops_train_kernels.cu
-for f in mul_grad layer_scale_grad layernorm_grad adaptive_avgpool_grad channel_mul layernorm \
+for f in mul_grad layer_scale_grad layernorm_grad adaptive_avgpool_grad pool_grad channel_mul layernorm pool \
          channel_shuffle adaptive_avgpool; do
   grep -q "^cudaError_t $f(" "$cu" || { echo "zoo_ops_train_kernels.cu lacks $f"; exit 1; }
 done

@@ -22,7 +22,7 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
     const char* name;
     const char* params;
     const char* args;
-    ir::OpKind op = ir::OpKind::Input;  // defined where the graph has this op (every graph: Input)
+    bool (*used)(const ir::Graph&) = nullptr;  // defined where this says so; null: always
   };
   static constexpr KernelFn kFns[] = {
       {"softmax_xent",
@@ -59,31 +59,31 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
       {"mul_grad",
        "const float* a, const float* b, const float* dy, float* da, float* db, int64_t n, "
        "ChannelMulShape m, cudaStream_t stream",
-       "a, b, dy, da, db, n, m, stream", ir::OpKind::MulGrad},
+       "a, b, dy, da, db, n, m, stream",
+       [](const ir::Graph& t) { return any_op(t, ir::OpKind::MulGrad); }},
       {"layer_scale_grad",
        "const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, int64_t n, "
        "int64_t c, int64_t hw, cudaStream_t stream",
-       "x, gamma, dy, dx, dgamma, n, c, hw, stream", ir::OpKind::LayerScaleGrad},
+       "x, gamma, dy, dx, dgamma, n, c, hw, stream",
+       [](const ir::Graph& t) { return any_op(t, ir::OpKind::LayerScaleGrad); }},
       {"layernorm_grad",
        "const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, float* "
        "dbeta, int64_t n, int64_t c, int64_t hw, float eps, float* scratch, cudaStream_t stream",
        "x, gamma, dy, dx, dgamma, dbeta, n, c, hw, eps, scratch, stream",
-       ir::OpKind::LayerNormGrad},
+       [](const ir::Graph& t) { return any_op(t, ir::OpKind::LayerNormGrad); }},
+      {"pool_grad",
+       "const float* x, const float* dy, float* dx, int64_t n, PoolGeometry g, cudaStream_t stream",
+       "x, dy, dx, n, g, stream", any_pool_kernel},
       {"adaptive_avgpool_grad",
        "const float* dy, float* dx, int64_t n, AdaptiveGeometry g, cudaStream_t stream",
-       "dy, dx, n, g, stream", ir::OpKind::AdaptiveAvgPool2dGrad},
+       "dy, dx, n, g, stream",
+       [](const ir::Graph& t) { return any_op(t, ir::OpKind::AdaptiveAvgPool2dGrad); }},
   };
-  auto has = [&](ir::OpKind op) {
-    for (const ir::Node& n : g.nodes) {
-      if (n.op == op) return true;
-    }
-    return false;
-  };
+  auto has = [&](const KernelFn& k) { return !k.used || k.used(g); };
   std::set<std::string> headers = {"zoc/kernels/train_kernels.cuh",
                                    "zoc/kernels/trainer_kernels.h"};
   for (const KernelFn& k : kFns) {
-    if (k.op != ir::OpKind::Input && has(k.op))
-      headers.insert("zoc/kernels/layer_grad_kernels.cuh");
+    if (k.used && k.used(g)) headers.insert("zoc/kernels/layer_grad_kernels.cuh");
   }
   const std::string forward = trainer_forward_kernels(g, &headers);
   CodeWriter kc;
@@ -105,7 +105,7 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
       }
     };
     for (const KernelFn& k : kFns) {
-      if (!has(k.op)) continue;
+      if (!has(k)) continue;
       kc.wrapped(fmt::format("cudaError_t {}(", k.name), items(k.params), ") {");
       kc.wrapped(fmt::format("  return train_kernels::launch_{}(", k.name), items(k.args), ");");
       kc.raw_line("}");

@@ -16,6 +16,10 @@
 
 namespace zoc::cudnn {
 
+namespace named {
+struct PoolGeometry;  // named_init.h
+}  // namespace named
+
 // Everything a layer's snippet writes into. Each op's snippet is one function (emit_layers.cpp)
 // that fills the sections it needs; the runtime skeleton (zoc/cudnn/model.h) does the rest.
 struct Sections {
@@ -59,6 +63,9 @@ std::string banner(const EmitOptions& o, const std::string& model, uint64_t hash
                    bool graph_epilogues, const char* comment = "//");
 // Whether any node of the lowered graph runs as that layer kind (emit_model.cpp).
 bool any_layer(const ir::Graph& g, ir::LayerKind kind);
+// Whether a (training) graph has a node of op, or a pooling that runs zoc's kernel.
+bool any_op(const ir::Graph& g, ir::OpKind op);
+bool any_pool_kernel(const ir::Graph& g);
 // Whether the model's outputs leave through zoc's output kernel (several outputs, or an image
 // stored NHWC) instead of a plain copy or conversion of one buffer.
 bool output_kernel_used(const ir::Graph& g);
@@ -97,6 +104,9 @@ std::string activation_params_text(const act::Params& p);
 // layernorm, channel_shuffle, adaptive average pooling, upsampling; and a model's
 // slice_channels.
 bool emit_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i);
+// zoc's pooling kernel (ceil_mode, dilation; emit_layers.cpp), and its window for node n.
+bool emit_pool_kernel(EmitContext& ctx, const ir::Node& n, size_t i);
+named::PoolGeometry pool_kernel_geometry(const EmitContext& ctx, const ir::Node& n);
 bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i);
 // add, sub, mul or div of a tensor and a constant (emit_const_op.cpp).
 bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i);

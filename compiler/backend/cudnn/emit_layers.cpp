@@ -53,10 +53,9 @@ bool emit_node_activation(EmitContext& ctx, const ir::Node& n, size_t i) {
   return false;
 }
 
-// Pooling cuDNN cannot express (ceil_mode windows hanging over the padded input, dilated max
-// pooling): zoc/kernels/layer_kernels.cuh's pooling kernel, with PyTorch's edge rules.
-bool emit_pool_kernel(EmitContext& ctx, const ir::Node& n, size_t i) {
-  const std::string& id = ctx.ids[i];
+}  // namespace
+
+named::PoolGeometry pool_kernel_geometry(const EmitContext& ctx, const ir::Node& n) {
   const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
   const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"),
                  p = n.attrs.pair("padding");
@@ -68,8 +67,21 @@ bool emit_pool_kernel(EmitContext& ctx, const ir::Node& n, size_t i) {
   g.max = is_max;
   g.count_include_pad = !is_max && n.attrs.b("count_include_pad");
   g.nhwc = snippet::nhwc_flag(ctx, n.inputs[0]);
+  return g;
+}
+
+// Pooling cuDNN cannot express (ceil_mode windows hanging over the padded input, dilated max
+// pooling): zoc/kernels/layer_kernels.cuh's pooling kernel, with PyTorch's edge rules.
+bool emit_pool_kernel(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const std::string& id = ctx.ids[i];
+  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
+  const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"),
+                 p = n.attrs.pair("padding");
+  const bool is_max = n.op == ir::OpKind::MaxPool2d;
+  const ir::Pair d = is_max ? n.attrs.pair("dilation") : ir::Pair{1, 1};
   named::PoolKernelCall call;
-  call.g = g, call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
+  call.g = pool_kernel_geometry(ctx, n), call.x = ctx.tensor(n.inputs[0]);
+  call.y = ctx.tensor(n.output);
   constant(ctx, "PoolKernelCall", "kPool_" + id, named::items(call));
   comment(ctx, n,
           fmt::format("{} pool {}x{}/{} pad {}{}{}, {}x{} -> {}x{} (zoc's kernel)",
@@ -80,6 +92,8 @@ bool emit_pool_kernel(EmitContext& ctx, const ir::Node& n, size_t i) {
   timed_call(ctx, n, "v.pool_kernel(kPool_{}, {})", id, ctx.name_literal(n));
   return true;
 }
+
+namespace {
 
 // cuDNN's pooling; global average pooling is a window over the whole image.
 bool emit_pool(EmitContext& ctx, const ir::Node& n, size_t i) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "compiler/backend/cudnn/emit_internal.h"
+#include "compiler/lower/lower_to_target.h"
 
 namespace zoc::cudnn {
 namespace {
@@ -24,13 +25,6 @@ struct HostFunction {
   // Whether a trainer's graph calls it (a training graph is not lowered: by op); null: never.
   bool (*trained)(const ir::Graph& g) = nullptr;
 };
-
-bool any_op(const ir::Graph& g, ir::OpKind op) {
-  for (const ir::Node& n : g.nodes) {
-    if (n.op == op) return true;
-  }
-  return false;
-}
 
 bool any_epilogue(const ir::Graph& g, ir::Epilogue e) {
   for (const ir::Node& n : g.nodes) {
@@ -145,7 +139,7 @@ cudaError_t channel_shuffle(const void* x, void* y, int64_t n, int64_t c, int64_
 cudaError_t pool(const void* x, void* y, int64_t n, PoolGeometry g, cudaStream_t stream) {
   return kernels::launch_pool<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);
 })",
-     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::PoolKernel); }},
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::PoolKernel); }, any_pool_kernel},
     {"zoc/kernels/layer_kernels.cuh", R"(
 cudaError_t adaptive_avgpool(const void* x, void* y, int64_t n, AdaptiveGeometry g,
                              cudaStream_t stream) {
@@ -195,6 +189,20 @@ cudaError_t depthwise_conv(const void* x, const void* w, const void* b, const vo
 };
 
 }  // namespace
+
+bool any_pool_kernel(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes) {
+    if (lower::pool_needs_kernel(n)) return true;
+  }
+  return false;
+}
+
+bool any_op(const ir::Graph& g, ir::OpKind op) {
+  for (const ir::Node& n : g.nodes) {
+    if (n.op == op) return true;
+  }
+  return false;
+}
 
 std::string trainer_forward_kernels(const ir::Graph& g, std::set<std::string>* headers) {
   CodeWriter cu;

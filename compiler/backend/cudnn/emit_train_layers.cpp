@@ -12,6 +12,7 @@
 #include "compiler/backend/cudnn/named_init.h"
 #include "compiler/backend/cudnn/train_emitter.h"
 #include "compiler/ir/activation_params.h"
+#include "compiler/lower/lower_to_target.h"
 #include "compiler/support/sanitize.h"
 
 namespace zoc::cudnn {
@@ -171,6 +172,7 @@ bool emit_train_activation_grad(EmitContext& ctx, const ir::Node& n, size_t i, c
 }
 
 bool emit_train_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
+  if (lower::pool_needs_kernel(n)) return emit_pool_kernel(ctx, n, i);  // inference's kernel
   const std::string& id = ctx.ids[i];
   const Dims in = dims_of(ctx.g.type(n.inputs[0]));
   ir::Pair k{in.h, in.w}, s{1, 1}, p{0, 0};
@@ -194,6 +196,16 @@ bool emit_train_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
 // takes tensors of their shapes: dy stands in for the output.
 bool emit_train_pool_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::Node& f = forward_of(ctx, n);
+  if (lower::pool_needs_kernel(f)) {  // zoc's kernel: x and dy
+    named::PoolKernelGradCall c;
+    c.g = pool_kernel_geometry(ctx, f), c.x = ctx.tensor(n.inputs[0]);
+    c.dy = ctx.tensor(n.inputs[n.op == ir::OpKind::MaxPool2dGrad ? 2 : 1]);
+    c.dx = ctx.tensor(n.output);
+    constant(ctx, "train::PoolKernelGradCall", "kPoolGrad_" + ctx.ids[i], named::items(c));
+    call(ctx, n, fmt::format("dx = {}'(dy) (zoc's kernel)", ir::op_info(f.op).name),
+         fmt::format("v.pool_kernel_grad(kPoolGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
+    return true;
+  }
   const bool max = n.op == ir::OpKind::MaxPool2dGrad;
   const ir::ValueId dy = n.inputs[max ? 2 : 1];
   named::PoolGradCall c;

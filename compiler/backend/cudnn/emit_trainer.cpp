@@ -286,30 +286,6 @@ std::string trainer_source(const EmitContext& ctx, const ir::Graph& model, const
   return c.str();
 }
 
-// What the trainer cannot train yet, refused on the model before its training graph exists (the
-// backward nodes would repeat each refusal): one located error per layer.
-bool check_trainable(const ir::Graph& model, Diagnostics& diags) {
-  bool ok = true;
-  auto refuse = [&](const ir::Node& n, const std::string& what) {
-    diags.error(n.loc, fmt::format("layer '{}' ({}): the trainer does not support {}",
-                                   shown_text(n.name), ir::op_info(n.op).name, what));
-    ok = false;
-  };
-  for (const ir::Node& n : model.nodes) {
-    switch (n.op) {
-      case ir::OpKind::MaxPool2d:
-        if (n.attrs.pair("dilation") != ir::Pair{1, 1}) refuse(n, "dilation");
-        [[fallthrough]];
-      case ir::OpKind::AvgPool2d:
-        if (n.attrs.b("ceil_mode")) refuse(n, "ceil_mode");
-        break;
-      default:
-        break;
-    }
-  }
-  return ok;
-}
-
 }  // namespace
 
 std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions& options,
@@ -324,7 +300,6 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
                 "the trainer stores activations NCHW: drop --layout nhwc");
     return std::nullopt;
   }
-  if (!check_trainable(model, diags)) return std::nullopt;
   std::optional<ir::Graph> graph = passes::build_training_graph(model, {}, diags);
   if (!graph) return std::nullopt;
   const ir::Graph& g = *graph;

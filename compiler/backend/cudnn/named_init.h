@@ -130,6 +130,7 @@ ZOC_NAMED_STRUCT(LayerNormTrainCall)
 ZOC_NAMED_STRUCT(MulGradCall)
 ZOC_NAMED_STRUCT(LayerScaleGradCall)
 ZOC_NAMED_STRUCT(LayerNormGradCall)
+ZOC_NAMED_STRUCT(PoolKernelGradCall)
 ZOC_NAMED_STRUCT(AdaptivePoolGradCall)
 ZOC_NAMED_STRUCT(PadChannelsCall)
 // Weight packing (zoc/weights/pack.h).

@@ -7,7 +7,11 @@
 //   layernorm_grad    over the channels at each pixel (or over features: one pixel), the
 //                     statistics recomputed from x into a scratch buffer [2, pixels] (mean,
 //                     inverse deviation), then dgamma and dbeta per channel and dx per pixel;
-//   adaptive_avgpool_grad  each dy spread evenly over its bin, summed where bins overlap.
+//   adaptive_avgpool_grad  each dy spread evenly over its bin, summed where bins overlap;
+//   pool_grad         the pooling cuDNN cannot express (ceil_mode, dilation; forward:
+//                     layer_kernels.cuh's pool_kernel): max gives each dy to its window's first
+//                     maximum, average spreads it by the forward's divisor; each input element
+//                     gathers from the windows that hold it.
 // The formulas are the reference interpreter's (compiler/backend/reference: grad_kernels.cpp,
 // channel_kernels.cpp, pool.cpp), the oracle tests/train/gpu_zoo_train_check.sh compares against.
 // Every sum over samples or pixels is one block per result, added in a fixed order in double, so
@@ -159,6 +163,82 @@ __global__ void adaptive_avgpool_grad_kernel(const float* dy, float* dx, int64_t
   }
 }
 
+// The windows along one axis that hold input position i: outputs o in [lo, hi] with
+// o * stride - pad + r * dil == i for some tap r in [0, k).
+struct Span {
+  int64_t lo, hi;
+};
+__device__ inline Span windows_of(int64_t i, int64_t out, int64_t k, int64_t stride, int64_t pad,
+                                  int64_t dil) {
+  const int64_t top = i + pad, reach = (k - 1) * dil;
+  int64_t lo = top - reach <= 0 ? 0 : (top - reach + stride - 1) / stride;
+  int64_t hi = top / stride;
+  return {lo, hi < out - 1 ? hi : out - 1};
+}
+
+// The flat input offset (ih * w + iw) of output (oh, ow)'s first maximum, visiting taps in the
+// forward's order (a NaN wins, as there); -1 if the window holds no input element.
+__device__ inline int64_t first_max(const float* x, int64_t oh, int64_t ow, const PoolGeometry& g) {
+  const int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
+  float best = 0.0f;
+  int64_t at = -1;
+  for (int64_t r = 0; r < g.kh; ++r) {
+    const int64_t ih = h0 + r * g.dil_h;
+    if (ih < 0 || ih >= g.h) continue;
+    for (int64_t q = 0; q < g.kw; ++q) {
+      const int64_t iw = w0 + q * g.dil_w;
+      if (iw < 0 || iw >= g.w) continue;
+      const float v = x[ih * g.w + iw];
+      if (at < 0 || v > best || v != v) best = v, at = ih * g.w + iw;
+    }
+  }
+  return at;
+}
+
+// Average pooling's divisor for output (oh, ow), as the forward counts it.
+__device__ inline int64_t avg_divisor(int64_t oh, int64_t ow, const PoolGeometry& g) {
+  const int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
+  int64_t padded_h = 0, padded_w = 0, valid_h = 0, valid_w = 0;
+  for (int64_t r = 0; r < g.kh; ++r) {
+    const int64_t ih = h0 + r * g.dil_h;
+    padded_h += ih >= -g.pad_h && ih < g.h + g.pad_h;
+    valid_h += ih >= 0 && ih < g.h;
+  }
+  for (int64_t q = 0; q < g.kw; ++q) {
+    const int64_t iw = w0 + q * g.dil_w;
+    padded_w += iw >= -g.pad_w && iw < g.w + g.pad_w;
+    valid_w += iw >= 0 && iw < g.w;
+  }
+  return g.count_include_pad ? padded_h * padded_w : valid_h * valid_w;
+}
+
+__global__ void pool_grad_kernel(const float* x, const float* dy, float* dx, int64_t count,
+                                 PoolGeometry g) {
+  const int64_t ihw = g.h * g.w, ohw = g.out_h * g.out_w;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t plane = i / ihw, ih = (i % ihw) / g.w, iw = i % g.w;
+    const float* xp = x + plane * ihw;
+    const float* d = dy + plane * ohw;
+    const Span sh = windows_of(ih, g.out_h, g.kh, g.stride_h, g.pad_h, g.dil_h);
+    const Span sw = windows_of(iw, g.out_w, g.kw, g.stride_w, g.pad_w, g.dil_w);
+    double acc = 0.0;
+    for (int64_t oh = sh.lo; oh <= sh.hi; ++oh) {
+      if ((ih + g.pad_h - oh * g.stride_h) % g.dil_h != 0) continue;
+      for (int64_t ow = sw.lo; ow <= sw.hi; ++ow) {
+        if ((iw + g.pad_w - ow * g.stride_w) % g.dil_w != 0) continue;
+        if (g.max) {
+          if (first_max(xp, oh, ow, g) == ih * g.w + iw) acc += d[oh * g.out_w + ow];
+        } else {
+          const int64_t div = avg_divisor(oh, ow, g);
+          if (div > 0) acc += double(d[oh * g.out_w + ow]) / double(div);
+        }
+      }
+    }
+    dx[i] = float(acc);
+  }
+}
+
 inline unsigned reduction_blocks(int64_t rows) {
   return static_cast<unsigned>(rows < 65535 ? (rows > 0 ? rows : 1) : 65535);
 }
@@ -232,6 +312,19 @@ inline cudaError_t launch_adaptive_avgpool_grad(const float* dy, float* dx, int6
   if (count == 0) return cudaSuccess;
   grad_detail::adaptive_avgpool_grad_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(
       dy, dx, count, g);
+  return cudaGetLastError();
+}
+
+// dx of a pooling zoc's kernel runs forward (x: the forward's input; NCHW only).
+inline cudaError_t launch_pool_grad(const float* x, const float* dy, float* dx, int64_t n,
+                                    PoolGeometry g, cudaStream_t stream) {
+  if (n < 0 || g.nhwc || g.kh < 1 || g.kw < 1 || g.stride_h < 1 || g.stride_w < 1 || g.dil_h < 1 ||
+      g.dil_w < 1) {
+    return cudaErrorInvalidValue;
+  }
+  const int64_t count = n * g.c * g.h * g.w;
+  if (count == 0) return cudaSuccess;
+  grad_detail::pool_grad_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, dy, dx, count, g);
   return cudaGetLastError();
 }
 

@@ -52,6 +52,8 @@ cudaError_t layer_scale_grad(const float* x, const float* gamma, const float* dy
 cudaError_t layernorm_grad(const float* x, const float* gamma, const float* dy, float* dx,
                            float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw, float eps,
                            float* scratch, cudaStream_t stream);
+cudaError_t pool_grad(const float* x, const float* dy, float* dx, int64_t n, PoolGeometry g,
+                      cudaStream_t stream);
 cudaError_t adaptive_avgpool_grad(const float* dy, float* dx, int64_t n, AdaptiveGeometry g,
                                   cudaStream_t stream);
 

@@ -156,6 +156,13 @@
   X(size_t, dgamma, zoc::kNoTensor)     \
   X(size_t, dbeta, zoc::kNoTensor)
 
+// The backward of a pooling zoc's kernel runs (PoolKernelCall forward: ceil_mode, dilation).
+#define ZOC_FIELDS_PoolKernelGradCall(X) \
+  X(PoolGeometry, g, {})                 \
+  X(size_t, x, 0)                        \
+  X(size_t, dy, 0)                       \
+  X(size_t, dx, 0)
+
 // Adaptive average pooling's: each dy spread over its bin.
 #define ZOC_FIELDS_AdaptivePoolGradCall(X) \
   X(AdaptiveGeometry, g, {})               \

@@ -88,6 +88,9 @@ struct LayerScaleGradCall {
 struct LayerNormGradCall {
   ZOC_FIELDS_LayerNormGradCall(ZOC_DECLARE_FIELD)
 };
+struct PoolKernelGradCall {
+  ZOC_FIELDS_PoolKernelGradCall(ZOC_DECLARE_FIELD)
+};
 struct AdaptivePoolGradCall {
   ZOC_FIELDS_AdaptivePoolGradCall(ZOC_DECLARE_FIELD)
 };

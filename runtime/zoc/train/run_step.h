@@ -193,6 +193,15 @@ struct TrainRun {
     ZOC_CUDA(trainer_kernels::adaptive_avgpool_grad(s.a(c.dy), s.a(c.dx), n, c.g, stream), name);
     return Status::success();
   }
+  // Pooling cuDNN cannot express (ceil_mode, dilation): inference's kernel, and its gradient.
+  Status pool_kernel(const PoolKernelCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::pool(s.a(c.x), s.a(c.y), n, c.g, stream), name);
+    return Status::success();
+  }
+  Status pool_kernel_grad(const PoolKernelGradCall& c, const char* name) {
+    ZOC_CUDA(trainer_kernels::pool_grad(s.a(c.x), s.a(c.dy), s.a(c.dx), n, c.g, stream), name);
+    return Status::success();
+  }
   // dx zeroed, then dy's channels copied into their place in each sample.
   Status pad_channels(const PadChannelsCall& c, const char* name) {
     const size_t plane = size_t(c.hw) * sizeof(float);

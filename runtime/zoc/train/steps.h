@@ -113,6 +113,8 @@ struct TrainStepBase {
   Status layernorm_grad(const LayerNormGradCall&, const char*) { return Status::success(); }
   Status shuffle(const ShuffleCall&, const char*) { return Status::success(); }
   Status adaptive_pool(const AdaptivePoolCall&, const char*) { return Status::success(); }
+  Status pool_kernel(const PoolKernelCall&, const char*) { return Status::success(); }
+  Status pool_kernel_grad(const PoolKernelGradCall&, const char*) { return Status::success(); }
   Status adaptive_pool_grad(const AdaptivePoolGradCall&, const char*) { return Status::success(); }
   Status pad_channels(const PadChannelsCall&, const char*) { return Status::success(); }
   Status loss(const LossCall&) { return Status::success(); }

@@ -45,6 +45,8 @@ CASES = [
     (1, "zoc: error: unknown command '\\x1b]0;title\\x07'", ["\x1b]0;title\x07"]),
     (1, "--input: error: '3x99999999999999999999x32' is not of the form CxHxW with whole numbers",
      ["ir", MODEL, "--input", "3x99999999999999999999x32"]),
+    (1, "--input: error: input height must be between 1 and 1048576, got 0",
+     ["grad", MODEL, "--input", "3x0x32", "--batch-file", "b.safetensors", "-o", "g.safetensors"]),
     (1, "zoc: error: --batch sizes the random input; with --input the batch is the .npy file's "
         "first dimension", ["run", MODEL, "--batch", "2", "--input", "x.npy"]),
     # The limits themselves are accepted.

@@ -426,6 +426,8 @@ Commands define_commands(CLI::App& app, Args& args) {
   grad_cmd->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
   grad_cmd->add_option("--seed", args.seed, "seed of the default weights")
       ->check(whole_number(0, UINT64_MAX));
+  grad_cmd->add_option("--input", args.input_dims,
+                       "input size CxHxW (default: the model's; required for .pt models)");
   grad_cmd
       ->add_option("--batch-file", args.batch_file,
                    "safetensors with 'input' [N, C, H, W] and 'labels' [N] "

@@ -6,27 +6,62 @@
 # (tests/backend/constant_operand_layers.yaml, fp16 only) compiled by zoc in fp32 (NCHW) and
 # fp16 (NHWC) and built with the local CUDA toolkit and cuDNN under -Werror: the generated
 # constants, steps and kernel wrappers type-check and link for both layouts (no GPU needed;
-# tests/gpu/zoo_check.sh runs them). The host code builds at -O1, not the folders' default -O3: the same type checks and
-# flow warnings in half the compile time (tools/dev/build_generated.sh builds generated/ as users
-# do). Usage: tests/run_zoo_layers_build.sh ZOC SCRATCH
+# tests/gpu/zoo_check.sh runs them). The host code builds at -O1, not the folders' default -O3:
+# the same type checks and flow warnings in half the compile time (tools/dev/build_generated.sh
+# builds generated/ as users do). Every folder builds its library (the model's C++ and its
+# _kernels.cu), whose objects must define every zoc symbol they use (link_check: what linking
+# checks of the generated code); the runner, main.cpp (zoc::run_main, the same code for every
+# model), is compiled and linked once per precision, for dense_layers: with seven outputs, the
+# runner's per-output code stays live for the flow warnings, where a one-output model's
+# optimizer drops it (generated_builds builds the runner of one-output models).
+# Usage: tests/run_zoo_layers_build.sh ZOC SCRATCH
 set -euo pipefail
 zoc=$1 scratch=$2
 here=$(cd "$(dirname "$0")" && pwd)
 cuda=${CUDA_HOME:-/usr/local/cuda}
 rm -rf "$scratch" && mkdir -p "$scratch"
 
-# build MODEL NAME ZOC_OPTION...: compiles tests/backend/MODEL.yaml into $scratch/NAME_src and
-# builds it into $scratch/NAME_build.
+# link_check LIBRARY: every zoc:: or zoc_model:: symbol that an object of the static LIBRARY uses
+# is defined by one of its objects, and no symbol is defined by two: a kernel wrapper the model's
+# C++ calls (zoc::model_kernels::) that its _kernels.cu lacks, or defines with other parameter
+# types, fails here as it would fail to link. The CUDA and cuDNN libraries' symbols are left to
+# the linker (the runners linked below).
+link_check() {
+  local lib=$1 bad
+  [ -f "$lib" ] || { echo "no $lib"; exit 1; }
+  bad=$(nm -P "$lib" | awk '
+    NF == 1 && /:$/ { next }                # an archive member
+    $2 == "U" { used[$1] = 1; next }
+    $2 ~ /^[A-TV-Zu]$/ { defined[$1] = 1 }  # global (weak or not), not undefined
+    $2 ~ /^[TDBRGS]$/ { strong[$1]++ }      # a second definition fails to link
+    END {
+      for (s in used) if (!(s in defined)) print "undefined: " s
+      for (s in strong) if (strong[s] > 1) print "defined " strong[s] " times: " s
+    }' | c++filt)
+  bad=$(grep -E '(^|[^A-Za-z0-9_])zoc(_model)?::|^defined ' <<<"$bad" || true)
+  [ -z "$bad" ] || { printf '%s: would not link:\n%s\n' "$lib" "$bad"; exit 1; }
+}
+
+# build MODEL NAME ZOC_OPTION...: compiles tests/backend/MODEL.yaml into $scratch/NAME_src, builds
+# its library into $scratch/NAME_build and checks it (link_check); for the NAMEs in $runners, the
+# runner MODEL_main as well.
+runners="dense_layers_fp32 dense_layers_fp16"
 build() {
-  local m=$1 name=$2
+  local m=$1 name=$2 target
   shift 2
   "$zoc" compile "$here/backend/$m.yaml" "$@" -o "$scratch/${name}_src" >/dev/null
   cmake -S "$scratch/${name}_src" -B "$scratch/${name}_build" -G Ninja \
         -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCUDNN_ROOT="${CUDNN_ROOT:-$cuda}" \
         -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -Wall -Wextra -Werror" >/dev/null
-  cmake --build "$scratch/${name}_build" -j "$(nproc)" >/dev/null
-  [ -x "$scratch/${name}_build/${m}_main" ] || { echo "no ${m}_main for $name"; exit 1; }
-  echo "$name: compiled and built"
+  case " $runners " in *" $name "*) target=all ;; *) target=$m ;; esac
+  cmake --build "$scratch/${name}_build" -j "$(nproc)" --target "$target" >/dev/null
+  link_check "$scratch/${name}_build/lib$m.a"
+  if [ "$target" = all ]; then
+    [ -x "$scratch/${name}_build/${m}_main" ] || { echo "no ${m}_main for $name"; exit 1; }
+    echo "$name: compiled, built and linked its runner"
+  else
+    echo "$name: compiled and built, its library links"
+  fi
 }
 
 for m in zoo_layers depthwise_layers epilogue_layers dense_layers; do

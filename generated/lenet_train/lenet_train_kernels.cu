@@ -10,9 +10,9 @@
 namespace zoc::trainer_kernels {
 
 cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
-    float* loss_rows, float* loss, float* dlogits, cudaStream_t stream) {
-  return train_kernels::launch_softmax_xent(logits, labels, rows, classes, loss_rows, loss, dlogits,
-    stream);
+    float smoothing, float* loss_rows, float* loss, float* dlogits, cudaStream_t stream) {
+  return train_kernels::launch_softmax_xent(logits, labels, rows, classes, smoothing, loss_rows,
+    loss, dlogits, stream);
 }
 cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
     cudaStream_t stream) {

@@ -47,6 +47,20 @@ for model in lenet resnet50; do
       --against $against --max $max --json "$OUT/${model}_vs_$against.json" | tee -a "$OUT/summary.txt"
     [ "${PIPESTATUS[0]}" -eq 0 ] || { [ $against = fp32 ] && status=1; }
   done
+  # Label smoothing 0.1 (PyTorch's cross_entropy(label_smoothing=0.1)), LeNet's step in fp32.
+  if [ $model = lenet ]; then
+    $PY "$T/grad_reference.py" --model $model --init-weights "$init" --random-input \
+      --batch $batch --seed 7 --device cuda --label-smoothing 0.1 \
+      --out "$WORK/ref_${model}_ls.safetensors" >>"$log" 2>&1 &&
+      "$bin" --weights "$init" --batch-file "$WORK/ref_${model}_ls.safetensors" \
+        --label-smoothing 0.1 --out "$WORK/zoc_${model}_ls.safetensors" >>"$log" 2>&1 ||
+      { echo "$model: label smoothing step failed"; status=1; }
+    echo "== $model, label smoothing 0.1, against PyTorch fp32 (limit 1e-3)" |
+      tee -a "$OUT/summary.txt"
+    $PY "$ROOT/tests/train/compare_grads.py" "$WORK/ref_${model}_ls.safetensors" \
+      "$WORK/zoc_${model}_ls.safetensors" --max 1e-3 | tee -a "$OUT/summary.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
   # Three SGD steps on the batch, then the checkpoint loaded by PyTorch's own load_state_dict.
   if "$bin" --weights "$init" --batch-file "$WORK/ref_${model}_fp32.safetensors" \
        --out "$WORK/zoc3_$model.safetensors" --steps 3 --weights-out "$WORK/ckpt_$model.safetensors" \

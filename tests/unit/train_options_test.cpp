@@ -76,15 +76,27 @@ TEST(TrainOptions, DefaultsAreTheBaselines) {
   EXPECT_DOUBLE_EQ(f.momentum, 0.9);
   EXPECT_DOUBLE_EQ(f.weight_decay, 5e-4);
   EXPECT_EQ(f.schedule, "cosine");
+  EXPECT_DOUBLE_EQ(f.label_smoothing, 0.0);
   EXPECT_TRUE(f.graph && f.benchmark && f.dropout);
   EXPECT_FALSE(f.deterministic);
 }
 
 TEST(TrainOptions, OneBatchMode) {
-  auto a = parse({"--batch-file", "b.safetensors", "--out", "g.safetensors", "--steps", "3"});
+  auto a = parse({"--batch-file", "b.safetensors", "--out", "g.safetensors", "--steps", "3",
+                  "--label-smoothing", "0.1"});
   ASSERT_TRUE(a) << a.error().message;
   EXPECT_FALSE(a->fit);
   EXPECT_EQ(a->steps, 3);
+  EXPECT_DOUBLE_EQ(a->fit_args.label_smoothing, 0.1);
+}
+
+// PyTorch's cross_entropy takes label_smoothing in [0, 1]; 1 would ignore the labels.
+TEST(TrainOptions, LabelSmoothingIsInZeroToOne) {
+  for (const char* bad : {"-0.1", "1", "nan"}) {
+    EXPECT_EQ(error_of({"--data", "d", "--label-smoothing", bad}),
+              "--label-smoothing must be in [0, 1)")
+        << bad;
+  }
 }
 
 TEST(TrainOptions, MalformedOptionsAreRefusedByName) {

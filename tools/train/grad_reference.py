@@ -72,7 +72,7 @@ def gradients(args):
         logits = net(x.to(device).double())
     else:
         logits = net(x.to(device))
-    loss = F.cross_entropy(logits, y.to(device))
+    loss = F.cross_entropy(logits, y.to(device), label_smoothing=args.label_smoothing)
     loss.backward()
     out = {"input": x.numpy(), "labels": y.numpy().astype(np.int32),
            "logits": logits.detach().cpu().float().numpy(),
@@ -106,6 +106,8 @@ def main(argv=None):
                    help="compute in float64: the exact gradient, to judge fp32 implementations "
                         "by (ResNet-50's training-mode gradient is ill-conditioned: PyTorch's own "
                         "fp32 differs from it by about 1%%)")
+    p.add_argument("--label-smoothing", type=float, default=0.0,
+                   help="cross_entropy's label_smoothing (the trainer's --label-smoothing)")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
     if args.batch_from_epoch0 and not args.data:
@@ -118,7 +120,8 @@ def main(argv=None):
                 "device": args.device, "init_weights": os.path.basename(args.init_weights),
                 "batch_source": "epoch0" if args.batch_from_epoch0 else "random",
                 "dropout": "identity", "batchnorm": "train (momentum 0.1, eps 1e-5)",
-                "loss": "cross_entropy mean", "tf32": "off", "torch": torch.__version__,
+                "loss": "cross_entropy mean, label_smoothing %g" % args.label_smoothing,
+                "tf32": "off", "torch": torch.__version__,
                 "dtype": "float64" if args.float64 else "float32"}
         nets.safetensors_io.save_file(tensors, args.out, metadata=meta)
     except (idx_data.DataError, ValueError, OSError) as e:

@@ -227,7 +227,7 @@ def train(args):
             idx = order[step * local:(step + 1) * local]
             x, y = xs.index_select(0, idx), ys.index_select(0, idx)
             logits = model(x)
-            loss = F.cross_entropy(logits, y)  # mean over the batch
+            loss = F.cross_entropy(logits, y, label_smoothing=args.label_smoothing)  # batch mean
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -271,6 +271,8 @@ def parse_args(argv=None):
                    help="base learning rate (default: lenet 0.05, resnet50 0.1)")
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--weight-decay", type=float, default=5e-4)
+    p.add_argument("--label-smoothing", type=float, default=0.0,
+                   help="cross_entropy's label_smoothing (the zoc trainer's --label-smoothing)")
     p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine")
     p.add_argument("--seed", type=int, default=0, help="data order, dropout and (without "
                    "--init-weights) the initial weights")

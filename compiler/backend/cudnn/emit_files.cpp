@@ -26,9 +26,9 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
   };
   static constexpr KernelFn kFns[] = {
       {"softmax_xent",
-       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float* "
-       "loss_rows, float* loss, float* dlogits, cudaStream_t stream",
-       "logits, labels, rows, classes, loss_rows, loss, dlogits, stream"},
+       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float "
+       "smoothing, float* loss_rows, float* loss, float* dlogits, cudaStream_t stream",
+       "logits, labels, rows, classes, smoothing, loss_rows, loss, dlogits, stream"},
       {"add_bias_rows", "float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream",
        "y, b, rows, cols, stream"},
       {"sum_rows", "const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream",

@@ -21,10 +21,13 @@ inline unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(b < 4096 ? (b > 0 ? b : 1) : 4096);
 }
 
-// Per row: loss_rows[r] = logsumexp(z) - z[label]; dz = (softmax(z) - onehot) / rows. A label
-// outside [0, classes) gives NaN loss and gradient (the host validated labels before).
+// Per row, with label smoothing e (PyTorch's cross_entropy(label_smoothing=e): the target is
+// (1 - e) onehot + e / classes): loss_rows[r] = logsumexp(z) - (1 - e) z[label] - e mean(z);
+// dz = (softmax(z) - target) / rows. A label outside [0, classes) gives NaN loss and gradient
+// (the host validated labels before).
 __global__ void softmax_xent_kernel(const float* z, const int32_t* labels, int64_t rows,
-                                    int64_t classes, float* loss_rows, float* dz) {
+                                    int64_t classes, float smoothing, float* loss_rows, float* dz) {
+  const double e = smoothing, spread = e / double(classes);
   for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows;
        r += int64_t(gridDim.x) * blockDim.x) {
     const float* zr = z + r * classes;
@@ -35,11 +38,17 @@ __global__ void softmax_xent_kernel(const float* z, const int32_t* labels, int64
     const double log_sum = log(sum) + top;
     const int32_t label = labels[r];
     const bool ok = label >= 0 && label < classes;
-    loss_rows[r] = ok ? float(log_sum - zr[label]) : __int_as_float(0x7fc00000);
+    double mean = 0.0;
+    if (e != 0.0) {
+      for (int64_t k = 0; k < classes; ++k) mean += zr[k];
+      mean /= double(classes);
+    }
+    loss_rows[r] =
+        ok ? float(log_sum - (1.0 - e) * zr[label] - e * mean) : __int_as_float(0x7fc00000);
     for (int64_t k = 0; k < classes; ++k) {
       const double p = exp(double(zr[k]) - log_sum);
-      dz[r * classes + k] =
-          ok ? float((p - (k == label ? 1.0 : 0.0)) / double(rows)) : __int_as_float(0x7fc00000);
+      const double target = (k == label ? 1.0 - e : 0.0) + spread;
+      dz[r * classes + k] = ok ? float((p - target) / double(rows)) : __int_as_float(0x7fc00000);
     }
   }
 }
@@ -161,11 +170,11 @@ __global__ void metrics_kernel(const float* logits, const int32_t* labels, int64
 }  // namespace detail
 
 inline cudaError_t launch_softmax_xent(const float* logits, const int32_t* labels, int64_t rows,
-                                       int64_t classes, float* loss_rows, float* loss,
-                                       float* dlogits, cudaStream_t stream) {
+                                       int64_t classes, float smoothing, float* loss_rows,
+                                       float* loss, float* dlogits, cudaStream_t stream) {
   if (rows <= 0 || classes <= 0) return cudaSuccess;
   detail::softmax_xent_kernel<<<detail::blocks_for(rows), 256, 0, stream>>>(
-      logits, labels, rows, classes, loss_rows, dlogits);
+      logits, labels, rows, classes, smoothing, loss_rows, dlogits);
   detail::mean_kernel<<<1, 1, 0, stream>>>(loss_rows, rows, loss);
   return cudaGetLastError();
 }

@@ -224,6 +224,7 @@ Status write_checkpoint(const FitArgs& a, Trainer& t, int epochs_done, uint64_t 
       {{"producer", "zoc trainer"},
        {"optimizer", "SGD momentum " + std::to_string(a.momentum) + " weight_decay " +
                          std::to_string(a.weight_decay)},
+       {"label_smoothing", std::to_string(a.label_smoothing)},
        {"epochs_done", meta_epochs},
        {"steps_done", std::to_string(steps_done)},
        {"seed", std::to_string(a.seed)},

@@ -3,7 +3,7 @@
 //
 // Train (zoc/train/loop.h): epochs over a data set, per-epoch CSV/JSON, checkpoints, resume.
 //   <model>_train --data DIR [--dataset fashion-mnist|mnist|cifar10] [--epochs 5] [--batch 128]
-//                 [--lr 0.1] [--momentum 0.9] [--weight-decay 5e-4]
+//                 [--lr 0.1] [--momentum 0.9] [--weight-decay 5e-4] [--label-smoothing 0]
 //                 [--schedule cosine|step|constant] [--seed 0] [--weights W] [--no-dropout]
 //                 [--mean M[,M,M] --std S[,S,S]] [--max-steps K] [--csv F] [--json F]
 //                 [--checkpoint C] [--resume C] [--no-graph] [--no-benchmark] [--deterministic]
@@ -13,8 +13,8 @@
 // the two can be compared tensor by tensor (dropout off, as the reference's); optionally K SGD
 // steps on that batch and the final weights as a safetensors checkpoint with state_dict names
 // (loadable by PyTorch and by zoc's inference code).
-//   <model>_train --batch-file B --out G [--weights W | --seed S] [--steps K --lr 0.1
-//                 --momentum 0.9 --weight-decay 5e-4 --weights-out C]
+//   <model>_train --batch-file B --out G [--weights W | --seed S] [--label-smoothing 0]
+//                 [--steps K --lr 0.1 --momentum 0.9 --weight-decay 5e-4 --weights-out C]
 //
 // Errors name the file or option and the cause; the exit status is 1 on any error.
 #pragma once
@@ -48,7 +48,8 @@ Status run_train(const TrainArgs& a) {
   auto trainer = Trainer::create(f.weights, f.seed, n, f.benchmark, f.deterministic);
   if (!trainer) return trainer.error();
   (*trainer)->set_dropout(false);  // as grad_reference.py and `zoc grad`: dropout the identity
-  struct Device {                  // released on every return
+  (*trainer)->set_label_smoothing(float(f.label_smoothing));
+  struct Device {  // released on every return
     float* x = nullptr;
     int32_t* y = nullptr;
     ~Device() {

@@ -17,7 +17,8 @@ namespace zoc::trainer_kernels {
 
 // loss_rows[r] = cross-entropy of row r, loss[0] = their mean, dlogits = (softmax - onehot) / rows.
 cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
-                         float* loss_rows, float* loss, float* dlogits, cudaStream_t stream);
+                         float smoothing, float* loss_rows, float* loss, float* dlogits,
+                         cudaStream_t stream);
 // y[r, c] += b[c].
 cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
                           cudaStream_t stream);

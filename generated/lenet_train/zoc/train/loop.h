@@ -393,6 +393,7 @@ Status run_fit(const FitArgs& a) {
   if (!made) return made.error();
   Trainer& t = **made;
   t.set_dropout(a.dropout);
+  t.set_label_smoothing(float(a.label_smoothing));
   std::unique_ptr<train::GradSync> sync;
   if (fs.env.distributed()) {
     auto s = train::GradSync::create(fs.env, Trainer::kBuckets);

@@ -20,6 +20,7 @@ struct FitArgs {
   int epochs = 5, batch = 128, max_steps = 0;
   uint64_t seed = 0;
   double lr = 0.1, momentum = 0.9, weight_decay = 5e-4;
+  double label_smoothing = 0.0;  // the target (1 - e) onehot + e / classes, as PyTorch's
   std::string schedule = "cosine";
   bool dropout = true;
   bool graph = true;           // each step's forward, loss and backward as one CUDA graph launch
@@ -120,6 +121,8 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
         f.momentum = whole(to_double);
       else if (k == "--weight-decay")
         f.weight_decay = whole(to_double);
+      else if (k == "--label-smoothing")
+        f.label_smoothing = whole(to_double);
       else if (k == "--data") {
         f.data = v;
         a.fit = true;
@@ -150,6 +153,9 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
     } catch (const std::exception&) {
       return Error{"option " + k + ": '" + v + "' is not a valid number"};
     }
+  }
+  if (!(f.label_smoothing >= 0 && f.label_smoothing < 1)) {
+    return Error{"--label-smoothing must be in [0, 1)"};
   }
   if (a.fit) {
     if (!a.batch_file.empty() || !a.out.empty()) {

@@ -213,8 +213,8 @@ struct TrainRun {
     return Status::success();
   }
   Status loss(const LossCall& c) {
-    ZOC_CUDA(trainer_kernels::softmax_xent(s.a(c.logits), labels, n, c.classes, s.loss_rows,
-                                           s.f(c.loss), s.a(c.dlogits), stream),
+    ZOC_CUDA(trainer_kernels::softmax_xent(s.a(c.logits), labels, n, c.classes, s.label_smoothing,
+                                           s.loss_rows, s.f(c.loss), s.a(c.dlogits), stream),
              "loss");
     return Status::success();
   }

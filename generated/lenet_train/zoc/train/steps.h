@@ -51,7 +51,8 @@ struct TrainState {
   bool deterministic = false;
   bool dropout = true;
   uint64_t dropout_seed = 0;
-  GradSync* sync = nullptr;  // data parallel: gradients averaged bucket by bucket
+  float label_smoothing = 0.0f;  // the loss's (PyTorch's cross_entropy(label_smoothing=))
+  GradSync* sync = nullptr;      // data parallel: gradients averaged bucket by bucket
   size_t device_bytes = 0;
 
   char* act(size_t offset) const { return arena + offset * size_t(max_batch); }

@@ -78,6 +78,8 @@ class Trainer {
   // and tools/train/grad_reference.py treat it. Masks are drawn from (seed, number of steps
   // taken, element); set_steps() continues a resumed run.
   void set_dropout(bool on) { s_.dropout = on; }
+  // The loss's label smoothing in [0, 1): set before the first step (a captured step keeps it).
+  void set_label_smoothing(float e) { s_.label_smoothing = e; }
   Status set_steps(uint64_t steps) {
     ZOC_CUDA(cudaMemcpy(s_.draws, &steps, sizeof steps, cudaMemcpyHostToDevice), "set_steps");
     return Status::success();

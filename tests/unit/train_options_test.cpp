@@ -77,6 +77,7 @@ TEST(TrainOptions, DefaultsAreTheBaselines) {
   EXPECT_DOUBLE_EQ(f.weight_decay, 5e-4);
   EXPECT_EQ(f.schedule, "cosine");
   EXPECT_DOUBLE_EQ(f.label_smoothing, 0.0);
+  EXPECT_EQ(f.optimizer, "sgd");
   EXPECT_TRUE(f.graph && f.benchmark && f.dropout);
   EXPECT_FALSE(f.deterministic);
 }
@@ -88,6 +89,38 @@ TEST(TrainOptions, OneBatchMode) {
   EXPECT_FALSE(a->fit);
   EXPECT_EQ(a->steps, 3);
   EXPECT_DOUBLE_EQ(a->fit_args.label_smoothing, 0.1);
+}
+
+// --optimizer adamw takes torch.optim.AdamW's defaults where --lr and --weight-decay are not
+// given, and refuses SGD's --momentum by name.
+TEST(TrainOptions, AdamWHasPyTorchsDefaults) {
+  auto a = parse({"--data", "d", "--optimizer", "adamw"});
+  ASSERT_TRUE(a) << a.error().message;
+  const zoc::FitArgs& f = a->fit_args;
+  EXPECT_EQ(f.optimizer, "adamw");
+  EXPECT_DOUBLE_EQ(f.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(f.weight_decay, 1e-2);
+  EXPECT_DOUBLE_EQ(f.beta1, 0.9);
+  EXPECT_DOUBLE_EQ(f.beta2, 0.999);
+  EXPECT_DOUBLE_EQ(f.eps, 1e-8);
+  auto b = parse({"--data", "d", "--optimizer", "adamw", "--lr", "3e-4", "--weight-decay", "0",
+                  "--betas", "0.8,0.99", "--eps", "1e-6"});
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_DOUBLE_EQ(b->fit_args.lr, 3e-4);
+  EXPECT_DOUBLE_EQ(b->fit_args.weight_decay, 0.0);
+  EXPECT_DOUBLE_EQ(b->fit_args.beta1, 0.8);
+  EXPECT_DOUBLE_EQ(b->fit_args.beta2, 0.99);
+  EXPECT_DOUBLE_EQ(b->fit_args.eps, 1e-6);
+  EXPECT_EQ(error_of({"--data", "d", "--optimizer", "adamw", "--momentum", "0.9"}),
+            "--momentum is SGD's: AdamW takes --betas B1,B2");
+  EXPECT_EQ(error_of({"--data", "d", "--optimizer", "adam"}),
+            "--optimizer adam: expected sgd or adamw");
+  EXPECT_EQ(error_of({"--data", "d", "--optimizer", "adamw", "--betas", "0.9"}),
+            "--betas takes two numbers: B1,B2");
+  EXPECT_EQ(error_of({"--data", "d", "--optimizer", "adamw", "--betas", "0.9,1"}),
+            "--betas must be in [0, 1) and --eps positive");
+  EXPECT_EQ(error_of({"--data", "d", "--betas", "0.9,x"}),
+            "option --betas: '0.9,x' is not a valid number");
 }
 
 // PyTorch's cross_entropy takes label_smoothing in [0, 1]; 1 would ignore the labels.

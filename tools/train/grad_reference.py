@@ -84,7 +84,30 @@ def gradients(args):
     for name, b in net.named_buffers():
         t = b.detach().cpu()
         out["after." + name] = (t.float() if t.is_floating_point() else t).numpy()
+    if args.steps > 0:  # then --steps optimizer steps on the same batch, as the trainer's
+        xs = x.to(device)
+        take_steps(args, net, xs.double() if args.float64 else xs, y.to(device))
     return out, float(loss)
+
+
+def take_steps(args, net, x, y):
+    """The gradients in place are the first step's; each later step recomputes them. Writes the
+    weights (state_dict) after the last step to --weights-out."""
+    if args.optimizer == "adamw":  # torch.optim.AdamW's defaults where not given
+        opt = torch.optim.AdamW(net.parameters(), lr=args.lr or 1e-3, betas=tuple(args.betas),
+                                eps=args.eps, weight_decay=(1e-2 if args.weight_decay is None
+                                                            else args.weight_decay))
+    else:
+        opt = torch.optim.SGD(net.parameters(), lr=args.lr or 0.1, momentum=args.momentum,
+                              weight_decay=(5e-4 if args.weight_decay is None
+                                            else args.weight_decay))
+    for s in range(args.steps):
+        if s > 0:
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(net(x), y, label_smoothing=args.label_smoothing).backward()
+        opt.step()
+    nets.save(net.float().cpu(), args.weights_out,
+              {"optimizer": args.optimizer, "steps": args.steps})
 
 
 def main(argv=None):
@@ -109,9 +132,21 @@ def main(argv=None):
     p.add_argument("--label-smoothing", type=float, default=0.0,
                    help="cross_entropy's label_smoothing (the trainer's --label-smoothing)")
     p.add_argument("--out", required=True)
+    p.add_argument("--steps", type=int, default=0,
+                   help="then this many optimizer steps on the batch (the first uses the "
+                        "gradients above), the weights after them to --weights-out")
+    p.add_argument("--weights-out")
+    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd")
+    p.add_argument("--lr", type=float, help="default: the optimizer's (0.1 SGD, 1e-3 AdamW)")
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--weight-decay", type=float, help="default: 5e-4 SGD, 1e-2 AdamW")
+    p.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.999))
+    p.add_argument("--eps", type=float, default=1e-8)
     args = p.parse_args(argv)
     if args.batch_from_epoch0 and not args.data:
         p.error("--batch-from-epoch0 needs --data")
+    if args.steps > 0 and not args.weights_out:
+        p.error("--steps needs --weights-out")
     if args.batch < 2:
         p.error("--batch must be >= 2 (training-mode BatchNorm needs two samples)")
     try:

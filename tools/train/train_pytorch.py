@@ -203,8 +203,12 @@ def train(args):
             if isinstance(m, torch.nn.Dropout):
                 m.p = 0.0
     model = dist.wrap(net, device)
-    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
-                          dampening=0.0, weight_decay=args.weight_decay, nesterov=False)
+    if args.optimizer == "adamw":  # PyTorch's defaults but where given (the zoc trainer's too)
+        opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=tuple(args.betas),
+                                eps=args.eps, weight_decay=args.weight_decay)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
+                              dampening=0.0, weight_decay=args.weight_decay, nesterov=False)
     torch.manual_seed(args.seed)  # dropout masks: the same stream as LibTorch's torch::manual_seed
     timer = StepTimer(cuda)
     csv = open(args.csv, "w") if args.csv and dist.rank == 0 else None
@@ -269,8 +273,12 @@ def parse_args(argv=None):
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--lr", type=float,
                    help="base learning rate (default: lenet 0.05, resnet50 0.1)")
+    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd")
     p.add_argument("--momentum", type=float, default=0.9)
-    p.add_argument("--weight-decay", type=float, default=5e-4)
+    p.add_argument("--weight-decay", type=float,
+                   help="default: 5e-4 for SGD, 1e-2 (torch.optim.AdamW's) for AdamW")
+    p.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.999), help="AdamW's")
+    p.add_argument("--eps", type=float, default=1e-8, help="AdamW's")
     p.add_argument("--label-smoothing", type=float, default=0.0,
                    help="cross_entropy's label_smoothing (the zoc trainer's --label-smoothing)")
     p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine")
@@ -291,7 +299,9 @@ def parse_args(argv=None):
                    help="DistributedDataParallel, one process per GPU (launch with torchrun)")
     args = p.parse_args(argv)
     if args.lr is None:
-        args.lr = DEFAULT_LR[args.model]
+        args.lr = 1e-3 if args.optimizer == "adamw" else DEFAULT_LR[args.model]
+    if args.weight_decay is None:
+        args.weight_decay = 1e-2 if args.optimizer == "adamw" else 5e-4
     for flag in ("epochs", "batch", "eval_batch"):
         if getattr(args, flag) < 1:
             p.error("--%s must be >= 1" % flag.replace("_", "-"))

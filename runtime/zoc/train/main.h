@@ -3,7 +3,9 @@
 //
 // Train (zoc/train/loop.h): epochs over a data set, per-epoch CSV/JSON, checkpoints, resume.
 //   <model>_train --data DIR [--dataset fashion-mnist|mnist|cifar10] [--epochs 5] [--batch 128]
-//                 [--lr 0.1] [--momentum 0.9] [--weight-decay 5e-4] [--label-smoothing 0]
+//                 [--optimizer sgd|adamw] [--lr 0.1] [--momentum 0.9] [--weight-decay 5e-4]
+//                 [--betas 0.9,0.999 --eps 1e-8 (adamw; its defaults --lr 1e-3
+//                 --weight-decay 1e-2)] [--label-smoothing 0]
 //                 [--schedule cosine|step|constant] [--seed 0] [--weights W] [--no-dropout]
 //                 [--mean M[,M,M] --std S[,S,S]] [--max-steps K] [--csv F] [--json F]
 //                 [--checkpoint C] [--resume C] [--no-graph] [--no-benchmark] [--deterministic]
@@ -14,7 +16,7 @@
 // steps on that batch and the final weights as a safetensors checkpoint with state_dict names
 // (loadable by PyTorch and by zoc's inference code).
 //   <model>_train --batch-file B --out G [--weights W | --seed S] [--label-smoothing 0]
-//                 [--steps K --lr 0.1 --momentum 0.9 --weight-decay 5e-4 --weights-out C]
+//                 [--steps K --weights-out C and the optimizer's options]
 //
 // Errors name the file or option and the cause; the exit status is 1 on any error.
 #pragma once
@@ -49,6 +51,7 @@ Status run_train(const TrainArgs& a) {
   if (!trainer) return trainer.error();
   (*trainer)->set_dropout(false);  // as grad_reference.py and `zoc grad`: dropout the identity
   (*trainer)->set_label_smoothing(float(f.label_smoothing));
+  if (f.optimizer == "adamw") ZOC_TRY((*trainer)->use_adamw());
   struct Device {  // released on every return
     float* x = nullptr;
     int32_t* y = nullptr;
@@ -85,7 +88,7 @@ Status run_train(const TrainArgs& a) {
   float loss = first_loss;
   for (int s = 0; s < a.steps; ++s) {
     if (s > 0) ZOC_TRY((*trainer)->step(dev.x, dev.y, n, stream));
-    ZOC_TRY((*trainer)->sgd(float(f.lr), float(f.momentum), float(f.weight_decay), stream));
+    ZOC_TRY(optimize(**trainer, f, f.lr, uint64_t(s) + 1, stream));
   }
   ZOC_CUDA(cudaDeviceSynchronize(), "steps");
   std::vector<st::TensorToWrite> out;
@@ -129,9 +132,8 @@ Status run_train(const TrainArgs& a) {
       w.push_back({*c, st::DType::I64, {}, &counts[k], sizeof(int64_t)});
     }
     ZOC_TRY(st::write_file(a.weights_out, w, {{"format", "pt"}, {"producer", "zoc trainer"}}));
-    std::printf("wrote %s after %d SGD steps (lr %g, momentum %g, weight decay %g)\n",
-                a.weights_out.c_str(), a.steps, double(float(f.lr)), double(float(f.momentum)),
-                double(float(f.weight_decay)));
+    std::printf("wrote %s after %d %s steps (lr %g, weight decay %g)\n", a.weights_out.c_str(),
+                a.steps, f.optimizer == "adamw" ? "AdamW" : "SGD", f.lr, f.weight_decay);
   }
   return Status::success();
 }

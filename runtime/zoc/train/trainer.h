@@ -19,6 +19,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -62,6 +63,30 @@ class Trainer {
              "sgd");
     return Status::success();
   }
+  // PyTorch's AdamW on every trainable parameter, step t from 1 (the bias corrections'); its
+  // moments are momenta() (exp_avg) and second_moments() (exp_avg_sq), which use_adamw()
+  // allocates: call it once before the first step (a captured step never allocates).
+  Status use_adamw() {
+    if (s_.second) return Status::success();
+    const size_t bytes = M::kParamElements * sizeof(float);
+    ZOC_CUDA(cudaMalloc(&s_.second, bytes), "adamw");
+    ZOC_CUDA(cudaMemset(s_.second, 0, bytes), "adamw");
+    s_.device_bytes += bytes;
+    return Status::success();
+  }
+  Status adamw(double lr, double beta1, double beta2, double eps, double weight_decay, uint64_t t,
+               cudaStream_t stream) {
+    if (!s_.second || t < 1) return Error{"adamw: call use_adamw() first; steps count from 1"};
+    const double step_size = lr / (1.0 - std::pow(beta1, double(t)));  // in double, as Python
+    const double bias2_sqrt = std::sqrt(1.0 - std::pow(beta2, double(t)));
+    ZOC_CUDA(trainer_kernels::adamw(reinterpret_cast<float*>(s_.params),
+                                    reinterpret_cast<const float*>(s_.grads), s_.momenta, s_.second,
+                                    M::kTrainableElements, float(lr), float(beta1), float(beta2),
+                                    float(eps), float(weight_decay), float(step_size),
+                                    float(bias2_sqrt), stream),
+             "adamw");
+    return Status::success();
+  }
   // Forward in evaluation mode (running statistics; dropout the identity) on input
   // [n, C, H, W], 1 <= n <= max_batch: logits() then holds [n, kClasses].
   Status evaluate(const float* input, int n, cudaStream_t stream);
@@ -92,7 +117,8 @@ class Trainer {
 
   float* params() { return reinterpret_cast<float*>(s_.params); }  // kParamTable's offsets
   const float* params() const { return reinterpret_cast<const float*>(s_.params); }
-  float* momenta() { return s_.momenta; }  // SGD's momentum buffers, same layout
+  float* momenta() { return s_.momenta; }        // SGD's momentum buffers (AdamW's exp_avg)
+  float* second_moments() { return s_.second; }  // AdamW's exp_avg_sq (null before use_adamw)
   const float* grads() const { return reinterpret_cast<const float*>(s_.grads); }
   const float* loss() const { return s_.f(M::kLoss); }  // [1], the last step's
   // Every byte this trainer holds on the device (a static plan: fixed at create()).
@@ -256,10 +282,11 @@ void Trainer<M>::release() {
   train::TrainDestroy destroy;
   (void)self().forward_layers(destroy);
   (void)self().backward_layers(destroy);
-  for (void* q : {static_cast<void*>(s_.params), static_cast<void*>(s_.grads),
-                  static_cast<void*>(s_.momenta), static_cast<void*>(s_.arena),
-                  static_cast<void*>(s_.fixed), static_cast<void*>(s_.loss_rows),
-                  static_cast<void*>(s_.draws), s_.workspace, s_.blas_workspace}) {
+  for (void* q :
+       {static_cast<void*>(s_.params), static_cast<void*>(s_.grads), static_cast<void*>(s_.momenta),
+        static_cast<void*>(s_.second), static_cast<void*>(s_.arena), static_cast<void*>(s_.fixed),
+        static_cast<void*>(s_.loss_rows), static_cast<void*>(s_.draws), s_.workspace,
+        s_.blas_workspace}) {
     if (q) cudaFree(q);
   }
   if (s_.cublas) cublasDestroy(s_.cublas);

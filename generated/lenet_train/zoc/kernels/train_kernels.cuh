@@ -115,6 +115,25 @@ __global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, fl
   }
 }
 
+// PyTorch's AdamW (torch.optim.AdamW, amsgrad off), in its order: w *= 1 - lr * weight_decay;
+// m = m + (1 - beta1) (g - m); v = beta2 v + (1 - beta2) g^2;
+// w -= step_size * m / (sqrt(v) / bias2_sqrt + eps), with step_size = lr / (1 - beta1^t) and
+// bias2_sqrt = sqrt(1 - beta2^t) computed by the host for step t (from 1).
+__global__ void adamw_kernel(float* w, const float* g, float* m, float* v, int64_t count, float lr,
+                             float beta1, float beta2, float eps, float weight_decay,
+                             float step_size, float bias2_sqrt) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float gi = g[i];
+    const float wi = w[i] * (1.0f - lr * weight_decay);
+    const float mi = m[i] + (1.0f - beta1) * (gi - m[i]);
+    const float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = wi - step_size * (mi / (sqrtf(vi) / bias2_sqrt + eps));
+  }
+}
+
 // Dropout's mask, a pure function of (seed, draw, layer, element): no mask is stored, backward
 // recomputes it; `layer` (the node's index) keeps two dropout layers of one size from sharing a
 // mask. The element's 64-bit hash (SplitMix64's finalizer over seed, draw, layer and index)
@@ -246,6 +265,15 @@ inline cudaError_t launch_dropout(const float* x, float* y, int64_t count, float
   if (count <= 0) return cudaSuccess;
   detail::dropout_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count, p, seed, draws,
                                                                         layer);
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_adamw(float* w, const float* g, float* m, float* v, int64_t count,
+                                float lr, float beta1, float beta2, float eps, float weight_decay,
+                                float step_size, float bias2_sqrt, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  detail::adamw_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(
+      w, g, m, v, count, lr, beta1, beta2, eps, weight_decay, step_size, bias2_sqrt);
   return cudaGetLastError();
 }
 

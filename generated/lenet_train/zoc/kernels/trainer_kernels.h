@@ -35,6 +35,9 @@ cudaError_t activation_backward(act::Kind kind, act::Params p, const float* s, c
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
                 float weight_decay, cudaStream_t stream);
 // y = x * the mask of (seed, *draw, layer, element) / (1 - p); p = 0: a copy.
+cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, float lr,
+                  float beta1, float beta2, float eps, float weight_decay, float step_size,
+                  float bias2_sqrt, cudaStream_t stream);
 cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
                     const uint64_t* draw, uint64_t layer, cudaStream_t stream);
 // One more training step: dropout draws its masks from the device counter.

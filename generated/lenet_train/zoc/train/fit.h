@@ -102,7 +102,26 @@ Expected<std::vector<int64_t>> read_counters(const std::string& path) {
   return read_counters<Trainer>(*f);
 }
 
+// One optimizer update of every trainable parameter at step t (from 1, over the whole run) with
+// rate lr: --optimizer's, SGD or AdamW (use_adamw() called before the first step).
+template <class Trainer>
+Status optimize(Trainer& t, const FitArgs& a, double lr, uint64_t step, cudaStream_t stream) {
+  if (a.optimizer == "adamw") {
+    return t.adamw(lr, a.beta1, a.beta2, a.eps, a.weight_decay, step, stream);
+  }
+  return t.sgd(float(lr), float(a.momentum), float(a.weight_decay), stream);
+}
+
 namespace detail {
+
+// The optimizer state's tensors per trainable parameter, in a checkpoint's `.optim` file, and
+// the device buffer of each: SGD's momentum buffers, or AdamW's two moments (PyTorch's names).
+template <class Trainer>
+std::vector<std::pair<std::string, float*>> optimizer_state(const FitArgs& a, Trainer& t) {
+  if (a.optimizer == "adamw")
+    return {{"exp_avg.", t.momenta()}, {"exp_avg_sq.", t.second_moments()}};
+  return {{"momentum.", t.momenta()}};
+}
 
 // The state a checkpoint adds to the weights, to continue exactly where it stopped.
 struct Resumed {
@@ -166,21 +185,27 @@ Expected<Resumed> read_resume(const FitArgs& a, Trainer& t, int steps_per_epoch)
                  std::to_string(*epochs_done) + " epochs, but this run takes " +
                  std::to_string(steps_per_epoch) + " per epoch (--max-steps?)"};
   }
-  std::vector<float> momenta(Trainer::kParamElements, 0.0f);
-  for (int i = 0; i < Trainer::kNumParams; ++i) {
-    const auto& p = Trainer::kParamTable[i];
-    if (!p.trainable) continue;
-    const std::string name = std::string("momentum.") + p.name;
-    const st::TensorView* v = f->find(name);
-    if (!v || v->dtype != st::DType::F32 || size_t(v->numel()) != p.count) {
-      return Error{path + ": tensor " + name + " is missing or not F32 with " +
-                   std::to_string(p.count) + " elements"};
-    }
-    std::memcpy(momenta.data() + p.offset, v->data, p.count * sizeof(float));
+  const std::string kind = checkpoint_meta(*f, "optimizer_kind");
+  if ((kind.empty() ? "sgd" : kind) != a.optimizer) {
+    return Error{path + ": the checkpoint was trained with --optimizer " +
+                 (kind.empty() ? "sgd" : kind) + "; this run has --optimizer " + a.optimizer};
   }
-  ZOC_CUDA(cudaMemcpy(t.momenta(), momenta.data(), momenta.size() * sizeof(float),
-                      cudaMemcpyHostToDevice),
-           "resume");
+  for (const auto& [prefix, device] : optimizer_state(a, t)) {
+    std::vector<float> state(Trainer::kParamElements, 0.0f);
+    for (int i = 0; i < Trainer::kNumParams; ++i) {
+      const auto& p = Trainer::kParamTable[i];
+      if (!p.trainable) continue;
+      const std::string name = prefix + p.name;
+      const st::TensorView* v = f->find(name);
+      if (!v || v->dtype != st::DType::F32 || size_t(v->numel()) != p.count) {
+        return Error{path + ": tensor " + name + " is missing or not F32 with " +
+                     std::to_string(p.count) + " elements"};
+      }
+      std::memcpy(state.data() + p.offset, v->data, p.count * sizeof(float));
+    }
+    ZOC_CUDA(cudaMemcpy(device, state.data(), state.size() * sizeof(float), cudaMemcpyHostToDevice),
+             "resume");
+  }
   r.epochs_done = int(*epochs_done);
   r.steps_done = uint64_t(*steps_done);
   for (int64_t& c : r.counters) c -= int64_t(r.steps_done);  // write_checkpoint adds them back
@@ -190,23 +215,27 @@ Expected<Resumed> read_resume(const FitArgs& a, Trainer& t, int steps_per_epoch)
 template <class Trainer>
 Status write_checkpoint(const FitArgs& a, Trainer& t, int epochs_done, uint64_t steps_done,
                         const std::vector<int64_t>& counters_before) {
-  std::vector<float> params(Trainer::kParamElements), momenta(Trainer::kParamElements);
+  std::vector<float> params(Trainer::kParamElements);
   ZOC_CUDA(
       cudaMemcpy(params.data(), t.params(), params.size() * sizeof(float), cudaMemcpyDeviceToHost),
       "checkpoint");
-  ZOC_CUDA(cudaMemcpy(momenta.data(), t.momenta(), momenta.size() * sizeof(float),
-                      cudaMemcpyDeviceToHost),
-           "checkpoint");
+  const auto state = detail::optimizer_state(a, t);
+  std::vector<std::vector<float>> host(state.size(), std::vector<float>(Trainer::kParamElements));
+  for (size_t s = 0; s < state.size(); ++s) {
+    ZOC_CUDA(cudaMemcpy(host[s].data(), state[s].second, host[s].size() * sizeof(float),
+                        cudaMemcpyDeviceToHost),
+             "checkpoint");
+  }
   std::vector<st::TensorToWrite> w, o;
   std::vector<std::string> names;
-  names.reserve(Trainer::kNumParams);
+  names.reserve(state.size() * Trainer::kNumParams);  // no reallocation: o points into it
   for (int i = 0; i < Trainer::kNumParams; ++i) {
     const auto& p = Trainer::kParamTable[i];
     const std::vector<int64_t> shape(p.shape, p.shape + p.rank);
     w.push_back({p.name, st::DType::F32, shape, params.data() + p.offset, p.count * sizeof(float)});
-    if (p.trainable) {
-      names.push_back(std::string("momentum.") + p.name);
-      o.push_back({names.back(), st::DType::F32, shape, momenta.data() + p.offset,
+    for (size_t s = 0; p.trainable && s < state.size(); ++s) {
+      names.push_back(state[s].first + p.name);
+      o.push_back({names.back(), st::DType::F32, shape, host[s].data() + p.offset,
                    p.count * sizeof(float)});
     }
   }
@@ -222,8 +251,13 @@ Status write_checkpoint(const FitArgs& a, Trainer& t, int epochs_done, uint64_t 
       a.checkpoint, w,
       {{"format", "pt"}, {"producer", "zoc trainer"}, {"epochs_done", meta_epochs}}, o,
       {{"producer", "zoc trainer"},
-       {"optimizer", "SGD momentum " + std::to_string(a.momentum) + " weight_decay " +
-                         std::to_string(a.weight_decay)},
+       {"optimizer", a.optimizer == "adamw"
+                         ? "AdamW betas " + std::to_string(a.beta1) + "," +
+                               std::to_string(a.beta2) + " eps " + std::to_string(a.eps) +
+                               " weight_decay " + std::to_string(a.weight_decay)
+                         : "SGD momentum " + std::to_string(a.momentum) + " weight_decay " +
+                               std::to_string(a.weight_decay)},
+       {"optimizer_kind", a.optimizer},
        {"label_smoothing", std::to_string(a.label_smoothing)},
        {"epochs_done", meta_epochs},
        {"steps_done", std::to_string(steps_done)},

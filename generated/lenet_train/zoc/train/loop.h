@@ -269,7 +269,8 @@ Status train_epoch(Trainer& t, FitResources& r, const FitArgs& a, const DataSpli
       ZOC_TRY(t.metrics(r.dev_y[s], fs.local, true, r.sums, r.counts, r.compute));
     }
     ZOC_CUDA(cudaEventRecord(r.consumed[s], r.compute), "step");
-    ZOC_TRY(t.sgd(float(last_lr), float(a.momentum), float(a.weight_decay), r.compute));
+    const uint64_t step = uint64_t(epoch) * uint64_t(fs.steps) + uint64_t(k) + 1;  // from 1
+    ZOC_TRY(optimize(t, a, last_lr, step, r.compute));
     ZOC_CUDA(cudaEventRecord(r.stops[size_t(k)], r.compute), "step");
     if (k + 1 < fs.steps) ZOC_TRY(stage(k + 1));  // on the host while the GPU runs step k
   }
@@ -394,6 +395,7 @@ Status run_fit(const FitArgs& a) {
   Trainer& t = **made;
   t.set_dropout(a.dropout);
   t.set_label_smoothing(float(a.label_smoothing));
+  if (a.optimizer == "adamw") ZOC_TRY(t.use_adamw());
   std::unique_ptr<train::GradSync> sync;
   if (fs.env.distributed()) {
     auto s = train::GradSync::create(fs.env, Trainer::kBuckets);

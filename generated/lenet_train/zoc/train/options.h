@@ -19,7 +19,11 @@ struct FitArgs {
   std::string data, dataset = "fashion-mnist", weights, checkpoint, resume, csv, json;
   int epochs = 5, batch = 128, max_steps = 0;
   uint64_t seed = 0;
+  // sgd: --lr 0.1, --momentum 0.9, --weight-decay 5e-4 by default; adamw: PyTorch's AdamW
+  // defaults, --lr 1e-3, --weight-decay 1e-2, --betas 0.9,0.999, --eps 1e-8.
+  std::string optimizer = "sgd";
   double lr = 0.1, momentum = 0.9, weight_decay = 5e-4;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double label_smoothing = 0.0;  // the target (1 - e) onehot + e / classes, as PyTorch's
   std::string schedule = "cosine";
   bool dropout = true;
@@ -81,6 +85,7 @@ inline std::vector<float> float_list(const std::string& v) {
 inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
   TrainArgs a;
   FitArgs& f = a.fit_args;
+  bool lr_given = false, momentum_given = false, wd_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     if (k == "--no-dropout" || k == "--no-graph" || k == "--no-benchmark") {
@@ -116,11 +121,22 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
       else if (k == "--steps")
         a.steps = whole(to_int);
       else if (k == "--lr")
-        f.lr = whole(to_double);
+        f.lr = whole(to_double), lr_given = true;
       else if (k == "--momentum")
-        f.momentum = whole(to_double);
+        f.momentum = whole(to_double), momentum_given = true;
       else if (k == "--weight-decay")
-        f.weight_decay = whole(to_double);
+        f.weight_decay = whole(to_double), wd_given = true;
+      else if (k == "--optimizer")
+        f.optimizer = v;
+      else if (k == "--betas") {
+        const size_t comma = v.find(',');
+        if (comma == std::string::npos) return Error{"--betas takes two numbers: B1,B2"};
+        size_t u1 = 0, u2 = 0;
+        f.beta1 = std::stod(v.substr(0, comma), &u1);
+        f.beta2 = std::stod(v.substr(comma + 1), &u2);
+        if (u1 != comma || u2 != v.size() - comma - 1) throw std::invalid_argument(v);
+      } else if (k == "--eps")
+        f.eps = whole(to_double);
       else if (k == "--label-smoothing")
         f.label_smoothing = whole(to_double);
       else if (k == "--data") {
@@ -156,6 +172,17 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
   }
   if (!(f.label_smoothing >= 0 && f.label_smoothing < 1)) {
     return Error{"--label-smoothing must be in [0, 1)"};
+  }
+  if (f.optimizer != "sgd" && f.optimizer != "adamw") {
+    return Error{"--optimizer " + f.optimizer + ": expected sgd or adamw"};
+  }
+  if (f.optimizer == "adamw") {
+    if (momentum_given) return Error{"--momentum is SGD's: AdamW takes --betas B1,B2"};
+    if (!lr_given) f.lr = 1e-3;  // torch.optim.AdamW's defaults
+    if (!wd_given) f.weight_decay = 1e-2;
+    if (!(f.beta1 >= 0 && f.beta1 < 1 && f.beta2 >= 0 && f.beta2 < 1) || !(f.eps > 0)) {
+      return Error{"--betas must be in [0, 1) and --eps positive"};
+    }
   }
   if (a.fit) {
     if (!a.batch_file.empty() || !a.out.empty()) {

@@ -39,7 +39,8 @@ struct TrainState {
   char* arena = nullptr;       // activations and their gradients, per sample * max_batch
   char* params = nullptr;      // PyTorch's layout: trainable tensors first, then running statistics
   char* grads = nullptr;       // the same layout
-  float* momenta = nullptr;    // the same layout
+  float* momenta = nullptr;    // the same layout (AdamW: its first moments)
+  float* second = nullptr;     // AdamW's second moments, the same layout (allocated on use)
   char* fixed = nullptr;       // BatchNorm's saved statistics, the loss
   float* loss_rows = nullptr;  // [max_batch]
   uint64_t* draws = nullptr;   // [1] on the device: steps taken, each draws its dropout masks

@@ -36,11 +36,11 @@ cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, flo
     float weight_decay, cudaStream_t stream) {
   return train_kernels::launch_sgd(w, g, v, count, lr, momentum, weight_decay, stream);
 }
-cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, float lr,
-    float beta1, float beta2, float eps, float weight_decay, float step_size, float bias2_sqrt,
-    cudaStream_t stream) {
-  return train_kernels::launch_adamw(w, g, m, v, count, lr, beta1, beta2, eps, weight_decay,
-    step_size, bias2_sqrt, stream);
+cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, float decay,
+    float one_minus_beta1, float beta2, float one_minus_beta2, float eps, float step_size,
+    float bias2_sqrt, cudaStream_t stream) {
+  return train_kernels::launch_adamw(w, g, m, v, count, decay, one_minus_beta1, beta2,
+    one_minus_beta2, eps, step_size, bias2_sqrt, stream);
 }
 cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
     const uint64_t* draw, uint64_t layer, cudaStream_t stream) {

@@ -92,7 +92,7 @@ TEST(TrainOptions, OneBatchMode) {
 }
 
 // --optimizer adamw takes torch.optim.AdamW's defaults where --lr and --weight-decay are not
-// given, and refuses SGD's --momentum by name.
+// given; each optimizer refuses the other's settings by name.
 TEST(TrainOptions, AdamWHasPyTorchsDefaults) {
   auto a = parse({"--data", "d", "--optimizer", "adamw"});
   ASSERT_TRUE(a) << a.error().message;
@@ -121,6 +121,8 @@ TEST(TrainOptions, AdamWHasPyTorchsDefaults) {
             "--betas must be in [0, 1) and --eps positive");
   EXPECT_EQ(error_of({"--data", "d", "--betas", "0.9,x"}),
             "option --betas: '0.9,x' is not a valid number");
+  EXPECT_EQ(error_of({"--data", "d", "--eps", "1e-6"}),
+            "--betas and --eps are AdamW's: add --optimizer adamw");
 }
 
 // PyTorch's cross_entropy takes label_smoothing in [0, 1]; 1 would ignore the labels.

@@ -80,10 +80,10 @@ def gradients(args):
     for name, p in net.named_parameters():
         if p.grad is None:
             raise ValueError("parameter %s received no gradient" % name)
-        out["grad." + name] = p.grad.detach().cpu().float().numpy()
-    for name, b in net.named_buffers():
+        out["grad." + name] = p.grad.detach().cpu().float().numpy().copy()
+    for name, b in net.named_buffers():  # copies: later --steps update the buffers in place
         t = b.detach().cpu()
-        out["after." + name] = (t.float() if t.is_floating_point() else t).numpy()
+        out["after." + name] = (t.float() if t.is_floating_point() else t).numpy().copy()
     if args.steps > 0:  # then --steps optimizer steps on the same batch, as the trainer's
         xs = x.to(device)
         take_steps(args, net, xs.double() if args.float64 else xs, y.to(device))
@@ -94,11 +94,13 @@ def take_steps(args, net, x, y):
     """The gradients in place are the first step's; each later step recomputes them. Writes the
     weights (state_dict) after the last step to --weights-out."""
     if args.optimizer == "adamw":  # torch.optim.AdamW's defaults where not given
-        opt = torch.optim.AdamW(net.parameters(), lr=args.lr or 1e-3, betas=tuple(args.betas),
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-3 if args.lr is None else args.lr,
+                                betas=tuple(args.betas),
                                 eps=args.eps, weight_decay=(1e-2 if args.weight_decay is None
                                                             else args.weight_decay))
     else:
-        opt = torch.optim.SGD(net.parameters(), lr=args.lr or 0.1, momentum=args.momentum,
+        opt = torch.optim.SGD(net.parameters(), lr=0.1 if args.lr is None else args.lr,
+                              momentum=args.momentum,
                               weight_decay=(5e-4 if args.weight_decay is None
                                             else args.weight_decay))
     for s in range(args.steps):

@@ -49,7 +49,7 @@ def step(model, x, y, dtype):
     net = model.to(dtype=dtype).cuda()
     net.train()
     for m in net.modules():  # the identity: see the docstring
-        if isinstance(m, nn.Dropout) or type(m).__name__ == "StochasticDepth":
+        if isinstance(m, nn.modules.dropout._DropoutNd) or type(m).__name__ == "StochasticDepth":
             m.eval()
     logits = net(x.cuda().to(dtype))
     if not torch.is_tensor(logits):  # a namedtuple in training mode (GoogLeNet, Inception v3)

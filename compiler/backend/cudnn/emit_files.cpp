@@ -48,10 +48,11 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
        "weight_decay, cudaStream_t stream",
        "w, g, v, count, lr, momentum, weight_decay, stream"},
       {"adamw",
-       "float* w, const float* g, float* m, float* v, int64_t count, float lr, float beta1, float "
-       "beta2, float eps, float weight_decay, float step_size, float bias2_sqrt, cudaStream_t "
-       "stream",
-       "w, g, m, v, count, lr, beta1, beta2, eps, weight_decay, step_size, bias2_sqrt, stream"},
+       "float* w, const float* g, float* m, float* v, int64_t count, float decay, float "
+       "one_minus_beta1, float beta2, float one_minus_beta2, float eps, float step_size, float "
+       "bias2_sqrt, cudaStream_t stream",
+       "w, g, m, v, count, decay, one_minus_beta1, beta2, one_minus_beta2, eps, step_size, "
+       "bias2_sqrt, stream"},
       {"dropout",
        "const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, "
        "uint64_t layer, cudaStream_t stream",

@@ -115,19 +115,20 @@ __global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, fl
   }
 }
 
-// PyTorch's AdamW (torch.optim.AdamW, amsgrad off), in its order: w *= 1 - lr * weight_decay;
-// m = m + (1 - beta1) (g - m); v = beta2 v + (1 - beta2) g^2;
-// w -= step_size * m / (sqrt(v) / bias2_sqrt + eps), with step_size = lr / (1 - beta1^t) and
-// bias2_sqrt = sqrt(1 - beta2^t) computed by the host for step t (from 1).
-__global__ void adamw_kernel(float* w, const float* g, float* m, float* v, int64_t count, float lr,
-                             float beta1, float beta2, float eps, float weight_decay,
-                             float step_size, float bias2_sqrt) {
+// PyTorch's AdamW (torch.optim.AdamW, amsgrad off), in its order: w *= decay; m = m + (1 - beta1)
+// (g - m); v = beta2 v + (1 - beta2) g^2; w -= step_size * m / (sqrt(v) / bias2_sqrt + eps). The
+// host computes each constant in double and rounds it once, as PyTorch's Python scalars are:
+// decay = 1 - lr * weight_decay, step_size = lr / (1 - beta1^t), bias2_sqrt = sqrt(1 - beta2^t)
+// for step t (from 1).
+__global__ void adamw_kernel(float* w, const float* g, float* m, float* v, int64_t count,
+                             float decay, float one_minus_beta1, float beta2, float one_minus_beta2,
+                             float eps, float step_size, float bias2_sqrt) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float gi = g[i];
-    const float wi = w[i] * (1.0f - lr * weight_decay);
-    const float mi = m[i] + (1.0f - beta1) * (gi - m[i]);
-    const float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+    const float wi = w[i] * decay;
+    const float mi = m[i] + one_minus_beta1 * (gi - m[i]);
+    const float vi = beta2 * v[i] + one_minus_beta2 * gi * gi;
     m[i] = mi;
     v[i] = vi;
     w[i] = wi - step_size * (mi / (sqrtf(vi) / bias2_sqrt + eps));
@@ -269,11 +270,13 @@ inline cudaError_t launch_dropout(const float* x, float* y, int64_t count, float
 }
 
 inline cudaError_t launch_adamw(float* w, const float* g, float* m, float* v, int64_t count,
-                                float lr, float beta1, float beta2, float eps, float weight_decay,
-                                float step_size, float bias2_sqrt, cudaStream_t stream) {
+                                float decay, float one_minus_beta1, float beta2,
+                                float one_minus_beta2, float eps, float step_size, float bias2_sqrt,
+                                cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::adamw_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(
-      w, g, m, v, count, lr, beta1, beta2, eps, weight_decay, step_size, bias2_sqrt);
+      w, g, m, v, count, decay, one_minus_beta1, beta2, one_minus_beta2, eps, step_size,
+      bias2_sqrt);
   return cudaGetLastError();
 }
 

@@ -15,7 +15,8 @@
 
 namespace zoc::trainer_kernels {
 
-// loss_rows[r] = cross-entropy of row r, loss[0] = their mean, dlogits = (softmax - onehot) / rows.
+// loss_rows[r] = cross-entropy of row r against the target (1 - smoothing) onehot + smoothing /
+// classes, loss[0] = their mean, dlogits = (softmax - target) / rows.
 cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
                          float smoothing, float* loss_rows, float* loss, float* dlogits,
                          cudaStream_t stream);
@@ -34,10 +35,12 @@ cudaError_t activation_backward(act::Kind kind, act::Params p, const float* s, c
 // PyTorch's SGD over count floats of w with gradients g and momentum buffers v.
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
                 float weight_decay, cudaStream_t stream);
+// PyTorch's AdamW over count floats of w with gradients g and moments m, v; the constants
+// computed by the host (zoc/kernels/train_kernels.cuh says which).
+cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, float decay,
+                  float one_minus_beta1, float beta2, float one_minus_beta2, float eps,
+                  float step_size, float bias2_sqrt, cudaStream_t stream);
 // y = x * the mask of (seed, *draw, layer, element) / (1 - p); p = 0: a copy.
-cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, float lr,
-                  float beta1, float beta2, float eps, float weight_decay, float step_size,
-                  float bias2_sqrt, cudaStream_t stream);
 cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
                     const uint64_t* draw, uint64_t layer, cudaStream_t stream);
 // One more training step: dropout draws its masks from the device counter.

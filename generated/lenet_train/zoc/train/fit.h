@@ -114,6 +114,13 @@ Status optimize(Trainer& t, const FitArgs& a, double lr, uint64_t step, cudaStre
 
 namespace detail {
 
+// A setting as metadata text that reads back exactly (std::to_string prints 1e-8 as 0.000000).
+inline std::string exact(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
 // The optimizer state's tensors per trainable parameter, in a checkpoint's `.optim` file, and
 // the device buffer of each: SGD's momentum buffers, or AdamW's two moments (PyTorch's names).
 template <class Trainer>
@@ -251,14 +258,13 @@ Status write_checkpoint(const FitArgs& a, Trainer& t, int epochs_done, uint64_t 
       a.checkpoint, w,
       {{"format", "pt"}, {"producer", "zoc trainer"}, {"epochs_done", meta_epochs}}, o,
       {{"producer", "zoc trainer"},
-       {"optimizer", a.optimizer == "adamw"
-                         ? "AdamW betas " + std::to_string(a.beta1) + "," +
-                               std::to_string(a.beta2) + " eps " + std::to_string(a.eps) +
-                               " weight_decay " + std::to_string(a.weight_decay)
-                         : "SGD momentum " + std::to_string(a.momentum) + " weight_decay " +
-                               std::to_string(a.weight_decay)},
+       {"optimizer",
+        a.optimizer == "adamw"
+            ? "AdamW betas " + exact(a.beta1) + "," + exact(a.beta2) + " eps " + exact(a.eps) +
+                  " weight_decay " + exact(a.weight_decay)
+            : "SGD momentum " + exact(a.momentum) + " weight_decay " + exact(a.weight_decay)},
        {"optimizer_kind", a.optimizer},
-       {"label_smoothing", std::to_string(a.label_smoothing)},
+       {"label_smoothing", exact(a.label_smoothing)},
        {"epochs_done", meta_epochs},
        {"steps_done", std::to_string(steps_done)},
        {"seed", std::to_string(a.seed)},

@@ -85,7 +85,7 @@ inline std::vector<float> float_list(const std::string& v) {
 inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
   TrainArgs a;
   FitArgs& f = a.fit_args;
-  bool lr_given = false, momentum_given = false, wd_given = false;
+  bool lr_given = false, momentum_given = false, wd_given = false, adamw_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     if (k == "--no-dropout" || k == "--no-graph" || k == "--no-benchmark") {
@@ -132,11 +132,12 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
         const size_t comma = v.find(',');
         if (comma == std::string::npos) return Error{"--betas takes two numbers: B1,B2"};
         size_t u1 = 0, u2 = 0;
+        adamw_given = true;
         f.beta1 = std::stod(v.substr(0, comma), &u1);
         f.beta2 = std::stod(v.substr(comma + 1), &u2);
         if (u1 != comma || u2 != v.size() - comma - 1) throw std::invalid_argument(v);
       } else if (k == "--eps")
-        f.eps = whole(to_double);
+        f.eps = whole(to_double), adamw_given = true;
       else if (k == "--label-smoothing")
         f.label_smoothing = whole(to_double);
       else if (k == "--data") {
@@ -176,6 +177,8 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
   if (f.optimizer != "sgd" && f.optimizer != "adamw") {
     return Error{"--optimizer " + f.optimizer + ": expected sgd or adamw"};
   }
+  if (f.optimizer == "sgd" && adamw_given)
+    return Error{"--betas and --eps are AdamW's: add --optimizer adamw"};
   if (f.optimizer == "adamw") {
     if (momentum_given) return Error{"--momentum is SGD's: AdamW takes --betas B1,B2"};
     if (!lr_given) f.lr = 1e-3;  // torch.optim.AdamW's defaults

@@ -81,9 +81,9 @@ class Trainer {
     const double bias2_sqrt = std::sqrt(1.0 - std::pow(beta2, double(t)));
     ZOC_CUDA(trainer_kernels::adamw(reinterpret_cast<float*>(s_.params),
                                     reinterpret_cast<const float*>(s_.grads), s_.momenta, s_.second,
-                                    M::kTrainableElements, float(lr), float(beta1), float(beta2),
-                                    float(eps), float(weight_decay), float(step_size),
-                                    float(bias2_sqrt), stream),
+                                    M::kTrainableElements, float(1.0 - lr * weight_decay),
+                                    float(1.0 - beta1), float(beta2), float(1.0 - beta2),
+                                    float(eps), float(step_size), float(bias2_sqrt), stream),
              "adamw");
     return Status::success();
   }

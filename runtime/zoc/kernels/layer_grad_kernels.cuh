@@ -12,10 +12,12 @@
 //                     layer_kernels.cuh's pool_kernel): max gives each dy to its window's first
 //                     maximum, average spreads it by the forward's divisor; each input element
 //                     gathers from the windows that hold it.
-// The formulas are the reference interpreter's (compiler/backend/reference: grad_kernels.cpp,
-// channel_kernels.cpp, pool.cpp), the oracle tests/train/gpu_zoo_train_check.sh compares against.
-// Every sum over samples or pixels is one block per result, added in a fixed order in double, so
-// a step is reproducible. Included by generated <model>_train_kernels.cu only (nvcc, C++17).
+// The window rules (average pooling's divisor, adaptive pooling's bins) are the forwards' own
+// (layer_kernels.cuh). The formulas are the reference interpreter's (compiler/backend/reference:
+// grad_kernels.cpp, channel_kernels.cpp, pool.cpp), the oracle tests/train/gpu_zoo_train_check.sh
+// compares against. Every sum over samples or pixels is one block per result, added in a fixed
+// order in double, so a step is reproducible. Included by generated <model>_train_kernels.cu only
+// (nvcc, C++17).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,6 +25,7 @@
 #include <cstdint>
 
 #include "zoc/kernels/kernel_shapes.h"
+#include "zoc/kernels/layer_kernels.cuh"
 #include "zoc/kernels/train_kernels.cuh"
 
 namespace zoc::train_kernels {
@@ -136,12 +139,6 @@ __global__ void layernorm_dx_kernel(const float* x, const float* dy, const float
   }
 }
 
-// PyTorch's bins along one axis: output o covers [o * in / out, ceil((o + 1) * in / out)).
-__device__ inline int64_t bin_start(int64_t o, int64_t in, int64_t out) { return o * in / out; }
-__device__ inline int64_t bin_end(int64_t o, int64_t in, int64_t out) {
-  return ((o + 1) * in + out - 1) / out;
-}
-
 __global__ void adaptive_avgpool_grad_kernel(const float* dy, float* dx, int64_t count,
                                              AdaptiveGeometry g) {
   const int64_t ihw = g.h * g.w, ohw = g.out_h * g.out_w;
@@ -151,12 +148,12 @@ __global__ void adaptive_avgpool_grad_kernel(const float* dy, float* dx, int64_t
     const float* d = dy + plane * ohw;
     double acc = 0.0;
     for (int64_t oh = 0; oh < g.out_h; ++oh) {
-      const int64_t h0 = bin_start(oh, g.h, g.out_h), h1 = bin_end(oh, g.h, g.out_h);
-      if (ih < h0 || ih >= h1) continue;
+      const kernels::Bin bh = kernels::adaptive_bin(oh, g.h, g.out_h);
+      if (ih < bh.start || ih >= bh.end) continue;
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const int64_t w0 = bin_start(ow, g.w, g.out_w), w1 = bin_end(ow, g.w, g.out_w);
-        if (iw >= w0 && iw < w1)
-          acc += double(d[oh * g.out_w + ow]) / double((h1 - h0) * (w1 - w0));
+        const kernels::Bin bw = kernels::adaptive_bin(ow, g.w, g.out_w);
+        if (iw < bw.start || iw >= bw.end) continue;
+        acc += double(d[oh * g.out_w + ow]) / double((bh.end - bh.start) * (bw.end - bw.start));
       }
     }
     dx[i] = float(acc);
@@ -195,23 +192,6 @@ __device__ inline int64_t first_max(const float* x, int64_t oh, int64_t ow, cons
   return at;
 }
 
-// Average pooling's divisor for output (oh, ow), as the forward counts it.
-__device__ inline int64_t avg_divisor(int64_t oh, int64_t ow, const PoolGeometry& g) {
-  const int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
-  int64_t padded_h = 0, padded_w = 0, valid_h = 0, valid_w = 0;
-  for (int64_t r = 0; r < g.kh; ++r) {
-    const int64_t ih = h0 + r * g.dil_h;
-    padded_h += ih >= -g.pad_h && ih < g.h + g.pad_h;
-    valid_h += ih >= 0 && ih < g.h;
-  }
-  for (int64_t q = 0; q < g.kw; ++q) {
-    const int64_t iw = w0 + q * g.dil_w;
-    padded_w += iw >= -g.pad_w && iw < g.w + g.pad_w;
-    valid_w += iw >= 0 && iw < g.w;
-  }
-  return g.count_include_pad ? padded_h * padded_w : valid_h * valid_w;
-}
-
 __global__ void pool_grad_kernel(const float* x, const float* dy, float* dx, int64_t count,
                                  PoolGeometry g) {
   const int64_t ihw = g.h * g.w, ohw = g.out_h * g.out_w;
@@ -230,7 +210,8 @@ __global__ void pool_grad_kernel(const float* x, const float* dy, float* dx, int
         if (g.max) {
           if (first_max(xp, oh, ow, g) == ih * g.w + iw) acc += d[oh * g.out_w + ow];
         } else {
-          const int64_t div = avg_divisor(oh, ow, g);
+          const int64_t div =
+              kernels::pool_divisor(oh * g.stride_h - g.pad_h, ow * g.stride_w - g.pad_w, g);
           if (div > 0) acc += double(d[oh * g.out_w + ow]) / double(div);
         }
       }
@@ -239,8 +220,9 @@ __global__ void pool_grad_kernel(const float* x, const float* dy, float* dx, int
   }
 }
 
-inline unsigned reduction_blocks(int64_t rows) {
-  return static_cast<unsigned>(rows < 65535 ? (rows > 0 ? rows : 1) : 65535);
+inline unsigned reduction_blocks(int64_t rows) {  // one block per result, as many as allowed
+  return static_cast<unsigned>(rows < kernels::detail::kMaxBlocks ? (rows > 0 ? rows : 1)
+                                                                  : kernels::detail::kMaxBlocks);
 }
 }  // namespace grad_detail
 

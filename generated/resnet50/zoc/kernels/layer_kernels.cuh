@@ -173,6 +173,32 @@ cudaError_t launch_channel_shuffle(const T* x, T* y, int64_t n, int64_t c, int64
   return detail::launched();
 }
 
+// The window rules of pooling, shared with the trainer's backward (layer_grad_kernels.cuh):
+// average pooling's divisor for the window whose first tap is (h0, w0) in input coordinates,
+// counting taps inside the padded input (count_include_pad) or inside the input; and adaptive
+// pooling's bin of output o along an axis of `in` elements, PyTorch's
+// [floor(o * in / out), ceil((o + 1) * in / out)).
+__device__ inline int64_t pool_divisor(int64_t h0, int64_t w0, const PoolGeometry& g) {
+  int64_t padded_h = 0, padded_w = 0, valid_h = 0, valid_w = 0;
+  for (int64_t r = 0; r < g.kh; ++r) {
+    const int64_t ih = h0 + r * g.dil_h;
+    padded_h += ih >= -g.pad_h && ih < g.h + g.pad_h;
+    valid_h += ih >= 0 && ih < g.h;
+  }
+  for (int64_t q = 0; q < g.kw; ++q) {
+    const int64_t iw = w0 + q * g.dil_w;
+    padded_w += iw >= -g.pad_w && iw < g.w + g.pad_w;
+    valid_w += iw >= 0 && iw < g.w;
+  }
+  return g.count_include_pad ? padded_h * padded_w : valid_h * valid_w;
+}
+struct Bin {
+  int64_t start, end;
+};
+__device__ inline Bin adaptive_bin(int64_t o, int64_t in, int64_t out) {
+  return {o * in / out, ((o + 1) * in + out - 1) / out};
+}
+
 template <class T>
 __global__ void pool_kernel(const T* x, T* y, int64_t count, PoolGeometry g) {
   const int64_t ohw = g.out_h * g.out_w, ihw = g.h * g.w;
@@ -181,10 +207,8 @@ __global__ void pool_kernel(const T* x, T* y, int64_t count, PoolGeometry g) {
     const int64_t h0 = (at.p / g.out_w) * g.stride_h - g.pad_h;
     const int64_t w0 = (at.p % g.out_w) * g.stride_w - g.pad_w;
     float acc = g.max ? -__int_as_float(0x7f800000) : 0.0f;
-    int64_t padded_h = 0, padded_w = 0, valid = 0;
     for (int64_t r = 0; r < g.kh; ++r) {
       const int64_t ih = h0 + r * g.dil_h;
-      if (ih >= -g.pad_h && ih < g.h + g.pad_h) ++padded_h;
       if (ih < 0 || ih >= g.h) continue;
       for (int64_t q = 0; q < g.kw; ++q) {
         const int64_t iw = w0 + q * g.dil_w;
@@ -195,15 +219,10 @@ __global__ void pool_kernel(const T* x, T* y, int64_t count, PoolGeometry g) {
         } else {
           acc += v;
         }
-        ++valid;
       }
     }
-    for (int64_t q = 0; q < g.kw; ++q) {
-      const int64_t iw = w0 + q * g.dil_w;
-      if (iw >= -g.pad_w && iw < g.w + g.pad_w) ++padded_w;
-    }
     if (!g.max) {
-      const int64_t divisor = g.count_include_pad ? padded_h * padded_w : valid;
+      const int64_t divisor = pool_divisor(h0, w0, g);
       acc = divisor > 0 ? acc / float(divisor) : 0.0f;
     }
     y[i] = from_float<T>(acc);
@@ -224,16 +243,15 @@ __global__ void adaptive_avgpool_kernel(const T* x, T* y, int64_t count, Adaptiv
   const int64_t ohw = g.out_h * g.out_w, ihw = g.h * g.w;
   for (int64_t i = detail::thread_index(); i < count; i += detail::thread_stride()) {
     const Index at = index_of(i, g.c, ohw, g.nhwc);
-    const int64_t oh = at.p / g.out_w, ow = at.p % g.out_w;
-    const int64_t h0 = oh * g.h / g.out_h, h1 = ((oh + 1) * g.h + g.out_h - 1) / g.out_h;
-    const int64_t w0 = ow * g.w / g.out_w, w1 = ((ow + 1) * g.w + g.out_w - 1) / g.out_w;
+    const Bin bh = adaptive_bin(at.p / g.out_w, g.h, g.out_h);
+    const Bin bw = adaptive_bin(at.p % g.out_w, g.w, g.out_w);
     float acc = 0.0f;
-    for (int64_t ih = h0; ih < h1; ++ih) {
-      for (int64_t iw = w0; iw < w1; ++iw) {
+    for (int64_t ih = bh.start; ih < bh.end; ++ih) {
+      for (int64_t iw = bw.start; iw < bw.end; ++iw) {
         acc += to_float(x[offset_of(at.s, at.c, ih * g.w + iw, g.c, ihw, g.nhwc)]);
       }
     }
-    y[i] = from_float<T>(acc / float((h1 - h0) * (w1 - w0)));
+    y[i] = from_float<T>(acc / float((bh.end - bh.start) * (bw.end - bw.start)));
   }
 }
 

@@ -3,7 +3,7 @@
 // Model: lenet (trainer), precision fp32, IR hash 1ffd62d194733045
 // Convolutions via cuDNN's legacy API
 
-// LenetTrainer: training model 'lenet' on the GPU, fp32 with TF32 off; what every trainer shares
+// LenetTrainer: training model 'lenet' on the GPU, fp32 (TF32 off); what every trainer shares
 // (create, step, sgd, evaluate, metrics) is zoc/train/trainer.h.
 #pragma once
 
@@ -39,6 +39,8 @@ class LenetTrainer : public zoc::Trainer<LenetTrainer> {
   static constexpr size_t kLogits = 304384;  // the logits, per sample in the arena
   static constexpr size_t kLoss = 0;    // the mean loss, in the fixed region
   static constexpr bool kHasDropout = true;
+  // cuDNN and cuBLAS may round fp32 operands to TF32 (--precision tf32).
+  static constexpr bool kTF32 = false;
 
   ~LenetTrainer() { release(); }
 

@@ -8,6 +8,8 @@
 //   train_print_order table                  bits of the 256 normalized pixel values
 //   train_print_order split DIR SPLIT        count and FNV-1a 64 of train::read_split's floats
 //                                            and int32 labels (SPLIT: train or t10k)
+//   train_print_order resize DIR SPLIT S C   count and FNV-1a 64 of the split's pixels resized
+//                                            to S x S and replicated to C channels
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +34,7 @@ uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
 int usage() {
   std::fprintf(stderr,
                "usage: train_print_order mt SEED N | order COUNT SEED EPOCH | table | "
-               "split DIR SPLIT\n");
+               "split DIR SPLIT | resize DIR SPLIT S C\n");
   return 2;
 }
 
@@ -80,6 +82,22 @@ int main(int argc, char** argv) {
     h = fnv1a(h, s->images.data(), s->images.size() * sizeof(float));
     h = fnv1a(h, s->labels.data(), s->labels.size() * sizeof(int32_t));
     std::printf("%lld %016llx\n", static_cast<long long>(s->count),
+                static_cast<unsigned long long>(h));
+    return 0;
+  }
+  if (what == "resize" && argc == 6) {
+    const std::string dir = argv[2], split = argv[3];
+    auto set = zoc::data::read_idx(dir + "/" + split + "-images-idx3-ubyte",
+                                   dir + "/" + split + "-labels-idx1-ubyte", 10);
+    const int size = std::atoi(argv[4]), channels = std::atoi(argv[5]);
+    zoc::Status st = set.ok() ? zoc::data::resize_bilinear(*set, size, size) : set.error();
+    if (st.ok()) st = zoc::data::replicate_channels(*set, channels);
+    if (!st.ok()) {
+      std::fprintf(stderr, "train_print_order: error: %s\n", st.error().message.c_str());
+      return 1;
+    }
+    const uint64_t h = fnv1a(0xcbf29ce484222325ull, set->pixels.data(), set->pixels.size());
+    std::printf("%lld %016llx\n", static_cast<long long>(set->count),
                 static_cast<unsigned long long>(h));
     return 0;
   }

@@ -177,7 +177,18 @@ def case_order(a):
         want = "%d %016x" % (pixels.shape[0], h)
         check(run([a.printer, "split", raw, "train"]).strip() == want,
               "%s: normalized split differs from train::read_split" % folder)
-    print("ok: order, generator, normalization and split are bit-exact")
+    pixels, _ = idx_data.read_split(raw, "train")
+    for size, channels in ((64, 3), (33, 1), (20, 3), (28, 3)):  # enlarge, shrink, unchanged
+        got = idx_data.replicate_channels(idx_data.resize(pixels, size), channels)
+        check(got.shape == (pixels.shape[0], channels, size, size), "resize shape %s" % (got.shape,))
+        h = 0xcbf29ce484222325
+        for byte in got.tobytes():
+            h = ((h ^ byte) * 0x100000001b3) & ((1 << 64) - 1)
+        check(run([a.printer, "resize", raw, "train", str(size), str(channels)]).strip()
+              == "%d %016x" % (pixels.shape[0], h),
+              "resize to %d x %d x %d differs from zoc::data::resize_bilinear" % (channels, size,
+                                                                                  size))
+    print("ok: order, generator, normalization, split and resize are bit-exact")
 
 
 def case_trainer(a, impl):

@@ -165,5 +165,36 @@ TEST(Datasets, NormalizesWithTheGivenMeanAndDeviation) {
   EXPECT_EQ(labels[1], 3);
 }
 
+// PyTorch's interpolate(bilinear, align_corners=False) gives, for the 2x2 image at 4x4, the
+// rows 0 25 75 100 / 50 72.1875 116.5625 138.75 / 150 166.5625 199.6875 216.25 / 200 213.75
+// 241.25 255; the resize rounds them half up. Shrinking 4x4 to 2x2 averages the centre taps.
+TEST(Datasets, ResizesBilinearlyAndRoundsHalfUp) {
+  data::ImageSet set;
+  set.count = 1;
+  set.channels = 1;
+  set.height = set.width = 2;
+  set.pixels = {0, 100, 200, 255};
+  set.labels = {0};
+  ASSERT_TRUE(data::resize_bilinear(set, 4, 4).ok());
+  EXPECT_EQ(set.pixels, (std::vector<uint8_t>{0, 25, 75, 100, 50, 72, 117, 139, 150, 167, 200, 216,
+                                              200, 214, 241, 255}));
+  ASSERT_TRUE(data::replicate_channels(set, 3).ok());
+  EXPECT_EQ(set.channels, 3);
+  EXPECT_TRUE(std::equal(set.pixels.begin(), set.pixels.begin() + 16, set.pixels.begin() + 32));
+  data::ImageSet small;
+  small.count = 1;
+  small.channels = 1;
+  small.height = small.width = 4;
+  for (int p = 0; p < 16; ++p) small.pixels.push_back(static_cast<uint8_t>(10 * p));
+  small.labels = {0};
+  ASSERT_TRUE(data::resize_bilinear(small, 2, 2).ok());
+  EXPECT_EQ(small.pixels, (std::vector<uint8_t>{25, 45, 105, 125}));
+  EXPECT_EQ(data::resize_bilinear(small, 0, 2).error().message,
+            "--resize: sides must be in 1..4096");
+  EXPECT_EQ(data::replicate_channels(set, 2).error().message,
+            "--channels 2: only a one-channel data set is replicated (it has 3), to 1..16 "
+            "channels");
+}
+
 }  // namespace
 }  // namespace zoc

@@ -40,6 +40,8 @@ TEST(TrainOptions, TrainModeTakesEveryOption) {
                   "--checkpoint",   "k.safetensors",
                   "--mean",         "0.5,0.25,0.125",
                   "--std",          "1,2,4",
+                  "--resize",       "64",
+                  "--channels",     "3",
                   "--no-graph",     "--no-benchmark",
                   "--no-dropout",   "--deterministic"});
   ASSERT_TRUE(a) << a.error().message;
@@ -59,6 +61,8 @@ TEST(TrainOptions, TrainModeTakesEveryOption) {
   EXPECT_EQ(f.checkpoint, "k.safetensors");
   EXPECT_EQ(f.mean, (std::vector<float>{0.5f, 0.25f, 0.125f}));
   EXPECT_EQ(f.stddev, (std::vector<float>{1.0f, 2.0f, 4.0f}));
+  EXPECT_EQ(f.resize, 64);
+  EXPECT_EQ(f.channels, 3);
   EXPECT_FALSE(f.graph);
   EXPECT_FALSE(f.benchmark);
   EXPECT_FALSE(f.dropout);
@@ -150,6 +154,8 @@ TEST(TrainOptions, MalformedOptionsAreRefusedByName) {
   EXPECT_EQ(error_of({"--data", "d", "--lr", "-1"}),
             "--lr must be positive, --momentum and --weight-decay non-negative");
   EXPECT_EQ(error_of({"--data", "d", "--max-steps", "-2"}), "--max-steps must be >= 0");
+  EXPECT_EQ(error_of({"--data", "d", "--resize", "0"}), "--resize must be in 1..4096");
+  EXPECT_EQ(error_of({"--data", "d", "--channels", "17"}), "--channels must be in 1..16");
   EXPECT_EQ(error_of({"--data", "d", "--resume", "c", "--weights", "w"}),
             "--resume already gives the weights: drop --weights");
   EXPECT_EQ(error_of({"--data", "d", "--batch-file", "b", "--out", "g"}),

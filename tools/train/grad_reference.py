@@ -46,19 +46,20 @@ def make_batch(args):
         return (torch.from_numpy(idx_data.normalize(pixels[idx])),
                 torch.from_numpy(labels[idx].astype(np.int64)))
     g = torch.Generator().manual_seed(args.seed * 16 + 5)
-    x = torch.randn((args.batch, 1, 28, 28), generator=g, dtype=torch.float32)
+    x = torch.randn((args.batch, args.in_channels, args.resolution, args.resolution), generator=g,
+                    dtype=torch.float32)
     y = torch.randint(0, 10, (args.batch,), generator=g, dtype=torch.int64)
     return x, y
 
 
 def gradients(args):
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    torch.backends.cudnn.allow_tf32 = args.tf32
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda but torch.cuda.is_available() is False")
-    net = nets.build(args.model)
+    net = nets.build(args.model, in_channels=args.in_channels, resolution=args.resolution)
     nets.load(net, args.init_weights)
     net.train()
     for m in net.modules():
@@ -125,6 +126,10 @@ def main(argv=None):
                         help="seeded N(0,1) images and random labels instead")
     p.add_argument("--data", help="folder of the idx files (raw or .gz)")
     p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--in-channels", type=int, default=1, help="the model's and random input's")
+    p.add_argument("--resolution", type=int, default=28, help="the random input's height = width")
+    p.add_argument("--tf32", action="store_true",
+                   help="let cuDNN and cuBLAS round fp32 to TF32 (zoc's --precision tf32)")
     p.add_argument("--seed", type=int, default=0, help="the order's seed (or the random input's)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--float64", action="store_true",

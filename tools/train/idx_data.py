@@ -104,6 +104,44 @@ def normalize(pixels, mean=FASHION_MNIST_MEAN, std=FASHION_MNIST_STD):
     return normalization_table(mean, std)[pixels]
 
 
+def _taps(size_in, size_out):
+    """Per output coordinate: the two source indices and their integer weights (sum 2 out)."""
+    o = np.arange(size_out, dtype=np.int64)
+    num = np.maximum(0, (2 * o + 1) * size_in - size_out)  # the source coordinate times 2 out
+    i0 = num // (2 * size_out)
+    f = num - i0 * 2 * size_out
+    return i0, np.minimum(i0 + 1, size_in - 1), 2 * size_out - f, f
+
+
+def resize(pixels, size):
+    """uint8 [N, C, size, size]: zoc::data::resize_bilinear, bilinear with half-pixel centres
+    (PyTorch's interpolate(align_corners=False, antialias=False)) computed exactly in integers
+    and rounded half up, so both give the same bytes."""
+    h, w = pixels.shape[-2:]
+    if (h, w) == (size, size):
+        return pixels
+    y0, y1, wy0, wy1 = _taps(h, size)
+    x0, x1, wx0, wx1 = _taps(w, size)
+    p = pixels.astype(np.int64)
+    top = p[..., y0, :]
+    bot = p[..., y1, :]
+    top = top[..., x0] * wx0 + top[..., x1] * wx1
+    bot = bot[..., x0] * wx0 + bot[..., x1] * wx1
+    v = wy0[:, None] * top + wy1[:, None] * bot
+    denom = 4 * size * size
+    return ((v + denom // 2) // denom).astype(np.uint8)
+
+
+def replicate_channels(pixels, channels):
+    """A one-channel set as `channels` identical channels (zoc::data::replicate_channels)."""
+    if pixels.shape[1] == channels:
+        return pixels
+    if pixels.shape[1] != 1:
+        raise DataError("--channels %d: only a one-channel data set is replicated (it has %d)"
+                        % (channels, pixels.shape[1]))
+    return np.ascontiguousarray(np.repeat(pixels, channels, axis=1))
+
+
 def write_idx(folder, split, pixels, labels):
     """Write a split as raw idx files (tests' synthetic data sets); returns the two paths."""
     prefix = SPLITS[split]

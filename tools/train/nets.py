@@ -5,7 +5,8 @@ that differences in accuracy come from the training and not from hidden defaults
 follows lost accuracy exactly there). The networks are the ones the rest of zoc uses, not
 copies: LeNet is models/export.py's, ResNet-50 torchvision's with conv1 replaced for one input
 channel as export.py does, so the state_dict names are models/lenet.yaml's and
-models/resnet50.yaml's. Files are written and read with models/safetensors_io.py.
+models/resnet50.yaml's; MobileNetV2 is torchvision's (zoc compiles its TorchScript,
+train_pytorch.py --script-out). Files are written and read with models/safetensors_io.py.
 
 Initializations (drawn from torch.Generator(seed * 16 + 4) in module registration order, weight
 before bias, so a seed gives the same file on every machine and torch version):
@@ -32,7 +33,7 @@ sys.path.insert(0, os.path.join(_ROOT, "models"))
 import export as zoc_export  # noqa: E402  (models/export.py: LeNet, torchvision ResNets)
 import safetensors_io  # noqa: E402
 
-MODELS = ("lenet", "resnet50")
+MODELS = ("lenet", "resnet50", "mobilenet_v2")
 INITS = ("pytorch", "torchvision")
 INIT_STREAM = 4  # export.py uses streams 1 (BatchNorm values) and 2 (input)
 
@@ -48,6 +49,13 @@ def build(model, num_classes=10, in_channels=1, resolution=28):
         if in_channels != 3:  # the standard stem kept, for C input channels (as export.py)
             net.conv1 = nn.Conv2d(in_channels, 64, 7, 2, 3, bias=False)
         return net.float()
+    if model == "mobilenet_v2":  # torchvision's, as the zoo scripts it (3 input channels)
+        import torchvision
+
+        if in_channels != 3:
+            raise ValueError("mobilenet_v2 takes 3 input channels (--channels 3), not %d"
+                             % in_channels)
+        return torchvision.models.mobilenet_v2(weights=None, num_classes=num_classes).float()
     raise ValueError("unknown model %r (expected one of %s)" % (model, ", ".join(MODELS)))
 
 

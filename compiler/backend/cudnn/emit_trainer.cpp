@@ -133,8 +133,9 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
   const auto& in = ctx.g.type(input).dims;
   CodeWriter h;
   h.raw_line(head);
-  h.line("// {}: training model '{}' on the GPU, fp32 with TF32 off; what every trainer shares",
-         cls, sanitize_comment(ctx.g.name));
+  const bool tf32 = info.tf32;
+  h.line("// {}: training model '{}' on the GPU, fp32 (TF32 {}); what every trainer shares", cls,
+         sanitize_comment(ctx.g.name), tf32 ? "on" : "off");
   h.line("// (create, step, sgd, evaluate, metrics) is zoc/train/trainer.h.");
   h.line("#pragma once");
   h.blank();
@@ -176,6 +177,8 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
     bool dropout = false;
     for (const ir::Node& n : ctx.g.nodes) dropout = dropout || n.op == ir::OpKind::Dropout;
     h.line("static constexpr bool kHasDropout = {};", dropout ? "true" : "false");
+    h.line("// cuDNN and cuBLAS may round fp32 operands to TF32 (--precision tf32).");
+    h.line("static constexpr bool kTF32 = {};", tf32 ? "true" : "false");
     h.blank();
     h.line("~{}() {{ release(); }}", cls);
     h.blank();
@@ -290,9 +293,10 @@ std::string trainer_source(const EmitContext& ctx, const ir::Graph& model, const
 
 std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions& options,
                                       Diagnostics& diags) {
-  if (options.precision != Precision::kFP32) {
+  if (options.precision != Precision::kFP32 && options.precision != Precision::kTF32) {
     diags.error(SourceLoc{model.name, 0, 0},
-                "the trainer is fp32 (TF32 off) for now: compile with --precision fp32");
+                "the trainer is fp32 for now (TF32 off, or on with --precision tf32): bf16 and "
+                "fp16 mixed-precision training are not built yet");
     return std::nullopt;
   }
   if (options.layout == Layout::kNHWC) {
@@ -304,6 +308,7 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   if (!graph) return std::nullopt;
   const ir::Graph& g = *graph;
   TrainInfo info;
+  info.tf32 = options.precision == Precision::kTF32;
   plan_params(model, info);
   index_graph(g, info);
   info.plan = plan_training_memory(g, info);

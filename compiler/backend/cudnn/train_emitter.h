@@ -34,6 +34,7 @@ struct GradBucket {
 };
 
 struct TrainInfo {
+  bool tf32 = false;  // --precision tf32: cuDNN and cuBLAS may round fp32 operands to TF32
   std::vector<ParamSlot> params;  // trainable first, then running statistics; model order
   std::map<std::string, size_t> param_index;
   int64_t param_elements = 0, trainable_elements = 0;

@@ -10,6 +10,7 @@
 // passed in, never implied. Errors name the file and what is wrong. Dependency-free C++17.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <random>
@@ -151,6 +152,81 @@ inline Expected<ImageSet> read_cifar10(const std::vector<std::string>& paths) {
   }
   set.count = static_cast<int64_t>(set.labels.size());
   return set;
+}
+
+// Resizes every image to `height` x `width` by bilinear interpolation with half-pixel centres,
+// as PyTorch's interpolate(mode="bilinear", align_corners=False, antialias=False): output
+// coordinate o samples the source at (o + 0.5) * in / out - 0.5 (clamped at 0), between pixels
+// i0 and min(i0 + 1, in - 1). Computed exactly in integers (each weight is a multiple of
+// 1 / (2 out)) and rounded half up to uint8, so tools/train/idx_data.py's resize gives the same
+// bytes. (Shrinking also samples without antialiasing.) Sides 1..4096.
+struct Taps {
+  std::vector<int> i0, i1, w0, w1;  // per output coordinate; w0 + w1 = 2 * out
+};
+
+inline Taps bilinear_taps(int in, int out) {
+  Taps t;
+  for (int o = 0; o < out; ++o) {
+    const int64_t num = std::max<int64_t>(0, int64_t{2 * o + 1} * in - out);  // source * 2 out
+    const int i0 = static_cast<int>(num / (2 * int64_t{out}));
+    const int f = static_cast<int>(num - int64_t{i0} * 2 * out);
+    t.i0.push_back(i0);
+    t.i1.push_back(std::min(i0 + 1, in - 1));
+    t.w0.push_back(2 * out - f);
+    t.w1.push_back(f);
+  }
+  return t;
+}
+
+inline Status resize_bilinear(ImageSet& set, int height, int width) {
+  if (height < 1 || height > 4096 || width < 1 || width > 4096) {
+    return Error{"--resize: sides must be in 1..4096"};
+  }
+  if (height == set.height && width == set.width) return Status::success();
+  const Taps ty = bilinear_taps(set.height, height), tx = bilinear_taps(set.width, width);
+  const int64_t denom = int64_t{4} * height * width;
+  const int64_t planes = set.count * set.channels;
+  std::vector<uint8_t> out(static_cast<size_t>(planes * height * width));
+  for (int64_t p = 0; p < planes; ++p) {
+    const uint8_t* src = set.pixels.data() + p * set.height * set.width;
+    uint8_t* dst = out.data() + p * height * width;
+    for (int y = 0; y < height; ++y) {
+      const uint8_t* r0 = src + int64_t{ty.i0[size_t(y)]} * set.width;
+      const uint8_t* r1 = src + int64_t{ty.i1[size_t(y)]} * set.width;
+      for (int x = 0; x < width; ++x) {
+        const int a = tx.i0[size_t(x)], b = tx.i1[size_t(x)];
+        const int64_t top = int64_t{tx.w0[size_t(x)]} * r0[a] + int64_t{tx.w1[size_t(x)]} * r0[b];
+        const int64_t bot = int64_t{tx.w0[size_t(x)]} * r1[a] + int64_t{tx.w1[size_t(x)]} * r1[b];
+        const int64_t v = ty.w0[size_t(y)] * top + ty.w1[size_t(y)] * bot;
+        dst[int64_t{y} * width + x] = static_cast<uint8_t>((v + denom / 2) / denom);
+      }
+    }
+  }
+  set.pixels = std::move(out);
+  set.height = height;
+  set.width = width;
+  return Status::success();
+}
+
+// A one-channel set as `channels` identical channels (grey images for a 3-channel network).
+inline Status replicate_channels(ImageSet& set, int channels) {
+  if (channels == set.channels) return Status::success();
+  if (set.channels != 1 || channels < 1 || channels > 16) {
+    return Error{"--channels " + std::to_string(channels) +
+                 ": only a one-channel data set is "
+                 "replicated (it has " +
+                 std::to_string(set.channels) + "), to 1..16 channels"};
+  }
+  const int64_t plane = int64_t{set.height} * set.width;
+  std::vector<uint8_t> out(static_cast<size_t>(set.count * channels * plane));
+  for (int64_t i = 0; i < set.count; ++i) {
+    for (int c = 0; c < channels; ++c) {
+      std::copy_n(set.pixels.data() + i * plane, plane, out.data() + (i * channels + c) * plane);
+    }
+  }
+  set.pixels = std::move(out);
+  set.channels = channels;
+  return Status::success();
 }
 
 // The visiting order of one epoch: Fisher-Yates over 0..count-1, drawing j uniformly in [0, i]

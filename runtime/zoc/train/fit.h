@@ -61,6 +61,14 @@ inline Expected<DataSplits> load_data(const FitArgs& a, int classes) {
   } else {
     return Error{"--dataset " + a.dataset + ": expected fashion-mnist, mnist or cifar10"};
   }
+  for (data::ImageSet* set : {&d.train, &d.test}) {  // the input pipeline's options, stated
+    if (a.resize > 0) ZOC_TRY(data::resize_bilinear(*set, a.resize, a.resize));
+    if (a.channels > 0) ZOC_TRY(data::replicate_channels(*set, a.channels));
+  }
+  if (d.mean.size() == 1 && d.train.channels > 1) {  // grey constants for replicated channels
+    d.mean.assign(size_t(d.train.channels), d.mean[0]);
+    d.stddev.assign(size_t(d.train.channels), d.stddev[0]);
+  }
   if (!a.mean.empty()) d.mean = a.mean;
   if (!a.stddev.empty()) d.stddev = a.stddev;
   if (d.mean.size() != size_t(d.train.channels) || d.stddev.size() != size_t(d.train.channels)) {

@@ -1,4 +1,5 @@
-// The convolution bundle of generated trainers (issue 8), fp32 NCHW with TF32 off: forward,
+// The convolution bundle of generated trainers (issue 8), fp32 NCHW (TF32 off, or on where the
+// trainer was compiled with --precision tf32): forward,
 // backward-data and backward-filter algorithms for one layer, so that each training-graph node
 // is one call (zoc/train/steps.h). Created once, described per batch size (host side only),
 // destroyed with the trainer. Batch norm and pooling use the inference bundles of
@@ -6,8 +7,9 @@
 //
 // Every output is overwritten (beta 0): a value with several users (a residual block's input)
 // gets its gradient contributions summed by `add` nodes of the training graph. Algorithms come
-// from cuDNN's heuristics or its timing (see Conv::describe), restricted to FMA (non-tensor-core)
-// math and, as in inference, to no FFT or Winograd, within the workspace. Needs cudnn.h only.
+// from cuDNN's heuristics or its timing (see Conv::describe), within the workspace; with TF32
+// off, restricted to FMA (non-tensor-core) math and, as in inference, to no FFT or Winograd.
+// Needs cudnn.h only.
 #pragma once
 
 #include <cudnn.h>
@@ -37,8 +39,10 @@ class Conv {
  public:
   size_t workspace = 0;  // the most any of the three chosen algorithms needs
 
-  Status create(const ConvGeometry& g, const char* layer) {
+  // math: CUDNN_FMA_MATH (fp32, TF32 off) or CUDNN_DEFAULT_MATH (TF32 tensor cores allowed).
+  Status create(const ConvGeometry& g, cudnnMathType_t math, const char* layer) {
     g_ = g;
+    math_ = math;
     ZOC_CUDNN(cudnnCreateTensorDescriptor(&x_), layer);
     ZOC_CUDNN(cudnnCreateTensorDescriptor(&y_), layer);
     ZOC_CUDNN(cudnnCreateTensorDescriptor(&b_), layer);
@@ -52,7 +56,7 @@ class Conv {
                                         g.dil_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         layer);
     ZOC_CUDNN(cudnnSetConvolutionGroupCount(conv_, g.groups), layer);
-    ZOC_CUDNN(cudnnSetConvolutionMathType(conv_, CUDNN_FMA_MATH), layer);
+    ZOC_CUDNN(cudnnSetConvolutionMathType(conv_, math), layer);
     return set4d(b_, 1, g.k, 1, 1, layer);
   }
 
@@ -135,13 +139,14 @@ class Conv {
   }
 
  private:
-  // The first of cuDNN's ranked candidates that runs, fits the workspace, uses FMA math and is
-  // exact; its workspace counts toward `workspace`.
+  // The first of cuDNN's ranked candidates that runs, fits the workspace and (TF32 off) uses
+  // FMA math and is exact; its workspace counts toward `workspace`.
   template <class Perf, class Algo>
   bool pick(const Perf* perf, int got, size_t limit, Algo* algo) {
     for (int i = 0; i < got; ++i) {
+      const bool strict = math_ == CUDNN_FMA_MATH;
       if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit ||
-          perf[i].mathType != CUDNN_FMA_MATH || !exact_algo(perf[i].algo) ||
+          (strict && (perf[i].mathType != CUDNN_FMA_MATH || !exact_algo(perf[i].algo))) ||
           (deterministic_ && perf[i].determinism != CUDNN_DETERMINISTIC)) {
         continue;
       }
@@ -152,12 +157,13 @@ class Conv {
     return false;
   }
   static Status none(const char* layer, const char* what, int n, size_t limit) {
-    return Error{std::string("layer '") + layer + "': no exact fp32 " + what +
+    return Error{std::string("layer '") + layer + "': no usable fp32 " + what +
                  " convolution algorithm for batch " + std::to_string(n) + " fits a workspace of " +
                  std::to_string(limit) + " bytes"};
   }
   ConvGeometry g_{};
   bool deterministic_ = false;
+  cudnnMathType_t math_ = CUDNN_FMA_MATH;
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, b_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;

@@ -336,6 +336,8 @@ struct EpochLog {
   int epoch = 0, steps = 0, world = 1;
   EpochMetrics m;
   double median_ms = 0, mean_ms = 0, epoch_s = 0, peak_mb = 0, used_mb = 0, lr = 0, img_per_s = 0;
+  double trainer_mb =
+      0;  // the trainer alone: weights, gradients, optimizer state, arena, workspace
   bool graph = true;
 };
 
@@ -353,14 +355,16 @@ void log_epoch(const FitArgs& a, const EpochLog& e, FitLogs& logs) {
                 "{\"impl\": \"zoc\", \"model\": \"%s\", \"dataset\": \"%s\", \"seed\": %llu, "
                 "\"epoch\": %d, \"train_loss\": %.6f, \"train_acc\": %.6f, \"test_acc\": %.6f, "
                 "\"step_ms\": %.4f, \"step_ms_mean\": %.4f, \"epoch_s\": %.3f, "
-                "\"peak_mem_mb\": %.1f, \"device_used_mb\": %.1f, \"steps\": %d, "
+                "\"peak_mem_mb\": %.1f, \"trainer_mem_mb\": %.1f, \"device_used_mb\": %.1f, "
+                "\"steps\": %d, "
                 "\"world_size\": %d, \"img_per_s\": %.1f, \"lr_last\": %.9g, \"graph\": %s, "
-                "\"benchmark\": %s, \"deterministic\": %s, \"device\": \"cuda\"}",
+                "\"benchmark\": %s, \"deterministic\": %s, \"precision\": \"%s\", "
+                "\"device\": \"cuda\"}",
                 Trainer::kModelName, json_escape(a.dataset).c_str(), (unsigned long long)a.seed,
                 e.epoch, e.m.train_loss, e.m.train_acc, e.m.test_acc, e.median_ms, e.mean_ms,
-                e.epoch_s, e.peak_mb, e.used_mb, e.steps, e.world, e.img_per_s, e.lr,
+                e.epoch_s, e.peak_mb, e.trainer_mb, e.used_mb, e.steps, e.world, e.img_per_s, e.lr,
                 e.graph ? "true" : "false", a.benchmark ? "true" : "false",
-                a.deterministic ? "true" : "false");
+                a.deterministic ? "true" : "false", Trainer::kTF32 ? "tf32" : "fp32");
   std::printf("%s\n", line);
   std::fflush(stdout);
   if (logs.json) {
@@ -456,6 +460,7 @@ Status run_fit(const FitArgs& a) {
     for (float x : ms) e.mean_ms += double(x) / double(ms.size());
     e.img_per_s = e.median_ms > 0 ? 1000.0 * a.batch / e.median_ms : 0;
     e.peak_mb = peak_mb;
+    e.trainer_mb = double(t.device_bytes()) / (1 << 20);
     e.used_mb = double(total_b - free_b) / (1 << 20);
     e.graph = use_graph;
     if (!fs.logs()) continue;

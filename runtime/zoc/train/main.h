@@ -7,7 +7,8 @@
 //                 [--betas 0.9,0.999 --eps 1e-8 (adamw; its defaults --lr 1e-3
 //                 --weight-decay 1e-2)] [--label-smoothing 0]
 //                 [--schedule cosine|step|constant] [--seed 0] [--weights W] [--no-dropout]
-//                 [--mean M[,M,M] --std S[,S,S]] [--max-steps K] [--csv F] [--json F]
+//                 [--resize S] [--channels C] [--mean M[,M,M] --std S[,S,S]]
+//                 [--max-steps K] [--csv F] [--json F]
 //                 [--checkpoint C] [--resume C] [--no-graph] [--no-benchmark] [--deterministic]
 //
 // One batch: one batch from a safetensors file (the file tools/train/grad_reference.py

@@ -31,6 +31,8 @@ struct FitArgs {
   bool benchmark = true;       // time cuDNN's exact candidates per convolution (cudnn.benchmark)
   bool deterministic = false;  // only convolution algorithms cuDNN marks deterministic
   std::vector<float> mean, stddev;  // empty: the data set's stated constants
+  int resize = 0;    // images resized to resize x resize (bilinear) when loaded; 0: as stored
+  int channels = 0;  // a one-channel set replicated to this many channels; 0: as stored
 };
 
 // The rate of step `step` of epoch `epoch` (0-based), as tools/train/train_pytorch.py computes it.
@@ -165,7 +167,13 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
         f.mean = detail::float_list(v);
       else if (k == "--std")
         f.stddev = detail::float_list(v);
-      else
+      else if (k == "--resize") {
+        f.resize = whole(to_int);
+        if (f.resize < 1 || f.resize > 4096) return Error{"--resize must be in 1..4096"};
+      } else if (k == "--channels") {
+        f.channels = whole(to_int);
+        if (f.channels < 1 || f.channels > 16) return Error{"--channels must be in 1..16"};
+      } else
         return Error{"unknown option " + k};
     } catch (const std::exception&) {
       return Error{"option " + k + ": '" + v + "' is not a valid number"};

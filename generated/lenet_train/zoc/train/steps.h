@@ -127,7 +127,9 @@ struct TrainStepBase {
 struct TrainCreate : TrainStepBase {
   TrainState& s;
   explicit TrainCreate(TrainState& state) : s(state) {}
-  Status conv(Conv& l, const ConvTrainCall& c, const char* name) { return l.create(c.g, name); }
+  Status conv(Conv& l, const ConvTrainCall& c, const char* name) {
+    return l.create(c.g, s.types.math, name);
+  }
   Status batchnorm(BatchNormLayer& l, const BatchNormTrainCall& c, const char* name) {
     return l.create(c.c, c.h, c.w, s.types, name);
   }

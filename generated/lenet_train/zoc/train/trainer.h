@@ -5,8 +5,8 @@
 // A generated trainer is `class LenetTrainer : public zoc::Trainer<LenetTrainer>` (CRTP: no
 // virtual functions). It supplies its constants (kModelName, kClassName, kInputC/H/W, kClasses,
 // the parameter table in PyTorch's layout, kCounterNames, the gradient buckets, the arena and
-// fixed-region sizes, kLogits, kLoss, kHasDropout), its descriptor bundles and the training graph
-// as two layer sequences: `forward_layers(v)` (input to logits) and `backward_layers(v)` (the
+// fixed-region sizes, kLogits, kLoss, kHasDropout, kTF32), its descriptor bundles and the training
+// graph as two layer sequences: `forward_layers(v)` (input to logits) and `backward_layers(v)` (the
 // loss, then every backward node), walked with the steps of zoc/train/steps.h. step() runs both
 // in training mode, evaluate() the forward one in evaluation mode, sgd() the graph's sgd nodes as
 // one launch (the trainable tensors lie together at the front of params()). Once a batch size is
@@ -164,6 +164,7 @@ Status Trainer<M>::init(const std::string& weights, uint64_t seed, int max_batch
   s_.max_batch = max_batch;
   s_.dropout_seed = seed;
   ZOC_TRY(load_params(weights, seed));
+  if (M::kTF32) s_.types.math = CUDNN_DEFAULT_MATH;  // cuDNN may round fp32 to TF32
   train::TrainCreate create(s_);
   ZOC_TRY(self().forward_layers(create));
   ZOC_TRY(self().backward_layers(create));
@@ -205,8 +206,10 @@ template <class M>
 Status Trainer<M>::allocate() {
   ZOC_CUDNN(cudnnCreate(&s_.cudnn), "init");
   ZOC_CUBLAS(cublasCreate(&s_.cublas), "init");
-  // Exact fp32: no TF32 in cuBLAS either.
-  ZOC_CUBLAS(cublasSetMathMode(s_.cublas, CUBLAS_PEDANTIC_MATH), "init");
+  // fp32: no TF32 in cuBLAS either; tf32: cuBLAS's and cuDNN's TF32 tensor cores.
+  ZOC_CUBLAS(
+      cublasSetMathMode(s_.cublas, M::kTF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH),
+      "init");
   // A fixed cuBLAS workspace: nothing is allocated while a step is captured.
   ZOC_CUDA(cudaMalloc(&s_.blas_workspace, kBlasWorkspaceBytes), "init");
   ZOC_CUBLAS(cublasSetWorkspace(s_.cublas, s_.blas_workspace, kBlasWorkspaceBytes), "init");

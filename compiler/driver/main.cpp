@@ -98,11 +98,6 @@ std::optional<zoc::Weights> get_weights(const zoc::LoadedModel& m, const Args& a
 // the top-k of each float one (a class map, argmax's i64, is written as float32 indices).
 int cmd_run(const zoc::LoadedModel& m, const Args& args, zoc::Diagnostics& diags) {
   const zoc::ir::Graph& g = m.graph;
-  if (args.weights.empty() && zoc::is_torchscript_file(args.model)) {
-    diags.warning(zoc::SourceLoc{args.model, 0, 0},
-                  "running on seeded PyTorch-default weights, not the module's own; for those, "
-                  "`zoc extract-weights` them and pass --weights");
-  }
   auto weights = get_weights(m, args, diags);
   if (!weights) return finish(diags);
   auto input = zoc::run_input(g, args.input, args.batch, args.seed, diags);
@@ -282,11 +277,15 @@ struct Commands {
   std::vector<CLI::Option*> ir_target;  // `zoc ir`'s target options
 };
 
+// --weights of the commands that run a model: the default is the file's own (model_loader.h).
+constexpr const char* kWeightsHelp =
+    "safetensors weights (default: the .pt or .onnx file's own, else seeded init)";
+
 // `zoc calibrate` and its options, bound to `args` (its model options: define_commands').
 CLI::App* define_calibrate(CLI::App& app, Args& args) {
   CLI::App* cal = app.add_subcommand(
       "calibrate", "choose int8 activation scales from samples run on the reference interpreter");
-  cal->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
+  cal->add_option("--weights", args.weights, kWeightsHelp);
   cal->add_option("--seed", args.seed, "seed of the default weights")
       ->check(whole_number(0, UINT64_MAX));
   cal->add_option("--samples", args.calibrate.samples,
@@ -404,7 +403,7 @@ Commands define_commands(CLI::App& app, Args& args) {
 
   CLI::App* run_cmd = app.add_subcommand("run", "run a model with the reference CPU interpreter");
   add_model(run_cmd);
-  run_cmd->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
+  run_cmd->add_option("--weights", args.weights, kWeightsHelp);
   run_cmd->add_flag("--strict", args.strict, "reject weights holding NaN or Inf");
   run_cmd->add_option("--seed", args.seed, "seed of the default weights and random input")
       ->check(whole_number(0, UINT64_MAX));
@@ -423,7 +422,7 @@ Commands define_commands(CLI::App& app, Args& args) {
   CLI::App* grad_cmd = app.add_subcommand(
       "grad", "one training step's loss and parameter gradients with the reference interpreter");
   add_model(grad_cmd);
-  grad_cmd->add_option("--weights", args.weights, "safetensors weights (default: seeded init)");
+  grad_cmd->add_option("--weights", args.weights, kWeightsHelp);
   grad_cmd->add_option("--seed", args.seed, "seed of the default weights")
       ->check(whole_number(0, UINT64_MAX));
   grad_cmd->add_option("--input", args.input_dims,

@@ -124,6 +124,33 @@ std::optional<ir::Graph> load_verified_model(const std::string& path, Diagnostic
   return std::move(model->graph);
 }
 
+namespace {
+
+// A TorchScript module's own state_dict, read by LibTorch and checked as a weights file is (in
+// memory: nothing is written), with its "format": "pt" (layers no output uses noted, not refused).
+std::optional<Weights> module_weights(const ir::Graph& graph, const std::string& model,
+                                      const LoadWeightsOptions& opts, Diagnostics& diags) {
+  auto tensors = torchscript::read_state_dict(model, diags);
+  if (!tensors) return std::nullopt;
+  std::vector<st::TensorToWrite> views;
+  for (const torchscript::StateTensor& t : *tensors) {
+    views.push_back({t.name, t.dtype, t.shape, t.data.data(), t.data.size()});
+  }
+  auto bytes = st::encode(model, views, {{"format", "pt"}});
+  if (!bytes) {
+    diags.file_error(model, bytes.error().message);
+    return std::nullopt;
+  }
+  auto file = st::File::from_bytes(std::move(*bytes), model);
+  if (!file) {
+    diags.file_error(model, file.error().message);
+    return std::nullopt;
+  }
+  return load_weights(graph, *file, model, diags, opts);
+}
+
+}  // namespace
+
 std::optional<Weights> weights_for(const LoadedModel& m, const WeightChoice& c,
                                    Diagnostics& diags) {
   if (c.weights.empty() && m.weights) {
@@ -140,9 +167,12 @@ std::optional<Weights> weights_for(const LoadedModel& m, const WeightChoice& c,
     }
     return m.weights;
   }
-  if (c.weights.empty()) return init_weights(m.graph, c.seed);
   LoadWeightsOptions opts;
   opts.strict = c.strict;
+  if (c.weights.empty() && is_torchscript_file(c.model)) {
+    return module_weights(m.graph, c.model, opts, diags);
+  }
+  if (c.weights.empty()) return init_weights(m.graph, c.seed);
   return load_weights(m.graph, c.weights, diags, opts);
 }
 

@@ -43,9 +43,9 @@ struct WeightChoice {
   uint64_t seed = 0;    // --seed of the seeded initialization
 };
 
-// Weights from `c.weights`, else those the model file carries (an ONNX model's initializers),
-// else seeded initialization (PyTorch's defaults unless layers declare an `init`); nullopt with
-// located errors.
+// Weights from `c.weights`, else those the model file carries (an ONNX model's initializers, a
+// TorchScript module's state_dict), else seeded initialization (PyTorch's defaults unless layers
+// declare an `init`); nullopt with located errors.
 std::optional<Weights> weights_for(const LoadedModel& m, const WeightChoice& c, Diagnostics& diags);
 
 std::optional<LoadedModel> load_model_and_weights(const std::string& path, Diagnostics& diags,

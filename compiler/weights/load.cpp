@@ -92,12 +92,18 @@ void check_compiled_constants(const ir::Graph& graph, const st::File& file,
 
 std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& path,
                                     Diagnostics& diags, const LoadWeightsOptions& options) {
-  const SourceLoc file_loc{path, 0, 0};
   auto file = st::File::open(path);
   if (!file) {
     diags.file_error(path, file.error().message);
     return std::nullopt;
   }
+  return load_weights(graph, *file, path, diags, options);
+}
+
+std::optional<Weights> load_weights(const ir::Graph& graph, const st::File& file,
+                                    const std::string& path, Diagnostics& diags,
+                                    const LoadWeightsOptions& options) {
+  const SourceLoc file_loc{path, 0, 0};
   Weights out;
   std::set<std::string, std::less<>> expected;
   const size_t errors_before = diags.error_count();
@@ -110,7 +116,7 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
       const std::string layer =
           fmt::format("layer '{}' ({})", shown_text(node.name), ir::op_info(node.op).name);
       const std::string name = shown_text(p.name);
-      const st::TensorView* t = file->find(p.name);
+      const st::TensorView* t = file.find(p.name);
       if (!t) {
         if (!p.optional) {
           diags.error(file_loc, fmt::format("missing tensor '{}' needed by {} with shape {}", name,
@@ -165,8 +171,8 @@ std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& p
       out.tensors.emplace(p.name, std::move(values));
     }
   }
-  check_compiled_constants(graph, *file, expected, file_loc, diags);
-  report_unused(*file, expected, graph, diags.error_count() != errors_before, file_loc, diags);
+  check_compiled_constants(graph, file, expected, file_loc, diags);
+  report_unused(file, expected, graph, diags.error_count() != errors_before, file_loc, diags);
   if (diags.error_count() != errors_before) return std::nullopt;
   return out;
 }

@@ -13,6 +13,7 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/support/diagnostics.h"
+#include "zoc/io/safetensors.h"
 #include "zoc/weights/init.h"
 
 namespace zoc {
@@ -36,6 +37,11 @@ struct LoadWeightsOptions {
 // wrong dtype, wrong shape, non-finite values. Reports all problems; nullopt on any error.
 std::optional<Weights> load_weights(const ir::Graph& graph, const std::string& path,
                                     Diagnostics& diags, const LoadWeightsOptions& options = {});
+// The same checks on a safetensors file already in memory (st::File::from_bytes); `path` names
+// it in messages.
+std::optional<Weights> load_weights(const ir::Graph& graph, const st::File& file,
+                                    const std::string& path, Diagnostics& diags,
+                                    const LoadWeightsOptions& options = {});
 
 // How one parameter is drawn without a weights file: a zoc/weights/init.h rule and the fan it takes
 // (fan_in for kUniformFanIn, fan_out for kNormalFanOut, 0 for the constants). The one place

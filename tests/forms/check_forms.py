@@ -2,8 +2,9 @@
 """Run zoc on every form make_forms.py wrote, per route, and compare with the expected table.
 
 Routes: `script` (model.pt), `trace` (model_traced.pt), `onnx` (model.onnx). Per route the form
-goes through `zoc run` on the reference interpreter (TorchScript: with the module's own weights,
-`zoc extract-weights`; ONNX: with its initializers) on make_forms.py's input; the verdict is
+goes through `zoc run` on the reference interpreter with the file's own weights (what it reads
+without --weights: a module's state_dict, ONNX's initializers) on make_forms.py's input; the
+verdict is
   PASS                  every output within relative L2 1e-5 of PyTorch's (argmax: exactly),
   REFUSED: <message>    zoc's first error message, paths and line numbers removed,
   MISMATCH <error>      outputs off PyTorch's (never an expected verdict),
@@ -68,13 +69,8 @@ def rel_l2(got, want):
 
 def judge(binary, folder, model, scratch):
     path = os.path.join(folder, model)
+    # Every route runs on the file's own weights: a module's state_dict, ONNX's initializers.
     args = ["run", path, "--input", os.path.join(folder, "input.npy"), "--top", "1"]
-    if model.endswith(".pt"):
-        weights = os.path.join(scratch, "weights.safetensors")
-        rc, text = zoc(binary, "extract-weights", path, "-o", weights)
-        if rc != 0:
-            return "REFUSED: " + first_error(text)
-        args += ["--weights", weights]
     out = os.path.join(scratch, "out.npy")
     rc, text = zoc(binary, *args, "--output", out)
     if rc != 0:

@@ -307,6 +307,28 @@ TEST(SafetensorsRoundTrip, ExactLayout) {
   EXPECT_EQ(back[1], -2.0f);
 }
 
+// encode() is the same bytes in memory (a module's state_dict read as weights); its errors name
+// the label, as write_file's name the path.
+TEST(SafetensorsRoundTrip, EncodeGivesTheFilesBytes) {
+  TempDir dir;
+  const uint8_t u8[3] = {1, 2, 3};
+  const float f32[2] = {1.0f, -2.0f};
+  const std::vector<zoc::st::TensorToWrite> t = {{"b", DType::F32, {2}, f32, 8},
+                                                 {"a", DType::U8, {3}, u8, 3}};
+  const std::string path = dir.file("small.safetensors");
+  ASSERT_TRUE(zoc::st::write_file(path, t, {{"format", "pt"}}).ok());
+  auto bytes = zoc::st::encode("m.pt", t, {{"format", "pt"}});
+  ASSERT_TRUE(bytes.ok()) << bytes.error().message;
+  EXPECT_EQ(*bytes, read_bytes(path));
+  auto f = zoc::st::File::from_bytes(std::move(*bytes), "m.pt");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_NE(f->find("b"), nullptr);
+  EXPECT_EQ(f->find("b")->shape, (std::vector<int64_t>{2}));
+  auto bad = zoc::st::encode("m.pt", {{"x", DType::F32, {3}, f32, 8}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "m.pt: tensor 'x': has 8 bytes but shape [3] of F32 needs 12");
+}
+
 TEST(SafetensorsRoundTrip, EmptyFileAndOverwrite) {
   TempDir dir;
   const std::string path = dir.file("e.safetensors");

@@ -471,13 +471,22 @@ struct TensorToWrite {
   size_t nbytes = 0;
 };
 
-// Writes a safetensors file deterministically: tensors sorted by name and laid out in that order
-// with no padding, every JSON object's keys in byte order, the header padded with spaces to a
-// multiple of 8 bytes. Validates everything first, then writes atomically (PATH.tmp.<pid>,
-// renamed when complete).
-inline Status write_file(const std::string& path, const std::vector<TensorToWrite>& tensors,
-                         const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
-  auto fail = [&](const std::string& m) { return Status(Error{path + ": " + m}); };
+namespace detail {
+
+// A safetensors file's layout: the header's little-endian length, the header, and the order in
+// which the tensors' data follow it.
+struct Layout {
+  uint8_t len[8] = {};
+  std::string header;
+  std::vector<size_t> order;
+};
+
+// Deterministic: tensors sorted by name and laid out in that order with no padding, every JSON
+// object's keys in byte order, the header padded with spaces to a multiple of 8 bytes. Validates
+// everything; errors start with `label`.
+inline Expected<Layout> layout(const std::string& label, const std::vector<TensorToWrite>& tensors,
+                               const std::vector<std::pair<std::string, std::string>>& metadata) {
+  auto fail = [&](const std::string& m) { return Error{label + ": " + m}; };
   std::vector<size_t> order(tensors.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
@@ -546,12 +555,42 @@ inline Status write_file(const std::string& path, const std::vector<TensorToWrit
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' ');
   if (header.size() > File::kMaxHeaderSize) return fail("header would exceed 100000000 bytes");
-  uint8_t len[8];
+  Layout l;
   for (int i = 0; i < 8; ++i)
-    len[i] = static_cast<uint8_t>(static_cast<uint64_t>(header.size()) >> (8 * i));
-  std::vector<std::pair<const void*, size_t>> chunks = {{len, 8}, {header.data(), header.size()}};
-  for (size_t i : order) chunks.emplace_back(tensors[i].data, tensors[i].nbytes);
+    l.len[i] = static_cast<uint8_t>(static_cast<uint64_t>(header.size()) >> (8 * i));
+  l.header = std::move(header);
+  l.order = std::move(order);
+  return l;
+}
+
+}  // namespace detail
+
+// Writes a safetensors file deterministically (detail::layout), atomically: PATH.tmp.<pid>,
+// renamed when complete.
+inline Status write_file(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                         const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
+  auto l = detail::layout(path, tensors, metadata);
+  if (!l) return l.error();
+  std::vector<std::pair<const void*, size_t>> chunks = {{l->len, 8},
+                                                        {l->header.data(), l->header.size()}};
+  for (size_t i : l->order) chunks.emplace_back(tensors[i].data, tensors[i].nbytes);
   return detail::write_file_atomic(path, chunks);
+}
+
+// The bytes write_file would write, in memory (for File::from_bytes: a module's state_dict read
+// as weights without a file).
+inline Expected<std::vector<uint8_t>> encode(
+    const std::string& label, const std::vector<TensorToWrite>& tensors,
+    const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
+  auto l = detail::layout(label, tensors, metadata);
+  if (!l) return l.error();
+  std::vector<uint8_t> out(l->len, l->len + 8);
+  out.insert(out.end(), l->header.begin(), l->header.end());
+  for (size_t i : l->order) {
+    const auto* p = static_cast<const uint8_t*>(tensors[i].data);
+    out.insert(out.end(), p, p + tensors[i].nbytes);
+  }
+  return out;
 }
 
 }  // namespace zoc::st

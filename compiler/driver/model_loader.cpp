@@ -132,11 +132,7 @@ std::optional<Weights> module_weights(const ir::Graph& graph, const std::string&
                                       const LoadWeightsOptions& opts, Diagnostics& diags) {
   auto tensors = torchscript::read_state_dict(model, diags);
   if (!tensors) return std::nullopt;
-  std::vector<st::TensorToWrite> views;
-  for (const torchscript::StateTensor& t : *tensors) {
-    views.push_back({t.name, t.dtype, t.shape, t.data.data(), t.data.size()});
-  }
-  auto bytes = st::encode(model, views, {{"format", "pt"}});
+  auto bytes = torchscript::encode_state_dict(*tensors, model);
   if (!bytes) {
     diags.file_error(model, bytes.error().message);
     return std::nullopt;

@@ -166,13 +166,28 @@ std::optional<std::vector<StateTensor>> read_state_dict(const std::string& path,
   return tensors;
 }
 
-Status write_state_dict(const std::vector<StateTensor>& tensors, const std::string& out_path) {
+namespace {
+
+// A state_dict as safetensors' tensors, and the metadata PyTorch's tools write with it.
+std::vector<st::TensorToWrite> views(const std::vector<StateTensor>& tensors) {
   std::vector<st::TensorToWrite> out;
   out.reserve(tensors.size());
   for (const StateTensor& t : tensors) {
     out.push_back({t.name, t.dtype, t.shape, t.data.data(), t.data.size()});
   }
-  return st::write_file(out_path, out, {{"format", "pt"}});
+  return out;
+}
+const std::vector<std::pair<std::string, std::string>> kStateDictMetadata = {{"format", "pt"}};
+
+}  // namespace
+
+Status write_state_dict(const std::vector<StateTensor>& tensors, const std::string& out_path) {
+  return st::write_file(out_path, views(tensors), kStateDictMetadata);
+}
+
+Expected<std::vector<uint8_t>> encode_state_dict(const std::vector<StateTensor>& tensors,
+                                                 const std::string& label) {
+  return st::encode(label, views(tensors), kStateDictMetadata);
 }
 
 }  // namespace zoc::torchscript

@@ -67,5 +67,8 @@ std::optional<std::vector<StateTensor>> read_state_dict(const std::string& path,
 
 // Writes a state_dict as safetensors (metadata {"format": "pt"}, as PyTorch's tools write it).
 Status write_state_dict(const std::vector<StateTensor>& tensors, const std::string& out_path);
+// The same file's bytes in memory (st::encode); errors start with `label`.
+Expected<std::vector<uint8_t>> encode_state_dict(const std::vector<StateTensor>& tensors,
+                                                 const std::string& label);
 
 }  // namespace zoc::torchscript

@@ -336,8 +336,8 @@ struct EpochLog {
   int epoch = 0, steps = 0, world = 1;
   EpochMetrics m;
   double median_ms = 0, mean_ms = 0, epoch_s = 0, peak_mb = 0, used_mb = 0, lr = 0, img_per_s = 0;
-  double trainer_mb =
-      0;  // the trainer alone: weights, gradients, optimizer state, arena, workspace
+  // The trainer alone: weights, gradients, optimizer state, arena, workspace.
+  double trainer_mb = 0;
   bool graph = true;
 };
 

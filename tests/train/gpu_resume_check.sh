@@ -4,8 +4,10 @@
 # straight, the same again, and 1 epoch + --resume for the second; the three final weights must
 # be bit-identical; then the resumed checkpoint loaded by PyTorch's load_state_dict. Then a run of 3
 # epochs killed (SIGKILL) as it writes epoch 2's checkpoint, resumed from whatever pair survived,
-# must end bit-identical to 3 epochs straight (issue 17). Reuses the build and
-# raw data of tools/train/gpu_train.sh (run it first with the same TRAIN_WORK).
+# must end bit-identical to 3 epochs straight (issue 17). The straight, again and resumed runs
+# are made with SGD and with AdamW (--lr 1e-3, its defaults otherwise: the checkpoint carries both
+# moments and the step count). Reuses the build and raw data of tools/train/gpu_train.sh (run it
+# first with the same TRAIN_WORK).
 # Usage: tests/train/gpu_resume_check.sh [STEPS]   (environment: TRAIN_WORK, OUT)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,11 +17,17 @@ BIN=$W/zoc_build/lenet_train_main
 gpu_env "${TRAIN_PYTHON:-}"
 mkdir -p "$OUT"
 common=(--data "$W/data" --seed 3 --lr 0.05 --schedule constant --max-steps "$K" --deterministic)
-"$BIN" "${common[@]}" --epochs 2 --checkpoint "$W/straight.safetensors" > "$OUT/resume_straight.txt" 2>&1 &&
-"$BIN" "${common[@]}" --epochs 2 --checkpoint "$W/again.safetensors" > "$OUT/resume_again.txt" 2>&1 &&
-"$BIN" "${common[@]}" --epochs 1 --checkpoint "$W/half.safetensors" > "$OUT/resume_half.txt" 2>&1 &&
-"$BIN" "${common[@]}" --epochs 2 --resume "$W/half.safetensors" --checkpoint "$W/resumed.safetensors" \
-  > "$OUT/resume_resumed.txt" 2>&1 || { echo "resume check: a run failed"; tail -n 3 "$OUT"/resume_*.txt; exit 1; }
+# straight_again_resumed PREFIX OPTION...: 2 epochs straight, again, and 1 + --resume.
+straight_again_resumed() {
+  local p=$1; shift
+  "$BIN" "${common[@]}" "$@" --epochs 2 --checkpoint "$W/${p}straight.safetensors" > "$OUT/resume_${p}straight.txt" 2>&1 &&
+  "$BIN" "${common[@]}" "$@" --epochs 2 --checkpoint "$W/${p}again.safetensors" > "$OUT/resume_${p}again.txt" 2>&1 &&
+  "$BIN" "${common[@]}" "$@" --epochs 1 --checkpoint "$W/${p}half.safetensors" > "$OUT/resume_${p}half.txt" 2>&1 &&
+  "$BIN" "${common[@]}" "$@" --epochs 2 --resume "$W/${p}half.safetensors" --checkpoint "$W/${p}resumed.safetensors" \
+    > "$OUT/resume_${p}resumed.txt" 2>&1 || { echo "resume check ($p): a run failed"; tail -n 3 "$OUT"/resume_${p}*.txt; exit 1; }
+}
+straight_again_resumed ""
+straight_again_resumed adamw_ --optimizer adamw --lr 1e-3
 # Killed while checkpointing: the log line of epoch 2 is printed just before its checkpoint is
 # written, so a kill as soon as it appears lands in (or right before) that write.
 "$BIN" "${common[@]}" --epochs 3 --checkpoint "$W/straight3.safetensors" > "$OUT/resume_straight3.txt" 2>&1
@@ -37,6 +45,7 @@ echo "resumed after the kill from epoch $(grep -o '"epoch": [0-9]*' "$OUT/resume
 echo "epoch 2, straight: $(tail -n 1 "$OUT/resume_straight.txt")"
 echo "epoch 2, again:    $(tail -n 1 "$OUT/resume_again.txt")"
 echo "epoch 2, resumed:  $(tail -n 1 "$OUT/resume_resumed.txt")"
+echo "epoch 2, AdamW, resumed: $(tail -n 1 "$OUT/resume_adamw_resumed.txt")"
 # The same run twice bounds what nondeterministic cuDNN/cuBLAS reductions alone change.
 "$PY" - "$W/straight.safetensors" "$W/resumed.safetensors" "$ROOT/tools/train" "$W/again.safetensors" <<'PYEOF'
 import sys
@@ -57,6 +66,10 @@ ok = diff(sys.argv[1], sys.argv[2], "straight vs resumed (relative L2)") and ok
 w = sys.argv[1].rsplit("/", 1)[0]
 ok = diff(w + "/straight3.safetensors", w + "/killed_resumed.safetensors",
           "3 epochs straight vs killed while checkpointing and resumed") and ok
+ok = diff(w + "/adamw_straight.safetensors", w + "/adamw_again.safetensors",
+          "AdamW, straight vs the same run again") and ok
+ok = diff(w + "/adamw_straight.safetensors", w + "/adamw_resumed.safetensors",
+          "AdamW, straight vs resumed") and ok
 n = nets.build("lenet"); nets.load(n, sys.argv[2]); print("resumed checkpoint loads into PyTorch")
 sys.exit(0 if ok else 1)
 PYEOF

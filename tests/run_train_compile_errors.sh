@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `zoc compile --train` refuses what its trainer cannot do yet with a located error, exit 1, no
-# stdout and no output folder: bf16 or fp16, NHWC storage, a softmax inside the model; and
-# --precision tf32 gives the fp32 trainer with TF32 allowed. Usage: tests/run_train_compile_errors.sh ZOC SCRATCH
+# stdout and no output folder: fp16, NHWC storage in fp32 (NCHW in bf16), a softmax inside the
+# model, a layer bf16 training lacks; and --precision tf32 gives the fp32 trainer with TF32
+# allowed, bf16 the mixed-precision trainer (bf16 activations in half the arena, fp32 weights
+# aligned for cuDNN's vector loads). Usage: tests/run_train_compile_errors.sh ZOC SCRATCH
 set -uo pipefail
 zoc=$1 scratch=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,12 +20,16 @@ check() {  # model expected-stderr-text [zoc options]
   [ ! -e "$scratch/out" ] || { echo "$model $*: an output folder was written"; fail=1; }
   grep -qF "$want" "$scratch/err" || { echo "$model $*: missing '$want'; stderr:"; cat "$scratch/err"; fail=1; }
 }
-check "$here/../models/lenet.yaml" "bf16 and fp16 mixed-precision training are not built yet" --precision fp16
-check "$here/../models/lenet.yaml" "the trainer stores activations NCHW: drop --layout nhwc" \
+check "$here/../models/lenet.yaml" "fp16 mixed-precision training (with dynamic loss scaling) is not built yet" --precision fp16
+check "$here/../models/lenet.yaml" "the fp32 trainer stores activations NCHW: drop --layout nhwc" \
   --layout nhwc
+check "$here/../models/resnet18.yaml" "the bf16 trainer stores activations NHWC: drop --layout nchw" \
+  --precision bf16 --layout nchw
 check "$here/backend/train_inner_softmax.yaml" \
   "train_inner_softmax.yaml:8:5: error: layer 'soft' (softmax): the trainer does not support a softmax inside the model"
-check "$here/../models/lenet.yaml" "bf16 and fp16 mixed-precision training are not built yet" --precision bf16
+check "$here/../models/lenet.yaml" \
+  "lenet.yaml:12:5: error: layer 'conv1': bf16 training does not support a convolution with a bias yet (fp32 and tf32 do)" \
+  --precision bf16
 # And what it accepts: tf32 is the fp32 trainer with TF32 allowed, fp32 (the default) keeps it off.
 for p in fp32 tf32; do
   want=false; [ $p = tf32 ] && want=true
@@ -32,5 +38,25 @@ for p in fp32 tf32; do
     grep -qF "static constexpr bool kTF32 = $want;" "$scratch/ok_$p/lenet_train.h" ||
     { echo "--precision $p: no trainer with kTF32 = $want"; fail=1; }
 done
-[ $fail -eq 0 ] && echo "every refused --train compile gave its located error; fp32 and tf32 compile"
+# bf16: ResNet-18 (no convolution bias), against its fp32 trainer.
+for p in fp32 bf16; do
+  rm -rf "$scratch/r18_$p"
+  "$zoc" compile "$here/../models/resnet18.yaml" --set resolution=32 --train --precision $p \
+    -o "$scratch/r18_$p" >/dev/null || { echo "resnet18 --precision $p: no trainer"; fail=1; }
+done
+h=$scratch/r18_bf16/resnet18_train.h c=$scratch/r18_bf16/resnet18_train.cpp
+arena() { sed -n 's/.*kArenaBytesPerSample = \([0-9]*\);/\1/p' "$1"; }
+grep -qF "static constexpr bool kBF16 = true;" "$h" &&
+  grep -qF "static constexpr bool kBF16 = false;" "$scratch/r18_fp32/resnet18_train.h" &&
+  grep -qF "using Act = __nv_bfloat16;" "$scratch/r18_bf16/resnet18_train_kernels.cu" &&
+  grep -qE "^constexpr size_t kA_layer1_0_conv1 = [0-9]+;  // %layer1.0.conv1: Nx64x8x8 bf16$" "$c" &&
+  grep -qE "^constexpr size_t kA_fc = [0-9]+;  // %fc: Nx1000 f32$" "$c" ||
+  { echo "resnet18 bf16: not a bf16 trainer with fp32 logits"; fail=1; }
+a16=$(arena "$h") a32=$(arena "$scratch/r18_fp32/resnet18_train.h")
+[ -n "$a16" ] && [ $((a16 * 10)) -le $((a32 * 6)) ] ||
+  { echo "resnet18 bf16: arena $a16 bytes per sample, not about half of fp32's $a32"; fail=1; }
+misaligned=$(sed -n 's/^constexpr size_t kP_[A-Za-z0-9_]* = \([0-9]*\);.*/\1/p' "$c" |
+  awk '$1 % 64 != 0' | head -1)
+[ -z "$misaligned" ] || { echo "resnet18 bf16: a parameter at byte $misaligned, not 64-aligned"; fail=1; }
+[ $fail -eq 0 ] && echo "every refused --train compile gave its located error; fp32, tf32 and bf16 compile"
 exit $fail

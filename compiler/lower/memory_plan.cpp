@@ -152,7 +152,11 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
         numel = numel / t.dims[0] * options.input_channels_stored;
       }
       const bool is_float = t.dtype != ir::DType::I32 && t.dtype != ir::DType::I64;
-      const int64_t bytes = numel * (is_float ? options.element_bytes : ir::dtype_size(t.dtype));
+      // A 16-bit float value takes its own size (a bf16 trainer's activations); other float
+      // values the target's element size.
+      const bool half = t.dtype == ir::DType::F16 || t.dtype == ir::DType::BF16;
+      const int64_t bytes =
+          numel * (is_float && !half ? options.element_bytes : ir::dtype_size(t.dtype));
       if (auto pin = options.pinned.find(v); pin != options.pinned.end()) {
         slot.pinned = true;
         slot.offset = pin->second;

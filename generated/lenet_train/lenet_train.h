@@ -41,6 +41,10 @@ class LenetTrainer : public zoc::Trainer<LenetTrainer> {
   static constexpr bool kHasDropout = true;
   // cuDNN and cuBLAS may round fp32 operands to TF32 (--precision tf32).
   static constexpr bool kTF32 = false;
+  // Mixed precision (--precision bf16): activations and their gradients bf16 NHWC, a
+  // bf16 copy of each weight per step, fp32 weights, gradients and optimizer state.
+  static constexpr bool kBF16 = false;
+  static constexpr size_t kGradScratchElements = 0;  // the largest conv weight
 
   ~LenetTrainer() { release(); }
 

@@ -9,28 +9,44 @@
 
 namespace zoc::trainer_kernels {
 
+// The storage type of activations and their gradients.
+using Act = float;
 cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
-    float smoothing, float* loss_rows, float* loss, float* dlogits, cudaStream_t stream) {
+    float smoothing, float* loss_rows, float* loss, void* dlogits, cudaStream_t stream) {
   return train_kernels::launch_softmax_xent(logits, labels, rows, classes, smoothing, loss_rows,
-    loss, dlogits, stream);
+    loss, static_cast<Act*>(dlogits), stream);
 }
 cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
     cudaStream_t stream) {
   return train_kernels::launch_add_bias_rows(y, b, rows, cols, stream);
 }
-cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream) {
-  return train_kernels::launch_sum_rows(dy, db, rows, cols, stream);
+cudaError_t sum_rows(const void* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream) {
+  return train_kernels::launch_sum_rows(static_cast<const Act*>(dy), db, rows, cols, stream);
 }
-cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream) {
-  return train_kernels::launch_add(a, b, y, count, stream);
+cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream) {
+  return train_kernels::launch_add(static_cast<const Act*>(a), static_cast<const Act*>(b),
+    static_cast<Act*>(y), count, stream);
 }
-cudaError_t activation(act::Kind kind, act::Params p, const float* x, float* y, int64_t count,
+cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
     cudaStream_t stream) {
-  return train_kernels::launch_activation(kind, p, x, y, count, stream);
+  return train_kernels::launch_activation(kind, p, static_cast<const Act*>(x), static_cast<Act*>(y),
+    count, stream);
 }
-cudaError_t activation_backward(act::Kind kind, act::Params p, const float* s, const float* dy,
-    float* dx, int64_t count, cudaStream_t stream) {
-  return train_kernels::launch_activation_backward(kind, p, s, dy, dx, count, stream);
+cudaError_t activation_backward(act::Kind kind, act::Params p, const void* s, const void* dy,
+    void* dx, int64_t count, cudaStream_t stream) {
+  return train_kernels::launch_activation_backward(kind, p, static_cast<const Act*>(s),
+    static_cast<const Act*>(dy), static_cast<Act*>(dx), count, stream);
+}
+cudaError_t store_nhwc(const float* x, void* y, int64_t n, int64_t c, int64_t hw,
+    cudaStream_t stream) {
+  return train_kernels::launch_store_nhwc(x, static_cast<Act*>(y), n, c, hw, stream);
+}
+cudaError_t load_nchw(const void* x, float* y, int64_t n, int64_t c, int64_t hw,
+    cudaStream_t stream) {
+  return train_kernels::launch_load_nchw(static_cast<const Act*>(x), y, n, c, hw, stream);
+}
+cudaError_t store(const float* x, void* y, int64_t count, cudaStream_t stream) {
+  return train_kernels::launch_store(x, static_cast<Act*>(y), count, stream);
 }
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
     float weight_decay, cudaStream_t stream) {
@@ -42,9 +58,10 @@ cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, f
   return train_kernels::launch_adamw(w, g, m, v, count, decay, one_minus_beta1, beta2,
     one_minus_beta2, eps, step_size, bias2_sqrt, stream);
 }
-cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
+cudaError_t dropout(const void* x, void* y, int64_t count, float p, uint64_t seed,
     const uint64_t* draw, uint64_t layer, cudaStream_t stream) {
-  return train_kernels::launch_dropout(x, y, count, p, seed, draw, layer, stream);
+  return train_kernels::launch_dropout(static_cast<const Act*>(x), static_cast<Act*>(y), count, p,
+    seed, draw, layer, stream);
 }
 cudaError_t count_step(uint64_t* draws, cudaStream_t stream) {
   return train_kernels::launch_count_step(draws, stream);

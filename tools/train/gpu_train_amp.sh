@@ -4,12 +4,14 @@
 # same initial weights (train_pytorch.py --init-out, torchvision's scheme) in every row.
 #
 #   tools/train/gpu_train_amp.sh prepare [ZOC]   here: train_amp/ (git-ignored): the zoc trainers
-#       (fp32 and tf32 of each model; MobileNetV2 through its TorchScript, scripted by this
+#       (fp32, tf32 and bf16 of each model; MobileNetV2 through its TorchScript, scripted by this
 #       machine's torch) and a Fashion-MNIST subset: the first SUBSET (20000) training images
 #       and the whole test set, as .gz idx files (the whole set does not travel beside the tree)
 #   tools/train/gpu_train_amp.sh run zoc         on the GPU machine: build the trainers, one
-#       epoch of STEPS (150) steps of each, and a TF32 check: one step of each tf32 trainer
-#       against PyTorch's (TF32 on) and float64 autograd, within 10x PyTorch TF32's own error
+#       epoch of STEPS (150) steps of each, and the numerics of each reduced precision (AMP_CHECK,
+#       "tf32 bf16"): one step of the tf32 trainer against PyTorch's (TF32 on) and float64
+#       autograd, within 10x PyTorch TF32's own error; of the bf16 trainer against PyTorch's
+#       autocast bf16 and float64, within 3x autocast's own error
 #   tools/train/gpu_train_amp.sh run pytorch     on the GPU machine: the PyTorch rows, eager
 #       fp32 (TF32 off), tf32, AMP bf16 and fp16 (GradScaler), channels-last where tensor cores
 #       run, and torch.compile (default, reduce-overhead: CUDA graphs, and max-autotune while
@@ -48,7 +50,7 @@ for p in paths:
 ' "$DIR/data" "${SUBSET:-20000}"
     /usr/bin/python3 "$T/train_pytorch.py" --model mobilenet_v2 --channels 3 --resize 64 \
       --init torchvision --script-out "$DIR/mobilenet_v2.pt"
-    for p in fp32 tf32; do
+    for p in fp32 tf32 bf16; do
       "$zoc" compile "$ROOT/models/resnet50.yaml" --set num_classes=10 --set in_channels=3 \
         --set resolution=64 --train --precision $p -o "$DIR/resnet50_$p" | head -1
       "$zoc" compile "$DIR/mobilenet_v2.pt" --input 3x64x64 --train --precision $p \
@@ -98,7 +100,8 @@ row() {  # row NAME SECONDS COMMAND...: its last JSON line into $rows, or the fa
 }
 if [ "$WHAT" = zoc ]; then
   for m in "${MODELS[@]}"; do
-    for p in fp32 tf32; do
+    for p in fp32 tf32 bf16; do
+      [[ "zoc_${m}_$p" =~ ${AMP_ROWS:-.} ]] || continue
       (cmake -S "$DIR/${m}_$p" -B "$WORK/build_${m}_$p" "${GPU_CMAKE_ARGS[@]}" &&
        cmake --build "$WORK/build_${m}_$p" -j 4) >"$OUT/logs/build_${m}_$p.log" 2>&1 &
     done
@@ -106,26 +109,32 @@ if [ "$WHAT" = zoc ]; then
   wait
   echo "built in $(( $(date +%s) - START )) s"
   for m in "${MODELS[@]}"; do
-    for p in fp32 tf32; do
+    for p in fp32 tf32 bf16; do
       row "zoc_${m}_$p" "$(left)" "$WORK/build_${m}_$p/${m}_train_main" "${COMMON[@]}" \
         --lr "$(lr "$m")" --weights "$WORK/init_$m.safetensors"
     done
-    # TF32's numerics: one step at batch 16 against PyTorch with TF32 on, and float64.
-    for ref in tf32 fp64; do
-      extra=(--tf32); [ $ref = fp64 ] && extra=(--float64)
-      "$PY" "$T/grad_reference.py" --model "$m" --in-channels 3 --resolution 64 \
-        --init-weights "$WORK/init_$m.safetensors" --random-input --batch 16 --seed 7 \
-        --device cuda --out "$WORK/ref_${m}_$ref.safetensors" "${extra[@]}" \
-        >>"$OUT/logs/tf32_$m.log" 2>&1 || { echo "$m: grad_reference $ref failed"; status=1; }
+    # The reduced precisions' numerics: one step at batch 16 against PyTorch in the same
+    # precision (TF32 on; autocast bf16) and float64.
+    for p in ${AMP_CHECK:-tf32 bf16}; do
+      [ -x "$WORK/build_${m}_$p/${m}_train_main" ] || continue
+      for ref in $p fp64; do
+        [ -f "$WORK/ref_${m}_$ref.safetensors" ] && continue
+        case $ref in tf32) extra=(--tf32) ;; bf16) extra=(--autocast) ;; *) extra=(--float64) ;; esac
+        "$PY" "$T/grad_reference.py" --model "$m" --in-channels 3 --resolution 64 \
+          --init-weights "$WORK/init_$m.safetensors" --random-input --batch 16 --seed 7 \
+          --device cuda --out "$WORK/ref_${m}_$ref.safetensors" "${extra[@]}" \
+          >>"$OUT/logs/${p}_$m.log" 2>&1 || { echo "$m: grad_reference $ref failed"; status=1; }
+      done
+      "$WORK/build_${m}_$p/${m}_train_main" --weights "$WORK/init_$m.safetensors" \
+        --batch-file "$WORK/ref_${m}_$p.safetensors" --out "$WORK/zoc_${m}_$p.safetensors" \
+        >>"$OUT/logs/${p}_$m.log" 2>&1 || { echo "$m: $p step failed"; status=1; }
+      band=10; [ $p = bf16 ] && band=3
+      echo "== $m $p, one step, against float64 (limit 2e-2, or ${band}x PyTorch $p's error)"
+      "$PY" "$ROOT/tests/train/compare_grads.py" "$WORK/ref_${m}_$p.safetensors" \
+        "$WORK/zoc_${m}_$p.safetensors" --ref64 "$WORK/ref_${m}_fp64.safetensors" \
+        --against fp64 --max 2e-2 --fp32-band $band --json "$OUT/${p}_${m}_vs_fp64.json" |
+        tail -n 4 || status=1
     done
-    "$WORK/build_${m}_tf32/${m}_train_main" --weights "$WORK/init_$m.safetensors" \
-      --batch-file "$WORK/ref_${m}_tf32.safetensors" --out "$WORK/zoc_${m}_tf32.safetensors" \
-      >>"$OUT/logs/tf32_$m.log" 2>&1 || { echo "$m: tf32 step failed"; status=1; }
-    echo "== $m tf32, one step, against float64 (limit 2e-2, or 10x PyTorch TF32's error)"
-    "$PY" "$ROOT/tests/train/compare_grads.py" "$WORK/ref_${m}_tf32.safetensors" \
-      "$WORK/zoc_${m}_tf32.safetensors" --ref64 "$WORK/ref_${m}_fp64.safetensors" \
-      --against fp64 --max 2e-2 --fp32-band 10 --json "$OUT/tf32_${m}_vs_fp64.json" |
-      tail -n 4 || status=1
   done
 else
   for m in "${MODELS[@]}"; do

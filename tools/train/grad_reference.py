@@ -71,9 +71,14 @@ def gradients(args):
     if args.float64:  # the exact answer, up to float64 rounding (saved as float32 all the same)
         net.double()
         logits = net(x.to(device).double())
+    elif args.autocast:  # PyTorch AMP: bf16 convolutions and linear layers, fp32 weights and loss
+        net.to(memory_format=torch.channels_last)
+        with torch.autocast(device_type=args.device, dtype=torch.bfloat16):
+            logits = net(x.to(device).contiguous(memory_format=torch.channels_last))
     else:
         logits = net(x.to(device))
-    loss = F.cross_entropy(logits, y.to(device), label_smoothing=args.label_smoothing)
+    # (under autocast too: cross_entropy is one of autocast's fp32 ops)
+    loss = F.cross_entropy(logits.float(), y.to(device), label_smoothing=args.label_smoothing)
     loss.backward()
     out = {"input": x.numpy(), "labels": y.numpy().astype(np.int32),
            "logits": logits.detach().cpu().float().numpy(),
@@ -130,6 +135,9 @@ def main(argv=None):
     p.add_argument("--resolution", type=int, default=28, help="the random input's height = width")
     p.add_argument("--tf32", action="store_true",
                    help="let cuDNN and cuBLAS round fp32 to TF32 (zoc's --precision tf32)")
+    p.add_argument("--autocast", action="store_true",
+                   help="the step under torch.autocast in bf16, channels-last (zoc's --precision "
+                        "bf16)")
     p.add_argument("--seed", type=int, default=0, help="the order's seed (or the random input's)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--float64", action="store_true",
@@ -163,8 +171,9 @@ def main(argv=None):
                 "batch_source": "epoch0" if args.batch_from_epoch0 else "random",
                 "dropout": "identity", "batchnorm": "train (momentum 0.1, eps 1e-5)",
                 "loss": "cross_entropy mean, label_smoothing %g" % args.label_smoothing,
-                "tf32": "off", "torch": torch.__version__,
-                "dtype": "float64" if args.float64 else "float32"}
+                "tf32": "on" if args.tf32 else "off", "torch": torch.__version__,
+                "dtype": "float64" if args.float64 else "float32",
+                "autocast": "bf16" if args.autocast else "off"}
         nets.safetensors_io.save_file(tensors, args.out, metadata=meta)
     except (idx_data.DataError, ValueError, OSError) as e:
         raise SystemExit("grad_reference.py: error: %s" % e)

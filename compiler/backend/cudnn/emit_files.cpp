@@ -17,7 +17,7 @@ namespace zoc::cudnn {
 // (layer_grad_kernels.cuh) and their forwards, inference's kernels for float
 // (emit_model_kernels.cpp), where the training graph has them.
 std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
-                                   const std::string& base) {
+                                   const std::string& base, bool bf16) {
   struct KernelFn {
     const char* name;
     const char* params;
@@ -27,22 +27,32 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
   static constexpr KernelFn kFns[] = {
       {"softmax_xent",
        "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float "
-       "smoothing, float* loss_rows, float* loss, float* dlogits, cudaStream_t stream",
-       "logits, labels, rows, classes, smoothing, loss_rows, loss, dlogits, stream"},
+       "smoothing, float* loss_rows, float* loss, void* dlogits, cudaStream_t stream",
+       "logits, labels, rows, classes, smoothing, loss_rows, loss, static_cast<Act*>(dlogits), "
+       "stream"},
       {"add_bias_rows", "float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream",
        "y, b, rows, cols, stream"},
-      {"sum_rows", "const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream",
-       "dy, db, rows, cols, stream"},
-      {"add", "const float* a, const float* b, float* y, int64_t count, cudaStream_t stream",
-       "a, b, y, count, stream"},
+      {"sum_rows", "const void* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream",
+       "static_cast<const Act*>(dy), db, rows, cols, stream"},
+      {"add", "const void* a, const void* b, void* y, int64_t count, cudaStream_t stream",
+       "static_cast<const Act*>(a), static_cast<const Act*>(b), static_cast<Act*>(y), count, "
+       "stream"},
       {"activation",
-       "act::Kind kind, act::Params p, const float* x, float* y, int64_t count, cudaStream_t "
-       "stream",
-       "kind, p, x, y, count, stream"},
+       "act::Kind kind, act::Params p, const void* x, void* y, int64_t count, cudaStream_t stream",
+       "kind, p, static_cast<const Act*>(x), static_cast<Act*>(y), count, stream"},
       {"activation_backward",
-       "act::Kind kind, act::Params p, const float* s, const float* dy, float* dx, int64_t count, "
+       "act::Kind kind, act::Params p, const void* s, const void* dy, void* dx, int64_t count, "
        "cudaStream_t stream",
-       "kind, p, s, dy, dx, count, stream"},
+       "kind, p, static_cast<const Act*>(s), static_cast<const Act*>(dy), static_cast<Act*>(dx), "
+       "count, stream"},
+      {"store_nhwc",
+       "const float* x, void* y, int64_t n, int64_t c, int64_t hw, cudaStream_t stream",
+       "x, static_cast<Act*>(y), n, c, hw, stream"},
+      {"load_nchw",
+       "const void* x, float* y, int64_t n, int64_t c, int64_t hw, cudaStream_t stream",
+       "static_cast<const Act*>(x), y, n, c, hw, stream"},
+      {"store", "const float* x, void* y, int64_t count, cudaStream_t stream",
+       "x, static_cast<Act*>(y), count, stream"},
       {"sgd",
        "float* w, const float* g, float* v, int64_t count, float lr, float momentum, float "
        "weight_decay, cudaStream_t stream",
@@ -54,9 +64,9 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
        "w, g, m, v, count, decay, one_minus_beta1, beta2, one_minus_beta2, eps, step_size, "
        "bias2_sqrt, stream"},
       {"dropout",
-       "const float* x, float* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, "
+       "const void* x, void* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, "
        "uint64_t layer, cudaStream_t stream",
-       "x, y, count, p, seed, draw, layer, stream"},
+       "static_cast<const Act*>(x), static_cast<Act*>(y), count, p, seed, draw, layer, stream"},
       {"count_step", "uint64_t* draws, cudaStream_t stream", "draws, stream"},
       {"metrics",
        "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, const float* "
@@ -100,6 +110,8 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
   kc.blank();
   {
     auto ns = kc.ns("namespace zoc::trainer_kernels", "}  // namespace zoc::trainer_kernels");
+    kc.line("// The storage type of activations and their gradients.");
+    kc.line("using Act = {};", bf16 ? "__nv_bfloat16" : "float");
     auto items = [](const char* list) {  // "a, b, c" -> {"a", "b", "c"}
       std::vector<std::string> out;
       const std::string text = list;

@@ -91,9 +91,10 @@ std::string runner_main(const std::string& head, const std::string& base, const 
 std::string cmake_lists(const std::string& hash_banner, const std::string& base);
 
 // A trainer's kernels (<model>_train_kernels.cu): zoc/kernels/trainer_kernels.h's host functions
-// its training graph calls, and the inference kernels its forward layers run, for float.
+// its training graph calls, and the inference kernels its forward layers run, for float; bf16:
+// the activations' storage type is bf16 (mixed precision).
 std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
-                                   const std::string& base);
+                                   const std::string& base, bool bf16);
 // The model_kernels host functions of a training graph's zoo layers (mul, layer norm, shuffle,
 // adaptive pooling) for float, in their namespace ("" if none), adding their kernel headers.
 std::string trainer_forward_kernels(const ir::Graph& g, std::set<std::string>* headers);

@@ -61,7 +61,9 @@ bool emit_train_input(EmitContext& ctx, const ir::Node& n, size_t i) {
   named::InputCall c;
   c.c = d.c, c.h = d.h, c.w = d.w, c.c_stored = d.c, c.y = ctx.tensor(n.output);
   constant(ctx, "InputCall", "kIn_" + ctx.ids[i], named::items(c));
-  call(ctx, n, "the caller's fp32 NCHW batch, copied into the arena",
+  call(ctx, n,
+       ctx.train->bf16 ? "the caller's fp32 NCHW batch, stored NHWC in bf16 in the arena"
+                       : "the caller's fp32 NCHW batch, copied into the arena",
        fmt::format("v.input(kIn_{})", ctx.ids[i]));
   return true;
 }

@@ -2,7 +2,8 @@
 // wrote it becomes its training graph (passes/build_training_graph.cpp: training-mode forward,
 // loss, backward, SGD), whose memory is planned by the one planner inference uses and whose
 // nodes go through the emitter's one per-op switch (emit_layer). The result is a trainer class
-// deriving zoc::Trainer (runtime/zoc/train/trainer.h), fp32 with TF32 off, that holds only the
+// deriving zoc::Trainer (runtime/zoc/train/trainer.h), fp32 with TF32 off (or on), or bf16 mixed
+// precision (mark_bf16 below), that holds only the
 // model: its parameter table, its memory plan, one constant per node and two layer sequences,
 // forward (input to logits) and backward (the loss, then every backward node); the graph's sgd
 // nodes are one launch over the trainable parameters, which lie together at the front of
@@ -16,6 +17,7 @@
 
 #include "compiler/backend/cudnn/train_emitter.h"
 #include "compiler/ir/printer.h"
+#include "compiler/lower/lower_to_target.h"
 #include "compiler/passes/pipeline.h"
 #include "compiler/support/sanitize.h"
 #include "compiler/weights/weights.h"
@@ -38,7 +40,9 @@ std::string train_tensor(const EmitContext& ctx, ir::ValueId v) {
 namespace {
 
 // Parameters in PyTorch's layout: trainable tensors first, then the running statistics, each
-// group in model order, so that SGD is one launch over [0, trainable_elements).
+// group in model order, so that SGD is one launch over [0, trainable_elements). A bf16 trainer
+// starts every tensor at a multiple of 16 floats (64 bytes; the gaps stay zero): cuDNN's NHWC
+// batch norm kernels load its statistics as vectors, and its convolutions their weights' copies.
 void plan_params(const ir::Graph& model, TrainInfo& info) {
   std::set<std::string> ids;
   for (const ir::Node& n : model.nodes) {
@@ -57,12 +61,20 @@ void plan_params(const ir::Graph& model, TrainInfo& info) {
       if (s.trainable) info.trainable_elements += s.count;
     }
   }
+  const int64_t align = info.bf16 ? 16 : 1;
+  auto aligned = [&](int64_t x) { return (x + align - 1) / align * align; };
+  if (info.bf16) {  // the trainable region's end, then each state tensor's start, aligned
+    int64_t end = 0;
+    for (const ParamSlot& s : info.params) end = s.trainable ? aligned(end) + s.count : end;
+    info.trainable_elements = aligned(end);
+  }
   int64_t next_trainable = 0, next_state = info.trainable_elements;
   for (ParamSlot& s : info.params) {
     int64_t& next = s.trainable ? next_trainable : next_state;
-    s.offset = next;
-    next += s.count;
+    s.offset = aligned(next);
+    next = s.offset + s.count;
   }
+  if (info.bf16) info.param_elements = aligned(next_state);
 }
 
 // Value identifiers, readers and node indices of the training graph.
@@ -80,6 +92,78 @@ void index_graph(const ir::Graph& g, TrainInfo& info) {
     info.node_index[g.nodes[k].name] = k;
     for (ir::ValueId v : g.nodes[k].inputs) ++info.readers[static_cast<size_t>(v)];
   }
+}
+
+// Mixed precision (--precision bf16, issue 38), as PyTorch's autocast: every batched float value
+// of the training graph (activations and their gradients) is stored bf16, but the logits, which
+// the last linear layer writes in fp32 for the loss (autocast rounds them to bf16 first: zoc's
+// are the more exact); parameters, their gradients, BatchNorm's statistics and the loss stay
+// fp32. The ops the bf16 trainer runs are checked here: the rest are refused by name. Returns
+// the largest convolution weight (elements), whose bf16 gradient needs a scratch buffer.
+std::optional<int64_t> mark_bf16(ir::Graph& g, Diagnostics& diags) {
+  ir::ValueId logits = ir::kNoValue;
+  for (const ir::Node& n : g.nodes) {
+    if (n.op == ir::OpKind::SoftmaxCrossEntropy) logits = n.inputs[0];
+  }
+  int64_t largest = 0;
+  bool ok = true;
+  for (const ir::Node& n : g.nodes) {
+    std::string why;
+    switch (n.op) {
+#define ZOC_ACTIVATION(op, grad, math) \
+  case ir::OpKind::op:                 \
+  case ir::OpKind::grad:
+#include "compiler/ir/ops.def"
+      case ir::OpKind::Input:
+      case ir::OpKind::Labels:
+      case ir::OpKind::Conv2dGrad:
+      case ir::OpKind::BatchNorm2d:
+      case ir::OpKind::BatchNorm2dGrad:
+      case ir::OpKind::Add:
+      case ir::OpKind::Flatten:
+      case ir::OpKind::FlattenGrad:
+      case ir::OpKind::Dropout:
+      case ir::OpKind::DropoutGrad:
+      case ir::OpKind::LinearGrad:
+      case ir::OpKind::SoftmaxCrossEntropy:
+      case ir::OpKind::Sgd:
+        break;
+      case ir::OpKind::Conv2d:
+        if (n.attrs.b("bias")) why = "a convolution with a bias";
+        for (const ir::ParamSpec& p : n.params) {
+          int64_t count = 1;
+          for (int64_t d : p.shape) count *= d;
+          if (p.role == ir::ParamRole::kWeight) largest = std::max(largest, count);
+        }
+        break;
+      case ir::OpKind::Linear:
+        if (n.output != logits) why = "a linear layer other than the last";
+        break;
+      case ir::OpKind::GlobalAvgPool:
+      case ir::OpKind::MaxPool2d:
+      case ir::OpKind::AvgPool2d:
+      case ir::OpKind::MaxPool2dGrad:
+      case ir::OpKind::AvgPool2dGrad:
+      case ir::OpKind::GlobalAvgPoolGrad:
+        if (lower::pool_needs_kernel(n)) why = "pooling that cuDNN cannot express";
+        break;
+      default:
+        why = fmt::format("the op {}", ir::op_info(n.op).name);
+    }
+    if (why.empty()) continue;
+    diags.error(n.loc, fmt::format("layer '{}': bf16 training does not support {} yet (fp32 and "
+                                   "tf32 do)",
+                                   shown_text(n.name), why));
+    ok = false;
+  }
+  if (!ok) return std::nullopt;
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    std::optional<ir::TensorType>& t = g.values[v].type;
+    if (t && t->batched && t->dtype == ir::DType::F32 && static_cast<ir::ValueId>(v) != logits) {
+      t->dtype = ir::DType::BF16;
+    }
+  }
+  return largest;
 }
 
 // The memory plan: every parameter's gradient (and update) pinned at its parameter's offset.
@@ -134,8 +218,10 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
   CodeWriter h;
   h.raw_line(head);
   const bool tf32 = info.tf32;
-  h.line("// {}: training model '{}' on the GPU, fp32 (TF32 {}); what every trainer shares", cls,
-         sanitize_comment(ctx.g.name), tf32 ? "on" : "off");
+  h.line("// {}: training model '{}' on the GPU, {}; what every trainer shares", cls,
+         sanitize_comment(ctx.g.name),
+         info.bf16 ? "bf16 mixed precision (fp32 weights)"
+                   : fmt::format("fp32 (TF32 {})", tf32 ? "on" : "off"));
   h.line("// (create, step, sgd, evaluate, metrics) is zoc/train/trainer.h.");
   h.line("#pragma once");
   h.blank();
@@ -179,6 +265,11 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
     h.line("static constexpr bool kHasDropout = {};", dropout ? "true" : "false");
     h.line("// cuDNN and cuBLAS may round fp32 operands to TF32 (--precision tf32).");
     h.line("static constexpr bool kTF32 = {};", tf32 ? "true" : "false");
+    h.line("// Mixed precision (--precision bf16): activations and their gradients bf16 NHWC, a");
+    h.line("// bf16 copy of each weight per step, fp32 weights, gradients and optimizer state.");
+    h.line("static constexpr bool kBF16 = {};", info.bf16 ? "true" : "false");
+    h.line("static constexpr size_t kGradScratchElements = {};  // the largest conv weight",
+           info.grad_scratch_elements);
     h.blank();
     h.line("~{}() {{ release(); }}", cls);
     h.blank();
@@ -293,21 +384,29 @@ std::string trainer_source(const EmitContext& ctx, const ir::Graph& model, const
 
 std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions& options,
                                       Diagnostics& diags) {
-  if (options.precision != Precision::kFP32 && options.precision != Precision::kTF32) {
+  const bool bf16 = options.precision == Precision::kBF16;
+  if (options.precision == Precision::kFP16) {
     diags.error(SourceLoc{model.name, 0, 0},
-                "the trainer is fp32 for now (TF32 off, or on with --precision tf32): bf16 and "
-                "fp16 mixed-precision training are not built yet");
+                "fp16 mixed-precision training (with dynamic loss scaling) is not built yet: "
+                "--precision bf16, tf32 or fp32");
     return std::nullopt;
   }
-  if (options.layout == Layout::kNHWC) {
+  if (options.layout == (bf16 ? Layout::kNCHW : Layout::kNHWC)) {
     diags.error(SourceLoc{model.name, 0, 0},
-                "the trainer stores activations NCHW: drop --layout nhwc");
+                bf16 ? "the bf16 trainer stores activations NHWC: drop --layout nchw"
+                     : "the fp32 trainer stores activations NCHW: drop --layout nhwc");
     return std::nullopt;
   }
   std::optional<ir::Graph> graph = passes::build_training_graph(model, {}, diags);
   if (!graph) return std::nullopt;
-  const ir::Graph& g = *graph;
   TrainInfo info;
+  if (bf16) {
+    std::optional<int64_t> largest = mark_bf16(*graph, diags);
+    if (!largest) return std::nullopt;
+    info.bf16 = true;
+    info.grad_scratch_elements = *largest;
+  }
+  const ir::Graph& g = *graph;
   info.tf32 = options.precision == Precision::kTF32;
   plan_params(model, info);
   index_graph(g, info);
@@ -335,13 +434,14 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   gen.class_name = cls;
   gen.arena_bytes_per_sample = info.plan.arena_bytes_per_sample;
   gen.unshared_bytes_per_sample = info.plan.unplanned_bytes_per_sample;
-  gen.weight_bytes = 3 * info.param_elements * 4;
+  gen.weight_bytes = 3 * info.param_elements * 4 +
+                     (bf16 ? 2 * (info.param_elements + info.grad_scratch_elements) : 0);
   gen.files = {{"CMakeLists.txt",
                 cmake_lists(banner(options, model.name + " (trainer)", hash, false, "#"), base) +
                     nccl_cmake(base)},
                {base + ".h", trainer_header(ctx, head, cls, input, logits, loss)},
                {base + ".cpp", trainer_source(ctx, model, head, cls, base, forward, backward)},
-               {base + "_kernels.cu", trainer_kernels_source(g, head, base)},
+               {base + "_kernels.cu", trainer_kernels_source(g, head, base, info.bf16)},
                {"main.cpp", runner_main(head, base, cls, "train/main.h", "run_train_main")}};
   add_runtime_files(gen.files);
   return gen;

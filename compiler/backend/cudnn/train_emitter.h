@@ -35,7 +35,9 @@ struct GradBucket {
 
 struct TrainInfo {
   bool tf32 = false;  // --precision tf32: cuDNN and cuBLAS may round fp32 operands to TF32
-  std::vector<ParamSlot> params;  // trainable first, then running statistics; model order
+  bool bf16 = false;  // --precision bf16: mixed precision (emit_trainer.cpp's mark_bf16)
+  int64_t grad_scratch_elements = 0;  // bf16: the largest convolution weight
+  std::vector<ParamSlot> params;      // trainable first, then running statistics; model order
   std::map<std::string, size_t> param_index;
   int64_t param_elements = 0, trainable_elements = 0;
   std::vector<std::string> value_ids;  // per value: a unique C++ identifier

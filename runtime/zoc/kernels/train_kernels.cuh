@@ -1,19 +1,27 @@
-// The few custom kernels of generated trainers (issue 8), fp32: softmax cross-entropy with its
+// The few custom kernels of generated trainers (issue 8): softmax cross-entropy with its
 // gradient, the linear layer's bias glue, elementwise adds, the activations and their gradients
 // (zoc/math/activations.h, the formulas the reference interpreter runs), dropout, the per-epoch
-// metrics and the SGD update. cuDNN and cuBLAS do the layers. Every kernel uses a grid-stride loop
-// with 64-bit indices; every host launcher takes a stream, launches nothing for empty work and
-// returns cudaGetLastError(). Included by the generated <model>_train_kernels.cu only (nvcc,
-// C++17), whose functions call these.
+// metrics, the SGD and AdamW updates, and (mixed precision, issue 38) the casts between fp32
+// NCHW (the caller's batch, the master weights and their gradients) and bf16 NHWC. The kernels
+// over activations are templates over their storage type T (float, or __nv_bfloat16 in a bf16
+// trainer), computing in float; weights, gradients, optimizer state and the loss are float.
+// cuDNN and cuBLAS do the layers. Every kernel uses a grid-stride loop with 64-bit indices; every
+// host launcher takes a stream, launches nothing for empty work and returns cudaGetLastError().
+// Included by the generated <model>_train_kernels.cu only (nvcc, C++17), whose functions call
+// these.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "zoc/kernels/kernels.cuh"  // to_float, from_float
 #include "zoc/math/activations.h"
 
 namespace zoc::train_kernels {
+
+using kernels::from_float;
+using kernels::to_float;
 
 namespace detail {
 inline unsigned blocks_for(int64_t n) {
@@ -25,8 +33,9 @@ inline unsigned blocks_for(int64_t n) {
 // (1 - e) onehot + e / classes): loss_rows[r] = logsumexp(z) - (1 - e) z[label] - e mean(z);
 // dz = (softmax(z) - target) / rows. A label outside [0, classes) gives NaN loss and gradient
 // (the host validated labels before).
+template <class T>
 __global__ void softmax_xent_kernel(const float* z, const int32_t* labels, int64_t rows,
-                                    int64_t classes, float smoothing, float* loss_rows, float* dz) {
+                                    int64_t classes, float smoothing, float* loss_rows, T* dz) {
   const double e = smoothing, spread = e / double(classes);
   for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows;
        r += int64_t(gridDim.x) * blockDim.x) {
@@ -48,7 +57,8 @@ __global__ void softmax_xent_kernel(const float* z, const int32_t* labels, int64
     for (int64_t k = 0; k < classes; ++k) {
       const double p = exp(double(zr[k]) - log_sum);
       const double target = (k == label ? 1.0 - e : 0.0) + spread;
-      dz[r * classes + k] = ok ? float((p - target) / double(rows)) : __int_as_float(0x7fc00000);
+      dz[r * classes + k] =
+          from_float<T>(ok ? float((p - target) / double(rows)) : __int_as_float(0x7fc00000));
     }
   }
 }
@@ -68,37 +78,71 @@ __global__ void add_bias_rows_kernel(float* y, const float* b, int64_t rows, int
   }
 }
 
-__global__ void sum_rows_kernel(const float* dy, float* db, int64_t rows, int64_t cols) {
+template <class T>
+__global__ void sum_rows_kernel(const T* dy, float* db, int64_t rows, int64_t cols) {
   for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < cols;
        c += int64_t(gridDim.x) * blockDim.x) {
     double s = 0.0;
-    for (int64_t r = 0; r < rows; ++r) s += dy[r * cols + c];
+    for (int64_t r = 0; r < rows; ++r) s += to_float(dy[r * cols + c]);
     db[c] = float(s);
   }
 }
 
-__global__ void add_kernel(const float* a, const float* b, float* y, int64_t count) {
+template <class T>
+__global__ void add_kernel(const T* a, const T* b, T* y, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    y[i] = a[i] + b[i];
+    y[i] = from_float<T>(to_float(a[i]) + to_float(b[i]));
+  }
+}
+
+// y[n][hw][c] = x[n][c][hw] rounded to T: the caller's NCHW batch into NHWC storage, and a KCRS
+// weight into the KRSC copy a convolution reads (n = K, c = C / groups, hw = R * S).
+template <class T>
+__global__ void store_nhwc_kernel(const float* x, T* y, int64_t n, int64_t c, int64_t hw) {
+  const int64_t count = n * c * hw;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ci = i % c, pi = (i / c) % hw, ni = i / (c * hw);
+    y[i] = from_float<T>(x[(ni * c + ci) * hw + pi]);
+  }
+}
+
+// y[n][c][hw] = x[n][hw][c] in float: a KRSC weight gradient into the KCRS master layout.
+template <class T>
+__global__ void load_nchw_kernel(const T* x, float* y, int64_t n, int64_t c, int64_t hw) {
+  const int64_t count = n * c * hw;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t pi = i % hw, ci = (i / hw) % c, ni = i / (c * hw);
+    y[i] = to_float(x[(ni * hw + pi) * c + ci]);
+  }
+}
+
+// y = x rounded to T, elementwise (a linear layer's weight copy).
+template <class T>
+__global__ void store_kernel(const float* x, T* y, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    y[i] = from_float<T>(x[i]);
   }
 }
 
 // y = f(x) and dx = f'(s) * dy for an activation of zoc/math/activations.h (s: the forward's
-// output or input, as Math::kFromOutput says), in float.
-template <class Math>
-__global__ void activation_kernel(const float* x, float* y, int64_t count, act::Params p) {
+// output or input, as Math::kFromOutput says), computed in float.
+template <class Math, class T>
+__global__ void activation_kernel(const T* x, T* y, int64_t count, act::Params p) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    y[i] = Math::forward(x[i], p);
+    y[i] = from_float<T>(Math::forward(to_float(x[i]), p));
   }
 }
-template <class Math>
-__global__ void activation_backward_kernel(const float* s, const float* dy, float* dx,
-                                           int64_t count, act::Params p) {
+template <class Math, class T>
+__global__ void activation_backward_kernel(const T* s, const T* dy, T* dx, int64_t count,
+                                           act::Params p) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    dx[i] = Math::backward(s[i], dy[i], p);
+    dx[i] = from_float<T>(Math::backward(to_float(s[i]), to_float(dy[i]), p));
   }
 }
 
@@ -152,12 +196,13 @@ __device__ inline float dropout_scale(uint64_t seed, uint64_t draw, uint64_t lay
 }
 
 // Forward y = x * scale (p = 0: a copy); backward dx = dy * scale, the same mask.
-__global__ void dropout_kernel(const float* x, float* y, int64_t count, float p, uint64_t seed,
+template <class T>
+__global__ void dropout_kernel(const T* x, T* y, int64_t count, float p, uint64_t seed,
                                const uint64_t* draws, uint64_t layer) {
   const uint64_t draw = p > 0.0f ? *draws : 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    y[i] = p > 0.0f ? x[i] * dropout_scale(seed, draw, layer, i, p) : x[i];
+    y[i] = p > 0.0f ? from_float<T>(to_float(x[i]) * dropout_scale(seed, draw, layer, i, p)) : x[i];
   }
 }
 
@@ -189,9 +234,12 @@ __global__ void metrics_kernel(const float* logits, const int32_t* labels, int64
 }
 }  // namespace detail
 
+// The logits are float in every trainer (a bf16 trainer's last linear layer writes fp32);
+// dlogits has the activations' storage type.
+template <class T>
 inline cudaError_t launch_softmax_xent(const float* logits, const int32_t* labels, int64_t rows,
                                        int64_t classes, float smoothing, float* loss_rows,
-                                       float* loss, float* dlogits, cudaStream_t stream) {
+                                       float* loss, T* dlogits, cudaStream_t stream) {
   if (rows <= 0 || classes <= 0) return cudaSuccess;
   detail::softmax_xent_kernel<<<detail::blocks_for(rows), 256, 0, stream>>>(
       logits, labels, rows, classes, smoothing, loss_rows, dlogits);
@@ -207,27 +255,52 @@ inline cudaError_t launch_add_bias_rows(float* y, const float* b, int64_t rows, 
   return cudaGetLastError();
 }
 
-inline cudaError_t launch_sum_rows(const float* dy, float* db, int64_t rows, int64_t cols,
+template <class T>
+inline cudaError_t launch_sum_rows(const T* dy, float* db, int64_t rows, int64_t cols,
                                    cudaStream_t stream) {
   if (cols <= 0) return cudaSuccess;
   detail::sum_rows_kernel<<<detail::blocks_for(cols), 256, 0, stream>>>(dy, db, rows, cols);
   return cudaGetLastError();
 }
 
-inline cudaError_t launch_add(const float* a, const float* b, float* y, int64_t count,
-                              cudaStream_t stream) {
+template <class T>
+inline cudaError_t launch_add(const T* a, const T* b, T* y, int64_t count, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::add_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(a, b, y, count);
   return cudaGetLastError();
 }
 
-inline cudaError_t launch_activation(act::Kind kind, act::Params p, const float* x, float* y,
-                                     int64_t count, cudaStream_t stream) {
+template <class T>
+inline cudaError_t launch_store_nhwc(const float* x, T* y, int64_t n, int64_t c, int64_t hw,
+                                     cudaStream_t stream) {
+  if (n * c * hw <= 0) return cudaSuccess;
+  detail::store_nhwc_kernel<<<detail::blocks_for(n * c * hw), 256, 0, stream>>>(x, y, n, c, hw);
+  return cudaGetLastError();
+}
+
+template <class T>
+inline cudaError_t launch_load_nchw(const T* x, float* y, int64_t n, int64_t c, int64_t hw,
+                                    cudaStream_t stream) {
+  if (n * c * hw <= 0) return cudaSuccess;
+  detail::load_nchw_kernel<<<detail::blocks_for(n * c * hw), 256, 0, stream>>>(x, y, n, c, hw);
+  return cudaGetLastError();
+}
+
+template <class T>
+inline cudaError_t launch_store(const float* x, T* y, int64_t count, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  detail::store_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count);
+  return cudaGetLastError();
+}
+
+template <class T>
+inline cudaError_t launch_activation(act::Kind kind, act::Params p, const T* x, T* y, int64_t count,
+                                     cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   switch (kind) {
 #define ZOC_LAUNCH_ACTIVATION(name)                                      \
   case act::Kind::k##name:                                               \
-    detail::activation_kernel<act::name>                                 \
+    detail::activation_kernel<act::name, T>                              \
         <<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count, p); \
     break;
     ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
@@ -236,14 +309,15 @@ inline cudaError_t launch_activation(act::Kind kind, act::Params p, const float*
   return cudaGetLastError();
 }
 
-inline cudaError_t launch_activation_backward(act::Kind kind, act::Params p, const float* s,
-                                              const float* dy, float* dx, int64_t count,
+template <class T>
+inline cudaError_t launch_activation_backward(act::Kind kind, act::Params p, const T* s,
+                                              const T* dy, T* dx, int64_t count,
                                               cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   switch (kind) {
 #define ZOC_LAUNCH_ACTIVATION(name)                                           \
   case act::Kind::k##name:                                                    \
-    detail::activation_backward_kernel<act::name>                             \
+    detail::activation_backward_kernel<act::name, T>                          \
         <<<detail::blocks_for(count), 256, 0, stream>>>(s, dy, dx, count, p); \
     break;
     ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
@@ -261,7 +335,8 @@ inline cudaError_t launch_sgd(float* w, const float* g, float* v, int64_t count,
 }
 
 // draws: the device step counter (read only when p > 0).
-inline cudaError_t launch_dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
+template <class T>
+inline cudaError_t launch_dropout(const T* x, T* y, int64_t count, float p, uint64_t seed,
                                   const uint64_t* draws, uint64_t layer, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::dropout_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count, p, seed, draws,

@@ -1,5 +1,6 @@
-// The convolution bundle of generated trainers (issue 8), fp32 NCHW (TF32 off, or on where the
-// trainer was compiled with --precision tf32): forward,
+// The convolution bundle of generated trainers (issue 8): fp32 NCHW (TF32 off, or on where the
+// trainer was compiled with --precision tf32), or bf16 NHWC with fp32 accumulation (mixed
+// precision, --precision bf16: KRSC weights, tensor cores): forward,
 // backward-data and backward-filter algorithms for one layer, so that each training-graph node
 // is one call (zoc/train/steps.h). Created once, described per batch size (host side only),
 // destroyed with the trainer. Batch norm and pooling use the inference bundles of
@@ -20,14 +21,10 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
 #include "zoc/cudnn/exact.h"
+#include "zoc/cudnn/layers.h"  // Precision
 #include "zoc/train/call_fields.h"
 
 namespace zoc::train {
-
-inline Status set4d(cudnnTensorDescriptor_t d, int n, int c, int h, int w, const char* layer) {
-  ZOC_CUDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w), layer);
-  return Status::success();
-}
 
 // A convolution's geometry (its fields: zoc/train/call_fields.h).
 struct ConvGeometry {
@@ -38,26 +35,29 @@ struct ConvGeometry {
 class Conv {
  public:
   size_t workspace = 0;  // the most any of the three chosen algorithms needs
+  const ConvGeometry& geometry() const { return g_; }
 
-  // math: CUDNN_FMA_MATH (fp32, TF32 off) or CUDNN_DEFAULT_MATH (TF32 tensor cores allowed).
-  Status create(const ConvGeometry& g, cudnnMathType_t math, const char* layer) {
+  // types: the trainer's storage type and layout, and its math: CUDNN_FMA_MATH (fp32, TF32 off),
+  // CUDNN_DEFAULT_MATH (TF32 tensor cores allowed) or CUDNN_TENSOR_OP_MATH (bf16).
+  Status create(const ConvGeometry& g, const Precision& types, const char* layer) {
     g_ = g;
-    math_ = math;
+    types_ = types;
+    math_ = types.math;
     ZOC_CUDNN(cudnnCreateTensorDescriptor(&x_), layer);
     ZOC_CUDNN(cudnnCreateTensorDescriptor(&y_), layer);
     ZOC_CUDNN(cudnnCreateTensorDescriptor(&b_), layer);
     ZOC_CUDNN(cudnnCreateFilterDescriptor(&w_), layer);
     ZOC_CUDNN(cudnnCreateConvolutionDescriptor(&conv_), layer);
-    ZOC_CUDNN(cudnnSetFilter4dDescriptor(w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.k,
-                                         g.c / g.groups, g.r, g.s),
-              layer);
+    ZOC_CUDNN(
+        cudnnSetFilter4dDescriptor(w_, types.data, types.format, g.k, g.c / g.groups, g.r, g.s),
+        layer);
     ZOC_CUDNN(
         cudnnSetConvolution2dDescriptor(conv_, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dil_h,
                                         g.dil_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         layer);
     ZOC_CUDNN(cudnnSetConvolutionGroupCount(conv_, g.groups), layer);
-    ZOC_CUDNN(cudnnSetConvolutionMathType(conv_, math), layer);
-    return set4d(b_, 1, g.k, 1, 1, layer);
+    ZOC_CUDNN(cudnnSetConvolutionMathType(conv_, math_), layer);
+    return set_tensor(b_, types, 1, g.k, 1, 1, layer);
   }
 
   // Describes batch n and picks, for each direction, the first exact algorithm that fits of
@@ -67,8 +67,8 @@ class Conv {
   Status describe(cudnnHandle_t h, int n, size_t workspace_limit, bool benchmark,
                   bool deterministic, const char* layer) {
     deterministic_ = deterministic;
-    ZOC_TRY(set4d(x_, n, g_.c, g_.h, g_.w, layer));
-    ZOC_TRY(set4d(y_, n, g_.k, g_.out_h, g_.out_w, layer));
+    ZOC_TRY(set_tensor(x_, types_, n, g_.c, g_.h, g_.w, layer));
+    ZOC_TRY(set_tensor(y_, types_, n, g_.k, g_.out_h, g_.out_w, layer));
     workspace = 0;
     int got = 0;
     cudnnConvolutionFwdAlgoPerf_t f[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -101,8 +101,8 @@ class Conv {
     return Status::success();
   }
 
-  Status forward(cudnnHandle_t h, const float* x, const float* w, const float* b, float* y,
-                 void* ws, size_t ws_bytes, const char* layer) const {
+  Status forward(cudnnHandle_t h, const void* x, const void* w, const void* b, void* y, void* ws,
+                 size_t ws_bytes, const char* layer) const {
     const float one = 1.0f, zero = 0.0f;
     ZOC_CUDNN(
         cudnnConvolutionForward(h, &one, x_, x, w_, w, conv_, fwd_, ws, ws_bytes, &zero, y_, y),
@@ -112,8 +112,8 @@ class Conv {
   }
 
   // dx = conv^T(dy) (dx null: nobody reads it, as the graph input's); dw = x * dy; db = sum dy.
-  Status backward(cudnnHandle_t h, const float* x, const float* w, const float* dy, float* dx,
-                  float* dw, float* db, void* ws, size_t ws_bytes, const char* layer) const {
+  Status backward(cudnnHandle_t h, const void* x, const void* w, const void* dy, void* dx, void* dw,
+                  void* db, void* ws, size_t ws_bytes, const char* layer) const {
     const float one = 1.0f, zero = 0.0f;
     if (dx) {
       ZOC_CUDNN(cudnnConvolutionBackwardData(h, &one, w_, w, y_, dy, conv_, bwd_data_, ws, ws_bytes,
@@ -140,13 +140,18 @@ class Conv {
 
  private:
   // The first of cuDNN's ranked candidates that runs, fits the workspace and (TF32 off) uses
-  // FMA math and is exact; its workspace counts toward `workspace`.
+  // FMA math and is exact; its workspace counts toward `workspace`. bf16: only candidates
+  // measured with the descriptor's own tensor-op math (cuDNN also ranks other math types, whose
+  // time and workspace are not what runs: taking them made steps 5x slower, and one asked for
+  // more workspace than it was ranked with).
   template <class Perf, class Algo>
   bool pick(const Perf* perf, int got, size_t limit, Algo* algo) {
     for (int i = 0; i < got; ++i) {
       const bool strict = math_ == CUDNN_FMA_MATH;
+      const bool tensor_op = math_ == CUDNN_TENSOR_OP_MATH;
       if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit ||
           (strict && (perf[i].mathType != CUDNN_FMA_MATH || !exact_algo(perf[i].algo))) ||
+          (tensor_op && perf[i].mathType != CUDNN_TENSOR_OP_MATH) ||
           (deterministic_ && perf[i].determinism != CUDNN_DETERMINISTIC)) {
         continue;
       }
@@ -156,12 +161,14 @@ class Conv {
     }
     return false;
   }
-  static Status none(const char* layer, const char* what, int n, size_t limit) {
-    return Error{std::string("layer '") + layer + "': no usable fp32 " + what +
+  Status none(const char* layer, const char* what, int n, size_t limit) const {
+    const char* type = types_.data == CUDNN_DATA_BFLOAT16 ? "bf16" : "fp32";
+    return Error{std::string("layer '") + layer + "': no usable " + type + " " + what +
                  " convolution algorithm for batch " + std::to_string(n) + " fits a workspace of " +
                  std::to_string(limit) + " bytes"};
   }
   ConvGeometry g_{};
+  Precision types_{};
   bool deterministic_ = false;
   cudnnMathType_t math_ = CUDNN_FMA_MATH;
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, b_ = nullptr;

@@ -4,7 +4,9 @@
 // counterpart of zoc/cudnn/model_steps.h, over the nodes of the training graph
 // (compiler/passes/build_training_graph.cpp): forward nodes, the loss, and every backward node
 // is one call. Each output is overwritten; several gradient contributions are summed by the
-// graph's add nodes. All fp32 NCHW with TF32 off.
+// graph's add nodes. fp32 NCHW (TF32 off, or on), or mixed precision: activations and their
+// gradients bf16 NHWC, weights fp32 (KCRS) with a bf16 copy (KRSC) made by the layer that reads
+// it, weight gradients fp32.
 #pragma once
 
 #include <cublas_v2.h>
@@ -39,6 +41,8 @@ struct TrainState {
   char* arena = nullptr;       // activations and their gradients, per sample * max_batch
   char* params = nullptr;      // PyTorch's layout: trainable tensors first, then running statistics
   char* grads = nullptr;       // the same layout
+  char* params16 = nullptr;    // bf16: each conv and linear weight's copy, at half its offset
+  void* grad16 = nullptr;      // bf16: a convolution's weight gradient before it becomes fp32
   float* momenta = nullptr;    // the same layout (AdamW: its first moments)
   float* second = nullptr;     // AdamW's second moments, the same layout (allocated on use)
   char* fixed = nullptr;       // BatchNorm's saved statistics, the loss
@@ -65,7 +69,12 @@ struct TrainState {
     return offset == kNoTensor ? nullptr : reinterpret_cast<float*>(grads + offset);
   }
   float* f(size_t offset) const { return reinterpret_cast<float*>(fixed + offset); }
+  void* p16(size_t offset) const { return params16 + offset / 2; }  // offset: params()' bytes
+  bool bf16() const { return types.data == CUDNN_DATA_BFLOAT16; }
 };
+
+// bf16 batch norm's mode (zoc/train/run_step.h): cuDNN's persistent NHWC kernels.
+inline constexpr cudnnBatchNormMode_t kBnPersistent = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
 
 struct TrainStepBase {
   Status input(const InputCall&) { return Status::success(); }
@@ -128,7 +137,7 @@ struct TrainCreate : TrainStepBase {
   TrainState& s;
   explicit TrainCreate(TrainState& state) : s(state) {}
   Status conv(Conv& l, const ConvTrainCall& c, const char* name) {
-    return l.create(c.g, s.types.math, name);
+    return l.create(c.g, s.types, name);
   }
   Status batchnorm(BatchNormLayer& l, const BatchNormTrainCall& c, const char* name) {
     return l.create(c.c, c.h, c.w, s.types, name);
@@ -152,8 +161,30 @@ struct TrainDescribe : TrainStepBase {
     need = std::max(need, l.workspace);
     return Status::success();
   }
+  // bf16: the persistent kernels' workspace, forward and backward; they need no reserve space
+  // without a fused activation (checked).
   Status batchnorm(BatchNormLayer& l, const BatchNormTrainCall&, const char* name) {
-    return l.describe(n, name);
+    ZOC_TRY(l.describe(n, name));
+    if (!s.bf16()) return Status::success();
+    size_t fwd = 0, bwd = 0, reserve = 0;
+    const cudnnBatchNormOps_t ops = CUDNN_BATCHNORM_OPS_BN;
+    ZOC_CUDNN(
+        cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
+            s.cudnn, kBnPersistent, ops, l.tensor.t, nullptr, l.tensor.t, l.params, nullptr, &fwd),
+        name);
+    ZOC_CUDNN(cudnnGetBatchNormalizationBackwardExWorkspaceSize(
+                  s.cudnn, kBnPersistent, ops, l.tensor.t, l.tensor.t, l.tensor.t, nullptr,
+                  l.tensor.t, l.params, nullptr, &bwd),
+              name);
+    ZOC_CUDNN(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(s.cudnn, kBnPersistent, ops,
+                                                                   nullptr, l.tensor.t, &reserve),
+              name);
+    if (reserve != 0) {
+      return Error{std::string("layer '") + name + "': cuDNN's bf16 batch norm asks for " +
+                   std::to_string(reserve) + " bytes of reserve space, which zoc does not keep"};
+    }
+    need = std::max({need, fwd, bwd});
+    return Status::success();
   }
   Status pool(PoolLayer& l, const PoolCall&, const char* name) { return l.describe(n, name); }
   // Layer norm's backward keeps its per-pixel statistics in the workspace.

@@ -5,7 +5,8 @@
 // A generated trainer is `class LenetTrainer : public zoc::Trainer<LenetTrainer>` (CRTP: no
 // virtual functions). It supplies its constants (kModelName, kClassName, kInputC/H/W, kClasses,
 // the parameter table in PyTorch's layout, kCounterNames, the gradient buckets, the arena and
-// fixed-region sizes, kLogits, kLoss, kHasDropout, kTF32), its descriptor bundles and the training
+// fixed-region sizes, kLogits, kLoss, kHasDropout, kTF32, kBF16, kGradScratchElements), its
+// descriptor bundles and the training
 // graph as two layer sequences: `forward_layers(v)` (input to logits) and `backward_layers(v)` (the
 // loss, then every backward node), walked with the steps of zoc/train/steps.h. step() runs both
 // in training mode, evaluate() the forward one in evaluation mode, sgd() the graph's sgd nodes as
@@ -136,6 +137,10 @@ class Trainer {
   static constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;
 
   M& self() { return static_cast<M&>(*this); }
+  // bf16: the weights' copies and one convolution's weight gradient.
+  static constexpr size_t bf16_bytes() {
+    return M::kBF16 ? (M::kParamElements + M::kGradScratchElements) * 2 : 0;
+  }
   Status init(const std::string& weights, uint64_t seed, int max_batch);
   Status load_params(const std::string& weights, uint64_t seed);
   Status allocate();
@@ -163,6 +168,10 @@ template <class M>
 Status Trainer<M>::init(const std::string& weights, uint64_t seed, int max_batch) {
   s_.max_batch = max_batch;
   s_.dropout_seed = seed;
+  if (M::kBF16) {  // mixed precision: bf16 NHWC activations, tensor cores, fp32 accumulation
+    s_.types = {CUDNN_DATA_BFLOAT16, CUDNN_TENSOR_NHWC, CUDNN_TENSOR_OP_MATH, CUDA_R_16BF,
+                CUBLAS_COMPUTE_32F};
+  }
   ZOC_TRY(load_params(weights, seed));
   if (M::kTF32) s_.types.math = CUDNN_DEFAULT_MATH;  // cuDNN may round fp32 to TF32
   train::TrainCreate create(s_);
@@ -177,7 +186,7 @@ Status Trainer<M>::init(const std::string& weights, uint64_t seed, int max_batch
   const size_t B = size_t(max_batch);
   s_.device_bytes = 3 * M::kParamElements * sizeof(float) + M::kArenaBytesPerSample * B +
                     M::kFixedBytes + (B + 1) * sizeof(float) + s_.workspace_bytes +
-                    kBlasWorkspaceBytes + sizeof(uint64_t);
+                    kBlasWorkspaceBytes + sizeof(uint64_t) + bf16_bytes();
   return Status::success();
 }
 
@@ -207,9 +216,11 @@ Status Trainer<M>::allocate() {
   ZOC_CUDNN(cudnnCreate(&s_.cudnn), "init");
   ZOC_CUBLAS(cublasCreate(&s_.cublas), "init");
   // fp32: no TF32 in cuBLAS either; tf32: cuBLAS's and cuDNN's TF32 tensor cores.
-  ZOC_CUBLAS(
-      cublasSetMathMode(s_.cublas, M::kTF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH),
-      "init");
+  // bf16: cublasGemmEx on bf16 operands, fp32 accumulation (tensor cores).
+  ZOC_CUBLAS(cublasSetMathMode(s_.cublas, M::kTF32   ? CUBLAS_TF32_TENSOR_OP_MATH
+                                          : M::kBF16 ? CUBLAS_DEFAULT_MATH
+                                                     : CUBLAS_PEDANTIC_MATH),
+             "init");
   // A fixed cuBLAS workspace: nothing is allocated while a step is captured.
   ZOC_CUDA(cudaMalloc(&s_.blas_workspace, kBlasWorkspaceBytes), "init");
   ZOC_CUBLAS(cublasSetWorkspace(s_.cublas, s_.blas_workspace, kBlasWorkspaceBytes), "init");
@@ -221,6 +232,10 @@ Status Trainer<M>::allocate() {
   ZOC_CUDA(cudaMalloc(&s_.momenta, param_bytes), "init");
   ZOC_CUDA(cudaMemset(s_.grads, 0, param_bytes), "init");
   ZOC_CUDA(cudaMemset(s_.momenta, 0, param_bytes), "init");
+  if (M::kBF16) {
+    ZOC_CUDA(cudaMalloc(&s_.params16, M::kParamElements * 2), "init");
+    ZOC_CUDA(cudaMalloc(&s_.grad16, std::max<size_t>(M::kGradScratchElements * 2, 2)), "init");
+  }
   ZOC_CUDA(cudaMalloc(&s_.arena, M::kArenaBytesPerSample * size_t(s_.max_batch)), "init");
   ZOC_CUDA(cudaMalloc(&s_.fixed, std::max<size_t>(M::kFixedBytes, 1)), "init");
   ZOC_CUDA(cudaMalloc(&s_.loss_rows, size_t(s_.max_batch) * sizeof(float)), "init");
@@ -289,7 +304,7 @@ void Trainer<M>::release() {
        {static_cast<void*>(s_.params), static_cast<void*>(s_.grads), static_cast<void*>(s_.momenta),
         static_cast<void*>(s_.second), static_cast<void*>(s_.arena), static_cast<void*>(s_.fixed),
         static_cast<void*>(s_.loss_rows), static_cast<void*>(s_.draws), s_.workspace,
-        s_.blas_workspace}) {
+        s_.blas_workspace, static_cast<void*>(s_.params16), s_.grad16}) {
     if (q) cudaFree(q);
   }
   if (s_.cublas) cublasDestroy(s_.cublas);

@@ -2,8 +2,9 @@
 // side (zoc/train/steps.h, zoc/train/trainer.h), defined in each generated trainer's
 // <model>_train_kernels.cu by forwarding to zoc/kernels/train_kernels.cuh (nvcc only), so the
 // trainer's C++ needs no CUDA compiler. zoc-verify recognises them as the model's kernel wrappers
-// (a
-// `*_kernels.h` declaration defined in the folder's .cu). All fp32.
+// (a `*_kernels.h` declaration defined in the folder's .cu). Pointers to activations (and their
+// gradients) are void*: the folder's .cu reads them as its trainer's storage type (float, or
+// bf16 in a mixed-precision trainer); weights, gradients, optimizer state and the loss are float.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,20 +19,28 @@ namespace zoc::trainer_kernels {
 // loss_rows[r] = cross-entropy of row r against the target (1 - smoothing) onehot + smoothing /
 // classes, loss[0] = their mean, dlogits = (softmax - target) / rows.
 cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
-                         float smoothing, float* loss_rows, float* loss, float* dlogits,
+                         float smoothing, float* loss_rows, float* loss, void* dlogits,
                          cudaStream_t stream);
 // y[r, c] += b[c].
 cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
                           cudaStream_t stream);
 // db[c] = sum over rows of dy[r, c].
-cudaError_t sum_rows(const float* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream);
+cudaError_t sum_rows(const void* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream);
 // y = a + b.
-cudaError_t add(const float* a, const float* b, float* y, int64_t count, cudaStream_t stream);
+cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream);
 // y = f(x), and dx = f'(s) * dy, for an activation of zoc/math/activations.h.
-cudaError_t activation(act::Kind kind, act::Params p, const float* x, float* y, int64_t count,
+cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
                        cudaStream_t stream);
-cudaError_t activation_backward(act::Kind kind, act::Params p, const float* s, const float* dy,
-                                float* dx, int64_t count, cudaStream_t stream);
+cudaError_t activation_backward(act::Kind kind, act::Params p, const void* s, const void* dy,
+                                void* dx, int64_t count, cudaStream_t stream);
+// Mixed precision: y[n][hw][c] = x[n][c][hw] in the storage type (the batch into NHWC, a KCRS
+// weight into its KRSC copy), its inverse into float (a KRSC weight gradient into KCRS), and
+// an elementwise copy in the storage type (a linear layer's weight).
+cudaError_t store_nhwc(const float* x, void* y, int64_t n, int64_t c, int64_t hw,
+                       cudaStream_t stream);
+cudaError_t load_nchw(const void* x, float* y, int64_t n, int64_t c, int64_t hw,
+                      cudaStream_t stream);
+cudaError_t store(const float* x, void* y, int64_t count, cudaStream_t stream);
 // PyTorch's SGD over count floats of w with gradients g and momentum buffers v.
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
                 float weight_decay, cudaStream_t stream);
@@ -41,7 +50,7 @@ cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, f
                   float one_minus_beta1, float beta2, float one_minus_beta2, float eps,
                   float step_size, float bias2_sqrt, cudaStream_t stream);
 // y = x * the mask of (seed, *draw, layer, element) / (1 - p); p = 0: a copy.
-cudaError_t dropout(const float* x, float* y, int64_t count, float p, uint64_t seed,
+cudaError_t dropout(const void* x, void* y, int64_t count, float p, uint64_t seed,
                     const uint64_t* draw, uint64_t layer, cudaStream_t stream);
 // One more training step: dropout draws its masks from the device counter.
 cudaError_t count_step(uint64_t* draws, cudaStream_t stream);

@@ -364,7 +364,10 @@ void log_epoch(const FitArgs& a, const EpochLog& e, FitLogs& logs) {
                 e.epoch, e.m.train_loss, e.m.train_acc, e.m.test_acc, e.median_ms, e.mean_ms,
                 e.epoch_s, e.peak_mb, e.trainer_mb, e.used_mb, e.steps, e.world, e.img_per_s, e.lr,
                 e.graph ? "true" : "false", a.benchmark ? "true" : "false",
-                a.deterministic ? "true" : "false", Trainer::kTF32 ? "tf32" : "fp32");
+                a.deterministic ? "true" : "false",
+                Trainer::kBF16   ? "bf16"
+                : Trainer::kTF32 ? "tf32"
+                                 : "fp32");
   std::printf("%s\n", line);
   std::fflush(stdout);
   if (logs.json) {

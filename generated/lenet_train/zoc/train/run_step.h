@@ -1,7 +1,10 @@
 // The run step of generated trainers (see zoc/train/steps.h): one library call or kernel per
 // training-graph node, on the trainer's stream. kTrain: the training step (BatchNorm with the
 // batch's statistics, dropout masks on); otherwise the forward pass in evaluation mode (running
-// statistics, dropout the identity), which walks the same forward nodes.
+// statistics, dropout the identity), which walks the same forward nodes. In a bf16 trainer
+// (mixed precision) the batch is stored NHWC in bf16 on entry, each convolution and linear layer
+// rounds its fp32 weight into a bf16 copy before use (KRSC for a convolution), and their weight
+// gradients come back as fp32 in PyTorch's layout; the logits and the loss stay fp32.
 #pragma once
 
 #include "zoc/train/steps.h"
@@ -16,38 +19,72 @@ struct TrainRun {
   cudaStream_t stream;
   int n;
 
-  // The caller's fp32 NCHW batch, copied into the arena.
+  // The caller's fp32 NCHW batch, copied into the arena (bf16: as NHWC bf16).
   Status input(const InputCall& c) {
+    if (s.bf16()) {
+      ZOC_CUDA(trainer_kernels::store_nhwc(in, s.act(c.y), n, c.c, int64_t(c.h) * c.w, stream),
+               "input");
+      return Status::success();
+    }
     const size_t bytes = size_t(n) * size_t(c.c) * size_t(c.h) * size_t(c.w) * sizeof(float);
     ZOC_CUDA(cudaMemcpyAsync(s.act(c.y), in, bytes, cudaMemcpyDeviceToDevice, stream), "input");
     return Status::success();
   }
   Status conv(Conv& l, const ConvTrainCall& c, const char* name) {
-    return l.forward(s.cudnn, s.a(c.x), s.p(c.w), s.p(c.b), s.a(c.y), s.workspace,
+    if (s.bf16()) {  // this step's bf16 KRSC copy of the weight (no bias: refused by zoc)
+      const ConvGeometry& g = l.geometry();
+      ZOC_CUDA(trainer_kernels::store_nhwc(s.p(c.w), s.p16(c.w), g.k, g.c / g.groups,
+                                           int64_t(g.r) * g.s, stream),
+               name);
+      return l.forward(s.cudnn, s.act(c.x), s.p16(c.w), nullptr, s.act(c.y), s.workspace,
+                       s.workspace_bytes, name);
+    }
+    return l.forward(s.cudnn, s.act(c.x), s.p(c.w), s.p(c.b), s.act(c.y), s.workspace,
                      s.workspace_bytes, name);
   }
   Status conv_grad(Conv& l, const ConvGradCall& c, const char* name) {
-    float* dx = c.dx == kNoTensor ? nullptr : s.a(c.dx);
-    return l.backward(s.cudnn, s.a(c.x), s.p(c.w), s.a(c.dy), dx, s.g(c.dw), s.g(c.db), s.workspace,
-                      s.workspace_bytes, name);
+    void* dx = c.dx == kNoTensor ? nullptr : s.act(c.dx);
+    if (s.bf16()) {  // dW in bf16 KRSC (as autocast's), then into the fp32 KCRS gradient
+      const ConvGeometry& g = l.geometry();
+      ZOC_TRY(l.backward(s.cudnn, s.act(c.x), s.p16(c.w), s.act(c.dy), dx, s.grad16, nullptr,
+                         s.workspace, s.workspace_bytes, name));
+      ZOC_CUDA(trainer_kernels::load_nchw(s.grad16, s.g(c.dw), g.k, g.c / g.groups,
+                                          int64_t(g.r) * g.s, stream),
+               name);
+      return Status::success();
+    }
+    return l.backward(s.cudnn, s.act(c.x), s.p(c.w), s.act(c.dy), dx, s.g(c.dw), s.g(c.db),
+                      s.workspace, s.workspace_bytes, name);
   }
   // Training: normalized with the batch's statistics, running averages updated in place with
   // the layer's momentum (cuDNN uses the unbiased variance, as PyTorch), mean and inverse
-  // deviation saved for backward. Evaluation: the running statistics.
+  // deviation saved for backward. Evaluation: the running statistics. bf16 NHWC: cuDNN's
+  // persistent NHWC kernels through the Ex calls (as PyTorch's channels-last batch norm), in
+  // the trainer's workspace; the plain calls there ran NCHW-style kernels, 80% of the step.
   Status batchnorm(BatchNormLayer& l, const BatchNormTrainCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
     const double eps = std::max(c.eps, CUDNN_BN_MIN_EPSILON);
     if constexpr (kTrain) {
       float* saved = s.f(c.saved);
+      if (s.bf16()) {
+        ZOC_CUDNN(cudnnBatchNormalizationForwardTrainingEx(
+                      s.cudnn, kBnPersistent, CUDNN_BATCHNORM_OPS_BN, &one, &zero, l.tensor.t,
+                      s.act(c.x), nullptr, nullptr, l.tensor.t, s.act(c.y), l.params, s.p(c.gamma),
+                      s.p(c.beta), c.momentum, s.p(c.mean), s.p(c.var), eps, saved, saved + c.c,
+                      nullptr, s.workspace, s.workspace_bytes, nullptr, 0),
+                  name);
+        return Status::success();
+      }
       ZOC_CUDNN(cudnnBatchNormalizationForwardTraining(
-                    s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, l.tensor.t, s.a(c.x), l.tensor.t,
-                    s.a(c.y), l.params, s.p(c.gamma), s.p(c.beta), c.momentum, s.p(c.mean),
-                    s.p(c.var), eps, saved, saved + c.c),
+                    s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, l.tensor.t, s.act(c.x),
+                    l.tensor.t, s.act(c.y), l.params, s.p(c.gamma), s.p(c.beta), c.momentum,
+                    s.p(c.mean), s.p(c.var), eps, saved, saved + c.c),
                 name);
     } else {
-      ZOC_CUDNN(cudnnBatchNormalizationForwardInference(
-                    s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, l.tensor.t, s.a(c.x), l.tensor.t,
-                    s.a(c.y), l.params, s.p(c.gamma), s.p(c.beta), s.p(c.mean), s.p(c.var), eps),
+      ZOC_CUDNN(cudnnBatchNormalizationForwardInference(s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one,
+                                                        &zero, l.tensor.t, s.act(c.x), l.tensor.t,
+                                                        s.act(c.y), l.params, s.p(c.gamma),
+                                                        s.p(c.beta), s.p(c.mean), s.p(c.var), eps),
                 name);
     }
     return Status::success();
@@ -55,53 +92,91 @@ struct TrainRun {
   Status batchnorm_grad(BatchNormLayer& l, const BatchNormGradCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
     const float* saved = s.f(c.saved);
-    ZOC_CUDNN(
-        cudnnBatchNormalizationBackward(
-            s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, l.tensor.t, s.a(c.x),
-            l.tensor.t, s.a(c.dy), l.tensor.t, s.a(c.dx), l.params, s.p(c.gamma), s.g(c.dgamma),
-            s.g(c.dbeta), std::max(c.eps, CUDNN_BN_MIN_EPSILON), saved, saved + c.c),
-        name);
+    const double eps = std::max(c.eps, CUDNN_BN_MIN_EPSILON);
+    if (s.bf16()) {
+      ZOC_CUDNN(
+          cudnnBatchNormalizationBackwardEx(
+              s.cudnn, kBnPersistent, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, l.tensor.t,
+              s.act(c.x), nullptr, nullptr, l.tensor.t, s.act(c.dy), nullptr, nullptr, l.tensor.t,
+              s.act(c.dx), l.params, s.p(c.gamma), nullptr, s.g(c.dgamma), s.g(c.dbeta), eps, saved,
+              saved + c.c, nullptr, s.workspace, s.workspace_bytes, nullptr, 0),
+          name);
+      return Status::success();
+    }
+    ZOC_CUDNN(cudnnBatchNormalizationBackward(
+                  s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, l.tensor.t,
+                  s.act(c.x), l.tensor.t, s.act(c.dy), l.tensor.t, s.act(c.dx), l.params,
+                  s.p(c.gamma), s.g(c.dgamma), s.g(c.dbeta), eps, saved, saved + c.c),
+              name);
     return Status::success();
   }
   Status pool(PoolLayer& l, const PoolCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
-    ZOC_CUDNN(cudnnPoolingForward(s.cudnn, l.pool, &one, l.x, s.a(c.x), &zero, l.y, s.a(c.y)),
+    ZOC_CUDNN(cudnnPoolingForward(s.cudnn, l.pool, &one, l.x, s.act(c.x), &zero, l.y, s.act(c.y)),
               name);
     return Status::success();
   }
   Status pool_grad(PoolLayer& l, const PoolGradCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
-    ZOC_CUDNN(cudnnPoolingBackward(s.cudnn, l.pool, &one, l.y, s.a(c.y), l.y, s.a(c.dy), l.x,
-                                   s.a(c.x), &zero, l.x, s.a(c.dx)),
+    ZOC_CUDNN(cudnnPoolingBackward(s.cudnn, l.pool, &one, l.y, s.act(c.y), l.y, s.act(c.dy), l.x,
+                                   s.act(c.x), &zero, l.x, s.act(c.dx)),
               name);
     return Status::success();
   }
   Status activation(const ActivationTrainCall& c, const char* name) {
-    ZOC_CUDA(trainer_kernels::activation(c.kind, c.params, s.a(c.x), s.a(c.y),
+    ZOC_CUDA(trainer_kernels::activation(c.kind, c.params, s.act(c.x), s.act(c.y),
                                          int64_t(n) * c.per_sample, stream),
              name);
     return Status::success();
   }
   Status activation_grad(const ActivationGradCall& c, const char* name) {
-    ZOC_CUDA(trainer_kernels::activation_backward(c.kind, c.params, s.a(c.s), s.a(c.dy), s.a(c.dx),
-                                                  int64_t(n) * c.per_sample, stream),
+    ZOC_CUDA(trainer_kernels::activation_backward(c.kind, c.params, s.act(c.s), s.act(c.dy),
+                                                  s.act(c.dx), int64_t(n) * c.per_sample, stream),
              name);
     return Status::success();
   }
   // Row-major y[n, out] = x[n, in] W^T is column-major y^T = W^T^T x^T (as in inference).
+  // bf16: the product of bf16 copies accumulated and written in fp32 (the logits: zoc refuses a
+  // bf16 trainer whose linear layer is not the last).
   Status linear(const LinearTrainCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
-    ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, c.out, n, c.in, &one, s.p(c.w), c.in,
-                           s.a(c.x), c.in, &zero, s.a(c.y), c.out),
-               name);
+    if (s.bf16()) {
+      ZOC_CUDA(trainer_kernels::store(s.p(c.w), s.p16(c.w), int64_t(c.out) * c.in, stream), name);
+      ZOC_CUBLAS(cublasGemmEx(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, c.out, n, c.in, &one, s.p16(c.w),
+                              CUDA_R_16BF, c.in, s.act(c.x), CUDA_R_16BF, c.in, &zero, s.act(c.y),
+                              CUDA_R_32F, c.out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 name);
+    } else {
+      ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, c.out, n, c.in, &one, s.p(c.w),
+                             c.in, s.a(c.x), c.in, &zero, s.a(c.y), c.out),
+                 name);
+    }
     if (c.b != kNoTensor) {
       ZOC_CUDA(trainer_kernels::add_bias_rows(s.a(c.y), s.p(c.b), n, c.out, stream), name);
     }
     return Status::success();
   }
-  // dx = dy W; dW = dy^T x; db = column sums of dy.
+  // dx = dy W; dW = dy^T x; db = column sums of dy. bf16: dy (dlogits) and x bf16, dx bf16, dW
+  // accumulated and written in fp32.
   Status linear_grad(const LinearGradCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
+    if (s.bf16()) {
+      if (c.dx != kNoTensor) {
+        ZOC_CUBLAS(
+            cublasGemmEx(s.cublas, CUBLAS_OP_N, CUBLAS_OP_N, c.in, n, c.out, &one, s.p16(c.w),
+                         CUDA_R_16BF, c.in, s.act(c.dy), CUDA_R_16BF, c.out, &zero, s.act(c.dx),
+                         CUDA_R_16BF, c.in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            name);
+      }
+      ZOC_CUBLAS(cublasGemmEx(s.cublas, CUBLAS_OP_N, CUBLAS_OP_T, c.in, c.out, n, &one, s.act(c.x),
+                              CUDA_R_16BF, c.in, s.act(c.dy), CUDA_R_16BF, c.out, &zero, s.g(c.dw),
+                              CUDA_R_32F, c.in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 name);
+      if (c.db != kNoTensor) {
+        ZOC_CUDA(trainer_kernels::sum_rows(s.act(c.dy), s.g(c.db), n, c.out, stream), name);
+      }
+      return Status::success();
+    }
     if (c.dx != kNoTensor) {
       ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_N, CUBLAS_OP_N, c.in, n, c.out, &one, s.p(c.w),
                              c.in, s.a(c.dy), c.out, &zero, s.a(c.dx), c.in),
@@ -116,14 +191,15 @@ struct TrainRun {
     return Status::success();
   }
   Status add(const AddCall& c, const char* name) {
-    ZOC_CUDA(trainer_kernels::add(s.a(c.a), s.a(c.b), s.a(c.y), int64_t(n) * c.per_sample, stream),
-             name);
+    ZOC_CUDA(
+        trainer_kernels::add(s.act(c.a), s.act(c.b), s.act(c.y), int64_t(n) * c.per_sample, stream),
+        name);
     return Status::success();
   }
   // Masks from (seed, step, layer, element); the identity in evaluation or with dropout off.
   Status dropout(const DropoutCall& c, const char* name) {
     const float p = kTrain && s.dropout ? c.p : 0.0f;
-    ZOC_CUDA(trainer_kernels::dropout(s.a(c.x), s.a(c.y), int64_t(n) * c.per_sample, p,
+    ZOC_CUDA(trainer_kernels::dropout(s.act(c.x), s.act(c.y), int64_t(n) * c.per_sample, p,
                                       s.dropout_seed, s.draws, c.layer, stream),
              name);
     return Status::success();
@@ -214,7 +290,7 @@ struct TrainRun {
   }
   Status loss(const LossCall& c) {
     ZOC_CUDA(trainer_kernels::softmax_xent(s.a(c.logits), labels, n, c.classes, s.label_smoothing,
-                                           s.loss_rows, s.f(c.loss), s.a(c.dlogits), stream),
+                                           s.loss_rows, s.f(c.loss), s.act(c.dlogits), stream),
              "loss");
     return Status::success();
   }

@@ -38,6 +38,39 @@ for p in fp32 tf32; do
     grep -qF "static constexpr bool kTF32 = $want;" "$scratch/ok_$p/lenet_train.h" ||
     { echo "--precision $p: no trainer with kTF32 = $want"; fail=1; }
 done
+# What bf16 refuses and fp32 trains: a batch norm whose statistics cuDNN's NHWC kernels could
+# not load aligned, a linear layer on NHWC rows, logits no linear layer writes.
+check "$here/backend/train_bf16_refused.yaml" \
+  "train_bf16_refused.yaml:9:5: error: layer 'bn': bf16 training does not support a batch norm over a channel count that is not a multiple of 4 yet" \
+  --precision bf16
+check "$here/backend/train_bf16_refused.yaml" \
+  "train_bf16_refused.yaml:12:5: error: layer 'fc': bf16 training does not support a linear layer on a flattened activation larger than 1x1 yet" \
+  --precision bf16
+check "$here/backend/train_bf16_pool_logits.yaml" \
+  "train_bf16_pool_logits.yaml:10:5: error: layer 'flat': bf16 training needs the logits written by a linear layer, not by flatten" \
+  --precision bf16
+for m in train_bf16_refused train_bf16_pool_logits; do
+  rm -rf "$scratch/fp32_$m"
+  "$zoc" compile "$here/backend/$m.yaml" --train -o "$scratch/fp32_$m" >/dev/null ||
+    { echo "$m: the fp32 trainer was refused"; fail=1; }
+done
+# bf16 parameters start at multiples of 16 floats; the gradient buckets of data-parallel training
+# still cover every trainable tensor, gaps and all.
+rm -rf "$scratch/gaps"
+"$zoc" compile "$here/backend/train_bf16_gaps.yaml" --train --precision bf16 -o "$scratch/gaps" \
+  >/dev/null || { echo "train_bf16_gaps: no bf16 trainer"; fail=1; }
+awk '/kParamTable\[/ { t = 1; next } /kBucketTable\[/ { b = 1; t = 0; next } /^};/ { t = b = 0 }
+     t && /, true, / { gsub(/[{},]/, " "); off[++n] = $2; cnt[n] = $3; if ($2 % 16) bad = bad " " $1 }
+     b { gsub(/[{},]/, " "); lo[++m] = $1; hi[m] = $1 + $2 }
+     END {
+       for (i = 1; i <= n; ++i) {
+         in_one = 0
+         for (j = 1; j <= m; ++j) if (off[i] >= lo[j] && off[i] + cnt[i] <= hi[j]) in_one = 1
+         if (!in_one) bad = bad " uncovered@" off[i]
+       }
+       if (bad != "" || n == 0 || m == 0) { print "train_bf16_gaps:" bad; exit 1 }
+     }' "$scratch/gaps/train_bf16_gaps_train.cpp" ||
+  { echo "train_bf16_gaps: a trainable tensor unaligned or outside every gradient bucket"; fail=1; }
 # bf16: ResNet-18 (no convolution bias), against its fp32 trainer.
 for p in fp32 bf16; do
   rm -rf "$scratch/r18_$p"

@@ -38,10 +38,11 @@ std::vector<GradBucket> plan_buckets(const ir::Graph& g, const TrainInfo& info) 
   std::vector<GradBucket> buckets;
   GradBucket open;
   bool any = false;
+  int64_t end = 0;  // of the open bucket's first (highest) tensor
   for (const auto& [slot, node] : owned) {
-    if (!any) open = {slot->offset + slot->count, 0, node};
+    if (!any) open = {0, 0, node}, end = slot->offset + slot->count;
     open.offset = slot->offset;
-    open.count += slot->count;
+    open.count = end - slot->offset;  // with the gaps a bf16 trainer's alignment leaves (zeros)
     open.last_node = std::max(open.last_node, node);  // the backward pass runs in graph order
     any = true;
     const int64_t cap = buckets.empty() ? kFirstBucketBytes : kBucketBytes;

@@ -100,6 +100,17 @@ void index_graph(const ir::Graph& g, TrainInfo& info) {
 // are the more exact); parameters, their gradients, BatchNorm's statistics and the loss stay
 // fp32. The ops the bf16 trainer runs are checked here: the rest are refused by name. Returns
 // the largest convolution weight (elements), whose bf16 gradient needs a scratch buffer.
+const ir::Node* producer(const ir::Graph& g, ir::ValueId v) {
+  const int32_t k = g.values[static_cast<size_t>(v)].producer;
+  return k < 0 ? nullptr : &g.nodes[static_cast<size_t>(k)];
+}
+
+// A flatten of a value with more than one pixel per channel.
+bool flattens_pixels(const ir::Graph& g, const ir::Node& flatten) {
+  const std::vector<int64_t>& d = g.type(flatten.inputs[0]).dims;
+  return d.size() >= 3 && d[1] * d[2] > 1;
+}
+
 std::optional<int64_t> mark_bf16(ir::Graph& g, Diagnostics& diags) {
   ir::ValueId logits = ir::kNoValue;
   for (const ir::Node& n : g.nodes) {
@@ -117,7 +128,6 @@ std::optional<int64_t> mark_bf16(ir::Graph& g, Diagnostics& diags) {
       case ir::OpKind::Input:
       case ir::OpKind::Labels:
       case ir::OpKind::Conv2dGrad:
-      case ir::OpKind::BatchNorm2d:
       case ir::OpKind::BatchNorm2dGrad:
       case ir::OpKind::Add:
       case ir::OpKind::Flatten:
@@ -136,8 +146,19 @@ std::optional<int64_t> mark_bf16(ir::Graph& g, Diagnostics& diags) {
           if (p.role == ir::ParamRole::kWeight) largest = std::max(largest, count);
         }
         break;
+      case ir::OpKind::BatchNorm2d:  // its saved inverse deviations follow C means: 16-byte
+        if (g.type(n.output).dims[0] % 4 != 0) {  // aligned for cuDNN's NHWC kernels
+          why = "a batch norm over a channel count that is not a multiple of 4";
+        }
+        break;
       case ir::OpKind::Linear:
-        if (n.output != logits) why = "a linear layer other than the last";
+        if (n.output != logits) {
+          why = "a linear layer other than the last";
+        } else if (const ir::Node* in = producer(g, n.inputs[0]);
+                   in && in->op == ir::OpKind::Flatten && flattens_pixels(g, *in)) {
+          // NHWC rows are (h, w, c) ordered; the weight's columns are PyTorch's (c, h, w)
+          why = "a linear layer on a flattened activation larger than 1x1";
+        }
         break;
       case ir::OpKind::GlobalAvgPool:
       case ir::OpKind::MaxPool2d:
@@ -154,6 +175,13 @@ std::optional<int64_t> mark_bf16(ir::Graph& g, Diagnostics& diags) {
     diags.error(n.loc, fmt::format("layer '{}': bf16 training does not support {} yet (fp32 and "
                                    "tf32 do)",
                                    shown_text(n.name), why));
+    ok = false;
+  }
+  const ir::Node* last = logits == ir::kNoValue ? nullptr : producer(g, logits);
+  if (last && last->op != ir::OpKind::Linear) {  // the loss reads fp32 logits
+    diags.error(last->loc, fmt::format("layer '{}': bf16 training needs the logits written by a "
+                                       "linear layer, not by {} (fp32 and tf32 train it)",
+                                       shown_text(last->name), ir::op_info(last->op).name));
     ok = false;
   }
   if (!ok) return std::nullopt;

@@ -179,6 +179,12 @@ struct TrainDescribe : TrainStepBase {
     ZOC_CUDNN(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(s.cudnn, kBnPersistent, ops,
                                                                    nullptr, l.tensor.t, &reserve),
               name);
+    if (s.sized && std::max(fwd, bwd) > limit) {  // the workspace is sized at max_batch
+      return Error{std::string("layer '") + name + "': cuDNN's bf16 batch norm asks for " +
+                   std::to_string(std::max(fwd, bwd)) + " bytes of workspace at batch " +
+                   std::to_string(n) + ", more than the " + std::to_string(limit) +
+                   " allocated for the largest batch"};
+    }
     if (reserve != 0) {
       return Error{std::string("layer '") + name + "': cuDNN's bf16 batch norm asks for " +
                    std::to_string(reserve) + " bytes of reserve space, which zoc does not keep"};

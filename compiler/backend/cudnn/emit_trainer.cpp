@@ -94,12 +94,7 @@ void index_graph(const ir::Graph& g, TrainInfo& info) {
   }
 }
 
-// Mixed precision (--precision bf16, issue 38), as PyTorch's autocast: every batched float value
-// of the training graph (activations and their gradients) is stored bf16, but the logits, which
-// the last linear layer writes in fp32 for the loss (autocast rounds them to bf16 first: zoc's
-// are the more exact); parameters, their gradients, BatchNorm's statistics and the loss stay
-// fp32. The ops the bf16 trainer runs are checked here: the rest are refused by name. Returns
-// the largest convolution weight (elements), whose bf16 gradient needs a scratch buffer.
+// The node that writes value v (null: none).
 const ir::Node* producer(const ir::Graph& g, ir::ValueId v) {
   const int32_t k = g.values[static_cast<size_t>(v)].producer;
   return k < 0 ? nullptr : &g.nodes[static_cast<size_t>(k)];
@@ -111,6 +106,12 @@ bool flattens_pixels(const ir::Graph& g, const ir::Node& flatten) {
   return d.size() >= 3 && d[1] * d[2] > 1;
 }
 
+// Mixed precision (--precision bf16, issue 38), as PyTorch's autocast: every batched float value
+// of the training graph (activations and their gradients) is stored bf16, but the logits, which
+// the last linear layer writes in fp32 for the loss (autocast rounds them to bf16 first: zoc's
+// are the more exact); parameters, their gradients, BatchNorm's statistics and the loss stay
+// fp32. The ops the bf16 trainer runs are checked here: the rest are refused by name. Returns
+// the largest convolution weight (elements), whose bf16 gradient needs a scratch buffer.
 std::optional<int64_t> mark_bf16(ir::Graph& g, Diagnostics& diags) {
   ir::ValueId logits = ir::kNoValue;
   for (const ir::Node& n : g.nodes) {

@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "zoc/kernels/kernels.cuh"  // to_float, from_float
+#include "zoc/kernels/kernels.cuh"  // conversions and their kernels
 #include "zoc/math/activations.h"
 
 namespace zoc::train_kernels {
@@ -96,18 +96,6 @@ __global__ void add_kernel(const T* a, const T* b, T* y, int64_t count) {
   }
 }
 
-// y[n][hw][c] = x[n][c][hw] rounded to T: the caller's NCHW batch into NHWC storage, and a KCRS
-// weight into the KRSC copy a convolution reads (n = K, c = C / groups, hw = R * S).
-template <class T>
-__global__ void store_nhwc_kernel(const float* x, T* y, int64_t n, int64_t c, int64_t hw) {
-  const int64_t count = n * c * hw;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t ci = i % c, pi = (i / c) % hw, ni = i / (c * hw);
-    y[i] = from_float<T>(x[(ni * c + ci) * hw + pi]);
-  }
-}
-
 // y[n][c][hw] = x[n][hw][c] in float: a KRSC weight gradient into the KCRS master layout.
 template <class T>
 __global__ void load_nchw_kernel(const T* x, float* y, int64_t n, int64_t c, int64_t hw) {
@@ -116,15 +104,6 @@ __global__ void load_nchw_kernel(const T* x, float* y, int64_t n, int64_t c, int
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t pi = i % hw, ci = (i / hw) % c, ni = i / (c * hw);
     y[i] = to_float(x[(ni * hw + pi) * c + ci]);
-  }
-}
-
-// y = x rounded to T, elementwise (a linear layer's weight copy).
-template <class T>
-__global__ void store_kernel(const float* x, T* y, int64_t count) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    y[i] = from_float<T>(x[i]);
   }
 }
 
@@ -270,12 +249,13 @@ inline cudaError_t launch_add(const T* a, const T* b, T* y, int64_t count, cudaS
   return cudaGetLastError();
 }
 
+// y[n][hw][c] = x[n][c][hw] rounded to T: the caller's NCHW batch into NHWC storage, and a KCRS
+// weight into the KRSC copy a convolution reads (n = K, c = C / groups, hw = R * S). Inference's
+// input conversion (zoc/kernels/kernels.cuh), without channel padding.
 template <class T>
 inline cudaError_t launch_store_nhwc(const float* x, T* y, int64_t n, int64_t c, int64_t hw,
                                      cudaStream_t stream) {
-  if (n * c * hw <= 0) return cudaSuccess;
-  detail::store_nhwc_kernel<<<detail::blocks_for(n * c * hw), 256, 0, stream>>>(x, y, n, c, hw);
-  return cudaGetLastError();
+  return kernels::launch_nchw_to_nhwc(x, y, int(n), int(c), int(hw), 1, int(c), stream);
 }
 
 template <class T>
@@ -286,11 +266,10 @@ inline cudaError_t launch_load_nchw(const T* x, float* y, int64_t n, int64_t c, 
   return cudaGetLastError();
 }
 
+// y = x rounded to T, elementwise (a linear layer's weight copy): inference's conversion.
 template <class T>
 inline cudaError_t launch_store(const float* x, T* y, int64_t count, cudaStream_t stream) {
-  if (count <= 0) return cudaSuccess;
-  detail::store_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count);
-  return cudaGetLastError();
+  return kernels::launch_from_float(x, y, count, stream);
 }
 
 template <class T>

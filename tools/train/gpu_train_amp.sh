@@ -5,8 +5,9 @@
 #
 #   tools/train/gpu_train_amp.sh prepare [ZOC]   here: train_amp/ (git-ignored): the zoc trainers
 #       (fp32, tf32 and bf16 of each model; MobileNetV2 through its TorchScript, scripted by this
-#       machine's torch) and a Fashion-MNIST subset: the first SUBSET (20000) training images
-#       and the whole test set, as .gz idx files (the whole set does not travel beside the tree)
+#       machine's torch) and Fashion-MNIST as .xz idx files: the first SUBSET (40000) training
+#       images and the whole test set (all 60000 would not travel beside the tree to the GPU
+#       machine: its copy of the tree is limited to 64 MiB)
 #   tools/train/gpu_train_amp.sh run zoc         on the GPU machine: build the trainers, one
 #       epoch of STEPS (150) steps of each, and the numerics of each reduced precision (AMP_CHECK,
 #       "tf32 bf16"): one step of the tf32 trainer against PyTorch's (TF32 on) and float64
@@ -16,12 +17,18 @@
 #       fp32 (TF32 off), tf32, AMP bf16 and fp16 (GradScaler), channels-last where tensor cores
 #       run, and torch.compile (default, reduce-overhead: CUDA graphs, and max-autotune while
 #       the call's budget lasts: MobileNetV2's did not finish compiling in 555 s on an H200)
+#   tools/train/gpu_train_amp.sh run epochs      on the GPU machine: issue 38's accuracy runs,
+#       EPOCHS (5) whole epochs for each seed of SEEDS ("0 1"; each seed its own initial
+#       weights, ResNet-50's with zero-init residuals, and data order): zoc bf16, PyTorch AMP
+#       bf16 channels-last eager and under torch.compile reduce-overhead; every epoch's line
+#       goes to $OUT/epochs.csv (impl, model, precision, seed, epoch, test_acc, step_ms,
+#       img_per_s, peak_mib) and the mean final accuracies are printed
 #
 # Each row is one train_pytorch.py or trainer run's JSON line; $OUT/step_times_<what>.csv
 # collects them (impl, model, precision, step_ms, img_per_s, peak memory without the resident
 # data sets, the first step's wall time: compilation) and the table is printed.
-# Environment: OUT (./train_amp_out), STEPS (150), AMP_BUDGET_S (560), SUBSET (20000), AMP_ROWS
-# (a regular expression: only the rows whose names match, e.g. max_autotune).
+# Environment: OUT (./train_amp_out), STEPS (150), AMP_BUDGET_S (560), SUBSET (40000), AMP_ROWS
+# (a regular expression: only the rows whose names match, e.g. max_autotune), EPOCHS, SEEDS.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIR=$ROOT/train_amp
@@ -34,7 +41,7 @@ case "${1:-}" in
     "$ROOT/tools/setup.sh" dataset-fashion-mnist
     rm -rf "$DIR" && mkdir -p "$DIR/data"
     ROOT_T=$T /usr/bin/python3 -c '
-import gzip, os, sys
+import lzma, os, sys
 sys.path.insert(0, os.environ["ROOT_T"])
 import idx_data
 out, n = sys.argv[1], int(sys.argv[2])
@@ -44,10 +51,10 @@ paths = idx_data.write_idx(out, "train", px[:n], y[:n])
 px, y = idx_data.read_split(src, "test")
 paths += idx_data.write_idx(out, "test", px, y)
 for p in paths:
-    with open(p, "rb") as f, gzip.open(p + ".gz", "wb", compresslevel=9) as g:
+    with open(p, "rb") as f, lzma.open(p + ".xz", "wb", preset=9 | lzma.PRESET_EXTREME) as g:
         g.write(f.read())
     os.remove(p)
-' "$DIR/data" "${SUBSET:-20000}"
+' "$DIR/data" "${SUBSET:-40000}"
     /usr/bin/python3 "$T/train_pytorch.py" --model mobilenet_v2 --channels 3 --resize 64 \
       --init torchvision --script-out "$DIR/mobilenet_v2.pt"
     for p in fp32 tf32 bf16; do
@@ -60,9 +67,9 @@ for p in paths:
     du -sh "$DIR"
     exit 0 ;;
   run) WHAT=${2:-} ;;
-  *) sed -n '2,21p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,31p' "$0" >&2; exit 2 ;;
 esac
-[ "$WHAT" = zoc ] || [ "$WHAT" = pytorch ] || { echo "usage: $0 run zoc|pytorch" >&2; exit 2; }
+[[ "$WHAT" =~ ^(zoc|pytorch|epochs)$ ]] || { echo "usage: $0 run zoc|pytorch|epochs" >&2; exit 2; }
 START=$(date +%s)
 OUT=${OUT:-$ROOT/train_amp_out}
 STEPS=${STEPS:-150}
@@ -74,36 +81,61 @@ gpu_env
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
   "$PY" -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())'
 } | tee "$OUT/env_$WHAT.txt"
-for f in "$DIR"/data/*.gz; do gunzip -c "$f" >"$WORK/data/$(basename "${f%.gz}")"; done
+for f in "$DIR"/data/*.xz; do
+  "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+    "$f" "$WORK/data/$(basename "${f%.xz}")"
+done
 COMMON=(--data "$WORK/data" --resize 64 --channels 3 --epochs 1 --max-steps "$STEPS" --batch 128)
 lr() { [ "$1" = resnet50 ] && echo 0.1 || echo 0.05; }
 left() { echo $((BUDGET - ($(date +%s) - START))); }
 for m in "${MODELS[@]}"; do
+  [ "$WHAT" = epochs ] && break
   "$PY" "$T/train_pytorch.py" --model "$m" --channels 3 --resize 64 --init torchvision \
     --init-out "$WORK/init_$m.safetensors" >/dev/null
 done
 rows=$OUT/rows_$WHAT.jsonl
 : >"$rows"
 status=0
-row() {  # row NAME SECONDS COMMAND...: its last JSON line into $rows, or the failure named
+row() {  # row NAME SECONDS COMMAND...: its JSON lines into $rows, or the failure named
   local name=$1 limit=$2
   shift 2
   [[ "$name" =~ ${AMP_ROWS:-.} ]] || return 0
   if [ "$limit" -lt 30 ]; then echo "$name: skipped (budget spent)"; return; fi
   if timeout "$limit" "$@" >"$OUT/logs/$name.log" 2>&1; then
-    grep '^{' "$OUT/logs/$name.log" | tail -1 >>"$rows"
+    grep '^{' "$OUT/logs/$name.log" >>"$rows"
     echo "$name: $(date +%s) ok"
   else
     echo "$name: failed or over ${limit} s: $(tail -n 2 "$OUT/logs/$name.log" | tr '\n' ' ')"
     status=1
   fi
 }
-if [ "$WHAT" = zoc ]; then
+build() {  # build MODEL PRECISION: the trainer into $WORK, in the background
+  (cmake -S "$DIR/$1_$2" -B "$WORK/build_$1_$2" "${GPU_CMAKE_ARGS[@]}" &&
+   cmake --build "$WORK/build_$1_$2" -j 4) >"$OUT/logs/build_$1_$2.log" 2>&1 &
+}
+if [ "$WHAT" = epochs ]; then
+  ep=(--data "$WORK/data" --resize 64 --channels 3 --epochs "${EPOCHS:-5}" --batch 128)
+  for m in "${MODELS[@]}"; do [[ "zoc_$m" =~ ${AMP_ROWS:-.} ]] && build "$m" bf16; done
+  wait
+  echo "built in $(( $(date +%s) - START )) s"
+  for m in "${MODELS[@]}"; do
+    for s in ${SEEDS:-0 1}; do
+      init=$WORK/init_${m}_s$s.safetensors zero=()
+      [ "$m" = resnet50 ] && zero=(--zero-init-residual)
+      "$PY" "$T/train_pytorch.py" --model "$m" --channels 3 --resize 64 --init torchvision \
+        "${zero[@]}" --seed "$s" --init-out "$init" >/dev/null
+      row "zoc_${m}_bf16_s$s" "$(left)" "$WORK/build_${m}_bf16/${m}_train_main" "${ep[@]}" \
+        --lr "$(lr "$m")" --seed "$s" --weights "$init"
+      pt=("$PY" "$T/train_pytorch.py" --model "$m" "${ep[@]}" --lr "$(lr "$m")" --seed "$s"
+          --init-weights "$init" --precision bf16 --channels-last)
+      row "pt_${m}_bf16_cl_s$s" "$(left)" "${pt[@]}"
+      row "pt_${m}_bf16_cl_reduce_overhead_s$s" "$(left)" "${pt[@]}" --compile reduce-overhead
+    done
+  done
+elif [ "$WHAT" = zoc ]; then
   for m in "${MODELS[@]}"; do
     for p in fp32 tf32 bf16; do
-      [[ "zoc_${m}_$p" =~ ${AMP_ROWS:-.} ]] || continue
-      (cmake -S "$DIR/${m}_$p" -B "$WORK/build_${m}_$p" "${GPU_CMAKE_ARGS[@]}" &&
-       cmake --build "$WORK/build_${m}_$p" -j 4) >"$OUT/logs/build_${m}_$p.log" 2>&1 &
+      [[ "zoc_${m}_$p" =~ ${AMP_ROWS:-.} ]] && build "$m" $p
     done
   done
   wait
@@ -158,21 +190,44 @@ else
       --precision bf16 --channels-last --compile max-autotune
   done
 fi
-"$PY" - "$rows" "$OUT/step_times_$WHAT.csv" <<'EOF'
-import csv, json, sys
+csv=$OUT/step_times_$WHAT.csv
+[ "$WHAT" = epochs ] && csv=$OUT/epochs.csv
+"$PY" - "$rows" "$csv" "$WHAT" <<'EOF'
+import collections, csv, json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-keys = ("impl", "model", "precision", "channels_last", "step_ms", "img_per_s", "model_peak_mb",
-        "first_step_s", "test_acc")
+for r in rows:  # the peak without the resident data sets; zoc keeps them on the host
+    r["peak_mib"] = r.get("trainer_mem_mb") if r["impl"] == "zoc" else r.get("model_peak_mb")
+    r["channels_last"] = r.get("channels_last", False)
+if sys.argv[3] == "epochs":
+    keys = ("impl", "model", "precision", "seed", "epoch", "test_acc", "step_ms", "img_per_s",
+            "peak_mib")
+else:
+    keys = ("impl", "model", "precision", "channels_last", "step_ms", "img_per_s", "peak_mib",
+            "first_step_s", "test_acc")
 with open(sys.argv[2], "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(keys)
     for r in rows:
-        if r.get("impl") == "zoc":
-            r["model_peak_mb"], r["channels_last"] = r.get("trainer_mem_mb"), False
         w.writerow([r.get(k) for k in keys])
-        print("%-30s %-13s %-5s CL=%-5s %8.2f ms %8.0f img/s %8.0f MiB first %s acc %.3f" % (
-            r["impl"], r["model"], r.get("precision"), r.get("channels_last"), r["step_ms"],
-            r["img_per_s"], r.get("model_peak_mb") or 0, r.get("first_step_s"), r["test_acc"]))
+        print("%-30s %-13s %-5s s%-2s e%-2s CL=%-5s %8.2f ms %8.0f img/s %6.0f MiB first %s "
+              "acc %.4f" % (r["impl"], r["model"], r.get("precision"), r.get("seed"),
+                            r.get("epoch"), r["channels_last"], r["step_ms"], r["img_per_s"],
+                            r["peak_mib"] or 0, r.get("first_step_s"), r["test_acc"]))
+if sys.argv[3] == "epochs":  # the last epoch of each run, then its mean over the seeds
+    last, runs = {}, collections.defaultdict(list)
+    for r in rows:
+        runs[(r["impl"], r["model"], r["seed"])].append(r)
+    print("\nimpl, model: final test accuracy per seed, mean; median step ms; peak MiB")
+    by = collections.defaultdict(list)
+    for (impl, model, seed), rs in sorted(runs.items()):
+        by[(impl, model)].append((seed, rs[-1]["epoch"], rs[-1]["test_acc"], rs))
+    for (impl, model), v in sorted(by.items()):
+        accs = ["s%s e%s %.4f" % (s, e, a) for s, e, a, _ in v]
+        steps = [r["step_ms"] for _, _, _, rs in v for r in rs]
+        peak = max(r["peak_mib"] or 0 for _, _, _, rs in v for r in rs)
+        print("%-32s %-13s %s mean %.4f; %.2f ms; %.0f MiB" % (
+            impl, model, ", ".join(accs), statistics.mean(a for _, _, a, _ in v),
+            statistics.median(steps), peak))
 EOF
 echo "elapsed $(( $(date +%s) - START )) s"
 exit $status

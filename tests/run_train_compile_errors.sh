@@ -91,5 +91,17 @@ a16=$(arena "$h") a32=$(arena "$scratch/r18_fp32/resnet18_train.h")
 misaligned=$(sed -n 's/^constexpr size_t kP_[A-Za-z0-9_]* = \([0-9]*\);.*/\1/p' "$c" |
   awk '$1 % 64 != 0' | head -1)
 [ -z "$misaligned" ] || { echo "resnet18 bf16: a parameter at byte $misaligned, not 64-aligned"; fail=1; }
+# Depthwise layers: zoc's kernels in bf16 (3x3 and 5x5), cuDNN for a grouped layer and in fp32.
+for p in fp32 bf16; do
+  rm -rf "$scratch/dw_$p"
+  "$zoc" compile "$here/backend/train_bf16_depthwise.yaml" --train --precision $p \
+    -o "$scratch/dw_$p" >/dev/null || { echo "train_bf16_depthwise --precision $p: refused"; fail=1; }
+done
+c=$scratch/dw_bf16/train_bf16_depthwise_train.cpp
+[ "$(grep -cE 'v\.depthwise(_grad)?\((dw3|dw5)_' "$c")" = 4 ] &&
+  grep -qF 'v.conv(grouped_' "$c" && grep -qF 'v.conv_grad(grouped_' "$c" &&
+  grep -qF '#include "zoc/kernels/depthwise_grad.cuh"' "${c%.cpp}_kernels.cu" &&
+  ! grep -qE 'v\.depthwise|depthwise_grad\.cuh' "$scratch"/dw_fp32/train_bf16_depthwise_train* ||
+  { echo "train_bf16_depthwise: depthwise layers not on zoc's kernels in bf16 only"; fail=1; }
 [ $fail -eq 0 ] && echo "every refused --train compile gave its located error; fp32, tf32 and bf16 compile"
 exit $fail

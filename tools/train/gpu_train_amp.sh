@@ -28,7 +28,8 @@
 # collects them (impl, model, precision, step_ms, img_per_s, peak memory without the resident
 # data sets, the first step's wall time: compilation) and the table is printed.
 # Environment: OUT (./train_amp_out), STEPS (150), AMP_BUDGET_S (560), SUBSET (40000), AMP_ROWS
-# (a regular expression: only the rows whose names match, e.g. max_autotune), EPOCHS, SEEDS.
+# (a regular expression: only the rows whose names match, e.g. max_autotune), EPOCHS, SEEDS,
+# AMP_CHECK_BATCH (16: the numerics checks' batch).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIR=$ROOT/train_amp
@@ -67,7 +68,7 @@ for p in paths:
     du -sh "$DIR"
     exit 0 ;;
   run) WHAT=${2:-} ;;
-  *) sed -n '2,31p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,32p' "$0" >&2; exit 2 ;;
 esac
 [[ "$WHAT" =~ ^(zoc|pytorch|epochs)$ ]] || { echo "usage: $0 run zoc|pytorch|epochs" >&2; exit 2; }
 START=$(date +%s)
@@ -153,7 +154,8 @@ elif [ "$WHAT" = zoc ]; then
         [ -f "$WORK/ref_${m}_$ref.safetensors" ] && continue
         case $ref in tf32) extra=(--tf32) ;; bf16) extra=(--autocast) ;; *) extra=(--float64) ;; esac
         "$PY" "$T/grad_reference.py" --model "$m" --in-channels 3 --resolution 64 \
-          --init-weights "$WORK/init_$m.safetensors" --random-input --batch 16 --seed 7 \
+          --init-weights "$WORK/init_$m.safetensors" --random-input \
+          --batch "${AMP_CHECK_BATCH:-16}" --seed 7 \
           --device cuda --out "$WORK/ref_${m}_$ref.safetensors" "${extra[@]}" \
           >>"$OUT/logs/${p}_$m.log" 2>&1 || { echo "$m: grad_reference $ref failed"; status=1; }
       done

@@ -23,6 +23,7 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
     const char* params;
     const char* args;
     bool (*used)(const ir::Graph&) = nullptr;  // defined where this says so; null: always
+    const char* header = "zoc/kernels/layer_grad_kernels.cuh";  // where `used`
   };
   static constexpr KernelFn kFns[] = {
       {"softmax_xent",
@@ -94,12 +95,22 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
        "const float* dy, float* dx, int64_t n, AdaptiveGeometry g, cudaStream_t stream",
        "dy, dx, n, g, stream",
        [](const ir::Graph& t) { return any_op(t, ir::OpKind::AdaptiveAvgPool2dGrad); }},
+      {"depthwise_forward",
+       "const void* x, const void* w, void* y, int64_t n, DepthwiseGeometry g, cudaStream_t stream",
+       "static_cast<const Act*>(x), static_cast<const Act*>(w), static_cast<Act*>(y), n, g, stream",
+       any_own_depthwise, "zoc/kernels/depthwise_grad.cuh"},
+      {"depthwise_backward",
+       "const void* x, const void* w, const void* dy, void* dx, float* dw, int64_t n, "
+       "DepthwiseGeometry g, bool deterministic, cudaStream_t stream",
+       "static_cast<const Act*>(x), static_cast<const Act*>(w), static_cast<const Act*>(dy), "
+       "static_cast<Act*>(dx), dw, n, g, deterministic, stream",
+       any_own_depthwise, "zoc/kernels/depthwise_grad.cuh"},
   };
   auto has = [&](const KernelFn& k) { return !k.used || k.used(g); };
   std::set<std::string> headers = {"zoc/kernels/train_kernels.cuh",
                                    "zoc/kernels/trainer_kernels.h"};
   for (const KernelFn& k : kFns) {
-    if (k.used && k.used(g)) headers.insert("zoc/kernels/layer_grad_kernels.cuh");
+    if (k.used && k.used(g)) headers.insert(k.header);
   }
   const std::string forward = trainer_forward_kernels(g, &headers);
   CodeWriter kc;

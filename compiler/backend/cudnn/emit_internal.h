@@ -66,6 +66,10 @@ bool any_layer(const ir::Graph& g, ir::LayerKind kind);
 // Whether a (training) graph has a node of op, or a pooling that runs zoc's kernel.
 bool any_op(const ir::Graph& g, ir::OpKind op);
 bool any_pool_kernel(const ir::Graph& g);
+// Whether a training graph's convolution runs through zoc's depthwise kernels (a bf16 trainer's
+// square 3x3, 5x5 or 7x7 depthwise layers: emit_train_layers.cpp), and whether any does.
+bool trains_own_depthwise(const ir::Graph& g, const ir::Node& conv);
+bool any_own_depthwise(const ir::Graph& g);
 // Whether the model's outputs leave through zoc's output kernel (several outputs, or an image
 // stored NHWC) instead of a plain copy or conversion of one buffer.
 bool output_kernel_used(const ir::Graph& g);

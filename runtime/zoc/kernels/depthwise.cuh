@@ -57,10 +57,12 @@ __global__ void nhwc_kernel(const T* __restrict__ x, const T* __restrict__ w,
     const int oh = static_cast<int>(pixel % out_h);
     const int64_t sample = static_cast<int64_t>(pixel / out_h);
     const int64_t c0 = static_cast<int64_t>(q) * V;
-    const Vec<T, V> bias = *reinterpret_cast<const Vec<T, V>*>(b + c0);
-    float acc[V];
+    float acc[V] = {};
+    if (b) {  // a trainer's convolution has none
+      const Vec<T, V> bias = *reinterpret_cast<const Vec<T, V>*>(b + c0);
 #pragma unroll
-    for (int j = 0; j < V; ++j) acc[j] = to_float(bias.v[j]);
+      for (int j = 0; j < V; ++j) acc[j] = to_float(bias.v[j]);
+    }
     const T* image = x + sample * h * wd * g.c + c0;
     const int h0 = oh * static_cast<int>(g.stride_h) - static_cast<int>(g.pad_h);
     const int w0 = ow * static_cast<int>(g.stride_w) - static_cast<int>(g.pad_w);
@@ -104,7 +106,7 @@ __global__ void nchw_kernel(const T* __restrict__ x, const T* __restrict__ w,
                   w0 = (p % g.out_w) * g.stride_w - g.pad_w;
     const T* image = x + plane * g.h * g.w;
     const T* filter = w + ch * taps;
-    float acc = to_float(b[ch]);
+    float acc = b ? to_float(b[ch]) : 0.0f;
     for (int64_t r = 0; r < g.kh; ++r) {
       const int64_t ih = h0 + r * g.dil_h;
       if (ih < 0 || ih >= g.h) continue;
@@ -139,7 +141,7 @@ cudaError_t launch_sized(const T* x, const T* w, const T* b, const T* z, T* y, i
 
 }  // namespace depthwise
 
-// y = act(depthwise_conv(x, w) + b [+ z]) for n samples; z may be null.
+// y = act(depthwise_conv(x, w) [+ b] [+ z]) for n samples; b and z may be null.
 template <class T>
 cudaError_t launch_depthwise(const T* x, const T* w, const T* b, const T* z, T* y, int64_t n,
                              DepthwiseGeometry g, cudaStream_t stream) {

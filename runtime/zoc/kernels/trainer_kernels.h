@@ -41,6 +41,14 @@ cudaError_t store_nhwc(const float* x, void* y, int64_t n, int64_t c, int64_t hw
 cudaError_t load_nchw(const void* x, float* y, int64_t n, int64_t c, int64_t hw,
                       cudaStream_t stream);
 cudaError_t store(const float* x, void* y, int64_t count, cudaStream_t stream);
+// A bf16 trainer's depthwise convolution in NHWC (zoc/kernels/depthwise_grad.cuh): y = conv(x, w)
+// with w tap-major ([kh, kw, C]), and its gradients dx (null: nobody reads it) and dw (float,
+// [C, 1, kh, kw]); deterministic: dw's partial sums added in a fixed order (slower).
+cudaError_t depthwise_forward(const void* x, const void* w, void* y, int64_t n, DepthwiseGeometry g,
+                              cudaStream_t stream);
+cudaError_t depthwise_backward(const void* x, const void* w, const void* dy, void* dx, float* dw,
+                               int64_t n, DepthwiseGeometry g, bool deterministic,
+                               cudaStream_t stream);
 // PyTorch's SGD over count floats of w with gradients g and momentum buffers v.
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
                 float weight_decay, cudaStream_t stream);

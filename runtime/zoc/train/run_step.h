@@ -56,6 +56,34 @@ struct TrainRun {
     return l.backward(s.cudnn, s.act(c.x), s.p(c.w), s.act(c.dy), dx, s.g(c.dw), s.g(c.db),
                       s.workspace, s.workspace_bytes, name);
   }
+  // A depthwise convolution of a bf16 trainer: zoc's NHWC kernels (zoc/kernels/depthwise.cuh and
+  // depthwise_grad.cuh) on a tap-major bf16 copy of the weight ([kh, kw, C]); dW straight into
+  // fp32 (cuDNN, as autocast, computes it in bf16). With --deterministic the filter gradient's
+  // partial sums are added in a fixed order.
+  Status depthwise(Conv& l, const ConvTrainCall& c, const char* name) {
+    const ConvGeometry& g = l.geometry();
+    ZOC_CUDA(trainer_kernels::store_nhwc(s.p(c.w), s.p16(c.w), 1, g.k, int64_t(g.r) * g.s, stream),
+             name);
+    ZOC_CUDA(trainer_kernels::depthwise_forward(s.act(c.x), s.p16(c.w), s.act(c.y), n,
+                                                depthwise_geometry(g), stream),
+             name);
+    return Status::success();
+  }
+  Status depthwise_grad(Conv& l, const ConvGradCall& c, const char* name) {
+    void* dx = c.dx == kNoTensor ? nullptr : s.act(c.dx);
+    ZOC_CUDA(trainer_kernels::depthwise_backward(s.act(c.x), s.p16(c.w), s.act(c.dy), dx, s.g(c.dw),
+                                                 n, depthwise_geometry(l.geometry()),
+                                                 s.deterministic, stream),
+             name);
+    return Status::success();
+  }
+  static DepthwiseGeometry depthwise_geometry(const ConvGeometry& g) {
+    DepthwiseGeometry d;
+    d.c = g.c, d.h = g.h, d.w = g.w, d.out_h = g.out_h, d.out_w = g.out_w, d.kh = g.r, d.kw = g.s;
+    d.stride_h = g.stride_h, d.stride_w = g.stride_w, d.pad_h = g.pad_h, d.pad_w = g.pad_w;
+    d.dil_h = g.dil_h, d.dil_w = g.dil_w, d.nhwc = true;
+    return d;
+  }
   // Training: normalized with the batch's statistics, running averages updated in place with
   // the layer's momentum (cuDNN uses the unbiased variance, as PyTorch), mean and inverse
   // deviation saved for backward. Evaluation: the running statistics. bf16 NHWC: cuDNN's

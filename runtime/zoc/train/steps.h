@@ -5,8 +5,8 @@
 // (compiler/passes/build_training_graph.cpp): forward nodes, the loss, and every backward node
 // is one call. Each output is overwritten; several gradient contributions are summed by the
 // graph's add nodes. fp32 NCHW (TF32 off, or on), or mixed precision: activations and their
-// gradients bf16 NHWC, weights fp32 (KCRS) with a bf16 copy (KRSC) made by the layer that reads
-// it, weight gradients fp32.
+// gradients bf16 NHWC, weights fp32 (KCRS) with a bf16 copy (KRSC; a depthwise layer's
+// tap-major, for zoc's own kernels) made by the layer that reads it, weight gradients fp32.
 #pragma once
 
 #include <cublas_v2.h>
@@ -87,6 +87,14 @@ struct TrainStepBase {
     return Status::success();
   }
   template <class L, class C>
+  Status depthwise(L&, const C&, const char*) {
+    return Status::success();
+  }
+  template <class L, class C>
+  Status depthwise_grad(L&, const C&, const char*) {
+    return Status::success();
+  }
+  template <class L, class C>
   Status batchnorm(L&, const C&, const char*) {
     return Status::success();
   }
@@ -139,6 +147,9 @@ struct TrainCreate : TrainStepBase {
   Status conv(Conv& l, const ConvTrainCall& c, const char* name) {
     return l.create(c.g, s.types, name);
   }
+  Status depthwise(Conv& l, const ConvTrainCall& c, const char* name) {  // the geometry
+    return l.create(c.g, s.types, name);
+  }
   Status batchnorm(BatchNormLayer& l, const BatchNormTrainCall& c, const char* name) {
     return l.create(c.c, c.h, c.w, s.types, name);
   }
@@ -159,6 +170,17 @@ struct TrainDescribe : TrainStepBase {
   Status conv(Conv& l, const ConvTrainCall&, const char* name) {
     ZOC_TRY(l.describe(s.cudnn, n, limit, s.benchmark, s.deterministic, name));
     need = std::max(need, l.workspace);
+    return Status::success();
+  }
+  // zoc's depthwise kernels need no workspace; they index with 32 bits.
+  Status depthwise(Conv& l, const ConvTrainCall&, const char* name) {
+    const ConvGeometry& g = l.geometry();
+    const int64_t most =
+        int64_t(n) * g.c * std::max(int64_t(g.h) * g.w, int64_t(g.out_h) * g.out_w);
+    if (most >= (int64_t(1) << 31)) {
+      return Error{std::string("layer '") + name + "': batch " + std::to_string(n) +
+                   " is too large for zoc's depthwise kernels (2^31 elements at most)"};
+    }
     return Status::success();
   }
   // bf16: the persistent kernels' workspace, forward and backward; they need no reserve space
@@ -203,6 +225,11 @@ struct TrainDescribe : TrainStepBase {
 struct TrainDestroy : TrainStepBase {
   template <class L, class C>
   Status conv(L& l, const C&, const char*) {
+    l.destroy();
+    return Status::success();
+  }
+  template <class L, class C>
+  Status depthwise(L& l, const C&, const char*) {
     l.destroy();
     return Status::success();
   }

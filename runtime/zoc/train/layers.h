@@ -140,17 +140,15 @@ class Conv {
 
  private:
   // The first of cuDNN's ranked candidates that runs, fits the workspace and (TF32 off) uses
-  // FMA math and is exact; its workspace counts toward `workspace`. bf16: only candidates
-  // measured with the descriptor's own tensor-op math (cuDNN also ranks other math types, whose
-  // time and workspace are not what runs: taking them made steps 5x slower, and one asked for
-  // more workspace than it was ranked with).
+  // FMA math and is exact (exact_candidate); its workspace counts toward `workspace`. bf16: only
+  // candidates measured with the descriptor's own tensor-op math (cuDNN also ranks other math
+  // types, whose time and workspace are not what runs: taking them made steps 5x slower, and
+  // one asked for more workspace than it was ranked with).
   template <class Perf, class Algo>
   bool pick(const Perf* perf, int got, size_t limit, Algo* algo) {
     for (int i = 0; i < got; ++i) {
-      const bool strict = math_ == CUDNN_FMA_MATH;
       const bool tensor_op = math_ == CUDNN_TENSOR_OP_MATH;
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit ||
-          (strict && (perf[i].mathType != CUDNN_FMA_MATH || !exact_algo(perf[i].algo))) ||
+      if (!exact_candidate(perf[i], math_, limit) ||
           (tensor_op && perf[i].mathType != CUDNN_TENSOR_OP_MATH) ||
           (deterministic_ && perf[i].determinism != CUDNN_DETERMINISTIC)) {
         continue;

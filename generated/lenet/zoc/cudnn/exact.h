@@ -7,6 +7,8 @@
 
 #include <cudnn.h>
 
+#include <cstddef>
+
 namespace zoc {
 
 inline bool exact_algo(cudnnConvolutionFwdAlgo_t a) {
@@ -24,6 +26,15 @@ inline bool exact_algo(cudnnConvolutionBwdFilterAlgo_t a) {
   return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT &&
          a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
          a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+// The rule both apply to one of cuDNN's ranked candidates (a cudnnConvolution*AlgoPerf_t): it
+// ran, fits `limit` bytes of workspace and, under a descriptor with TF32 off (FMA math), was
+// measured with FMA math and is exact.
+template <class Perf>
+bool exact_candidate(const Perf& perf, cudnnMathType_t math, size_t limit) {
+  if (perf.status != CUDNN_STATUS_SUCCESS || perf.memory > limit) return false;
+  return math != CUDNN_FMA_MATH || (perf.mathType == CUDNN_FMA_MATH && exact_algo(perf.algo));
 }
 
 }  // namespace zoc

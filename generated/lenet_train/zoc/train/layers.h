@@ -147,10 +147,8 @@ class Conv {
   template <class Perf, class Algo>
   bool pick(const Perf* perf, int got, size_t limit, Algo* algo) {
     for (int i = 0; i < got; ++i) {
-      const bool strict = math_ == CUDNN_FMA_MATH;
       const bool tensor_op = math_ == CUDNN_TENSOR_OP_MATH;
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit ||
-          (strict && (perf[i].mathType != CUDNN_FMA_MATH || !exact_algo(perf[i].algo))) ||
+      if (!exact_candidate(perf[i], math_, limit) ||
           (tensor_op && perf[i].mathType != CUDNN_TENSOR_OP_MATH) ||
           (deterministic_ && perf[i].determinism != CUDNN_DETERMINISTIC)) {
         continue;

@@ -223,10 +223,7 @@ class ConvLayer {
   // off tensor cores, and (identity epilogue) is the one cuDNN documents for it.
   // fp32 (TF32 off): FMA math and exact algorithms only (zoc/cudnn/exact.h).
   bool usable(const cudnnConvolutionFwdAlgoPerf_t& c, size_t workspace_limit) const {
-    if (c.status != CUDNN_STATUS_SUCCESS || c.memory > workspace_limit) return false;
-    if (p_.math == CUDNN_FMA_MATH && (c.mathType != CUDNN_FMA_MATH || !exact_algo(c.algo))) {
-      return false;
-    }
+    if (!exact_candidate(c, p_.math, workspace_limit)) return false;
     return s_.relu || c.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   }
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Compares one training step's outputs (loss, logits, grad.<name>, after.<running stats>) of an
 implementation with autograd's, tensor by tensor, as relative L2 error: the check of issue 8's
-first criterion. REF is grad_reference.py's file (PyTorch fp32); --ref64 its float64 twin, the
+first criterion. REF is grad_reference.py's file (PyTorch fp32, or as --ref-name says); --ref64 its float64 twin, the
 exact answer, against which both are judged where fp32 itself is ill-conditioned (ResNet-50's
 training-mode gradient: PyTorch fp32 is about 1% off float64 at 28x28).
 
   compare_grads.py REF GOT [--ref64 REF64] [--max 1e-3] [--against fp32|fp64] [--json OUT]
-                   [--fp32-band K]
+                   [--fp32-band K] [--ref-name NAME]
 
 Prints the worst tensors and a summary line; exit status 1 when a tensor is above --max against
 the chosen reference, or GOT lacks a tensor REF has.
@@ -50,6 +50,9 @@ def main(argv=None):
     p.add_argument("--against", choices=("fp32", "fp64"), default="fp32")
     p.add_argument("--max", type=float, default=1e-3, help="largest relative L2 error allowed")
     p.add_argument("--json", help="write every error here")
+    p.add_argument("--ref-name", default="PyTorch fp32",
+                   help="what REF is, in the printout (e.g. \"PyTorch autocast bf16\"); the JSON "
+                        "keys keep their names")
     p.add_argument("--minus", help="weights files instead: compare every float tensor of REF "
                    "and GOT after subtracting this file's (the initial weights): the optimizer "
                    "steps' updates are judged, not the weights they barely move")
@@ -85,12 +88,13 @@ def main(argv=None):
     worst = sorted(judged.items(), key=lambda kv: -kv[1])
     for k, e in worst[:5]:
         print("  %-45s %.3g" % (k, e))
-    line = "%d tensors, against PyTorch %s: median %.3g, worst %.3g (%s)" % (
-        len(names), a.against, float(np.median(list(judged.values()))), worst[0][1], worst[0][0])
+    against = a.ref_name if a.against == "fp32" else "PyTorch fp64"
+    line = "%d tensors, against %s: median %.3g, worst %.3g (%s)" % (
+        len(names), against, float(np.median(list(judged.values()))), worst[0][1], worst[0][0])
     if a.ref64:
         t = report["pytorch_fp32_vs_fp64"]
-        line += "; PyTorch fp32 against fp64: median %.3g, worst %.3g" % (
-            float(np.median(list(t.values()))), max(t.values()))
+        line += "; %s against fp64: median %.3g, worst %.3g" % (
+            a.ref_name, float(np.median(list(t.values()))), max(t.values()))
     print(line)
     if a.json:
         with open(a.json, "w") as f:
@@ -99,9 +103,9 @@ def main(argv=None):
     if a.fp32_band > 0 and a.against == "fp64":
         band = [k for k in bad if judged[k] <= a.fp32_band * report["pytorch_fp32_vs_fp64"][k]]
         if band:
-            print("%d tensors above %g within %g x PyTorch fp32's own error (rounding dominates: "
+            print("%d tensors above %g within %g x %s's own error (rounding dominates: "
                   "zero in exact arithmetic, or ill-conditioned): %s"
-                  % (len(band), a.max, a.fp32_band, ", ".join(band[:3])))
+                  % (len(band), a.max, a.fp32_band, a.ref_name, ", ".join(band[:3])))
         bad = [k for k in bad if k not in band]
     if bad:
         print("FAIL: %d tensors above %g (%s)" % (len(bad), a.max, ", ".join(bad[:5])))

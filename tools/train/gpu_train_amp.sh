@@ -162,11 +162,13 @@ elif [ "$WHAT" = zoc ]; then
       "$WORK/build_${m}_$p/${m}_train_main" --weights "$WORK/init_$m.safetensors" \
         --batch-file "$WORK/ref_${m}_$p.safetensors" --out "$WORK/zoc_${m}_$p.safetensors" \
         >>"$OUT/logs/${p}_$m.log" 2>&1 || { echo "$m: $p step failed"; status=1; }
-      band=10; [ $p = bf16 ] && band=3
+      band=10 name="PyTorch tf32"
+      [ "$p" = bf16 ] && band=3 name="PyTorch autocast bf16"
       echo "== $m $p, one step, against float64 (limit 2e-2, or ${band}x PyTorch $p's error)"
       "$PY" "$ROOT/tests/train/compare_grads.py" "$WORK/ref_${m}_$p.safetensors" \
         "$WORK/zoc_${m}_$p.safetensors" --ref64 "$WORK/ref_${m}_fp64.safetensors" \
-        --against fp64 --max 2e-2 --fp32-band $band --json "$OUT/${p}_${m}_vs_fp64.json" |
+        --against fp64 --max 2e-2 --fp32-band $band --ref-name "$name" \
+        --json "$OUT/${p}_${m}_vs_fp64.json" |
         tail -n 4 || status=1
     done
   done

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/activation_params.h"
 #include "zoc/math/activations.h"
 
 namespace zoc::ir {
@@ -33,7 +34,11 @@ void batchnorm2d(GradContext& c, const Node&) {
 
 template <class Math, OpKind kGrad>
 void activation(GradContext& c, const Node& f) {
-  c.backward(0, kGrad, {Math::kFromOutput ? c.y() : c.x(0), c.dy()}, f.attrs, false);
+  bool from_output = Math::kFromOutput;
+  if constexpr (requires { Math::reads_output(act::Params{}); }) {
+    from_output = Math::reads_output(activation_params<Math>(f));
+  }
+  c.backward(0, kGrad, {from_output ? c.y() : c.x(0), c.dy()}, f.attrs, false);
 }
 
 void softmax(GradContext& c, const Node&) {

@@ -44,6 +44,29 @@ TEST(Activations, BackwardIsTheDerivativeOfForward) {
   expect_backward_is_derivative<act::Elu>({0.4, 0});
 }
 
+// Hardtanh's gradient reads its output where the bounds are exact in every storage type (the
+// same test as on the input, so a trainer keeps y and not x), and its input elsewhere: bf16
+// rounds 0.7 to 0.69921875, so a clamped and an unclamped value would look alike.
+TEST(Activations, HardtanhReadsItsOutputOnlyWhereTheBoundsAreExact) {
+  EXPECT_TRUE(act::Hardtanh::reads_output({0.0, 6.0}));
+  EXPECT_TRUE(act::Hardtanh::reads_output({-1.0, 1.0}));
+  EXPECT_FALSE(act::Hardtanh::reads_output({-0.7, 0.7}));
+  EXPECT_FALSE(act::Hardtanh::reads_output({0.0, 1e30}));
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const act::Params& p : {act::Params{0.0, 6.0}, act::Params{-1.0, 1.0}}) {
+    for (double x : {-inf, -2.0, -1.0, -1e-30, 0.0, 1e-30, 0.5, 1.0, 5.999, 6.0, 6.5, inf, nan}) {
+      const float xf = static_cast<float>(x);
+      EXPECT_EQ(act::Hardtanh::backward(act::Hardtanh::forward(x, p), 1.0, p),
+                act::Hardtanh::backward(x, 1.0, p))
+          << x;
+      EXPECT_EQ(act::Hardtanh::backward(act::Hardtanh::forward(xf, p), 1.0f, p),
+                act::Hardtanh::backward(xf, 1.0f, p))
+          << x;
+    }
+  }
+}
+
 // Leaky ReLU's slope is PyTorch's float: 0.1 * 3 is float(0.1) * 3 rounded, not 0.3.
 TEST(Activations, LeakyReluAndElu) {
   EXPECT_EQ(act::LeakyRelu::forward(-3.0f, {0.1, 0}), -3.0f * 0.1f);

@@ -166,6 +166,35 @@ layers:
   EXPECT_EQ(t.value_name(t.outputs[1]), "fc");
 }
 
+// ReLU6's gradient reads its output (kept anyway as the next layer's input), so the trainer
+// need not keep its input; a hardtanh whose bounds bf16 rounds reads its input.
+TEST(TrainingGraph, HardtanhGradientReadsTheOutputWhereItsBoundsAreExact) {
+  test::TempDir dir;
+  Diagnostics d;
+  auto model = test::load(dir.write("m.yaml", R"(zoc: 1
+name: clamps
+input: {channels: 2, height: 4, width: 4}
+layers:
+  - c1: {op: conv2d, out_channels: 3, kernel: 1}
+  - six: {op: hardtanh, min_val: 0, max_val: 6}
+  - c2: {op: conv2d, out_channels: 3, kernel: 1}
+  - odd: {op: hardtanh, min_val: -0.7, max_val: 0.7}
+  - gap: {op: global_avgpool}
+  - flat: {op: flatten}
+  - fc: {op: linear, out_features: 4}
+)"),
+                          d);
+  ASSERT_TRUE(model) << d.render();
+  const ir::Graph t = training(*model);
+  const ir::Node* six = t.find_node("d.c1");
+  const ir::Node* odd = t.find_node("d.c2");
+  ASSERT_TRUE(six && odd);
+  EXPECT_EQ(six->op, OpKind::HardtanhGrad);
+  EXPECT_EQ(t.value_name(six->inputs[0]), "six");
+  EXPECT_EQ(odd->op, OpKind::HardtanhGrad);
+  EXPECT_EQ(t.value_name(odd->inputs[0]), "c2");
+}
+
 TEST(TrainingGraph, RefusesFusedLayersAtTheirLines) {
   ir::Graph g = load("resnet18", {{"resolution", "32"}});
   Diagnostics d;

@@ -15,10 +15,10 @@
 //                    so the order of the additions, and the last bits, vary between runs)
 //
 // The filter w is tap-major ([kh, kw, C], as the forward reads it); products accumulate in
-// float; dx is rounded once to the storage type. Filter sizes 3, 5 and 7 (square) only:
-// Conv::describe (zoc/train/layers.h) gives other shapes to cuDNN. 32-bit indices where every
-// element index fits, else the layer goes to cuDNN too (depthwise_grad_fits). Included by a
-// trainer's generated _train_kernels.cu only.
+// float; dx is rounded once to the storage type. Filter sizes 3, 5 and 7 (square) only: the
+// emitter gives other shapes to cuDNN (trains_own_depthwise). 32-bit indices: at a batch where
+// an element index would not fit, the trainer runs the layer through cuDNN (zoc/train/steps.h's
+// TrainDescribe::depthwise). Included by a trainer's generated _train_kernels.cu only.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -163,8 +163,8 @@ cudaError_t launch_sized(const T* x, const T* w, const T* dy, T* dx, float* dw, 
 
 }  // namespace depthwise_grad
 
-// Whether these kernels take a depthwise layer of batch n (zoc/train/layers.h asks): square
-// filters of 3, 5 or 7, and 32-bit element indices.
+// Whether these kernels take a depthwise layer of batch n: square filters of 3, 5 or 7, and
+// 32-bit element indices (the trainer checks the same before it calls them).
 inline bool depthwise_grad_fits(int64_t n, const DepthwiseGeometry& g) {
   const bool square = g.kh == g.kw && (g.kh == 3 || g.kh == 5 || g.kh == 7);
   const int64_t most = n * g.c * (g.h * g.w > g.out_h * g.out_w ? g.h * g.w : g.out_h * g.out_w);

@@ -35,6 +35,9 @@ struct ConvGeometry {
 class Conv {
  public:
   size_t workspace = 0;  // the most any of the three chosen algorithms needs
+  // A depthwise layer the emitter gave zoc's kernels, at a batch too large for their 32-bit
+  // indices: cuDNN's grouped convolution instead (zoc/train/steps.h's TrainDescribe sets it).
+  bool depthwise_on_cudnn = false;
   const ConvGeometry& geometry() const { return g_; }
 
   // types: the trainer's storage type and layout, and its math: CUDNN_FMA_MATH (fp32, TF32 off),

@@ -172,15 +172,15 @@ struct TrainDescribe : TrainStepBase {
     need = std::max(need, l.workspace);
     return Status::success();
   }
-  // zoc's depthwise kernels need no workspace; they index with 32 bits.
+  // zoc's depthwise kernels need no workspace; they index with 32 bits, so a batch too large
+  // for them gets cuDNN's algorithms.
   Status depthwise(Conv& l, const ConvTrainCall&, const char* name) {
     const ConvGeometry& g = l.geometry();
-    const int64_t most =
-        int64_t(n) * g.c * std::max(int64_t(g.h) * g.w, int64_t(g.out_h) * g.out_w);
-    if (most >= (int64_t(1) << 31)) {
-      return Error{std::string("layer '") + name + "': batch " + std::to_string(n) +
-                   " is too large for zoc's depthwise kernels (2^31 elements at most)"};
-    }
+    const int64_t pixels = std::max(int64_t(g.h) * g.w, int64_t(g.out_h) * g.out_w);
+    l.depthwise_on_cudnn = int64_t(n) * g.c * pixels >= (int64_t(1) << 31);
+    if (!l.depthwise_on_cudnn) return Status::success();
+    ZOC_TRY(l.describe(s.cudnn, n, limit, s.benchmark, s.deterministic, name));
+    need = std::max(need, l.workspace);
     return Status::success();
   }
   // bf16: the persistent kernels' workspace, forward and backward; they need no reserve space

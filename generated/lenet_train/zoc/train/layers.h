@@ -35,6 +35,9 @@ struct ConvGeometry {
 class Conv {
  public:
   size_t workspace = 0;  // the most any of the three chosen algorithms needs
+  // A depthwise layer the emitter gave zoc's kernels, at a batch too large for their 32-bit
+  // indices: cuDNN's grouped convolution instead (zoc/train/steps.h's TrainDescribe sets it).
+  bool depthwise_on_cudnn = false;
   const ConvGeometry& geometry() const { return g_; }
 
   // types: the trainer's storage type and layout, and its math: CUDNN_FMA_MATH (fp32, TF32 off),
@@ -140,10 +143,10 @@ class Conv {
 
  private:
   // The first of cuDNN's ranked candidates that runs, fits the workspace and (TF32 off) uses
-  // FMA math and is exact; its workspace counts toward `workspace`. bf16: only candidates
-  // measured with the descriptor's own tensor-op math (cuDNN also ranks other math types, whose
-  // time and workspace are not what runs: taking them made steps 5x slower, and one asked for
-  // more workspace than it was ranked with).
+  // FMA math and is exact (exact_candidate); its workspace counts toward `workspace`. bf16: only
+  // candidates measured with the descriptor's own tensor-op math (cuDNN also ranks other math
+  // types, whose time and workspace are not what runs: taking them made steps 5x slower, and
+  // one asked for more workspace than it was ranked with).
   template <class Perf, class Algo>
   bool pick(const Perf* perf, int got, size_t limit, Algo* algo) {
     for (int i = 0; i < got; ++i) {

@@ -61,6 +61,7 @@ struct TrainRun {
   // fp32 (cuDNN, as autocast, computes it in bf16). With --deterministic the filter gradient's
   // partial sums are added in a fixed order.
   Status depthwise(Conv& l, const ConvTrainCall& c, const char* name) {
+    if (l.depthwise_on_cudnn) return conv(l, c, name);  // a batch beyond 32-bit indices
     const ConvGeometry& g = l.geometry();
     ZOC_CUDA(trainer_kernels::store_nhwc(s.p(c.w), s.p16(c.w), 1, g.k, int64_t(g.r) * g.s, stream),
              name);
@@ -70,6 +71,7 @@ struct TrainRun {
     return Status::success();
   }
   Status depthwise_grad(Conv& l, const ConvGradCall& c, const char* name) {
+    if (l.depthwise_on_cudnn) return conv_grad(l, c, name);
     void* dx = c.dx == kNoTensor ? nullptr : s.act(c.dx);
     ZOC_CUDA(trainer_kernels::depthwise_backward(s.act(c.x), s.p16(c.w), s.act(c.dy), dx, s.g(c.dw),
                                                  n, depthwise_geometry(l.geometry()),

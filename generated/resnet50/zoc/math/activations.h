@@ -3,13 +3,14 @@
 // rounding, like its other kernels), and generated GPU kernels run them in float (ZOC_HD is
 // __host__ __device__ under nvcc). Each activation is a struct with
 //   forward(x, p)      y = f(x)
-//   backward(s, dy, p) dx = f'(x) * dy, where s is the forward's output y if kFromOutput, else x
+//   backward(s, dy, p) dx = f'(x) * dy, where s is the forward's output y if kFromOutput (or,
+//                      where the struct has one, reads_output(p)), else x
 // where p holds the op's numeric attributes (kParamA, kParamB name them; hardtanh's bounds), and
 // a row in compiler/ir/ops.def (ZOC_ACTIVATION) that ties it to its two ops, so a new activation
 // needs no code in the shape rules, the gradient rules, the interpreter or the GPU backends. The
 // formulas are PyTorch's (ReLU's backward is threshold_backward on the output; tanh's and
-// sigmoid's read the output, hardtanh's the output for the same result; the others read the
-// input), and NaN propagates through the forward as in PyTorch.
+// sigmoid's read the output, hardtanh's the output where that gives the same result; the
+// others read the input), and NaN propagates through the forward as in PyTorch.
 #pragma once
 
 #include <cmath>
@@ -89,22 +90,28 @@ struct Silu : NoParams {
 };
 
 // Hardtanh: x clamped to [min_val, max_val] (ReLU6 is [0, 6]); NaN passes through. Backward as
-// PyTorch's hardtanh_backward: dy where min_val < x < max_val, else 0. It reads the output,
-// whose test is the same (min_val < y < max_val exactly where min_val < x < max_val; NaN fails
-// both): a trainer then keeps y, which the next layer keeps anyway, and not x (MobileNetV2's
-// bf16 arena: 3.07 -> 2.1 MiB per sample at 64x64).
+// PyTorch's hardtanh_backward: dy where min_val < s < max_val, else 0, the same test on the
+// input or the output where the output stores the bounds exactly (reads_output): a trainer
+// then keeps y, which the next layer keeps anyway, and not x (MobileNetV2's bf16 arena: 3.07 ->
+// 2.1 MiB per sample at 64x64). A bound that a 16-bit type rounds inward (0.7 in bf16) would
+// make a clamped y look unclamped, so other bounds read x.
 struct Hardtanh {
   static constexpr const char* kParamA = "min_val";
   static constexpr const char* kParamB = "max_val";
-  static constexpr bool kFromOutput = true;
+  static constexpr bool kFromOutput = false;
+  // Integers of magnitude up to 256: exact in fp32, bf16 and fp16 alike.
+  static bool reads_output(const Params& p) {
+    const auto exact = [](double v) { return v == std::floor(v) && std::fabs(v) <= 256.0; };
+    return exact(p.a) && exact(p.b);
+  }
   template <class T>
   ZOC_HD static T forward(T x, const Params& p) {
     const T lo = T(p.a), hi = T(p.b);
     return x < lo ? lo : (x > hi ? hi : x);
   }
   template <class T>
-  ZOC_HD static T backward(T y, T dy, const Params& p) {
-    return (y > T(p.a) && y < T(p.b)) ? dy : T(0);
+  ZOC_HD static T backward(T s, T dy, const Params& p) {
+    return (s > T(p.a) && s < T(p.b)) ? dy : T(0);
   }
 };
 

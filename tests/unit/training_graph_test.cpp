@@ -26,6 +26,15 @@ ir::Graph load(const std::string& model,
   return *g;
 }
 
+// A model written inline (YAML), loaded from a temporary file.
+ir::Graph load_text(const std::string& yaml) {
+  test::TempDir dir;
+  Diagnostics d;
+  auto g = test::load(dir.write("m.yaml", yaml), d);
+  EXPECT_TRUE(g) << d.render();
+  return g ? *g : ir::Graph{};
+}
+
 ir::Graph training(const ir::Graph& model, bool optimizer = true) {
   Diagnostics d;
   auto t = passes::build_training_graph(model, {.optimizer = optimizer}, d);
@@ -135,9 +144,7 @@ TEST(TrainingGraph, ResNet18SumsResidualGradientsAndSavesBnStatistics) {
 }
 
 TEST(TrainingGraph, ConcatAndAnInnerSoftmax) {
-  test::TempDir dir;
-  Diagnostics d;
-  auto model = test::load(dir.write("m.yaml", R"(zoc: 1
+  const ir::Graph model = load_text(R"(zoc: 1
 name: branches
 input: {channels: 2, height: 4, width: 4}
 layers:
@@ -149,10 +156,8 @@ layers:
   - soft: {op: softmax}
   - fc: {op: linear, out_features: 4}
   - prob: {op: softmax}
-)"),
-                          d);
-  ASSERT_TRUE(model) << d.render();
-  const ir::Graph t = training(*model);
+)");
+  const ir::Graph t = training(model);
   const ir::Node* a = t.find_node("d.a");
   const ir::Node* b = t.find_node("d.b");
   ASSERT_TRUE(a && b);
@@ -169,9 +174,7 @@ layers:
 // ReLU6's gradient reads its output (kept anyway as the next layer's input), so the trainer
 // need not keep its input; a hardtanh whose bounds bf16 rounds reads its input.
 TEST(TrainingGraph, HardtanhGradientReadsTheOutputWhereItsBoundsAreExact) {
-  test::TempDir dir;
-  Diagnostics d;
-  auto model = test::load(dir.write("m.yaml", R"(zoc: 1
+  const ir::Graph model = load_text(R"(zoc: 1
 name: clamps
 input: {channels: 2, height: 4, width: 4}
 layers:
@@ -182,10 +185,8 @@ layers:
   - gap: {op: global_avgpool}
   - flat: {op: flatten}
   - fc: {op: linear, out_features: 4}
-)"),
-                          d);
-  ASSERT_TRUE(model) << d.render();
-  const ir::Graph t = training(*model);
+)");
+  const ir::Graph t = training(model);
   const ir::Node* six = t.find_node("d.c1");
   const ir::Node* odd = t.find_node("d.c2");
   ASSERT_TRUE(six && odd);

@@ -17,8 +17,9 @@
 // The filter w is tap-major ([kh, kw, C], as the forward reads it); products accumulate in
 // float; dx is rounded once to the storage type. Filter sizes 3, 5 and 7 (square) only: the
 // emitter gives other shapes to cuDNN (trains_own_depthwise). 32-bit indices: at a batch where
-// an element index would not fit, the trainer runs the layer through cuDNN (zoc/train/steps.h's
-// TrainDescribe::depthwise). Included by a trainer's generated _train_kernels.cu only.
+// an element index would not fit (trainer_kernels::depthwise_fits), the trainer runs the layer
+// through cuDNN (zoc/train/steps.h's TrainDescribe::depthwise). Included by a trainer's generated
+// _train_kernels.cu only.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,6 +27,7 @@
 #include <cstdint>
 
 #include "zoc/kernels/depthwise.cuh"
+#include "zoc/kernels/trainer_kernels.h"  // depthwise_fits
 
 namespace zoc::kernels {
 namespace depthwise_grad {
@@ -163,21 +165,14 @@ cudaError_t launch_sized(const T* x, const T* w, const T* dy, T* dx, float* dw, 
 
 }  // namespace depthwise_grad
 
-// Whether these kernels take a depthwise layer of batch n: square filters of 3, 5 or 7, and
-// 32-bit element indices (the trainer checks the same before it calls them).
-inline bool depthwise_grad_fits(int64_t n, const DepthwiseGeometry& g) {
-  const bool square = g.kh == g.kw && (g.kh == 3 || g.kh == 5 || g.kh == 7);
-  const int64_t most = n * g.c * (g.h * g.w > g.out_h * g.out_w ? g.h * g.w : g.out_h * g.out_w);
-  return square && g.c > 0 && most < (int64_t(1) << 31);
-}
-
 // dx (may be null: nobody reads it) and dw (float, [C, 1, kh, kw]) of y = depthwise_conv(x, w)
 // for n samples in NHWC; w tap-major in the storage type.
 template <class T>
 cudaError_t launch_depthwise_grad(const T* x, const T* w, const T* dy, T* dx, float* dw, int64_t n,
                                   const DepthwiseGeometry& g, bool deterministic,
                                   cudaStream_t stream) {
-  if (n < 1 || !g.nhwc || !depthwise_grad_fits(n, g) || g.stride_h < 1 || g.stride_w < 1) {
+  if (n < 1 || !g.nhwc || !trainer_kernels::depthwise_fits(n, g) || g.stride_h < 1 ||
+      g.stride_w < 1) {
     return cudaErrorInvalidValue;
   }
   constexpr int kWidest = static_cast<int>(16 / sizeof(T));

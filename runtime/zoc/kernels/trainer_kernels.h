@@ -44,6 +44,13 @@ cudaError_t store(const float* x, void* y, int64_t count, cudaStream_t stream);
 // A bf16 trainer's depthwise convolution in NHWC (zoc/kernels/depthwise_grad.cuh): y = conv(x, w)
 // with w tap-major ([kh, kw, C]), and its gradients dx (null: nobody reads it) and dw (float,
 // [C, 1, kh, kw]); deterministic: dw's partial sums added in a fixed order (slower).
+// Whether depthwise_backward takes a layer at batch n: square filters of 3, 5 or 7, and every
+// element index of x and dy within 32 bits (the trainer runs other batches through cuDNN).
+inline bool depthwise_fits(int64_t n, const DepthwiseGeometry& g) {
+  const bool square = g.kh == g.kw && (g.kh == 3 || g.kh == 5 || g.kh == 7);
+  const int64_t pixels = g.h * g.w > g.out_h * g.out_w ? g.h * g.w : g.out_h * g.out_w;
+  return square && g.c > 0 && n * g.c * pixels < (int64_t(1) << 31);
+}
 cudaError_t depthwise_forward(const void* x, const void* w, void* y, int64_t n, DepthwiseGeometry g,
                               cudaStream_t stream);
 cudaError_t depthwise_backward(const void* x, const void* w, const void* dy, void* dx, float* dw,

@@ -73,6 +73,15 @@ struct TrainState {
   bool bf16() const { return types.data == CUDNN_DATA_BFLOAT16; }
 };
 
+// A depthwise convolution's geometry as zoc's NHWC kernels take it.
+inline DepthwiseGeometry depthwise_geometry(const ConvGeometry& g) {
+  DepthwiseGeometry d;
+  d.c = g.c, d.h = g.h, d.w = g.w, d.out_h = g.out_h, d.out_w = g.out_w, d.kh = g.r, d.kw = g.s;
+  d.stride_h = g.stride_h, d.stride_w = g.stride_w, d.pad_h = g.pad_h, d.pad_w = g.pad_w;
+  d.dil_h = g.dil_h, d.dil_w = g.dil_w, d.nhwc = true;
+  return d;
+}
+
 // bf16 batch norm's mode (zoc/train/run_step.h): cuDNN's persistent NHWC kernels.
 inline constexpr cudnnBatchNormMode_t kBnPersistent = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
 
@@ -172,12 +181,10 @@ struct TrainDescribe : TrainStepBase {
     need = std::max(need, l.workspace);
     return Status::success();
   }
-  // zoc's depthwise kernels need no workspace; they index with 32 bits, so a batch too large
-  // for them gets cuDNN's algorithms.
+  // zoc's depthwise kernels need no workspace; a batch they do not take (32-bit indices) gets
+  // cuDNN's algorithms.
   Status depthwise(Conv& l, const ConvTrainCall&, const char* name) {
-    const ConvGeometry& g = l.geometry();
-    const int64_t pixels = std::max(int64_t(g.h) * g.w, int64_t(g.out_h) * g.out_w);
-    l.depthwise_on_cudnn = int64_t(n) * g.c * pixels >= (int64_t(1) << 31);
+    l.depthwise_on_cudnn = !trainer_kernels::depthwise_fits(n, depthwise_geometry(l.geometry()));
     if (!l.depthwise_on_cudnn) return Status::success();
     ZOC_TRY(l.describe(s.cudnn, n, limit, s.benchmark, s.deterministic, name));
     need = std::max(need, l.workspace);

@@ -79,13 +79,6 @@ struct TrainRun {
              name);
     return Status::success();
   }
-  static DepthwiseGeometry depthwise_geometry(const ConvGeometry& g) {
-    DepthwiseGeometry d;
-    d.c = g.c, d.h = g.h, d.w = g.w, d.out_h = g.out_h, d.out_w = g.out_w, d.kh = g.r, d.kw = g.s;
-    d.stride_h = g.stride_h, d.stride_w = g.stride_w, d.pad_h = g.pad_h, d.pad_w = g.pad_w;
-    d.dil_h = g.dil_h, d.dil_w = g.dil_w, d.nhwc = true;
-    return d;
-  }
   // Training: normalized with the batch's statistics, running averages updated in place with
   // the layer's momentum (cuDNN uses the unbiased variance, as PyTorch), mean and inverse
   // deviation saved for backward. Evaluation: the running statistics. bf16 NHWC: cuDNN's

@@ -150,28 +150,36 @@ template <class V>
 zoc::Status LenetTrainer::backward_layers(V& v) {
   // d.fc2: mean softmax cross-entropy of the logits, and its gradient (models/lenet.yaml:22:5)
   ZOC_TRY(v.loss(kLossCall));
+  ZOC_TRY(v.grads_to(3264384));  // its gradients: in-backward SGD's window
   // d.dropout: dx = dy W; dW = dy^T x; db = column sums of dy (models/lenet.yaml:22:5)
   ZOC_TRY(v.linear_grad(kFcGrad_d_dropout, "fc2"));
+  ZOC_TRY(v.grads_ready(3264384, 10250));  // final: in-backward SGD
   // d.relu3: dx = dy * the step's mask (models/lenet.yaml:21:5)
   ZOC_TRY(v.dropout_grad(kDrop_d_relu3, "dropout"));
   // d.fc1: dx = relu'(dy) (models/lenet.yaml:20:5)
   ZOC_TRY(v.activation_grad(kActGrad_d_fc1, "relu3"));
+  ZOC_TRY(v.grads_to(52096));  // its gradients: in-backward SGD's window
   // d.flatten: dx = dy W; dW = dy^T x; db = column sums of dy (models/lenet.yaml:19:5)
   ZOC_TRY(v.linear_grad(kFcGrad_d_flatten, "fc1"));
+  ZOC_TRY(v.grads_ready(52096, 3212288));  // final: in-backward SGD
   ZOC_TRY(v.bucket_ready(0, 52096, 3222538));  // complete: average
   // d.pool2: a view of its input (no data movement) (models/lenet.yaml:18:5)
   // d.relu2: dx = maxpool2d'(dy) (models/lenet.yaml:17:5)
   ZOC_TRY(v.pool_grad(pool2_, kPoolGrad_d_relu2, "pool2"));
   // d.conv2: dx = relu'(dy) (models/lenet.yaml:16:5)
   ZOC_TRY(v.activation_grad(kActGrad_d_conv2, "relu2"));
+  ZOC_TRY(v.grads_to(832));  // its gradients: in-backward SGD's window
   // d.pool1: dx = conv^T(dy); dW, db (models/lenet.yaml:15:5)
   ZOC_TRY(v.conv_grad(conv2_, kConvGrad_d_pool1, "conv2"));
+  ZOC_TRY(v.grads_ready(832, 51264));  // final: in-backward SGD
   // d.relu1: dx = maxpool2d'(dy) (models/lenet.yaml:14:5)
   ZOC_TRY(v.pool_grad(pool1_, kPoolGrad_d_relu1, "pool1"));
   // d.conv1: dx = relu'(dy) (models/lenet.yaml:13:5)
   ZOC_TRY(v.activation_grad(kActGrad_d_conv1, "relu1"));
+  ZOC_TRY(v.grads_to(0));  // its gradients: in-backward SGD's window
   // d.input.via.conv1: dx = conv^T(dy); dW, db (models/lenet.yaml:12:5)
   ZOC_TRY(v.conv_grad(conv1_, kConvGrad_d_input_via_conv1, "conv1"));
+  ZOC_TRY(v.grads_ready(0, 832));  // final: in-backward SGD
   ZOC_TRY(v.bucket_ready(1, 0, 52096));  // complete: average
   return zoc::Status::success();
 }

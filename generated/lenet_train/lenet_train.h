@@ -45,6 +45,9 @@ class LenetTrainer : public zoc::Trainer<LenetTrainer> {
   // bf16 copy of each weight per step, fp32 weights, gradients and optimizer state.
   static constexpr bool kBF16 = false;
   static constexpr size_t kGradScratchElements = 0;  // the largest conv weight
+  // SGD inside the backward pass (use_fused_sgd): the gradients of one node at a time, in
+  // a window of this many floats instead of a buffer for all (0: not for this graph).
+  static constexpr size_t kGradWindowElements = 3212288;
 
   ~LenetTrainer() { release(); }
 

@@ -52,6 +52,19 @@ cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, flo
     float weight_decay, cudaStream_t stream) {
   return train_kernels::launch_sgd(w, g, v, count, lr, momentum, weight_decay, stream);
 }
+cudaError_t sgd_at(float* w, const float* g, float* v, int64_t count, const float* hyper,
+    cudaStream_t stream) {
+  return train_kernels::launch_sgd_at(w, g, v, count, hyper, stream);
+}
+cudaError_t sgd_krsc(float* w, const void* g, float* v, void* w16, int64_t k, int64_t c, int64_t rs,
+    const float* hyper, cudaStream_t stream) {
+  return train_kernels::launch_sgd_krsc(w, static_cast<const Act*>(g), v, static_cast<Act*>(w16), k,
+    c, rs, hyper, stream);
+}
+cudaError_t set_sgd(float* hyper, float lr, float momentum, float weight_decay,
+    cudaStream_t stream) {
+  return train_kernels::launch_set_sgd(hyper, lr, momentum, weight_decay, stream);
+}
 cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, float decay,
     float one_minus_beta1, float beta2, float one_minus_beta2, float eps, float step_size,
     float bias2_sqrt, cudaStream_t stream) {

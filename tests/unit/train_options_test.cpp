@@ -43,7 +43,8 @@ TEST(TrainOptions, TrainModeTakesEveryOption) {
                   "--resize",       "64",
                   "--channels",     "3",
                   "--no-graph",     "--no-benchmark",
-                  "--no-dropout",   "--deterministic"});
+                  "--no-dropout",   "--deterministic",
+                  "--no-fused-sgd"});
   ASSERT_TRUE(a) << a.error().message;
   ASSERT_TRUE(a->fit);
   const zoc::FitArgs& f = a->fit_args;
@@ -67,6 +68,7 @@ TEST(TrainOptions, TrainModeTakesEveryOption) {
   EXPECT_FALSE(f.benchmark);
   EXPECT_FALSE(f.dropout);
   EXPECT_TRUE(f.deterministic);
+  EXPECT_FALSE(f.fused_sgd);
 }
 
 TEST(TrainOptions, DefaultsAreTheBaselines) {
@@ -82,7 +84,7 @@ TEST(TrainOptions, DefaultsAreTheBaselines) {
   EXPECT_EQ(f.schedule, "cosine");
   EXPECT_DOUBLE_EQ(f.label_smoothing, 0.0);
   EXPECT_EQ(f.optimizer, "sgd");
-  EXPECT_TRUE(f.graph && f.benchmark && f.dropout);
+  EXPECT_TRUE(f.graph && f.benchmark && f.dropout && f.fused_sgd);
   EXPECT_FALSE(f.deterministic);
 }
 

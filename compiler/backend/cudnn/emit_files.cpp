@@ -58,6 +58,16 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
        "float* w, const float* g, float* v, int64_t count, float lr, float momentum, float "
        "weight_decay, cudaStream_t stream",
        "w, g, v, count, lr, momentum, weight_decay, stream"},
+      {"sgd_at",
+       "float* w, const float* g, float* v, int64_t count, const float* hyper, cudaStream_t "
+       "stream",
+       "w, g, v, count, hyper, stream"},
+      {"sgd_krsc",
+       "float* w, const void* g, float* v, void* w16, int64_t k, int64_t c, int64_t rs, const "
+       "float* hyper, cudaStream_t stream",
+       "w, static_cast<const Act*>(g), v, static_cast<Act*>(w16), k, c, rs, hyper, stream"},
+      {"set_sgd", "float* hyper, float lr, float momentum, float weight_decay, cudaStream_t stream",
+       "hyper, lr, momentum, weight_decay, stream"},
       {"adamw",
        "float* w, const float* g, float* m, float* v, int64_t count, float decay, float "
        "one_minus_beta1, float beta2, float one_minus_beta2, float eps, float step_size, float "

@@ -1,6 +1,8 @@
-// The trainer's data-parallel hooks (issue 21): where in the backward pass each bucket of the
-// gradient buffer is complete, so that its all-reduce starts there and overlaps the rest of the
-// backward pass (zoc/train/dist.h runs them), and the CMake section that finds NCCL.
+// Where in the backward pass gradients are complete, for the trainer's hooks there: each bucket
+// of the gradient buffer, so that its all-reduce starts there and overlaps the rest of the
+// backward pass (issue 21; zoc/train/dist.h runs them); each node's own gradients, so that a
+// one-process SGD run updates their tensors right there and needs no gradient buffer (issue 38;
+// zoc/train/trainer.h's use_fused_sgd); and the CMake section that finds NCCL.
 //
 // Buckets follow PyTorch DDP's defaults: gradients are grouped, from the last parameter (the
 // first the backward pass finishes) towards the first, into about 25 MB per bucket, the first
@@ -11,6 +13,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "compiler/backend/cudnn/train_emitter.h"
 
@@ -53,6 +57,59 @@ std::vector<GradBucket> plan_buckets(const ir::Graph& g, const TrainInfo& info) 
   }
   if (any) buckets.push_back(open);
   return buckets;
+}
+
+// A tensor's update may follow the node that writes its gradient only when no later node of the
+// backward pass reads the tensor: a later node whose origin is a layer owning it would (the
+// layers a tensor belongs to: those listing it among their parameters). SGD over one node's
+// tensors reads their gradients from a window as wide as the node's span of the layout; runs
+// stop at the gaps a bf16 trainer's alignment leaves, which no gradient writes.
+void plan_updates(const ir::Graph& model, const ir::Graph& g, TrainInfo& info) {
+  std::map<std::string, std::set<std::string>> owners;  // tensor -> layers listing it
+  for (const ir::Node& n : model.nodes) {
+    for (const ir::ParamSpec& p : n.params) owners[p.name].insert(n.name);
+  }
+  std::map<std::string, size_t> written;  // tensor -> the node writing its gradient
+  std::vector<GradUpdate> updates;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (g.nodes[k].op == ir::OpKind::Sgd) continue;
+    std::vector<const ParamSlot*> slots;
+    for (ir::ValueId v : g.nodes[k].extra_outputs) {
+      const std::string& name = g.value_name(v);
+      if (name.rfind("grad.", 0) != 0) continue;
+      auto it = info.param_index.find(name.substr(5));
+      if (it == info.param_index.end() || !info.params[it->second].trainable) continue;
+      if (!written.emplace(it->first, k).second) return;  // two writers
+      slots.push_back(&info.params[it->second]);
+    }
+    if (slots.empty()) continue;
+    std::sort(slots.begin(), slots.end(),
+              [](const ParamSlot* a, const ParamSlot* b) { return a->offset < b->offset; });
+    GradUpdate u{k, slots.front()->offset, {}};
+    for (const ParamSlot* s : slots) {
+      if (!u.runs.empty() && u.runs.back().first + u.runs.back().second == s->offset) {
+        u.runs.back().second += s->count;
+      } else {
+        u.runs.emplace_back(s->offset, s->count);
+      }
+    }
+    updates.push_back(std::move(u));
+  }
+  for (const ParamSlot& p : info.params) {
+    if (!p.trainable) continue;
+    auto w = written.find(p.name);
+    if (w == written.end()) return;  // no gradient: SGD's weight decay still moves it
+    const std::set<std::string>& layers = owners[p.name];
+    for (size_t j = w->second + 1; j < g.nodes.size(); ++j) {
+      if (g.nodes[j].op != ir::OpKind::Sgd && layers.count(g.nodes[j].origin)) return;
+    }
+  }
+  info.updates = std::move(updates);
+  for (const GradUpdate& u : info.updates) {
+    const auto& last = u.runs.back();
+    info.grad_window_elements =
+        std::max(info.grad_window_elements, last.first + last.second - u.origin);
+  }
 }
 
 std::string nccl_cmake(const std::string& base) {

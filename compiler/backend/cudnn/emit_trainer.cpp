@@ -216,7 +216,7 @@ lower::MemoryPlan plan_training_memory(const ir::Graph& g, const TrainInfo& info
 
 // Emits every node but the sgd ones (sgd() runs them all at once): the forward sequence until
 // the loss, the backward one from it, with data-parallel bucket hooks after the node that
-// completes each bucket.
+// completes each bucket, and the in-backward SGD's hooks around each node writing gradients.
 bool emit_nodes(EmitContext& ctx, CodeWriter* forward, CodeWriter* backward) {
   bool ok = true, in_backward = false;
   for (size_t k = 0; k < ctx.g.nodes.size(); ++k) {
@@ -227,7 +227,17 @@ bool emit_nodes(EmitContext& ctx, CodeWriter* forward, CodeWriter* backward) {
       ctx.s.layers = CodeWriter(CodeWriter::kMaxColumns - 2);
       in_backward = true;
     }
+    const GradUpdate* update = nullptr;
+    for (const GradUpdate& u : ctx.train->updates) update = u.node == k ? &u : update;
+    if (update) {
+      ctx.s.layers.line("ZOC_TRY(v.grads_to({}));  // its gradients: in-backward SGD's window",
+                        update->origin);
+    }
     ok = emit_train_layer(ctx, n) && ok;
+    for (size_t r = 0; update && r < update->runs.size(); ++r) {
+      ctx.s.layers.line("ZOC_TRY(v.grads_ready({}, {}));  // final: in-backward SGD",
+                        update->runs[r].first, update->runs[r].second);
+    }
     for (size_t b = 0; b < ctx.train->buckets.size(); ++b) {
       const GradBucket& bucket = ctx.train->buckets[b];
       if (bucket.last_node != k) continue;
@@ -299,6 +309,10 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
     h.line("static constexpr bool kBF16 = {};", info.bf16 ? "true" : "false");
     h.line("static constexpr size_t kGradScratchElements = {};  // the largest conv weight",
            info.grad_scratch_elements);
+    h.line(
+        "// SGD inside the backward pass (use_fused_sgd): the gradients of one node at a time, in");
+    h.line("// a window of this many floats instead of a buffer for all (0: not for this graph).");
+    h.line("static constexpr size_t kGradWindowElements = {};", info.grad_window_elements);
     h.blank();
     h.line("~{}() {{ release(); }}", cls);
     h.blank();
@@ -444,6 +458,7 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   for (const ir::Node& n : g.nodes)
     ctx.ids.push_back(info.value_ids[static_cast<size_t>(n.output)]);
   info.buckets = plan_buckets(g, info);
+  plan_updates(model, g, info);
 
   CodeWriter forward, backward;
   if (!emit_nodes(ctx, &forward, &backward)) return std::nullopt;
@@ -463,7 +478,11 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   gen.class_name = cls;
   gen.arena_bytes_per_sample = info.plan.arena_bytes_per_sample;
   gen.unshared_bytes_per_sample = info.plan.unplanned_bytes_per_sample;
-  gen.weight_bytes = 3 * info.param_elements * 4 +
+  // Weights and momenta, and the gradients' buffer (SGD inside the backward pass, the default
+  // of one process: one layer's window).
+  const int64_t grads =
+      info.grad_window_elements > 0 ? info.grad_window_elements : info.param_elements;
+  gen.weight_bytes = (2 * info.param_elements + grads) * 4 +
                      (bf16 ? 2 * (info.param_elements + info.grad_scratch_elements) : 0);
   gen.files = {{"CMakeLists.txt",
                 cmake_lists(banner(options, model.name + " (trainer)", hash, false, "#"), base) +

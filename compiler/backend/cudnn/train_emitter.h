@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/backend/cudnn/emit_internal.h"
@@ -33,6 +34,15 @@ struct GradBucket {
   size_t last_node = 0;
 };
 
+// SGD inside the backward pass (Trainer::use_fused_sgd): after training-graph node `node`, the
+// trainable tensors whose gradients it wrote, as runs of contiguous floats of the layout. While
+// the node runs, its gradients go to a window that starts at float `origin` of the layout.
+struct GradUpdate {
+  size_t node = 0;
+  int64_t origin = 0;
+  std::vector<std::pair<int64_t, int64_t>> runs;  // offset, count (floats)
+};
+
 struct TrainInfo {
   bool tf32 = false;  // --precision tf32: cuDNN and cuBLAS may round fp32 operands to TF32
   bool bf16 = false;  // --precision bf16: mixed precision (emit_trainer.cpp's mark_bf16)
@@ -43,12 +53,18 @@ struct TrainInfo {
   std::vector<std::string> value_ids;  // per value: a unique C++ identifier
   std::vector<int> readers;            // per value: how many node inputs read it
   std::vector<GradBucket> buckets;
+  std::vector<GradUpdate> updates;   // empty: SGD cannot run inside this graph's backward pass
+  int64_t grad_window_elements = 0;  // the widest node's span of gradients (0: no updates)
   std::map<std::string, size_t> node_index;  // node name -> index in the training graph
   lower::MemoryPlan plan;                    // the training graph's memory plan
 };
 
 // The training graph's bucket plan (emit_train_sync.cpp): PyTorch DDP's defaults.
 std::vector<GradBucket> plan_buckets(const ir::Graph& g, const TrainInfo& info);
+// Where each gradient is final and its parameter no longer read (emit_train_sync.cpp): the
+// in-backward SGD plan, or none where a tensor's gradient is not written by exactly one node
+// after which nothing reads the tensor.
+void plan_updates(const ir::Graph& model, const ir::Graph& g, TrainInfo& info);
 // The CMake section that finds NCCL for data-parallel training.
 std::string nccl_cmake(const std::string& base);
 

@@ -59,6 +59,16 @@ cudaError_t depthwise_backward(const void* x, const void* w, const void* dy, voi
 // PyTorch's SGD over count floats of w with gradients g and momentum buffers v.
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
                 float weight_decay, cudaStream_t stream);
+// The same with hyper = {lr, momentum, weight_decay} on the device, which set_sgd writes in
+// stream order (a captured step reads each step's rate there).
+cudaError_t sgd_at(float* w, const float* g, float* v, int64_t count, const float* hyper,
+                   cudaStream_t stream);
+// A bf16 convolution weight's in-backward SGD from its bf16 KRSC gradient g, rewriting its bf16
+// KRSC copy w16 (zoc/kernels/train_kernels.cuh's sgd_krsc_kernel).
+cudaError_t sgd_krsc(float* w, const void* g, float* v, void* w16, int64_t k, int64_t c, int64_t rs,
+                     const float* hyper, cudaStream_t stream);
+cudaError_t set_sgd(float* hyper, float lr, float momentum, float weight_decay,
+                    cudaStream_t stream);
 // PyTorch's AdamW over count floats of w with gradients g and moments m, v; the constants
 // computed by the host (zoc/kernels/train_kernels.cuh says which).
 cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, float decay,

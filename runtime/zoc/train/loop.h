@@ -251,6 +251,9 @@ Status train_epoch(Trainer& t, FitResources& r, const FitArgs& a, const DataSpli
   for (int k = 0; k < fs.steps; ++k) {
     const int s = k % 2;
     last_lr = scheduled_lr(a.schedule, a.lr, epoch, a.epochs, k, fs.steps);
+    if (t.fused_sgd()) {  // the step runs SGD itself, at this rate (a capture needs it set)
+      ZOC_TRY(t.set_sgd(float(last_lr), float(a.momentum), float(a.weight_decay), r.compute));
+    }
     if (use_graph && !r.graphs[s]) {
       const Status c = capture_step(t, r, fs, s);
       if (!c.ok()) {  // stated, never hidden: the run goes on without graphs
@@ -270,7 +273,7 @@ Status train_epoch(Trainer& t, FitResources& r, const FitArgs& a, const DataSpli
     }
     ZOC_CUDA(cudaEventRecord(r.consumed[s], r.compute), "step");
     const uint64_t step = uint64_t(epoch) * uint64_t(fs.steps) + uint64_t(k) + 1;  // from 1
-    ZOC_TRY(optimize(t, a, last_lr, step, r.compute));
+    if (!t.fused_sgd()) ZOC_TRY(optimize(t, a, last_lr, step, r.compute));
     ZOC_CUDA(cudaEventRecord(r.stops[size_t(k)], r.compute), "step");
     if (k + 1 < fs.steps) ZOC_TRY(stage(k + 1));  // on the host while the GPU runs step k
   }
@@ -403,6 +406,10 @@ Status run_fit(const FitArgs& a) {
   t.set_dropout(a.dropout);
   t.set_label_smoothing(float(a.label_smoothing));
   if (a.optimizer == "adamw") ZOC_TRY(t.use_adamw());
+  if (a.optimizer == "sgd" && a.fused_sgd && !fs.env.distributed() &&
+      Trainer::kGradWindowElements > 0) {
+    ZOC_TRY(t.use_fused_sgd());  // no buffer of every gradient: the peak drops by the weights'
+  }
   std::unique_ptr<train::GradSync> sync;
   if (fs.env.distributed()) {
     auto s = train::GradSync::create(fs.env, Trainer::kBuckets);

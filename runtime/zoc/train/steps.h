@@ -43,6 +43,11 @@ struct TrainState {
   char* grads = nullptr;       // the same layout
   char* params16 = nullptr;    // bf16: each conv and linear weight's copy, at half its offset
   void* grad16 = nullptr;      // bf16: a convolution's weight gradient before it becomes fp32
+  float* window = nullptr;     // in-backward SGD: one node's gradients (grads is then null)
+  size_t window_origin = 0;    // the float of the layout where the window starts
+  float* hyper = nullptr;      // in-backward SGD: {lr, momentum, weight_decay} on the device
+  bool hyper_set = false;      // set_sgd() ran
+  size_t updated = kNoTensor;  // a tensor (float offset) its backward step updated in place
   float* momenta = nullptr;    // the same layout (AdamW: its first moments)
   float* second = nullptr;     // AdamW's second moments, the same layout (allocated on use)
   char* fixed = nullptr;       // BatchNorm's saved statistics, the loss
@@ -65,8 +70,10 @@ struct TrainState {
   float* p(size_t offset) const {
     return offset == kNoTensor ? nullptr : reinterpret_cast<float*>(params + offset);
   }
-  float* g(size_t offset) const {
-    return offset == kNoTensor ? nullptr : reinterpret_cast<float*>(grads + offset);
+  float* g(size_t offset) const {  // with in-backward SGD: in the window
+    if (offset == kNoTensor) return nullptr;
+    if (window) return window + (offset / sizeof(float) - window_origin);
+    return reinterpret_cast<float*>(grads + offset);
   }
   float* f(size_t offset) const { return reinterpret_cast<float*>(fixed + offset); }
   void* p16(size_t offset) const { return params16 + offset / 2; }  // offset: params()' bytes
@@ -147,6 +154,8 @@ struct TrainStepBase {
   Status pad_channels(const PadChannelsCall&, const char*) { return Status::success(); }
   Status loss(const LossCall&) { return Status::success(); }
   Status bucket_ready(int, size_t, size_t) { return Status::success(); }
+  Status grads_to(size_t) { return Status::success(); }
+  Status grads_ready(size_t, size_t) { return Status::success(); }
 };
 
 // Creates every descriptor bundle (once).

@@ -127,15 +127,76 @@ __global__ void activation_backward_kernel(const T* s, const T* dy, T* dx, int64
 
 // PyTorch's SGD (dampening 0, no Nesterov): d = g + weight_decay * w; v = momentum * v + d
 // (v starts at 0, so the first step's v is d, as PyTorch's clone); w -= lr * v.
+__device__ __forceinline__ void sgd_update(float& w, float g, float& v, float lr, float momentum,
+                                           float weight_decay) {
+  const float d = g + weight_decay * w;
+  v = momentum * v + d;
+  w -= lr * v;
+}
+
 __global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, float lr,
                            float momentum, float weight_decay) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const float d = g[i] + weight_decay * w[i];
-    const float vi = momentum * v[i] + d;
-    v[i] = vi;
-    w[i] -= lr * vi;
+    sgd_update(w[i], g[i], v[i], lr, momentum, weight_decay);
   }
+}
+
+// The same with {lr, momentum, weight_decay} read from the device: a captured step that runs
+// SGD inside its backward pass takes each step's rate from there.
+__global__ void sgd_at_kernel(float* w, const float* g, float* v, int64_t count,
+                              const float* hyper) {
+  const float lr = hyper[0], momentum = hyper[1], weight_decay = hyper[2];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    sgd_update(w[i], g[i], v[i], lr, momentum, weight_decay);
+  }
+}
+
+// A bf16 trainer's convolution weight, in-backward: its gradient g as cuDNN wrote it (bf16,
+// [K, RS, C]), the fp32 weight w and momentum v in PyTorch's [K, C, RS]; w's bf16 copy w16
+// ([K, RS, C], what the next step's forward reads) rewritten from the updated weight. One kernel
+// where SGD after the step takes three (the gradient's conversion, SGD, the next step's copy);
+// the same arithmetic and rounding.
+// The same, one block per output channel k, through shared memory: the row's bf16 gradient and
+// copy are read and written whole ([RS, C]), the fp32 weight and momentum in their own order
+// ([C, RS]), so that every global access is coalesced (the kernel above strides the fp32 ones
+// by RS). Each thread rewrites in place the copy's elements whose gradient it read.
+template <class T>
+__global__ void sgd_krsc_rows_kernel(float* w, const T* g, float* v, T* w16, int c, int rs,
+                                     const float* hyper) {
+  extern __shared__ unsigned char sgd_krsc_row[];
+  T* row = reinterpret_cast<T*>(sgd_krsc_row);
+  const float lr = hyper[0], momentum = hyper[1], weight_decay = hyper[2];
+  const int n = c * rs;
+  const int64_t base = int64_t(blockIdx.x) * n;
+  for (int j = threadIdx.x; j < n; j += blockDim.x) row[j] = g[base + j];
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const int at = (i % rs) * c + i / rs;
+    sgd_update(w[base + i], to_float(row[at]), v[base + i], lr, momentum, weight_decay);
+    row[at] = from_float<T>(w[base + i]);
+  }
+  __syncthreads();
+  for (int j = threadIdx.x; j < n; j += blockDim.x) w16[base + j] = row[j];
+}
+
+template <class T>
+__global__ void sgd_krsc_kernel(float* w, const T* g, float* v, T* w16, int64_t k, int64_t c,
+                                int64_t rs, const float* hyper) {
+  const float lr = hyper[0], momentum = hyper[1], weight_decay = hyper[2];
+  const int64_t count = k * c * rs;
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < count;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ci = j % c, pi = (j / c) % rs, ki = j / (c * rs);
+    const int64_t i = (ki * c + ci) * rs + pi;
+    sgd_update(w[i], to_float(g[j]), v[i], lr, momentum, weight_decay);
+    w16[j] = from_float<T>(w[i]);
+  }
+}
+
+__global__ void set_sgd_kernel(float* hyper, float lr, float momentum, float weight_decay) {
+  hyper[0] = lr, hyper[1] = momentum, hyper[2] = weight_decay;
 }
 
 // PyTorch's AdamW (torch.optim.AdamW, amsgrad off), in its order: w *= decay; m = m + (1 - beta1)
@@ -310,6 +371,34 @@ inline cudaError_t launch_sgd(float* w, const float* g, float* v, int64_t count,
   if (count <= 0) return cudaSuccess;
   detail::sgd_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(w, g, v, count, lr, momentum,
                                                                     weight_decay);
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_sgd_at(float* w, const float* g, float* v, int64_t count,
+                                 const float* hyper, cudaStream_t stream) {
+  if (count <= 0) return cudaSuccess;
+  detail::sgd_at_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(w, g, v, count, hyper);
+  return cudaGetLastError();
+}
+
+template <class T>
+inline cudaError_t launch_sgd_krsc(float* w, const T* g, float* v, T* w16, int64_t k, int64_t c,
+                                   int64_t rs, const float* hyper, cudaStream_t stream) {
+  if (k * c * rs <= 0) return cudaSuccess;
+  const int64_t row_bytes = c * rs * int64_t(sizeof(T));
+  if (row_bytes <= 48 * 1024 && k <= 0x7fffffff) {
+    detail::sgd_krsc_rows_kernel<<<unsigned(k), 256, size_t(row_bytes), stream>>>(
+        w, g, v, w16, int(c), int(rs), hyper);
+    return cudaGetLastError();
+  }
+  detail::sgd_krsc_kernel<<<detail::blocks_for(k * c * rs), 256, 0, stream>>>(w, g, v, w16, k, c,
+                                                                              rs, hyper);
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_set_sgd(float* hyper, float lr, float momentum, float weight_decay,
+                                  cudaStream_t stream) {
+  detail::set_sgd_kernel<<<1, 1, 0, stream>>>(hyper, lr, momentum, weight_decay);
   return cudaGetLastError();
 }
 

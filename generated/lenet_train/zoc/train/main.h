@@ -10,6 +10,7 @@
 //                 [--resize S] [--channels C] [--mean M[,M,M] --std S[,S,S]]
 //                 [--max-steps K] [--csv F] [--json F]
 //                 [--checkpoint C] [--resume C] [--no-graph] [--no-benchmark] [--deterministic]
+//                 [--no-fused-sgd]
 //
 // One batch: one batch from a safetensors file (the file tools/train/grad_reference.py
 // writes), one training step's loss, logits and gradients written in the same layout, so that

@@ -28,6 +28,7 @@ struct FitArgs {
   std::string schedule = "cosine";
   bool dropout = true;
   bool graph = true;           // each step's forward, loss and backward as one CUDA graph launch
+  bool fused_sgd = true;       // one process, SGD: each layer updated inside the backward pass
   bool benchmark = true;       // time cuDNN's exact candidates per convolution (cudnn.benchmark)
   bool deterministic = false;  // only convolution algorithms cuDNN marks deterministic
   std::vector<float> mean, stddev;  // empty: the data set's stated constants
@@ -96,6 +97,10 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
     }
     if (k == "--deterministic") {
       f.deterministic = true;
+      continue;
+    }
+    if (k == "--no-fused-sgd") {
+      f.fused_sgd = false;
       continue;
     }
     if (i + 1 >= argc) return Error{"option " + k + " needs a value"};

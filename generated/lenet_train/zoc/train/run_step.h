@@ -3,13 +3,24 @@
 // batch's statistics, dropout masks on); otherwise the forward pass in evaluation mode (running
 // statistics, dropout the identity), which walks the same forward nodes. In a bf16 trainer
 // (mixed precision) the batch is stored NHWC in bf16 on entry, each convolution and linear layer
-// rounds its fp32 weight into a bf16 copy before use (KRSC for a convolution), and their weight
-// gradients come back as fp32 in PyTorch's layout; the logits and the loss stay fp32.
+// rounds its fp32 weight into a bf16 copy before use (KRSC for a convolution; with SGD inside the
+// backward pass, a convolution's update writes it instead), and their weight gradients come back
+// as fp32 in PyTorch's layout; the logits and the loss stay fp32.
 #pragma once
 
 #include "zoc/train/steps.h"
 
 namespace zoc::train {
+
+// A bf16 convolution weight's KRSC copy, rounded from its fp32 weight.
+inline Status copy_conv_weight(TrainState& s, const Conv& l, const ConvTrainCall& c,
+                               cudaStream_t stream, const char* name) {
+  const ConvGeometry& g = l.geometry();
+  ZOC_CUDA(trainer_kernels::store_nhwc(s.p(c.w), s.p16(c.w), g.k, g.c / g.groups,
+                                       int64_t(g.r) * g.s, stream),
+           name);
+  return Status::success();
+}
 
 template <bool kTrain>
 struct TrainRun {
@@ -30,12 +41,11 @@ struct TrainRun {
     ZOC_CUDA(cudaMemcpyAsync(s.act(c.y), in, bytes, cudaMemcpyDeviceToDevice, stream), "input");
     return Status::success();
   }
-  Status conv(Conv& l, const ConvTrainCall& c, const char* name) {
-    if (s.bf16()) {  // this step's bf16 KRSC copy of the weight (no bias: refused by zoc)
-      const ConvGeometry& g = l.geometry();
-      ZOC_CUDA(trainer_kernels::store_nhwc(s.p(c.w), s.p16(c.w), g.k, g.c / g.groups,
-                                           int64_t(g.r) * g.s, stream),
-               name);
+  // bf16: the weight's KRSC copy, made here; in a training step with in-backward SGD, the
+  // last step's update wrote it (and use_fused_sgd the first), but for a depthwise layer on cuDNN.
+  Status conv(Conv& l, const ConvTrainCall& c, const char* name, bool copied = kTrain) {
+    if (s.bf16()) {  // (no bias: refused by zoc)
+      if (!(copied && s.window)) ZOC_TRY(copy_conv_weight(s, l, c, stream, name));
       return l.forward(s.cudnn, s.act(c.x), s.p16(c.w), nullptr, s.act(c.y), s.workspace,
                        s.workspace_bytes, name);
     }
@@ -48,6 +58,14 @@ struct TrainRun {
       const ConvGeometry& g = l.geometry();
       ZOC_TRY(l.backward(s.cudnn, s.act(c.x), s.p16(c.w), s.act(c.dy), dx, s.grad16, nullptr,
                          s.workspace, s.workspace_bytes, name));
+      if (s.window) {  // in-backward SGD now, and the next step's copy
+        ZOC_CUDA(trainer_kernels::sgd_krsc(s.p(c.w), s.grad16, s.momenta + c.dw / sizeof(float),
+                                           s.p16(c.w), g.k, g.c / g.groups, int64_t(g.r) * g.s,
+                                           s.hyper, stream),
+                 name);
+        s.updated = c.dw / sizeof(float);
+        return Status::success();
+      }
       ZOC_CUDA(trainer_kernels::load_nchw(s.grad16, s.g(c.dw), g.k, g.c / g.groups,
                                           int64_t(g.r) * g.s, stream),
                name);
@@ -61,7 +79,7 @@ struct TrainRun {
   // fp32 (cuDNN, as autocast, computes it in bf16). With --deterministic the filter gradient's
   // partial sums are added in a fixed order.
   Status depthwise(Conv& l, const ConvTrainCall& c, const char* name) {
-    if (l.depthwise_on_cudnn) return conv(l, c, name);  // a batch beyond 32-bit indices
+    if (l.depthwise_on_cudnn) return conv(l, c, name, false);  // beyond 32-bit indices
     const ConvGeometry& g = l.geometry();
     ZOC_CUDA(trainer_kernels::store_nhwc(s.p(c.w), s.p16(c.w), 1, g.k, int64_t(g.r) * g.s, stream),
              name);
@@ -317,6 +335,25 @@ struct TrainRun {
              "loss");
     return Status::success();
   }
+  // In-backward SGD (Trainer::use_fused_sgd): the next node writes its gradients into the
+  // window, which starts at float `origin` of the layout; once [offset, offset + count) is final
+  // and nothing later reads those tensors (the emitter's plan), SGD updates them.
+  Status grads_to(size_t origin) {
+    s.window_origin = origin;
+    return Status::success();
+  }
+  Status grads_ready(size_t offset, size_t count) {
+    if (!s.window) return Status::success();
+    if (offset == s.updated) {  // a bf16 convolution's weight: its backward step updated it
+      s.updated = kNoTensor;
+      return Status::success();
+    }
+    ZOC_CUDA(trainer_kernels::sgd_at(reinterpret_cast<float*>(s.params) + offset,
+                                     s.window + (offset - s.window_origin), s.momenta + offset,
+                                     int64_t(count), s.hyper, stream),
+             "sgd");
+    return Status::success();
+  }
   // Gradient bucket k ([offset, offset + count) floats of grads) is complete: average it over
   // the processes while the rest of the backward pass runs (data parallel only).
   Status bucket_ready(int k, size_t offset, size_t count) {
@@ -324,6 +361,18 @@ struct TrainRun {
       ZOC_TRY(s.sync->bucket_ready(k, reinterpret_cast<float*>(s.grads) + offset, count, stream));
     }
     return Status::success();
+  }
+};
+
+// The bf16 copies of every convolution weight as a training step's forward reads them with
+// in-backward SGD (KRSC; zoc's own depthwise kernels make theirs each step): made once when it
+// starts, and after the weights change otherwise (Trainer::use_fused_sgd, sync_weight_copies).
+struct TrainCopyWeights : TrainStepBase {
+  TrainState& s;
+  cudaStream_t stream;
+  TrainCopyWeights(TrainState& state, cudaStream_t st) : s(state), stream(st) {}
+  Status conv(Conv& l, const ConvTrainCall& c, const char* name) {
+    return s.bf16() ? copy_conv_weight(s, l, c, stream, name) : Status::success();
   }
 };
 

@@ -58,6 +58,7 @@ class Trainer {
   Status step(const float* input, const int32_t* labels, int n, cudaStream_t stream);
   // PyTorch's SGD (dampening 0, no Nesterov) on every trainable parameter.
   Status sgd(float lr, float momentum, float weight_decay, cudaStream_t stream) {
+    if (s_.window) return Error{"sgd: this trainer runs SGD inside step() (use_fused_sgd)"};
     ZOC_CUDA(trainer_kernels::sgd(reinterpret_cast<float*>(s_.params),
                                   reinterpret_cast<const float*>(s_.grads), s_.momenta,
                                   M::kTrainableElements, lr, momentum, weight_decay, stream),
@@ -69,6 +70,7 @@ class Trainer {
   // allocates: call it once before the first step (a captured step never allocates).
   Status use_adamw() {
     if (s_.second) return Status::success();
+    if (s_.window) return Error{"use_adamw: this trainer runs SGD inside step() (use_fused_sgd)"};
     const size_t bytes = M::kParamElements * sizeof(float);
     ZOC_CUDA(cudaMalloc(&s_.second, bytes), "adamw");
     ZOC_CUDA(cudaMemset(s_.second, 0, bytes), "adamw");
@@ -88,6 +90,27 @@ class Trainer {
              "adamw");
     return Status::success();
   }
+  // SGD inside the backward pass, one process: step() then updates each layer's tensors as
+  // soon as their gradients are final and nothing later reads them, with the rates set_sgd()
+  // last wrote on the step's stream, so that no buffer holds every gradient at once (a window
+  // of M::kGradWindowElements floats does: one layer's). The same arithmetic as sgd() after
+  // step(). grads() is then null; sgd() and use_adamw() are refused, and step() with
+  // set_grad_sync(). Call once, before the first step. M::kGradWindowElements 0: this graph
+  // cannot (the emitter found a tensor read after its gradient is final, or written twice).
+  // bf16: each convolution's update also writes the weight's bf16 copy the next step's forward
+  // reads; weights written through params() afterwards need sync_weight_copies().
+  Status use_fused_sgd();
+  Status sync_weight_copies(cudaStream_t stream) {
+    train::TrainCopyWeights copy(s_, stream);
+    return self().forward_layers(copy);
+  }
+  Status set_sgd(float lr, float momentum, float weight_decay, cudaStream_t stream) {
+    if (!s_.window) return Error{"set_sgd: call use_fused_sgd() first"};
+    ZOC_CUDA(trainer_kernels::set_sgd(s_.hyper, lr, momentum, weight_decay, stream), "set_sgd");
+    s_.hyper_set = true;
+    return Status::success();
+  }
+  bool fused_sgd() const { return s_.window != nullptr; }
   // Forward in evaluation mode (running statistics; dropout the identity) on input
   // [n, C, H, W], 1 <= n <= max_batch: logits() then holds [n, kClasses].
   Status evaluate(const float* input, int n, cudaStream_t stream);
@@ -120,6 +143,7 @@ class Trainer {
   const float* params() const { return reinterpret_cast<const float*>(s_.params); }
   float* momenta() { return s_.momenta; }        // SGD's momentum buffers (AdamW's exp_avg)
   float* second_moments() { return s_.second; }  // AdamW's exp_avg_sq (null before use_adamw)
+  // null with use_fused_sgd()
   const float* grads() const { return reinterpret_cast<const float*>(s_.grads); }
   const float* loss() const { return s_.f(M::kLoss); }  // [1], the last step's
   // Every byte this trainer holds on the device (a static plan: fixed at create()).
@@ -271,6 +295,10 @@ Status Trainer<M>::step(const float* input, const int32_t* labels, int n, cudaSt
     return Error{std::string(M::kClassName) + "::step: batch " + std::to_string(n) +
                  " is out of range 2.." + std::to_string(s_.max_batch)};
   }
+  if (s_.window && (!s_.hyper_set || s_.sync)) {
+    return Error{std::string(M::kClassName) +
+                 "::step: SGD inside the backward pass needs set_sgd() first and one process"};
+  }
   if (n != s_.batch) ZOC_TRY(describe(n));  // zoc-verify: one-time
   ZOC_TRY(begin(stream, "step"));
   if constexpr (M::kHasDropout) {
@@ -280,6 +308,28 @@ Status Trainer<M>::step(const float* input, const int32_t* labels, int n, cudaSt
   ZOC_TRY(self().forward_layers(run));
   ZOC_TRY(self().backward_layers(run));
   if (s_.sync) ZOC_TRY(s_.sync->finish(stream));  // every bucket averaged before SGD
+  return Status::success();
+}
+
+template <class M>
+Status Trainer<M>::use_fused_sgd() {
+  if (s_.window) return Status::success();
+  if (M::kGradWindowElements == 0 || s_.sync || s_.second) {
+    return Error{std::string(M::kClassName) + "::use_fused_sgd: " +
+                 (M::kGradWindowElements == 0 ? "this training graph reads a tensor after its "
+                                                "gradient is final"
+                                              : "SGD in one process only")};
+  }
+  const size_t window_bytes = M::kGradWindowElements * sizeof(float);
+  ZOC_CUDA(cudaMalloc(&s_.window, window_bytes), "use_fused_sgd");
+  ZOC_CUDA(cudaMalloc(&s_.hyper, 3 * sizeof(float)), "use_fused_sgd");
+  ZOC_CUDA(cudaMemset(s_.hyper, 0, 3 * sizeof(float)), "use_fused_sgd");
+  ZOC_CUDA(cudaFree(s_.grads), "use_fused_sgd");
+  s_.grads = nullptr;
+  s_.device_bytes += window_bytes + 3 * sizeof(float);
+  s_.device_bytes -= M::kParamElements * sizeof(float);
+  ZOC_TRY(sync_weight_copies(nullptr));  // the first step's bf16 copies (legacy stream: waited)
+  ZOC_CUDA(cudaDeviceSynchronize(), "use_fused_sgd");
   return Status::success();
 }
 
@@ -304,7 +354,8 @@ void Trainer<M>::release() {
        {static_cast<void*>(s_.params), static_cast<void*>(s_.grads), static_cast<void*>(s_.momenta),
         static_cast<void*>(s_.second), static_cast<void*>(s_.arena), static_cast<void*>(s_.fixed),
         static_cast<void*>(s_.loss_rows), static_cast<void*>(s_.draws), s_.workspace,
-        s_.blas_workspace, static_cast<void*>(s_.params16), s_.grad16}) {
+        s_.blas_workspace, static_cast<void*>(s_.params16), s_.grad16,
+        static_cast<void*>(s_.window), static_cast<void*>(s_.hyper)}) {
     if (q) cudaFree(q);
   }
   if (s_.cublas) cublasDestroy(s_.cublas);
@@ -325,4 +376,5 @@ void Trainer<M>::release() {
   template zoc::Status M::backward_layers(zoc::train::TrainDestroy&);   \
   template zoc::Status M::forward_layers(zoc::train::TrainRun<true>&);  \
   template zoc::Status M::backward_layers(zoc::train::TrainRun<true>&); \
-  template zoc::Status M::forward_layers(zoc::train::TrainRun<false>&)
+  template zoc::Status M::forward_layers(zoc::train::TrainRun<false>&); \
+  template zoc::Status M::forward_layers(zoc::train::TrainCopyWeights&)

@@ -27,15 +27,16 @@ cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream
   return train_kernels::launch_add(static_cast<const Act*>(a), static_cast<const Act*>(b),
     static_cast<Act*>(y), count, stream);
 }
-cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
-    cudaStream_t stream) {
-  return train_kernels::launch_activation(kind, p, static_cast<const Act*>(x), static_cast<Act*>(y),
-    count, stream);
+cudaError_t activation(act::Kind kind, act::Params p, const void* x, const void* x2, void* y,
+    int64_t count, cudaStream_t stream) {
+  return train_kernels::launch_activation(kind, p, static_cast<const Act*>(x),
+    static_cast<const Act*>(x2), static_cast<Act*>(y), count, stream);
 }
 cudaError_t activation_backward(act::Kind kind, act::Params p, const void* s, const void* dy,
-    void* dx, int64_t count, cudaStream_t stream) {
+    const void* dy2, void* dx, int64_t count, cudaStream_t stream) {
   return train_kernels::launch_activation_backward(kind, p, static_cast<const Act*>(s),
-    static_cast<const Act*>(dy), static_cast<Act*>(dx), count, stream);
+    static_cast<const Act*>(dy), static_cast<const Act*>(dy2), static_cast<Act*>(dx), count,
+    stream);
 }
 cudaError_t store_nhwc(const float* x, void* y, int64_t n, int64_t c, int64_t hw,
     cudaStream_t stream) {

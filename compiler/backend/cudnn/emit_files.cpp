@@ -39,13 +39,15 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
        "static_cast<const Act*>(a), static_cast<const Act*>(b), static_cast<Act*>(y), count, "
        "stream"},
       {"activation",
-       "act::Kind kind, act::Params p, const void* x, void* y, int64_t count, cudaStream_t stream",
-       "kind, p, static_cast<const Act*>(x), static_cast<Act*>(y), count, stream"},
-      {"activation_backward",
-       "act::Kind kind, act::Params p, const void* s, const void* dy, void* dx, int64_t count, "
+       "act::Kind kind, act::Params p, const void* x, const void* x2, void* y, int64_t count, "
        "cudaStream_t stream",
-       "kind, p, static_cast<const Act*>(s), static_cast<const Act*>(dy), static_cast<Act*>(dx), "
+       "kind, p, static_cast<const Act*>(x), static_cast<const Act*>(x2), static_cast<Act*>(y), "
        "count, stream"},
+      {"activation_backward",
+       "act::Kind kind, act::Params p, const void* s, const void* dy, const void* dy2, void* dx, "
+       "int64_t count, cudaStream_t stream",
+       "kind, p, static_cast<const Act*>(s), static_cast<const Act*>(dy), "
+       "static_cast<const Act*>(dy2), static_cast<Act*>(dx), count, stream"},
       {"store_nhwc",
        "const float* x, void* y, int64_t n, int64_t c, int64_t hw, cudaStream_t stream",
        "x, static_cast<Act*>(y), n, c, hw, stream"},

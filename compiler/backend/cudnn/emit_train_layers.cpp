@@ -173,9 +173,14 @@ bool emit_train_activation(EmitContext& ctx, const ir::Node& n, size_t i, const 
   if (p.a != 0 || p.b != 0) c.params = activation_params_text(p);  // else {0, 0}
   c.per_sample = ctx.g.type(n.output).sample_numel();
   c.x = ctx.tensor(n.inputs[0]), c.y = ctx.tensor(n.output);
+  std::string what(ir::op_info(n.op).name);
+  if (auto add = ctx.train->add_into.find(i); add != ctx.train->add_into.end()) {
+    const ir::Node& a = ctx.g.nodes[add->second];  // its sum, which nothing else reads
+    c.x = ctx.tensor(a.inputs[0]), c.x2 = ctx.tensor(a.inputs[1]);
+    what += fmt::format(" of the sum {} (its add done here)", sanitize_comment(a.name));
+  }
   constant(ctx, "train::ActivationTrainCall", "kAct_" + ctx.ids[i], named::items(c));
-  call(ctx, n, std::string(ir::op_info(n.op).name),
-       fmt::format("v.activation(kAct_{}, {})", ctx.ids[i], ctx.name_literal(n)));
+  call(ctx, n, what, fmt::format("v.activation(kAct_{}, {})", ctx.ids[i], ctx.name_literal(n)));
   return true;
 }
 
@@ -187,8 +192,14 @@ bool emit_train_activation_grad(EmitContext& ctx, const ir::Node& n, size_t i, c
   if (p.a != 0 || p.b != 0) c.params = activation_params_text(p);  // else {0, 0}
   c.per_sample = ctx.g.type(n.output).sample_numel();
   c.s = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]), c.dx = ctx.tensor(n.output);
+  std::string what = fmt::format("dx = {}'(dy)", ir::op_info(f.op).name);
+  if (auto add = ctx.train->add_into.find(i); add != ctx.train->add_into.end()) {
+    const ir::Node& a = ctx.g.nodes[add->second];  // dy is its sum, which nothing else reads
+    c.dy = ctx.tensor(a.inputs[0]), c.dy2 = ctx.tensor(a.inputs[1]);
+    what += fmt::format(", dy the sum {} (its add done here)", sanitize_comment(a.name));
+  }
   constant(ctx, "train::ActivationGradCall", "kActGrad_" + ctx.ids[i], named::items(c));
-  call(ctx, n, fmt::format("dx = {}'(dy)", ir::op_info(f.op).name),
+  call(ctx, n, what,
        fmt::format("v.activation_grad(kActGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
   return true;
 }

@@ -13,6 +13,7 @@
 // one arena by lifetime; BatchNorm's saved statistics and the loss lie in a fixed region.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "compiler/backend/cudnn/train_emitter.h"
@@ -195,9 +196,47 @@ std::optional<int64_t> mark_bf16(ir::Graph& g, Diagnostics& diags) {
   return largest;
 }
 
-// The memory plan: every parameter's gradient (and update) pinned at its parameter's offset.
+// An add whose sum only the next node reads, an activation (as its input) or an activation's
+// gradient (as its dy), is done by that node (ActivationTrainCall's x2, ActivationGradCall's
+// dy2): the sum is never stored and read back. ResNet-50: each residual add, and each sum of a
+// block input's two gradients before the previous block's ReLU.
+void plan_add_fusions(const ir::Graph& g, TrainInfo& info) {
+  auto is_output = [&](ir::ValueId v) {
+    return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
+  };
+  for (size_t k = 0; k + 1 < g.nodes.size(); ++k) {
+    const ir::Node& add = g.nodes[k];
+    const ir::Node& next = g.nodes[k + 1];
+    if (add.op != ir::OpKind::Add || add.inputs.size() != 2 || !add.extra_outputs.empty() ||
+        info.readers[static_cast<size_t>(add.output)] != 1 || is_output(add.output)) {
+      continue;
+    }
+    const std::vector<int64_t>& dims = g.type(add.output).dims;
+    if (g.type(add.inputs[0]).dims != dims || g.type(add.inputs[1]).dims != dims) continue;
+    bool fits = false;
+    switch (next.op) {
+#define ZOC_ACTIVATION(op, grad, math)                              \
+  case ir::OpKind::op:                                              \
+    fits = next.inputs[0] == add.output;                            \
+    break;                                                          \
+  case ir::OpKind::grad:                                            \
+    fits = next.inputs.size() == 2 && next.inputs[1] == add.output; \
+    break;
+#include "compiler/ir/ops.def"
+      default:
+        break;
+    }
+    if (fits) info.add_into[k + 1] = k;
+  }
+}
+
+// The memory plan: every parameter's gradient (and update) pinned at its parameter's offset; an
+// add's inputs live until the activation that adds them (plan_add_fusions).
 lower::MemoryPlan plan_training_memory(const ir::Graph& g, const TrainInfo& info) {
   lower::MemoryPlanOptions o;
+  for (const auto& [act, add] : info.add_into) {
+    for (ir::ValueId v : g.nodes[add].inputs) o.live_until.emplace_back(v, int64_t(act));
+  }
   o.element_bytes = 4;
   o.external_input = false;  // copied into the arena: a captured step binds fixed pointers
   for (size_t v = 0; v < g.values.size(); ++v) {
@@ -222,6 +261,7 @@ bool emit_nodes(EmitContext& ctx, CodeWriter* forward, CodeWriter* backward) {
   for (size_t k = 0; k < ctx.g.nodes.size(); ++k) {
     const ir::Node& n = ctx.g.nodes[k];
     if (n.op == ir::OpKind::Sgd) continue;
+    if (ctx.train->add_into.count(k + 1) && ctx.train->add_into.at(k + 1) == k) continue;
     if (n.op == ir::OpKind::SoftmaxCrossEntropy && !in_backward) {
       *forward = std::move(ctx.s.layers);
       ctx.s.layers = CodeWriter(CodeWriter::kMaxColumns - 2);
@@ -453,6 +493,7 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   info.tf32 = options.precision == Precision::kTF32;
   plan_params(model, info);
   index_graph(g, info);
+  plan_add_fusions(g, info);
   info.plan = plan_training_memory(g, info);
   EmitContext ctx{g, target(Precision::kFP32), {}, diags, {}, &info};
   for (const ir::Node& n : g.nodes)

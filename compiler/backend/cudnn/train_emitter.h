@@ -53,8 +53,11 @@ struct TrainInfo {
   std::vector<std::string> value_ids;  // per value: a unique C++ identifier
   std::vector<int> readers;            // per value: how many node inputs read it
   std::vector<GradBucket> buckets;
-  std::vector<GradUpdate> updates;   // empty: SGD cannot run inside this graph's backward pass
-  int64_t grad_window_elements = 0;  // the widest node's span of gradients (0: no updates)
+  std::vector<GradUpdate> updates;  // empty: SGD cannot run inside this graph's backward pass
+  // An activation node (or an activation's gradient) -> the add right before it whose sum only
+  // it reads: it adds the add's two inputs itself, and the add is not emitted.
+  std::map<size_t, size_t> add_into;
+  int64_t grad_window_elements = 0;          // the widest node's span of gradients (0: no updates)
   std::map<std::string, size_t> node_index;  // node name -> index in the training graph
   lower::MemoryPlan plan;                    // the training graph's memory plan
 };

@@ -108,20 +108,25 @@ __global__ void load_nchw_kernel(const T* x, float* y, int64_t n, int64_t c, int
 }
 
 // y = f(x) and dx = f'(s) * dy for an activation of zoc/math/activations.h (s: the forward's
-// output or input, as Math::kFromOutput says), computed in float.
+// output or input, as Math::kFromOutput says), computed in float. With x2 (dy2), of the sum an
+// add would have stored: a + b rounded to T, as add_kernel rounds it.
+template <class T>
+__device__ __forceinline__ float sum_or_first(const T* a, const T* b, int64_t i) {
+  return b ? to_float(from_float<T>(to_float(a[i]) + to_float(b[i]))) : to_float(a[i]);
+}
 template <class Math, class T>
-__global__ void activation_kernel(const T* x, T* y, int64_t count, act::Params p) {
+__global__ void activation_kernel(const T* x, const T* x2, T* y, int64_t count, act::Params p) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    y[i] = from_float<T>(Math::forward(to_float(x[i]), p));
+    y[i] = from_float<T>(Math::forward(sum_or_first(x, x2, i), p));
   }
 }
 template <class Math, class T>
-__global__ void activation_backward_kernel(const T* s, const T* dy, T* dx, int64_t count,
-                                           act::Params p) {
+__global__ void activation_backward_kernel(const T* s, const T* dy, const T* dy2, T* dx,
+                                           int64_t count, act::Params p) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
-    dx[i] = from_float<T>(Math::backward(to_float(s[i]), to_float(dy[i]), p));
+    dx[i] = from_float<T>(Math::backward(to_float(s[i]), sum_or_first(dy, dy2, i), p));
   }
 }
 
@@ -334,14 +339,14 @@ inline cudaError_t launch_store(const float* x, T* y, int64_t count, cudaStream_
 }
 
 template <class T>
-inline cudaError_t launch_activation(act::Kind kind, act::Params p, const T* x, T* y, int64_t count,
-                                     cudaStream_t stream) {
+inline cudaError_t launch_activation(act::Kind kind, act::Params p, const T* x, const T* x2, T* y,
+                                     int64_t count, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   switch (kind) {
-#define ZOC_LAUNCH_ACTIVATION(name)                                      \
-  case act::Kind::k##name:                                               \
-    detail::activation_kernel<act::name, T>                              \
-        <<<detail::blocks_for(count), 256, 0, stream>>>(x, y, count, p); \
+#define ZOC_LAUNCH_ACTIVATION(name)                                          \
+  case act::Kind::k##name:                                                   \
+    detail::activation_kernel<act::name, T>                                  \
+        <<<detail::blocks_for(count), 256, 0, stream>>>(x, x2, y, count, p); \
     break;
     ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
 #undef ZOC_LAUNCH_ACTIVATION
@@ -351,14 +356,14 @@ inline cudaError_t launch_activation(act::Kind kind, act::Params p, const T* x, 
 
 template <class T>
 inline cudaError_t launch_activation_backward(act::Kind kind, act::Params p, const T* s,
-                                              const T* dy, T* dx, int64_t count,
+                                              const T* dy, const T* dy2, T* dx, int64_t count,
                                               cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   switch (kind) {
-#define ZOC_LAUNCH_ACTIVATION(name)                                           \
-  case act::Kind::k##name:                                                    \
-    detail::activation_backward_kernel<act::name, T>                          \
-        <<<detail::blocks_for(count), 256, 0, stream>>>(s, dy, dx, count, p); \
+#define ZOC_LAUNCH_ACTIVATION(name)                                                \
+  case act::Kind::k##name:                                                         \
+    detail::activation_backward_kernel<act::name, T>                               \
+        <<<detail::blocks_for(count), 256, 0, stream>>>(s, dy, dy2, dx, count, p); \
     break;
     ZOC_ACTIVATION_LIST(ZOC_LAUNCH_ACTIVATION)
 #undef ZOC_LAUNCH_ACTIVATION

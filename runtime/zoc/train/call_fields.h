@@ -62,12 +62,15 @@
   X(size_t, dbeta, zoc::kNoTensor)
 
 // A unary pointwise activation over `per_sample` elements: y = f(x); its backward reads the
-// forward's output or input (`s`, as zoc::act's kFromOutput says).
+// forward's output or input (`s`, as zoc::act's kFromOutput says). With x2 (dy2), the sum that an
+// add right before it would have written: y = f(x + x2), dx = f'(s) (dy + dy2), the sum rounded
+// to the storage type first, as the add would.
 #define ZOC_FIELDS_ActivationTrainCall(X) \
   X(act::Kind, kind, {})                  \
   X(act::Params, params, {})              \
   X(int64_t, per_sample, 0)               \
   X(size_t, x, 0)                         \
+  X(size_t, x2, zoc::kNoTensor)           \
   X(size_t, y, 0)
 
 #define ZOC_FIELDS_ActivationGradCall(X) \
@@ -76,6 +79,7 @@
   X(int64_t, per_sample, 0)              \
   X(size_t, s, 0)                        \
   X(size_t, dy, 0)                       \
+  X(size_t, dy2, zoc::kNoTensor)         \
   X(size_t, dx, 0)
 
 // dx = pool'(dy), for the PoolCall of the same layer (y: the forward's output, or for average

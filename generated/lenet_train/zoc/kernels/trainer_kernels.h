@@ -28,11 +28,12 @@ cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
 cudaError_t sum_rows(const void* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream);
 // y = a + b.
 cudaError_t add(const void* a, const void* b, void* y, int64_t count, cudaStream_t stream);
-// y = f(x), and dx = f'(s) * dy, for an activation of zoc/math/activations.h.
-cudaError_t activation(act::Kind kind, act::Params p, const void* x, void* y, int64_t count,
-                       cudaStream_t stream);
+// y = f(x), and dx = f'(s) * dy, for an activation of zoc/math/activations.h; with x2 (dy2) not
+// null, of x + x2 (dy + dy2) rounded to the storage type: an add and the activation in one pass.
+cudaError_t activation(act::Kind kind, act::Params p, const void* x, const void* x2, void* y,
+                       int64_t count, cudaStream_t stream);
 cudaError_t activation_backward(act::Kind kind, act::Params p, const void* s, const void* dy,
-                                void* dx, int64_t count, cudaStream_t stream);
+                                const void* dy2, void* dx, int64_t count, cudaStream_t stream);
 // Mixed precision: y[n][hw][c] = x[n][c][hw] in the storage type (the batch into NHWC, a KCRS
 // weight into its KRSC copy), its inverse into float (a KRSC weight gradient into KCRS), and
 // an elementwise copy in the storage type (a linear layer's weight).

@@ -165,14 +165,15 @@ struct TrainRun {
     return Status::success();
   }
   Status activation(const ActivationTrainCall& c, const char* name) {
-    ZOC_CUDA(trainer_kernels::activation(c.kind, c.params, s.act(c.x), s.act(c.y),
-                                         int64_t(n) * c.per_sample, stream),
+    ZOC_CUDA(trainer_kernels::activation(c.kind, c.params, s.act(c.x), s.maybe_act(c.x2),
+                                         s.act(c.y), int64_t(n) * c.per_sample, stream),
              name);
     return Status::success();
   }
   Status activation_grad(const ActivationGradCall& c, const char* name) {
     ZOC_CUDA(trainer_kernels::activation_backward(c.kind, c.params, s.act(c.s), s.act(c.dy),
-                                                  s.act(c.dx), int64_t(n) * c.per_sample, stream),
+                                                  s.maybe_act(c.dy2), s.act(c.dx),
+                                                  int64_t(n) * c.per_sample, stream),
              name);
     return Status::success();
   }

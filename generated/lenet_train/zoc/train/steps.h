@@ -66,6 +66,7 @@ struct TrainState {
   size_t device_bytes = 0;
 
   char* act(size_t offset) const { return arena + offset * size_t(max_batch); }
+  char* maybe_act(size_t offset) const { return offset == kNoTensor ? nullptr : act(offset); }
   float* a(size_t offset) const { return reinterpret_cast<float*>(act(offset)); }
   float* p(size_t offset) const {
     return offset == kNoTensor ? nullptr : reinterpret_cast<float*>(params + offset);

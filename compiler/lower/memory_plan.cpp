@@ -143,7 +143,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options) {
   std::vector<ir::ValueId> batched, fixed;
   for (const ir::Node& n : g.nodes) {
     for (ir::ValueId v : ir::Graph::results(n)) {
-      if (root[v] != v || is_external(n, options)) continue;
+      if (root[v] != v || is_external(n, options) || options.unstored.count(v)) continue;
       const ir::TensorType& t = g.type(v);
       MemoryPlan::Slot& slot = plan.slots[v];
       slot.fixed = !t.batched;

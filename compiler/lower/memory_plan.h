@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,8 @@ struct MemoryPlanOptions {
   // Values the caller places itself: ValueId -> byte offset in a buffer it owns (per sample
   // for a batched value). The planner leaves them there, outside both regions.
   std::map<ir::ValueId, int64_t> pinned;
+  // Values no node writes (a trainer's add that the activation after it does): no slot.
+  std::set<ir::ValueId> unstored;
 };
 
 MemoryPlan plan_memory(const ir::Graph& g, const MemoryPlanOptions& options);

@@ -25,6 +25,14 @@ ir::Graph load(const std::string& model,
   return *g;
 }
 
+// The model after the optimization pipeline (what the memory planner plans).
+ir::Graph optimized(const std::string& model) {
+  ir::Graph g = load(model);
+  Diagnostics d;
+  EXPECT_TRUE(passes::run_pipeline(g, d)) << d.render();
+  return g;
+}
+
 int count(const ir::Graph& g, ir::OpKind op) {
   int n = 0;
   for (const ir::Node& node : g.nodes) n += node.op == op;
@@ -216,9 +224,7 @@ TEST(Passes, PrintIrAfterAndUnknownPass) {
 }
 
 TEST(MemoryPlan, LiveValuesNeverOverlapAndSharingHelps) {
-  ir::Graph g = load("resnet50");
-  Diagnostics d;
-  ASSERT_TRUE(passes::run_pipeline(g, d));
+  const ir::Graph g = optimized("resnet50");
   for (bool external : {true, false}) {
     lower::MemoryPlanOptions o;
     o.element_bytes = 2;
@@ -256,9 +262,7 @@ TEST(MemoryPlan, LiveValuesNeverOverlapAndSharingHelps) {
 }
 
 TEST(MemoryPlan, PaddedInputGetsRoomForItsStoredChannels) {
-  ir::Graph g = load("resnet50");
-  Diagnostics d;
-  ASSERT_TRUE(passes::run_pipeline(g, d));
+  const ir::Graph g = optimized("resnet50");
   lower::MemoryPlanOptions o;
   o.element_bytes = 2;
   o.external_input = false;
@@ -267,6 +271,21 @@ TEST(MemoryPlan, PaddedInputGetsRoomForItsStoredChannels) {
   EXPECT_EQ(plan.slots[g.nodes.front().output].bytes, 4 * 224 * 224 * 2);
   o.input_channels_stored = 0;
   EXPECT_EQ(lower::plan_memory(g, o).slots[g.nodes.front().output].bytes, 3 * 224 * 224 * 2);
+}
+
+// A value nobody writes (a trainer's add done by the activation after it) gets no slot and no
+// bytes of the arena.
+TEST(MemoryPlan, UnstoredValuesTakeNoSlot) {
+  const ir::Graph g = optimized("resnet50");
+  lower::MemoryPlanOptions o;
+  o.element_bytes = 2;
+  const lower::MemoryPlan all = lower::plan_memory(g, o);
+  const ir::ValueId v = g.nodes[g.nodes.size() / 2].output;
+  ASSERT_GE(all.slots[v].offset, 0);
+  o.unstored.insert(v);
+  const lower::MemoryPlan plan = lower::plan_memory(g, o);
+  EXPECT_LT(plan.slots[v].offset, 0);
+  EXPECT_EQ(plan.unplanned_bytes_per_sample + all.slots[v].bytes, all.unplanned_bytes_per_sample);
 }
 
 }  // namespace

@@ -95,21 +95,36 @@ void plan_updates(const ir::Graph& model, const ir::Graph& g, TrainInfo& info) {
     }
     updates.push_back(std::move(u));
   }
+  std::map<std::string, size_t> last_read;  // layer -> the last backward node reading its tensors
+  for (size_t j = 0; j < g.nodes.size(); ++j) {
+    if (g.nodes[j].op != ir::OpKind::Sgd && !g.nodes[j].origin.empty()) {
+      last_read[g.nodes[j].origin] = j;
+    }
+  }
   for (const ParamSlot& p : info.params) {
     if (!p.trainable) continue;
     auto w = written.find(p.name);
     if (w == written.end()) return;  // no gradient: SGD's weight decay still moves it
-    const std::set<std::string>& layers = owners[p.name];
-    for (size_t j = w->second + 1; j < g.nodes.size(); ++j) {
-      if (g.nodes[j].op != ir::OpKind::Sgd && layers.count(g.nodes[j].origin)) return;
+    for (const std::string& layer : owners[p.name]) {
+      auto r = last_read.find(layer);
+      if (r != last_read.end() && r->second > w->second) return;
     }
   }
   info.updates = std::move(updates);
   for (const GradUpdate& u : info.updates) {
+    // A bf16 convolution's weight gradient goes from cuDNN's bf16 buffer straight into its
+    // update (zoc/train/run_step.h's conv_grad): it needs no window.
+    const ir::Node& n = g.nodes[u.node];
+    if (info.bf16 && n.op == ir::OpKind::Conv2dGrad &&
+        !trains_own_depthwise(g, g.nodes[info.node_index.at(n.origin)])) {
+      continue;
+    }
     const auto& last = u.runs.back();
     info.grad_window_elements =
         std::max(info.grad_window_elements, last.first + last.second - u.origin);
   }
+  if (!info.updates.empty())
+    info.grad_window_elements = std::max<int64_t>(info.grad_window_elements, 1);
 }
 
 std::string nccl_cmake(const std::string& base) {

@@ -201,14 +201,14 @@ std::optional<int64_t> mark_bf16(ir::Graph& g, Diagnostics& diags) {
 // dy2): the sum is never stored and read back. ResNet-50: each residual add, and each sum of a
 // block input's two gradients before the previous block's ReLU.
 void plan_add_fusions(const ir::Graph& g, TrainInfo& info) {
-  auto is_output = [&](ir::ValueId v) {
-    return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
-  };
+  std::vector<bool> is_output(g.values.size(), false);
+  for (ir::ValueId v : g.outputs) is_output[static_cast<size_t>(v)] = true;
   for (size_t k = 0; k + 1 < g.nodes.size(); ++k) {
     const ir::Node& add = g.nodes[k];
     const ir::Node& next = g.nodes[k + 1];
     if (add.op != ir::OpKind::Add || add.inputs.size() != 2 || !add.extra_outputs.empty() ||
-        info.readers[static_cast<size_t>(add.output)] != 1 || is_output(add.output)) {
+        info.readers[static_cast<size_t>(add.output)] != 1 ||
+        is_output[static_cast<size_t>(add.output)]) {
       continue;
     }
     const std::vector<int64_t>& dims = g.type(add.output).dims;
@@ -236,6 +236,7 @@ lower::MemoryPlan plan_training_memory(const ir::Graph& g, const TrainInfo& info
   lower::MemoryPlanOptions o;
   for (const auto& [act, add] : info.add_into) {
     for (ir::ValueId v : g.nodes[add].inputs) o.live_until.emplace_back(v, int64_t(act));
+    o.unstored.insert(g.nodes[add].output);  // the sum is never written
   }
   o.element_bytes = 4;
   o.external_input = false;  // copied into the arena: a captured step binds fixed pointers
@@ -253,11 +254,14 @@ lower::MemoryPlan plan_training_memory(const ir::Graph& g, const TrainInfo& info
   return lower::plan_memory(g, o);
 }
 
-// Emits every node but the sgd ones (sgd() runs them all at once): the forward sequence until
+// Emits every node but the sgd ones (sgd() runs them all at once) and the adds an activation
+// does (plan_add_fusions): the forward sequence until
 // the loss, the backward one from it, with data-parallel bucket hooks after the node that
 // completes each bucket, and the in-backward SGD's hooks around each node writing gradients.
 bool emit_nodes(EmitContext& ctx, CodeWriter* forward, CodeWriter* backward) {
   bool ok = true, in_backward = false;
+  std::vector<const GradUpdate*> update_of(ctx.g.nodes.size(), nullptr);
+  for (const GradUpdate& u : ctx.train->updates) update_of[u.node] = &u;
   for (size_t k = 0; k < ctx.g.nodes.size(); ++k) {
     const ir::Node& n = ctx.g.nodes[k];
     if (n.op == ir::OpKind::Sgd) continue;
@@ -267,8 +271,7 @@ bool emit_nodes(EmitContext& ctx, CodeWriter* forward, CodeWriter* backward) {
       ctx.s.layers = CodeWriter(CodeWriter::kMaxColumns - 2);
       in_backward = true;
     }
-    const GradUpdate* update = nullptr;
-    for (const GradUpdate& u : ctx.train->updates) update = u.node == k ? &u : update;
+    const GradUpdate* update = update_of[k];
     if (update) {
       ctx.s.layers.line("ZOC_TRY(v.grads_to({}));  // its gradients: in-backward SGD's window",
                         update->origin);

@@ -6,7 +6,8 @@
 // is one call. Each output is overwritten; several gradient contributions are summed by the
 // graph's add nodes. fp32 NCHW (TF32 off, or on), or mixed precision: activations and their
 // gradients bf16 NHWC, weights fp32 (KCRS) with a bf16 copy (KRSC; a depthwise layer's
-// tap-major, for zoc's own kernels) made by the layer that reads it, weight gradients fp32.
+// tap-major, for zoc's own kernels) made by the layer that reads it (with SGD inside the
+// backward pass, a convolution's by its update), weight gradients fp32.
 #pragma once
 
 #include <cublas_v2.h>

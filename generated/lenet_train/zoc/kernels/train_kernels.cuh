@@ -162,11 +162,10 @@ __global__ void sgd_at_kernel(float* w, const float* g, float* v, int64_t count,
 // [K, RS, C]), the fp32 weight w and momentum v in PyTorch's [K, C, RS]; w's bf16 copy w16
 // ([K, RS, C], what the next step's forward reads) rewritten from the updated weight. One kernel
 // where SGD after the step takes three (the gradient's conversion, SGD, the next step's copy);
-// the same arithmetic and rounding.
-// The same, one block per output channel k, through shared memory: the row's bf16 gradient and
-// copy are read and written whole ([RS, C]), the fp32 weight and momentum in their own order
-// ([C, RS]), so that every global access is coalesced (the kernel above strides the fp32 ones
-// by RS). Each thread rewrites in place the copy's elements whose gradient it read.
+// the same arithmetic and rounding. One block per output channel k, through shared memory: the
+// row's bf16 gradient and copy are read and written whole ([RS, C]), the fp32 weight and
+// momentum in their own order ([C, RS]), so that every global access is coalesced. Each thread
+// rewrites in place the copy's elements whose gradient it read.
 template <class T>
 __global__ void sgd_krsc_rows_kernel(float* w, const T* g, float* v, T* w16, int c, int rs,
                                      const float* hyper) {
@@ -186,6 +185,8 @@ __global__ void sgd_krsc_rows_kernel(float* w, const T* g, float* v, T* w16, int
   for (int j = threadIdx.x; j < n; j += blockDim.x) w16[base + j] = row[j];
 }
 
+// The same for a row beyond 48 KiB of shared memory: one thread per element in KRSC order, so
+// that the fp32 accesses stride by RS.
 template <class T>
 __global__ void sgd_krsc_kernel(float* w, const T* g, float* v, T* w16, int64_t k, int64_t c,
                                 int64_t rs, const float* hyper) {

@@ -65,7 +65,7 @@ cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, flo
 cudaError_t sgd_at(float* w, const float* g, float* v, int64_t count, const float* hyper,
                    cudaStream_t stream);
 // A bf16 convolution weight's in-backward SGD from its bf16 KRSC gradient g, rewriting its bf16
-// KRSC copy w16 (zoc/kernels/train_kernels.cuh's sgd_krsc_kernel).
+// KRSC copy w16 (zoc/kernels/train_kernels.cuh's sgd_krsc_rows_kernel).
 cudaError_t sgd_krsc(float* w, const void* g, float* v, void* w16, int64_t k, int64_t c, int64_t rs,
                      const float* hyper, cudaStream_t stream);
 cudaError_t set_sgd(float* hyper, float lr, float momentum, float weight_decay,

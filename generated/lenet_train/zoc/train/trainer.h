@@ -54,7 +54,8 @@ class Trainer {
 
   // Forward in training mode on input [n, C, H, W] (fp32, device) and labels [n] (int32,
   // device, each below kClasses), the mean cross-entropy, and backward: grads() then holds
-  // every parameter's gradient, and BatchNorm running statistics are updated. On `stream`.
+  // every parameter's gradient (with use_fused_sgd, SGD has updated the parameters instead),
+  // and BatchNorm running statistics are updated. On `stream`.
   Status step(const float* input, const int32_t* labels, int n, cudaStream_t stream);
   // PyTorch's SGD (dampening 0, no Nesterov) on every trainable parameter.
   Status sgd(float lr, float momentum, float weight_decay, cudaStream_t stream) {
@@ -314,12 +315,12 @@ Status Trainer<M>::step(const float* input, const int32_t* labels, int n, cudaSt
 template <class M>
 Status Trainer<M>::use_fused_sgd() {
   if (s_.window) return Status::success();
-  if (M::kGradWindowElements == 0 || s_.sync || s_.second) {
-    return Error{std::string(M::kClassName) + "::use_fused_sgd: " +
-                 (M::kGradWindowElements == 0 ? "this training graph reads a tensor after its "
-                                                "gradient is final"
-                                              : "SGD in one process only")};
-  }
+  const char* why = M::kGradWindowElements == 0
+                        ? "this training graph reads a tensor after its gradient is final"
+                    : s_.sync   ? "SGD in one process only (data parallel: after the step)"
+                    : s_.second ? "the optimizer is AdamW (after the step)"
+                                : nullptr;
+  if (why) return Error{std::string(M::kClassName) + "::use_fused_sgd: " + why};
   const size_t window_bytes = M::kGradWindowElements * sizeof(float);
   ZOC_CUDA(cudaMalloc(&s_.window, window_bytes), "use_fused_sgd");
   ZOC_CUDA(cudaMalloc(&s_.hyper, 3 * sizeof(float)), "use_fused_sgd");

@@ -41,9 +41,11 @@ class LenetTrainer : public zoc::Trainer<LenetTrainer> {
   static constexpr bool kHasDropout = true;
   // cuDNN and cuBLAS may round fp32 operands to TF32 (--precision tf32).
   static constexpr bool kTF32 = false;
-  // Mixed precision (--precision bf16): activations and their gradients bf16 NHWC, a
-  // bf16 copy of each weight per step, fp32 weights, gradients and optimizer state.
+  // Mixed precision (--precision bf16 or fp16): activations and their gradients bf16 or
+  // fp16 NHWC, a copy of each weight per step, fp32 weights, gradients and optimizer
+  // state; fp16 scales the loss (zoc::trainer_kernels::LossScale).
   static constexpr bool kBF16 = false;
+  static constexpr bool kFP16 = false;
   static constexpr size_t kGradScratchElements = 0;  // the largest conv weight
   // SGD inside the backward pass (use_fused_sgd): the gradients of one node at a time, in
   // a window of this many floats instead of a buffer for all (0: not for this graph).

@@ -12,9 +12,10 @@ namespace zoc::trainer_kernels {
 // The storage type of activations and their gradients.
 using Act = float;
 cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
-    float smoothing, float* loss_rows, float* loss, void* dlogits, cudaStream_t stream) {
-  return train_kernels::launch_softmax_xent(logits, labels, rows, classes, smoothing, loss_rows,
-    loss, static_cast<Act*>(dlogits), stream);
+    float smoothing, const float* scale, float* loss_rows, float* loss, void* dlogits,
+    cudaStream_t stream) {
+  return train_kernels::launch_softmax_xent(logits, labels, rows, classes, smoothing, scale,
+    loss_rows, loss, static_cast<Act*>(dlogits), stream);
 }
 cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
     cudaStream_t stream) {
@@ -50,8 +51,8 @@ cudaError_t store(const float* x, void* y, int64_t count, cudaStream_t stream) {
   return train_kernels::launch_store(x, static_cast<Act*>(y), count, stream);
 }
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
-    float weight_decay, cudaStream_t stream) {
-  return train_kernels::launch_sgd(w, g, v, count, lr, momentum, weight_decay, stream);
+    float weight_decay, const float* skip, cudaStream_t stream) {
+  return train_kernels::launch_sgd(w, g, v, count, lr, momentum, weight_decay, skip, stream);
 }
 cudaError_t sgd_at(float* w, const float* g, float* v, int64_t count, const float* hyper,
     cudaStream_t stream) {
@@ -68,9 +69,9 @@ cudaError_t set_sgd(float* hyper, float lr, float momentum, float weight_decay,
 }
 cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, float decay,
     float one_minus_beta1, float beta2, float one_minus_beta2, float eps, float step_size,
-    float bias2_sqrt, cudaStream_t stream) {
+    float bias2_sqrt, const float* skip, cudaStream_t stream) {
   return train_kernels::launch_adamw(w, g, m, v, count, decay, one_minus_beta1, beta2,
-    one_minus_beta2, eps, step_size, bias2_sqrt, stream);
+    one_minus_beta2, eps, step_size, bias2_sqrt, skip, stream);
 }
 cudaError_t dropout(const void* x, void* y, int64_t count, float p, uint64_t seed,
     const uint64_t* draw, uint64_t layer, cudaStream_t stream) {

@@ -43,6 +43,7 @@ TEST(TrainOptions, TrainModeTakesEveryOption) {
                   "--resize",       "64",
                   "--channels",     "3",
                   "--no-graph",     "--no-benchmark",
+                  "--loss-scale",   "1024",
                   "--no-dropout",   "--deterministic",
                   "--no-fused-sgd"});
   ASSERT_TRUE(a) << a.error().message;
@@ -69,6 +70,7 @@ TEST(TrainOptions, TrainModeTakesEveryOption) {
   EXPECT_FALSE(f.dropout);
   EXPECT_TRUE(f.deterministic);
   EXPECT_FALSE(f.fused_sgd);
+  EXPECT_DOUBLE_EQ(f.loss_scale, 1024.0);
 }
 
 TEST(TrainOptions, DefaultsAreTheBaselines) {
@@ -129,6 +131,18 @@ TEST(TrainOptions, AdamWHasPyTorchsDefaults) {
             "option --betas: '0.9,x' is not a valid number");
   EXPECT_EQ(error_of({"--data", "d", "--eps", "1e-6"}),
             "--betas and --eps are AdamW's: add --optimizer adamw");
+}
+
+TEST(TrainOptions, LossScaleIsAPositiveScale) {
+  auto a = parse({"--batch-file", "b", "--out", "g", "--loss-scale", "128"});
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_DOUBLE_EQ(a->fit_args.loss_scale, 128.0);
+  EXPECT_DOUBLE_EQ(parse({"--data", "d"})->fit_args.loss_scale, 0.0);  // GradScaler's default
+  for (const char* bad : {"0", "0.5", "-4", "3e7", "nan", "inf"}) {
+    EXPECT_EQ(error_of({"--data", "d", "--loss-scale", bad}),
+              "--loss-scale must be in 1..16777216 (2^24)")
+        << bad;
+  }
 }
 
 // PyTorch's cross_entropy takes label_smoothing in [0, 1]; 1 would ignore the labels.

@@ -4,23 +4,25 @@
 # same initial weights (train_pytorch.py --init-out, torchvision's scheme) in every row.
 #
 #   tools/train/gpu_train_amp.sh prepare [ZOC]   here: train_amp/ (git-ignored): the zoc trainers
-#       (fp32, tf32 and bf16 of each model; MobileNetV2 through its TorchScript, scripted by this
-#       machine's torch) and Fashion-MNIST as .xz idx files: the first SUBSET (40000) training
-#       images and the whole test set (all 60000 would not travel beside the tree to the GPU
-#       machine: its copy of the tree is limited to 64 MiB)
+#       (fp32, tf32, bf16 and fp16 of each model; MobileNetV2 through its TorchScript, scripted
+#       by this machine's torch) and Fashion-MNIST as .xz idx files: the first SUBSET (40000)
+#       training images and the whole test set (all 60000 would not travel beside the tree to the
+#       GPU machine: its copy of the tree is limited to 64 MiB)
 #   tools/train/gpu_train_amp.sh run zoc         on the GPU machine: build the trainers, one
 #       epoch of STEPS (150) steps of each, and the numerics of each reduced precision (AMP_CHECK,
-#       "tf32 bf16"): one step of the tf32 trainer against PyTorch's (TF32 on) and float64
-#       autograd, within 10x PyTorch TF32's own error; of the bf16 trainer against PyTorch's
-#       autocast bf16 and float64, within 3x autocast's own error
+#       "tf32 bf16 fp16"): one step of the tf32 trainer against PyTorch's (TF32 on) and float64
+#       autograd, within 10x PyTorch TF32's own error; of the bf16 (fp16) trainer against
+#       PyTorch's autocast bf16 (fp16, both with the loss scaled by AMP_FP16_SCALE, 256: the
+#       first step of 65536 overflows in both) and float64, within 3x autocast's own error
 #   tools/train/gpu_train_amp.sh run pytorch     on the GPU machine: the PyTorch rows, eager
 #       fp32 (TF32 off), tf32, AMP bf16 and fp16 (GradScaler), channels-last where tensor cores
 #       run, and torch.compile (default, reduce-overhead: CUDA graphs, and max-autotune while
 #       the call's budget lasts: MobileNetV2's did not finish compiling in 555 s on an H200)
 #   tools/train/gpu_train_amp.sh run epochs      on the GPU machine: issue 38's accuracy runs,
 #       EPOCHS (5) whole epochs for each seed of SEEDS ("0 1"; each seed its own initial
-#       weights, ResNet-50's with zero-init residuals, and data order): zoc bf16, PyTorch AMP
-#       bf16 channels-last eager and under torch.compile reduce-overhead; every epoch's line
+#       weights, ResNet-50's with zero-init residuals, and data order) and each precision of
+#       AMP_PRECISIONS ("bf16"; or fp16): zoc, PyTorch AMP channels-last eager and under
+#       torch.compile reduce-overhead (fp16 with a GradScaler); every epoch's line
 #       goes to $OUT/epochs.csv (impl, model, precision, seed, epoch, test_acc, step_ms,
 #       img_per_s, peak_mib) and the mean final accuracies are printed
 #
@@ -29,7 +31,7 @@
 # data sets, the first step's wall time: compilation) and the table is printed.
 # Environment: OUT (./train_amp_out), STEPS (150), AMP_BUDGET_S (560), SUBSET (40000), AMP_ROWS
 # (a regular expression: only the rows whose names match, e.g. max_autotune), EPOCHS, SEEDS,
-# AMP_CHECK_BATCH (16: the numerics checks' batch).
+# AMP_PRECISIONS, AMP_CHECK_BATCH (16: the numerics checks' batch), AMP_FP16_SCALE.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIR=$ROOT/train_amp
@@ -58,7 +60,7 @@ for p in paths:
 ' "$DIR/data" "${SUBSET:-40000}"
     /usr/bin/python3 "$T/train_pytorch.py" --model mobilenet_v2 --channels 3 --resize 64 \
       --init torchvision --script-out "$DIR/mobilenet_v2.pt"
-    for p in fp32 tf32 bf16; do
+    for p in fp32 tf32 bf16 fp16; do
       "$zoc" compile "$ROOT/models/resnet50.yaml" --set num_classes=10 --set in_channels=3 \
         --set resolution=64 --train --precision $p -o "$DIR/resnet50_$p" | head -1
       "$zoc" compile "$DIR/mobilenet_v2.pt" --input 3x64x64 --train --precision $p \
@@ -68,13 +70,14 @@ for p in paths:
     du -sh "$DIR"
     exit 0 ;;
   run) WHAT=${2:-} ;;
-  *) sed -n '2,32p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,34p' "$0" >&2; exit 2 ;;
 esac
 [[ "$WHAT" =~ ^(zoc|pytorch|epochs)$ ]] || { echo "usage: $0 run zoc|pytorch|epochs" >&2; exit 2; }
 START=$(date +%s)
 OUT=${OUT:-$ROOT/train_amp_out}
 STEPS=${STEPS:-150}
 BUDGET=${AMP_BUDGET_S:-560}
+FP16_SCALE=${AMP_FP16_SCALE:-256}
 WORK=/tmp/zoc_train_amp
 mkdir -p "$OUT/logs" "$WORK/data"
 . "$ROOT/tools/gpu_env.sh"
@@ -116,7 +119,9 @@ build() {  # build MODEL PRECISION: the trainer into $WORK, in the background
 }
 if [ "$WHAT" = epochs ]; then
   ep=(--data "$WORK/data" --resize 64 --channels 3 --epochs "${EPOCHS:-5}" --batch 128)
-  for m in "${MODELS[@]}"; do [[ "zoc_$m" =~ ${AMP_ROWS:-.} ]] && build "$m" bf16; done
+  for m in "${MODELS[@]}"; do
+    for p in ${AMP_PRECISIONS:-bf16}; do [[ "zoc_$m" =~ ${AMP_ROWS:-.} ]] && build "$m" $p; done
+  done
   wait
   echo "built in $(( $(date +%s) - START )) s"
   for m in "${MODELS[@]}"; do
@@ -125,45 +130,52 @@ if [ "$WHAT" = epochs ]; then
       [ "$m" = resnet50 ] && zero=(--zero-init-residual)
       "$PY" "$T/train_pytorch.py" --model "$m" --channels 3 --resize 64 --init torchvision \
         "${zero[@]}" --seed "$s" --init-out "$init" >/dev/null
-      row "zoc_${m}_bf16_s$s" "$(left)" "$WORK/build_${m}_bf16/${m}_train_main" "${ep[@]}" \
-        --lr "$(lr "$m")" --seed "$s" --weights "$init"
-      pt=("$PY" "$T/train_pytorch.py" --model "$m" "${ep[@]}" --lr "$(lr "$m")" --seed "$s"
-          --init-weights "$init" --precision bf16 --channels-last)
-      row "pt_${m}_bf16_cl_s$s" "$(left)" "${pt[@]}"
-      row "pt_${m}_bf16_cl_reduce_overhead_s$s" "$(left)" "${pt[@]}" --compile reduce-overhead
+      for p in ${AMP_PRECISIONS:-bf16}; do
+        row "zoc_${m}_${p}_s$s" "$(left)" "$WORK/build_${m}_$p/${m}_train_main" "${ep[@]}" \
+          --lr "$(lr "$m")" --seed "$s" --weights "$init"
+        pt=("$PY" "$T/train_pytorch.py" --model "$m" "${ep[@]}" --lr "$(lr "$m")" --seed "$s"
+            --init-weights "$init" --precision $p --channels-last)
+        row "pt_${m}_${p}_cl_s$s" "$(left)" "${pt[@]}"
+        row "pt_${m}_${p}_cl_reduce_overhead_s$s" "$(left)" "${pt[@]}" --compile reduce-overhead
+      done
     done
   done
 elif [ "$WHAT" = zoc ]; then
   for m in "${MODELS[@]}"; do
-    for p in fp32 tf32 bf16; do
+    for p in fp32 tf32 bf16 fp16; do
       [[ "zoc_${m}_$p" =~ ${AMP_ROWS:-.} ]] && build "$m" $p
     done
   done
   wait
   echo "built in $(( $(date +%s) - START )) s"
   for m in "${MODELS[@]}"; do
-    for p in fp32 tf32 bf16; do
+    for p in fp32 tf32 bf16 fp16; do
       row "zoc_${m}_$p" "$(left)" "$WORK/build_${m}_$p/${m}_train_main" "${COMMON[@]}" \
         --lr "$(lr "$m")" --weights "$WORK/init_$m.safetensors"
     done
     # The reduced precisions' numerics: one step at batch 16 against PyTorch in the same
-    # precision (TF32 on; autocast bf16) and float64.
-    for p in ${AMP_CHECK:-tf32 bf16}; do
+    # precision (TF32 on; autocast bf16 or fp16) and float64.
+    for p in ${AMP_CHECK:-tf32 bf16 fp16}; do
       [ -x "$WORK/build_${m}_$p/${m}_train_main" ] || continue
       for ref in $p fp64; do
         [ -f "$WORK/ref_${m}_$ref.safetensors" ] && continue
-        case $ref in tf32) extra=(--tf32) ;; bf16) extra=(--autocast) ;; *) extra=(--float64) ;; esac
+        case $ref in
+          tf32) extra=(--tf32) ;; bf16) extra=(--autocast bf16) ;;
+          fp16) extra=(--autocast fp16 --loss-scale "$FP16_SCALE") ;; *) extra=(--float64) ;;
+        esac
         "$PY" "$T/grad_reference.py" --model "$m" --in-channels 3 --resolution 64 \
           --init-weights "$WORK/init_$m.safetensors" --random-input \
           --batch "${AMP_CHECK_BATCH:-16}" --seed 7 \
           --device cuda --out "$WORK/ref_${m}_$ref.safetensors" "${extra[@]}" \
           >>"$OUT/logs/${p}_$m.log" 2>&1 || { echo "$m: grad_reference $ref failed"; status=1; }
       done
+      scale=(); [ "$p" = fp16 ] && scale=(--loss-scale "$FP16_SCALE")
       "$WORK/build_${m}_$p/${m}_train_main" --weights "$WORK/init_$m.safetensors" \
         --batch-file "$WORK/ref_${m}_$p.safetensors" --out "$WORK/zoc_${m}_$p.safetensors" \
-        >>"$OUT/logs/${p}_$m.log" 2>&1 || { echo "$m: $p step failed"; status=1; }
+        "${scale[@]}" >>"$OUT/logs/${p}_$m.log" 2>&1 || { echo "$m: $p step failed"; status=1; }
       band=10 name="PyTorch tf32"
-      [ "$p" = bf16 ] && band=3 name="PyTorch autocast bf16"
+      [ "$p" != tf32 ] && band=3 name="PyTorch autocast $p"
+      [ "$p" = fp16 ] && name="PyTorch autocast fp16 (loss scale $FP16_SCALE)"
       echo "== $m $p, one step, against float64 (limit 2e-2, or ${band}x PyTorch $p's error)"
       "$PY" "$ROOT/tests/train/compare_grads.py" "$WORK/ref_${m}_$p.safetensors" \
         "$WORK/zoc_${m}_$p.safetensors" --ref64 "$WORK/ref_${m}_fp64.safetensors" \
@@ -220,17 +232,17 @@ with open(sys.argv[2], "w", newline="") as f:
 if sys.argv[3] == "epochs":  # the last epoch of each run, then its mean over the seeds
     last, runs = {}, collections.defaultdict(list)
     for r in rows:
-        runs[(r["impl"], r["model"], r["seed"])].append(r)
-    print("\nimpl, model: final test accuracy per seed, mean; median step ms; peak MiB")
+        runs[(r["impl"], r["model"], r.get("precision"), r["seed"])].append(r)
+    print("\nimpl, model, precision: final test accuracy per seed, mean; median step ms; peak MiB")
     by = collections.defaultdict(list)
-    for (impl, model, seed), rs in sorted(runs.items()):
-        by[(impl, model)].append((seed, rs[-1]["epoch"], rs[-1]["test_acc"], rs))
-    for (impl, model), v in sorted(by.items()):
+    for (impl, model, prec, seed), rs in sorted(runs.items()):
+        by[(impl, model, prec)].append((seed, rs[-1]["epoch"], rs[-1]["test_acc"], rs))
+    for (impl, model, prec), v in sorted(by.items()):
         accs = ["s%s e%s %.4f" % (s, e, a) for s, e, a, _ in v]
         steps = [r["step_ms"] for _, _, _, rs in v for r in rs]
         peak = max(r["peak_mib"] or 0 for _, _, _, rs in v for r in rs)
-        print("%-32s %-13s %s mean %.4f; %.2f ms; %.0f MiB" % (
-            impl, model, ", ".join(accs), statistics.mean(a for _, _, a, _ in v),
+        print("%-32s %-13s %-5s %s mean %.4f; %.2f ms; %.0f MiB" % (
+            impl, model, prec, ", ".join(accs), statistics.mean(a for _, _, a, _ in v),
             statistics.median(steps), peak))
 EOF
 echo "elapsed $(( $(date +%s) - START )) s"

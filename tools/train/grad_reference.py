@@ -33,7 +33,6 @@ import idx_data  # noqa: E402
 import mt19937_64  # noqa: E402
 import nets  # noqa: E402
 
-
 def make_batch(args):
     """(input float32 [B, 1, 28, 28], labels int64 [B]): the first B images of epoch 0's order,
     or, with --random-input, seeded N(0, 1) images and uniform labels (no data needed)."""
@@ -71,15 +70,21 @@ def gradients(args):
     if args.float64:  # the exact answer, up to float64 rounding (saved as float32 all the same)
         net.double()
         logits = net(x.to(device).double())
-    elif args.autocast:  # PyTorch AMP: bf16 convolutions and linear layers, fp32 weights and loss
+    elif args.autocast:  # PyTorch AMP: bf16/fp16 convolutions and linear layers, fp32 weights, loss
         net.to(memory_format=torch.channels_last)
-        with torch.autocast(device_type=args.device, dtype=torch.bfloat16):
+        dtype = torch.bfloat16 if args.autocast == "bf16" else torch.float16
+        with torch.autocast(device_type=args.device, dtype=dtype):
             logits = net(x.to(device).contiguous(memory_format=torch.channels_last))
     else:
         logits = net(x.to(device))
     # (under autocast too: cross_entropy is one of autocast's fp32 ops)
     loss = F.cross_entropy(logits.float(), y.to(device), label_smoothing=args.label_smoothing)
-    loss.backward()
+    if args.autocast == "fp16":  # as GradScaler's first step: the loss scaled, then unscaled
+        (loss * args.loss_scale).backward()
+        for p in net.parameters():
+            p.grad.mul_(1.0 / args.loss_scale)
+    else:
+        loss.backward()
     out = {"input": x.numpy(), "labels": y.numpy().astype(np.int32),
            "logits": logits.detach().cpu().float().numpy(),
            "loss": loss.detach().cpu().float().reshape(1).numpy()}
@@ -135,9 +140,13 @@ def main(argv=None):
     p.add_argument("--resolution", type=int, default=28, help="the random input's height = width")
     p.add_argument("--tf32", action="store_true",
                    help="let cuDNN and cuBLAS round fp32 to TF32 (zoc's --precision tf32)")
-    p.add_argument("--autocast", action="store_true",
-                   help="the step under torch.autocast in bf16, channels-last (zoc's --precision "
-                        "bf16)")
+    p.add_argument("--autocast", nargs="?", const="bf16", choices=("bf16", "fp16"),
+                   help="the step under torch.autocast in bf16 (the default) or fp16, "
+                        "channels-last (zoc's --precision bf16 / fp16); fp16 scales the loss by "
+                        "--loss-scale and unscales the gradients")
+    p.add_argument("--loss-scale", type=float, default=65536.0,
+                   help="--autocast fp16's loss scale (GradScaler's init_scale, and the zoc fp16 "
+                        "trainer's first, 65536; the trainer's --loss-scale)")
     p.add_argument("--seed", type=int, default=0, help="the order's seed (or the random input's)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--float64", action="store_true",
@@ -173,7 +182,8 @@ def main(argv=None):
                 "loss": "cross_entropy mean, label_smoothing %g" % args.label_smoothing,
                 "tf32": "on" if args.tf32 else "off", "torch": torch.__version__,
                 "dtype": "float64" if args.float64 else "float32",
-                "autocast": "bf16" if args.autocast else "off"}
+                "autocast": args.autocast or "off",
+                "loss_scale": "%g" % args.loss_scale if args.autocast == "fp16" else "none"}
         nets.safetensors_io.save_file(tensors, args.out, metadata=meta)
     except (idx_data.DataError, ValueError, OSError) as e:
         raise SystemExit("grad_reference.py: error: %s" % e)

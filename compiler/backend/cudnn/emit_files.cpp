@@ -17,7 +17,7 @@ namespace zoc::cudnn {
 // (layer_grad_kernels.cuh) and their forwards, inference's kernels for float
 // (emit_model_kernels.cpp), where the training graph has them.
 std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
-                                   const std::string& base, bool bf16) {
+                                   const std::string& base, ir::DType storage) {
   struct KernelFn {
     const char* name;
     const char* params;
@@ -28,9 +28,14 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
   static constexpr KernelFn kFns[] = {
       {"softmax_xent",
        "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float "
-       "smoothing, float* loss_rows, float* loss, void* dlogits, cudaStream_t stream",
-       "logits, labels, rows, classes, smoothing, loss_rows, loss, static_cast<Act*>(dlogits), "
-       "stream"},
+       "smoothing, const float* scale, float* loss_rows, float* loss, void* dlogits, cudaStream_t "
+       "stream",
+       "logits, labels, rows, classes, smoothing, scale, loss_rows, loss, "
+       "static_cast<Act*>(dlogits), stream"},
+      {"unscale_grads", "float* g, int64_t count, LossScale* s, cudaStream_t stream",
+       "g, count, s, stream", loss_scaled, "zoc/kernels/train_kernels.cuh"},
+      {"update_scale", "LossScale* s, cudaStream_t stream", "s, stream", loss_scaled,
+       "zoc/kernels/train_kernels.cuh"},
       {"add_bias_rows", "float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream",
        "y, b, rows, cols, stream"},
       {"sum_rows", "const void* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream",
@@ -58,8 +63,8 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
        "x, static_cast<Act*>(y), count, stream"},
       {"sgd",
        "float* w, const float* g, float* v, int64_t count, float lr, float momentum, float "
-       "weight_decay, cudaStream_t stream",
-       "w, g, v, count, lr, momentum, weight_decay, stream"},
+       "weight_decay, const float* skip, cudaStream_t stream",
+       "w, g, v, count, lr, momentum, weight_decay, skip, stream"},
       {"sgd_at",
        "float* w, const float* g, float* v, int64_t count, const float* hyper, cudaStream_t "
        "stream",
@@ -73,9 +78,9 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
       {"adamw",
        "float* w, const float* g, float* m, float* v, int64_t count, float decay, float "
        "one_minus_beta1, float beta2, float one_minus_beta2, float eps, float step_size, float "
-       "bias2_sqrt, cudaStream_t stream",
+       "bias2_sqrt, const float* skip, cudaStream_t stream",
        "w, g, m, v, count, decay, one_minus_beta1, beta2, one_minus_beta2, eps, step_size, "
-       "bias2_sqrt, stream"},
+       "bias2_sqrt, skip, stream"},
       {"dropout",
        "const void* x, void* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, "
        "uint64_t layer, cudaStream_t stream",
@@ -134,7 +139,9 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
   {
     auto ns = kc.ns("namespace zoc::trainer_kernels", "}  // namespace zoc::trainer_kernels");
     kc.line("// The storage type of activations and their gradients.");
-    kc.line("using Act = {};", bf16 ? "__nv_bfloat16" : "float");
+    kc.line("using Act = {};", storage == ir::DType::BF16  ? "__nv_bfloat16"
+                               : storage == ir::DType::F16 ? "__half"
+                                                           : "float");
     auto items = [](const char* list) {  // "a, b, c" -> {"a", "b", "c"}
       std::vector<std::string> out;
       const std::string text = list;

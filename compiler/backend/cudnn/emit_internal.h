@@ -66,10 +66,13 @@ bool any_layer(const ir::Graph& g, ir::LayerKind kind);
 // Whether a (training) graph has a node of op, or a pooling that runs zoc's kernel.
 bool any_op(const ir::Graph& g, ir::OpKind op);
 bool any_pool_kernel(const ir::Graph& g);
-// Whether a training graph's convolution runs through zoc's depthwise kernels (a bf16 trainer's
-// square 3x3, 5x5 or 7x7 depthwise layers: emit_train_layers.cpp), and whether any does.
+// Whether a training graph's convolution runs through zoc's depthwise kernels (a mixed-precision
+// trainer's square 3x3, 5x5 or 7x7 depthwise layers: emit_train_layers.cpp), and whether any
+// does.
 bool trains_own_depthwise(const ir::Graph& g, const ir::Node& conv);
 bool any_own_depthwise(const ir::Graph& g);
+// Whether a training graph stores its activations in fp16, whose trainer scales the loss.
+bool loss_scaled(const ir::Graph& g);
 // Whether the model's outputs leave through zoc's output kernel (several outputs, or an image
 // stored NHWC) instead of a plain copy or conversion of one buffer.
 bool output_kernel_used(const ir::Graph& g);
@@ -95,10 +98,10 @@ std::string runner_main(const std::string& head, const std::string& base, const 
 std::string cmake_lists(const std::string& hash_banner, const std::string& base);
 
 // A trainer's kernels (<model>_train_kernels.cu): zoc/kernels/trainer_kernels.h's host functions
-// its training graph calls, and the inference kernels its forward layers run, for float; bf16:
-// the activations' storage type is bf16 (mixed precision).
+// its training graph calls, and the inference kernels its forward layers run, for float;
+// `storage`: the activations' storage type (F32, or BF16 / F16 in mixed precision).
 std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
-                                   const std::string& base, bool bf16);
+                                   const std::string& base, ir::DType storage);
 // The model_kernels host functions of a training graph's zoo layers (mul, layer norm, shuffle,
 // adaptive pooling) for float, in their namespace ("" if none), adding their kernel headers.
 std::string trainer_forward_kernels(const ir::Graph& g, std::set<std::string>* headers);

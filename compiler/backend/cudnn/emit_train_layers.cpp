@@ -19,7 +19,8 @@ namespace zoc::cudnn {
 
 // cuDNN's grouped kernels took 48% of MobileNetV2's bf16 step (zoc/kernels/depthwise_grad.cuh).
 bool trains_own_depthwise(const ir::Graph& g, const ir::Node& conv) {
-  if (!ir::is_depthwise_conv(g, conv) || g.type(conv.output).dtype != ir::DType::BF16) {
+  const ir::DType t = g.type(conv.output).dtype;
+  if (!ir::is_depthwise_conv(g, conv) || (t != ir::DType::BF16 && t != ir::DType::F16)) {
     return false;
   }
   const ir::Pair k = conv.attrs.pair("kernel");
@@ -29,6 +30,13 @@ bool trains_own_depthwise(const ir::Graph& g, const ir::Node& conv) {
 bool any_own_depthwise(const ir::Graph& g) {
   for (const ir::Node& n : g.nodes) {
     if (trains_own_depthwise(g, n)) return true;
+  }
+  return false;
+}
+
+bool loss_scaled(const ir::Graph& g) {
+  for (const ir::Value& v : g.values) {
+    if (v.type && v.type->dtype == ir::DType::F16) return true;
   }
   return false;
 }
@@ -79,8 +87,10 @@ bool emit_train_input(EmitContext& ctx, const ir::Node& n, size_t i) {
   c.c = d.c, c.h = d.h, c.w = d.w, c.c_stored = d.c, c.y = ctx.tensor(n.output);
   constant(ctx, "InputCall", "kIn_" + ctx.ids[i], named::items(c));
   call(ctx, n,
-       ctx.train->bf16 ? "the caller's fp32 NCHW batch, stored NHWC in bf16 in the arena"
-                       : "the caller's fp32 NCHW batch, copied into the arena",
+       ctx.train->mixed()
+           ? fmt::format("the caller's fp32 NCHW batch, stored NHWC in {} in the arena",
+                         ctx.train->storage_name())
+           : "the caller's fp32 NCHW batch, copied into the arena",
        fmt::format("v.input(kIn_{})", ctx.ids[i]));
   return true;
 }

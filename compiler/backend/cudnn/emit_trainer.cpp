@@ -2,8 +2,8 @@
 // wrote it becomes its training graph (passes/build_training_graph.cpp: training-mode forward,
 // loss, backward, SGD), whose memory is planned by the one planner inference uses and whose
 // nodes go through the emitter's one per-op switch (emit_layer). The result is a trainer class
-// deriving zoc::Trainer (runtime/zoc/train/trainer.h), fp32 with TF32 off (or on), or bf16 mixed
-// precision (mark_bf16 below), that holds only the
+// deriving zoc::Trainer (runtime/zoc/train/trainer.h), fp32 with TF32 off (or on), or bf16 or
+// fp16 mixed precision (mark_half below; fp16 with dynamic loss scaling), that holds only the
 // model: its parameter table, its memory plan, one constant per node and two layer sequences,
 // forward (input to logits) and backward (the loss, then every backward node); the graph's sgd
 // nodes are one launch over the trainable parameters, which lie together at the front of
@@ -41,7 +41,7 @@ std::string train_tensor(const EmitContext& ctx, ir::ValueId v) {
 namespace {
 
 // Parameters in PyTorch's layout: trainable tensors first, then the running statistics, each
-// group in model order, so that SGD is one launch over [0, trainable_elements). A bf16 trainer
+// group in model order, so that SGD is one launch over [0, trainable_elements). A mixed trainer
 // starts every tensor at a multiple of 16 floats (64 bytes; the gaps stay zero): cuDNN's NHWC
 // batch norm kernels load its statistics as vectors, and its convolutions their weights' copies.
 void plan_params(const ir::Graph& model, TrainInfo& info) {
@@ -62,9 +62,9 @@ void plan_params(const ir::Graph& model, TrainInfo& info) {
       if (s.trainable) info.trainable_elements += s.count;
     }
   }
-  const int64_t align = info.bf16 ? 16 : 1;
+  const int64_t align = info.mixed() ? 16 : 1;
   auto aligned = [&](int64_t x) { return (x + align - 1) / align * align; };
-  if (info.bf16) {  // the trainable region's end, then each state tensor's start, aligned
+  if (info.mixed()) {  // the trainable region's end, then each state tensor's start, aligned
     int64_t end = 0;
     for (const ParamSlot& s : info.params) end = s.trainable ? aligned(end) + s.count : end;
     info.trainable_elements = aligned(end);
@@ -75,7 +75,7 @@ void plan_params(const ir::Graph& model, TrainInfo& info) {
     s.offset = aligned(next);
     next = s.offset + s.count;
   }
-  if (info.bf16) info.param_elements = aligned(next_state);
+  if (info.mixed()) info.param_elements = aligned(next_state);
 }
 
 // Value identifiers, readers and node indices of the training graph.
@@ -107,13 +107,15 @@ bool flattens_pixels(const ir::Graph& g, const ir::Node& flatten) {
   return d.size() >= 3 && d[1] * d[2] > 1;
 }
 
-// Mixed precision (--precision bf16, issue 38), as PyTorch's autocast: every batched float value
-// of the training graph (activations and their gradients) is stored bf16, but the logits, which
-// the last linear layer writes in fp32 for the loss (autocast rounds them to bf16 first: zoc's
-// are the more exact); parameters, their gradients, BatchNorm's statistics and the loss stay
-// fp32. The ops the bf16 trainer runs are checked here: the rest are refused by name. Returns
-// the largest convolution weight (elements), whose bf16 gradient needs a scratch buffer.
-std::optional<int64_t> mark_bf16(ir::Graph& g, Diagnostics& diags) {
+// Mixed precision (--precision bf16 or fp16, issue 38), as PyTorch's autocast: every batched
+// float value of the training graph (activations and their gradients) is stored in `half`
+// (BF16 or F16), but the logits, which the last linear layer writes in fp32 for the loss
+// (autocast rounds them first: zoc's are the more exact); parameters, their gradients,
+// BatchNorm's statistics and the loss stay fp32. The ops the mixed trainer runs are checked
+// here: the rest are refused by name. Returns the largest convolution weight (elements), whose
+// half-precision gradient needs a scratch buffer.
+std::optional<int64_t> mark_half(ir::Graph& g, ir::DType half, Diagnostics& diags) {
+  const char* name = half == ir::DType::BF16 ? "bf16" : "fp16";
   ir::ValueId logits = ir::kNoValue;
   for (const ir::Node& n : g.nodes) {
     if (n.op == ir::OpKind::SoftmaxCrossEntropy) logits = n.inputs[0];
@@ -174,23 +176,23 @@ std::optional<int64_t> mark_bf16(ir::Graph& g, Diagnostics& diags) {
         why = fmt::format("the op {}", ir::op_info(n.op).name);
     }
     if (why.empty()) continue;
-    diags.error(n.loc, fmt::format("layer '{}': bf16 training does not support {} yet (fp32 and "
+    diags.error(n.loc, fmt::format("layer '{}': {} training does not support {} yet (fp32 and "
                                    "tf32 do)",
-                                   shown_text(n.name), why));
+                                   shown_text(n.name), name, why));
     ok = false;
   }
   const ir::Node* last = logits == ir::kNoValue ? nullptr : producer(g, logits);
   if (last && last->op != ir::OpKind::Linear) {  // the loss reads fp32 logits
-    diags.error(last->loc, fmt::format("layer '{}': bf16 training needs the logits written by a "
+    diags.error(last->loc, fmt::format("layer '{}': {} training needs the logits written by a "
                                        "linear layer, not by {} (fp32 and tf32 train it)",
-                                       shown_text(last->name), ir::op_info(last->op).name));
+                                       shown_text(last->name), name, ir::op_info(last->op).name));
     ok = false;
   }
   if (!ok) return std::nullopt;
   for (size_t v = 0; v < g.values.size(); ++v) {
     std::optional<ir::TensorType>& t = g.values[v].type;
     if (t && t->batched && t->dtype == ir::DType::F32 && static_cast<ir::ValueId>(v) != logits) {
-      t->dtype = ir::DType::BF16;
+      t->dtype = half;
     }
   }
   return largest;
@@ -302,8 +304,9 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
   const bool tf32 = info.tf32;
   h.line("// {}: training model '{}' on the GPU, {}; what every trainer shares", cls,
          sanitize_comment(ctx.g.name),
-         info.bf16 ? "bf16 mixed precision (fp32 weights)"
-                   : fmt::format("fp32 (TF32 {})", tf32 ? "on" : "off"));
+         info.mixed() ? fmt::format("{} mixed precision (fp32 weights{})", info.storage_name(),
+                                    info.storage == ir::DType::F16 ? ", dynamic loss scaling" : "")
+                      : fmt::format("fp32 (TF32 {})", tf32 ? "on" : "off"));
   h.line("// (create, step, sgd, evaluate, metrics) is zoc/train/trainer.h.");
   h.line("#pragma once");
   h.blank();
@@ -347,9 +350,12 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
     h.line("static constexpr bool kHasDropout = {};", dropout ? "true" : "false");
     h.line("// cuDNN and cuBLAS may round fp32 operands to TF32 (--precision tf32).");
     h.line("static constexpr bool kTF32 = {};", tf32 ? "true" : "false");
-    h.line("// Mixed precision (--precision bf16): activations and their gradients bf16 NHWC, a");
-    h.line("// bf16 copy of each weight per step, fp32 weights, gradients and optimizer state.");
-    h.line("static constexpr bool kBF16 = {};", info.bf16 ? "true" : "false");
+    h.line(
+        "// Mixed precision (--precision bf16 or fp16): activations and their gradients bf16 or");
+    h.line("// fp16 NHWC, a copy of each weight per step, fp32 weights, gradients and optimizer");
+    h.line("// state; fp16 scales the loss (zoc::trainer_kernels::LossScale).");
+    h.line("static constexpr bool kBF16 = {};", info.storage == ir::DType::BF16 ? "true" : "false");
+    h.line("static constexpr bool kFP16 = {};", info.storage == ir::DType::F16 ? "true" : "false");
     h.line("static constexpr size_t kGradScratchElements = {};  // the largest conv weight",
            info.grad_scratch_elements);
     h.line(
@@ -470,26 +476,22 @@ std::string trainer_source(const EmitContext& ctx, const ir::Graph& model, const
 
 std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions& options,
                                       Diagnostics& diags) {
-  const bool bf16 = options.precision == Precision::kBF16;
-  if (options.precision == Precision::kFP16) {
+  TrainInfo info;
+  if (options.precision == Precision::kBF16) info.storage = ir::DType::BF16;
+  if (options.precision == Precision::kFP16) info.storage = ir::DType::F16;
+  if (options.layout == (info.mixed() ? Layout::kNCHW : Layout::kNHWC)) {
     diags.error(SourceLoc{model.name, 0, 0},
-                "fp16 mixed-precision training (with dynamic loss scaling) is not built yet: "
-                "--precision bf16, tf32 or fp32");
-    return std::nullopt;
-  }
-  if (options.layout == (bf16 ? Layout::kNCHW : Layout::kNHWC)) {
-    diags.error(SourceLoc{model.name, 0, 0},
-                bf16 ? "the bf16 trainer stores activations NHWC: drop --layout nchw"
-                     : "the fp32 trainer stores activations NCHW: drop --layout nhwc");
+                info.mixed() ? fmt::format("the {} trainer stores activations NHWC: drop --layout "
+                                           "nchw",
+                                           info.storage_name())
+                             : "the fp32 trainer stores activations NCHW: drop --layout nhwc");
     return std::nullopt;
   }
   std::optional<ir::Graph> graph = passes::build_training_graph(model, {}, diags);
   if (!graph) return std::nullopt;
-  TrainInfo info;
-  if (bf16) {
-    std::optional<int64_t> largest = mark_bf16(*graph, diags);
+  if (info.mixed()) {
+    std::optional<int64_t> largest = mark_half(*graph, info.storage, diags);
     if (!largest) return std::nullopt;
-    info.bf16 = true;
     info.grad_scratch_elements = *largest;
   }
   const ir::Graph& g = *graph;
@@ -502,7 +504,8 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   for (const ir::Node& n : g.nodes)
     ctx.ids.push_back(info.value_ids[static_cast<size_t>(n.output)]);
   info.buckets = plan_buckets(g, info);
-  plan_updates(model, g, info);
+  // fp16: the loss scale's overflow check reads every gradient before any update.
+  if (info.storage != ir::DType::F16) plan_updates(model, g, info);
 
   CodeWriter forward, backward;
   if (!emit_nodes(ctx, &forward, &backward)) return std::nullopt;
@@ -527,13 +530,13 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   const int64_t grads =
       info.grad_window_elements > 0 ? info.grad_window_elements : info.param_elements;
   gen.weight_bytes = (2 * info.param_elements + grads) * 4 +
-                     (bf16 ? 2 * (info.param_elements + info.grad_scratch_elements) : 0);
+                     (info.mixed() ? 2 * (info.param_elements + info.grad_scratch_elements) : 0);
   gen.files = {{"CMakeLists.txt",
                 cmake_lists(banner(options, model.name + " (trainer)", hash, false, "#"), base) +
                     nccl_cmake(base)},
                {base + ".h", trainer_header(ctx, head, cls, input, logits, loss)},
                {base + ".cpp", trainer_source(ctx, model, head, cls, base, forward, backward)},
-               {base + "_kernels.cu", trainer_kernels_source(g, head, base, info.bf16)},
+               {base + "_kernels.cu", trainer_kernels_source(g, head, base, info.storage)},
                {"main.cpp", runner_main(head, base, cls, "train/main.h", "run_train_main")}};
   add_runtime_files(gen.files);
   return gen;

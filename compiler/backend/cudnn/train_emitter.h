@@ -45,8 +45,14 @@ struct GradUpdate {
 
 struct TrainInfo {
   bool tf32 = false;  // --precision tf32: cuDNN and cuBLAS may round fp32 operands to TF32
-  bool bf16 = false;  // --precision bf16: mixed precision (emit_trainer.cpp's mark_bf16)
-  int64_t grad_scratch_elements = 0;  // bf16: the largest convolution weight
+  // The activations' storage type: F32, or BF16 / F16 (--precision bf16 / fp16: mixed
+  // precision, emit_trainer.cpp's mark_half; fp16 scales the loss).
+  ir::DType storage = ir::DType::F32;
+  bool mixed() const { return storage != ir::DType::F32; }
+  const char* storage_name() const {  // as --precision names it
+    return storage == ir::DType::BF16 ? "bf16" : storage == ir::DType::F16 ? "fp16" : "fp32";
+  }
+  int64_t grad_scratch_elements = 0;  // mixed: the largest convolution weight
   std::vector<ParamSlot> params;      // trainable first, then running statistics; model order
   std::map<std::string, size_t> param_index;
   int64_t param_elements = 0, trainable_elements = 0;

@@ -2,9 +2,10 @@
 // gradient, the linear layer's bias glue, elementwise adds, the activations and their gradients
 // (zoc/math/activations.h, the formulas the reference interpreter runs), dropout, the per-epoch
 // metrics, the SGD and AdamW updates, and (mixed precision, issue 38) the casts between fp32
-// NCHW (the caller's batch, the master weights and their gradients) and bf16 NHWC. The kernels
-// over activations are templates over their storage type T (float, or __nv_bfloat16 in a bf16
-// trainer), computing in float; weights, gradients, optimizer state and the loss are float.
+// NCHW (the caller's batch, the master weights and their gradients) and bf16 or fp16 NHWC, and
+// fp16's dynamic loss scaling. The kernels over activations are templates over their storage
+// type T (float, or __nv_bfloat16 / __half in a mixed-precision trainer), computing in float;
+// weights, gradients, optimizer state and the loss are float.
 // cuDNN and cuBLAS do the layers. Every kernel uses a grid-stride loop with 64-bit indices; every
 // host launcher takes a stream, launches nothing for empty work and returns cudaGetLastError().
 // Included by the generated <model>_train_kernels.cu only (nvcc, C++17), whose functions call
@@ -15,13 +16,15 @@
 
 #include <cstdint>
 
-#include "zoc/kernels/kernels.cuh"  // conversions and their kernels
+#include "zoc/kernels/kernels.cuh"        // conversions and their kernels
+#include "zoc/kernels/trainer_kernels.h"  // LossScale
 #include "zoc/math/activations.h"
 
 namespace zoc::train_kernels {
 
 using kernels::from_float;
 using kernels::to_float;
+using trainer_kernels::LossScale;
 
 namespace detail {
 inline unsigned blocks_for(int64_t n) {
@@ -31,12 +34,14 @@ inline unsigned blocks_for(int64_t n) {
 
 // Per row, with label smoothing e (PyTorch's cross_entropy(label_smoothing=e): the target is
 // (1 - e) onehot + e / classes): loss_rows[r] = logsumexp(z) - (1 - e) z[label] - e mean(z);
-// dz = (softmax(z) - target) / rows. A label outside [0, classes) gives NaN loss and gradient
-// (the host validated labels before).
+// dz = (softmax(z) - target) * scale / rows (scale: the loss scale, or 1). A label outside
+// [0, classes) gives NaN loss and gradient (the host validated labels before).
 template <class T>
 __global__ void softmax_xent_kernel(const float* z, const int32_t* labels, int64_t rows,
-                                    int64_t classes, float smoothing, float* loss_rows, T* dz) {
+                                    int64_t classes, float smoothing, const float* scale,
+                                    float* loss_rows, T* dz) {
   const double e = smoothing, spread = e / double(classes);
+  const double per_row = (scale ? double(*scale) : 1.0) / double(rows);
   for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows;
        r += int64_t(gridDim.x) * blockDim.x) {
     const float* zr = z + r * classes;
@@ -58,7 +63,7 @@ __global__ void softmax_xent_kernel(const float* z, const int32_t* labels, int64
       const double p = exp(double(zr[k]) - log_sum);
       const double target = (k == label ? 1.0 - e : 0.0) + spread;
       dz[r * classes + k] =
-          from_float<T>(ok ? float((p - target) / double(rows)) : __int_as_float(0x7fc00000));
+          from_float<T>(ok ? float((p - target) * per_row) : __int_as_float(0x7fc00000));
     }
   }
 }
@@ -140,7 +145,8 @@ __device__ __forceinline__ void sgd_update(float& w, float g, float& v, float lr
 }
 
 __global__ void sgd_kernel(float* w, const float* g, float* v, int64_t count, float lr,
-                           float momentum, float weight_decay) {
+                           float momentum, float weight_decay, const float* skip) {
+  if (skip && *skip != 0.0f) return;  // a loss-scaled step that overflowed
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     sgd_update(w[i], g[i], v[i], lr, momentum, weight_decay);
@@ -201,6 +207,40 @@ __global__ void sgd_krsc_kernel(float* w, const T* g, float* v, T* w16, int64_t 
   }
 }
 
+// Dynamic loss scaling (LossScale in zoc/kernels/trainer_kernels.h), PyTorch's arithmetic:
+// g *= 1 / scale (the reciprocal in double, rounded once, as GradScaler's inv_scale), found_inf
+// set by any thread that met an inf or NaN (every writer writes 1).
+__global__ void unscale_begin_kernel(LossScale* s) { s->found_inf = 0.0f; }
+__global__ void unscale_kernel(float* g, int64_t count, LossScale* s) {
+  const float inv = float(1.0 / double(s->scale));
+  bool bad = false;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = g[i];
+    bad = bad || !isfinite(v);
+    g[i] = v * inv;
+  }
+  if (bad) s->found_inf = 1.0f;
+}
+// torch._amp_update_scale_: an overflow halves the scale and restarts the count; kGrowthInterval
+// steps without one double it (if the double is finite).
+__global__ void update_scale_kernel(LossScale* s) {
+  if (s->found_inf != 0.0f) {
+    s->scale *= LossScale::kBackoff;
+    s->growth_tracker = 0.0f;
+    s->skipped += 1.0f;
+    return;
+  }
+  const float successful = s->growth_tracker + 1.0f;
+  if (successful == float(LossScale::kGrowthInterval)) {
+    const float grown = s->scale * LossScale::kGrowth;
+    if (isfinite(grown)) s->scale = grown;
+    s->growth_tracker = 0.0f;
+  } else {
+    s->growth_tracker = successful;
+  }
+}
+
 __global__ void set_sgd_kernel(float* hyper, float lr, float momentum, float weight_decay) {
   hyper[0] = lr, hyper[1] = momentum, hyper[2] = weight_decay;
 }
@@ -212,7 +252,8 @@ __global__ void set_sgd_kernel(float* hyper, float lr, float momentum, float wei
 // for step t (from 1).
 __global__ void adamw_kernel(float* w, const float* g, float* m, float* v, int64_t count,
                              float decay, float one_minus_beta1, float beta2, float one_minus_beta2,
-                             float eps, float step_size, float bias2_sqrt) {
+                             float eps, float step_size, float bias2_sqrt, const float* skip) {
+  if (skip && *skip != 0.0f) return;  // a loss-scaled step that overflowed
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float gi = g[i];
@@ -280,15 +321,17 @@ __global__ void metrics_kernel(const float* logits, const int32_t* labels, int64
 }
 }  // namespace detail
 
-// The logits are float in every trainer (a bf16 trainer's last linear layer writes fp32);
+// The logits are float in every trainer (a mixed-precision trainer's last linear layer writes
+// fp32);
 // dlogits has the activations' storage type.
 template <class T>
 inline cudaError_t launch_softmax_xent(const float* logits, const int32_t* labels, int64_t rows,
-                                       int64_t classes, float smoothing, float* loss_rows,
-                                       float* loss, T* dlogits, cudaStream_t stream) {
+                                       int64_t classes, float smoothing, const float* scale,
+                                       float* loss_rows, float* loss, T* dlogits,
+                                       cudaStream_t stream) {
   if (rows <= 0 || classes <= 0) return cudaSuccess;
   detail::softmax_xent_kernel<<<detail::blocks_for(rows), 256, 0, stream>>>(
-      logits, labels, rows, classes, smoothing, loss_rows, dlogits);
+      logits, labels, rows, classes, smoothing, scale, loss_rows, dlogits);
   detail::mean_kernel<<<1, 1, 0, stream>>>(loss_rows, rows, loss);
   return cudaGetLastError();
 }
@@ -373,10 +416,23 @@ inline cudaError_t launch_activation_backward(act::Kind kind, act::Params p, con
 }
 
 inline cudaError_t launch_sgd(float* w, const float* g, float* v, int64_t count, float lr,
-                              float momentum, float weight_decay, cudaStream_t stream) {
+                              float momentum, float weight_decay, const float* skip,
+                              cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::sgd_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(w, g, v, count, lr, momentum,
-                                                                    weight_decay);
+                                                                    weight_decay, skip);
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_unscale_grads(float* g, int64_t count, LossScale* s,
+                                        cudaStream_t stream) {
+  detail::unscale_begin_kernel<<<1, 1, 0, stream>>>(s);
+  if (count > 0) detail::unscale_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(g, count, s);
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_update_scale(LossScale* s, cudaStream_t stream) {
+  detail::update_scale_kernel<<<1, 1, 0, stream>>>(s);
   return cudaGetLastError();
 }
 
@@ -421,11 +477,11 @@ inline cudaError_t launch_dropout(const T* x, T* y, int64_t count, float p, uint
 inline cudaError_t launch_adamw(float* w, const float* g, float* m, float* v, int64_t count,
                                 float decay, float one_minus_beta1, float beta2,
                                 float one_minus_beta2, float eps, float step_size, float bias2_sqrt,
-                                cudaStream_t stream) {
+                                const float* skip, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::adamw_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(
-      w, g, m, v, count, decay, one_minus_beta1, beta2, one_minus_beta2, eps, step_size,
-      bias2_sqrt);
+      w, g, m, v, count, decay, one_minus_beta1, beta2, one_minus_beta2, eps, step_size, bias2_sqrt,
+      skip);
   return cudaGetLastError();
 }
 

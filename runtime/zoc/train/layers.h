@@ -1,6 +1,6 @@
 // The convolution bundle of generated trainers (issue 8): fp32 NCHW (TF32 off, or on where the
-// trainer was compiled with --precision tf32), or bf16 NHWC with fp32 accumulation (mixed
-// precision, --precision bf16: KRSC weights, tensor cores): forward,
+// trainer was compiled with --precision tf32), or bf16/fp16 NHWC with fp32 accumulation (mixed
+// precision, --precision bf16 or fp16: KRSC weights, tensor cores): forward,
 // backward-data and backward-filter algorithms for one layer, so that each training-graph node
 // is one call (zoc/train/steps.h). Created once, described per batch size (host side only),
 // destroyed with the trainer. Batch norm and pooling use the inference bundles of
@@ -41,7 +41,7 @@ class Conv {
   const ConvGeometry& geometry() const { return g_; }
 
   // types: the trainer's storage type and layout, and its math: CUDNN_FMA_MATH (fp32, TF32 off),
-  // CUDNN_DEFAULT_MATH (TF32 tensor cores allowed) or CUDNN_TENSOR_OP_MATH (bf16).
+  // CUDNN_DEFAULT_MATH (TF32 tensor cores allowed) or CUDNN_TENSOR_OP_MATH (bf16, fp16).
   Status create(const ConvGeometry& g, const Precision& types, const char* layer) {
     g_ = g;
     types_ = types;
@@ -143,10 +143,12 @@ class Conv {
 
  private:
   // The first of cuDNN's ranked candidates that runs, fits the workspace and (TF32 off) uses
-  // FMA math and is exact (exact_candidate); its workspace counts toward `workspace`. bf16: only
-  // candidates measured with the descriptor's own tensor-op math (cuDNN also ranks other math
-  // types, whose time and workspace are not what runs: taking them made steps 5x slower, and
-  // one asked for more workspace than it was ranked with).
+  // FMA math and is exact (exact_candidate); its workspace counts toward `workspace`. bf16 and
+  // fp16: only candidates measured with the descriptor's own tensor-op math (cuDNN also ranks
+  // other math types, whose time and workspace are not what runs: taking them made steps 5x
+  // slower, and one asked for more workspace than it was ranked with; on 2026-12-01, taking the
+  // fastest timed candidate of any type and setting the direction's descriptor to its math type
+  // made ResNet-50's and MobileNetV2's bf16 and fp16 steps 5-8x slower too).
   template <class Perf, class Algo>
   bool pick(const Perf* perf, int got, size_t limit, Algo* algo) {
     for (int i = 0; i < got; ++i) {
@@ -163,7 +165,9 @@ class Conv {
     return false;
   }
   Status none(const char* layer, const char* what, int n, size_t limit) const {
-    const char* type = types_.data == CUDNN_DATA_BFLOAT16 ? "bf16" : "fp32";
+    const char* type = types_.data == CUDNN_DATA_BFLOAT16 ? "bf16"
+                       : types_.data == CUDNN_DATA_HALF   ? "fp16"
+                                                          : "fp32";
     return Error{std::string("layer '") + layer + "': no usable " + type + " " + what +
                  " convolution algorithm for batch " + std::to_string(n) + " fits a workspace of " +
                  std::to_string(limit) + " bytes"};

@@ -342,6 +342,7 @@ struct EpochLog {
   // The trainer alone: weights, gradients, optimizer state, arena, workspace.
   double trainer_mb = 0;
   bool graph = true;
+  std::string loss_scale;  // fp16: `, "loss_scale": S, "skipped_steps": K` for the JSON line
 };
 
 template <class Trainer>
@@ -353,7 +354,7 @@ void log_epoch(const FitArgs& a, const EpochLog& e, FitLogs& logs) {
                  e.world, e.img_per_s);
     std::fflush(logs.csv);
   }
-  char line[1200];
+  char line[1400];
   std::snprintf(line, sizeof line,
                 "{\"impl\": \"zoc\", \"model\": \"%s\", \"dataset\": \"%s\", \"seed\": %llu, "
                 "\"epoch\": %d, \"train_loss\": %.6f, \"train_acc\": %.6f, \"test_acc\": %.6f, "
@@ -361,7 +362,7 @@ void log_epoch(const FitArgs& a, const EpochLog& e, FitLogs& logs) {
                 "\"peak_mem_mb\": %.1f, \"trainer_mem_mb\": %.1f, \"device_used_mb\": %.1f, "
                 "\"steps\": %d, "
                 "\"world_size\": %d, \"img_per_s\": %.1f, \"lr_last\": %.9g, \"graph\": %s, "
-                "\"benchmark\": %s, \"deterministic\": %s, \"precision\": \"%s\", "
+                "\"benchmark\": %s, \"deterministic\": %s, \"precision\": \"%s\"%s, "
                 "\"device\": \"cuda\"}",
                 Trainer::kModelName, json_escape(a.dataset).c_str(), (unsigned long long)a.seed,
                 e.epoch, e.m.train_loss, e.m.train_acc, e.m.test_acc, e.median_ms, e.mean_ms,
@@ -369,8 +370,10 @@ void log_epoch(const FitArgs& a, const EpochLog& e, FitLogs& logs) {
                 e.graph ? "true" : "false", a.benchmark ? "true" : "false",
                 a.deterministic ? "true" : "false",
                 Trainer::kBF16   ? "bf16"
+                : Trainer::kFP16 ? "fp16"
                 : Trainer::kTF32 ? "tf32"
-                                 : "fp32");
+                                 : "fp32",
+                e.loss_scale.c_str());
   std::printf("%s\n", line);
   std::fflush(stdout);
   if (logs.json) {
@@ -405,8 +408,9 @@ Status run_fit(const FitArgs& a) {
   Trainer& t = **made;
   t.set_dropout(a.dropout);
   t.set_label_smoothing(float(a.label_smoothing));
+  ZOC_TRY(apply_loss_scale(t, a));  // (--resume then restores the checkpoint's)
   if (a.optimizer == "adamw") ZOC_TRY(t.use_adamw());
-  if (a.optimizer == "sgd" && a.fused_sgd && !fs.env.distributed() &&
+  if (a.optimizer == "sgd" && a.fused_sgd && !fs.env.distributed() && !Trainer::kFP16 &&
       Trainer::kGradWindowElements > 0) {
     ZOC_TRY(t.use_fused_sgd());  // no buffer of every gradient: the peak drops by the weights'
   }
@@ -473,6 +477,12 @@ Status run_fit(const FitArgs& a) {
     e.trainer_mb = double(t.device_bytes()) / (1 << 20);
     e.used_mb = double(total_b - free_b) / (1 << 20);
     e.graph = use_graph;
+    if constexpr (Trainer::kFP16) {  // where dynamic loss scaling stands, and what it skipped
+      auto ls = t.loss_scale();
+      if (!ls) return ls.error();
+      e.loss_scale = ", \"loss_scale\": " + detail::exact(ls->scale) +
+                     ", \"skipped_steps\": " + std::to_string(int64_t(ls->skipped));
+    }
     if (!fs.logs()) continue;
     detail::log_epoch<Trainer>(a, e, logs);
     if (!a.checkpoint.empty()) {

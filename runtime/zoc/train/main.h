@@ -10,7 +10,7 @@
 //                 [--resize S] [--channels C] [--mean M[,M,M] --std S[,S,S]]
 //                 [--max-steps K] [--csv F] [--json F]
 //                 [--checkpoint C] [--resume C] [--no-graph] [--no-benchmark] [--deterministic]
-//                 [--no-fused-sgd]
+//                 [--no-fused-sgd] [--loss-scale 65536 (fp16)]
 //
 // One batch: one batch from a safetensors file (the file tools/train/grad_reference.py
 // writes), one training step's loss, logits and gradients written in the same layout, so that
@@ -18,7 +18,8 @@
 // steps on that batch and the final weights as a safetensors checkpoint with state_dict names
 // (loadable by PyTorch and by zoc's inference code).
 //   <model>_train --batch-file B --out G [--weights W | --seed S] [--label-smoothing 0]
-//                 [--steps K --weights-out C and the optimizer's options]
+//                 [--loss-scale 65536 (fp16)] [--steps K --weights-out C and the optimizer's
+//                 options]
 //
 // Errors name the file or option and the cause; the exit status is 1 on any error.
 #pragma once
@@ -53,6 +54,7 @@ Status run_train(const TrainArgs& a) {
   if (!trainer) return trainer.error();
   (*trainer)->set_dropout(false);  // as grad_reference.py and `zoc grad`: dropout the identity
   (*trainer)->set_label_smoothing(float(f.label_smoothing));
+  ZOC_TRY(apply_loss_scale(**trainer, f));
   if (f.optimizer == "adamw") ZOC_TRY((*trainer)->use_adamw());
   struct Device {  // released on every return
     float* x = nullptr;
@@ -72,6 +74,16 @@ Status run_train(const TrainArgs& a) {
            "batch");
   cudaStream_t stream = nullptr;  // the default stream: this runner is sequential
   ZOC_TRY((*trainer)->step(dev.x, dev.y, n, stream));
+  if constexpr (Trainer::kFP16) {  // gradients that overflowed fp16 at the first loss scale
+    auto ls = (*trainer)->loss_scale();
+    if (!ls) return ls.error();
+    if (ls->skipped > 0) {
+      std::fprintf(stderr,
+                   "warning: the first step's gradients overflowed at loss scale %g: "
+                   "its update is skipped (the written gradients are not finite)\n",
+                   double(ls->scale / trainer_kernels::LossScale::kBackoff));
+    }
+  }
   float first_loss = 0;
   ZOC_CUDA(cudaMemcpy(&first_loss, (*trainer)->loss(), sizeof(float), cudaMemcpyDeviceToHost),
            "loss");

@@ -25,6 +25,7 @@ struct FitArgs {
   double lr = 0.1, momentum = 0.9, weight_decay = 5e-4;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double label_smoothing = 0.0;  // the target (1 - e) onehot + e / classes, as PyTorch's
+  double loss_scale = 0.0;       // fp16 trainers: the first loss scale (0: GradScaler's 65536)
   std::string schedule = "cosine";
   bool dropout = true;
   bool graph = true;           // each step's forward, loss and backward as one CUDA graph launch
@@ -147,7 +148,12 @@ inline Expected<TrainArgs> parse_train_args(int argc, char** argv) {
         f.eps = whole(to_double), adamw_given = true;
       else if (k == "--label-smoothing")
         f.label_smoothing = whole(to_double);
-      else if (k == "--data") {
+      else if (k == "--loss-scale") {
+        f.loss_scale = whole(to_double);
+        if (!(f.loss_scale >= 1 && f.loss_scale <= 16777216)) {
+          return Error{"--loss-scale must be in 1..16777216 (2^24)"};
+        }
+      } else if (k == "--data") {
         f.data = v;
         a.fit = true;
       } else if (k == "--dataset")

@@ -1,18 +1,19 @@
 // The run step of generated trainers (see zoc/train/steps.h): one library call or kernel per
 // training-graph node, on the trainer's stream. kTrain: the training step (BatchNorm with the
 // batch's statistics, dropout masks on); otherwise the forward pass in evaluation mode (running
-// statistics, dropout the identity), which walks the same forward nodes. In a bf16 trainer
-// (mixed precision) the batch is stored NHWC in bf16 on entry, each convolution and linear layer
-// rounds its fp32 weight into a bf16 copy before use (KRSC for a convolution; with SGD inside the
-// backward pass, a convolution's update writes it instead), and their weight gradients come back
-// as fp32 in PyTorch's layout; the logits and the loss stay fp32.
+// statistics, dropout the identity), which walks the same forward nodes. In a mixed-precision
+// trainer (bf16 or fp16) the batch is stored NHWC in that type on entry, each convolution and
+// linear layer rounds its fp32 weight into a copy before use (KRSC for a convolution; with SGD
+// inside the backward pass, a convolution's update writes it instead), and their weight gradients
+// come back as fp32 in PyTorch's layout; the logits and the loss stay fp32. fp16 multiplies the
+// loss's gradient by the loss scale (zoc::trainer_kernels::LossScale; Trainer::step unscales).
 #pragma once
 
 #include "zoc/train/steps.h"
 
 namespace zoc::train {
 
-// A bf16 convolution weight's KRSC copy, rounded from its fp32 weight.
+// A mixed trainer's convolution weight's KRSC copy (bf16 or fp16), rounded from its fp32 weight.
 inline Status copy_conv_weight(TrainState& s, const Conv& l, const ConvTrainCall& c,
                                cudaStream_t stream, const char* name) {
   const ConvGeometry& g = l.geometry();
@@ -30,9 +31,9 @@ struct TrainRun {
   cudaStream_t stream;
   int n;
 
-  // The caller's fp32 NCHW batch, copied into the arena (bf16: as NHWC bf16).
+  // The caller's fp32 NCHW batch, copied into the arena (mixed: as NHWC bf16 or fp16).
   Status input(const InputCall& c) {
-    if (s.bf16()) {
+    if (s.mixed()) {
       ZOC_CUDA(trainer_kernels::store_nhwc(in, s.act(c.y), n, c.c, int64_t(c.h) * c.w, stream),
                "input");
       return Status::success();
@@ -41,10 +42,10 @@ struct TrainRun {
     ZOC_CUDA(cudaMemcpyAsync(s.act(c.y), in, bytes, cudaMemcpyDeviceToDevice, stream), "input");
     return Status::success();
   }
-  // bf16: the weight's KRSC copy, made here; in a training step with in-backward SGD, the
+  // mixed: the weight's KRSC copy, made here; in a training step with in-backward SGD, the
   // last step's update wrote it (and use_fused_sgd the first), but for a depthwise layer on cuDNN.
   Status conv(Conv& l, const ConvTrainCall& c, const char* name, bool copied = kTrain) {
-    if (s.bf16()) {  // (no bias: refused by zoc)
+    if (s.mixed()) {  // (no bias: refused by zoc)
       if (!(copied && s.window)) ZOC_TRY(copy_conv_weight(s, l, c, stream, name));
       return l.forward(s.cudnn, s.act(c.x), s.p16(c.w), nullptr, s.act(c.y), s.workspace,
                        s.workspace_bytes, name);
@@ -54,7 +55,7 @@ struct TrainRun {
   }
   Status conv_grad(Conv& l, const ConvGradCall& c, const char* name) {
     void* dx = c.dx == kNoTensor ? nullptr : s.act(c.dx);
-    if (s.bf16()) {  // dW in bf16 KRSC (as autocast's), then into the fp32 KCRS gradient
+    if (s.mixed()) {  // dW in bf16/fp16 KRSC (as autocast's), then into fp32 KCRS
       const ConvGeometry& g = l.geometry();
       ZOC_TRY(l.backward(s.cudnn, s.act(c.x), s.p16(c.w), s.act(c.dy), dx, s.grad16, nullptr,
                          s.workspace, s.workspace_bytes, name));
@@ -74,10 +75,10 @@ struct TrainRun {
     return l.backward(s.cudnn, s.act(c.x), s.p(c.w), s.act(c.dy), dx, s.g(c.dw), s.g(c.db),
                       s.workspace, s.workspace_bytes, name);
   }
-  // A depthwise convolution of a bf16 trainer: zoc's NHWC kernels (zoc/kernels/depthwise.cuh and
-  // depthwise_grad.cuh) on a tap-major bf16 copy of the weight ([kh, kw, C]); dW straight into
-  // fp32 (cuDNN, as autocast, computes it in bf16). With --deterministic the filter gradient's
-  // partial sums are added in a fixed order.
+  // A depthwise convolution of a mixed trainer: zoc's NHWC kernels (zoc/kernels/depthwise.cuh and
+  // depthwise_grad.cuh) on a tap-major bf16/fp16 copy of the weight ([kh, kw, C]); dW straight
+  // into fp32 (cuDNN, as autocast, computes it in bf16/fp16). With --deterministic the filter
+  // gradient's partial sums are added in a fixed order.
   Status depthwise(Conv& l, const ConvTrainCall& c, const char* name) {
     if (l.depthwise_on_cudnn) return conv(l, c, name, false);  // beyond 32-bit indices
     const ConvGeometry& g = l.geometry();
@@ -99,7 +100,7 @@ struct TrainRun {
   }
   // Training: normalized with the batch's statistics, running averages updated in place with
   // the layer's momentum (cuDNN uses the unbiased variance, as PyTorch), mean and inverse
-  // deviation saved for backward. Evaluation: the running statistics. bf16 NHWC: cuDNN's
+  // deviation saved for backward. Evaluation: the running statistics. Mixed NHWC: cuDNN's
   // persistent NHWC kernels through the Ex calls (as PyTorch's channels-last batch norm), in
   // the trainer's workspace; the plain calls there ran NCHW-style kernels, 80% of the step.
   Status batchnorm(BatchNormLayer& l, const BatchNormTrainCall& c, const char* name) {
@@ -107,7 +108,7 @@ struct TrainRun {
     const double eps = std::max(c.eps, CUDNN_BN_MIN_EPSILON);
     if constexpr (kTrain) {
       float* saved = s.f(c.saved);
-      if (s.bf16()) {
+      if (s.mixed()) {
         ZOC_CUDNN(cudnnBatchNormalizationForwardTrainingEx(
                       s.cudnn, kBnPersistent, CUDNN_BATCHNORM_OPS_BN, &one, &zero, l.tensor.t,
                       s.act(c.x), nullptr, nullptr, l.tensor.t, s.act(c.y), l.params, s.p(c.gamma),
@@ -134,7 +135,7 @@ struct TrainRun {
     const float one = 1.0f, zero = 0.0f;
     const float* saved = s.f(c.saved);
     const double eps = std::max(c.eps, CUDNN_BN_MIN_EPSILON);
-    if (s.bf16()) {
+    if (s.mixed()) {
       ZOC_CUDNN(
           cudnnBatchNormalizationBackwardEx(
               s.cudnn, kBnPersistent, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, l.tensor.t,
@@ -178,16 +179,17 @@ struct TrainRun {
     return Status::success();
   }
   // Row-major y[n, out] = x[n, in] W^T is column-major y^T = W^T^T x^T (as in inference).
-  // bf16: the product of bf16 copies accumulated and written in fp32 (the logits: zoc refuses a
-  // bf16 trainer whose linear layer is not the last).
+  // mixed: the product of bf16/fp16 copies accumulated and written in fp32 (the logits: zoc
+  // refuses a mixed trainer whose linear layer is not the last).
   Status linear(const LinearTrainCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
-    if (s.bf16()) {
+    if (s.mixed()) {
       ZOC_CUDA(trainer_kernels::store(s.p(c.w), s.p16(c.w), int64_t(c.out) * c.in, stream), name);
-      ZOC_CUBLAS(cublasGemmEx(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, c.out, n, c.in, &one, s.p16(c.w),
-                              CUDA_R_16BF, c.in, s.act(c.x), CUDA_R_16BF, c.in, &zero, s.act(c.y),
-                              CUDA_R_32F, c.out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 name);
+      ZOC_CUBLAS(
+          cublasGemmEx(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, c.out, n, c.in, &one, s.p16(c.w),
+                       s.types.blas_type, c.in, s.act(c.x), s.types.blas_type, c.in, &zero,
+                       s.act(c.y), CUDA_R_32F, c.out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          name);
     } else {
       ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_T, CUBLAS_OP_N, c.out, n, c.in, &one, s.p(c.w),
                              c.in, s.a(c.x), c.in, &zero, s.a(c.y), c.out),
@@ -198,21 +200,21 @@ struct TrainRun {
     }
     return Status::success();
   }
-  // dx = dy W; dW = dy^T x; db = column sums of dy. bf16: dy (dlogits) and x bf16, dx bf16, dW
+  // dx = dy W; dW = dy^T x; db = column sums of dy. mixed: dy (dlogits), x and dx bf16/fp16, dW
   // accumulated and written in fp32.
   Status linear_grad(const LinearGradCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
-    if (s.bf16()) {
+    if (s.mixed()) {
       if (c.dx != kNoTensor) {
-        ZOC_CUBLAS(
-            cublasGemmEx(s.cublas, CUBLAS_OP_N, CUBLAS_OP_N, c.in, n, c.out, &one, s.p16(c.w),
-                         CUDA_R_16BF, c.in, s.act(c.dy), CUDA_R_16BF, c.out, &zero, s.act(c.dx),
-                         CUDA_R_16BF, c.in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            name);
+        ZOC_CUBLAS(cublasGemmEx(s.cublas, CUBLAS_OP_N, CUBLAS_OP_N, c.in, n, c.out, &one,
+                                s.p16(c.w), s.types.blas_type, c.in, s.act(c.dy), s.types.blas_type,
+                                c.out, &zero, s.act(c.dx), s.types.blas_type, c.in,
+                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                   name);
       }
       ZOC_CUBLAS(cublasGemmEx(s.cublas, CUBLAS_OP_N, CUBLAS_OP_T, c.in, c.out, n, &one, s.act(c.x),
-                              CUDA_R_16BF, c.in, s.act(c.dy), CUDA_R_16BF, c.out, &zero, s.g(c.dw),
-                              CUDA_R_32F, c.in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                              s.types.blas_type, c.in, s.act(c.dy), s.types.blas_type, c.out, &zero,
+                              s.g(c.dw), CUDA_R_32F, c.in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  name);
       if (c.db != kNoTensor) {
         ZOC_CUDA(trainer_kernels::sum_rows(s.act(c.dy), s.g(c.db), n, c.out, stream), name);
@@ -332,7 +334,8 @@ struct TrainRun {
   }
   Status loss(const LossCall& c) {
     ZOC_CUDA(trainer_kernels::softmax_xent(s.a(c.logits), labels, n, c.classes, s.label_smoothing,
-                                           s.loss_rows, s.f(c.loss), s.act(c.dlogits), stream),
+                                           s.loss_scale(), s.loss_rows, s.f(c.loss),
+                                           s.act(c.dlogits), stream),
              "loss");
     return Status::success();
   }
@@ -373,7 +376,7 @@ struct TrainCopyWeights : TrainStepBase {
   cudaStream_t stream;
   TrainCopyWeights(TrainState& state, cudaStream_t st) : s(state), stream(st) {}
   Status conv(Conv& l, const ConvTrainCall& c, const char* name) {
-    return s.bf16() ? copy_conv_weight(s, l, c, stream, name) : Status::success();
+    return s.mixed() ? copy_conv_weight(s, l, c, stream, name) : Status::success();
   }
 };
 

@@ -4,7 +4,8 @@
 // trainer's C++ needs no CUDA compiler. zoc-verify recognises them as the model's kernel wrappers
 // (a `*_kernels.h` declaration defined in the folder's .cu). Pointers to activations (and their
 // gradients) are void*: the folder's .cu reads them as its trainer's storage type (float, or
-// bf16 in a mixed-precision trainer); weights, gradients, optimizer state and the loss are float.
+// bf16 or fp16 in a mixed-precision trainer); weights, gradients, optimizer state and the loss
+// are float.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,11 +17,30 @@
 
 namespace zoc::trainer_kernels {
 
+// Dynamic loss scaling (an fp16 trainer, as PyTorch's torch.amp.GradScaler with its defaults),
+// on the device: the loss's gradient is multiplied by `scale` so that small gradients survive
+// fp16; after the backward pass the gradients are divided by it (unscale_grads), a step whose
+// gradients hold an inf or NaN sets `found_inf` and its update is skipped (sgd, adamw), and
+// update_scale halves the scale then, or doubles it after kGrowthInterval steps without one.
+struct LossScale {
+  static constexpr float kInitScale = 65536.0f, kGrowth = 2.0f, kBackoff = 0.5f;
+  static constexpr int kGrowthInterval = 2000;
+  float scale = kInitScale;
+  float growth_tracker = 0.0f;  // steps since the last overflow or growth
+  float found_inf = 0.0f;       // 1: this step's gradients overflowed, its update is skipped
+  float skipped = 0.0f;         // steps skipped so far
+};
+
 // loss_rows[r] = cross-entropy of row r against the target (1 - smoothing) onehot + smoothing /
-// classes, loss[0] = their mean, dlogits = (softmax - target) / rows.
+// classes, loss[0] = their mean, dlogits = (softmax - target) / rows, times *scale when scale is
+// not null (dynamic loss scaling).
 cudaError_t softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t classes,
-                         float smoothing, float* loss_rows, float* loss, void* dlogits,
-                         cudaStream_t stream);
+                         float smoothing, const float* scale, float* loss_rows, float* loss,
+                         void* dlogits, cudaStream_t stream);
+// Loss scaling after the backward pass: found_inf = whether g[0, count) holds an inf or NaN,
+// g /= scale (PyTorch's unscale_); then the scale's update (PyTorch's update()).
+cudaError_t unscale_grads(float* g, int64_t count, LossScale* s, cudaStream_t stream);
+cudaError_t update_scale(LossScale* s, cudaStream_t stream);
 // y[r, c] += b[c].
 cudaError_t add_bias_rows(float* y, const float* b, int64_t rows, int64_t cols,
                           cudaStream_t stream);
@@ -42,9 +62,9 @@ cudaError_t store_nhwc(const float* x, void* y, int64_t n, int64_t c, int64_t hw
 cudaError_t load_nchw(const void* x, float* y, int64_t n, int64_t c, int64_t hw,
                       cudaStream_t stream);
 cudaError_t store(const float* x, void* y, int64_t count, cudaStream_t stream);
-// A bf16 trainer's depthwise convolution in NHWC (zoc/kernels/depthwise_grad.cuh): y = conv(x, w)
-// with w tap-major ([kh, kw, C]), and its gradients dx (null: nobody reads it) and dw (float,
-// [C, 1, kh, kw]); deterministic: dw's partial sums added in a fixed order (slower).
+// A mixed-precision trainer's depthwise convolution in NHWC (zoc/kernels/depthwise_grad.cuh): y =
+// conv(x, w) with w tap-major ([kh, kw, C]), and its gradients dx (null: nobody reads it) and dw
+// (float, [C, 1, kh, kw]); deterministic: dw's partial sums added in a fixed order (slower).
 // Whether depthwise_backward takes a layer at batch n: square filters of 3, 5 or 7, and every
 // element index of x and dy within 32 bits (the trainer runs other batches through cuDNN).
 inline bool depthwise_fits(int64_t n, const DepthwiseGeometry& g) {
@@ -57,9 +77,10 @@ cudaError_t depthwise_forward(const void* x, const void* w, void* y, int64_t n, 
 cudaError_t depthwise_backward(const void* x, const void* w, const void* dy, void* dx, float* dw,
                                int64_t n, DepthwiseGeometry g, bool deterministic,
                                cudaStream_t stream);
-// PyTorch's SGD over count floats of w with gradients g and momentum buffers v.
+// PyTorch's SGD over count floats of w with gradients g and momentum buffers v; nothing changes
+// when skip is not null and *skip is not 0 (a loss-scaled step that overflowed).
 cudaError_t sgd(float* w, const float* g, float* v, int64_t count, float lr, float momentum,
-                float weight_decay, cudaStream_t stream);
+                float weight_decay, const float* skip, cudaStream_t stream);
 // The same with hyper = {lr, momentum, weight_decay} on the device, which set_sgd writes in
 // stream order (a captured step reads each step's rate there).
 cudaError_t sgd_at(float* w, const float* g, float* v, int64_t count, const float* hyper,
@@ -71,10 +92,10 @@ cudaError_t sgd_krsc(float* w, const void* g, float* v, void* w16, int64_t k, in
 cudaError_t set_sgd(float* hyper, float lr, float momentum, float weight_decay,
                     cudaStream_t stream);
 // PyTorch's AdamW over count floats of w with gradients g and moments m, v; the constants
-// computed by the host (zoc/kernels/train_kernels.cuh says which).
+// computed by the host (zoc/kernels/train_kernels.cuh says which); skip as sgd's.
 cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, float decay,
                   float one_minus_beta1, float beta2, float one_minus_beta2, float eps,
-                  float step_size, float bias2_sqrt, cudaStream_t stream);
+                  float step_size, float bias2_sqrt, const float* skip, cudaStream_t stream);
 // y = x * the mask of (seed, *draw, layer, element) / (1 - p); p = 0: a copy.
 cudaError_t dropout(const void* x, void* y, int64_t count, float p, uint64_t seed,
                     const uint64_t* draw, uint64_t layer, cudaStream_t stream);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
 #include "zoc/io/safetensors.h"
+#include "zoc/kernels/trainer_kernels.h"
 #include "zoc/train/checkpoint.h"
 #include "zoc/train/datasets.h"
 #include "zoc/train/dist.h"
@@ -118,6 +120,21 @@ Status optimize(Trainer& t, const FitArgs& a, double lr, uint64_t step, cudaStre
     return t.adamw(lr, a.beta1, a.beta2, a.eps, a.weight_decay, step, stream);
   }
   return t.sgd(float(lr), float(a.momentum), float(a.weight_decay), stream);
+}
+
+// --loss-scale: an fp16 trainer's first loss scale (GradScaler's init_scale); refused by the
+// trainers that scale no loss.
+template <class Trainer>
+Status apply_loss_scale(Trainer& t, const FitArgs& a) {
+  if (a.loss_scale == 0) return Status::success();
+  if (!Trainer::kFP16) {
+    return Error{
+        "--loss-scale: only an fp16 trainer (zoc compile --train --precision fp16) scales "
+        "the loss"};
+  }
+  trainer_kernels::LossScale s;
+  s.scale = float(a.loss_scale);
+  return t.set_loss_scale(s);
 }
 
 namespace detail {
@@ -221,6 +238,24 @@ Expected<Resumed> read_resume(const FitArgs& a, Trainer& t, int steps_per_epoch)
     ZOC_CUDA(cudaMemcpy(device, state.data(), state.size() * sizeof(float), cudaMemcpyHostToDevice),
              "resume");
   }
+  if constexpr (Trainer::kFP16) {  // the loss scale where the checkpointed run left it
+    trainer_kernels::LossScale ls;
+    auto tracker = number(*f, "loss_scale_growth_tracker");
+    if (!tracker) return tracker.error();
+    auto skipped = number(*f, "loss_scale_skipped");
+    if (!skipped) return skipped.error();
+    const std::string scale = checkpoint_meta(*f, "loss_scale");
+    char* end = nullptr;
+    ls.scale = std::strtof(scale.c_str(), &end);
+    if (scale.empty() || *end != '\0' || !(ls.scale > 0.0f) || !std::isfinite(ls.scale) ||
+        *tracker >= uint64_t(trainer_kernels::LossScale::kGrowthInterval)) {
+      return Error{path + ": metadata 'loss_scale' (" + scale + ") or its growth tracker (" +
+                   std::to_string(*tracker) + ") is not a loss scale's state"};
+    }
+    ls.growth_tracker = float(*tracker);
+    ls.skipped = float(*skipped);
+    ZOC_TRY(t.set_loss_scale(ls));
+  }
   r.epochs_done = int(*epochs_done);
   r.steps_done = uint64_t(*steps_done);
   for (int64_t& c : r.counters) c -= int64_t(r.steps_done);  // write_checkpoint adds them back
@@ -262,23 +297,31 @@ Status write_checkpoint(const FitArgs& a, Trainer& t, int epochs_done, uint64_t 
     w.push_back({*c, st::DType::I64, {}, &counts[k], sizeof(int64_t)});
   }
   const std::string meta_epochs = std::to_string(epochs_done);
+  MetaList meta = {
+      {"producer", "zoc trainer"},
+      {"optimizer",
+       a.optimizer == "adamw"
+           ? "AdamW betas " + exact(a.beta1) + "," + exact(a.beta2) + " eps " + exact(a.eps) +
+                 " weight_decay " + exact(a.weight_decay)
+           : "SGD momentum " + exact(a.momentum) + " weight_decay " + exact(a.weight_decay)},
+      {"optimizer_kind", a.optimizer},
+      {"label_smoothing", exact(a.label_smoothing)},
+      {"epochs_done", meta_epochs},
+      {"steps_done", std::to_string(steps_done)},
+      {"seed", std::to_string(a.seed)},
+      {"batch", std::to_string(a.batch)},
+      {"epochs", std::to_string(a.epochs)},
+      {"schedule", a.schedule}};
+  if constexpr (Trainer::kFP16) {  // the loss scale, as GradScaler's state_dict keeps it
+    auto ls = t.loss_scale();
+    if (!ls) return ls.error();
+    meta.push_back({"loss_scale", exact(ls->scale)});
+    meta.push_back({"loss_scale_growth_tracker", std::to_string(int64_t(ls->growth_tracker))});
+    meta.push_back({"loss_scale_skipped", std::to_string(int64_t(ls->skipped))});
+  }
   return write_checkpoint_pair(
       a.checkpoint, w,
-      {{"format", "pt"}, {"producer", "zoc trainer"}, {"epochs_done", meta_epochs}}, o,
-      {{"producer", "zoc trainer"},
-       {"optimizer",
-        a.optimizer == "adamw"
-            ? "AdamW betas " + exact(a.beta1) + "," + exact(a.beta2) + " eps " + exact(a.eps) +
-                  " weight_decay " + exact(a.weight_decay)
-            : "SGD momentum " + exact(a.momentum) + " weight_decay " + exact(a.weight_decay)},
-       {"optimizer_kind", a.optimizer},
-       {"label_smoothing", exact(a.label_smoothing)},
-       {"epochs_done", meta_epochs},
-       {"steps_done", std::to_string(steps_done)},
-       {"seed", std::to_string(a.seed)},
-       {"batch", std::to_string(a.batch)},
-       {"epochs", std::to_string(a.epochs)},
-       {"schedule", a.schedule}});
+      {{"format", "pt"}, {"producer", "zoc trainer"}, {"epochs_done", meta_epochs}}, o, meta);
 }
 
 }  // namespace detail

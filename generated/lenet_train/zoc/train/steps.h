@@ -5,9 +5,9 @@
 // (compiler/passes/build_training_graph.cpp): forward nodes, the loss, and every backward node
 // is one call. Each output is overwritten; several gradient contributions are summed by the
 // graph's add nodes. fp32 NCHW (TF32 off, or on), or mixed precision: activations and their
-// gradients bf16 NHWC, weights fp32 (KCRS) with a bf16 copy (KRSC; a depthwise layer's
-// tap-major, for zoc's own kernels) made by the layer that reads it (with SGD inside the
-// backward pass, a convolution's by its update), weight gradients fp32.
+// gradients bf16 or fp16 NHWC, weights fp32 (KCRS) with a bf16/fp16 copy (KRSC; a depthwise
+// layer's tap-major, for zoc's own kernels) made by the layer that reads it (with SGD inside the
+// backward pass, a convolution's by its update), weight gradients fp32; fp16 scales the loss.
 #pragma once
 
 #include <cublas_v2.h>
@@ -39,11 +39,12 @@ struct TrainState {
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
   void* blas_workspace = nullptr;
-  char* arena = nullptr;       // activations and their gradients, per sample * max_batch
-  char* params = nullptr;      // PyTorch's layout: trainable tensors first, then running statistics
-  char* grads = nullptr;       // the same layout
-  char* params16 = nullptr;    // bf16: each conv and linear weight's copy, at half its offset
-  void* grad16 = nullptr;      // bf16: a convolution's weight gradient before it becomes fp32
+  char* arena = nullptr;     // activations and their gradients, per sample * max_batch
+  char* params = nullptr;    // PyTorch's layout: trainable tensors first, then running statistics
+  char* grads = nullptr;     // the same layout
+  char* params16 = nullptr;  // mixed: each conv and linear weight's copy, at half its offset
+  void* grad16 = nullptr;    // mixed: a convolution's weight gradient before it becomes fp32
+  trainer_kernels::LossScale* scaler = nullptr;  // fp16: dynamic loss scaling, on the device
   float* window = nullptr;     // in-backward SGD: one node's gradients (grads is then null)
   size_t window_origin = 0;    // the float of the layout where the window starts
   float* hyper = nullptr;      // in-backward SGD: {lr, momentum, weight_decay} on the device
@@ -79,7 +80,10 @@ struct TrainState {
   }
   float* f(size_t offset) const { return reinterpret_cast<float*>(fixed + offset); }
   void* p16(size_t offset) const { return params16 + offset / 2; }  // offset: params()' bytes
-  bool bf16() const { return types.data == CUDNN_DATA_BFLOAT16; }
+  // Mixed precision: activations bf16 or fp16 (types.blas_type names the one for cuBLAS).
+  bool mixed() const { return types.data == CUDNN_DATA_BFLOAT16 || types.data == CUDNN_DATA_HALF; }
+  const float* loss_scale() const { return scaler ? &scaler->scale : nullptr; }
+  const float* skip_update() const { return scaler ? &scaler->found_inf : nullptr; }
 };
 
 // A depthwise convolution's geometry as zoc's NHWC kernels take it.
@@ -91,7 +95,7 @@ inline DepthwiseGeometry depthwise_geometry(const ConvGeometry& g) {
   return d;
 }
 
-// bf16 batch norm's mode (zoc/train/run_step.h): cuDNN's persistent NHWC kernels.
+// A mixed trainer's batch norm mode (zoc/train/run_step.h): cuDNN's persistent NHWC kernels.
 inline constexpr cudnnBatchNormMode_t kBnPersistent = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
 
 struct TrainStepBase {
@@ -201,11 +205,11 @@ struct TrainDescribe : TrainStepBase {
     need = std::max(need, l.workspace);
     return Status::success();
   }
-  // bf16: the persistent kernels' workspace, forward and backward; they need no reserve space
+  // mixed: the persistent kernels' workspace, forward and backward; they need no reserve space
   // without a fused activation (checked).
   Status batchnorm(BatchNormLayer& l, const BatchNormTrainCall&, const char* name) {
     ZOC_TRY(l.describe(n, name));
-    if (!s.bf16()) return Status::success();
+    if (!s.mixed()) return Status::success();
     size_t fwd = 0, bwd = 0, reserve = 0;
     const cudnnBatchNormOps_t ops = CUDNN_BATCHNORM_OPS_BN;
     ZOC_CUDNN(
@@ -220,13 +224,13 @@ struct TrainDescribe : TrainStepBase {
                                                                    nullptr, l.tensor.t, &reserve),
               name);
     if (s.sized && std::max(fwd, bwd) > limit) {  // the workspace is sized at max_batch
-      return Error{std::string("layer '") + name + "': cuDNN's bf16 batch norm asks for " +
+      return Error{std::string("layer '") + name + "': cuDNN's NHWC batch norm asks for " +
                    std::to_string(std::max(fwd, bwd)) + " bytes of workspace at batch " +
                    std::to_string(n) + ", more than the " + std::to_string(limit) +
                    " allocated for the largest batch"};
     }
     if (reserve != 0) {
-      return Error{std::string("layer '") + name + "': cuDNN's bf16 batch norm asks for " +
+      return Error{std::string("layer '") + name + "': cuDNN's NHWC batch norm asks for " +
                    std::to_string(reserve) + " bytes of reserve space, which zoc does not keep"};
     }
     need = std::max({need, fwd, bwd});

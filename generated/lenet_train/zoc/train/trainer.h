@@ -5,7 +5,8 @@
 // A generated trainer is `class LenetTrainer : public zoc::Trainer<LenetTrainer>` (CRTP: no
 // virtual functions). It supplies its constants (kModelName, kClassName, kInputC/H/W, kClasses,
 // the parameter table in PyTorch's layout, kCounterNames, the gradient buckets, the arena and
-// fixed-region sizes, kLogits, kLoss, kHasDropout, kTF32, kBF16, kGradScratchElements), its
+// fixed-region sizes, kLogits, kLoss, kHasDropout, kTF32, kBF16, kFP16, kGradScratchElements),
+// its
 // descriptor bundles and the training
 // graph as two layer sequences: `forward_layers(v)` (input to logits) and `backward_layers(v)` (the
 // loss, then every backward node), walked with the steps of zoc/train/steps.h. step() runs both
@@ -57,21 +58,29 @@ class Trainer {
   // every parameter's gradient (with use_fused_sgd, SGD has updated the parameters instead),
   // and BatchNorm running statistics are updated. On `stream`.
   Status step(const float* input, const int32_t* labels, int n, cudaStream_t stream);
-  // PyTorch's SGD (dampening 0, no Nesterov) on every trainable parameter.
+  // PyTorch's SGD (dampening 0, no Nesterov) on every trainable parameter (fp16: nothing when
+  // the step's scaled gradients overflowed).
   Status sgd(float lr, float momentum, float weight_decay, cudaStream_t stream) {
     if (s_.window) return Error{"sgd: this trainer runs SGD inside step() (use_fused_sgd)"};
     ZOC_CUDA(trainer_kernels::sgd(reinterpret_cast<float*>(s_.params),
                                   reinterpret_cast<const float*>(s_.grads), s_.momenta,
-                                  M::kTrainableElements, lr, momentum, weight_decay, stream),
+                                  M::kTrainableElements, lr, momentum, weight_decay,
+                                  s_.skip_update(), stream),
              "sgd");
     return Status::success();
   }
   // PyTorch's AdamW on every trainable parameter, step t from 1 (the bias corrections'); its
   // moments are momenta() (exp_avg) and second_moments() (exp_avg_sq), which use_adamw()
-  // allocates: call it once before the first step (a captured step never allocates).
+  // allocates: call it once before the first step (a captured step never allocates). Not with
+  // fp16's loss scaling: a skipped step would still count in the host's t (PyTorch's does not).
   Status use_adamw() {
     if (s_.second) return Status::success();
     if (s_.window) return Error{"use_adamw: this trainer runs SGD inside step() (use_fused_sgd)"};
+    if (M::kFP16) {
+      return Error{std::string(M::kClassName) +
+                   "::use_adamw: AdamW with fp16's loss scaling is not built yet (SGD, or "
+                   "--precision bf16)"};
+    }
     const size_t bytes = M::kParamElements * sizeof(float);
     ZOC_CUDA(cudaMalloc(&s_.second, bytes), "adamw");
     ZOC_CUDA(cudaMemset(s_.second, 0, bytes), "adamw");
@@ -83,11 +92,11 @@ class Trainer {
     if (!s_.second || t < 1) return Error{"adamw: call use_adamw() first; steps count from 1"};
     const double step_size = lr / (1.0 - std::pow(beta1, double(t)));  // in double, as Python
     const double bias2_sqrt = std::sqrt(1.0 - std::pow(beta2, double(t)));
-    ZOC_CUDA(trainer_kernels::adamw(reinterpret_cast<float*>(s_.params),
-                                    reinterpret_cast<const float*>(s_.grads), s_.momenta, s_.second,
-                                    M::kTrainableElements, float(1.0 - lr * weight_decay),
-                                    float(1.0 - beta1), float(beta2), float(1.0 - beta2),
-                                    float(eps), float(step_size), float(bias2_sqrt), stream),
+    ZOC_CUDA(trainer_kernels::adamw(
+                 reinterpret_cast<float*>(s_.params), reinterpret_cast<const float*>(s_.grads),
+                 s_.momenta, s_.second, M::kTrainableElements, float(1.0 - lr * weight_decay),
+                 float(1.0 - beta1), float(beta2), float(1.0 - beta2), float(eps), float(step_size),
+                 float(bias2_sqrt), s_.skip_update(), stream),
              "adamw");
     return Status::success();
   }
@@ -98,8 +107,9 @@ class Trainer {
   // step(). grads() is then null; sgd() and use_adamw() are refused, and step() with
   // set_grad_sync(). Call once, before the first step. M::kGradWindowElements 0: this graph
   // cannot (the emitter found a tensor read after its gradient is final, or written twice).
-  // bf16: each convolution's update also writes the weight's bf16 copy the next step's forward
-  // reads; weights written through params() afterwards need sync_weight_copies().
+  // Mixed precision: each convolution's update also writes the weight's copy the next step's
+  // forward reads; weights written through params() afterwards need sync_weight_copies(). Not
+  // fp16: its loss scaling checks every gradient for an overflow before any update.
   Status use_fused_sgd();
   Status sync_weight_copies(cudaStream_t stream) {
     train::TrainCopyWeights copy(s_, stream);
@@ -112,6 +122,19 @@ class Trainer {
     return Status::success();
   }
   bool fused_sgd() const { return s_.window != nullptr; }
+  // fp16's dynamic loss scaling (zoc::trainer_kernels::LossScale): its state now (the host
+  // waits for the device), and a resumed run's.
+  Expected<trainer_kernels::LossScale> loss_scale() const {
+    trainer_kernels::LossScale h;
+    if (!s_.scaler) return h;
+    ZOC_CUDA(cudaMemcpy(&h, s_.scaler, sizeof h, cudaMemcpyDeviceToHost), "loss_scale");
+    return h;
+  }
+  Status set_loss_scale(const trainer_kernels::LossScale& h) {
+    if (!s_.scaler) return Status::success();
+    ZOC_CUDA(cudaMemcpy(s_.scaler, &h, sizeof h, cudaMemcpyHostToDevice), "set_loss_scale");
+    return Status::success();
+  }
   // Forward in evaluation mode (running statistics; dropout the identity) on input
   // [n, C, H, W], 1 <= n <= max_batch: logits() then holds [n, kClasses].
   Status evaluate(const float* input, int n, cudaStream_t stream);
@@ -162,9 +185,13 @@ class Trainer {
   static constexpr size_t kBlasWorkspaceBytes = size_t(4) << 20;
 
   M& self() { return static_cast<M&>(*this); }
-  // bf16: the weights' copies and one convolution's weight gradient.
-  static constexpr size_t bf16_bytes() {
-    return M::kBF16 ? (M::kParamElements + M::kGradScratchElements) * 2 : 0;
+  static constexpr bool kMixed = M::kBF16 || M::kFP16;
+  // Mixed precision: the weights' copies and one convolution's weight gradient (fp16: and the
+  // loss scale).
+  static constexpr size_t half_bytes() {
+    return kMixed ? (M::kParamElements + M::kGradScratchElements) * 2 +
+                        (M::kFP16 ? sizeof(trainer_kernels::LossScale) : 0)
+                  : 0;
   }
   Status init(const std::string& weights, uint64_t seed, int max_batch);
   Status load_params(const std::string& weights, uint64_t seed);
@@ -197,6 +224,10 @@ Status Trainer<M>::init(const std::string& weights, uint64_t seed, int max_batch
     s_.types = {CUDNN_DATA_BFLOAT16, CUDNN_TENSOR_NHWC, CUDNN_TENSOR_OP_MATH, CUDA_R_16BF,
                 CUBLAS_COMPUTE_32F};
   }
+  if (M::kFP16) {  // the same in fp16
+    s_.types = {CUDNN_DATA_HALF, CUDNN_TENSOR_NHWC, CUDNN_TENSOR_OP_MATH, CUDA_R_16F,
+                CUBLAS_COMPUTE_32F};
+  }
   ZOC_TRY(load_params(weights, seed));
   if (M::kTF32) s_.types.math = CUDNN_DEFAULT_MATH;  // cuDNN may round fp32 to TF32
   train::TrainCreate create(s_);
@@ -211,7 +242,7 @@ Status Trainer<M>::init(const std::string& weights, uint64_t seed, int max_batch
   const size_t B = size_t(max_batch);
   s_.device_bytes = 3 * M::kParamElements * sizeof(float) + M::kArenaBytesPerSample * B +
                     M::kFixedBytes + (B + 1) * sizeof(float) + s_.workspace_bytes +
-                    kBlasWorkspaceBytes + sizeof(uint64_t) + bf16_bytes();
+                    kBlasWorkspaceBytes + sizeof(uint64_t) + half_bytes();
   return Status::success();
 }
 
@@ -241,10 +272,10 @@ Status Trainer<M>::allocate() {
   ZOC_CUDNN(cudnnCreate(&s_.cudnn), "init");
   ZOC_CUBLAS(cublasCreate(&s_.cublas), "init");
   // fp32: no TF32 in cuBLAS either; tf32: cuBLAS's and cuDNN's TF32 tensor cores.
-  // bf16: cublasGemmEx on bf16 operands, fp32 accumulation (tensor cores).
-  ZOC_CUBLAS(cublasSetMathMode(s_.cublas, M::kTF32   ? CUBLAS_TF32_TENSOR_OP_MATH
-                                          : M::kBF16 ? CUBLAS_DEFAULT_MATH
-                                                     : CUBLAS_PEDANTIC_MATH),
+  // Mixed: cublasGemmEx on bf16/fp16 operands, fp32 accumulation (tensor cores).
+  ZOC_CUBLAS(cublasSetMathMode(s_.cublas, M::kTF32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                          : kMixed ? CUBLAS_DEFAULT_MATH
+                                                   : CUBLAS_PEDANTIC_MATH),
              "init");
   // A fixed cuBLAS workspace: nothing is allocated while a step is captured.
   ZOC_CUDA(cudaMalloc(&s_.blas_workspace, kBlasWorkspaceBytes), "init");
@@ -257,9 +288,13 @@ Status Trainer<M>::allocate() {
   ZOC_CUDA(cudaMalloc(&s_.momenta, param_bytes), "init");
   ZOC_CUDA(cudaMemset(s_.grads, 0, param_bytes), "init");
   ZOC_CUDA(cudaMemset(s_.momenta, 0, param_bytes), "init");
-  if (M::kBF16) {
+  if (kMixed) {
     ZOC_CUDA(cudaMalloc(&s_.params16, M::kParamElements * 2), "init");
     ZOC_CUDA(cudaMalloc(&s_.grad16, std::max<size_t>(M::kGradScratchElements * 2, 2)), "init");
+  }
+  if (M::kFP16) {  // the loss scale starts at PyTorch's 65536
+    ZOC_CUDA(cudaMalloc(&s_.scaler, sizeof(trainer_kernels::LossScale)), "init");
+    ZOC_TRY(set_loss_scale(trainer_kernels::LossScale{}));
   }
   ZOC_CUDA(cudaMalloc(&s_.arena, M::kArenaBytesPerSample * size_t(s_.max_batch)), "init");
   ZOC_CUDA(cudaMalloc(&s_.fixed, std::max<size_t>(M::kFixedBytes, 1)), "init");
@@ -309,17 +344,25 @@ Status Trainer<M>::step(const float* input, const int32_t* labels, int n, cudaSt
   ZOC_TRY(self().forward_layers(run));
   ZOC_TRY(self().backward_layers(run));
   if (s_.sync) ZOC_TRY(s_.sync->finish(stream));  // every bucket averaged before SGD
+  if constexpr (M::kFP16) {  // the gradients unscaled and checked, the scale updated
+    ZOC_CUDA(trainer_kernels::unscale_grads(reinterpret_cast<float*>(s_.grads),
+                                            M::kTrainableElements, s_.scaler, stream),
+             "loss scale");
+    ZOC_CUDA(trainer_kernels::update_scale(s_.scaler, stream), "loss scale");
+  }
   return Status::success();
 }
 
 template <class M>
 Status Trainer<M>::use_fused_sgd() {
   if (s_.window) return Status::success();
-  const char* why = M::kGradWindowElements == 0
-                        ? "this training graph reads a tensor after its gradient is final"
-                    : s_.sync   ? "SGD in one process only (data parallel: after the step)"
-                    : s_.second ? "the optimizer is AdamW (after the step)"
-                                : nullptr;
+  const char* why =
+      M::kFP16 ? "fp16's loss scaling checks every gradient for an overflow before any update"
+      : M::kGradWindowElements == 0
+          ? "this training graph reads a tensor after its gradient is final"
+      : s_.sync   ? "SGD in one process only (data parallel: after the step)"
+      : s_.second ? "the optimizer is AdamW (after the step)"
+                  : nullptr;
   if (why) return Error{std::string(M::kClassName) + "::use_fused_sgd: " + why};
   const size_t window_bytes = M::kGradWindowElements * sizeof(float);
   ZOC_CUDA(cudaMalloc(&s_.window, window_bytes), "use_fused_sgd");
@@ -329,7 +372,7 @@ Status Trainer<M>::use_fused_sgd() {
   s_.grads = nullptr;
   s_.device_bytes += window_bytes + 3 * sizeof(float);
   s_.device_bytes -= M::kParamElements * sizeof(float);
-  ZOC_TRY(sync_weight_copies(nullptr));  // the first step's bf16 copies (legacy stream: waited)
+  ZOC_TRY(sync_weight_copies(nullptr));  // the first step's copies (legacy stream: waited)
   ZOC_CUDA(cudaDeviceSynchronize(), "use_fused_sgd");
   return Status::success();
 }
@@ -356,7 +399,8 @@ void Trainer<M>::release() {
         static_cast<void*>(s_.second), static_cast<void*>(s_.arena), static_cast<void*>(s_.fixed),
         static_cast<void*>(s_.loss_rows), static_cast<void*>(s_.draws), s_.workspace,
         s_.blas_workspace, static_cast<void*>(s_.params16), s_.grad16,
-        static_cast<void*>(s_.window), static_cast<void*>(s_.hyper)}) {
+        static_cast<void*>(s_.window), static_cast<void*>(s_.hyper),
+        static_cast<void*>(s_.scaler)}) {
     if (q) cudaFree(q);
   }
   if (s_.cublas) cublasDestroy(s_.cublas);

@@ -461,8 +461,13 @@ def case_seg(work):
     if os.path.exists(job["records"]):
         os.remove(job["records"])
     common.write_json(os.path.join(work, "plan.json"), job)
+    # oneDNN capped at AVX2: on an AVX-512 CPU (2026-12-01), Debian's torch 1.13 runs
+    # DeepLabV3-MobileNetV3's optimize_for_inference'd graph through oneDNN kernels that give
+    # rel L2 0.16 against eager (pixel agreement 0.896), which the judge rightly fails; capped,
+    # it matches eager within 1.1e-6. This case tests the harness, not that CPU path.
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2", DNNL_MAX_CPU_ISA="AVX2")
     subprocess.run([sys.executable, os.path.join(HARNESS, "torch_impls.py"),
-                    os.path.join(work, "plan.json")], check=True)
+                    os.path.join(work, "plan.json")], check=True, env=env)
     recs = common.read_jsonl(job["records"])
     assert len(recs) == 2 * 2 * 2, "%d records" % len(recs)
     for rec in recs:

@@ -25,5 +25,6 @@ if [ "${1:-}" != "--no-sanitize" ]; then
   # instrumented code builds in about half the time, and the tests run about as fast.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS=use_tls=0:suppressions=$PWD/tests/lsan.supp \
-    run_suite build-asan -DZOC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-Og
+    run_suite build-asan -DZOC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-Og \
+    "-DZOC_TEST_DATA=$PWD/build/testdata"  # the release build's reference data, not exported again
 fi

@@ -69,9 +69,9 @@ cudaError_t set_sgd(float* hyper, float lr, float momentum, float weight_decay,
 }
 cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, float decay,
     float one_minus_beta1, float beta2, float one_minus_beta2, float eps, float step_size,
-    float bias2_sqrt, const float* skip, cudaStream_t stream) {
+    float bias2_sqrt, const float* skip, const float* corrections, cudaStream_t stream) {
   return train_kernels::launch_adamw(w, g, m, v, count, decay, one_minus_beta1, beta2,
-    one_minus_beta2, eps, step_size, bias2_sqrt, skip, stream);
+    one_minus_beta2, eps, step_size, bias2_sqrt, skip, corrections, stream);
 }
 cudaError_t dropout(const void* x, void* y, int64_t count, float p, uint64_t seed,
     const uint64_t* draw, uint64_t layer, cudaStream_t stream) {

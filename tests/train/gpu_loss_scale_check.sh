@@ -3,8 +3,10 @@
 # (zoc compile --train --precision fp16, built) runs 2 epochs of K steps straight, and 1 epoch
 # then --resume for the second; both end with bit-identical weights only if the resumed run
 # continues with the checkpoint's loss scale, growth count and skipped steps (a scale restarted
-# at 65536 would overflow, skip a step and differ). Constant learning rate, deterministic
-# convolution algorithms. Prints each run's last epoch line (its loss_scale, skipped_steps).
+# at 65536 would overflow, skip a step and differ). With SGD, then AdamW (--lr 1e-3), whose bias
+# corrections count the steps not skipped (the count must come back from the checkpoint too).
+# Constant learning rate, deterministic convolution algorithms. Prints each run's last epoch
+# line (its loss_scale, skipped_steps).
 # Usage: tests/train/gpu_loss_scale_check.sh BINARY DATA_DIR WEIGHTS [K]
 #   (environment: OUT, the run's logs and checkpoints; the data options of
 #   tools/train/gpu_train_amp.sh: --resize 64 --channels 3)
@@ -23,14 +25,22 @@ run() {  # run NAME OPTION...
     tr '\n' ' ' | sed "s/^/$name: /"
   echo
 }
-run straight --weights "$WEIGHTS" --epochs 2 --checkpoint "$OUT/straight.safetensors"
-run half --weights "$WEIGHTS" --epochs 1 --checkpoint "$OUT/half.safetensors"
-run resumed --epochs 2 --resume "$OUT/half.safetensors" --checkpoint "$OUT/resumed.safetensors"
-grep -q '"loss_scale"' "$OUT/straight.txt" ||
-  { echo "loss scale check: no loss_scale in the epoch lines (not an fp16 trainer?)"; exit 1; }
-if cmp -s "$OUT/straight.safetensors" "$OUT/resumed.safetensors"; then
-  echo "PASS: 2 epochs straight and 1 + --resume give bit-identical fp16 weights"
-else
-  echo "FAIL: the resumed fp16 run's weights differ from the straight run's"
-  exit 1
-fi
+status=0
+for opt in sgd adamw; do
+  o=(--optimizer "$opt"); [ "$opt" = adamw ] && o+=(--lr 1e-3)
+  run "${opt}_straight" "${o[@]}" --weights "$WEIGHTS" --epochs 2 \
+    --checkpoint "$OUT/${opt}_straight.safetensors"
+  run "${opt}_half" "${o[@]}" --weights "$WEIGHTS" --epochs 1 \
+    --checkpoint "$OUT/${opt}_half.safetensors"
+  run "${opt}_resumed" "${o[@]}" --epochs 2 --resume "$OUT/${opt}_half.safetensors" \
+    --checkpoint "$OUT/${opt}_resumed.safetensors"
+  grep -q '"loss_scale"' "$OUT/${opt}_straight.txt" ||
+    { echo "loss scale check: no loss_scale in the epoch lines (not an fp16 trainer?)"; exit 1; }
+  if cmp -s "$OUT/${opt}_straight.safetensors" "$OUT/${opt}_resumed.safetensors"; then
+    echo "PASS ($opt): 2 epochs straight and 1 + --resume give bit-identical fp16 weights"
+  else
+    echo "FAIL ($opt): the resumed fp16 run's weights differ from the straight run's"
+    status=1
+  fi
+done
+exit $status

@@ -78,9 +78,13 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
       {"adamw",
        "float* w, const float* g, float* m, float* v, int64_t count, float decay, float "
        "one_minus_beta1, float beta2, float one_minus_beta2, float eps, float step_size, float "
-       "bias2_sqrt, const float* skip, cudaStream_t stream",
+       "bias2_sqrt, const float* skip, const float* corrections, cudaStream_t stream",
        "w, g, m, v, count, decay, one_minus_beta1, beta2, one_minus_beta2, eps, step_size, "
-       "bias2_sqrt, skip, stream"},
+       "bias2_sqrt, skip, corrections, stream"},
+      {"adamw_corrections",
+       "const LossScale* s, double lr, double beta1, double beta2, uint64_t t, float* out, "
+       "cudaStream_t stream",
+       "s, lr, beta1, beta2, t, out, stream", loss_scaled, "zoc/kernels/train_kernels.cuh"},
       {"dropout",
        "const void* x, void* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, "
        "uint64_t layer, cudaStream_t stream",

@@ -71,20 +71,20 @@ class Trainer {
   }
   // PyTorch's AdamW on every trainable parameter, step t from 1 (the bias corrections'); its
   // moments are momenta() (exp_avg) and second_moments() (exp_avg_sq), which use_adamw()
-  // allocates: call it once before the first step (a captured step never allocates). Not with
-  // fp16's loss scaling: a skipped step would still count in the host's t (PyTorch's does not).
+  // allocates: call it once before the first step (a captured step never allocates). fp16: t
+  // counts the steps the loss scale did not skip, on the device (as PyTorch's AdamW, whose
+  // step() GradScaler does not call then).
   Status use_adamw() {
     if (s_.second) return Status::success();
     if (s_.window) return Error{"use_adamw: this trainer runs SGD inside step() (use_fused_sgd)"};
-    if (M::kFP16) {
-      return Error{std::string(M::kClassName) +
-                   "::use_adamw: AdamW with fp16's loss scaling is not built yet (SGD, or "
-                   "--precision bf16)"};
-    }
     const size_t bytes = M::kParamElements * sizeof(float);
     ZOC_CUDA(cudaMalloc(&s_.second, bytes), "adamw");
     ZOC_CUDA(cudaMemset(s_.second, 0, bytes), "adamw");
     s_.device_bytes += bytes;
+    if (M::kFP16) {
+      ZOC_CUDA(cudaMalloc(&s_.corrections, 2 * sizeof(float)), "adamw");
+      s_.device_bytes += 2 * sizeof(float);
+    }
     return Status::success();
   }
   Status adamw(double lr, double beta1, double beta2, double eps, double weight_decay, uint64_t t,
@@ -92,11 +92,16 @@ class Trainer {
     if (!s_.second || t < 1) return Error{"adamw: call use_adamw() first; steps count from 1"};
     const double step_size = lr / (1.0 - std::pow(beta1, double(t)));  // in double, as Python
     const double bias2_sqrt = std::sqrt(1.0 - std::pow(beta2, double(t)));
+    if constexpr (M::kFP16) {  // t less the skipped steps, known on the device only
+      ZOC_CUDA(trainer_kernels::adamw_corrections(s_.scaler, lr, beta1, beta2, t, s_.corrections,
+                                                  stream),
+               "adamw");
+    }
     ZOC_CUDA(trainer_kernels::adamw(
                  reinterpret_cast<float*>(s_.params), reinterpret_cast<const float*>(s_.grads),
                  s_.momenta, s_.second, M::kTrainableElements, float(1.0 - lr * weight_decay),
                  float(1.0 - beta1), float(beta2), float(1.0 - beta2), float(eps), float(step_size),
-                 float(bias2_sqrt), s_.skip_update(), stream),
+                 float(bias2_sqrt), s_.skip_update(), s_.corrections, stream),
              "adamw");
     return Status::success();
   }
@@ -399,8 +404,8 @@ void Trainer<M>::release() {
         static_cast<void*>(s_.second), static_cast<void*>(s_.arena), static_cast<void*>(s_.fixed),
         static_cast<void*>(s_.loss_rows), static_cast<void*>(s_.draws), s_.workspace,
         s_.blas_workspace, static_cast<void*>(s_.params16), s_.grad16,
-        static_cast<void*>(s_.window), static_cast<void*>(s_.hyper),
-        static_cast<void*>(s_.scaler)}) {
+        static_cast<void*>(s_.window), static_cast<void*>(s_.hyper), static_cast<void*>(s_.scaler),
+        static_cast<void*>(s_.corrections)}) {
     if (q) cudaFree(q);
   }
   if (s_.cublas) cublasDestroy(s_.cublas);

@@ -252,8 +252,10 @@ __global__ void set_sgd_kernel(float* hyper, float lr, float momentum, float wei
 // for step t (from 1).
 __global__ void adamw_kernel(float* w, const float* g, float* m, float* v, int64_t count,
                              float decay, float one_minus_beta1, float beta2, float one_minus_beta2,
-                             float eps, float step_size, float bias2_sqrt, const float* skip) {
+                             float eps, float step_size, float bias2_sqrt, const float* skip,
+                             const float* corrections) {
   if (skip && *skip != 0.0f) return;  // a loss-scaled step that overflowed
+  if (corrections) step_size = corrections[0], bias2_sqrt = corrections[1];
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float gi = g[i];
@@ -264,6 +266,16 @@ __global__ void adamw_kernel(float* w, const float* g, float* m, float* v, int64
     v[i] = vi;
     w[i] = wi - step_size * (mi / (sqrtf(vi) / bias2_sqrt + eps));
   }
+}
+
+// The bias corrections of a loss-scaled trainer's step t (launch_adamw_corrections). A step
+// whose own update is skipped (every one so far) keeps t >= 1: its constants are not used.
+__global__ void adamw_corrections_kernel(const LossScale* s, double lr, double beta1, double beta2,
+                                         uint64_t t, float* out) {
+  const uint64_t skipped = uint64_t(s->skipped);
+  const double k = double(t > skipped ? t - skipped : 1);
+  out[0] = float(lr / (1.0 - pow(beta1, k)));
+  out[1] = float(sqrt(1.0 - pow(beta2, k)));
 }
 
 // Dropout's mask, a pure function of (seed, draw, layer, element): no mask is stored, backward
@@ -477,11 +489,18 @@ inline cudaError_t launch_dropout(const T* x, T* y, int64_t count, float p, uint
 inline cudaError_t launch_adamw(float* w, const float* g, float* m, float* v, int64_t count,
                                 float decay, float one_minus_beta1, float beta2,
                                 float one_minus_beta2, float eps, float step_size, float bias2_sqrt,
-                                const float* skip, cudaStream_t stream) {
+                                const float* skip, const float* corrections, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
   detail::adamw_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(
       w, g, m, v, count, decay, one_minus_beta1, beta2, one_minus_beta2, eps, step_size, bias2_sqrt,
-      skip);
+      skip, corrections);
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_adamw_corrections(const LossScale* s, double lr, double beta1,
+                                            double beta2, uint64_t t, float* out,
+                                            cudaStream_t stream) {
+  detail::adamw_corrections_kernel<<<1, 1, 0, stream>>>(s, lr, beta1, beta2, t, out);
   return cudaGetLastError();
 }
 

@@ -92,10 +92,17 @@ cudaError_t sgd_krsc(float* w, const void* g, float* v, void* w16, int64_t k, in
 cudaError_t set_sgd(float* hyper, float lr, float momentum, float weight_decay,
                     cudaStream_t stream);
 // PyTorch's AdamW over count floats of w with gradients g and moments m, v; the constants
-// computed by the host (zoc/kernels/train_kernels.cuh says which); skip as sgd's.
+// computed by the host (zoc/kernels/train_kernels.cuh says which), but step_size and
+// bias2_sqrt read from corrections[0, 1] when it is not null; skip as sgd's.
 cudaError_t adamw(float* w, const float* g, float* m, float* v, int64_t count, float decay,
                   float one_minus_beta1, float beta2, float one_minus_beta2, float eps,
-                  float step_size, float bias2_sqrt, const float* skip, cudaStream_t stream);
+                  float step_size, float bias2_sqrt, const float* skip, const float* corrections,
+                  cudaStream_t stream);
+// A loss-scaled trainer's AdamW bias corrections, on the device: its step counts only the steps
+// not skipped (t - s->skipped), as PyTorch's, whose AdamW.step() a skipped step never calls;
+// out = {lr / (1 - beta1^t), sqrt(1 - beta2^t)}, in double, each rounded once.
+cudaError_t adamw_corrections(const LossScale* s, double lr, double beta1, double beta2, uint64_t t,
+                              float* out, cudaStream_t stream);
 // y = x * the mask of (seed, *draw, layer, element) / (1 - p); p = 0: a copy.
 cudaError_t dropout(const void* x, void* y, int64_t count, float p, uint64_t seed,
                     const uint64_t* draw, uint64_t layer, cudaStream_t stream);

@@ -11,6 +11,120 @@
 
 namespace zoc::cudnn {
 
+namespace {
+
+// A host function of zoc/kernels/trainer_kernels.h: its parameters, the launcher's arguments,
+// and (for the zoo's layers and fp16's loss scaling) whether a training graph needs it.
+struct KernelFn {
+  const char* name;
+  const char* params;
+  const char* args;
+  bool (*used)(const ir::Graph&) = nullptr;  // defined where this says so; null: always
+  const char* header = "zoc/kernels/layer_grad_kernels.cuh";  // where `used`
+};
+constexpr KernelFn kTrainerKernelFns[] = {
+    {"softmax_xent",
+     "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float "
+     "smoothing, const float* scale, float* loss_rows, float* loss, void* dlogits, cudaStream_t "
+     "stream",
+     "logits, labels, rows, classes, smoothing, scale, loss_rows, loss, "
+     "static_cast<Act*>(dlogits), stream"},
+    {"unscale_grads", "float* g, int64_t count, LossScale* s, cudaStream_t stream",
+     "g, count, s, stream", loss_scaled, "zoc/kernels/train_kernels.cuh"},
+    {"update_scale", "LossScale* s, cudaStream_t stream", "s, stream", loss_scaled,
+     "zoc/kernels/train_kernels.cuh"},
+    {"add_bias_rows", "float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream",
+     "y, b, rows, cols, stream"},
+    {"sum_rows", "const void* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream",
+     "static_cast<const Act*>(dy), db, rows, cols, stream"},
+    {"add", "const void* a, const void* b, void* y, int64_t count, cudaStream_t stream",
+     "static_cast<const Act*>(a), static_cast<const Act*>(b), static_cast<Act*>(y), count, "
+     "stream"},
+    {"activation",
+     "act::Kind kind, act::Params p, const void* x, const void* x2, void* y, int64_t count, "
+     "cudaStream_t stream",
+     "kind, p, static_cast<const Act*>(x), static_cast<const Act*>(x2), static_cast<Act*>(y), "
+     "count, stream"},
+    {"activation_backward",
+     "act::Kind kind, act::Params p, const void* s, const void* dy, const void* dy2, void* dx, "
+     "int64_t count, cudaStream_t stream",
+     "kind, p, static_cast<const Act*>(s), static_cast<const Act*>(dy), "
+     "static_cast<const Act*>(dy2), static_cast<Act*>(dx), count, stream"},
+    {"store_nhwc", "const float* x, void* y, int64_t n, int64_t c, int64_t hw, cudaStream_t stream",
+     "x, static_cast<Act*>(y), n, c, hw, stream"},
+    {"load_nchw", "const void* x, float* y, int64_t n, int64_t c, int64_t hw, cudaStream_t stream",
+     "static_cast<const Act*>(x), y, n, c, hw, stream"},
+    {"store", "const float* x, void* y, int64_t count, cudaStream_t stream",
+     "x, static_cast<Act*>(y), count, stream"},
+    {"sgd",
+     "float* w, const float* g, float* v, int64_t count, float lr, float momentum, float "
+     "weight_decay, const float* skip, cudaStream_t stream",
+     "w, g, v, count, lr, momentum, weight_decay, skip, stream"},
+    {"sgd_at",
+     "float* w, const float* g, float* v, int64_t count, const float* hyper, cudaStream_t "
+     "stream",
+     "w, g, v, count, hyper, stream"},
+    {"sgd_krsc",
+     "float* w, const void* g, float* v, void* w16, int64_t k, int64_t c, int64_t rs, const "
+     "float* hyper, cudaStream_t stream",
+     "w, static_cast<const Act*>(g), v, static_cast<Act*>(w16), k, c, rs, hyper, stream"},
+    {"set_sgd", "float* hyper, float lr, float momentum, float weight_decay, cudaStream_t stream",
+     "hyper, lr, momentum, weight_decay, stream"},
+    {"adamw",
+     "float* w, const float* g, float* m, float* v, int64_t count, float decay, float "
+     "one_minus_beta1, float beta2, float one_minus_beta2, float eps, float step_size, float "
+     "bias2_sqrt, const float* skip, const float* corrections, cudaStream_t stream",
+     "w, g, m, v, count, decay, one_minus_beta1, beta2, one_minus_beta2, eps, step_size, "
+     "bias2_sqrt, skip, corrections, stream"},
+    {"adamw_corrections",
+     "const LossScale* s, double lr, double beta1, double beta2, uint64_t t, float* out, "
+     "cudaStream_t stream",
+     "s, lr, beta1, beta2, t, out, stream", loss_scaled, "zoc/kernels/train_kernels.cuh"},
+    {"dropout",
+     "const void* x, void* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, "
+     "uint64_t layer, cudaStream_t stream",
+     "static_cast<const Act*>(x), static_cast<Act*>(y), count, p, seed, draw, layer, stream"},
+    {"count_step", "uint64_t* draws, cudaStream_t stream", "draws, stream"},
+    {"metrics",
+     "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, const float* "
+     "loss, double* sums, unsigned long long* counts, cudaStream_t stream",
+     "logits, labels, rows, classes, loss, sums, counts, stream"},
+    {"mul_grad",
+     "const float* a, const float* b, const float* dy, float* da, float* db, int64_t n, "
+     "ChannelMulShape m, cudaStream_t stream",
+     "a, b, dy, da, db, n, m, stream",
+     [](const ir::Graph& t) { return any_op(t, ir::OpKind::MulGrad); }},
+    {"layer_scale_grad",
+     "const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, int64_t n, "
+     "int64_t c, int64_t hw, cudaStream_t stream",
+     "x, gamma, dy, dx, dgamma, n, c, hw, stream",
+     [](const ir::Graph& t) { return any_op(t, ir::OpKind::LayerScaleGrad); }},
+    {"layernorm_grad",
+     "const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, float* "
+     "dbeta, int64_t n, int64_t c, int64_t hw, float eps, float* scratch, cudaStream_t stream",
+     "x, gamma, dy, dx, dgamma, dbeta, n, c, hw, eps, scratch, stream",
+     [](const ir::Graph& t) { return any_op(t, ir::OpKind::LayerNormGrad); }},
+    {"pool_grad",
+     "const float* x, const float* dy, float* dx, int64_t n, PoolGeometry g, cudaStream_t stream",
+     "x, dy, dx, n, g, stream", any_pool_kernel},
+    {"adaptive_avgpool_grad",
+     "const float* dy, float* dx, int64_t n, AdaptiveGeometry g, cudaStream_t stream",
+     "dy, dx, n, g, stream",
+     [](const ir::Graph& t) { return any_op(t, ir::OpKind::AdaptiveAvgPool2dGrad); }},
+    {"depthwise_forward",
+     "const void* x, const void* w, void* y, int64_t n, DepthwiseGeometry g, cudaStream_t stream",
+     "static_cast<const Act*>(x), static_cast<const Act*>(w), static_cast<Act*>(y), n, g, stream",
+     any_own_depthwise, "zoc/kernels/depthwise_grad.cuh"},
+    {"depthwise_backward",
+     "const void* x, const void* w, const void* dy, void* dx, float* dw, int64_t n, "
+     "DepthwiseGeometry g, bool deterministic, cudaStream_t stream",
+     "static_cast<const Act*>(x), static_cast<const Act*>(w), static_cast<const Act*>(dy), "
+     "static_cast<Act*>(dx), dw, n, g, deterministic, stream",
+     any_own_depthwise, "zoc/kernels/depthwise_grad.cuh"},
+};
+
+}  // namespace
+
 // <model>_train_kernels.cu: zoc/kernels/trainer_kernels.h's host functions, forwarding to the
 // kernels of zoc/kernels/train_kernels.cuh (nvcc only), written out in the folder so that each
 // definition is visible where the trainer is built; the zoo's layers add their gradients
@@ -18,119 +132,10 @@ namespace zoc::cudnn {
 // (emit_model_kernels.cpp), where the training graph has them.
 std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
                                    const std::string& base, ir::DType storage) {
-  struct KernelFn {
-    const char* name;
-    const char* params;
-    const char* args;
-    bool (*used)(const ir::Graph&) = nullptr;  // defined where this says so; null: always
-    const char* header = "zoc/kernels/layer_grad_kernels.cuh";  // where `used`
-  };
-  static constexpr KernelFn kFns[] = {
-      {"softmax_xent",
-       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, float "
-       "smoothing, const float* scale, float* loss_rows, float* loss, void* dlogits, cudaStream_t "
-       "stream",
-       "logits, labels, rows, classes, smoothing, scale, loss_rows, loss, "
-       "static_cast<Act*>(dlogits), stream"},
-      {"unscale_grads", "float* g, int64_t count, LossScale* s, cudaStream_t stream",
-       "g, count, s, stream", loss_scaled, "zoc/kernels/train_kernels.cuh"},
-      {"update_scale", "LossScale* s, cudaStream_t stream", "s, stream", loss_scaled,
-       "zoc/kernels/train_kernels.cuh"},
-      {"add_bias_rows", "float* y, const float* b, int64_t rows, int64_t cols, cudaStream_t stream",
-       "y, b, rows, cols, stream"},
-      {"sum_rows", "const void* dy, float* db, int64_t rows, int64_t cols, cudaStream_t stream",
-       "static_cast<const Act*>(dy), db, rows, cols, stream"},
-      {"add", "const void* a, const void* b, void* y, int64_t count, cudaStream_t stream",
-       "static_cast<const Act*>(a), static_cast<const Act*>(b), static_cast<Act*>(y), count, "
-       "stream"},
-      {"activation",
-       "act::Kind kind, act::Params p, const void* x, const void* x2, void* y, int64_t count, "
-       "cudaStream_t stream",
-       "kind, p, static_cast<const Act*>(x), static_cast<const Act*>(x2), static_cast<Act*>(y), "
-       "count, stream"},
-      {"activation_backward",
-       "act::Kind kind, act::Params p, const void* s, const void* dy, const void* dy2, void* dx, "
-       "int64_t count, cudaStream_t stream",
-       "kind, p, static_cast<const Act*>(s), static_cast<const Act*>(dy), "
-       "static_cast<const Act*>(dy2), static_cast<Act*>(dx), count, stream"},
-      {"store_nhwc",
-       "const float* x, void* y, int64_t n, int64_t c, int64_t hw, cudaStream_t stream",
-       "x, static_cast<Act*>(y), n, c, hw, stream"},
-      {"load_nchw",
-       "const void* x, float* y, int64_t n, int64_t c, int64_t hw, cudaStream_t stream",
-       "static_cast<const Act*>(x), y, n, c, hw, stream"},
-      {"store", "const float* x, void* y, int64_t count, cudaStream_t stream",
-       "x, static_cast<Act*>(y), count, stream"},
-      {"sgd",
-       "float* w, const float* g, float* v, int64_t count, float lr, float momentum, float "
-       "weight_decay, const float* skip, cudaStream_t stream",
-       "w, g, v, count, lr, momentum, weight_decay, skip, stream"},
-      {"sgd_at",
-       "float* w, const float* g, float* v, int64_t count, const float* hyper, cudaStream_t "
-       "stream",
-       "w, g, v, count, hyper, stream"},
-      {"sgd_krsc",
-       "float* w, const void* g, float* v, void* w16, int64_t k, int64_t c, int64_t rs, const "
-       "float* hyper, cudaStream_t stream",
-       "w, static_cast<const Act*>(g), v, static_cast<Act*>(w16), k, c, rs, hyper, stream"},
-      {"set_sgd", "float* hyper, float lr, float momentum, float weight_decay, cudaStream_t stream",
-       "hyper, lr, momentum, weight_decay, stream"},
-      {"adamw",
-       "float* w, const float* g, float* m, float* v, int64_t count, float decay, float "
-       "one_minus_beta1, float beta2, float one_minus_beta2, float eps, float step_size, float "
-       "bias2_sqrt, const float* skip, const float* corrections, cudaStream_t stream",
-       "w, g, m, v, count, decay, one_minus_beta1, beta2, one_minus_beta2, eps, step_size, "
-       "bias2_sqrt, skip, corrections, stream"},
-      {"adamw_corrections",
-       "const LossScale* s, double lr, double beta1, double beta2, uint64_t t, float* out, "
-       "cudaStream_t stream",
-       "s, lr, beta1, beta2, t, out, stream", loss_scaled, "zoc/kernels/train_kernels.cuh"},
-      {"dropout",
-       "const void* x, void* y, int64_t count, float p, uint64_t seed, const uint64_t* draw, "
-       "uint64_t layer, cudaStream_t stream",
-       "static_cast<const Act*>(x), static_cast<Act*>(y), count, p, seed, draw, layer, stream"},
-      {"count_step", "uint64_t* draws, cudaStream_t stream", "draws, stream"},
-      {"metrics",
-       "const float* logits, const int32_t* labels, int64_t rows, int64_t classes, const float* "
-       "loss, double* sums, unsigned long long* counts, cudaStream_t stream",
-       "logits, labels, rows, classes, loss, sums, counts, stream"},
-      {"mul_grad",
-       "const float* a, const float* b, const float* dy, float* da, float* db, int64_t n, "
-       "ChannelMulShape m, cudaStream_t stream",
-       "a, b, dy, da, db, n, m, stream",
-       [](const ir::Graph& t) { return any_op(t, ir::OpKind::MulGrad); }},
-      {"layer_scale_grad",
-       "const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, int64_t n, "
-       "int64_t c, int64_t hw, cudaStream_t stream",
-       "x, gamma, dy, dx, dgamma, n, c, hw, stream",
-       [](const ir::Graph& t) { return any_op(t, ir::OpKind::LayerScaleGrad); }},
-      {"layernorm_grad",
-       "const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, float* "
-       "dbeta, int64_t n, int64_t c, int64_t hw, float eps, float* scratch, cudaStream_t stream",
-       "x, gamma, dy, dx, dgamma, dbeta, n, c, hw, eps, scratch, stream",
-       [](const ir::Graph& t) { return any_op(t, ir::OpKind::LayerNormGrad); }},
-      {"pool_grad",
-       "const float* x, const float* dy, float* dx, int64_t n, PoolGeometry g, cudaStream_t stream",
-       "x, dy, dx, n, g, stream", any_pool_kernel},
-      {"adaptive_avgpool_grad",
-       "const float* dy, float* dx, int64_t n, AdaptiveGeometry g, cudaStream_t stream",
-       "dy, dx, n, g, stream",
-       [](const ir::Graph& t) { return any_op(t, ir::OpKind::AdaptiveAvgPool2dGrad); }},
-      {"depthwise_forward",
-       "const void* x, const void* w, void* y, int64_t n, DepthwiseGeometry g, cudaStream_t stream",
-       "static_cast<const Act*>(x), static_cast<const Act*>(w), static_cast<Act*>(y), n, g, stream",
-       any_own_depthwise, "zoc/kernels/depthwise_grad.cuh"},
-      {"depthwise_backward",
-       "const void* x, const void* w, const void* dy, void* dx, float* dw, int64_t n, "
-       "DepthwiseGeometry g, bool deterministic, cudaStream_t stream",
-       "static_cast<const Act*>(x), static_cast<const Act*>(w), static_cast<const Act*>(dy), "
-       "static_cast<Act*>(dx), dw, n, g, deterministic, stream",
-       any_own_depthwise, "zoc/kernels/depthwise_grad.cuh"},
-  };
   auto has = [&](const KernelFn& k) { return !k.used || k.used(g); };
   std::set<std::string> headers = {"zoc/kernels/train_kernels.cuh",
                                    "zoc/kernels/trainer_kernels.h"};
-  for (const KernelFn& k : kFns) {
+  for (const KernelFn& k : kTrainerKernelFns) {
     if (k.used && k.used(g)) headers.insert(k.header);
   }
   const std::string forward = trainer_forward_kernels(g, &headers);
@@ -156,7 +161,7 @@ std::string trainer_kernels_source(const ir::Graph& g, const std::string& head,
         at = end + 2;
       }
     };
-    for (const KernelFn& k : kFns) {
+    for (const KernelFn& k : kTrainerKernelFns) {
       if (!has(k)) continue;
       kc.wrapped(fmt::format("cudaError_t {}(", k.name), items(k.params), ") {");
       kc.wrapped(fmt::format("  return train_kernels::launch_{}(", k.name), items(k.args), ");");

@@ -29,7 +29,7 @@ expect() {  # line text
 
 cudnn="the cuDNN backend does not support"
 backend_refusals() {  # after a run that lowers for the cuDNN backend
-expect 16 "layer 'gated' (mul): $cudnn mul with broadcasting other than an image by its channel vector yet"
+expect 17 "layer 'gated' (mul): $cudnn mul with broadcasting other than an image by its channel vector yet"
 }
 run "zoc compile" 1 compile "$model" -o "$scratch/out"
 [ ! -e "$scratch/out" ] || { echo "zoc compile wrote an output folder"; fail=1; }
@@ -40,16 +40,17 @@ backend_refusals
 
 run "zoc ir --train" 10 ir "$model" --train
 grad="yet (inference only)"
-expect 7 "layer 'up' (upsample_nearest): no gradient rule for upsample_nearest $grad"
-expect 8 "layer 'bilinear' (upsample_bilinear): no gradient rule for upsample_bilinear $grad"
-expect 9 "layer 'tconv' (conv_transpose2d): no gradient rule for conv_transpose2d $grad"
-expect 10 "layer 'soft' (softmax): no gradient rule for a softmax over channels $grad"
-expect 11 "layer 'logsoft' (log_softmax): no gradient rule for log_softmax $grad"
-expect 12 "layer 'minus' (sub): no gradient rule for sub $grad"
-expect 13 "layer 'over' (div): no gradient rule for div $grad"
-expect 14 "layer 'shifted' (add): no gradient rule for an add with broadcasting or a constant operand $grad"
-expect 16 "layer 'gated' (mul): no gradient rule for a mul with broadcasting (other than an image by its channel vector) or a constant operand $grad"
-expect 17 "layer 'classes' (argmax): no gradient rule for argmax $grad"
+operand="$grad: zoc cannot tell a buffer, which PyTorch keeps fixed, from a parameter, which it trains"
+expect 8 "layer 'up' (upsample_nearest): no gradient rule for upsample_nearest $grad"
+expect 9 "layer 'bilinear' (upsample_bilinear): no gradient rule for upsample_bilinear $grad"
+expect 10 "layer 'tconv' (conv_transpose2d): no gradient rule for conv_transpose2d $grad"
+expect 11 "layer 'soft' (softmax): no gradient rule for a softmax over channels $grad"
+expect 12 "layer 'logsoft' (log_softmax): no gradient rule for a log_softmax other than the model's last, over its features, $grad"
+expect 13 "layer 'padded' (pad): no gradient rule for pad $grad"
+expect 14 "layer 'over' (div): no gradient rule for an operand from the weights file ('std') $operand"
+expect 15 "layer 'shifted' (add): no gradient rule for an operand from the weights file ('shift') $operand"
+expect 17 "layer 'gated' (mul): no gradient rule for a mul with broadcasting (other than an image by its channel vector) $grad"
+expect 18 "layer 'classes' (argmax): no gradient rule for argmax $grad"
 
 # A form the lowering refuses (compiler/lower/choose_layers.cpp), at its line.
 tconv="conv_transpose_output_padding.yaml:7:5: error: layer 'tconv' (conv_transpose2d): $cudnn"

@@ -54,6 +54,16 @@ check "$here/backend/train_bf16_refused.yaml" \
 check "$here/backend/train_bf16_pool_logits.yaml" \
   "train_bf16_pool_logits.yaml:10:5: error: layer 'flat': bf16 training needs the logits written by a linear layer, not by flatten" \
   --precision bf16
+# The arithmetic fp32 trains (tests/train/arith_ops.yaml): refused by name at each layer, once
+# (not again at its backward nodes).
+check "$here/train/arith_ops.yaml" \
+  "arith_ops.yaml:11:5: error: layer 'plus': bf16 training does not support an add of a constant yet" \
+  --precision bf16
+check "$here/train/arith_ops.yaml" \
+  "arith_ops.yaml:22:5: error: layer 'view': fp16 training does not support the op reshape yet" \
+  --precision fp16
+grep -qE "^13 errors generated\.$" "$scratch/err" ||
+  { echo "arith_ops fp16: not 13 errors, one per refused layer"; cat "$scratch/err"; fail=1; }
 for m in train_bf16_refused train_bf16_pool_logits; do
   rm -rf "$scratch/fp32_$m"
   "$zoc" compile "$here/backend/$m.yaml" --train -o "$scratch/fp32_$m" >/dev/null ||

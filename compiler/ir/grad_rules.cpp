@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compiler/ir/activation_params.h"
+#include "compiler/support/sanitize.h"
 #include "zoc/math/activations.h"
 
 namespace zoc::ir {
@@ -70,13 +71,54 @@ void dropout(GradContext& c, const Node& f) {
   c.backward(0, OpKind::DropoutGrad, {c.dy()}, attrs, false);
 }
 
-// d(a + b) = da + db: dy is each operand's gradient, with no node.
-void add(GradContext& c, const Node&) {
-  c.pass_through(0, c.dy());
-  c.pass_through(1, c.dy());
+AttrValue int_value(int64_t v) { return AttrValue{AttrKind::Int, v, {}, 0}; }
+
+// -g, as a mul by the constant -1 (zoc's const_op kernel on the GPU).
+Attrs negated() {
+  Attrs attrs;
+  attrs.set("scalar", AttrValue{AttrKind::Float, 0, {}, -1.0});
+  return attrs;
 }
 
-AttrValue int_value(int64_t v) { return AttrValue{AttrKind::Int, v, {}, 0}; }
+// d(a + b) = da + db: dy is each operand's gradient, with no node; likewise x + c's.
+void add(GradContext& c, const Node& f) {
+  c.pass_through(0, c.dy());
+  if (f.inputs.size() == 2) c.pass_through(1, c.dy());
+}
+
+// a - b: da = dy, db = -dy; x - c: dy; c - x (`reverse`): -dy.
+void sub(GradContext& c, const Node& f) {
+  if (f.inputs.size() == 1 && f.attrs.flag("reverse")) {
+    c.backward(0, OpKind::Mul, {c.dy()}, negated(), false);
+    return;
+  }
+  c.pass_through(0, c.dy());
+  if (f.inputs.size() == 2 && c.needs(1)) c.backward(1, OpKind::Mul, {c.dy()}, negated(), false);
+}
+
+// a / b: da = dy / b, db = -dy * a / b^2 = -(da * y), PyTorch's -dy * ((a / b) / b) reordered;
+// x / c: dy / c; c / x (`reverse`): -dy * c / x^2 = -(dy * y) / x.
+void div(GradContext& c, const Node& f) {
+  if (f.inputs.size() == 1) {
+    if (!f.attrs.flag("reverse")) {
+      c.same_constant(0, c.dy());
+      return;
+    }
+    const ValueId t = c.temp(0, "dy_y", OpKind::Mul, {c.dy(), c.y()}, {});
+    const ValueId u = c.temp(0, "over_x", OpKind::Div, {t, c.x(0)}, {});
+    c.backward(0, OpKind::Mul, {u}, negated(), false);
+    return;
+  }
+  const ValueId da = c.backward(0, OpKind::Div, {c.dy(), c.x(1)}, {}, false);
+  if (!c.needs(1)) return;
+  const ValueId t = c.temp(1, "da_y", OpKind::Mul, {da, c.y()}, {});
+  c.backward(1, OpKind::Mul, {t}, negated(), false);
+}
+
+// The elements do not move: dy viewed in x's shape, as flatten's.
+void reshape(GradContext& c, const Node&) {
+  c.backward(0, OpKind::FlattenGrad, {c.x(0), c.dy()}, {}, false);
+}
 
 void concat(GradContext& c, const Node& f) {
   int64_t start = 0;
@@ -92,8 +134,13 @@ void concat(GradContext& c, const Node& f) {
   }
 }
 
-// d(a * b): da = dy * b, db = dy * a (summed over H and W where b broadcasts), one node.
-void mul(GradContext& c, const Node&) {
+// d(a * b): da = dy * b, db = dy * a (summed over H and W where b broadcasts), one node;
+// x * c's: dy * c.
+void mul(GradContext& c, const Node& f) {
+  if (f.inputs.size() == 1) {
+    c.same_constant(0, c.dy());
+    return;
+  }
   const ValueId da = c.backward(0, OpKind::MulGrad, {c.x(0), c.x(1), c.dy()}, {}, false);
   c.also_backward(da, 1);
 }
@@ -139,15 +186,21 @@ GradRule grad_rule(OpKind op) {
     case OpKind::UpsampleBilinear:
     case OpKind::ConvTranspose2d:
     case OpKind::Argmax:
-    case OpKind::LogSoftmax:
-    case OpKind::Sub:
-    case OpKind::Div:
-    case OpKind::Reshape:
     case OpKind::Pad:
     case OpKind::ChannelConv1d:
       return no_rule(op);
+    case OpKind::LogSoftmax:  // the model's last, over features, is left out (the loss's)
+      return {nullptr,
+              "no gradient rule for a log_softmax other than the model's last, over its "
+              "features, yet (inference only)"};
     case OpKind::Input:
       return {nothing_upstream};
+    case OpKind::Sub:
+      return {sub};
+    case OpKind::Div:
+      return {div};
+    case OpKind::Reshape:
+      return {reshape};
     case OpKind::Conv2d:
       return {conv2d};
     case OpKind::BatchNorm2d:
@@ -222,17 +275,31 @@ std::string grad_form_refusal(const Graph& g, const Node& n) {
   const bool same_shape = n.inputs.size() == 2 && dims(0) == dims(1);
   const bool channel_vector =
       n.inputs.size() == 2 && rank(0) == 3 && dims(1) == std::vector<int64_t>{dims(0)[0], 1, 1};
+  const bool constant = n.inputs.size() == 1;
+  // A constant read from a tensor of the model may be a parameter PyTorch trains: kept fixed,
+  // training would differ from PyTorch's without a word.
+  if (!n.operand_tensor.empty() || !n.scalar_from.empty()) {
+    return fmt::format(
+        "no gradient rule for an operand from the weights file ('{}') yet "
+        "(inference only): zoc cannot tell a buffer, which PyTorch keeps fixed, "
+        "from a parameter, which it trains",
+        shown_text(n.operand_tensor.empty() ? n.scalar_from : n.operand_tensor));
+  }
   switch (n.op) {
     case OpKind::Add:
-      if (!same_shape) {
-        return "no gradient rule for an add with broadcasting or a constant operand yet "
-               "(inference only)";
+    case OpKind::Sub:
+    case OpKind::Div:
+      if (!same_shape && !constant) {
+        return fmt::format("no gradient rule for {} with broadcasting yet (inference only)",
+                           n.op == OpKind::Add   ? "an add"
+                           : n.op == OpKind::Sub ? "a sub"
+                                                 : "a div");
       }
       break;
     case OpKind::Mul:
-      if (!same_shape && !channel_vector) {
+      if (!same_shape && !channel_vector && !constant) {
         return "no gradient rule for a mul with broadcasting (other than an image by its "
-               "channel vector) or a constant operand yet (inference only)";
+               "channel vector) yet (inference only)";
       }
       break;
     case OpKind::Softmax:

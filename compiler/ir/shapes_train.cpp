@@ -107,9 +107,9 @@ bool Rule::global_avgpool_grad() {
 
 bool Rule::flatten_grad() {
   auto numel = checked_product_of(in(0).dims);
-  if (!numel || in(1).dims != std::vector<int64_t>{*numel}) {
-    return fail(
-        fmt::format("dy {} is not x {} flattened", dims_str(in(1).dims), dims_str(in(0).dims)));
+  if (!numel || checked_product_of(in(1).dims) != numel) {
+    return fail(fmt::format("dy {} does not have the elements of x {}", dims_str(in(1).dims),
+                            dims_str(in(0).dims)));
   }
   return set_result(n_.output, in(0));
 }

@@ -15,11 +15,12 @@ int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 // The input whose storage a view's result shares, or -1 for ops that are not views. A flatten
 // or reshape lowered to a copy between stored orders (ir::LayerKind::Relayout) is not one; an
-// unlowered reshape is left to its op.
+// unlowered one (a trainer's graph, NCHW throughout) is.
 int viewed_input(const ir::Node& n) {
   const bool lowered_view = n.lowered && n.lowered->kind == ir::LayerKind::View;
-  if (n.op == ir::OpKind::Flatten) return !n.lowered || lowered_view ? 0 : -1;
-  if (n.op == ir::OpKind::Reshape) return lowered_view ? 0 : -1;
+  if (n.op == ir::OpKind::Flatten || n.op == ir::OpKind::Reshape) {
+    return !n.lowered || lowered_view ? 0 : -1;
+  }
   if (n.op == ir::OpKind::FlattenGrad) return 1;  // dy in x's shape
   return -1;
 }

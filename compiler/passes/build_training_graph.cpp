@@ -4,7 +4,9 @@
 //   input, labels                     the batch: images and one class index per sample
 //   the forward nodes                 BatchNorm and dropout in training mode (BatchNorm saves
 //                                     its batch statistics as an extra result); a final softmax
-//                                     is left out: the loss reads its input, the logits
+//                                     or log_softmax is left out: the loss reads its input, the
+//                                     logits (cross-entropy of log_softmax(x) is x's, PyTorch's
+//                                     nll_loss after log_softmax)
 //   softmax_cross_entropy             d.<logits> and the batch-mean loss
 //   the backward nodes, in reverse    each op's gradient rule (ir/grad_rules.h); where a value
 //                                     has several users, their contributions are summed by
@@ -48,6 +50,9 @@ class Builder final : public ir::GradContext {
                    bool param_grads) override;
   ValueId also_backward(ValueId grad, size_t k) override;
   void pass_through(size_t k, ValueId grad) override { contribute(fwd_->inputs[k], grad); }
+  ValueId temp(size_t k, const std::string& part, ir::OpKind op, std::vector<ValueId> inputs,
+               ir::Attrs attrs) override;
+  ValueId same_constant(size_t k, ValueId input) override;
 
  private:
   bool check_model();
@@ -72,7 +77,7 @@ class Builder final : public ir::GradContext {
   ir::Graph t_;
   std::set<std::string> names_;        // taken in the training graph
   const ir::Node* fwd_ = nullptr;      // the forward node whose gradient rule runs
-  const ir::Node* softmax_ = nullptr;  // a final softmax, left out
+  const ir::Node* softmax_ = nullptr;  // a final softmax or log_softmax, left out
   ValueId logits_ = kNoValue;          // of the model
   ValueId labels_ = kNoValue, loss_ = kNoValue;
   // Per model value: its training-graph value, whether its gradient is wanted, how many
@@ -95,6 +100,11 @@ std::string Builder::unique(const std::string& name) {
 bool Builder::check_model() {
   const SourceLoc model_loc{m_.name, 0, 0};
   bool ok = true;
+  // A final softmax or log_softmax is left out (the loss reads its input), so needs no rule.
+  const ir::Node* final_log_softmax = nullptr;
+  if (m_.outputs.size() == 1 && m_.producer(m_.outputs[0]).op == ir::OpKind::LogSoftmax) {
+    final_log_softmax = &m_.producer(m_.outputs[0]);
+  }
   for (const ir::Value& v : m_.values) {
     if (!v.type) {
       diags_.error(model_loc, "training graph: the model has untyped values");
@@ -114,6 +124,7 @@ bool Builder::check_model() {
       ok = false;
       continue;
     }
+    if (&n == final_log_softmax) continue;
     ir::GradRule rule = ir::grad_rule(n.op);
     if (rule.fn) rule.refusal = ir::grad_form_refusal(m_, n);
     if (!rule.refusal.empty()) {
@@ -130,13 +141,14 @@ bool Builder::check_model() {
   }
   if (!ok) return false;
   const ir::Node& last = m_.producer(m_.outputs[0]);
-  if (last.op == ir::OpKind::Softmax) softmax_ = &last;
+  if (last.op == ir::OpKind::Softmax || last.op == ir::OpKind::LogSoftmax) softmax_ = &last;
   logits_ = softmax_ ? last.inputs[0] : m_.outputs[0];
   if (m_.type(logits_).dims.size() != 1) {
-    diags_.error(last.loc, fmt::format("layer '{}' ({}): training needs [classes] logits as the "
-                                       "model's output (or a final softmax's input), not {}",
-                                       shown_text(last.name), ir::op_info(last.op).name,
-                                       m_.type(logits_).str()));
+    diags_.error(
+        last.loc,
+        fmt::format("layer '{}' ({}): training needs [classes] logits as the "
+                    "model's output (or a final softmax's or log_softmax's input), not {}",
+                    shown_text(last.name), ir::op_info(last.op).name, m_.type(logits_).str()));
     return false;
   }
   return true;
@@ -185,6 +197,8 @@ void Builder::copy_forward() {
     }
     const int32_t i = t_.add_node(n.op, n.name, std::move(inputs), std::move(attrs), n.loc);
     t_.nodes[i].fused_from = n.fused_from;
+    t_.nodes[i].operand_tensor = n.operand_tensor;  // a constant operand of the weights file
+    t_.nodes[i].scalar_from = n.scalar_from;
     map_[n.output] = t_.nodes[i].output;
     if (bn) t_.add_extra_output(i, unique(n.name + ".saved"));
     if (n.op == ir::OpKind::Input) {
@@ -216,6 +230,22 @@ ValueId Builder::backward(size_t k, ir::OpKind op, std::vector<ValueId> inputs, 
   }
   const ValueId out = t_.nodes[i].output;
   contribute(v, out);
+  return out;
+}
+
+ValueId Builder::temp(size_t k, const std::string& part, ir::OpKind op, std::vector<ValueId> inputs,
+                      ir::Attrs attrs) {
+  const int32_t i =
+      add(op, grad_name(k) + "." + part, std::move(inputs), std::move(attrs), fwd_->loc);
+  t_.nodes[i].origin = fwd_->name;
+  return t_.nodes[i].output;
+}
+
+ValueId Builder::same_constant(size_t k, ValueId input) {
+  const ValueId out = backward(k, fwd_->op, {input}, fwd_->attrs, false);
+  ir::Node& n = t_.nodes[static_cast<size_t>(t_.values[out].producer)];
+  n.operand_tensor = fwd_->operand_tensor;
+  n.scalar_from = fwd_->scalar_from;
   return out;
 }
 

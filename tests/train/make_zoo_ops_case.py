@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """The reference of the zoo-layer trainer check (tests/train/gpu_zoo_train_check.sh), made on the
-CPU: a seeded batch of tests/train/zoo_ops.yaml's input (8 images, N(0, 1), uniform labels), seeded
+CPU: a seeded batch of a model's input (tests/train/zoo_ops.yaml's or arith_ops.yaml's: 8 images,
+N(0, 1), uniform labels), seeded
 weights for every parameter the model has (their names and shapes read from a first `zoc grad`
 run), and `zoc grad`'s training step from them: the reference interpreter, whose gradients of
 these ops are checked against finite differences (tests/unit/training_interpreter_test.cpp).
 The generated trainer must reproduce that step on the GPU.
 
-  make_zoo_ops_case.py ZOC OUT_DIR   writes batch, init and ref .safetensors into OUT_DIR
+  make_zoo_ops_case.py ZOC OUT_DIR [MODEL]   writes batch, init and ref .safetensors into OUT_DIR
+                                            (MODEL: zoo_ops, the default, or arith_ops)
 """
 import os
 import subprocess
@@ -18,11 +20,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "models"))
 import safetensors_io  # noqa: E402
 
-MODEL = os.path.join(ROOT, "tests", "train", "zoo_ops.yaml")
+# Each model's input, [C, H, W], as its YAML file declares it.
+INPUTS = {"zoo_ops": (3, 12, 12), "arith_ops": (3, 8, 8)}
 
 
-def grad(zoc, batch, out, weights=None):
-    cmd = [zoc, "grad", MODEL, "--batch-file", batch, "-o", out]
+def grad(zoc, model, batch, out, weights=None):
+    cmd = [zoc, "grad", os.path.join(ROOT, "tests", "train", model + ".yaml"), "--batch-file",
+           batch, "-o", out]
     subprocess.run(cmd + (["--weights", weights] if weights else []), check=True,
                    stdout=subprocess.DEVNULL)
     return safetensors_io.load_file(out)[0]
@@ -30,12 +34,14 @@ def grad(zoc, batch, out, weights=None):
 
 def main():
     zoc, out = sys.argv[1], sys.argv[2]
+    model = sys.argv[3] if len(sys.argv) > 3 else "zoo_ops"
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(34)
     batch = os.path.join(out, "batch.safetensors")
-    safetensors_io.save_file({"input": rng.standard_normal((8, 3, 12, 12)).astype(np.float32),
+    images = rng.standard_normal((8,) + INPUTS[model]).astype(np.float32)
+    safetensors_io.save_file({"input": images,
                               "labels": rng.integers(0, 10, 8).astype(np.int32)}, batch)
-    probe = grad(zoc, batch, os.path.join(out, "probe.safetensors"))
+    probe = grad(zoc, model, batch, os.path.join(out, "probe.safetensors"))
     init = {}
     for name in sorted(k[len("grad."):] for k in probe if k.startswith("grad.")):
         shape = probe["grad." + name].shape
@@ -47,8 +53,8 @@ def main():
     os.remove(os.path.join(out, "probe.safetensors"))
     weights = os.path.join(out, "init.safetensors")
     safetensors_io.save_file(init, weights)
-    ref = grad(zoc, batch, os.path.join(out, "ref.safetensors"), weights)
-    print("zoo_ops: %d parameters, loss %.6f" % (len(init), float(ref["loss"].ravel()[0])))
+    ref = grad(zoc, model, batch, os.path.join(out, "ref.safetensors"), weights)
+    print("%s: %d parameters, loss %.6f" % (model, len(init), float(ref["loss"].ravel()[0])))
 
 
 if __name__ == "__main__":

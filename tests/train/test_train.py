@@ -7,8 +7,9 @@ C++ data order and normalization are bit-exact (`order`); each trainer writes a 
 and JSON log (`pytorch`, `libtorch`); PyTorch eager and LibTorch, started from one init file,
 hold the same weights after the same SGD steps (`agree`, the real check); the initial weights
 carry the state_dict names zoc's YAML models expect (`init-names`, through `zoc ir --weights`);
-the gradient reference writes what it promises (`grad`). Data is a small synthetic idx set
-(make_synthetic.py), since CI has no data set package.
+the gradient reference writes what it promises (`grad`); `zoc grad` agrees with autograd
+(`zoc-grad` on LeNet and ResNet-50, `arith-grad` on tests/train/arith_ops.yaml). Data is a small
+synthetic idx set (make_synthetic.py), since CI has no data set package.
 
   test_train.py CASE --work DIR [--printer BIN] [--libtorch BIN] [--zoc BIN] [--model M]
 """
@@ -337,10 +338,56 @@ def case_zoc_grad(a):
                                             max(torch32.values())))
 
 
+def arith_ops_forward(F, x, w):
+    """tests/train/arith_ops.yaml in PyTorch: its logits, before the final log_softmax."""
+    conv = F.conv2d(x, w["conv.weight"], w["conv.bias"], padding=1)
+    inv = 1.0 / (conv.sigmoid() + 0.5)
+    shift = (1.0 - inv * 0.5 / 4.0) - 0.25
+    conv2 = F.conv2d(conv, w["conv2.weight"], w["conv2.bias"])
+    ratio = (shift - conv2) / (conv2.sigmoid() + 0.5)
+    conv3 = F.conv2d(ratio.reshape(-1, 16, 4, 4), w["conv3.weight"], w["conv3.bias"], padding=1)
+    return F.linear(conv3.mean((2, 3)), w["fc.weight"], w["fc.bias"])
+
+
+def case_arith_grad(a):
+    """`zoc grad` of tests/train/arith_ops.yaml (add, sub, mul and div with a scalar both ways
+    round, sub and div of two tensors, a reshape, a final log_softmax) against PyTorch float64
+    autograd of the same model trained as PyTorch users train it, nll_loss after log_softmax:
+    loss, logits and every gradient within 1e-5 (relative L2; fp32 against float64)."""
+    import torch
+    import torch.nn.functional as F
+    rng = np.random.default_rng(8)
+    shapes = {"conv.weight": (4, 3, 3, 3), "conv.bias": (4,), "conv2.weight": (4, 4, 1, 1),
+              "conv2.bias": (4,), "conv3.weight": (8, 16, 3, 3), "conv3.bias": (8,),
+              "fc.weight": (10, 8), "fc.bias": (10,)}
+    init = {k: (0.4 * rng.standard_normal(s)).astype(np.float32) for k, s in shapes.items()}
+    batch = {"input": rng.standard_normal((4, 3, 8, 8)).astype(np.float32),
+             "labels": rng.integers(0, 10, 4).astype(np.int32)}
+    paths = {k: os.path.join(a.work, k + ".safetensors") for k in ("init", "batch", "zoc")}
+    nets.safetensors_io.save_file(init, paths["init"])
+    nets.safetensors_io.save_file(batch, paths["batch"])
+    run([a.zoc, "grad", os.path.join(ROOT, "tests", "train", "arith_ops.yaml"), "--weights",
+         paths["init"], "--batch-file", paths["batch"], "-o", paths["zoc"]])
+    z, _ = nets.safetensors_io.load_file(paths["zoc"])
+    w = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in init.items()}
+    logits = arith_ops_forward(F, torch.tensor(batch["input"], dtype=torch.float64), w)
+    loss = F.nll_loss(F.log_softmax(logits, 1), torch.tensor(batch["labels"]).long())
+    loss.backward()
+    ref = {"loss": np.array([loss.item()]), "logits": logits.detach().numpy()}
+    ref.update({"grad." + k: t.grad.numpy() for k, t in w.items()})
+    err = {k: float(np.linalg.norm(z[k].astype(np.float64) - v) / np.linalg.norm(v))
+           for k, v in ref.items()}
+    bad = {k: e for k, e in err.items() if not e <= 1e-5}
+    check(not bad, "against PyTorch float64: %s" % bad)
+    worst = max(err, key=err.get)
+    print("ok: %d tensors within 1e-5 of PyTorch float64, worst %.3g (%s)"
+          % (len(err), err[worst], worst))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=("order", "pytorch", "libtorch", "agree", "init-names", "grad",
-                                    "zoc-grad", "ddp"))
+                                    "zoc-grad", "arith-grad", "ddp"))
     p.add_argument("--work", required=True)
     p.add_argument("--printer")
     p.add_argument("--libtorch")
@@ -351,7 +398,7 @@ def main():
     {"order": case_order, "pytorch": lambda x: case_trainer(x, "pytorch-eager"),
      "libtorch": lambda x: case_trainer(x, "libtorch"), "agree": case_agree,
      "init-names": case_init_names, "grad": case_grad, "zoc-grad": case_zoc_grad,
-     "ddp": case_ddp}[a.case](a)
+     "arith-grad": case_arith_grad, "ddp": case_ddp}[a.case](a)
 
 
 if __name__ == "__main__":

@@ -142,7 +142,8 @@ TEST(DenseRefusals, TrainingAndTheCudnnBackend) {
        "m.yaml:5:5: error: layer 'tconv' (conv_transpose2d): no gradient rule for "
        "conv_transpose2d yet",
        "m.yaml:6:5: error: layer 'sm' (softmax): no gradient rule for a softmax over channels",
-       "m.yaml:7:5: error: layer 'lsm' (log_softmax): no gradient rule for log_softmax",
+       "m.yaml:7:5: error: layer 'lsm' (log_softmax): no gradient rule for a log_softmax other "
+       "than the model's last, over its features, yet (inference only)",
        "m.yaml:8:5: error: layer 'cls' (argmax): no gradient rule for argmax"},
       false);
   // The cuDNN backend runs all five, the argmax as the model's output (its class map).

@@ -115,10 +115,11 @@ TEST(BinaryPasses, OnlyAnAddOfOneShapeBecomesAResidual) {
   EXPECT_EQ(after.find_node("conv3")->inputs.size(), 2u);
 }
 
-// Training differentiates add and mul in the forms it did (one shape; an image by its channel
-// vector); the new forms, sub and div are refused by name. The cuDNN backend runs every constant
-// operand (zoc's const_op kernel) and sub and div of two tensors of one shape (`ratio`), and
-// refuses broadcasting.
+// Training differentiates a scalar operand (`sub`) and two tensors of one shape (`ratio`), and
+// refuses broadcasting other than an image by its channel vector (`mul`, `diff`) and an operand
+// from the weights file, which may be a parameter PyTorch trains (`div`, `add`). The cuDNN
+// backend runs every constant operand (zoc's const_op kernel) and sub and div of two tensors of
+// one shape, and refuses broadcasting.
 TEST(BinaryRefusals, TrainingAndTheCudnnBackend) {
   test::TempDir dir;
   Diagnostics d;
@@ -134,16 +135,21 @@ TEST(BinaryRefusals, TrainingAndTheCudnnBackend) {
                  "  - ratio: {op: div, inputs: [diff, sum]}\n",
                  d);
   ASSERT_TRUE(g) << d.render();
+  const std::string operand =
+      "yet (inference only): zoc cannot tell a buffer, which PyTorch keeps fixed, from a "
+      "parameter, which it trains";
   test::expect_refusals(
       *g,
-      {"m.yaml:4:5: error: layer 'sub' (sub): no gradient rule for sub yet (inference only)",
-       "m.yaml:5:5: error: layer 'div' (div): no gradient rule for div yet",
-       "m.yaml:6:5: error: layer 'add' (add): no gradient rule for an add with broadcasting or a "
-       "constant operand yet",
+      {"m.yaml:5:5: error: layer 'div' (div): no gradient rule for an operand from the weights "
+       "file ('std') " +
+           operand,
+       "m.yaml:6:5: error: layer 'add' (add): no gradient rule for an operand from the weights "
+       "file ('shift') " +
+           operand,
        "m.yaml:8:5: error: layer 'mul' (mul): no gradient rule for a mul with broadcasting "
-       "(other than an image by its channel vector) or a constant operand yet",
-       "m.yaml:11:5: error: layer 'diff' (sub): no gradient rule for sub yet",
-       "m.yaml:12:5: error: layer 'ratio' (div): no gradient rule for div yet"},
+       "(other than an image by its channel vector) yet (inference only)",
+       "m.yaml:11:5: error: layer 'diff' (sub): no gradient rule for a sub with broadcasting yet "
+       "(inference only)"},
       false);
   test::expect_refusals(*g,
                         {"layer 'mul' (mul): the cuDNN backend does not support mul with "

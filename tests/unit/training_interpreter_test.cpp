@@ -133,6 +133,40 @@ TEST(TrainingInterpreter, ZooOpGradientsAreTheLossesFiniteDifference) {
   EXPECT_EQ(check_gradients(f, *r), 72 + 4 + 4 + 4 + 4 + 16 + 4 + 48 + 48 + 144 + 3);
 }
 
+// Arithmetic with a scalar both ways round (1 / x, 1 - x), sub and div of two tensors, a
+// reshape and a final log_softmax, which the loss reads through (tests/train/arith_ops.yaml at
+// a smaller size): every gradient reaches the three convolutions through them.
+TEST(TrainingInterpreter, ArithmeticGradientsAreTheLossesFiniteDifference) {
+  Fixture f(false, R"(zoc: 1
+input: {channels: 2, height: 4, width: 4}
+layers:
+  - conv: {op: conv2d, out_channels: 4, kernel: 3, padding: 1}
+  - sig: {op: sigmoid}
+  - plus: {op: add, scalar: 0.5}
+  - inv: {op: div, scalar: 1.0, reverse: true}
+  - half: {op: mul, scalar: 0.5}
+  - quarter: {op: div, scalar: 4.0}
+  - flip: {op: sub, scalar: 1.0, reverse: true}
+  - shift: {op: sub, scalar: 0.25}
+  - conv2: {op: conv2d, out_channels: 4, kernel: 1, input: conv}
+  - diff: {op: sub, inputs: [shift, conv2]}
+  - gate: {op: sigmoid, input: conv2}
+  - den: {op: add, scalar: 0.5}
+  - ratio: {op: div, inputs: [diff, den]}
+  - view: {op: reshape, channels: 16, height: 2, width: 2}
+  - conv3: {op: conv2d, out_channels: 2, kernel: 3, padding: 1}
+  - gap: {op: global_avgpool}
+  - flat: {op: flatten}
+  - fc: {op: linear, out_features: 3}
+  - out: {op: log_softmax}
+)",
+            2, 4);
+  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->grads.size(), 8u);
+  EXPECT_EQ(check_gradients(f, *r), 72 + 4 + 16 + 4 + 288 + 2 + 6 + 3);
+}
+
 // Leaky ReLU and ELU (issue 36) train through the activation table: their gradients, from
 // zoc/math/activations.h, reach both convolutions and the classifier. (Unpadded, no
 // pre-activation lies within a finite-difference step of either kink at 0.)

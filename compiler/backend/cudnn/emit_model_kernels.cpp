@@ -39,6 +39,17 @@ bool any_upsample(const ir::Graph& g) {
   return any_layer(g, ir::LayerKind::Upsample) || any_layer(g, ir::LayerKind::UpsampleOutput);
 }
 
+// Whether a (training) graph has an add, sub, mul or div with `inputs` operands: one, a tensor
+// and a constant (const_op); two, tensors.
+bool any_arithmetic(const ir::Graph& g, size_t inputs) {
+  for (const ir::Node& n : g.nodes) {
+    const bool arithmetic = n.op == ir::OpKind::Add || n.op == ir::OpKind::Sub ||
+                            n.op == ir::OpKind::Mul || n.op == ir::OpKind::Div;
+    if (arithmetic && n.inputs.size() == inputs) return true;
+  }
+  return false;
+}
+
 // The definitions are raw strings, written as generated (T: the model's element type).
 const HostFunction kFunctions[] = {
     {"zoc/kernels/kernels.cuh", R"(
@@ -86,7 +97,12 @@ cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, Ch
 })",
      [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Mul); },
      [](const ir::Graph& g) {
-       return any_op(g, ir::OpKind::Mul) || any_op(g, ir::OpKind::LayerScale);
+       for (const ir::Node& n : g.nodes) {
+         if ((n.op == ir::OpKind::Mul && n.inputs.size() == 2) || n.op == ir::OpKind::LayerScale) {
+           return true;
+         }
+       }
+       return false;
      }},
     {"zoc/kernels/const_op.cuh", R"(
 cudaError_t const_op(const void* x, const float* v, void* y, int64_t count, ConstOpShape m,
@@ -94,14 +110,23 @@ cudaError_t const_op(const void* x, const float* v, void* y, int64_t count, Cons
   return kernels::launch_const_op<T>(static_cast<const T*>(x), v, static_cast<T*>(y), count, m,
                                      stream);
 })",
-     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ConstOp); }},
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ConstOp); },
+     [](const ir::Graph& g) { return any_arithmetic(g, 1); }},
     {"zoc/kernels/const_op.cuh", R"(
 cudaError_t binary(const void* a, const void* b, void* y, int64_t count, ConstOpKind op,
                    cudaStream_t stream) {
   return kernels::launch_binary<T>(static_cast<const T*>(a), static_cast<const T*>(b),
                                    static_cast<T*>(y), count, op, stream);
 })",
-     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Binary); }},
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Binary); },
+     [](const ir::Graph& g) {
+       for (const ir::Node& n : g.nodes) {
+         if ((n.op == ir::OpKind::Sub || n.op == ir::OpKind::Div) && n.inputs.size() == 2) {
+           return true;
+         }
+       }
+       return false;
+     }},
     {"zoc/kernels/channel_conv.cuh", R"(
 cudaError_t channel_conv(const void* x, const float* w, const float* bias, void* y, int64_t n,
                          ChannelConvGeometry g, cudaStream_t stream) {

@@ -3,8 +3,9 @@
 // sequence (`v.conv_grad(conv1_, kConvGrad_d_pool1, "conv1")`), walked by the steps of
 // zoc/train/steps.h. A backward node is an op like any other: emit_train_layer's switch sends
 // each node of the training graph to its snippet, here where its trainer form differs from
-// inference (fp32 NCHW, parameters in PyTorch's layout); add, concat and flatten share
-// inference's snippets. A backward node uses its forward layer's bundle (Node::origin names the
+// inference (fp32 NCHW, parameters in PyTorch's layout); add, concat, flatten, reshape and the
+// arithmetic with a scalar or of two tensors of one shape (const_op, binary) share inference's
+// snippets. A backward node uses its forward layer's bundle (Node::origin names the
 // layer).
 #include <fmt/format.h>
 
@@ -471,12 +472,16 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::BatchNorm2d:
       return emit_train_batchnorm(ctx, n, i);
     case ir::OpKind::Add:
-      return emit_add(ctx, n, i);
+      return n.inputs.size() == 1 ? emit_const_op(ctx, n, i) : emit_add(ctx, n, i);
+    case ir::OpKind::Sub:
+    case ir::OpKind::Div:  // of a scalar, or of two tensors of one shape
+      return n.inputs.size() == 1 ? emit_const_op(ctx, n, i) : emit_binary(ctx, n, i);
     case ir::OpKind::Linear:
       return emit_train_linear(ctx, n, i);
     case ir::OpKind::Concat:
       return emit_concat(ctx, n, i);
     case ir::OpKind::Flatten:
+    case ir::OpKind::Reshape:  // NCHW order on both sides
     case ir::OpKind::FlattenGrad:
       return emit_view(ctx, n);
     case ir::OpKind::Dropout:
@@ -505,6 +510,8 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::SliceChannels:
       return emit_train_slice(ctx, n, i);
     case ir::OpKind::Mul:
+      if (n.inputs.size() == 1) return emit_const_op(ctx, n, i);  // by a scalar
+      return emit_kernel_layer(ctx, n, i);
     case ir::OpKind::ChannelShuffle:
     case ir::OpKind::AdaptiveAvgPool2d:
       return emit_kernel_layer(ctx, n, i);

@@ -123,6 +123,8 @@ std::optional<int64_t> mark_half(ir::Graph& g, ir::DType half, Diagnostics& diag
   int64_t largest = 0;
   bool ok = true;
   for (const ir::Node& n : g.nodes) {
+    // A backward node is refused where its layer is (its own error would repeat the layer's).
+    if (!n.origin.empty()) continue;
     std::string why;
     switch (n.op) {
 #define ZOC_ACTIVATION(op, grad, math) \
@@ -133,7 +135,6 @@ std::optional<int64_t> mark_half(ir::Graph& g, ir::DType half, Diagnostics& diag
       case ir::OpKind::Labels:
       case ir::OpKind::Conv2dGrad:
       case ir::OpKind::BatchNorm2dGrad:
-      case ir::OpKind::Add:
       case ir::OpKind::Flatten:
       case ir::OpKind::FlattenGrad:
       case ir::OpKind::Dropout:
@@ -141,6 +142,9 @@ std::optional<int64_t> mark_half(ir::Graph& g, ir::DType half, Diagnostics& diag
       case ir::OpKind::LinearGrad:
       case ir::OpKind::SoftmaxCrossEntropy:
       case ir::OpKind::Sgd:
+        break;
+      case ir::OpKind::Add:
+        if (n.inputs.size() == 1) why = "an add of a constant";
         break;
       case ir::OpKind::Conv2d:
         if (n.attrs.b("bias")) why = "a convolution with a bias";

@@ -273,6 +273,20 @@ struct TrainRun {
              name);
     return Status::success();
   }
+  // Arithmetic with a scalar, or of two tensors of one shape (and gradients made of them: x * c's
+  // dy * c, c - x's -dy): inference's kernels for float.
+  Status const_op(const ConstOpCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::const_op(s.a(c.x), nullptr, s.a(c.y), int64_t(n) * c.per_sample, c.m,
+                                     stream),
+             name);
+    return Status::success();
+  }
+  Status binary(const BinaryCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::binary(s.a(c.a), s.a(c.b), s.a(c.y), int64_t(n) * c.per_sample, c.op,
+                                   stream),
+             name);
+    return Status::success();
+  }
   Status mul_grad(const MulGradCall& c, const char* name) {
     float* da = c.da == kNoTensor ? nullptr : s.a(c.da);
     float* db = c.db == kNoTensor ? nullptr : s.a(c.db);

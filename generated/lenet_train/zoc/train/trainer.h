@@ -6,14 +6,13 @@
 // virtual functions). It supplies its constants (kModelName, kClassName, kInputC/H/W, kClasses,
 // the parameter table in PyTorch's layout, kCounterNames, the gradient buckets, the arena and
 // fixed-region sizes, kLogits, kLoss, kHasDropout, kTF32, kBF16, kFP16, kGradScratchElements),
-// its
-// descriptor bundles and the training
-// graph as two layer sequences: `forward_layers(v)` (input to logits) and `backward_layers(v)` (the
-// loss, then every backward node), walked with the steps of zoc/train/steps.h. step() runs both
-// in training mode, evaluate() the forward one in evaluation mode, sgd() the graph's sgd nodes as
-// one launch (the trainable tensors lie together at the front of params()). Once a batch size is
-// described, step() only enqueues work: it may be captured in a CUDA graph (the cuBLAS
-// workspace is fixed; dropout draws from a device counter).
+// its descriptor bundles and the training graph as two layer sequences: `forward_layers(v)`
+// (input to logits) and `backward_layers(v)` (the loss, then every backward node), walked with
+// the steps of zoc/train/steps.h. step() runs both in training mode, evaluate() the forward one
+// in evaluation mode, sgd() the graph's sgd nodes as one launch (the trainable tensors lie
+// together at the front of params()). Once a batch size is described, step() only enqueues
+// work: it may be captured in a CUDA graph (the cuBLAS workspace is fixed; dropout draws from a
+// device counter).
 #pragma once
 
 #include <cublas_v2.h>

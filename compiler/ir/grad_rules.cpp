@@ -169,6 +169,11 @@ void slice_channels(GradContext& c, const Node& f) {
   c.backward(0, OpKind::PadChannels, {c.dy()}, attrs, false);
 }
 
+// The padded elements are constants: dx is dy without them.
+void pad(GradContext& c, const Node& f) {
+  c.backward(0, OpKind::PadGrad, {c.dy()}, f.attrs, false);
+}
+
 void adaptive_avgpool2d(GradContext& c, const Node& f) {
   c.backward(0, OpKind::AdaptiveAvgPool2dGrad, {c.x(0), c.dy()}, f.attrs, false);
 }
@@ -186,7 +191,6 @@ GradRule grad_rule(OpKind op) {
     case OpKind::UpsampleBilinear:
     case OpKind::ConvTranspose2d:
     case OpKind::Argmax:
-    case OpKind::Pad:
     case OpKind::ChannelConv1d:
       return no_rule(op);
     case OpKind::LogSoftmax:  // the model's last, over features, is left out (the loss's)
@@ -201,6 +205,8 @@ GradRule grad_rule(OpKind op) {
       return {div};
     case OpKind::Reshape:
       return {reshape};
+    case OpKind::Pad:
+      return {pad};
     case OpKind::Conv2d:
       return {conv2d};
     case OpKind::BatchNorm2d:
@@ -260,6 +266,7 @@ GradRule grad_rule(OpKind op) {
     case OpKind::LayerScaleGrad:
     case OpKind::LayerNormGrad:
     case OpKind::PadChannels:
+    case OpKind::PadGrad:
     case OpKind::AdaptiveAvgPool2dGrad:
     case OpKind::Sgd:
       return {nullptr, kTrainingOp};

@@ -122,6 +122,7 @@ class Rule {
   bool slice_channels();
   bool mul_grad();
   bool pad_channels();
+  bool pad_grad();
   bool adaptive_avgpool2d_grad();
   bool sgd();
 

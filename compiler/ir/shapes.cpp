@@ -453,6 +453,8 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
       return rule.layer_grad(OpKind::LayerNorm);
     case OpKind::PadChannels:
       return rule.pad_channels();
+    case OpKind::PadGrad:
+      return rule.pad_grad();
     case OpKind::AdaptiveAvgPool2dGrad:
       return rule.adaptive_avgpool2d_grad();
     case OpKind::Sgd:

@@ -139,6 +139,16 @@ bool Rule::pad_channels() {
   return set_output({channels, d[1], d[2]}, Layout::NCHW);
 }
 
+// dy [C, H + top + bottom, W + left + right] -> [C, H, W].
+bool Rule::pad_grad() {
+  if (!expect_rank(0, 3, "an image [N, C, H, W]")) return false;
+  const std::vector<int64_t>& d = in(0).dims;
+  const Attrs& a = n_.attrs;
+  const int64_t h = d[1] - a.i("top") - a.i("bottom"), w = d[2] - a.i("left") - a.i("right");
+  if (h < 1 || w < 1) return fail(fmt::format("dy {} is smaller than the padding", dims_str(d)));
+  return set_output({d[0], h, w}, Layout::NCHW);
+}
+
 bool Rule::adaptive_avgpool2d_grad() {
   if (!expect_rank(0, 3, "an image [N, C, H, W] as x")) return false;
   const Pair out = n_.attrs.pair("output_size");

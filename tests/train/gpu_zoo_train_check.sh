@@ -3,9 +3,9 @@
 # tests/train/zoo_ops.yaml (layer norm over channels and over features, layer scale,
 # squeeze-and-excitation's multiply and a same-shape one, channel shuffle and slices, dilated and
 # ceil_mode pooling, adaptive pooling with overlapping bins) and tests/train/arith_ops.yaml (add,
-# sub, mul and div with a scalar both ways round, sub and div of two tensors, a reshape, a final
-# log_softmax), each trained one step from seeded weights on a seeded batch, against `zoc grad`'s
-# step on the CPU (the reference interpreter, whose gradients of these ops are checked against
+# sub, mul and div with a scalar both ways round, sub and div of two tensors, a reshape, a pad, a
+# final log_softmax), each trained one step from seeded weights on a seeded batch, against `zoc
+# grad`'s step on the CPU (the reference interpreter, whose gradients of these ops are checked against
 # finite differences): the loss, the logits and every parameter's gradient within 1e-4
 # (relative L2, tests/train/compare_grads.py). Then three SGD steps, and one step under
 # compute-sanitizer's memcheck.

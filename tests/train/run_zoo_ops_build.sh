@@ -3,8 +3,8 @@
 # (tests/train/arith_ops.yaml) compiled by zoc and built with the local CUDA toolkit and cuDNN
 # under -Werror (no GPU needed): their call constants, steps and kernel wrappers type-check and
 # link; zoo_ops's .cu defines the five layer gradients and the five inference kernels its forward
-# runs for float, arith_ops's the const_op, binary and channel_mul kernels (its gradients are made
-# of them), and nothing a LeNet trainer does not need is added to one. Then the
+# runs for float, arith_ops's the const_op, binary, channel_mul and pad kernels (its gradients are
+# made of the first three), and nothing a LeNet trainer does not need is added to one. Then the
 # reference steps of the GPU check are made (tests/train/make_zoo_ops_case.py), so that
 # tests/train/gpu_zoo_train_check.sh keeps working. Usage: run_zoo_ops_build.sh ZOC SCRATCH
 set -euo pipefail
@@ -23,7 +23,7 @@ done
   { echo "a LeNet trainer's .cu has the zoo layers' kernels"; exit 1; }
 "$zoc" compile "$here/arith_ops.yaml" --train -o "$scratch/arith" >/dev/null
 cu=$scratch/arith/arith_ops_train_kernels.cu
-for f in const_op binary channel_mul; do  # div's gradient multiplies two tensors
+for f in const_op binary channel_mul pad; do  # div's gradient multiplies two tensors
   grep -q "^cudaError_t $f(" "$cu" || { echo "arith_ops_train_kernels.cu lacks $f"; exit 1; }
 done
 for m in src:zoo_ops arith:arith_ops; do

@@ -345,13 +345,14 @@ def arith_ops_forward(F, x, w):
     shift = (1.0 - inv * 0.5 / 4.0) - 0.25
     conv2 = F.conv2d(conv, w["conv2.weight"], w["conv2.bias"])
     ratio = (shift - conv2) / (conv2.sigmoid() + 0.5)
-    conv3 = F.conv2d(ratio.reshape(-1, 16, 4, 4), w["conv3.weight"], w["conv3.bias"], padding=1)
+    padded = F.pad(ratio.reshape(-1, 16, 4, 4), (2, 1, 1, 0), value=0.5)
+    conv3 = F.conv2d(padded, w["conv3.weight"], w["conv3.bias"], padding=1)
     return F.linear(conv3.mean((2, 3)), w["fc.weight"], w["fc.bias"])
 
 
 def case_arith_grad(a):
     """`zoc grad` of tests/train/arith_ops.yaml (add, sub, mul and div with a scalar both ways
-    round, sub and div of two tensors, a reshape, a final log_softmax) against PyTorch float64
+    round, sub and div of two tensors, a reshape, a pad, a final log_softmax) against PyTorch float64
     autograd of the same model trained as PyTorch users train it, nll_loss after log_softmax:
     loss, logits and every gradient within 1e-5 (relative L2; fp32 against float64)."""
     import torch

@@ -134,8 +134,9 @@ TEST(TrainingInterpreter, ZooOpGradientsAreTheLossesFiniteDifference) {
 }
 
 // Arithmetic with a scalar both ways round (1 / x, 1 - x), sub and div of two tensors, a
-// reshape and a final log_softmax, which the loss reads through (tests/train/arith_ops.yaml at
-// a smaller size): every gradient reaches the three convolutions through them.
+// reshape, constant padding and a final log_softmax, which the loss reads through
+// (tests/train/arith_ops.yaml at a smaller size): every gradient reaches the three convolutions
+// through them.
 TEST(TrainingInterpreter, ArithmeticGradientsAreTheLossesFiniteDifference) {
   Fixture f(false, R"(zoc: 1
 input: {channels: 2, height: 4, width: 4}
@@ -154,6 +155,7 @@ layers:
   - den: {op: add, scalar: 0.5}
   - ratio: {op: div, inputs: [diff, den]}
   - view: {op: reshape, channels: 16, height: 2, width: 2}
+  - padded: {op: pad, top: 1, left: 2, right: 1, value: 0.5}
   - conv3: {op: conv2d, out_channels: 2, kernel: 3, padding: 1}
   - gap: {op: global_avgpool}
   - flat: {op: flatten}

@@ -138,7 +138,8 @@ cudaError_t channel_conv(const void* x, const float* w, const float* bias, void*
 cudaError_t pad(const void* x, void* y, int64_t n, PadGeometry g, cudaStream_t stream) {
   return kernels::launch_pad<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);
 })",
-     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::PadKernel); }},
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::PadKernel); },
+     [](const ir::Graph& g) { return any_op(g, ir::OpKind::Pad); }},
     {"zoc/kernels/relayout.cuh", R"(
 cudaError_t relayout(const void* x, void* y, int64_t n, RelayoutGeometry g, cudaStream_t stream) {
   return kernels::launch_relayout<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);

@@ -430,6 +430,24 @@ bool emit_train_pad_channels(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
+// pad's backward: dy without the rows and columns the forward added, one strided copy (the
+// forward's PadCall, read from dy into dx).
+bool emit_train_pad_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const Dims dy = dims_of(ctx.g.type(n.inputs[0])), dx = dims_of(ctx.g.type(n.output));
+  named::PadGeometry g;
+  g.c = dx.c, g.h = dx.h, g.w = dx.w, g.out_h = dy.h, g.out_w = dy.w;
+  g.top = n.attrs.i("top"), g.left = n.attrs.i("left"), g.nhwc = "false";
+  named::PadCall c;
+  c.g = g, c.x = ctx.tensor(n.inputs[0]), c.y = ctx.tensor(n.output);
+  constant(ctx, "PadCall", "kPadGrad_" + ctx.ids[i], named::items(c));
+  call(
+      ctx, n,
+      fmt::format("dx = dy {}x{} without the padding (top {}, left {})", dy.h, dy.w,
+                  n.attrs.i("top"), n.attrs.i("left")),
+      fmt::format("v.pad_grad(kPadGrad_{}, {})", ctx.ids[i], ctx.name_literal(forward_of(ctx, n))));
+  return true;
+}
+
 bool emit_train_loss(EmitContext& ctx, const ir::Node& n) {
   named::LossCall c;
   c.classes = ctx.g.type(n.inputs[0]).dims[0], c.logits = ctx.tensor(n.inputs[0]);
@@ -514,6 +532,7 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
       return emit_kernel_layer(ctx, n, i);
     case ir::OpKind::ChannelShuffle:
     case ir::OpKind::AdaptiveAvgPool2d:
+    case ir::OpKind::Pad:
       return emit_kernel_layer(ctx, n, i);
     case ir::OpKind::LayerScale:
       return emit_train_layer_scale(ctx, n, i);
@@ -529,6 +548,8 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
       return emit_train_adaptive_pool_grad(ctx, n, i);
     case ir::OpKind::PadChannels:
       return emit_train_pad_channels(ctx, n, i);
+    case ir::OpKind::PadGrad:
+      return emit_train_pad_grad(ctx, n, i);
     case ir::OpKind::Sgd:
       return true;  // the trainer's sgd() runs every update at once
     default:

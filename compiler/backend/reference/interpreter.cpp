@@ -54,6 +54,16 @@ void Runner::activation_grad(const ir::Node& node) {
 
 Status Runner::exec(const ir::Node& node) {
   for (ir::ValueId v : ir::Graph::results(node)) allocate(v);
+  dispatch(node);
+  if (!missing_.empty()) {
+    return Error{fmt::format("reference interpreter: layer '{}' ({}): no weights for '{}'",
+                             node.name, ir::op_info(node.op).name, missing_)};
+  }
+  return Status::success();
+}
+
+// The op table's switch: each op's kernel.
+void Runner::dispatch(const ir::Node& node) {
   const std::vector<int64_t>& od = dims(node.output);
   switch (node.op) {
     case ir::OpKind::Input:
@@ -189,6 +199,9 @@ Status Runner::exec(const ir::Node& node) {
     case ir::OpKind::PadChannels:
       pad_channels(node);
       break;
+    case ir::OpKind::PadGrad:
+      pad_grad(node);
+      break;
     case ir::OpKind::AdaptiveAvgPool2dGrad:
       adaptive_avgpool2d_grad(node);
       break;
@@ -196,11 +209,6 @@ Status Runner::exec(const ir::Node& node) {
       sgd(node);
       break;
   }
-  if (!missing_.empty()) {
-    return Error{fmt::format("reference interpreter: layer '{}' ({}): no weights for '{}'",
-                             node.name, ir::op_info(node.op).name, missing_)};
-  }
-  return Status::success();
 }
 
 void Runner::conv2d(const ir::Node& node) {

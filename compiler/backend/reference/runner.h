@@ -36,7 +36,8 @@ class Runner {
   const std::vector<double>& wide(ir::ValueId v) const { return wide_[v]; }
 
  private:
-  Status exec(const ir::Node& node);  // the one switch over the op table
+  Status exec(const ir::Node& node);    // dispatch, then a missing weight as an error
+  void dispatch(const ir::Node& node);  // the one switch over the op table
   void allocate(ir::ValueId v);
   // The node's parameter of `role` (null if it has none; a missing or mis-sized tensor in the
   // weights is recorded in missing_).
@@ -114,6 +115,7 @@ class Runner {
   void layer_scale_grad(const ir::Node& node);
   void layernorm_grad(const ir::Node& node);
   void pad_channels(const ir::Node& node);
+  void pad_grad(const ir::Node& node);
   void adaptive_avgpool2d_grad(const ir::Node& node);
   void sgd(const ir::Node& node);
 

@@ -143,6 +143,21 @@ void Runner::pad_channels(const ir::Node& node) {
                 {n_, hw, count, 0, node.attrs.i("channels"), node.attrs.i("start"), count});
 }
 
+// Each plane of dy without the rows above and below and the columns left and right of x's.
+void Runner::pad_grad(const ir::Node& node) {
+  const std::vector<int64_t>& from = dims(node.inputs[0]);
+  const std::vector<int64_t>& to = dims(node.output);
+  const int64_t top = node.attrs.i("top"), left = node.attrs.i("left");
+  const float* dy = in(node, 0);
+  float* dx = out(node.output);
+  for (int64_t plane = 0; plane < n_ * to[0]; ++plane) {
+    for (int64_t r = 0; r < to[1]; ++r) {
+      const float* row = dy + (plane * from[1] + top + r) * from[2] + left;
+      std::copy(row, row + to[2], dx + (plane * to[1] + r) * to[2]);
+    }
+  }
+}
+
 void Runner::adaptive_avgpool2d_grad(const ir::Node& node) {
   adaptive_avgpool2d_backward(in(node, 1), out(node.output),
                               adaptive_shape_of(node.inputs[0], node.inputs[1]));

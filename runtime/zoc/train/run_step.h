@@ -336,6 +336,23 @@ struct TrainRun {
     ZOC_CUDA(trainer_kernels::pool_grad(s.a(c.x), s.a(c.dy), s.a(c.dx), n, c.g, stream), name);
     return Status::success();
   }
+  // Constant padding: inference's kernel; its backward, one 3-D copy of each plane's inside.
+  Status pad(const PadCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::pad(s.a(c.x), s.a(c.y), n, c.g, stream), name);
+    return Status::success();
+  }
+  Status pad_grad(const PadCall& c, const char* name) {
+    cudaMemcpy3DParms p = {};
+    p.srcPtr = make_cudaPitchedPtr(s.a(c.x), size_t(c.g.out_w) * sizeof(float), size_t(c.g.out_w),
+                                   size_t(c.g.out_h));
+    p.srcPos = make_cudaPos(size_t(c.g.left) * sizeof(float), size_t(c.g.top), 0);
+    p.dstPtr =
+        make_cudaPitchedPtr(s.a(c.y), size_t(c.g.w) * sizeof(float), size_t(c.g.w), size_t(c.g.h));
+    p.extent = make_cudaExtent(size_t(c.g.w) * sizeof(float), size_t(c.g.h), size_t(n) * c.g.c);
+    p.kind = cudaMemcpyDeviceToDevice;
+    ZOC_CUDA(cudaMemcpy3DAsync(&p, stream), name);
+    return Status::success();
+  }
   // dx zeroed, then dy's channels copied into their place in each sample.
   Status pad_channels(const PadChannelsCall& c, const char* name) {
     const size_t plane = size_t(c.hw) * sizeof(float);

@@ -161,6 +161,8 @@ struct TrainStepBase {
   Status pool_kernel_grad(const PoolKernelGradCall&, const char*) { return Status::success(); }
   Status adaptive_pool_grad(const AdaptivePoolGradCall&, const char*) { return Status::success(); }
   Status pad_channels(const PadChannelsCall&, const char*) { return Status::success(); }
+  Status pad(const PadCall&, const char*) { return Status::success(); }
+  Status pad_grad(const PadCall&, const char*) { return Status::success(); }
   Status loss(const LossCall&) { return Status::success(); }
   Status bucket_ready(int, size_t, size_t) { return Status::success(); }
   Status grads_to(size_t) { return Status::success(); }

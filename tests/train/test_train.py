@@ -8,7 +8,8 @@ and JSON log (`pytorch`, `libtorch`); PyTorch eager and LibTorch, started from o
 hold the same weights after the same SGD steps (`agree`, the real check); the initial weights
 carry the state_dict names zoc's YAML models expect (`init-names`, through `zoc ir --weights`);
 the gradient reference writes what it promises (`grad`); `zoc grad` agrees with autograd
-(`zoc-grad` on LeNet and ResNet-50, `arith-grad` on tests/train/arith_ops.yaml). Data is a small
+(`zoc-grad` on LeNet and ResNet-50, `arith-grad` on tests/train/arith_ops.yaml, `example-mnist` on
+the PyTorch examples' MNIST network through TorchScript and ONNX). Data is a small
 synthetic idx set (make_synthetic.py), since CI has no data set package.
 
   test_train.py CASE --work DIR [--printer BIN] [--libtorch BIN] [--zoc BIN] [--model M]
@@ -352,9 +353,10 @@ def arith_ops_forward(F, x, w):
 
 def case_arith_grad(a):
     """`zoc grad` of tests/train/arith_ops.yaml (add, sub, mul and div with a scalar both ways
-    round, sub and div of two tensors, a reshape, a pad, a final log_softmax) against PyTorch float64
-    autograd of the same model trained as PyTorch users train it, nll_loss after log_softmax:
-    loss, logits and every gradient within 1e-5 (relative L2; fp32 against float64)."""
+    round, sub and div of two tensors, a reshape, a pad, a final log_softmax) against PyTorch
+    float64 autograd of the same model trained as PyTorch users train it, nll_loss after
+    log_softmax: loss, logits and every gradient within 1e-5 (relative L2; fp32 against
+    float64)."""
     import torch
     import torch.nn.functional as F
     rng = np.random.default_rng(8)
@@ -385,10 +387,62 @@ def case_arith_grad(a):
           % (len(err), err[worst], worst))
 
 
+def case_example_mnist(a):
+    """The PyTorch examples' MNIST network (examples/mnist/main.py's Net, ending in log_softmax and
+    trained with nll_loss), saved as TorchScript and exported to ONNX from its seeded weights:
+    `zoc grad` of each file (the weights its own) against float64 autograd, every gradient
+    within 1e-5, and `zoc compile --train` writes its trainer."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.conv2 = nn.Conv2d(1, 32, 3, 1), nn.Conv2d(32, 64, 3, 1)
+            self.dropout1, self.dropout2 = nn.Dropout(0.25), nn.Dropout(0.5)
+            self.fc1, self.fc2 = nn.Linear(9216, 128), nn.Linear(128, 10)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)
+            x = F.relu(self.fc1(torch.flatten(self.dropout1(x), 1)))
+            return F.log_softmax(self.fc2(self.dropout2(x)), dim=1)
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    files = [os.path.join(a.work, "mnist." + ext) for ext in ("pt", "onnx")]
+    torch.jit.script(net).save(files[0])
+    torch.onnx.export(net, torch.zeros(1, 1, 28, 28), files[1])
+    rng = np.random.default_rng(3)
+    batch = {"input": rng.standard_normal((8, 1, 28, 28)).astype(np.float32),
+             "labels": rng.integers(0, 10, 8).astype(np.int32)}
+    batch_path = os.path.join(a.work, "batch.safetensors")
+    nets.safetensors_io.save_file(batch, batch_path)
+    net64 = net.double()  # evaluation mode: dropout is the identity, as in `zoc grad`
+    loss = F.nll_loss(net64(torch.tensor(batch["input"], dtype=torch.float64)),
+                      torch.tensor(batch["labels"]).long())
+    loss.backward()
+    ref = {"grad." + k: p.grad.numpy() for k, p in net64.named_parameters()}
+    for f in files:
+        got = f + ".grad.safetensors"
+        run([a.zoc, "grad", f, "--input", "1x28x28", "--batch-file", batch_path, "-o", got])
+        z, _ = nets.safetensors_io.load_file(got)
+        check(set(ref) == {k for k in z if k.startswith("grad.")},
+              "%s: gradients %s" % (f, sorted(z)))
+        err = {k: float(np.linalg.norm(z[k].astype(np.float64) - v) / np.linalg.norm(v))
+               for k, v in ref.items()}
+        err["loss"] = abs(float(z["loss"].ravel()[0]) - loss.item()) / loss.item()
+        bad = {k: e for k, e in err.items() if not e <= 1e-5}
+        check(not bad, "%s against PyTorch float64: %s" % (f, bad))
+        run([a.zoc, "compile", f, "--input", "1x28x28", "--train", "-o", f + ".trainer"])
+        print("ok: %s: %d tensors within 1e-5 of PyTorch float64, worst %.3g; trainer written"
+              % (os.path.basename(f), len(err), max(err.values())))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=("order", "pytorch", "libtorch", "agree", "init-names", "grad",
-                                    "zoc-grad", "arith-grad", "ddp"))
+                                    "zoc-grad", "arith-grad", "example-mnist", "ddp"))
     p.add_argument("--work", required=True)
     p.add_argument("--printer")
     p.add_argument("--libtorch")
@@ -399,7 +453,8 @@ def main():
     {"order": case_order, "pytorch": lambda x: case_trainer(x, "pytorch-eager"),
      "libtorch": lambda x: case_trainer(x, "libtorch"), "agree": case_agree,
      "init-names": case_init_names, "grad": case_grad, "zoc-grad": case_zoc_grad,
-     "arith-grad": case_arith_grad, "ddp": case_ddp}[a.case](a)
+     "arith-grad": case_arith_grad, "example-mnist": case_example_mnist,
+     "ddp": case_ddp}[a.case](a)
 
 
 if __name__ == "__main__":

@@ -169,6 +169,11 @@ void slice_channels(GradContext& c, const Node& f) {
   c.backward(0, OpKind::PadChannels, {c.dy()}, attrs, false);
 }
 
+// ECA's 1-D convolution over the features: dx, and its taps' and bias's gradients, one node.
+void channel_conv1d(GradContext& c, const Node& f) {
+  c.backward(0, OpKind::ChannelConv1dGrad, {c.x(0), c.dy()}, f.attrs, true);
+}
+
 // The padded elements are constants: dx is dy without them.
 void pad(GradContext& c, const Node& f) {
   c.backward(0, OpKind::PadGrad, {c.dy()}, f.attrs, false);
@@ -191,7 +196,6 @@ GradRule grad_rule(OpKind op) {
     case OpKind::UpsampleBilinear:
     case OpKind::ConvTranspose2d:
     case OpKind::Argmax:
-    case OpKind::ChannelConv1d:
       return no_rule(op);
     case OpKind::LogSoftmax:  // the model's last, over features, is left out (the loss's)
       return {nullptr,
@@ -207,6 +211,8 @@ GradRule grad_rule(OpKind op) {
       return {reshape};
     case OpKind::Pad:
       return {pad};
+    case OpKind::ChannelConv1d:
+      return {channel_conv1d};
     case OpKind::Conv2d:
       return {conv2d};
     case OpKind::BatchNorm2d:
@@ -267,6 +273,7 @@ GradRule grad_rule(OpKind op) {
     case OpKind::LayerNormGrad:
     case OpKind::PadChannels:
     case OpKind::PadGrad:
+    case OpKind::ChannelConv1dGrad:
     case OpKind::AdaptiveAvgPool2dGrad:
     case OpKind::Sgd:
       return {nullptr, kTrainingOp};
@@ -321,7 +328,7 @@ std::string grad_form_refusal(const Graph& g, const Node& n) {
 std::vector<std::pair<std::string, ValueId>> param_gradients(const Node& node) {
   if (node.op != OpKind::Conv2dGrad && node.op != OpKind::BatchNorm2dGrad &&
       node.op != OpKind::LinearGrad && node.op != OpKind::LayerScaleGrad &&
-      node.op != OpKind::LayerNormGrad) {
+      node.op != OpKind::LayerNormGrad && node.op != OpKind::ChannelConv1dGrad) {
     return {};
   }
   std::vector<std::pair<std::string, ValueId>> grads;

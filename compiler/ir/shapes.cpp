@@ -455,6 +455,8 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
       return rule.pad_channels();
     case OpKind::PadGrad:
       return rule.pad_grad();
+    case OpKind::ChannelConv1dGrad:
+      return rule.layer_grad(OpKind::ChannelConv1d);
     case OpKind::AdaptiveAvgPool2dGrad:
       return rule.adaptive_avgpool2d_grad();
     case OpKind::Sgd:

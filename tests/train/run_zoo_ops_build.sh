@@ -2,7 +2,7 @@
 # The trainers of the zoo's layers (tests/train/zoo_ops.yaml) and of arithmetic
 # (tests/train/arith_ops.yaml) compiled by zoc and built with the local CUDA toolkit and cuDNN
 # under -Werror (no GPU needed): their call constants, steps and kernel wrappers type-check and
-# link; zoo_ops's .cu defines the five layer gradients and the five inference kernels its forward
+# link; zoo_ops's .cu defines the six layer gradients and the six inference kernels its forward
 # runs for float, arith_ops's the const_op, binary, channel_mul and pad kernels (its gradients are
 # made of the first three), and nothing a LeNet trainer does not need is added to one. Then the
 # reference steps of the GPU check are made (tests/train/make_zoo_ops_case.py), so that
@@ -14,8 +14,8 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 rm -rf "$scratch" && mkdir -p "$scratch"
 "$zoc" compile "$here/zoo_ops.yaml" --train -o "$scratch/src" >/dev/null
 cu=$scratch/src/zoo_ops_train_kernels.cu
-for f in mul_grad layer_scale_grad layernorm_grad adaptive_avgpool_grad pool_grad channel_mul layernorm pool \
-         channel_shuffle adaptive_avgpool; do
+for f in mul_grad layer_scale_grad layernorm_grad adaptive_avgpool_grad pool_grad channel_conv_grad \
+         channel_mul layernorm pool channel_shuffle adaptive_avgpool channel_conv; do
   grep -q "^cudaError_t $f(" "$cu" || { echo "zoo_ops_train_kernels.cu lacks $f"; exit 1; }
 done
 "$zoc" compile "$here/../../models/lenet.yaml" --train -o "$scratch/lenet" >/dev/null

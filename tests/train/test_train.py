@@ -348,21 +348,23 @@ def arith_ops_forward(F, x, w):
     ratio = (shift - conv2) / (conv2.sigmoid() + 0.5)
     padded = F.pad(ratio.reshape(-1, 16, 4, 4), (2, 1, 1, 0), value=0.5)
     conv3 = F.conv2d(padded, w["conv3.weight"], w["conv3.bias"], padding=1)
-    return F.linear(conv3.mean((2, 3)), w["fc.weight"], w["fc.bias"])
+    tail = F.conv1d(conv3.mean((2, 3)).unsqueeze(1), w["tail.weight"], w["tail.bias"], stride=2,
+                    padding=1)
+    return F.linear(tail.squeeze(1), w["fc.weight"], w["fc.bias"])
 
 
 def case_arith_grad(a):
     """`zoc grad` of tests/train/arith_ops.yaml (add, sub, mul and div with a scalar both ways
-    round, sub and div of two tensors, a reshape, a pad, a final log_softmax) against PyTorch
-    float64 autograd of the same model trained as PyTorch users train it, nll_loss after
-    log_softmax: loss, logits and every gradient within 1e-5 (relative L2; fp32 against
-    float64)."""
+    round, sub and div of two tensors, a reshape, a pad, a strided conv1d over the features, a
+    final log_softmax) against PyTorch float64 autograd of the same model trained as PyTorch
+    users train it, nll_loss after log_softmax: loss, logits and every gradient within 1e-5
+    (relative L2; fp32 against float64)."""
     import torch
     import torch.nn.functional as F
     rng = np.random.default_rng(8)
     shapes = {"conv.weight": (4, 3, 3, 3), "conv.bias": (4,), "conv2.weight": (4, 4, 1, 1),
               "conv2.bias": (4,), "conv3.weight": (8, 16, 3, 3), "conv3.bias": (8,),
-              "fc.weight": (10, 8), "fc.bias": (10,)}
+              "tail.weight": (1, 1, 2), "tail.bias": (1,), "fc.weight": (10, 5), "fc.bias": (10,)}
     init = {k: (0.4 * rng.standard_normal(s)).astype(np.float32) for k, s in shapes.items()}
     batch = {"input": rng.standard_normal((4, 3, 8, 8)).astype(np.float32),
              "labels": rng.integers(0, 10, 4).astype(np.int32)}

@@ -169,6 +169,33 @@ layers:
   EXPECT_EQ(check_gradients(f, *r), 72 + 4 + 16 + 4 + 288 + 2 + 6 + 3);
 }
 
+// ECA's attention (ecaresnet's `se`: a 1-D convolution over the pooled channels, a sigmoid, the
+// reshape back to a channel vector, the multiply), and a strided 1-D convolution over features:
+// the taps' and biases' gradients, and dx through both.
+TEST(TrainingInterpreter, ChannelConv1dGradientsAreTheLossesFiniteDifference) {
+  Fixture f(false, R"(zoc: 1
+input: {channels: 2, height: 4, width: 4}
+layers:
+  - conv: {op: conv2d, out_channels: 6, kernel: 3, padding: 1}
+  - gap: {op: global_avgpool}
+  - flat: {op: flatten}
+  - eca: {op: channel_conv1d, kernel: 3, padding: 1}
+  - gate: {op: sigmoid}
+  - view: {op: reshape, channels: 6, height: 1, width: 1}
+  - scaled: {op: mul, inputs: [conv, view]}
+  - conv2: {op: conv2d, out_channels: 3, kernel: 1}
+  - gap2: {op: global_avgpool}
+  - flat2: {op: flatten}
+  - eca2: {op: channel_conv1d, kernel: 2, stride: 2, padding: 1}
+  - fc: {op: linear, out_features: 3}
+)",
+            2, 4);
+  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->grads.size(), 10u);
+  EXPECT_EQ(check_gradients(f, *r), 108 + 6 + 3 + 1 + 18 + 3 + 2 + 1 + 6 + 3);
+}
+
 // Leaky ReLU and ELU (issue 36) train through the activation table: their gradients, from
 // zoc/math/activations.h, reach both convolutions and the classifier. (Unpadded, no
 // pre-activation lies within a finite-difference step of either kink at 0.)

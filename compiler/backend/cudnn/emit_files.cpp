@@ -111,6 +111,11 @@ constexpr KernelFn kTrainerKernelFns[] = {
      "const float* dy, float* dx, int64_t n, AdaptiveGeometry g, cudaStream_t stream",
      "dy, dx, n, g, stream",
      [](const ir::Graph& t) { return any_op(t, ir::OpKind::AdaptiveAvgPool2dGrad); }},
+    {"channel_conv_grad",
+     "const float* x, const float* w, const float* dy, float* dx, float* dw, float* db, int64_t n, "
+     "ChannelConvGeometry g, cudaStream_t stream",
+     "x, w, dy, dx, dw, db, n, g, stream",
+     [](const ir::Graph& t) { return any_op(t, ir::OpKind::ChannelConv1dGrad); }},
     {"depthwise_forward",
      "const void* x, const void* w, void* y, int64_t n, DepthwiseGeometry g, cudaStream_t stream",
      "static_cast<const Act*>(x), static_cast<const Act*>(w), static_cast<Act*>(y), n, g, stream",

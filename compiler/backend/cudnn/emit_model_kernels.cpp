@@ -133,7 +133,8 @@ cudaError_t channel_conv(const void* x, const float* w, const float* bias, void*
   return kernels::launch_channel_conv<T>(static_cast<const T*>(x), w, bias, static_cast<T*>(y), n,
                                          g, stream);
 })",
-     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ChannelConv); }},
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ChannelConv); },
+     [](const ir::Graph& g) { return any_op(g, ir::OpKind::ChannelConv1d); }},
     {"zoc/kernels/pad.cuh", R"(
 cudaError_t pad(const void* x, void* y, int64_t n, PadGeometry g, cudaStream_t stream) {
   return kernels::launch_pad<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);

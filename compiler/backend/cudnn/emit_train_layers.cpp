@@ -3,10 +3,10 @@
 // sequence (`v.conv_grad(conv1_, kConvGrad_d_pool1, "conv1")`), walked by the steps of
 // zoc/train/steps.h. A backward node is an op like any other: emit_train_layer's switch sends
 // each node of the training graph to its snippet, here where its trainer form differs from
-// inference (fp32 NCHW, parameters in PyTorch's layout); add, concat, flatten, reshape and the
-// arithmetic with a scalar or of two tensors of one shape (const_op, binary) share inference's
-// snippets. A backward node uses its forward layer's bundle (Node::origin names the
-// layer).
+// inference (fp32 NCHW, parameters in PyTorch's layout; the layers zoc's own kernels run are in
+// emit_train_kernel_layers.cpp); add, concat, flatten, reshape and the arithmetic with a scalar
+// or of two tensors of one shape (const_op, binary) share inference's snippets. A backward node
+// uses its forward layer's bundle (Node::origin names the layer).
 #include <fmt/format.h>
 
 #include "compiler/backend/cudnn/emit_snippet.h"
@@ -42,31 +42,24 @@ bool loss_scaled(const ir::Graph& g) {
   return false;
 }
 
-namespace {
+namespace train_snippet {
 
-using snippet::constant;
-using snippet::Dims;
-using snippet::dims_of;
 using snippet::param;
 
-// The byte-offset constant of the node's parameter of `role` in params(), or zoc::kNoTensor.
 std::string param_offset(const EmitContext& ctx, const ir::Node& n, ir::ParamRole role) {
   const ir::ParamSpec* p = param(n, role);
   if (!p) return "zoc::kNoTensor";
   return "kP_" + ctx.train->params[ctx.train->param_index.at(p->name)].id;
 }
 
-// The layer a backward node stands for (its descriptor bundle and its name in errors).
 const ir::Node& forward_of(const EmitContext& ctx, const ir::Node& n) {
   return ctx.g.nodes[ctx.train->node_index.at(n.origin)];
 }
 
-// A result nobody reads is not computed (the graph input's gradient): zoc::kNoTensor.
 std::string needed(const EmitContext& ctx, ir::ValueId v) {
   return ctx.train->readers[static_cast<size_t>(v)] > 0 ? ctx.tensor(v) : "zoc::kNoTensor";
 }
 
-// The gradient result named grad.<param> of the node's parameter of `role`, or zoc::kNoTensor.
 std::string grad_of(const EmitContext& ctx, const ir::Node& n, ir::ParamRole role) {
   const ir::ParamSpec* p = param(n, role);
   if (!p || !p->trainable) return "zoc::kNoTensor";
@@ -81,6 +74,20 @@ void call(EmitContext& ctx, const ir::Node& n, const std::string& what, const st
   ctx.s.layers.comment(fmt::format("{}: {}{}", sanitize_comment(n.name), what, loc));
   ctx.s.layers.line("ZOC_TRY({});", text);
 }
+
+}  // namespace train_snippet
+
+namespace {
+
+using snippet::constant;
+using snippet::Dims;
+using snippet::dims_of;
+using snippet::param;
+using train_snippet::call;
+using train_snippet::forward_of;
+using train_snippet::grad_of;
+using train_snippet::needed;
+using train_snippet::param_offset;
 
 bool emit_train_input(EmitContext& ctx, const ir::Node& n, size_t i) {
   const Dims d = dims_of(ctx.g.type(n.output));
@@ -326,128 +333,6 @@ bool emit_train_slice(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
-// The zoo's kernel layers: mul, channel shuffle (whose backward is a shuffle too) and adaptive
-// pooling print inference's snippets (emit_kernel_layers.cpp, fp32 NCHW here); layer scale and
-// layer norm read their parameters from params(); the backwards run
-// zoc/kernels/layer_grad_kernels.cuh.
-bool emit_train_layer_scale(EmitContext& ctx, const ir::Node& n, size_t i) {
-  const Dims d = dims_of(ctx.g.type(n.output));
-  named::ChannelMulShape m;
-  m.c = d.c, m.hw = d.h * d.w;
-  named::MulCall c;
-  c.m = m, c.per_sample = ctx.g.type(n.output).sample_numel(), c.x = ctx.tensor(n.inputs[0]);
-  c.s = param_offset(ctx, n, ir::ParamRole::kScale), c.y = ctx.tensor(n.output);
-  c.s_is_weight = true;
-  constant(ctx, "MulCall", "kMul_" + ctx.ids[i], named::items(c));
-  call(ctx, n, "layer scale (x * gamma per channel)",
-       fmt::format("v.mul(kMul_{}, {})", ctx.ids[i], ctx.name_literal(n)));
-  return true;
-}
-
-bool emit_train_layernorm(EmitContext& ctx, const ir::Node& n, size_t i) {
-  const Dims d = dims_of(ctx.g.type(n.output));
-  named::LayerNormTrainCall c;
-  c.c = d.c, c.hw = d.h * d.w, c.eps = fmt::format("{:.9g}f", n.attrs.f("eps"));
-  c.x = ctx.tensor(n.inputs[0]), c.y = ctx.tensor(n.output);
-  c.gamma = param_offset(ctx, n, ir::ParamRole::kNormWeight);
-  c.beta = param_offset(ctx, n, ir::ParamRole::kNormBias);
-  constant(ctx, "train::LayerNormTrainCall", "kLn_" + ctx.ids[i], named::items(c));
-  call(ctx, n, fmt::format("layer norm over {} channels{}", d.c, d.h * d.w > 1 ? " per pixel" : ""),
-       fmt::format("v.layernorm(kLn_{}, {})", ctx.ids[i], ctx.name_literal(n)));
-  return true;
-}
-
-// (a, b, dy) -> da; extra db. b is a's shape or (squeeze-and-excitation) its channel vector.
-bool emit_train_mul_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
-  const Dims d = dims_of(ctx.g.type(n.inputs[0]));
-  const bool same = ctx.g.type(n.inputs[0]).dims == ctx.g.type(n.inputs[1]).dims;
-  named::ChannelMulShape m;
-  m.c = d.c, m.hw = d.h * d.w, m.per_sample = !same, m.elementwise = same;
-  named::MulGradCall c;
-  c.m = m, c.a = ctx.tensor(n.inputs[0]), c.b = ctx.tensor(n.inputs[1]);
-  c.dy = ctx.tensor(n.inputs[2]), c.da = needed(ctx, n.output);
-  c.db = needed(ctx, n.extra_outputs.at(0));
-  constant(ctx, "train::MulGradCall", "kMulGrad_" + ctx.ids[i], named::items(c));
-  call(
-      ctx, n, same ? "da = dy * b; db = dy * a" : "da = dy * s; ds = sum over pixels of dy * a",
-      fmt::format("v.mul_grad(kMulGrad_{}, {})", ctx.ids[i], ctx.name_literal(forward_of(ctx, n))));
-  return true;
-}
-
-bool emit_train_layer_scale_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
-  const ir::Node& f = forward_of(ctx, n);
-  const Dims d = dims_of(ctx.g.type(n.output));
-  named::LayerScaleGradCall c;
-  c.c = d.c, c.hw = d.h * d.w, c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
-  c.gamma = param_offset(ctx, f, ir::ParamRole::kScale), c.dx = ctx.tensor(n.output);
-  c.dgamma = grad_of(ctx, n, ir::ParamRole::kScale);
-  constant(ctx, "train::LayerScaleGradCall", "kLsGrad_" + ctx.ids[i], named::items(c));
-  call(ctx, n, "dx = dy * gamma; dgamma",
-       fmt::format("v.layer_scale_grad(kLsGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
-  return true;
-}
-
-bool emit_train_layernorm_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
-  const ir::Node& f = forward_of(ctx, n);
-  const Dims d = dims_of(ctx.g.type(n.output));
-  named::LayerNormGradCall c;
-  c.c = d.c, c.hw = d.h * d.w, c.eps = fmt::format("{:.9g}f", f.attrs.f("eps"));
-  c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
-  c.gamma = param_offset(ctx, f, ir::ParamRole::kNormWeight), c.dx = ctx.tensor(n.output);
-  c.dgamma = grad_of(ctx, n, ir::ParamRole::kNormWeight);
-  c.dbeta = grad_of(ctx, n, ir::ParamRole::kNormBias);
-  constant(ctx, "train::LayerNormGradCall", "kLnGrad_" + ctx.ids[i], named::items(c));
-  call(ctx, n, "dx = LN'(dy) (statistics recomputed from x); dgamma, dbeta",
-       fmt::format("v.layernorm_grad(kLnGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
-  return true;
-}
-
-bool emit_train_adaptive_pool_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
-  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.inputs[1]));
-  named::AdaptiveGeometry g;
-  g.c = in.c, g.h = in.h, g.w = in.w, g.out_h = out.h, g.out_w = out.w;
-  named::AdaptivePoolGradCall c;
-  c.g = g, c.dy = ctx.tensor(n.inputs[1]), c.dx = ctx.tensor(n.output);
-  constant(ctx, "train::AdaptivePoolGradCall", "kPoolGrad_" + ctx.ids[i], named::items(c));
-  call(ctx, n,
-       fmt::format("dx = adaptive_avgpool2d'(dy), {}x{} -> {}x{}", out.h, out.w, in.h, in.w),
-       fmt::format("v.adaptive_pool_grad(kPoolGrad_{}, {})", ctx.ids[i],
-                   ctx.name_literal(forward_of(ctx, n))));
-  return true;
-}
-
-// slice_channels's backward: dy at channels [start, start + count) of zeros.
-bool emit_train_pad_channels(EmitContext& ctx, const ir::Node& n, size_t i) {
-  const Dims d = dims_of(ctx.g.type(n.inputs[0]));
-  named::PadChannelsCall c;
-  c.channels = n.attrs.i("channels"), c.start = n.attrs.i("start"), c.count = d.c;
-  c.hw = d.h * d.w, c.dy = ctx.tensor(n.inputs[0]), c.dx = ctx.tensor(n.output);
-  constant(ctx, "train::PadChannelsCall", "kPadCh_" + ctx.ids[i], named::items(c));
-  call(ctx, n,
-       fmt::format("dy into channels {}..{} of {} zeros", n.attrs.i("start"),
-                   n.attrs.i("start") + d.c - 1, n.attrs.i("channels")),
-       fmt::format("v.pad_channels(kPadCh_{}, {})", ctx.ids[i], ctx.name_literal(n)));
-  return true;
-}
-
-// pad's backward: dy without the rows and columns the forward added, one strided copy (the
-// forward's PadCall, read from dy into dx).
-bool emit_train_pad_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
-  const Dims dy = dims_of(ctx.g.type(n.inputs[0])), dx = dims_of(ctx.g.type(n.output));
-  named::PadGeometry g;
-  g.c = dx.c, g.h = dx.h, g.w = dx.w, g.out_h = dy.h, g.out_w = dy.w;
-  g.top = n.attrs.i("top"), g.left = n.attrs.i("left"), g.nhwc = "false";
-  named::PadCall c;
-  c.g = g, c.x = ctx.tensor(n.inputs[0]), c.y = ctx.tensor(n.output);
-  constant(ctx, "PadCall", "kPadGrad_" + ctx.ids[i], named::items(c));
-  call(
-      ctx, n,
-      fmt::format("dx = dy {}x{} without the padding (top {}, left {})", dy.h, dy.w,
-                  n.attrs.i("top"), n.attrs.i("left")),
-      fmt::format("v.pad_grad(kPadGrad_{}, {})", ctx.ids[i], ctx.name_literal(forward_of(ctx, n))));
-  return true;
-}
-
 bool emit_train_loss(EmitContext& ctx, const ir::Node& n) {
   named::LossCall c;
   c.classes = ctx.g.type(n.inputs[0]).dims[0], c.logits = ctx.tensor(n.inputs[0]);
@@ -535,21 +420,16 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::Pad:
       return emit_kernel_layer(ctx, n, i);
     case ir::OpKind::LayerScale:
-      return emit_train_layer_scale(ctx, n, i);
     case ir::OpKind::LayerNorm:
-      return emit_train_layernorm(ctx, n, i);
+    case ir::OpKind::ChannelConv1d:
     case ir::OpKind::MulGrad:
-      return emit_train_mul_grad(ctx, n, i);
     case ir::OpKind::LayerScaleGrad:
-      return emit_train_layer_scale_grad(ctx, n, i);
     case ir::OpKind::LayerNormGrad:
-      return emit_train_layernorm_grad(ctx, n, i);
     case ir::OpKind::AdaptiveAvgPool2dGrad:
-      return emit_train_adaptive_pool_grad(ctx, n, i);
+    case ir::OpKind::ChannelConv1dGrad:
     case ir::OpKind::PadChannels:
-      return emit_train_pad_channels(ctx, n, i);
     case ir::OpKind::PadGrad:
-      return emit_train_pad_grad(ctx, n, i);
+      return emit_train_kernel_layer(ctx, n, i);
     case ir::OpKind::Sgd:
       return true;  // the trainer's sgd() runs every update at once
     default:

@@ -3,7 +3,8 @@
 // names and readers in the training graph, and the gradient buckets of data-parallel training.
 // The training graph's nodes go through emit_train_layer's switch (emit_train_layers.cpp): the
 // snippets of the training-only ops, and of the forward ops in the trainer's fp32 NCHW,
-// PyTorch-layout form, are there; add, concat and flatten share inference's.
+// PyTorch-layout form, are there and in emit_train_kernel_layers.cpp (the layers zoc's own
+// kernels run); add, concat, flatten and the arithmetic share inference's.
 #pragma once
 
 #include <map>
@@ -67,6 +68,26 @@ struct TrainInfo {
   std::map<std::string, size_t> node_index;  // node name -> index in the training graph
   lower::MemoryPlan plan;                    // the training graph's memory plan
 };
+
+// What the trainer's snippets share (emit_train_layers.cpp).
+namespace train_snippet {
+// The byte-offset constant of the node's parameter of `role` in params(), or zoc::kNoTensor.
+std::string param_offset(const EmitContext& ctx, const ir::Node& n, ir::ParamRole role);
+// The layer a backward node stands for (its descriptor bundle and its name in errors).
+const ir::Node& forward_of(const EmitContext& ctx, const ir::Node& n);
+// A result nobody reads is not computed (the graph input's gradient): zoc::kNoTensor.
+std::string needed(const EmitContext& ctx, ir::ValueId v);
+// The gradient result named grad.<param> of the node's parameter of `role`, or zoc::kNoTensor.
+std::string grad_of(const EmitContext& ctx, const ir::Node& n, ir::ParamRole role);
+// The node's comment (name, what it computes, where the model file has it) and its call.
+void call(EmitContext& ctx, const ir::Node& n, const std::string& what, const std::string& text);
+}  // namespace train_snippet
+
+// The snippets of the layers zoc's own kernels run in a trainer, and of their backwards
+// (emit_train_kernel_layers.cpp): layer scale, layer norm, ECA's 1-D convolution, and the
+// backwards of mul, layer scale, layer norm, adaptive pooling, ECA's convolution, channel
+// slices and padding.
+bool emit_train_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i);
 
 // The training graph's bucket plan (emit_train_sync.cpp): PyTorch DDP's defaults.
 std::vector<GradBucket> plan_buckets(const ir::Graph& g, const TrainInfo& info);

@@ -202,6 +202,9 @@ void Runner::dispatch(const ir::Node& node) {
     case ir::OpKind::PadGrad:
       pad_grad(node);
       break;
+    case ir::OpKind::ChannelConv1dGrad:
+      channel_conv1d_grad(node);
+      break;
     case ir::OpKind::AdaptiveAvgPool2dGrad:
       adaptive_avgpool2d_grad(node);
       break;

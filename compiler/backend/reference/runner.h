@@ -116,6 +116,7 @@ class Runner {
   void layernorm_grad(const ir::Node& node);
   void pad_channels(const ir::Node& node);
   void pad_grad(const ir::Node& node);
+  void channel_conv1d_grad(const ir::Node& node);
   void adaptive_avgpool2d_grad(const ir::Node& node);
   void sgd(const ir::Node& node);
 

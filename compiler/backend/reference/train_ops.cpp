@@ -158,6 +158,38 @@ void Runner::pad_grad(const ir::Node& node) {
   }
 }
 
+// dx gathers each tap's share of dy; the taps' and bias's gradients sum over every sample and
+// output, in double (the forward's sums are).
+void Runner::channel_conv1d_grad(const ir::Node& node) {
+  const float* w = param(node, ir::ParamRole::kWeight);
+  if (!missing_.empty()) return;
+  const ir::Attrs& a = node.attrs;
+  const int64_t f = dims(node.inputs[0])[0], outs = dims(node.inputs[1])[0], k = a.i("kernel");
+  const int64_t stride = a.i("stride"), padding = a.i("padding"), dilation = a.i("dilation");
+  const float *x = in(node, 0), *dy = in(node, 1);
+  float* dx = out(node.output);
+  float* dw = param_grad(node, ir::ParamRole::kWeight);
+  float* db = param_grad(node, ir::ParamRole::kBias);
+  std::vector<double> dxs(static_cast<size_t>(n_ * f), 0.0), dws(static_cast<size_t>(k), 0.0);
+  double dbs = 0;
+  for (int64_t r = 0; r < n_; ++r) {
+    for (int64_t o = 0; o < outs; ++o) {
+      const double g = dy[r * outs + o];
+      dbs += g;
+      for (int64_t t = 0; t < k; ++t) {
+        const int64_t i = o * stride - padding + t * dilation;
+        if (i < 0 || i >= f) continue;
+        dxs[static_cast<size_t>(r * f + i)] += static_cast<double>(w[t]) * g;
+        dws[static_cast<size_t>(t)] += g * x[r * f + i];
+      }
+    }
+  }
+  std::transform(dxs.begin(), dxs.end(), dx, [](double v) { return static_cast<float>(v); });
+  if (dw)
+    std::transform(dws.begin(), dws.end(), dw, [](double v) { return static_cast<float>(v); });
+  if (db) db[0] = static_cast<float>(dbs);
+}
+
 void Runner::adaptive_avgpool2d_grad(const ir::Node& node) {
   adaptive_avgpool2d_backward(in(node, 1), out(node.output),
                               adaptive_shape_of(node.inputs[0], node.inputs[1]));

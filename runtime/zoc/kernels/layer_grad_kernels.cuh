@@ -8,6 +8,8 @@
 //                     statistics recomputed from x into a scratch buffer [2, pixels] (mean,
 //                     inverse deviation), then dgamma and dbeta per channel and dx per pixel;
 //   adaptive_avgpool_grad  each dy spread evenly over its bin, summed where bins overlap;
+//   channel_conv_grad ECA's 1-D convolution over the features: dx gathers each tap's share of dy,
+//                     dw[t] and db sum over samples and outputs;
 //   pool_grad         the pooling cuDNN cannot express (ceil_mode, dilation; forward:
 //                     layer_kernels.cuh's pool_kernel): max gives each dy to its window's first
 //                     maximum, average spreads it by the forward's divisor; each input element
@@ -220,6 +222,43 @@ __global__ void pool_grad_kernel(const float* x, const float* dy, float* dx, int
   }
 }
 
+// dx of a 1-D convolution over each sample's g.f features: each input gathers the taps that
+// read it (the forward's rule read backwards), in tap order.
+__global__ void channel_conv_dx_kernel(const float* w, const float* dy, float* dx, int64_t count,
+                                       ChannelConvGeometry g) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t s = i / g.f, at = i % g.f;
+    float acc = 0.0f;
+    for (int64_t t = 0; t < g.k; ++t) {
+      const int64_t num = at + g.padding - t * g.dilation;
+      if (num < 0 || num % g.stride != 0 || num / g.stride >= g.out) continue;
+      acc = __fmaf_rn(w[t], dy[s * g.out + num / g.stride], acc);
+    }
+    dx[i] = acc;
+  }
+}
+
+// Block t < g.k: the sum over every sample and output of dy * x at tap t (dw[t]); block g.k: the
+// sum of dy (the bias's gradient). One block per result, a fixed order.
+__global__ void channel_conv_param_grad_kernel(const float* x, const float* dy, float* dw,
+                                               float* db, int64_t n, ChannelConvGeometry g) {
+  const int64_t t = blockIdx.x;
+  double acc = 0;
+  for (int64_t j = threadIdx.x; j < n * g.out; j += kBlock) {
+    const int64_t at = (j % g.out) * g.stride - g.padding + t * g.dilation;
+    if (t == g.k) {
+      acc += dy[j];
+    } else if (at >= 0 && at < g.f) {
+      acc += double(dy[j]) * x[(j / g.out) * g.f + at];
+    }
+  }
+  const double sum = block_sum(acc);
+  if (threadIdx.x != 0) return;
+  if (t < g.k && dw) dw[t] = float(sum);
+  if (t == g.k && db) db[0] = float(sum);
+}
+
 inline unsigned reduction_blocks(int64_t rows) {  // one block per result, as many as allowed
   return static_cast<unsigned>(rows < kernels::detail::kMaxBlocks ? (rows > 0 ? rows : 1)
                                                                   : kernels::detail::kMaxBlocks);
@@ -294,6 +333,26 @@ inline cudaError_t launch_adaptive_avgpool_grad(const float* dy, float* dx, int6
   if (count == 0) return cudaSuccess;
   grad_detail::adaptive_avgpool_grad_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(
       dy, dx, count, g);
+  return cudaGetLastError();
+}
+
+// ECA's 1-D convolution's dx, dw (its k taps) and db (any null: not needed).
+inline cudaError_t launch_channel_conv_grad(const float* x, const float* w, const float* dy,
+                                            float* dx, float* dw, float* db, int64_t n,
+                                            ChannelConvGeometry g, cudaStream_t stream) {
+  if (n < 0 || g.f < 1 || g.out < 1 || g.k < 1 || g.stride < 1 || g.dilation < 1) {
+    return cudaErrorInvalidValue;
+  }
+  if (n == 0) return cudaSuccess;
+  if (dx) {
+    grad_detail::channel_conv_dx_kernel<<<detail::blocks_for(n * g.f), 256, 0, stream>>>(
+        w, dy, dx, n * g.f, g);
+  }
+  if (dw || db) {
+    grad_detail::channel_conv_param_grad_kernel<<<static_cast<unsigned>(g.k + 1),
+                                                  grad_detail::kBlock, 0, stream>>>(x, dy, dw, db,
+                                                                                    n, g);
+  }
   return cudaGetLastError();
 }
 

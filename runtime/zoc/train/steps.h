@@ -163,6 +163,8 @@ struct TrainStepBase {
   Status pad_channels(const PadChannelsCall&, const char*) { return Status::success(); }
   Status pad(const PadCall&, const char*) { return Status::success(); }
   Status pad_grad(const PadCall&, const char*) { return Status::success(); }
+  Status channel_conv(const ChannelConvCall&, const char*) { return Status::success(); }
+  Status channel_conv_grad(const ChannelConvGradCall&, const char*) { return Status::success(); }
   Status loss(const LossCall&) { return Status::success(); }
   Status bucket_ready(int, size_t, size_t) { return Status::success(); }
   Status grads_to(size_t) { return Status::success(); }

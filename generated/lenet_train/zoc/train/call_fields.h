@@ -147,6 +147,16 @@
   X(size_t, dx, 0)                       \
   X(size_t, dgamma, zoc::kNoTensor)
 
+// ECA's 1-D convolution over the features: dx, and the taps' and bias's gradients into grads().
+#define ZOC_FIELDS_ChannelConvGradCall(X) \
+  X(ChannelConvGeometry, g, {})           \
+  X(size_t, x, 0)                         \
+  X(size_t, dy, 0)                        \
+  X(size_t, w, 0)                         \
+  X(size_t, dx, zoc::kNoTensor)           \
+  X(size_t, dw, zoc::kNoTensor)           \
+  X(size_t, db, zoc::kNoTensor)
+
 // Layer norm's: dx, and dgamma and dbeta into grads(); its statistics are recomputed from x into
 // the workspace (2 floats per pixel).
 #define ZOC_FIELDS_LayerNormGradCall(X) \

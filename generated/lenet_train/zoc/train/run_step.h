@@ -336,6 +336,22 @@ struct TrainRun {
     ZOC_CUDA(trainer_kernels::pool_grad(s.a(c.x), s.a(c.dy), s.a(c.dx), n, c.g, stream), name);
     return Status::success();
   }
+  // ECA's 1-D convolution: inference's kernel, taps and bias in params(); its backward
+  // zoc/kernels/layer_grad_kernels.cuh's.
+  Status channel_conv(const ChannelConvCall& c, const char* name) {
+    const float* b = c.b == kNoTensor ? nullptr : s.p(c.b);
+    ZOC_CUDA(model_kernels::channel_conv(s.a(c.x), s.p(c.w), b, s.a(c.y), n, c.g, stream), name);
+    return Status::success();
+  }
+  Status channel_conv_grad(const ChannelConvGradCall& c, const char* name) {
+    float* dx = c.dx == kNoTensor ? nullptr : s.a(c.dx);
+    float* dw = c.dw == kNoTensor ? nullptr : s.g(c.dw);
+    float* db = c.db == kNoTensor ? nullptr : s.g(c.db);
+    ZOC_CUDA(trainer_kernels::channel_conv_grad(s.a(c.x), s.p(c.w), s.a(c.dy), dx, dw, db, n, c.g,
+                                                stream),
+             name);
+    return Status::success();
+  }
   // Constant padding: inference's kernel; its backward, one 3-D copy of each plane's inside.
   Status pad(const PadCall& c, const char* name) {
     ZOC_CUDA(model_kernels::pad(s.a(c.x), s.a(c.y), n, c.g, stream), name);

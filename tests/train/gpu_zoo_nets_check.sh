@@ -15,6 +15,10 @@
 #       models/script_zoo.sh and compiles it with `zoc compile --train` into zoo_nets_check/
 #       (git-ignored; the scripted files are not kept: the GPU side rebuilds the networks)
 #   tests/train/gpu_zoo_nets_check.sh run                on the GPU machine (environment: OUT)
+#
+# A MODEL timm:NAME is one of timm's classifiers: its structure, scripted where timm is by
+# `tools/train/timm_script.py timm_script NAME` (timm_script/NAME.pt.xz, git-ignored), is
+# compiled here; the GPU side builds it with timm's initialization (zoo_grad_reference.py).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIR=$ROOT/zoo_nets_check
@@ -31,10 +35,15 @@ case "${1:-}" in
     scratch=$(mktemp -d)
     trap 'rm -rf "$scratch"' EXIT
     for m in "${MODELS[@]}"; do
-      r=$(res_of "$m")
-      "$ROOT/models/script_zoo.sh" "$m" "$scratch/$m.pt" >/dev/null
-      "$zoc" compile "$scratch/$m.pt" --input "3x${r}x${r}" --train -o "$DIR/$m" | head -1
-      rm -f "$scratch/$m.pt"
+      r=$(res_of "$m") name=${m#timm:}
+      if [ "$name" != "$m" ]; then
+        xz -dc "$ROOT/timm_script/$name.pt.xz" >"$scratch/$name.pt"
+        echo "$name" >>"$DIR/timm_models"
+      else
+        "$ROOT/models/script_zoo.sh" "$m" "$scratch/$m.pt" >/dev/null
+      fi
+      "$zoc" compile "$scratch/$name.pt" --input "3x${r}x${r}" --train -o "$DIR/$name" | head -1
+      rm -f "$scratch/$name.pt"
     done
     exit 0 ;;
   run) ;;
@@ -46,11 +55,19 @@ mkdir -p "$OUT/logs" "$WORK"
 . "$ROOT/tools/gpu_env.sh"
 gpu_env
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } | tee "$OUT/env.txt"
-present=()
-for m in "${MODELS[@]}"; do [ -d "$DIR/$m" ] && present+=("$m"); done
+present=() timm=()
+[ -f "$DIR/timm_models" ] && mapfile -t timm <"$DIR/timm_models"
+for m in "${MODELS[@]}"; do  # a timm model of a torchvision name (efficientnet_b0) is timm's
+  [ -d "$DIR/$m" ] && ! grep -qx "$m" "$DIR/timm_models" 2>/dev/null && present+=("$m")
+done
+for m in "${timm[@]}"; do [ -d "$DIR/$m" ] && present+=("$m"); done
 # The references on the GPU while the trainers build on the CPU cores.
 specs=()
-for m in "${present[@]}"; do specs+=("$m:$(res_of "$m")"); done
+for m in "${present[@]}"; do
+  prefix=""
+  for t in "${timm[@]}"; do [ "$t" = "$m" ] && prefix=timm:; done
+  specs+=("$prefix$m:$(res_of "$m")")
+done
 $PY "$ROOT/tools/train/zoo_grad_reference.py" --out "$WORK/ref" "${specs[@]}" \
   >"$OUT/logs/reference.log" 2>&1 &
 ref_pid=$!

@@ -5,7 +5,8 @@ as grad_reference.py is for LeNet and ResNet-50.
 
 The network is models/zoo.py's (torchvision's constructor under a seed, then its randomized
 BatchNorm and LayerNorm affine parameters, calibrated statistics and ConvNeXt layer scales), with
-GoogLeNet's and Inception v3's auxiliary heads removed (zoc compiles the main output only). The
+GoogLeNet's and Inception v3's auxiliary heads removed (zoc compiles the main output only), or,
+for `timm:NAME`, timm's model with its own initialization under the seed (a machine with timm). The
 step: BatchNorm in training mode, dropout and stochastic depth the identity (no other
 implementation can draw PyTorch's masks), softmax cross-entropy averaged over a seeded batch
 (N(0, 1) images, uniform labels over the 1000 classes), backward; TF32 off, deterministic cuDNN.
@@ -14,7 +15,8 @@ Writes, for each MODEL: OUT/MODEL/init.safetensors (the state_dict the step star
 the trainer loads), OUT/MODEL/ref32.safetensors and ref64.safetensors in grad_reference.py's
 format (`input`, `labels`, `logits`, `loss`, `grad.<name>`, `after.<buffer>`).
 
-  zoo_grad_reference.py --out OUT [--batch 8] [--seed 0] MODEL[:RESOLUTION] ...
+  zoo_grad_reference.py --out OUT [--batch 8] [--seed 0] [timm:]MODEL[:RESOLUTION] ...
+  (OUT/MODEL without the timm: prefix)
 """
 
 import argparse
@@ -35,6 +37,11 @@ import zoo  # noqa: E402
 
 
 def network(name, seed, resolution):
+    if name.startswith("timm:"):  # timm's own initialization under the seed, no dropout
+        import timm
+        torch.manual_seed(seed)
+        # drop_rate 0: timm's classifier heads call F.dropout, which no module switch reaches
+        return timm.create_model(name[len("timm:"):], pretrained=False, drop_rate=0.0)
     model, _ = zoo.calibrated(name, seed, resolution)
     for aux in ("aux1", "aux2", "AuxLogits"):  # GoogLeNet's and Inception v3's training heads
         if hasattr(model, aux):
@@ -81,9 +88,10 @@ def main():
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
     for spec in a.models:
-        name, _, res = spec.partition(":")
+        name, _, res = spec.rpartition(":") if spec.count(":") > spec.startswith("timm:") \
+            else (spec, "", "")
         res = int(res or 64)
-        folder = os.path.join(a.out, name)
+        folder = os.path.join(a.out, name.split(":")[-1])
         os.makedirs(folder, exist_ok=True)
         model = network(name, a.seed, res)
         nets.save(model, os.path.join(folder, "init.safetensors"), {"model": name})

@@ -119,7 +119,7 @@ bool emit_layernorm(EmitContext& ctx, const ir::Node& n, size_t i) {
                   sanitize_comment(w->name), sanitize_comment(b->name), d.c, id);
   named::LayerNormCall call;
   call.c = d.c, call.hw = d.h * d.w, call.params = "kW_" + id;
-  call.eps = fmt::format("{:.9g}f", n.attrs.f("eps"));
+  call.eps = snippet::float_literal(n.attrs.f("eps"));
   call.x = ctx.tensor(n.inputs[0]), call.y = ctx.tensor(n.output);
   constant(ctx, "LayerNormCall", "kLn_" + id, named::items(call));
   comment(ctx, n, fmt::format("layer norm over {} channels at each pixel", d.c));

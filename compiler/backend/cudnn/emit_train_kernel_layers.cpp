@@ -41,7 +41,7 @@ bool emit_train_layer_scale(EmitContext& ctx, const ir::Node& n, size_t i) {
 bool emit_train_layernorm(EmitContext& ctx, const ir::Node& n, size_t i) {
   const Dims d = dims_of(ctx.g.type(n.output));
   named::LayerNormTrainCall c;
-  c.c = d.c, c.hw = d.h * d.w, c.eps = fmt::format("{:.9g}f", n.attrs.f("eps"));
+  c.c = d.c, c.hw = d.h * d.w, c.eps = snippet::float_literal(n.attrs.f("eps"));
   c.x = ctx.tensor(n.inputs[0]), c.y = ctx.tensor(n.output);
   c.gamma = param_offset(ctx, n, ir::ParamRole::kNormWeight);
   c.beta = param_offset(ctx, n, ir::ParamRole::kNormBias);
@@ -85,7 +85,7 @@ bool emit_train_layernorm_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::Node& f = forward_of(ctx, n);
   const Dims d = dims_of(ctx.g.type(n.output));
   named::LayerNormGradCall c;
-  c.c = d.c, c.hw = d.h * d.w, c.eps = fmt::format("{:.9g}f", f.attrs.f("eps"));
+  c.c = d.c, c.hw = d.h * d.w, c.eps = snippet::float_literal(f.attrs.f("eps"));
   c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
   c.gamma = param_offset(ctx, f, ir::ParamRole::kNormWeight), c.dx = ctx.tensor(n.output);
   c.dgamma = grad_of(ctx, n, ir::ParamRole::kNormWeight);

@@ -302,7 +302,7 @@ bool emit_train_dropout(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::Node& f = backward ? forward_of(ctx, n) : n;
   const ir::ValueId x = n.inputs[0];
   named::DropoutCall c;
-  c.p = fmt::format("{:.9g}f", n.attrs.f("p")), c.layer = ctx.train->node_index.at(f.name);
+  c.p = snippet::float_literal(n.attrs.f("p")), c.layer = ctx.train->node_index.at(f.name);
   c.per_sample = ctx.g.type(n.output).sample_numel();
   c.x = ctx.tensor(x), c.y = ctx.tensor(n.output);
   constant(ctx, "train::DropoutCall", "kDrop_" + ctx.ids[i], named::items(c));

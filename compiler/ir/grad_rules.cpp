@@ -42,8 +42,13 @@ void activation(GradContext& c, const Node& f) {
   c.backward(0, kGrad, {from_output ? c.y() : c.x(0), c.dy()}, f.attrs, false);
 }
 
+// Over features or the channels of each pixel, from the output alone.
 void softmax(GradContext& c, const Node&) {
   c.backward(0, OpKind::SoftmaxGrad, {c.y(), c.dy()}, {}, false);
+}
+
+void log_softmax(GradContext& c, const Node&) {
+  c.backward(0, OpKind::LogSoftmaxGrad, {c.y(), c.dy()}, {}, false);
 }
 
 // x to find each window's maximum again; y because cuDNN's pooling backward reads it.
@@ -198,9 +203,7 @@ GradRule grad_rule(OpKind op) {
     case OpKind::Argmax:
       return no_rule(op);
     case OpKind::LogSoftmax:  // the model's last, over features, is left out (the loss's)
-      return {nullptr,
-              "no gradient rule for a log_softmax other than the model's last, over its "
-              "features, yet (inference only)"};
+      return {log_softmax};
     case OpKind::Input:
       return {nothing_upstream};
     case OpKind::Sub:
@@ -263,6 +266,7 @@ GradRule grad_rule(OpKind op) {
     case OpKind::BatchNorm2dGrad:
     case OpKind::LinearGrad:
     case OpKind::SoftmaxGrad:
+    case OpKind::LogSoftmaxGrad:
     case OpKind::MaxPool2dGrad:
     case OpKind::AvgPool2dGrad:
     case OpKind::GlobalAvgPoolGrad:
@@ -315,9 +319,6 @@ std::string grad_form_refusal(const Graph& g, const Node& n) {
         return "no gradient rule for a mul with broadcasting (other than an image by its "
                "channel vector) yet (inference only)";
       }
-      break;
-    case OpKind::Softmax:
-      if (rank(0) != 1) return "no gradient rule for a softmax over channels yet (inference only)";
       break;
     default:
       break;

@@ -436,6 +436,7 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
     case OpKind::LinearGrad:
       return rule.layer_grad(OpKind::Linear);
     case OpKind::SoftmaxGrad:
+    case OpKind::LogSoftmaxGrad:
       return rule.activation_grad();
     case OpKind::MaxPool2dGrad:
       return rule.pool_grad(true);

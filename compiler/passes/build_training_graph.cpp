@@ -100,11 +100,6 @@ std::string Builder::unique(const std::string& name) {
 bool Builder::check_model() {
   const SourceLoc model_loc{m_.name, 0, 0};
   bool ok = true;
-  // A final softmax or log_softmax is left out (the loss reads its input), so needs no rule.
-  const ir::Node* final_log_softmax = nullptr;
-  if (m_.outputs.size() == 1 && m_.producer(m_.outputs[0]).op == ir::OpKind::LogSoftmax) {
-    final_log_softmax = &m_.producer(m_.outputs[0]);
-  }
   for (const ir::Value& v : m_.values) {
     if (!v.type) {
       diags_.error(model_loc, "training graph: the model has untyped values");
@@ -124,7 +119,6 @@ bool Builder::check_model() {
       ok = false;
       continue;
     }
-    if (&n == final_log_softmax) continue;
     ir::GradRule rule = ir::grad_rule(n.op);
     if (rule.fn) rule.refusal = ir::grad_form_refusal(m_, n);
     if (!rule.refusal.empty()) {

@@ -112,6 +112,16 @@ int check_gradients(const Fixture& f, const ref::TrainingResult& r) {
   return checked;
 }
 
+// One training step of `model` (a 2-channel 4x4 input) whose `grads` parameter gradients, of
+// `elements` elements in all, each equal the loss's central finite difference.
+void expect_finite_differences(const char* model, size_t grads, int elements) {
+  Fixture f(false, model, 2, 4);
+  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->grads.size(), grads);
+  EXPECT_EQ(check_gradients(f, *r), elements);
+}
+
 TEST(TrainingInterpreter, EveryGradientIsTheLossesFiniteDifference) {
   Fixture f(false);
   auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
@@ -138,7 +148,7 @@ TEST(TrainingInterpreter, ZooOpGradientsAreTheLossesFiniteDifference) {
 // (tests/train/arith_ops.yaml at a smaller size): every gradient reaches the three convolutions
 // through them.
 TEST(TrainingInterpreter, ArithmeticGradientsAreTheLossesFiniteDifference) {
-  Fixture f(false, R"(zoc: 1
+  expect_finite_differences(R"(zoc: 1
 input: {channels: 2, height: 4, width: 4}
 layers:
   - conv: {op: conv2d, out_channels: 4, kernel: 3, padding: 1}
@@ -162,18 +172,14 @@ layers:
   - fc: {op: linear, out_features: 3}
   - out: {op: log_softmax}
 )",
-            2, 4);
-  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
-  ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->grads.size(), 8u);
-  EXPECT_EQ(check_gradients(f, *r), 72 + 4 + 16 + 4 + 288 + 2 + 6 + 3);
+                            8, 72 + 4 + 16 + 4 + 288 + 2 + 6 + 3);
 }
 
 // ECA's attention (ecaresnet's `se`: a 1-D convolution over the pooled channels, a sigmoid, the
 // reshape back to a channel vector, the multiply), and a strided 1-D convolution over features:
 // the taps' and biases' gradients, and dx through both.
 TEST(TrainingInterpreter, ChannelConv1dGradientsAreTheLossesFiniteDifference) {
-  Fixture f(false, R"(zoc: 1
+  expect_finite_differences(R"(zoc: 1
 input: {channels: 2, height: 4, width: 4}
 layers:
   - conv: {op: conv2d, out_channels: 6, kernel: 3, padding: 1}
@@ -189,18 +195,34 @@ layers:
   - eca2: {op: channel_conv1d, kernel: 2, stride: 2, padding: 1}
   - fc: {op: linear, out_features: 3}
 )",
-            2, 4);
-  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
-  ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->grads.size(), 10u);
-  EXPECT_EQ(check_gradients(f, *r), 108 + 6 + 3 + 1 + 18 + 3 + 2 + 1 + 6 + 3);
+                            10, 108 + 6 + 3 + 1 + 18 + 3 + 2 + 1 + 6 + 3);
+}
+
+// Softmax inside the model, over each pixel's channels (split attention's) and over features, a
+// log_softmax over channels, and a final log_softmax the loss reads through.
+TEST(TrainingInterpreter, SoftmaxGradientsAreTheLossesFiniteDifference) {
+  expect_finite_differences(R"(zoc: 1
+input: {channels: 2, height: 4, width: 4}
+layers:
+  - conv: {op: conv2d, out_channels: 4, kernel: 3, padding: 1}
+  - soft: {op: softmax}
+  - conv2: {op: conv2d, out_channels: 3, kernel: 1}
+  - lsm: {op: log_softmax}
+  - gap: {op: global_avgpool}
+  - flat: {op: flatten}
+  - fc1: {op: linear, out_features: 5}
+  - fsoft: {op: softmax}
+  - fc: {op: linear, out_features: 3}
+  - out: {op: log_softmax}
+)",
+                            8, 72 + 4 + 12 + 3 + 15 + 5 + 15 + 3);
 }
 
 // Leaky ReLU and ELU (issue 36) train through the activation table: their gradients, from
 // zoc/math/activations.h, reach both convolutions and the classifier. (Unpadded, no
 // pre-activation lies within a finite-difference step of either kink at 0.)
 TEST(TrainingInterpreter, LeakyReluAndEluGradientsAreTheLossesFiniteDifference) {
-  Fixture f(false, R"(zoc: 1
+  expect_finite_differences(R"(zoc: 1
 input: {channels: 2, height: 4, width: 4}
 layers:
   - conv: {op: conv2d, out_channels: 3, kernel: 3}
@@ -211,11 +233,7 @@ layers:
   - flat: {op: flatten}
   - fc: {op: linear, out_features: 3}
 )",
-            2, 4);
-  auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
-  ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->grads.size(), 6u);
-  EXPECT_EQ(check_gradients(f, *r), 54 + 3 + 9 + 3 + 9 + 3);
+                            6, 54 + 3 + 9 + 3 + 9 + 3);
 }
 
 // PyTorch's SGD: d = g + wd * w; v = momentum * v + d (v from the state, else 0); w -= lr * v.

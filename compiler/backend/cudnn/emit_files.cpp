@@ -111,6 +111,13 @@ constexpr KernelFn kTrainerKernelFns[] = {
      "const float* dy, float* dx, int64_t n, AdaptiveGeometry g, cudaStream_t stream",
      "dy, dx, n, g, stream",
      [](const ir::Graph& t) { return any_op(t, ir::OpKind::AdaptiveAvgPool2dGrad); }},
+    {"softmax_grad",
+     "const float* y, const float* dy, float* dx, int64_t n, int64_t c, int64_t hw, bool log, "
+     "cudaStream_t stream",
+     "y, dy, dx, n, c, hw, log, stream",
+     [](const ir::Graph& t) {
+       return any_op(t, ir::OpKind::SoftmaxGrad) || any_op(t, ir::OpKind::LogSoftmaxGrad);
+     }},
     {"channel_conv_grad",
      "const float* x, const float* w, const float* dy, float* dx, float* dw, float* db, int64_t n, "
      "ChannelConvGeometry g, cudaStream_t stream",

@@ -187,7 +187,10 @@ cudaError_t channel_softmax(const void* x, void* y, int64_t n, int64_t c, int64_
   return kernels::launch_channel_softmax<T>(static_cast<const T*>(x), static_cast<T*>(y), n, c,
                                             hw, nhwc, log, stream);
 })",
-     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ChannelSoftmax); }},
+     [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ChannelSoftmax); },
+     [](const ir::Graph& g) {
+       return any_op(g, ir::OpKind::Softmax) || any_op(g, ir::OpKind::LogSoftmax);
+     }},
     {"zoc/kernels/dense_kernels.cuh", R"(
 cudaError_t upsample(const void* x, void* y, int64_t n, UpsampleGeometry g, cudaStream_t stream) {
   return kernels::launch_upsample<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);

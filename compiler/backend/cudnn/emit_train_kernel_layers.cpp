@@ -178,6 +178,20 @@ bool emit_train_pad_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
+// softmax's and log_softmax's backward from their output, over features or each pixel's channels.
+bool emit_train_softmax_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const ir::TensorType& t = ctx.g.type(n.output);
+  const bool log = n.op == ir::OpKind::LogSoftmaxGrad;
+  named::SoftmaxGradCall c;
+  c.c = t.dims[0], c.hw = t.dims.size() == 3 ? t.dims[1] * t.dims[2] : 1, c.log = log;
+  c.y = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]), c.dx = ctx.tensor(n.output);
+  constant(ctx, "train::SoftmaxGradCall", "kSoftmaxGrad_" + ctx.ids[i], named::items(c));
+  call(ctx, n, log ? "dx = dy - exp(y) * sum(dy)" : "dx = y * (dy - sum(dy * y))",
+       fmt::format("v.softmax_grad(kSoftmaxGrad_{}, {})", ctx.ids[i],
+                   ctx.name_literal(forward_of(ctx, n))));
+  return true;
+}
+
 }  // namespace
 
 bool emit_train_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
@@ -202,6 +216,9 @@ bool emit_train_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
       return emit_train_pad_channels(ctx, n, i);
     case ir::OpKind::PadGrad:
       return emit_train_pad_grad(ctx, n, i);
+    case ir::OpKind::SoftmaxGrad:
+    case ir::OpKind::LogSoftmaxGrad:
+      return emit_train_softmax_grad(ctx, n, i);
     default:
       break;
   }

@@ -342,17 +342,14 @@ bool emit_train_loss(EmitContext& ctx, const ir::Node& n) {
   return true;
 }
 
-// The model's final softmax is not computed: the loss reads the logits before it.
-bool emit_train_softmax(EmitContext& ctx, const ir::Node& n) {
+// A softmax or log_softmax inside the model (a final one is not in the training graph: the loss
+// reads the logits before it): inference's kernel over features or each pixel's channels.
+bool emit_train_softmax(EmitContext& ctx, const ir::Node& n, size_t i) {
   if (ctx.train->readers[static_cast<size_t>(n.output)] == 0) {
-    ctx.s.layers.line("// {}: not computed: the loss takes the logits before it",
-                      sanitize_comment(n.name));
+    ctx.s.layers.line("// {}: not computed: nothing reads it", sanitize_comment(n.name));
     return true;
   }
-  ctx.diags.error(n.loc, fmt::format("layer '{}' (softmax): the trainer does not support a "
-                                     "softmax inside the model",
-                                     shown_text(n.name)));
-  return false;
+  return emit_kernel_layer(ctx, n, i);
 }
 
 }  // namespace
@@ -371,7 +368,8 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::AvgPool2d:
       return emit_train_pool(ctx, n, i);
     case ir::OpKind::Softmax:
-      return emit_train_softmax(ctx, n);
+    case ir::OpKind::LogSoftmax:
+      return emit_train_softmax(ctx, n, i);
     case ir::OpKind::BatchNorm2d:
       return emit_train_batchnorm(ctx, n, i);
     case ir::OpKind::Add:
@@ -429,6 +427,8 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::ChannelConv1dGrad:
     case ir::OpKind::PadChannels:
     case ir::OpKind::PadGrad:
+    case ir::OpKind::SoftmaxGrad:
+    case ir::OpKind::LogSoftmaxGrad:
       return emit_train_kernel_layer(ctx, n, i);
     case ir::OpKind::Sgd:
       return true;  // the trainer's sgd() runs every update at once

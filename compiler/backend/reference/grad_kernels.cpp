@@ -161,6 +161,25 @@ double softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t
   return loss / double(rows);
 }
 
+void softmax_dim1_backward(const float* y, const float* dy, float* dx, int64_t n, int64_t c,
+                           int64_t hw, bool log) {
+  for (int64_t s = 0; s < n; ++s) {
+    for (int64_t p = 0; p < hw; ++p) {
+      const int64_t base = s * c * hw + p;
+      double sum = 0.0;
+      for (int64_t k = 0; k < c; ++k) {
+        const double g = dy[base + k * hw];
+        sum += log ? g : g * y[base + k * hw];
+      }
+      for (int64_t k = 0; k < c; ++k) {
+        const int64_t i = base + k * hw;
+        dx[i] =
+            log ? float(dy[i] - std::exp(double(y[i])) * sum) : float(double(y[i]) * (dy[i] - sum));
+      }
+    }
+  }
+}
+
 void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     double dot = 0.0;

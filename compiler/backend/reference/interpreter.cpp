@@ -112,14 +112,12 @@ void Runner::dispatch(const ir::Node& node) {
       linear(node);
       break;
     case ir::OpKind::Softmax:
-      if (od.size() == 1) {
+    case ir::OpKind::LogSoftmax:  // over features (rows) or each pixel's channels
+      if (node.op == ir::OpKind::Softmax && od.size() == 1) {
         softmax(in(node, 0), out(node.output), n_, od[0]);
       } else {
         softmax_dim1(node);
       }
-      break;
-    case ir::OpKind::LogSoftmax:
-      softmax_dim1(node);
       break;
     case ir::OpKind::UpsampleNearest:
     case ir::OpKind::UpsampleBilinear:
@@ -178,6 +176,7 @@ void Runner::dispatch(const ir::Node& node) {
       linear_grad(node);
       break;
     case ir::OpKind::SoftmaxGrad:
+    case ir::OpKind::LogSoftmaxGrad:
       softmax_grad(node);
       break;
     case ir::OpKind::MaxPool2dGrad:

@@ -91,8 +91,11 @@ void Runner::linear_grad(const ir::Node& node) {
                   n_, dims(node.inputs[0])[0], dims(node.inputs[1])[0]);
 }
 
+// Over features (the rows), or the channels of each pixel; log_softmax_grad's with `log`.
 void Runner::softmax_grad(const ir::Node& node) {
-  softmax_backward(in(node, 0), in(node, 1), out(node.output), n_, dims(node.output)[0]);
+  const auto [c, hw] = channels_of(node.inputs[0]);
+  softmax_dim1_backward(in(node, 0), in(node, 1), out(node.output), n_, c, hw,
+                        node.op == ir::OpKind::LogSoftmaxGrad);
 }
 
 // maxpool2d_grad(x, y, dy) finds each window's maximum in x again; avgpool2d_grad(x, dy).

@@ -8,6 +8,8 @@
 //                     statistics recomputed from x into a scratch buffer [2, pixels] (mean,
 //                     inverse deviation), then dgamma and dbeta per channel and dx per pixel;
 //   adaptive_avgpool_grad  each dy spread evenly over its bin, summed where bins overlap;
+//   softmax_grad      softmax's and log_softmax's, over features or each pixel's channels, from
+//                     the output: the sum over the channels in double, per pixel;
 //   channel_conv_grad ECA's 1-D convolution over the features: dx gathers each tap's share of dy,
 //                     dw[t] and db sum over samples and outputs;
 //   pool_grad         the pooling cuDNN cannot express (ceil_mode, dilation; forward:
@@ -222,6 +224,25 @@ __global__ void pool_grad_kernel(const float* x, const float* dy, float* dx, int
   }
 }
 
+// softmax's (log: log_softmax's) backward over the c channels of each of the hw pixels of each
+// sample, one thread per pixel: the sum over its channels in double, then dx.
+__global__ void softmax_grad_kernel(const float* y, const float* dy, float* dx, int64_t pixels,
+                                    int64_t c, int64_t hw, bool log) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < pixels;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t base = (i / hw) * c * hw + i % hw;
+    double sum = 0;
+    for (int64_t k = 0; k < c; ++k) {
+      const double g = dy[base + k * hw];
+      sum += log ? g : g * y[base + k * hw];
+    }
+    for (int64_t k = 0; k < c; ++k) {
+      const int64_t j = base + k * hw;
+      dx[j] = log ? float(dy[j] - exp(double(y[j])) * sum) : float(double(y[j]) * (dy[j] - sum));
+    }
+  }
+}
+
 // dx of a 1-D convolution over each sample's g.f features: each input gathers the taps that
 // read it (the forward's rule read backwards), in tap order.
 __global__ void channel_conv_dx_kernel(const float* w, const float* dy, float* dx, int64_t count,
@@ -333,6 +354,15 @@ inline cudaError_t launch_adaptive_avgpool_grad(const float* dy, float* dx, int6
   if (count == 0) return cudaSuccess;
   grad_detail::adaptive_avgpool_grad_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(
       dy, dx, count, g);
+  return cudaGetLastError();
+}
+
+inline cudaError_t launch_softmax_grad(const float* y, const float* dy, float* dx, int64_t n,
+                                       int64_t c, int64_t hw, bool log, cudaStream_t stream) {
+  if (n < 0 || c < 1 || hw < 1) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  grad_detail::softmax_grad_kernel<<<detail::blocks_for(n * hw), 256, 0, stream>>>(
+      y, dy, dx, n * hw, c, hw, log);
   return cudaGetLastError();
 }
 

@@ -336,6 +336,18 @@ struct TrainRun {
     ZOC_CUDA(trainer_kernels::pool_grad(s.a(c.x), s.a(c.dy), s.a(c.dx), n, c.g, stream), name);
     return Status::success();
   }
+  // A softmax or log_softmax inside the model: inference's kernel; its backward from its output.
+  Status channel_softmax(const ChannelSoftmaxCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::channel_softmax(s.a(c.x), s.a(c.y), n, c.c, c.hw, false, c.log, stream),
+             name);
+    return Status::success();
+  }
+  Status softmax_grad(const SoftmaxGradCall& c, const char* name) {
+    ZOC_CUDA(
+        trainer_kernels::softmax_grad(s.a(c.y), s.a(c.dy), s.a(c.dx), n, c.c, c.hw, c.log, stream),
+        name);
+    return Status::success();
+  }
   // ECA's 1-D convolution: inference's kernel, taps and bias in params(); its backward
   // zoc/kernels/layer_grad_kernels.cuh's.
   Status channel_conv(const ChannelConvCall& c, const char* name) {

@@ -164,6 +164,8 @@ struct TrainStepBase {
   Status pad(const PadCall&, const char*) { return Status::success(); }
   Status pad_grad(const PadCall&, const char*) { return Status::success(); }
   Status channel_conv(const ChannelConvCall&, const char*) { return Status::success(); }
+  Status channel_softmax(const ChannelSoftmaxCall&, const char*) { return Status::success(); }
+  Status softmax_grad(const SoftmaxGradCall&, const char*) { return Status::success(); }
   Status channel_conv_grad(const ChannelConvGradCall&, const char*) { return Status::success(); }
   Status loss(const LossCall&) { return Status::success(); }
   Status bucket_ready(int, size_t, size_t) { return Status::success(); }

@@ -147,6 +147,16 @@
   X(size_t, dx, 0)                       \
   X(size_t, dgamma, zoc::kNoTensor)
 
+// softmax's (log: log_softmax's) backward from its output y, over the c channels of each of hw
+// pixels (features: hw 1).
+#define ZOC_FIELDS_SoftmaxGradCall(X) \
+  X(int64_t, c, 0)                    \
+  X(int64_t, hw, 1)                   \
+  X(bool, log, false)                 \
+  X(size_t, y, 0)                     \
+  X(size_t, dy, 0)                    \
+  X(size_t, dx, 0)
+
 // ECA's 1-D convolution over the features: dx, and the taps' and bias's gradients into grads().
 #define ZOC_FIELDS_ChannelConvGradCall(X) \
   X(ChannelConvGeometry, g, {})           \

@@ -85,6 +85,9 @@ struct MulGradCall {
 struct LayerScaleGradCall {
   ZOC_FIELDS_LayerScaleGradCall(ZOC_DECLARE_FIELD)
 };
+struct SoftmaxGradCall {
+  ZOC_FIELDS_SoftmaxGradCall(ZOC_DECLARE_FIELD)
+};
 struct ChannelConvGradCall {
   ZOC_FIELDS_ChannelConvGradCall(ZOC_DECLARE_FIELD)
 };

@@ -102,11 +102,12 @@ void sub(GradContext& c, const Node& f) {
 }
 
 // a / b: da = dy / b, db = -dy * a / b^2 = -(da * y), PyTorch's -dy * ((a / b) / b) reordered;
-// x / c: dy / c; c / x (`reverse`): -dy * c / x^2 = -(dy * y) / x.
+// x / c: dy / c (the forward's op and scalar again); c / x (`reverse`): -dy * c / x^2 =
+// -(dy * y) / x.
 void div(GradContext& c, const Node& f) {
   if (f.inputs.size() == 1) {
     if (!f.attrs.flag("reverse")) {
-      c.same_constant(0, c.dy());
+      c.backward(0, OpKind::Div, {c.dy()}, f.attrs, false);
       return;
     }
     const ValueId t = c.temp(0, "dy_y", OpKind::Mul, {c.dy(), c.y()}, {});
@@ -140,10 +141,10 @@ void concat(GradContext& c, const Node& f) {
 }
 
 // d(a * b): da = dy * b, db = dy * a (summed over H and W where b broadcasts), one node;
-// x * c's: dy * c.
+// x * c's: dy * c, the forward's op and scalar again.
 void mul(GradContext& c, const Node& f) {
   if (f.inputs.size() == 1) {
-    c.same_constant(0, c.dy());
+    c.backward(0, OpKind::Mul, {c.dy()}, f.attrs, false);
     return;
   }
   const ValueId da = c.backward(0, OpKind::MulGrad, {c.x(0), c.x(1), c.dy()}, {}, false);

@@ -43,10 +43,6 @@ class GradContext {
   // named after the contribution to input k with `part` appended.
   virtual ValueId temp(size_t k, const std::string& part, OpKind op, std::vector<ValueId> inputs,
                        Attrs attrs) = 0;
-  // Appends a backward node that applies the forward node's own op and constant (its `scalar`
-  // or its weights-file operand, Node::operand_tensor) to `input`, a contribution to input k's
-  // gradient (x * c's is dy * c, x / c's dy / c), and returns it.
-  virtual ValueId same_constant(size_t k, ValueId input) = 0;
 };
 
 using GradFn = void (*)(GradContext& ctx, const Node& forward);

@@ -52,7 +52,6 @@ class Builder final : public ir::GradContext {
   void pass_through(size_t k, ValueId grad) override { contribute(fwd_->inputs[k], grad); }
   ValueId temp(size_t k, const std::string& part, ir::OpKind op, std::vector<ValueId> inputs,
                ir::Attrs attrs) override;
-  ValueId same_constant(size_t k, ValueId input) override;
 
  private:
   bool check_model();
@@ -191,8 +190,6 @@ void Builder::copy_forward() {
     }
     const int32_t i = t_.add_node(n.op, n.name, std::move(inputs), std::move(attrs), n.loc);
     t_.nodes[i].fused_from = n.fused_from;
-    t_.nodes[i].operand_tensor = n.operand_tensor;  // a constant operand of the weights file
-    t_.nodes[i].scalar_from = n.scalar_from;
     map_[n.output] = t_.nodes[i].output;
     if (bn) t_.add_extra_output(i, unique(n.name + ".saved"));
     if (n.op == ir::OpKind::Input) {
@@ -233,14 +230,6 @@ ValueId Builder::temp(size_t k, const std::string& part, ir::OpKind op, std::vec
       add(op, grad_name(k) + "." + part, std::move(inputs), std::move(attrs), fwd_->loc);
   t_.nodes[i].origin = fwd_->name;
   return t_.nodes[i].output;
-}
-
-ValueId Builder::same_constant(size_t k, ValueId input) {
-  const ValueId out = backward(k, fwd_->op, {input}, fwd_->attrs, false);
-  ir::Node& n = t_.nodes[static_cast<size_t>(t_.values[out].producer)];
-  n.operand_tensor = fwd_->operand_tensor;
-  n.scalar_from = fwd_->scalar_from;
-  return out;
 }
 
 ValueId Builder::also_backward(ValueId grad, size_t k) {

@@ -11,6 +11,15 @@
 #include "compiler/weights/weights.h"
 
 namespace zoc::cudnn {
+
+named::ChannelConvGeometry channel_conv_geometry(const EmitContext& ctx, const ir::Node& n) {
+  named::ChannelConvGeometry g;
+  g.f = ctx.g.type(n.inputs[0]).dims[0], g.out = ctx.g.type(n.output).dims[0];
+  g.k = n.attrs.i("kernel"), g.stride = n.attrs.i("stride"), g.padding = n.attrs.i("padding");
+  g.dilation = n.attrs.i("dilation");
+  return g;
+}
+
 namespace {
 
 using snippet::comment;
@@ -63,12 +72,9 @@ bool emit_channel_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   pack_fp32_param(ctx, n, *w, "kW_" + id);         // [1, 1, k]
   if (b) pack_fp32_param(ctx, n, *b, "kB_" + id);  // [1]
   const int64_t f = ctx.g.type(n.inputs[0]).dims[0];
-  named::ChannelConvGeometry g;
-  g.f = f, g.out = ctx.g.type(n.output).dims[0];
-  g.k = a.i("kernel"), g.stride = a.i("stride"), g.padding = a.i("padding");
-  g.dilation = a.i("dilation");
   named::ChannelConvCall call;
-  call.g = g, call.x = ctx.tensor(n.inputs[0]), call.w = "kW_" + id, call.y = ctx.tensor(n.output);
+  call.g = channel_conv_geometry(ctx, n);
+  call.x = ctx.tensor(n.inputs[0]), call.w = "kW_" + id, call.y = ctx.tensor(n.output);
   if (b) call.b = "kB_" + id;
   constant(ctx, "ChannelConvCall", "kCconv_" + id, named::items(call));
   comment(ctx, n, fmt::format("1-D convolution over {} features, kernel {}", f, a.i("kernel")));

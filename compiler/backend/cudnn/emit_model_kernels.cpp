@@ -5,6 +5,8 @@
 // the depthwise convolution, layer norm and channel shuffle too). The runtime calls each
 // function only from the step of its layer kind (zoc/cudnn/model_steps.h, templates
 // instantiated per layer), so a left-out one is never referenced.
+#include <algorithm>
+#include <initializer_list>
 #include <set>
 #include <string>
 
@@ -39,13 +41,13 @@ bool any_upsample(const ir::Graph& g) {
   return any_layer(g, ir::LayerKind::Upsample) || any_layer(g, ir::LayerKind::UpsampleOutput);
 }
 
-// Whether a (training) graph has an add, sub, mul or div with `inputs` operands: one, a tensor
-// and a constant (const_op); two, tensors.
-bool any_arithmetic(const ir::Graph& g, size_t inputs) {
+// Whether a (training) graph has a node of one of `ops` with `inputs` operands (an arithmetic op
+// with one: a tensor and a constant, const_op's; with two: tensors).
+bool any_with_inputs(const ir::Graph& g, std::initializer_list<ir::OpKind> ops, size_t inputs) {
   for (const ir::Node& n : g.nodes) {
-    const bool arithmetic = n.op == ir::OpKind::Add || n.op == ir::OpKind::Sub ||
-                            n.op == ir::OpKind::Mul || n.op == ir::OpKind::Div;
-    if (arithmetic && n.inputs.size() == inputs) return true;
+    if (n.inputs.size() == inputs && std::find(ops.begin(), ops.end(), n.op) != ops.end()) {
+      return true;
+    }
   }
   return false;
 }
@@ -97,12 +99,7 @@ cudaError_t channel_mul(const void* x, const void* s, void* y, int64_t count, Ch
 })",
      [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Mul); },
      [](const ir::Graph& g) {
-       for (const ir::Node& n : g.nodes) {
-         if ((n.op == ir::OpKind::Mul && n.inputs.size() == 2) || n.op == ir::OpKind::LayerScale) {
-           return true;
-         }
-       }
-       return false;
+       return any_with_inputs(g, {ir::OpKind::Mul}, 2) || any_op(g, ir::OpKind::LayerScale);
      }},
     {"zoc/kernels/const_op.cuh", R"(
 cudaError_t const_op(const void* x, const float* v, void* y, int64_t count, ConstOpShape m,
@@ -111,7 +108,10 @@ cudaError_t const_op(const void* x, const float* v, void* y, int64_t count, Cons
                                      stream);
 })",
      [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::ConstOp); },
-     [](const ir::Graph& g) { return any_arithmetic(g, 1); }},
+     [](const ir::Graph& g) {
+       return any_with_inputs(
+           g, {ir::OpKind::Add, ir::OpKind::Sub, ir::OpKind::Mul, ir::OpKind::Div}, 1);
+     }},
     {"zoc/kernels/const_op.cuh", R"(
 cudaError_t binary(const void* a, const void* b, void* y, int64_t count, ConstOpKind op,
                    cudaStream_t stream) {
@@ -120,12 +120,7 @@ cudaError_t binary(const void* a, const void* b, void* y, int64_t count, ConstOp
 })",
      [](const ir::Graph& g) { return any_layer(g, ir::LayerKind::Binary); },
      [](const ir::Graph& g) {
-       for (const ir::Node& n : g.nodes) {
-         if ((n.op == ir::OpKind::Sub || n.op == ir::OpKind::Div) && n.inputs.size() == 2) {
-           return true;
-         }
-       }
-       return false;
+       return any_with_inputs(g, {ir::OpKind::Sub, ir::OpKind::Div}, 2);
      }},
     {"zoc/kernels/channel_conv.cuh", R"(
 cudaError_t channel_conv(const void* x, const float* w, const float* bias, void* y, int64_t n,

@@ -126,14 +126,6 @@ bool emit_train_pad_channels(EmitContext& ctx, const ir::Node& n, size_t i) {
 
 // ECA's 1-D convolution: inference's kernel with the taps and bias in params(); its backward
 // zoc/kernels/layer_grad_kernels.cuh's.
-named::ChannelConvGeometry channel_conv_geometry(const EmitContext& ctx, const ir::Node& f) {
-  named::ChannelConvGeometry g;
-  g.f = ctx.g.type(f.inputs[0]).dims[0], g.out = ctx.g.type(f.output).dims[0];
-  g.k = f.attrs.i("kernel"), g.stride = f.attrs.i("stride"), g.padding = f.attrs.i("padding");
-  g.dilation = f.attrs.i("dilation");
-  return g;
-}
-
 bool emit_train_channel_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   named::ChannelConvCall c;
   c.g = channel_conv_geometry(ctx, n), c.x = ctx.tensor(n.inputs[0]);

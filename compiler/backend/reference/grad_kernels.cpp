@@ -180,14 +180,4 @@ void softmax_dim1_backward(const float* y, const float* dy, float* dx, int64_t n
   }
 }
 
-void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    double dot = 0.0;
-    for (int64_t k = 0; k < cols; ++k) dot += double(dy[r * cols + k]) * y[r * cols + k];
-    for (int64_t k = 0; k < cols; ++k) {
-      dx[r * cols + k] = float(double(y[r * cols + k]) * (dy[r * cols + k] - dot));
-    }
-  }
-}
-
 }  // namespace zoc::ref

@@ -71,10 +71,9 @@ void layernorm_backward(const float* x, const float* dy, const float* weight, in
 // overlap.
 void adaptive_avgpool2d_backward(const float* dy, float* dx, const AdaptivePoolShape& s);
 
-// Row-wise softmax's gradient from its output y: dx = y * (dy - sum(dy * y)).
-void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols);
-// The same over the c channels of each of the hw pixels of y[n, c, hw] (hw = 1: features); with
-// `log`, log-softmax's: dx = dy - exp(y) * sum(dy).
+// Softmax's gradient from its output y, dx = y * (dy - sum(dy * y)), the sum over the c channels of
+// each of the hw pixels of y[n, c, hw] (hw = 1: the rows of features); with `log`, log-softmax's:
+// dx = dy - exp(y) * sum(dy).
 void softmax_dim1_backward(const float* y, const float* dy, float* dx, int64_t n, int64_t c,
                            int64_t hw, bool log);
 

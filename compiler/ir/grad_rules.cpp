@@ -189,20 +189,32 @@ void adaptive_avgpool2d(GradContext& c, const Node& f) {
   c.backward(0, OpKind::AdaptiveAvgPool2dGrad, {c.x(0), c.dy()}, f.attrs, false);
 }
 
-// The ops whose gradients are not written yet: inference only.
-GradRule no_rule(OpKind op) {
-  return {nullptr, fmt::format("no gradient rule for {} yet (inference only)", op_info(op).name)};
+// The forward's index arithmetic read backwards: each dy goes to the pixels it was read from.
+void upsample(GradContext& c, const Node& f) {
+  const OpKind op =
+      f.op == OpKind::UpsampleNearest ? OpKind::UpsampleNearestGrad : OpKind::UpsampleBilinearGrad;
+  c.backward(0, op, {c.x(0), c.dy()}, f.attrs, false);
+}
+
+// A transposed convolution is conv2d's backward-data: its dx is conv2d's forward of dy, its
+// weight's gradient conv2d's with x and dy exchanged.
+void conv_transpose2d(GradContext& c, const Node& f) {
+  c.backward(0, OpKind::ConvTranspose2dGrad, {c.x(0), c.dy()}, f.attrs, true);
 }
 
 }  // namespace
 
 GradRule grad_rule(OpKind op) {
   switch (op) {
+    case OpKind::Argmax:  // the model's last is left out (an inference output)
+      return {nullptr,
+              "argmax has no gradient (its result is an index); training leaves out only a "
+              "model's final argmax, whose input the loss reads"};
     case OpKind::UpsampleNearest:
     case OpKind::UpsampleBilinear:
+      return {upsample};
     case OpKind::ConvTranspose2d:
-    case OpKind::Argmax:
-      return no_rule(op);
+      return {conv_transpose2d};
     case OpKind::LogSoftmax:  // the model's last, over features, is left out (the loss's)
       return {log_softmax};
     case OpKind::Input:
@@ -280,6 +292,9 @@ GradRule grad_rule(OpKind op) {
     case OpKind::PadGrad:
     case OpKind::ChannelConv1dGrad:
     case OpKind::AdaptiveAvgPool2dGrad:
+    case OpKind::UpsampleNearestGrad:
+    case OpKind::UpsampleBilinearGrad:
+    case OpKind::ConvTranspose2dGrad:
     case OpKind::Sgd:
       return {nullptr, kTrainingOp};
   }
@@ -330,7 +345,8 @@ std::string grad_form_refusal(const Graph& g, const Node& n) {
 std::vector<std::pair<std::string, ValueId>> param_gradients(const Node& node) {
   if (node.op != OpKind::Conv2dGrad && node.op != OpKind::BatchNorm2dGrad &&
       node.op != OpKind::LinearGrad && node.op != OpKind::LayerScaleGrad &&
-      node.op != OpKind::LayerNormGrad && node.op != OpKind::ChannelConv1dGrad) {
+      node.op != OpKind::LayerNormGrad && node.op != OpKind::ChannelConv1dGrad &&
+      node.op != OpKind::ConvTranspose2dGrad) {
     return {};
   }
   std::vector<std::pair<std::string, ValueId>> grads;

@@ -460,6 +460,12 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
       return rule.layer_grad(OpKind::ChannelConv1d);
     case OpKind::AdaptiveAvgPool2dGrad:
       return rule.adaptive_avgpool2d_grad();
+    case OpKind::UpsampleNearestGrad:
+      return rule.layer_grad(OpKind::UpsampleNearest);
+    case OpKind::UpsampleBilinearGrad:
+      return rule.layer_grad(OpKind::UpsampleBilinear);
+    case OpKind::ConvTranspose2dGrad:
+      return rule.layer_grad(OpKind::ConvTranspose2d);
     case OpKind::Sgd:
       return rule.sgd();
   }

@@ -6,7 +6,9 @@
 //                                     its batch statistics as an extra result); a final softmax
 //                                     or log_softmax is left out: the loss reads its input, the
 //                                     logits (cross-entropy of log_softmax(x) is x's, PyTorch's
-//                                     nll_loss after log_softmax)
+//                                     nll_loss after log_softmax); so is a final argmax (the
+//                                     class index, which has no gradient), with a softmax or
+//                                     log_softmax under it
 //   softmax_cross_entropy             d.<logits> and the batch-mean loss
 //   the backward nodes, in reverse    each op's gradient rule (ir/grad_rules.h); where a value
 //                                     has several users, their contributions are summed by
@@ -20,6 +22,7 @@
 // sums, grad.<parameter>, updated.<parameter>; a name a model layer already has gets a ".2".
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -55,6 +58,7 @@ class Builder final : public ir::GradContext {
 
  private:
   bool check_model();
+  void find_tail();
   void find_needs();
   void copy_forward();
   void add_loss();
@@ -74,10 +78,14 @@ class Builder final : public ir::GradContext {
   const ir::Graph& m_;
   Diagnostics& diags_;
   ir::Graph t_;
-  std::set<std::string> names_;        // taken in the training graph
-  const ir::Node* fwd_ = nullptr;      // the forward node whose gradient rule runs
-  const ir::Node* softmax_ = nullptr;  // a final softmax or log_softmax, left out
-  ValueId logits_ = kNoValue;          // of the model
+  std::set<std::string> names_;    // taken in the training graph
+  const ir::Node* fwd_ = nullptr;  // the forward node whose gradient rule runs
+  // A final argmax, softmax or log_softmax (an argmax's input too), left out.
+  std::vector<const ir::Node*> left_out_;
+  bool left_out(const ir::Node& n) const {
+    return std::find(left_out_.begin(), left_out_.end(), &n) != left_out_.end();
+  }
+  ValueId logits_ = kNoValue;  // of the model
   ValueId labels_ = kNoValue, loss_ = kNoValue;
   // Per model value: its training-graph value, whether its gradient is wanted, how many
   // contributions it gets and has got, and their sum so far.
@@ -105,7 +113,9 @@ bool Builder::check_model() {
       return false;
     }
   }
+  if (m_.outputs.size() == 1) find_tail();
   for (const ir::Node& n : m_.nodes) {
+    if (left_out(n)) continue;
     // A layer called twice (issue 36) has one gradient, the sum of both calls'; the backward
     // pass here keys parameter gradients by tensor and would keep one call's only.
     if (!n.weights_of.empty()) {
@@ -134,17 +144,32 @@ bool Builder::check_model() {
   }
   if (!ok) return false;
   const ir::Node& last = m_.producer(m_.outputs[0]);
-  if (last.op == ir::OpKind::Softmax || last.op == ir::OpKind::LogSoftmax) softmax_ = &last;
-  logits_ = softmax_ ? last.inputs[0] : m_.outputs[0];
   if (m_.type(logits_).dims.size() != 1) {
-    diags_.error(
-        last.loc,
-        fmt::format("layer '{}' ({}): training needs [classes] logits as the "
-                    "model's output (or a final softmax's or log_softmax's input), not {}",
-                    shown_text(last.name), ir::op_info(last.op).name, m_.type(logits_).str()));
+    const bool image = m_.type(logits_).dims.size() == 3;
+    diags_.error(last.loc, fmt::format("layer '{}' ({}): training needs [classes] logits as the "
+                                       "model's output (or a final softmax's, log_softmax's or "
+                                       "argmax's input), not {}{}",
+                                       shown_text(last.name), ir::op_info(last.op).name,
+                                       m_.type(logits_).str(),
+                                       image ? ": a loss over each pixel's class (segmentation) "
+                                               "is not built yet"
+                                             : ""));
     return false;
   }
   return true;
+}
+
+// The model's one output's tail that training leaves out, and the logits the loss reads.
+void Builder::find_tail() {
+  const ir::Node* last = &m_.producer(m_.outputs[0]);
+  if (last->op == ir::OpKind::Argmax) {
+    left_out_.push_back(last);
+    last = &m_.producer(last->inputs[0]);
+  }
+  if (last->op == ir::OpKind::Softmax || last->op == ir::OpKind::LogSoftmax) {
+    left_out_.push_back(last);
+  }
+  logits_ = left_out_.empty() ? m_.outputs[0] : left_out_.back()->inputs[0];
 }
 
 // needs: downstream of a trainable parameter and upstream of the logits.
@@ -160,7 +185,7 @@ void Builder::find_needs() {
   up[logits_] = true;
   for (size_t i = m_.nodes.size(); i-- > 0;) {
     const ir::Node& n = m_.nodes[i];
-    if (&n == softmax_ || !up[n.output]) continue;
+    if (left_out(n) || !up[n.output]) continue;
     for (ValueId v : n.inputs) up[v] = true;
   }
   needs_.assign(nv, false);
@@ -169,7 +194,7 @@ void Builder::find_needs() {
   arrived_.assign(nv, 0);
   grad_.assign(nv, kNoValue);
   for (const ir::Node& n : m_.nodes) {
-    if (&n == softmax_ || !needs_[n.output]) continue;
+    if (left_out(n) || !needs_[n.output]) continue;
     for (ValueId v : n.inputs) expected_[v] += needs_[v] ? 1 : 0;
   }
   if (needs_[logits_]) ++expected_[logits_];  // from the loss
@@ -180,7 +205,7 @@ void Builder::copy_forward() {
   map_.assign(m_.values.size(), kNoValue);
   for (const ir::Node& n : m_.nodes) names_.insert(n.name);
   for (const ir::Node& n : m_.nodes) {
-    if (&n == softmax_) continue;
+    if (left_out(n)) continue;
     std::vector<ValueId> inputs;
     for (ValueId v : n.inputs) inputs.push_back(map_[v]);
     ir::Attrs attrs = n.attrs;
@@ -254,7 +279,7 @@ void Builder::contribute(ValueId v, ValueId grad) {
 void Builder::add_backward() {
   for (size_t i = m_.nodes.size(); i-- > 0;) {
     const ir::Node& n = m_.nodes[i];
-    if (&n == softmax_ || !needs_[n.output]) continue;
+    if (left_out(n) || !needs_[n.output]) continue;
     fwd_ = &n;
     ir::grad_rule(n.op).fn(*this, n);
   }

@@ -4,7 +4,8 @@
 # squeeze-and-excitation's multiply and a same-shape one, channel shuffle and slices, dilated and
 # ceil_mode pooling, adaptive pooling with overlapping bins) and tests/train/arith_ops.yaml (add,
 # sub, mul and div with a scalar both ways round, sub and div of two tensors, a reshape, a pad, a
-# final log_softmax), each trained one step from seeded weights on a seeded batch, against `zoc
+# final log_softmax) and tests/train/decoder_ops.yaml (transposed convolutions, nearest and
+# bilinear upsampling in their forms), each trained one step from seeded weights on a seeded batch, against `zoc
 # grad`'s step on the CPU (the reference interpreter, whose gradients of these ops are checked against
 # finite differences): the loss, the logits and every parameter's gradient within 1e-4
 # (relative L2, tests/train/compare_grads.py). Then three SGD steps, and one step under
@@ -16,7 +17,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIR=$ROOT/zoo_train_check
-MODELS="zoo_ops arith_ops"
+MODELS="zoo_ops arith_ops decoder_ops"
 case "${1:-}" in
   prepare)
     zoc=$(realpath "${2:-$ROOT/build/compiler/zoc}")

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """The reference of the zoo-layer trainer check (tests/train/gpu_zoo_train_check.sh), made on the
-CPU: a seeded batch of a model's input (tests/train/zoo_ops.yaml's or arith_ops.yaml's: 8 images,
-N(0, 1), uniform labels), seeded
+CPU: a seeded batch of a model's input (tests/train/zoo_ops.yaml's, arith_ops.yaml's or
+decoder_ops.yaml's: 8 images, N(0, 1), uniform labels), seeded
 weights for every parameter the model has (their names and shapes read from a first `zoc grad`
 run), and `zoc grad`'s training step from them: the reference interpreter, whose gradients of
 these ops are checked against finite differences (tests/unit/training_interpreter_test.cpp).
 The generated trainer must reproduce that step on the GPU.
 
   make_zoo_ops_case.py ZOC OUT_DIR [MODEL]   writes batch, init and ref .safetensors into OUT_DIR
-                                            (MODEL: zoo_ops, the default, or arith_ops)
+                                            (MODEL: zoo_ops, the default, arith_ops or
+                                            decoder_ops)
 """
 import os
 import subprocess
@@ -21,7 +22,7 @@ sys.path.insert(0, os.path.join(ROOT, "models"))
 import safetensors_io  # noqa: E402
 
 # Each model's input, [C, H, W], as its YAML file declares it.
-INPUTS = {"zoo_ops": (3, 12, 12), "arith_ops": (3, 8, 8)}
+INPUTS = {"zoo_ops": (3, 12, 12), "arith_ops": (3, 8, 8), "decoder_ops": (3, 8, 8)}
 
 
 def grad(zoc, model, batch, out, weights=None):

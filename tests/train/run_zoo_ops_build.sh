@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The trainers of the zoo's layers (tests/train/zoo_ops.yaml) and of arithmetic
-# (tests/train/arith_ops.yaml) compiled by zoc and built with the local CUDA toolkit and cuDNN
-# under -Werror (no GPU needed): their call constants, steps and kernel wrappers type-check and
-# link; zoo_ops's .cu defines the six layer gradients and the six inference kernels its forward
-# runs for float, arith_ops's the const_op, binary, channel_mul and pad kernels (its gradients are
-# made of the first three), and nothing a LeNet trainer does not need is added to one. Then the
+# The trainers of the zoo's layers (tests/train/zoo_ops.yaml), of arithmetic
+# (tests/train/arith_ops.yaml) and of a decoder's ops (tests/train/decoder_ops.yaml) compiled by
+# zoc and built with the local CUDA toolkit and cuDNN under -Werror (no GPU needed): their call
+# constants, steps and kernel wrappers type-check and link; zoo_ops's .cu defines the six layer
+# gradients and the six inference kernels its forward runs for float, arith_ops's the const_op,
+# binary, channel_mul and pad kernels (its gradients are made of the first three), decoder_ops's
+# upsampling forward and backward, and nothing a LeNet trainer does not need is added to one. Then the
 # reference steps of the GPU check are made (tests/train/make_zoo_ops_case.py), so that
 # tests/train/gpu_zoo_train_check.sh keeps working. Usage: run_zoo_ops_build.sh ZOC SCRATCH
 set -euo pipefail
@@ -26,7 +27,12 @@ cu=$scratch/arith/arith_ops_train_kernels.cu
 for f in const_op binary channel_mul pad; do  # div's gradient multiplies two tensors
   grep -q "^cudaError_t $f(" "$cu" || { echo "arith_ops_train_kernels.cu lacks $f"; exit 1; }
 done
-for m in src:zoo_ops arith:arith_ops; do
+"$zoc" compile "$here/decoder_ops.yaml" --train -o "$scratch/decoder" >/dev/null
+for f in upsample upsample_grad; do
+  grep -q "^cudaError_t $f(" "$scratch/decoder/decoder_ops_train_kernels.cu" ||
+    { echo "decoder_ops_train_kernels.cu lacks $f"; exit 1; }
+done
+for m in src:zoo_ops arith:arith_ops decoder:decoder_ops; do
   cmake -S "$scratch/${m%%:*}" -B "$scratch/build_${m#*:}" -G Ninja \
         -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCUDNN_ROOT="${CUDNN_ROOT:-$cuda}" \
         -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -Wall -Wextra -Werror" >/dev/null
@@ -35,4 +41,5 @@ for m in src:zoo_ops arith:arith_ops; do
 done
 /usr/bin/python3 "$here/make_zoo_ops_case.py" "$zoc" "$scratch/case"
 /usr/bin/python3 "$here/make_zoo_ops_case.py" "$zoc" "$scratch/arith_case" arith_ops
-echo "zoo_ops and arith_ops trainers: compiled and built; their GPU check's references made"
+/usr/bin/python3 "$here/make_zoo_ops_case.py" "$zoc" "$scratch/decoder_case" decoder_ops
+echo "zoo_ops, arith_ops and decoder_ops trainers: compiled and built; their GPU check's references made"

@@ -8,8 +8,9 @@ and JSON log (`pytorch`, `libtorch`); PyTorch eager and LibTorch, started from o
 hold the same weights after the same SGD steps (`agree`, the real check); the initial weights
 carry the state_dict names zoc's YAML models expect (`init-names`, through `zoc ir --weights`);
 the gradient reference writes what it promises (`grad`); `zoc grad` agrees with autograd
-(`zoc-grad` on LeNet and ResNet-50, `arith-grad` on tests/train/arith_ops.yaml, `example-mnist` on
-the PyTorch examples' MNIST network through TorchScript and ONNX). Data is a small
+(`zoc-grad` on LeNet and ResNet-50, `arith-grad` and `decoder-grad` on tests/train/arith_ops.yaml
+and decoder_ops.yaml, `example-mnist` on the PyTorch examples' MNIST network through TorchScript
+and ONNX). Data is a small
 synthetic idx set (make_synthetic.py), since CI has no data set package.
 
   test_train.py CASE --work DIR [--printer BIN] [--libtorch BIN] [--zoc BIN] [--model M]
@@ -353,30 +354,60 @@ def arith_ops_forward(F, x, w):
     return F.linear(tail.squeeze(1), w["fc.weight"], w["fc.bias"])
 
 
-def case_arith_grad(a):
-    """`zoc grad` of tests/train/arith_ops.yaml (add, sub, mul and div with a scalar both ways
-    round, sub and div of two tensors, a reshape, a pad, a strided conv1d over the features, a
-    final log_softmax) against PyTorch float64 autograd of the same model trained as PyTorch
-    users train it, nll_loss after log_softmax: loss, logits and every gradient within 1e-5
-    (relative L2; fp32 against float64)."""
+def decoder_ops_forward(F, x, w):
+    """tests/train/decoder_ops.yaml in PyTorch: its logits."""
+    y = F.relu(F.conv2d(x, w["conv.weight"], w["conv.bias"], stride=2, padding=1))
+    y = F.conv_transpose2d(y, w["tconv.weight"], w["tconv.bias"], stride=2, padding=1,
+                           output_padding=1)
+    y = F.interpolate(y, scale_factor=(1.5, 2.0), mode="nearest")
+    y = F.interpolate(y, size=(9, 11), mode="bilinear", align_corners=False)
+    y = F.conv_transpose2d(y, w["tconv2.weight"], groups=2, dilation=2)
+    y = F.interpolate(y, scale_factor=(2.0, 2.0), mode="bilinear", align_corners=True)
+    y = F.conv2d(y, w["gate.weight"], w["gate.bias"], stride=2)
+    y = F.interpolate(y, size=(20, 24), mode="nearest")
+    y = F.interpolate(y, scale_factor=(0.5, 0.5), mode="bilinear", align_corners=False)
+    y = F.conv2d(y, w["conv2.weight"], w["conv2.bias"], stride=2)
+    return F.linear(y.mean((2, 3)), w["fc.weight"], w["fc.bias"])
+
+
+# Each model checked by yaml_grad: its parameters' shapes, its PyTorch forward (logits), its
+# input [C, H, W], the seed and whether the loss reads through a final log_softmax.
+YAML_MODELS = {
+    "arith_ops": ({"conv.weight": (4, 3, 3, 3), "conv.bias": (4,), "conv2.weight": (4, 4, 1, 1),
+                   "conv2.bias": (4,), "conv3.weight": (8, 16, 3, 3), "conv3.bias": (8,),
+                   "tail.weight": (1, 1, 2), "tail.bias": (1,), "fc.weight": (10, 5),
+                   "fc.bias": (10,)}, arith_ops_forward, (3, 8, 8), 8, True),
+    "decoder_ops": ({"conv.weight": (6, 3, 3, 3), "conv.bias": (6,),
+                     "tconv.weight": (6, 4, 3, 3), "tconv.bias": (4,),
+                     "tconv2.weight": (4, 1, 2, 2), "gate.weight": (1, 2, 3, 3),
+                     "gate.bias": (1,), "conv2.weight": (4, 1, 3, 3), "conv2.bias": (4,),
+                     "fc.weight": (10, 4), "fc.bias": (10,)}, decoder_ops_forward, (3, 8, 8), 37,
+                    False),
+}
+
+
+def yaml_grad(a, model):
+    """`zoc grad` of tests/train/<model>.yaml against PyTorch float64 autograd of the same model
+    trained as PyTorch users train it (cross_entropy; nll_loss after a final log_softmax): loss,
+    logits and every gradient within 1e-5 (relative L2; fp32 against float64)."""
     import torch
     import torch.nn.functional as F
-    rng = np.random.default_rng(8)
-    shapes = {"conv.weight": (4, 3, 3, 3), "conv.bias": (4,), "conv2.weight": (4, 4, 1, 1),
-              "conv2.bias": (4,), "conv3.weight": (8, 16, 3, 3), "conv3.bias": (8,),
-              "tail.weight": (1, 1, 2), "tail.bias": (1,), "fc.weight": (10, 5), "fc.bias": (10,)}
+    shapes, forward, chw, seed, log_softmax = YAML_MODELS[model]
+    rng = np.random.default_rng(seed)
     init = {k: (0.4 * rng.standard_normal(s)).astype(np.float32) for k, s in shapes.items()}
-    batch = {"input": rng.standard_normal((4, 3, 8, 8)).astype(np.float32),
+    batch = {"input": rng.standard_normal((4,) + chw).astype(np.float32),
              "labels": rng.integers(0, 10, 4).astype(np.int32)}
     paths = {k: os.path.join(a.work, k + ".safetensors") for k in ("init", "batch", "zoc")}
     nets.safetensors_io.save_file(init, paths["init"])
     nets.safetensors_io.save_file(batch, paths["batch"])
-    run([a.zoc, "grad", os.path.join(ROOT, "tests", "train", "arith_ops.yaml"), "--weights",
+    run([a.zoc, "grad", os.path.join(ROOT, "tests", "train", model + ".yaml"), "--weights",
          paths["init"], "--batch-file", paths["batch"], "-o", paths["zoc"]])
     z, _ = nets.safetensors_io.load_file(paths["zoc"])
     w = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in init.items()}
-    logits = arith_ops_forward(F, torch.tensor(batch["input"], dtype=torch.float64), w)
-    loss = F.nll_loss(F.log_softmax(logits, 1), torch.tensor(batch["labels"]).long())
+    logits = forward(F, torch.tensor(batch["input"], dtype=torch.float64), w)
+    labels = torch.tensor(batch["labels"]).long()
+    loss = (F.nll_loss(F.log_softmax(logits, 1), labels) if log_softmax
+            else F.cross_entropy(logits, labels))
     loss.backward()
     ref = {"loss": np.array([loss.item()]), "logits": logits.detach().numpy()}
     ref.update({"grad." + k: t.grad.numpy() for k, t in w.items()})
@@ -387,6 +418,19 @@ def case_arith_grad(a):
     worst = max(err, key=err.get)
     print("ok: %d tensors within 1e-5 of PyTorch float64, worst %.3g (%s)"
           % (len(err), err[worst], worst))
+
+
+def case_arith_grad(a):
+    """tests/train/arith_ops.yaml (add, sub, mul and div with a scalar both ways round, sub and
+    div of two tensors, a reshape, a pad, a strided conv1d over the features, a final
+    log_softmax): yaml_grad."""
+    yaml_grad(a, "arith_ops")
+
+
+def case_decoder_grad(a):
+    """tests/train/decoder_ops.yaml (transposed convolutions, nearest and bilinear upsampling in
+    their forms): yaml_grad."""
+    yaml_grad(a, "decoder_ops")
 
 
 def case_example_mnist(a):
@@ -444,7 +488,8 @@ def case_example_mnist(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=("order", "pytorch", "libtorch", "agree", "init-names", "grad",
-                                    "zoc-grad", "arith-grad", "example-mnist", "ddp"))
+                                    "zoc-grad", "arith-grad", "decoder-grad", "example-mnist",
+                                    "ddp"))
     p.add_argument("--work", required=True)
     p.add_argument("--printer")
     p.add_argument("--libtorch")
@@ -455,7 +500,8 @@ def main():
     {"order": case_order, "pytorch": lambda x: case_trainer(x, "pytorch-eager"),
      "libtorch": lambda x: case_trainer(x, "libtorch"), "agree": case_agree,
      "init-names": case_init_names, "grad": case_grad, "zoc-grad": case_zoc_grad,
-     "arith-grad": case_arith_grad, "example-mnist": case_example_mnist,
+     "arith-grad": case_arith_grad, "decoder-grad": case_decoder_grad,
+     "example-mnist": case_example_mnist,
      "ddp": case_ddp}[a.case](a)
 
 

@@ -171,6 +171,27 @@ layers:
   EXPECT_EQ(t.value_name(t.outputs[1]), "fc");
 }
 
+// A classifier exported for inference with its class index last (argmax over softmax): training
+// leaves both out, and the loss reads the logits.
+TEST(TrainingGraph, AFinalArgmaxAndTheSoftmaxUnderItAreLeftOut) {
+  const ir::Graph model = load_text(R"(zoc: 1
+name: classes
+input: {channels: 2, height: 4, width: 4}
+layers:
+  - conv: {op: conv2d, out_channels: 3, kernel: 1}
+  - gap: {op: global_avgpool}
+  - flat: {op: flatten}
+  - fc: {op: linear, out_features: 4}
+  - prob: {op: softmax}
+  - cls: {op: argmax}
+)");
+  const ir::Graph t = training(model);
+  EXPECT_EQ(t.find_node("cls"), nullptr);
+  EXPECT_EQ(t.find_node("prob"), nullptr);
+  EXPECT_EQ(t.value_name(t.producer(t.outputs[0]).inputs[0]), "fc");  // the loss reads fc
+  EXPECT_EQ(t.value_name(t.outputs[1]), "fc");
+}
+
 // ReLU6's gradient reads its output (kept anyway as the next layer's input), so the trainer
 // need not keep its input; a hardtanh whose bounds bf16 rounds reads its input.
 TEST(TrainingGraph, HardtanhGradientReadsTheOutputWhereItsBoundsAreExact) {

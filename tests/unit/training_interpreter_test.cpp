@@ -218,6 +218,28 @@ layers:
                             8, 72 + 4 + 12 + 3 + 15 + 5 + 15 + 3);
 }
 
+// A decoder's ops (issue 37): transposed convolutions (output padding; grouped and dilated), and
+// nearest and bilinear upsampling by a scale, to a size below the input, and with align_corners:
+// every gradient reaches the first convolution through them.
+TEST(TrainingInterpreter, DecoderGradientsAreTheLossesFiniteDifference) {
+  expect_finite_differences(R"(zoc: 1
+input: {channels: 2, height: 4, width: 4}
+layers:
+  - conv: {op: conv2d, out_channels: 3, kernel: 3, stride: 2, padding: 1}
+  - tconv: {op: conv_transpose2d, out_channels: 4, kernel: 3, stride: 2, padding: 1,
+            output_padding: 1}
+  - up: {op: upsample_nearest, scale_h: 2, scale_w: 2}
+  - down: {op: upsample_bilinear, size: [5, 7]}
+  - tconv2: {op: conv_transpose2d, out_channels: 2, kernel: 2, groups: 2, dilation: 2}
+  - corners: {op: upsample_bilinear, scale_h: 1.5, scale_w: 1.5, align_corners: true}
+  - conv2: {op: conv2d, out_channels: 3, kernel: 3, stride: 2}
+  - gap: {op: global_avgpool}
+  - flat: {op: flatten}
+  - fc: {op: linear, out_features: 3}
+)",
+                            10, 54 + 3 + 108 + 4 + 16 + 2 + 54 + 3 + 9 + 3);
+}
+
 // Leaky ReLU and ELU (issue 36) train through the activation table: their gradients, from
 // zoc/math/activations.h, reach both convolutions and the classifier. (Unpadded, no
 // pre-activation lies within a finite-difference step of either kink at 0.)

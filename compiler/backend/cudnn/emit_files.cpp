@@ -123,6 +123,13 @@ constexpr KernelFn kTrainerKernelFns[] = {
      "ChannelConvGeometry g, cudaStream_t stream",
      "x, w, dy, dx, dw, db, n, g, stream",
      [](const ir::Graph& t) { return any_op(t, ir::OpKind::ChannelConv1dGrad); }},
+    {"upsample_grad",
+     "const float* dy, float* dx, int64_t n, UpsampleGeometry g, cudaStream_t stream",
+     "dy, dx, n, g, stream",
+     [](const ir::Graph& t) {
+       return any_op(t, ir::OpKind::UpsampleNearestGrad) ||
+              any_op(t, ir::OpKind::UpsampleBilinearGrad);
+     }},
     {"depthwise_forward",
      "const void* x, const void* w, void* y, int64_t n, DepthwiseGeometry g, cudaStream_t stream",
      "static_cast<const Act*>(x), static_cast<const Act*>(w), static_cast<Act*>(y), n, g, stream",

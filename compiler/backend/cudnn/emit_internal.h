@@ -19,6 +19,7 @@ namespace zoc::cudnn {
 namespace named {
 struct PoolGeometry;         // named_init.h
 struct ChannelConvGeometry;  // named_init.h
+struct UpsampleGeometry;     // named_init.h
 }  // namespace named
 
 // Everything a layer's snippet writes into. Each op's snippet is one function (emit_layers.cpp)
@@ -118,6 +119,8 @@ bool emit_pool_kernel(EmitContext& ctx, const ir::Node& n, size_t i);
 named::PoolGeometry pool_kernel_geometry(const EmitContext& ctx, const ir::Node& n);
 // channel_conv1d node n's geometry (emit_kernel_layers.cpp; the trainer's too).
 named::ChannelConvGeometry channel_conv_geometry(const EmitContext& ctx, const ir::Node& n);
+// upsample node n's geometry (emit_kernel_layers.cpp; the trainer's backward reads its forward's).
+named::UpsampleGeometry upsample_geometry(const EmitContext& ctx, const ir::Node& n);
 bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i);
 // add, sub, mul or div of a tensor and a constant (emit_const_op.cpp).
 bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i);

@@ -20,6 +20,21 @@ named::ChannelConvGeometry channel_conv_geometry(const EmitContext& ctx, const i
   return g;
 }
 
+named::UpsampleGeometry upsample_geometry(const EmitContext& ctx, const ir::Node& n) {
+  const snippet::Dims in = snippet::dims_of(ctx.g.type(n.inputs[0])),
+                      out = snippet::dims_of(ctx.g.type(n.output));
+  const bool bilinear = n.op == ir::OpKind::UpsampleBilinear;
+  auto scale = [&](const char* name) {
+    return n.attrs.has(name) ? fmt::format("{:.17g}", n.attrs.f(name)) : std::string("0");
+  };
+  named::UpsampleGeometry g;
+  g.c = in.c, g.h = in.h, g.w = in.w, g.out_h = out.h, g.out_w = out.w;
+  g.scale_h = scale("scale_h"), g.scale_w = scale("scale_w"), g.bilinear = bilinear;
+  g.align_corners = bilinear && n.attrs.has("align_corners") && n.attrs.b("align_corners");
+  g.direct = !bilinear && in.c == 1, g.nhwc = snippet::nhwc_flag(ctx, n.inputs[0]);
+  return g;
+}
+
 namespace {
 
 using snippet::comment;
@@ -166,19 +181,12 @@ bool emit_adaptive_pool(EmitContext& ctx, const ir::Node& n, size_t i) {
 bool emit_upsample(EmitContext& ctx, const ir::Node& n, size_t i) {
   const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
   const bool bilinear = n.op == ir::OpKind::UpsampleBilinear;
-  auto scale = [&](const char* name) {
-    return n.attrs.has(name) ? fmt::format("{:.17g}", n.attrs.f(name)) : std::string("0");
-  };
-  named::UpsampleGeometry g;
-  g.c = in.c, g.h = in.h, g.w = in.w, g.out_h = out.h, g.out_w = out.w;
-  g.scale_h = scale("scale_h"), g.scale_w = scale("scale_w"), g.bilinear = bilinear;
+  const named::UpsampleGeometry g = upsample_geometry(ctx, n);
   const bool corners = bilinear && n.attrs.has("align_corners") && n.attrs.b("align_corners");
-  g.align_corners = corners;
-  g.direct = !bilinear && in.c == 1, g.nhwc = snippet::nhwc_flag(ctx, n.inputs[0]);
   named::UpsampleCall call;
   call.g = g, call.x = ctx.tensor(n.inputs[0]);
   std::string to;
-  if (n.lowered->kind == ir::LayerKind::UpsampleOutput) {  // a model output: the caller's rows
+  if (n.lowered && n.lowered->kind == ir::LayerKind::UpsampleOutput) {  // the caller's rows
     const OutputColumns at = output_columns(ctx.g, n.output);
     named::OutputGeometry o;
     o.per_sample = out.c * out.h * out.w, o.c = out.c, o.hw = out.h * out.w;

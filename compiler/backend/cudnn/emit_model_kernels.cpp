@@ -190,7 +190,10 @@ cudaError_t channel_softmax(const void* x, void* y, int64_t n, int64_t c, int64_
 cudaError_t upsample(const void* x, void* y, int64_t n, UpsampleGeometry g, cudaStream_t stream) {
   return kernels::launch_upsample<T>(static_cast<const T*>(x), static_cast<T*>(y), n, g, stream);
 })",
-     any_upsample},
+     any_upsample,
+     [](const ir::Graph& g) {
+       return any_op(g, ir::OpKind::UpsampleNearest) || any_op(g, ir::OpKind::UpsampleBilinear);
+     }},
     {"zoc/kernels/dense_kernels.cuh", R"(
 cudaError_t upsample_to_caller(const void* x, float* out, int64_t n, UpsampleGeometry g,
                                OutputGeometry o, cudaStream_t stream) {

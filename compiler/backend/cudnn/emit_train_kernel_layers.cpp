@@ -2,9 +2,9 @@
 // which sends these ops here): layer scale, layer norm and ECA's 1-D convolution read their
 // parameters from params() and run inference's forward kernels for float; the backwards of mul,
 // layer scale, layer norm, adaptive pooling and ECA's convolution run
-// zoc/kernels/layer_grad_kernels.cuh; channel slices' and padding's backwards are copies. (Mul,
-// channel shuffle, adaptive pooling and padding forward print inference's snippets,
-// emit_kernel_layers.cpp, fp32 NCHW here.)
+// zoc/kernels/layer_grad_kernels.cuh, as do upsampling's; channel slices' and padding's backwards
+// are copies. (Mul, channel shuffle, adaptive pooling, padding and upsampling forward print
+// inference's snippets, emit_kernel_layers.cpp, fp32 NCHW here.)
 #include <fmt/format.h>
 
 #include "compiler/backend/cudnn/emit_snippet.h"
@@ -170,6 +170,19 @@ bool emit_train_pad_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
+// upsampling's backward: each dx pixel gathers the dy of the outputs that read it.
+bool emit_train_upsample_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+  const ir::Node& f = forward_of(ctx, n);
+  const Dims dy = dims_of(ctx.g.type(n.inputs[1])), dx = dims_of(ctx.g.type(n.output));
+  named::UpsampleGradCall c;
+  c.g = upsample_geometry(ctx, f), c.dy = ctx.tensor(n.inputs[1]), c.dx = ctx.tensor(n.output);
+  constant(ctx, "train::UpsampleGradCall", "kUpGrad_" + ctx.ids[i], named::items(c));
+  call(ctx, n,
+       fmt::format("dx = {}'(dy), {}x{} -> {}x{}", ir::op_info(f.op).name, dy.h, dy.w, dx.h, dx.w),
+       fmt::format("v.upsample_grad(kUpGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
+  return true;
+}
+
 // softmax's and log_softmax's backward from their output, over features or each pixel's channels.
 bool emit_train_softmax_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::TensorType& t = ctx.g.type(n.output);
@@ -208,6 +221,9 @@ bool emit_train_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
       return emit_train_pad_channels(ctx, n, i);
     case ir::OpKind::PadGrad:
       return emit_train_pad_grad(ctx, n, i);
+    case ir::OpKind::UpsampleNearestGrad:
+    case ir::OpKind::UpsampleBilinearGrad:
+      return emit_train_upsample_grad(ctx, n, i);
     case ir::OpKind::SoftmaxGrad:
     case ir::OpKind::LogSoftmaxGrad:
       return emit_train_softmax_grad(ctx, n, i);

@@ -103,9 +103,13 @@ bool emit_train_input(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
+// A convolution, or a transposed one: the bundle of the convolution from `in` to `out` (for a
+// transposed one, from its output back to its input: zoc/train/layers.h).
 bool emit_train_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
-  const Dims in = dims_of(ctx.g.type(n.inputs[0])), out = dims_of(ctx.g.type(n.output));
+  const bool transposed = n.op == ir::OpKind::ConvTranspose2d;
+  const Dims x = dims_of(ctx.g.type(n.inputs[0])), y = dims_of(ctx.g.type(n.output));
+  const Dims in = transposed ? y : x, out = transposed ? x : y;
   const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"),
                  p = n.attrs.pair("padding"), d = n.attrs.pair("dilation");
   named::ConvGeometry g;
@@ -118,11 +122,12 @@ bool emit_train_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   constant(ctx, "train::ConvTrainCall", "kConv_" + id, named::items(c));
   snippet::member(ctx, "train::Conv", id, n.name);
   const bool own = trains_own_depthwise(ctx.g, n);
+  const char* step = transposed ? "conv_transpose" : own ? "depthwise" : "conv";
   call(ctx, n,
-       fmt::format("conv {}x{}/{}, {}->{}{}{}", k.h, k.w, s.h, in.c, out.c,
-                   n.attrs.b("bias") ? " + bias" : "", own ? ", depthwise (zoc's kernel)" : ""),
-       fmt::format("v.{}({}_, kConv_{}, {})", own ? "depthwise" : "conv", id, id,
-                   ctx.name_literal(n)));
+       fmt::format("{} {}x{}/{}, {}->{}{}{}", transposed ? "conv_transpose" : "conv", k.h, k.w, s.h,
+                   x.c, y.c, n.attrs.b("bias") ? " + bias" : "",
+                   own ? ", depthwise (zoc's kernel)" : ""),
+       fmt::format("v.{}({}_, kConv_{}, {})", step, id, id, ctx.name_literal(n)));
   return true;
 }
 
@@ -135,9 +140,14 @@ bool emit_train_conv_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   c.dw = grad_of(ctx, n, ir::ParamRole::kWeight), c.db = grad_of(ctx, n, ir::ParamRole::kBias);
   constant(ctx, "train::ConvGradCall", name, named::items(c));
   const bool own = trains_own_depthwise(ctx.g, f);
-  call(ctx, n, own ? "dx = conv^T(dy); dW (zoc's depthwise kernels)" : "dx = conv^T(dy); dW, db",
-       fmt::format("v.{}({}_, {}, {})", own ? "depthwise_grad" : "conv_grad",
-                   ctx.ids[ctx.train->node_index.at(f.name)], name, ctx.name_literal(f)));
+  const bool transposed = n.op == ir::OpKind::ConvTranspose2dGrad;
+  const char* step = transposed ? "conv_transpose_grad" : own ? "depthwise_grad" : "conv_grad";
+  call(ctx, n,
+       transposed ? "dx = conv(dy); dW, db"
+       : own      ? "dx = conv^T(dy); dW (zoc's depthwise kernels)"
+                  : "dx = conv^T(dy); dW, db",
+       fmt::format("v.{}({}_, {}, {})", step, ctx.ids[ctx.train->node_index.at(f.name)], name,
+                   ctx.name_literal(f)));
   return true;
 }
 
@@ -362,6 +372,7 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::Labels:
       return true;  // the caller's labels, read by the loss
     case ir::OpKind::Conv2d:
+    case ir::OpKind::ConvTranspose2d:
       return emit_train_conv(ctx, n, i);
     case ir::OpKind::GlobalAvgPool:
     case ir::OpKind::MaxPool2d:
@@ -399,6 +410,7 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::SoftmaxCrossEntropy:
       return emit_train_loss(ctx, n);
     case ir::OpKind::Conv2dGrad:
+    case ir::OpKind::ConvTranspose2dGrad:
       return emit_train_conv_grad(ctx, n, i);
     case ir::OpKind::BatchNorm2dGrad:
       return emit_train_batchnorm_grad(ctx, n, i);
@@ -416,6 +428,8 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::ChannelShuffle:
     case ir::OpKind::AdaptiveAvgPool2d:
     case ir::OpKind::Pad:
+    case ir::OpKind::UpsampleNearest:
+    case ir::OpKind::UpsampleBilinear:
       return emit_kernel_layer(ctx, n, i);
     case ir::OpKind::LayerScale:
     case ir::OpKind::LayerNorm:
@@ -427,6 +441,8 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::ChannelConv1dGrad:
     case ir::OpKind::PadChannels:
     case ir::OpKind::PadGrad:
+    case ir::OpKind::UpsampleNearestGrad:
+    case ir::OpKind::UpsampleBilinearGrad:
     case ir::OpKind::SoftmaxGrad:
     case ir::OpKind::LogSoftmaxGrad:
       return emit_train_kernel_layer(ctx, n, i);

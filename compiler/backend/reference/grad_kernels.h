@@ -77,4 +77,9 @@ void adaptive_avgpool2d_backward(const float* dy, float* dx, const AdaptivePoolS
 void softmax_dim1_backward(const float* y, const float* dy, float* dx, int64_t n, int64_t c,
                            int64_t hw, bool log);
 
+// upsample_nearest's (bilinear false) or upsample_bilinear's gradient (resample.cpp, beside the
+// forwards, whose index arithmetic it shares): each dy [planes, oh, ow] added to the pixels of dx
+// [planes, h, w] its forward read, with the forward's weights.
+void upsample_backward(const float* dy, float* dx, const UpsampleShape& s, bool bilinear);
+
 }  // namespace zoc::ref

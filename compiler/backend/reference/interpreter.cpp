@@ -78,12 +78,8 @@ void Runner::dispatch(const ir::Node& node) {
     case ir::OpKind::Quantize:
       quantize(node);
       break;
-    case ir::OpKind::BatchNorm2d:
-      if (node.attrs.flag("training")) {
-        batchnorm2d_train(node);
-      } else {
-        batchnorm2d(node);
-      }
+    case ir::OpKind::BatchNorm2d:  // with the batch's statistics in a training graph
+      node.attrs.flag("training") ? batchnorm2d_train(node) : batchnorm2d(node);
       break;
     case ir::OpKind::Dropout:  // the identity, also in training mode (interpreter.h says why)
     case ir::OpKind::Flatten:  // NCHW order is already the flattened order
@@ -113,11 +109,7 @@ void Runner::dispatch(const ir::Node& node) {
       break;
     case ir::OpKind::Softmax:
     case ir::OpKind::LogSoftmax:  // over features (rows) or each pixel's channels
-      if (node.op == ir::OpKind::Softmax && od.size() == 1) {
-        softmax(in(node, 0), out(node.output), n_, od[0]);
-      } else {
-        softmax_dim1(node);
-      }
+      softmax_any(node);
       break;
     case ir::OpKind::UpsampleNearest:
     case ir::OpKind::UpsampleBilinear:
@@ -151,8 +143,7 @@ void Runner::dispatch(const ir::Node& node) {
       slice_channels(node);
       break;
     case ir::OpKind::AdaptiveAvgPool2d:
-      adaptive_avgpool2d(in(node, 0), out(node.output),
-                         adaptive_shape_of(node.inputs[0], node.output));
+      adaptive_avgpool2d(node);
       break;
 #define ZOC_ACTIVATION(op, grad, math) \
   case ir::OpKind::op:                 \
@@ -206,6 +197,13 @@ void Runner::dispatch(const ir::Node& node) {
       break;
     case ir::OpKind::AdaptiveAvgPool2dGrad:
       adaptive_avgpool2d_grad(node);
+      break;
+    case ir::OpKind::UpsampleNearestGrad:
+    case ir::OpKind::UpsampleBilinearGrad:
+      upsample_grad(node);
+      break;
+    case ir::OpKind::ConvTranspose2dGrad:
+      conv_transpose2d_grad(node);
       break;
     case ir::OpKind::Sgd:
       sgd(node);

@@ -11,24 +11,18 @@
 namespace zoc::ref::detail {
 
 void Runner::upsample(const ir::Node& node) {
-  const std::vector<int64_t>&x = dims(node.inputs[0]), &y = dims(node.output);
-  const ir::Attrs& a = node.attrs;
-  // A scale factor the layer gave is what PyTorch's kernel scales by; 0: in / out.
-  auto scale = [&](const char* name) { return a.has(name) ? a.f(name) : 0.0; };
-  const UpsampleShape s{n_ * x[0],
-                        x[1],
-                        x[2],
-                        y[1],
-                        y[2],
-                        scale("scale_h"),
-                        scale("scale_w"),
-                        a.has("align_corners") && a.b("align_corners"),
-                        x[0] == 1};
+  const UpsampleShape s =
+      upsample_shape_of(node.attrs, dims(node.inputs[0]), dims(node.output), n_);
   if (node.op == ir::OpKind::UpsampleNearest) {
     upsample_nearest(in(node, 0), out(node.output), s);
   } else {
     upsample_bilinear(in(node, 0), out(node.output), s);
   }
+}
+
+void Runner::adaptive_avgpool2d(const ir::Node& node) {
+  ref::adaptive_avgpool2d(in(node, 0), out(node.output),
+                          adaptive_shape_of(node.inputs[0], node.output));
 }
 
 void Runner::conv_transpose2d(const ir::Node& node) {
@@ -39,9 +33,13 @@ void Runner::conv_transpose2d(const ir::Node& node) {
                         conv_shape_of(node.attrs, dims(node.inputs[0]), dims(node.output), n_));
 }
 
-// softmax over the channels of an image, and log_softmax of either form.
-void Runner::softmax_dim1(const ir::Node& node) {
+// softmax over features (rows) or the channels of an image, and log_softmax of either form.
+void Runner::softmax_any(const ir::Node& node) {
   const auto [c, hw] = channels_of(node.inputs[0]);
+  if (node.op == ir::OpKind::Softmax && dims(node.output).size() == 1) {
+    softmax(in(node, 0), out(node.output), n_, c);
+    return;
+  }
   ref::softmax_dim1(in(node, 0), out(node.output), n_, c, hw, node.op == ir::OpKind::LogSoftmax);
 }
 

@@ -29,4 +29,20 @@ inline Pool2dShape pool_shape_of(const ir::Attrs& a, bool is_max, const std::vec
                      d.h, d.w,   out[1], out[2], !is_max && a.b("count_include_pad")};
 }
 
+// upsample_nearest, upsample_bilinear and their gradients: [C, H, W] to [C, OH, OW]. A scale
+// factor the layer gave is what PyTorch's kernel scales by; 0: in / out.
+inline UpsampleShape upsample_shape_of(const ir::Attrs& a, const std::vector<int64_t>& in,
+                                       const std::vector<int64_t>& out, int64_t n) {
+  auto scale = [&](const char* name) { return a.has(name) ? a.f(name) : 0.0; };
+  return UpsampleShape{n * in[0],
+                       in[1],
+                       in[2],
+                       out[1],
+                       out[2],
+                       scale("scale_h"),
+                       scale("scale_w"),
+                       a.has("align_corners") && a.b("align_corners"),
+                       in[0] == 1};
+}
+
 }  // namespace zoc::ref

@@ -1,6 +1,6 @@
 // The kernels that resize images (issue 37's decoders): nearest and bilinear upsampling and the
 // transposed convolution; constant padding (timm's TF-"same" convolutions, issue 36) and ECA's
-// 1-D convolution along the features.
+// 1-D convolution along the features; the upsamplings' gradients.
 // Upsampling reproduces PyTorch 1.13's CPU index arithmetic bit for bit
 // (ATen/native/UpSample.h), because a source index one off is a wrong pixel, not a rounding
 // difference (even where PyTorch's two kernels differ: UpsampleShape::direct says how): the scale
@@ -12,6 +12,7 @@
 #include <cmath>
 #include <vector>
 
+#include "compiler/backend/reference/grad_kernels.h"
 #include "compiler/backend/reference/kernels.h"
 
 namespace zoc::ref {
@@ -56,41 +57,78 @@ Tap linear_tap(int64_t i, int64_t in, int64_t out, bool align_corners, double sc
   return {i0, i0 + (i0 < in - 1 ? 1 : 0), 1.0f - l1, l1};
 }
 
+// Each output row's and column's source taps (nearest's: one index, weight 1).
+struct AxisTaps {
+  std::vector<Tap> rows, cols;
+};
+AxisTaps taps_of(const UpsampleShape& s, bool bilinear) {
+  auto tap = [&](int64_t i, int64_t in, int64_t out, double scale) {
+    if (bilinear) return linear_tap(i, in, out, s.align_corners, scale);
+    const int64_t k = nearest_index(i, in, out, scale, s.direct);
+    return Tap{k, k, 1.0f, 0.0f};
+  };
+  AxisTaps t;
+  for (int64_t i = 0; i < s.oh; ++i) t.rows.push_back(tap(i, s.h, s.oh, s.scale_h));
+  for (int64_t j = 0; j < s.ow; ++j) t.cols.push_back(tap(j, s.w, s.ow, s.scale_w));
+  return t;
+}
+
 }  // namespace
 
 void upsample_nearest(const float* x, float* y, const UpsampleShape& s) {
-  std::vector<int64_t> rows(static_cast<size_t>(s.oh)), cols(static_cast<size_t>(s.ow));
-  for (int64_t i = 0; i < s.oh; ++i) rows[i] = nearest_index(i, s.h, s.oh, s.scale_h, s.direct);
-  for (int64_t j = 0; j < s.ow; ++j) cols[j] = nearest_index(j, s.w, s.ow, s.scale_w, s.direct);
+  const AxisTaps t = taps_of(s, false);
   for (int64_t p = 0; p < s.planes; ++p) {
     const float* in = x + p * s.h * s.w;
     float* out = y + p * s.oh * s.ow;
     for (int64_t i = 0; i < s.oh; ++i) {
-      for (int64_t j = 0; j < s.ow; ++j) out[i * s.ow + j] = in[rows[i] * s.w + cols[j]];
+      for (int64_t j = 0; j < s.ow; ++j) out[i * s.ow + j] = in[t.rows[i].i0 * s.w + t.cols[j].i0];
     }
   }
 }
 
 void upsample_bilinear(const float* x, float* y, const UpsampleShape& s) {
-  std::vector<Tap> rows, cols;
-  for (int64_t i = 0; i < s.oh; ++i)
-    rows.push_back(linear_tap(i, s.h, s.oh, s.align_corners, s.scale_h));
-  for (int64_t j = 0; j < s.ow; ++j)
-    cols.push_back(linear_tap(j, s.w, s.ow, s.align_corners, s.scale_w));
+  const AxisTaps t = taps_of(s, true);
   for (int64_t p = 0; p < s.planes; ++p) {
     const float* in = x + p * s.h * s.w;
     float* out = y + p * s.oh * s.ow;
     for (int64_t i = 0; i < s.oh; ++i) {
-      const Tap& r = rows[i];
+      const Tap& r = t.rows[i];
       const float* top = in + r.i0 * s.w;
       const float* bottom = in + r.i1 * s.w;
       for (int64_t j = 0; j < s.ow; ++j) {
-        const Tap& c = cols[j];
-        const double t = double(c.l0) * top[c.i0] + double(c.l1) * top[c.i1];
+        const Tap& c = t.cols[j];
+        const double a = double(c.l0) * top[c.i0] + double(c.l1) * top[c.i1];
         const double b = double(c.l0) * bottom[c.i0] + double(c.l1) * bottom[c.i1];
-        out[i * s.ow + j] = static_cast<float>(double(r.l0) * t + double(r.l1) * b);
+        out[i * s.ow + j] = static_cast<float>(double(r.l0) * a + double(r.l1) * b);
       }
     }
+  }
+}
+
+// Scatters each dy to the source pixels the forward read, with its weights, summed in double.
+void upsample_backward(const float* dy, float* dx, const UpsampleShape& s, bool bilinear) {
+  const AxisTaps t = taps_of(s, bilinear);
+  std::vector<double> acc(static_cast<size_t>(s.h * s.w));
+  for (int64_t p = 0; p < s.planes; ++p) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    const float* g = dy + p * s.oh * s.ow;
+    for (int64_t i = 0; i < s.oh; ++i) {
+      const Tap& r = t.rows[i];
+      for (int64_t j = 0; j < s.ow; ++j) {
+        const Tap& c = t.cols[j];
+        const double v = g[i * s.ow + j];
+        if (!bilinear) {
+          acc[r.i0 * s.w + c.i0] += v;
+          continue;
+        }
+        acc[r.i0 * s.w + c.i0] += double(r.l0) * double(c.l0) * v;
+        acc[r.i0 * s.w + c.i1] += double(r.l0) * double(c.l1) * v;
+        acc[r.i1 * s.w + c.i0] += double(r.l1) * double(c.l0) * v;
+        acc[r.i1 * s.w + c.i1] += double(r.l1) * double(c.l1) * v;
+      }
+    }
+    std::transform(acc.begin(), acc.end(), dx + p * s.h * s.w,
+                   [](double v) { return static_cast<float>(v); });
   }
 }
 

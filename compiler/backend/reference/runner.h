@@ -93,8 +93,9 @@ class Runner {
 
   // The ops of issues 36 and 37 (model_ops.cpp).
   void upsample(const ir::Node& node);
+  void adaptive_avgpool2d(const ir::Node& node);
   void conv_transpose2d(const ir::Node& node);
-  void softmax_dim1(const ir::Node& node);
+  void softmax_any(const ir::Node& node);
   void argmax(const ir::Node& node);
   void binary(const ir::Node& node);
   void pad(const ir::Node& node);
@@ -118,6 +119,8 @@ class Runner {
   void pad_grad(const ir::Node& node);
   void channel_conv1d_grad(const ir::Node& node);
   void adaptive_avgpool2d_grad(const ir::Node& node);
+  void upsample_grad(const ir::Node& node);
+  void conv_transpose2d_grad(const ir::Node& node);
   void sgd(const ir::Node& node);
 
   const ir::Graph& g_;

@@ -193,6 +193,38 @@ void Runner::channel_conv1d_grad(const ir::Node& node) {
   if (db) db[0] = static_cast<float>(dbs);
 }
 
+void Runner::upsample_grad(const ir::Node& node) {
+  const UpsampleShape s =
+      upsample_shape_of(node.attrs, dims(node.inputs[0]), dims(node.inputs[1]), n_);
+  upsample_backward(in(node, 1), out(node.output), s, node.op == ir::OpKind::UpsampleBilinearGrad);
+}
+
+// conv_transpose2d(x) is conv2d's backward-data of x for the convolution from its output back to
+// x, whose weight [C_in, C_out / groups, kh, kw] is PyTorch's: so dx is that convolution's
+// forward of dy, dw its weight gradient with dy as its input and x as its output's gradient, and
+// db the sum of dy over samples and pixels.
+void Runner::conv_transpose2d_grad(const ir::Node& node) {
+  const float* w = param(node, ir::ParamRole::kWeight);
+  if (!missing_.empty()) return;
+  const float *x = in(node, 0), *dy = in(node, 1);
+  const Conv2dShape s = conv_shape_of(node.attrs, dims(node.inputs[1]), dims(node.inputs[0]), n_);
+  if (used_[node.output]) ref::conv2d(dy, w, nullptr, out(node.output), s);
+  if (float* dw = param_grad(node, ir::ParamRole::kWeight)) {
+    conv2d_backward(dy, w, x, nullptr, dw, nullptr, s);
+  }
+  if (float* db = param_grad(node, ir::ParamRole::kBias)) {
+    const int64_t plane = s.h * s.w;
+    std::vector<double> sums(static_cast<size_t>(s.c_in), 0.0);
+    for (int64_t b = 0; b < n_; ++b) {
+      for (int64_t c = 0; c < s.c_in; ++c) {
+        const float* p = dy + (b * s.c_in + c) * plane;
+        for (int64_t k = 0; k < plane; ++k) sums[static_cast<size_t>(c)] += p[k];
+      }
+    }
+    std::transform(sums.begin(), sums.end(), db, [](double v) { return static_cast<float>(v); });
+  }
+}
+
 void Runner::adaptive_avgpool2d_grad(const ir::Node& node) {
   adaptive_avgpool2d_backward(in(node, 1), out(node.output),
                               adaptive_shape_of(node.inputs[0], node.inputs[1]));

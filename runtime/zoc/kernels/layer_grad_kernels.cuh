@@ -12,6 +12,9 @@
 //                     the output: the sum over the channels in double, per pixel;
 //   channel_conv_grad ECA's 1-D convolution over the features: dx gathers each tap's share of dy,
 //                     dw[t] and db sum over samples and outputs;
+//   upsample_grad     nearest's and bilinear's: each dx pixel gathers the dy of the outputs that
+//                     read it, with the forward's weights (dense_kernels.cuh's index arithmetic,
+//                     found by bisection: an output's source index grows with it);
 //   pool_grad         the pooling cuDNN cannot express (ceil_mode, dilation; forward:
 //                     layer_kernels.cuh's pool_kernel): max gives each dy to its window's first
 //                     maximum, average spreads it by the forward's divisor; each input element
@@ -28,6 +31,7 @@
 
 #include <cstdint>
 
+#include "zoc/kernels/dense_kernels.cuh"
 #include "zoc/kernels/kernel_shapes.h"
 #include "zoc/kernels/layer_kernels.cuh"
 #include "zoc/kernels/train_kernels.cuh"
@@ -280,6 +284,72 @@ __global__ void channel_conv_param_grad_kernel(const float* x, const float* dy, 
   if (t == g.k && db) db[0] = float(sum);
 }
 
+// One axis of an upsampling, in -> out: output o reads source indices tap(o).i0 and .i1 (one
+// index, weight 1, for nearest), both non-decreasing in o.
+struct UpsampleAxis {
+  int64_t in, out;
+  double scale;
+  bool bilinear, align_corners, direct;
+  __device__ kernels::resample::Tap tap(int64_t o) const {
+    if (bilinear) return kernels::resample::linear(o, in, out, align_corners, scale);
+    const int64_t k = kernels::resample::nearest(o, in, out, scale, direct);
+    return {k, k, 1.0f, 0.0f};
+  }
+  // The outputs [*first, *last] that read source index `at` (none: first > last): from the first
+  // whose i1 reaches it to the last whose i0 does not pass it.
+  __device__ void span(int64_t at, int64_t* first, int64_t* last) const {
+    int64_t lo = 0, hi = out;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (tap(mid).i1 >= at)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    *first = lo;
+    hi = out;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (tap(mid).i0 > at)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    *last = lo - 1;
+  }
+  __device__ static double weight(const kernels::resample::Tap& t, int64_t at) {
+    return (t.i0 == at ? double(t.l0) : 0.0) + (t.i1 == at ? double(t.l1) : 0.0);
+  }
+};
+
+// One thread per dx element: the sum over the outputs that read it of weight * dy, rows then
+// columns in order, in double.
+__global__ void upsample_grad_kernel(const float* dy, float* dx, int64_t count,
+                                     UpsampleGeometry g) {
+  const UpsampleAxis rows{g.h, g.out_h, g.scale_h, g.bilinear, g.align_corners, g.direct};
+  const UpsampleAxis cols{g.w, g.out_w, g.scale_w, g.bilinear, g.align_corners, g.direct};
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t plane = i / (g.h * g.w), p = i - plane * g.h * g.w;
+    const int64_t iy = p / g.w, ix = p - iy * g.w;
+    int64_t r0 = 0, r1 = -1, q0 = 0, q1 = -1;
+    rows.span(iy, &r0, &r1);
+    cols.span(ix, &q0, &q1);
+    const float* d = dy + plane * g.out_h * g.out_w;
+    double acc = 0;
+    for (int64_t oy = r0; oy <= r1; ++oy) {
+      const double wy = UpsampleAxis::weight(rows.tap(oy), iy);
+      if (wy == 0) continue;
+      double row = 0;
+      for (int64_t ox = q0; ox <= q1; ++ox) {
+        row += UpsampleAxis::weight(cols.tap(ox), ix) * d[oy * g.out_w + ox];
+      }
+      acc += wy * row;
+    }
+    dx[i] = float(acc);
+  }
+}
+
 inline unsigned reduction_blocks(int64_t rows) {  // one block per result, as many as allowed
   return static_cast<unsigned>(rows < kernels::detail::kMaxBlocks ? (rows > 0 ? rows : 1)
                                                                   : kernels::detail::kMaxBlocks);
@@ -383,6 +453,19 @@ inline cudaError_t launch_channel_conv_grad(const float* x, const float* w, cons
                                                   grad_detail::kBlock, 0, stream>>>(x, dy, dw, db,
                                                                                     n, g);
   }
+  return cudaGetLastError();
+}
+
+// dx of an upsampling (fp32 NCHW) from dy.
+inline cudaError_t launch_upsample_grad(const float* dy, float* dx, int64_t n, UpsampleGeometry g,
+                                        cudaStream_t stream) {
+  if (n < 0 || g.nhwc || g.c < 1 || g.h < 1 || g.w < 1 || g.out_h < 1 || g.out_w < 1) {
+    return cudaErrorInvalidValue;
+  }
+  const int64_t count = n * g.c * g.h * g.w;
+  if (count == 0) return cudaSuccess;
+  grad_detail::upsample_grad_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(dy, dx, count,
+                                                                                   g);
   return cudaGetLastError();
 }
 

@@ -128,6 +128,8 @@ cudaError_t adaptive_avgpool_grad(const float* dy, float* dx, int64_t n, Adaptiv
                                   cudaStream_t stream);
 cudaError_t softmax_grad(const float* y, const float* dy, float* dx, int64_t n, int64_t c,
                          int64_t hw, bool log, cudaStream_t stream);
+cudaError_t upsample_grad(const float* dy, float* dx, int64_t n, UpsampleGeometry g,
+                          cudaStream_t stream);
 cudaError_t channel_conv_grad(const float* x, const float* w, const float* dy, float* dx, float* dw,
                               float* db, int64_t n, ChannelConvGeometry g, cudaStream_t stream);
 

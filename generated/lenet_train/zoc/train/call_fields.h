@@ -157,6 +157,13 @@
   X(size_t, dy, 0)                    \
   X(size_t, dx, 0)
 
+// Upsampling's backward: dx (the forward's input, g's c x h x w) from dy (out_h x out_w), fp32
+// NCHW.
+#define ZOC_FIELDS_UpsampleGradCall(X) \
+  X(UpsampleGeometry, g, {})           \
+  X(size_t, dy, 0)                     \
+  X(size_t, dx, 0)
+
 // ECA's 1-D convolution over the features: dx, and the taps' and bias's gradients into grads().
 #define ZOC_FIELDS_ChannelConvGradCall(X) \
   X(ChannelConvGeometry, g, {})           \

@@ -88,6 +88,9 @@ struct LayerScaleGradCall {
 struct SoftmaxGradCall {
   ZOC_FIELDS_SoftmaxGradCall(ZOC_DECLARE_FIELD)
 };
+struct UpsampleGradCall {
+  ZOC_FIELDS_UpsampleGradCall(ZOC_DECLARE_FIELD)
+};
 struct ChannelConvGradCall {
   ZOC_FIELDS_ChannelConvGradCall(ZOC_DECLARE_FIELD)
 };

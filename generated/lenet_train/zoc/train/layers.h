@@ -6,6 +6,11 @@
 // destroyed with the trainer. Batch norm and pooling use the inference bundles of
 // zoc/cudnn/layers.h, whose descriptors serve both directions.
 //
+// A transposed convolution (conv_transpose2d) is the same bundle for the convolution that maps
+// its output back to its input, whose weight [C_in, C_out / groups, kh, kw] is PyTorch's: its
+// forward is that convolution's backward-data, its dx the forward, its dw the backward-filter
+// with x and dy exchanged, and its bias lies on the input side (create's `transposed`).
+//
 // Every output is overwritten (beta 0): a value with several users (a residual block's input)
 // gets its gradient contributions summed by `add` nodes of the training graph. Algorithms come
 // from cuDNN's heuristics or its timing (see Conv::describe), within the workspace; with TF32
@@ -42,7 +47,8 @@ class Conv {
 
   // types: the trainer's storage type and layout, and its math: CUDNN_FMA_MATH (fp32, TF32 off),
   // CUDNN_DEFAULT_MATH (TF32 tensor cores allowed) or CUDNN_TENSOR_OP_MATH (bf16, fp16).
-  Status create(const ConvGeometry& g, const Precision& types, const char* layer) {
+  Status create(const ConvGeometry& g, const Precision& types, const char* layer,
+                bool transposed = false) {
     g_ = g;
     types_ = types;
     math_ = types.math;
@@ -60,7 +66,7 @@ class Conv {
         layer);
     ZOC_CUDNN(cudnnSetConvolutionGroupCount(conv_, g.groups), layer);
     ZOC_CUDNN(cudnnSetConvolutionMathType(conv_, math_), layer);
-    return set_tensor(b_, types, 1, g.k, 1, 1, layer);
+    return set_tensor(b_, types, 1, transposed ? g.c : g.k, 1, 1, layer);
   }
 
   // Describes batch n and picks, for each direction, the first exact algorithm that fits of
@@ -127,6 +133,36 @@ class Conv {
                                              ws_bytes, &zero, w_, dw),
               layer);
     if (db) ZOC_CUDNN(cudnnConvolutionBackwardBias(h, &one, y_, dy, &zero, b_, db), layer);
+    return Status::success();
+  }
+
+  // A transposed convolution's forward from x (the geometry's output side) into y (its input
+  // side), plus the bias (null: none).
+  Status forward_transposed(cudnnHandle_t h, const void* x, const void* w, const void* b, void* y,
+                            void* ws, size_t ws_bytes, const char* layer) const {
+    const float one = 1.0f, zero = 0.0f;
+    ZOC_CUDNN(cudnnConvolutionBackwardData(h, &one, w_, w, y_, x, conv_, bwd_data_, ws, ws_bytes,
+                                           &zero, x_, y),
+              layer);
+    if (b) ZOC_CUDNN(cudnnAddTensor(h, &one, b_, b, &one, x_, y), layer);
+    return Status::success();
+  }
+
+  // Its backward: dx = conv(dy) (null: nobody reads it); dw with dy as the convolution's input
+  // and x as its output's gradient; db = sum dy (null: no bias).
+  Status backward_transposed(cudnnHandle_t h, const void* x, const void* w, const void* dy,
+                             void* dx, void* dw, void* db, void* ws, size_t ws_bytes,
+                             const char* layer) const {
+    const float one = 1.0f, zero = 0.0f;
+    if (dx) {
+      ZOC_CUDNN(
+          cudnnConvolutionForward(h, &one, x_, dy, w_, w, conv_, fwd_, ws, ws_bytes, &zero, y_, dx),
+          layer);
+    }
+    ZOC_CUDNN(cudnnConvolutionBackwardFilter(h, &one, x_, dy, y_, x, conv_, bwd_filter_, ws,
+                                             ws_bytes, &zero, w_, dw),
+              layer);
+    if (db) ZOC_CUDNN(cudnnConvolutionBackwardBias(h, &one, x_, dy, &zero, b_, db), layer);
     return Status::success();
   }
 

@@ -75,6 +75,17 @@ struct TrainRun {
     return l.backward(s.cudnn, s.act(c.x), s.p(c.w), s.act(c.dy), dx, s.g(c.dw), s.g(c.db),
                       s.workspace, s.workspace_bytes, name);
   }
+  // A transposed convolution (fp32 only): its bundle's backward-data, then the bias; its
+  // backward the forward and backward-filter (zoc/train/layers.h).
+  Status conv_transpose(Conv& l, const ConvTrainCall& c, const char* name) {
+    return l.forward_transposed(s.cudnn, s.act(c.x), s.p(c.w), s.p(c.b), s.act(c.y), s.workspace,
+                                s.workspace_bytes, name);
+  }
+  Status conv_transpose_grad(Conv& l, const ConvGradCall& c, const char* name) {
+    void* dx = c.dx == kNoTensor ? nullptr : s.act(c.dx);
+    return l.backward_transposed(s.cudnn, s.act(c.x), s.p(c.w), s.act(c.dy), dx, s.g(c.dw),
+                                 s.g(c.db), s.workspace, s.workspace_bytes, name);
+  }
   // A depthwise convolution of a mixed trainer: zoc's NHWC kernels (zoc/kernels/depthwise.cuh and
   // depthwise_grad.cuh) on a tap-major bf16/fp16 copy of the weight ([kh, kw, C]); dW straight
   // into fp32 (cuDNN, as autocast, computes it in bf16/fp16). With --deterministic the filter
@@ -362,6 +373,15 @@ struct TrainRun {
     ZOC_CUDA(trainer_kernels::channel_conv_grad(s.a(c.x), s.p(c.w), s.a(c.dy), dx, dw, db, n, c.g,
                                                 stream),
              name);
+    return Status::success();
+  }
+  // Upsampling: inference's kernel; its backward gathers each pixel's share of dy.
+  Status upsample(const UpsampleCall& c, const char* name) {
+    ZOC_CUDA(model_kernels::upsample(s.a(c.x), s.a(c.y), n, c.g, stream), name);
+    return Status::success();
+  }
+  Status upsample_grad(const UpsampleGradCall& c, const char* name) {
+    ZOC_CUDA(trainer_kernels::upsample_grad(s.a(c.dy), s.a(c.dx), n, c.g, stream), name);
     return Status::success();
   }
   // Constant padding: inference's kernel; its backward, one 3-D copy of each plane's inside.

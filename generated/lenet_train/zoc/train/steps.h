@@ -118,6 +118,14 @@ struct TrainStepBase {
     return Status::success();
   }
   template <class L, class C>
+  Status conv_transpose(L&, const C&, const char*) {
+    return Status::success();
+  }
+  template <class L, class C>
+  Status conv_transpose_grad(L&, const C&, const char*) {
+    return Status::success();
+  }
+  template <class L, class C>
   Status batchnorm(L&, const C&, const char*) {
     return Status::success();
   }
@@ -162,6 +170,8 @@ struct TrainStepBase {
   Status adaptive_pool_grad(const AdaptivePoolGradCall&, const char*) { return Status::success(); }
   Status pad_channels(const PadChannelsCall&, const char*) { return Status::success(); }
   Status pad(const PadCall&, const char*) { return Status::success(); }
+  Status upsample(const UpsampleCall&, const char*) { return Status::success(); }
+  Status upsample_grad(const UpsampleGradCall&, const char*) { return Status::success(); }
   Status pad_grad(const PadCall&, const char*) { return Status::success(); }
   Status channel_conv(const ChannelConvCall&, const char*) { return Status::success(); }
   Status channel_softmax(const ChannelSoftmaxCall&, const char*) { return Status::success(); }
@@ -182,6 +192,9 @@ struct TrainCreate : TrainStepBase {
   }
   Status depthwise(Conv& l, const ConvTrainCall& c, const char* name) {  // the geometry
     return l.create(c.g, s.types, name);
+  }
+  Status conv_transpose(Conv& l, const ConvTrainCall& c, const char* name) {
+    return l.create(c.g, s.types, name, true);
   }
   Status batchnorm(BatchNormLayer& l, const BatchNormTrainCall& c, const char* name) {
     return l.create(c.c, c.h, c.w, s.types, name);
@@ -204,6 +217,9 @@ struct TrainDescribe : TrainStepBase {
     ZOC_TRY(l.describe(s.cudnn, n, limit, s.benchmark, s.deterministic, name));
     need = std::max(need, l.workspace);
     return Status::success();
+  }
+  Status conv_transpose(Conv& l, const ConvTrainCall& c, const char* name) {
+    return conv(l, c, name);
   }
   // zoc's depthwise kernels need no workspace; a batch they do not take (32-bit indices) gets
   // cuDNN's algorithms.
@@ -256,6 +272,11 @@ struct TrainDescribe : TrainStepBase {
 struct TrainDestroy : TrainStepBase {
   template <class L, class C>
   Status conv(L& l, const C&, const char*) {
+    l.destroy();
+    return Status::success();
+  }
+  template <class L, class C>
+  Status conv_transpose(L& l, const C&, const char*) {
     l.destroy();
     return Status::success();
   }

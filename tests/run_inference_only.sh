@@ -40,9 +40,9 @@ backend_refusals
 
 run "zoc ir --train" 3 ir "$model" --train
 grad="yet (inference only)"
-operand="$grad: zoc cannot tell a buffer, which PyTorch keeps fixed, from a parameter, which it trains"
-expect 13 "layer 'over' (div): no gradient rule for an operand from the weights file ('std') $operand"
-expect 14 "layer 'shifted' (add): no gradient rule for an operand from the weights file ('shift') $operand"
+unknown="that may be a parameter, which PyTorch trains, or a buffer, which it keeps fixed"
+expect 13 "layer 'over' (div): an operand from the weights file ('std') $unknown: training needs to know which"
+expect 14 "layer 'shifted' (add): no gradient rule for an add by a parameter ('shift') $grad"
 expect 16 "layer 'gated' (mul): no gradient rule for a mul with broadcasting (other than an image by its channel vector) $grad"
 
 # A form the lowering refuses (compiler/lower/choose_layers.cpp), at its line.

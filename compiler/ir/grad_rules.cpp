@@ -107,7 +107,7 @@ void sub(GradContext& c, const Node& f) {
 void div(GradContext& c, const Node& f) {
   if (f.inputs.size() == 1) {
     if (!f.attrs.flag("reverse")) {
-      c.backward(0, OpKind::Div, {c.dy()}, f.attrs, false);
+      c.same_constant(0);
       return;
     }
     const ValueId t = c.temp(0, "dy_y", OpKind::Mul, {c.dy(), c.y()}, {});
@@ -141,10 +141,15 @@ void concat(GradContext& c, const Node& f) {
 }
 
 // d(a * b): da = dy * b, db = dy * a (summed over H and W where b broadcasts), one node;
-// x * c's: dy * c, the forward's op and scalar again.
+// x * c's: dy * c, the forward's op and constant again; x * g, g a parameter of the weights file
+// (per channel or feature: ConvNeXt's gamma), layer scale's: dx = dy * g, dg = sum of dy * x.
 void mul(GradContext& c, const Node& f) {
+  if (f.inputs.size() == 1 && f.operand_role == OperandRole::kParameter) {
+    c.backward(0, OpKind::LayerScaleGrad, {c.x(0), c.dy()}, {}, true);
+    return;
+  }
   if (f.inputs.size() == 1) {
-    c.backward(0, OpKind::Mul, {c.dy()}, f.attrs, false);
+    c.same_constant(0);
     return;
   }
   const ValueId da = c.backward(0, OpKind::MulGrad, {c.x(0), c.x(1), c.dy()}, {}, false);
@@ -301,6 +306,50 @@ GradRule grad_rule(OpKind op) {
   return {nullptr, kTrainingOp};
 }
 
+namespace {
+
+// A constant read from a tensor of the model: a buffer stays fixed; a parameter PyTorch trains
+// gets its gradient where a rule exists (a mul per channel or feature); one that may be either
+// is refused: kept fixed, training would differ from PyTorch's without a word.
+std::string operand_refusal(const Node& n) {
+  if (n.operand_tensor.empty() && n.scalar_from.empty()) return "";
+  const std::string name = shown_text(n.operand_tensor.empty() ? n.scalar_from : n.operand_tensor);
+  switch (n.operand_role) {
+    case OperandRole::kBuffer:
+      return "";
+    case OperandRole::kUnknown:
+      return fmt::format(
+          "an operand from the weights file ('{}') that may be a parameter, which PyTorch "
+          "trains, or a buffer, which it keeps fixed: training needs to know which (a TorchScript "
+          "model says; in YAML write `parameter:` or `buffer:` for `tensor:`; an ONNX "
+          "initializer does not say)",
+          name);
+    case OperandRole::kParameter:
+      break;
+  }
+  if (!n.scalar_from.empty()) {
+    return fmt::format(
+        "no gradient rule for a one-element parameter ('{}') compiled in as a constant yet "
+        "(inference only)",
+        name);
+  }
+  const ParamSpec* p = nullptr;
+  for (const ParamSpec& q : n.params) p = q.role == ParamRole::kOperand ? &q : p;
+  if (n.op != OpKind::Mul || !p || p->shape.empty()) {
+    return fmt::format(
+        "no gradient rule for {} by a parameter ('{}') yet (inference only): a mul by a "
+        "parameter per channel or feature trains",
+        n.op == OpKind::Add   ? "an add"
+        : n.op == OpKind::Sub ? "a sub"
+        : n.op == OpKind::Div ? "a div"
+                              : "a mul of one value",
+        name);
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string grad_form_refusal(const Graph& g, const Node& n) {
   const auto rank = [&](size_t k) { return g.type(n.inputs[k]).dims.size(); };
   const auto dims = [&](size_t k) { return g.type(n.inputs[k]).dims; };
@@ -310,15 +359,7 @@ std::string grad_form_refusal(const Graph& g, const Node& n) {
   const bool channel_vector =
       n.inputs.size() == 2 && rank(0) == 3 && dims(1) == std::vector<int64_t>{dims(0)[0], 1, 1};
   const bool constant = n.inputs.size() == 1;
-  // A constant read from a tensor of the model may be a parameter PyTorch trains: kept fixed,
-  // training would differ from PyTorch's without a word.
-  if (!n.operand_tensor.empty() || !n.scalar_from.empty()) {
-    return fmt::format(
-        "no gradient rule for an operand from the weights file ('{}') yet "
-        "(inference only): zoc cannot tell a buffer, which PyTorch keeps fixed, "
-        "from a parameter, which it trains",
-        shown_text(n.operand_tensor.empty() ? n.scalar_from : n.operand_tensor));
-  }
+  if (std::string why = operand_refusal(n); !why.empty()) return why;
   switch (n.op) {
     case OpKind::Add:
     case OpKind::Sub:

@@ -36,6 +36,9 @@ class GradContext {
   // Gives the backward node that defined `grad` one more result, a contribution to input k's
   // gradient, and returns it (mul_grad: da is its output, db an extra).
   virtual ValueId also_backward(ValueId grad, size_t k) = 0;
+  // Appends the forward node's own op and constant (its scalar, or its tensor of the weights
+  // file) applied to dy, as a contribution to input k's gradient: x * c's dy * c, x / c's dy / c.
+  virtual ValueId same_constant(size_t k) = 0;
   // Adds an existing value to input k's gradient (an add passes dy to both operands).
   virtual void pass_through(size_t k, ValueId grad) = 0;
   // Appends a backward node of the forward node whose output is a step on the way to a

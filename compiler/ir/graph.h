@@ -89,6 +89,11 @@ class Attrs {
 // the frontends that translate another framework's nodes (TorchScript, ONNX) write out defaults.
 Attrs with_defaults(OpKind op, const Attrs& given);
 
+// What the weights-file operand of an add, sub, mul or div (Node::operand_tensor, scalar_from) is
+// to PyTorch: a parameter it trains, a buffer it keeps fixed, or not known (an ONNX initializer
+// does not say; a YAML `tensor:` does not either, `parameter:` and `buffer:` do).
+enum class OperandRole { kUnknown, kBuffer, kParameter };
+
 // What a parameter tensor is to its op, so passes and backends need not parse names. kNormWeight
 // and kNormBias are layernorm's; kScale is layer_scale's gamma.
 enum class ParamRole {
@@ -156,6 +161,9 @@ struct Node {
   // holds this name with another value, so that new weights never meet an old constant. Empty
   // elsewhere; not printed (it names where a constant came from, not what the layer computes).
   std::string scalar_from;
+  // What operand_tensor or scalar_from is: training keeps a buffer fixed, gives a parameter its
+  // gradient, and refuses an unknown one. kUnknown elsewhere.
+  OperandRole operand_role = OperandRole::kUnknown;
   // A layer that runs again (a module its forward calls twice, issue 36): the earlier node of
   // the same op whose parameters this one uses, so that both read one tensor
   // ("<weights_of>.weight"). Empty elsewhere: a node's parameters are its own (`name`).

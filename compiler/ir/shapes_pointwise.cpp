@@ -98,7 +98,8 @@ bool Rule::binary() {
                     "feature, [F] (1) or [1, F] (2), or one value [] (0)",
                     rank, dims_str(d)));
   }
-  return named_param(n_.operand_tensor, std::move(shape), ParamRole::kOperand, false) &&
+  const bool trainable = n_.operand_role == OperandRole::kParameter;
+  return named_param(n_.operand_tensor, std::move(shape), ParamRole::kOperand, trainable) &&
          set_output(d, in(0).layout);
 }
 

@@ -76,6 +76,13 @@ bool Rule::layer_grad(OpKind forward_op) {
   return set_result(n_.output, in(0));
 }
 
+// layer_scale's, or a mul's by a parameter of the weights file (x * gamma, one per channel or
+// feature), whose parameter is its operand.
+bool Rule::layer_scale_grad() {
+  const Node* f = earlier_node(n_.origin);
+  return layer_grad(f && f->op == OpKind::Mul ? OpKind::Mul : OpKind::LayerScale);
+}
+
 // (y or x, dy) -> dx of a pointwise op, or of softmax: all three of one shape.
 bool Rule::activation_grad() {
   if (in(0) != in(1)) {

@@ -136,6 +136,10 @@ bool verify(const Graph& g, Diagnostics& diags, const VerifyOptions& options) {
       fail(&n, fmt::format("names '{}' as the source of its constant, but it has no `scalar`",
                            n.scalar_from));
     }
+    if (n.operand_role != OperandRole::kUnknown && n.operand_tensor.empty() &&
+        n.scalar_from.empty()) {
+      fail(&n, "says whether its operand is a parameter or a buffer, but has no such operand");
+    }
     for (const AttrSpec& spec : info.attrs) {
       if (spec.required && !n.attrs.has(spec.name)) {
         fail(&n, fmt::format("missing required attribute '{}'", spec.name));

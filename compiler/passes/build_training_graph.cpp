@@ -52,6 +52,7 @@ class Builder final : public ir::GradContext {
   ValueId backward(size_t k, ir::OpKind op, std::vector<ValueId> inputs, ir::Attrs attrs,
                    bool param_grads) override;
   ValueId also_backward(ValueId grad, size_t k) override;
+  ValueId same_constant(size_t k) override;
   void pass_through(size_t k, ValueId grad) override { contribute(fwd_->inputs[k], grad); }
   ValueId temp(size_t k, const std::string& part, ir::OpKind op, std::vector<ValueId> inputs,
                ir::Attrs attrs) override;
@@ -215,6 +216,9 @@ void Builder::copy_forward() {
     }
     const int32_t i = t_.add_node(n.op, n.name, std::move(inputs), std::move(attrs), n.loc);
     t_.nodes[i].fused_from = n.fused_from;
+    t_.nodes[i].operand_tensor = n.operand_tensor;  // a constant operand from the weights file
+    t_.nodes[i].scalar_from = n.scalar_from;
+    t_.nodes[i].operand_role = n.operand_role;
     map_[n.output] = t_.nodes[i].output;
     if (bn) t_.add_extra_output(i, unique(n.name + ".saved"));
     if (n.op == ir::OpKind::Input) {
@@ -246,6 +250,15 @@ ValueId Builder::backward(size_t k, ir::OpKind op, std::vector<ValueId> inputs, 
   }
   const ValueId out = t_.nodes[i].output;
   contribute(v, out);
+  return out;
+}
+
+// The forward op with its constant (a scalar, or a tensor of the weights file), applied to dy.
+ValueId Builder::same_constant(size_t k) {
+  const ValueId out = backward(k, fwd_->op, {dy()}, fwd_->attrs, false);
+  ir::Node& n = t_.nodes[static_cast<size_t>(t_.values[out].producer)];
+  n.operand_tensor = fwd_->operand_tensor;
+  n.operand_role = fwd_->operand_role;
   return out;
 }
 

@@ -21,6 +21,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "models"))
 import safetensors_io  # noqa: E402
 
+# Each model's buffers (operands kept fixed), drawn as test_train.py's draw_buffers draws them.
+BUFFERS = {"arith_ops": {"mean": (3, 1, 1), "std": (3, 1, 1)}}
+
 # Each model's input, [C, H, W], as its YAML file declares it.
 INPUTS = {"zoo_ops": (3, 12, 12), "arith_ops": (3, 8, 8), "decoder_ops": (3, 8, 8)}
 
@@ -51,6 +54,9 @@ def main():
         base = 1.0 if name.startswith("ln") and name.endswith(".weight") else 0.0
         std = 1.0 / np.sqrt(np.prod(shape[1:])) if len(shape) > 1 and shape[0] > 1 else 0.5
         init[name] = (base + std * rng.standard_normal(shape)).astype(np.float32)
+    for name, shape in BUFFERS.get(model, {}).items():
+        init[name] = (rng.uniform(0.5, 1.5, shape) if name.endswith("std")
+                      else 0.5 * rng.standard_normal(shape)).astype(np.float32)
     os.remove(os.path.join(out, "probe.safetensors"))
     weights = os.path.join(out, "init.safetensors")
     safetensors_io.save_file(init, weights)

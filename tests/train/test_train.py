@@ -342,16 +342,17 @@ def case_zoc_grad(a):
 
 def arith_ops_forward(F, x, w):
     """tests/train/arith_ops.yaml in PyTorch: its logits, before the final log_softmax."""
+    x = (x - w["mean"]) / w["std"]
     conv = F.conv2d(x, w["conv.weight"], w["conv.bias"], padding=1)
     inv = 1.0 / (conv.sigmoid() + 0.5)
     shift = (1.0 - inv * 0.5 / 4.0) - 0.25
     conv2 = F.conv2d(conv, w["conv2.weight"], w["conv2.bias"])
     ratio = (shift - conv2) / (conv2.sigmoid() + 0.5)
     padded = F.pad(ratio.reshape(-1, 16, 4, 4), (2, 1, 1, 0), value=0.5)
-    conv3 = F.conv2d(padded, w["conv3.weight"], w["conv3.bias"], padding=1)
+    conv3 = F.conv2d(padded, w["conv3.weight"], w["conv3.bias"], padding=1) * w["ls.gamma"]
     tail = F.conv1d(conv3.mean((2, 3)).unsqueeze(1), w["tail.weight"], w["tail.bias"], stride=2,
                     padding=1)
-    return F.linear(tail.squeeze(1), w["fc.weight"], w["fc.bias"])
+    return F.linear(tail.squeeze(1), w["fc.weight"], w["fc.bias"]) * w["head.scale"]
 
 
 def decoder_ops_forward(F, x, w):
@@ -370,20 +371,28 @@ def decoder_ops_forward(F, x, w):
     return F.linear(y.mean((2, 3)), w["fc.weight"], w["fc.bias"])
 
 
-# Each model checked by yaml_grad: its parameters' shapes, its PyTorch forward (logits), its
-# input [C, H, W], the seed and whether the loss reads through a final log_softmax.
+# Each model checked by yaml_grad: its parameters' shapes, its buffers' (fixed), its PyTorch
+# forward (logits), its input [C, H, W], the seed and whether the loss reads through a final
+# log_softmax.
 YAML_MODELS = {
     "arith_ops": ({"conv.weight": (4, 3, 3, 3), "conv.bias": (4,), "conv2.weight": (4, 4, 1, 1),
                    "conv2.bias": (4,), "conv3.weight": (8, 16, 3, 3), "conv3.bias": (8,),
-                   "tail.weight": (1, 1, 2), "tail.bias": (1,), "fc.weight": (10, 5),
-                   "fc.bias": (10,)}, arith_ops_forward, (3, 8, 8), 8, True),
+                   "ls.gamma": (8, 1, 1), "tail.weight": (1, 1, 2), "tail.bias": (1,),
+                   "fc.weight": (10, 5), "fc.bias": (10,), "head.scale": (10,)},
+                  {"mean": (3, 1, 1), "std": (3, 1, 1)}, arith_ops_forward, (3, 8, 8), 8, True),
     "decoder_ops": ({"conv.weight": (6, 3, 3, 3), "conv.bias": (6,),
                      "tconv.weight": (6, 4, 3, 3), "tconv.bias": (4,),
                      "tconv2.weight": (4, 1, 2, 2), "gate.weight": (1, 2, 3, 3),
                      "gate.bias": (1,), "conv2.weight": (4, 1, 3, 3), "conv2.bias": (4,),
-                     "fc.weight": (10, 4), "fc.bias": (10,)}, decoder_ops_forward, (3, 8, 8), 37,
-                    False),
+                     "fc.weight": (10, 4), "fc.bias": (10,)}, {}, decoder_ops_forward, (3, 8, 8),
+                    37, False),
 }
+
+
+def draw_buffers(rng, shapes):
+    """Buffers as a model's normalization holds them: a `std` in [0.5, 1.5), the rest N(0, 0.25)."""
+    return {k: (rng.uniform(0.5, 1.5, s) if k.endswith("std") else 0.5 * rng.standard_normal(s))
+            .astype(np.float32) for k, s in shapes.items()}
 
 
 def yaml_grad(a, model):
@@ -392,25 +401,29 @@ def yaml_grad(a, model):
     logits and every gradient within 1e-5 (relative L2; fp32 against float64)."""
     import torch
     import torch.nn.functional as F
-    shapes, forward, chw, seed, log_softmax = YAML_MODELS[model]
+    shapes, buffers, forward, chw, seed, log_softmax = YAML_MODELS[model]
     rng = np.random.default_rng(seed)
     init = {k: (0.4 * rng.standard_normal(s)).astype(np.float32) for k, s in shapes.items()}
+    fixed = draw_buffers(rng, buffers)
     batch = {"input": rng.standard_normal((4,) + chw).astype(np.float32),
              "labels": rng.integers(0, 10, 4).astype(np.int32)}
     paths = {k: os.path.join(a.work, k + ".safetensors") for k in ("init", "batch", "zoc")}
-    nets.safetensors_io.save_file(init, paths["init"])
+    nets.safetensors_io.save_file(dict(init, **fixed), paths["init"])
     nets.safetensors_io.save_file(batch, paths["batch"])
     run([a.zoc, "grad", os.path.join(ROOT, "tests", "train", model + ".yaml"), "--weights",
          paths["init"], "--batch-file", paths["batch"], "-o", paths["zoc"]])
     z, _ = nets.safetensors_io.load_file(paths["zoc"])
     w = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in init.items()}
-    logits = forward(F, torch.tensor(batch["input"], dtype=torch.float64), w)
+    logits = forward(F, torch.tensor(batch["input"], dtype=torch.float64),
+                     dict(w, **{k: torch.tensor(v, dtype=torch.float64) for k, v in fixed.items()}))
     labels = torch.tensor(batch["labels"]).long()
     loss = (F.nll_loss(F.log_softmax(logits, 1), labels) if log_softmax
             else F.cross_entropy(logits, labels))
     loss.backward()
     ref = {"loss": np.array([loss.item()]), "logits": logits.detach().numpy()}
     ref.update({"grad." + k: t.grad.numpy() for k, t in w.items()})
+    check({k for k in z if k.startswith("grad.")} == {k for k in ref if k.startswith("grad.")},
+          "gradients %s (the buffers have none)" % sorted(z))
     err = {k: float(np.linalg.norm(z[k].astype(np.float64) - v) / np.linalg.norm(v))
            for k, v in ref.items()}
     bad = {k: e for k, e in err.items() if not e <= 1e-5}
@@ -422,8 +435,8 @@ def yaml_grad(a, model):
 
 def case_arith_grad(a):
     """tests/train/arith_ops.yaml (add, sub, mul and div with a scalar both ways round, sub and
-    div of two tensors, a reshape, a pad, a strided conv1d over the features, a final
-    log_softmax): yaml_grad."""
+    div of two tensors, a reshape, a pad, a strided conv1d over the features, buffers and
+    parameters of the weights file as operands, a final log_softmax): yaml_grad."""
     yaml_grad(a, "arith_ops")
 
 
@@ -485,10 +498,64 @@ def case_example_mnist(a):
               % (os.path.basename(f), len(err), max(err.values())))
 
 
+def case_script_operands(a):
+    """A model that reads its own tensors in its forward: input normalization by two buffers
+    (`(x - self.mean) / self.std`, fixed), timm's layer scale (`x * self.gamma.reshape(1, -1, 1,
+    1)`, a parameter) and a parameter per logit, scripted: `zoc grad` of the TorchScript file
+    against float64 autograd, every parameter's gradient (and none for the buffers) within 1e-5,
+    and its trainer written."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mean", torch.tensor([0.4, 0.5, 0.6]).view(1, 3, 1, 1))
+            self.register_buffer("std", torch.tensor([0.2, 0.25, 0.3]).view(1, 3, 1, 1))
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.gamma = nn.Parameter(torch.linspace(0.5, 1.5, 8))
+            self.fc = nn.Linear(8, 10)
+            self.temperature = nn.Parameter(torch.linspace(0.6, 1.2, 10))
+
+        def forward(self, x):
+            x = F.relu(self.conv((x - self.mean) / self.std))
+            x = (x * self.gamma.reshape(1, -1, 1, 1)).mean((2, 3))
+            return self.fc(x) * self.temperature
+
+    torch.manual_seed(1)
+    net = Net().eval()
+    path = os.path.join(a.work, "operands.pt")
+    torch.jit.script(net).save(path)
+    rng = np.random.default_rng(5)
+    batch = {"input": rng.standard_normal((4, 3, 8, 8)).astype(np.float32),
+             "labels": rng.integers(0, 10, 4).astype(np.int32)}
+    batch_path = os.path.join(a.work, "batch.safetensors")
+    nets.safetensors_io.save_file(batch, batch_path)
+    net64 = net.double()
+    loss = F.cross_entropy(net64(torch.tensor(batch["input"], dtype=torch.float64)),
+                           torch.tensor(batch["labels"]).long())
+    loss.backward()
+    ref = {"grad." + k: p.grad.numpy() for k, p in net64.named_parameters()}
+    got = path + ".grad.safetensors"
+    run([a.zoc, "grad", path, "--input", "3x8x8", "--batch-file", batch_path, "-o", got])
+    z, _ = nets.safetensors_io.load_file(got)
+    check(set(ref) == {k for k in z if k.startswith("grad.")}, "gradients %s" % sorted(z))
+    err = {k: float(np.linalg.norm(z[k].astype(np.float64) - v) / np.linalg.norm(v))
+           for k, v in ref.items()}
+    err["loss"] = abs(float(z["loss"].ravel()[0]) - loss.item()) / loss.item()
+    bad = {k: e for k, e in err.items() if not e <= 1e-5}
+    check(not bad, "against PyTorch float64: %s" % bad)
+    run([a.zoc, "compile", path, "--input", "3x8x8", "--train", "-o", path + ".trainer"])
+    print("ok: %d tensors within 1e-5 of PyTorch float64, worst %.3g; trainer written"
+          % (len(err), max(err.values())))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=("order", "pytorch", "libtorch", "agree", "init-names", "grad",
                                     "zoc-grad", "arith-grad", "decoder-grad", "example-mnist",
+                                    "script-operands",
                                     "ddp"))
     p.add_argument("--work", required=True)
     p.add_argument("--printer")
@@ -501,7 +568,7 @@ def main():
      "libtorch": lambda x: case_trainer(x, "libtorch"), "agree": case_agree,
      "init-names": case_init_names, "grad": case_grad, "zoc-grad": case_zoc_grad,
      "arith-grad": case_arith_grad, "decoder-grad": case_decoder_grad,
-     "example-mnist": case_example_mnist,
+     "example-mnist": case_example_mnist, "script-operands": case_script_operands,
      "ddp": case_ddp}[a.case](a)
 
 

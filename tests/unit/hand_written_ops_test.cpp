@@ -115,41 +115,39 @@ TEST(BinaryPasses, OnlyAnAddOfOneShapeBecomesAResidual) {
   EXPECT_EQ(after.find_node("conv3")->inputs.size(), 2u);
 }
 
-// Training differentiates a scalar operand (`sub`) and two tensors of one shape (`ratio`), and
-// refuses broadcasting other than an image by its channel vector (`mul`, `diff`) and an operand
-// from the weights file, which may be a parameter PyTorch trains (`div`, `add`). The cuDNN
-// backend runs every constant operand (zoc's const_op kernel) and sub and div of two tensors of
-// one shape, and refuses broadcasting.
+// Training differentiates a scalar operand (`sub`), a buffer's (`div`) and two tensors of one
+// shape (`ratio`), and refuses broadcasting other than an image by its channel vector (`mul`,
+// `diff`), an operand of the weights file not known to be a parameter or a buffer (`add`) and an
+// add of a parameter (`bias`). The cuDNN backend runs every constant operand (zoc's const_op
+// kernel) and sub and div of two tensors of one shape, and refuses broadcasting.
 TEST(BinaryRefusals, TrainingAndTheCudnnBackend) {
   test::TempDir dir;
   Diagnostics d;
   auto g = model(dir,
                  "  - sub: {op: sub, scalar: 1}\n"
-                 "  - div: {op: div, tensor: std}\n"
+                 "  - div: {op: div, buffer: std}\n"
                  "  - add: {op: add, tensor: shift}\n"
                  "  - pool: {op: global_avgpool}\n"
                  "  - mul: {op: mul, inputs: [pool, add]}\n"
                  "  - fine: {op: mul, inputs: [add, pool]}\n"
                  "  - sum: {op: add, inputs: [fine, mul]}\n"
                  "  - diff: {op: sub, inputs: [sum, pool]}\n"
-                 "  - ratio: {op: div, inputs: [diff, sum]}\n",
+                 "  - ratio: {op: div, inputs: [diff, sum]}\n"
+                 "  - bias: {op: add, parameter: b}\n",
                  d);
   ASSERT_TRUE(g) << d.render();
-  const std::string operand =
-      "yet (inference only): zoc cannot tell a buffer, which PyTorch keeps fixed, from a "
-      "parameter, which it trains";
   test::expect_refusals(
       *g,
-      {"m.yaml:5:5: error: layer 'div' (div): no gradient rule for an operand from the weights "
-       "file ('std') " +
-           operand,
-       "m.yaml:6:5: error: layer 'add' (add): no gradient rule for an operand from the weights "
-       "file ('shift') " +
-           operand,
+      {"m.yaml:6:5: error: layer 'add' (add): an operand from the weights file ('shift') that "
+       "may be a parameter, which PyTorch trains, or a buffer, which it keeps fixed: training "
+       "needs to know which (a TorchScript model says; in YAML write `parameter:` or `buffer:` "
+       "for `tensor:`; an ONNX initializer does not say)",
        "m.yaml:8:5: error: layer 'mul' (mul): no gradient rule for a mul with broadcasting "
        "(other than an image by its channel vector) yet (inference only)",
        "m.yaml:11:5: error: layer 'diff' (sub): no gradient rule for a sub with broadcasting yet "
-       "(inference only)"},
+       "(inference only)",
+       "m.yaml:13:5: error: layer 'bias' (add): no gradient rule for an add by a parameter ('b') "
+       "yet (inference only): a mul by a parameter per channel or feature trains"},
       false);
   test::expect_refusals(*g,
                         {"layer 'mul' (mul): the cuDNN backend does not support mul with "

@@ -218,6 +218,26 @@ layers:
                             8, 72 + 4 + 12 + 3 + 15 + 5 + 15 + 3);
 }
 
+// Operands from the weights file: buffers stay fixed (normalization, a scale of the logits) and
+// parameters train (a layer scale per channel, one per logit), layer_scale_grad's arithmetic.
+TEST(TrainingInterpreter, OperandGradientsAreTheLossesFiniteDifference) {
+  expect_finite_differences(R"(zoc: 1
+input: {channels: 2, height: 4, width: 4}
+layers:
+  - norm: {op: sub, buffer: mean}
+  - scaled: {op: div, buffer: std}
+  - conv: {op: conv2d, out_channels: 3, kernel: 3, padding: 1}
+  - gamma: {op: mul, parameter: blocks.gamma}
+  - shift: {op: add, buffer: shift}
+  - gap: {op: global_avgpool}
+  - flat: {op: flatten}
+  - fc: {op: linear, out_features: 4}
+  - fscale: {op: mul, parameter: head.scale}
+  - fbuf: {op: mul, buffer: head.buf}
+)",
+                            6, 54 + 3 + 3 + 12 + 4 + 4);
+}
+
 // A decoder's ops (issue 37): transposed convolutions (output padding; grouped and dilated), and
 // nearest and bilinear upsampling by a scale, to a size below the input, and with align_corners:
 // every gradient reaches the first convolution through them.

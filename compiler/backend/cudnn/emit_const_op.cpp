@@ -3,9 +3,11 @@
 // users write for input normalization ((x - mean) / std) and that timm's one-element
 // parameters compile to (scale * x + bias). The constant is a named float literal of the call
 // constant, or an fp32 weight (never rounded to the model's fp16: a mean or a std keeps its
-// digits); a scalar compiled in from a parameter is checked against the weights file at load.
+// digits; in a trainer, the tensor in its params()); a scalar compiled in from a parameter is
+// checked against the weights file at load.
 #include "compiler/backend/cudnn/emit_snippet.h"
 #include "compiler/backend/cudnn/named_init.h"
+#include "compiler/backend/cudnn/train_emitter.h"
 #include "compiler/support/sanitize.h"
 #include "compiler/weights/weights.h"
 
@@ -75,6 +77,11 @@ bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i) {
                       sanitize_comment(n.scalar_from), literal);
       k += fmt::format(" (tensor '{}')", sanitize_comment(n.scalar_from));
     }
+  } else if (ctx.train) {  // the trainer's params(), as PyTorch's layout holds it
+    const ir::ParamSpec* p = snippet::param(n, ir::ParamRole::kOperand);
+    m.per_channel = !p->shape.empty();
+    call.v = train_snippet::param_offset(ctx, n, ir::ParamRole::kOperand);
+    k = fmt::format("'{}'{}", sanitize_comment(p->name), p->shape.empty() ? "" : " per channel");
   } else {
     const ir::ParamSpec* p = snippet::param(n, ir::ParamRole::kOperand);
     ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));

@@ -68,13 +68,16 @@ bool emit_train_mul_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
+// layer_scale's, or a mul's by a parameter of the weights file (its operand, per channel or
+// feature).
 bool emit_train_layer_scale_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::Node& f = forward_of(ctx, n);
+  const ir::ParamRole role = n.params.at(0).role;
   const Dims d = dims_of(ctx.g.type(n.output));
   named::LayerScaleGradCall c;
   c.c = d.c, c.hw = d.h * d.w, c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
-  c.gamma = param_offset(ctx, f, ir::ParamRole::kScale), c.dx = ctx.tensor(n.output);
-  c.dgamma = grad_of(ctx, n, ir::ParamRole::kScale);
+  c.gamma = param_offset(ctx, f, role), c.dx = ctx.tensor(n.output);
+  c.dgamma = grad_of(ctx, n, role);
   constant(ctx, "train::LayerScaleGradCall", "kLsGrad_" + ctx.ids[i], named::items(c));
   call(ctx, n, "dx = dy * gamma; dgamma",
        fmt::format("v.layer_scale_grad(kLsGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));

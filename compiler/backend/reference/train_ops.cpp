@@ -122,12 +122,14 @@ void Runner::mul_grad(const ir::Node& node) {
                dims(node.inputs[1]) != dims(node.inputs[0]));
 }
 
+// layer_scale's, or a mul's by a parameter of the weights file (its one parameter, the operand).
 void Runner::layer_scale_grad(const ir::Node& node) {
-  const float* gamma = param(node, ir::ParamRole::kScale);
+  const ir::ParamRole role = node.params.at(0).role;
+  const float* gamma = param(node, role);
   if (!missing_.empty()) return;
   const auto [c, hw] = channels_of(node.inputs[0]);
-  channel_scale_backward(in(node, 0), gamma, in(node, 1), out(node.output),
-                         param_grad(node, ir::ParamRole::kScale), n_, c, hw);
+  channel_scale_backward(in(node, 0), gamma, in(node, 1), out(node.output), param_grad(node, role),
+                         n_, c, hw);
 }
 
 void Runner::layernorm_grad(const ir::Node& node) {

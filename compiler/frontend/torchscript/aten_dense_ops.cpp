@@ -403,6 +403,12 @@ std::optional<double> one_element_param(OpContext& c, ir::ValueId x, const Val& 
   return zoc::decimal_of_float(k.tensor.to(at::kFloat).item<float>());
 }
 
+// A module tensor as an operand: a parameter, which training trains (the class's
+// __parameters__), or a buffer, which it keeps fixed.
+ir::OperandRole operand_role(const Val& k) {
+  return k.parameter ? ir::OperandRole::kParameter : ir::OperandRole::kBuffer;
+}
+
 // The binary op `op` of activation `x` and constant `k` (Python number or module tensor);
 // `reverse`: the constant comes first (c - x, c / x).
 bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool reverse) {
@@ -417,7 +423,10 @@ bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool 
   if (s) {
     a.set("scalar", float_attr(*s));
     auto y = c.emit(op, {*x}, a);
-    if (y && from_param && k.in_state_dict) c.producer(*y).scalar_from = k.name;
+    if (y && from_param && k.in_state_dict) {
+      c.producer(*y).scalar_from = k.name;
+      c.producer(*y).operand_role = operand_role(k);
+    }
     return y && c.result_tensor(*y);
   }
   if (!k.is(Kind::kParam) || !k.in_state_dict) {
@@ -431,6 +440,7 @@ bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool 
   auto y = c.emit(op, {*x}, a);
   if (!y) return false;
   c.producer(*y).operand_tensor = k.name;
+  c.producer(*y).operand_role = operand_role(k);
   return c.result_tensor(*y);
 }
 

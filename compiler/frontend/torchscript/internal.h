@@ -54,6 +54,7 @@ struct Val {
   at::Tensor tensor;              // kParam
   bool transposed = false;        // kParam seen through aten::t
   bool in_state_dict = true;      // kParam: a parameter or buffer, not a plain attribute
+  bool parameter = false;         // kParam: a parameter (trained), not a buffer
   int64_t stored_rank = -1;       // kParam seen reshaped (timm's gamma): its stored tensor's rank
   ir::ValueId id = ir::kNoValue;  // kTensor
   std::vector<Val> items;         // kList; kDict: the values, in insertion order

@@ -270,7 +270,8 @@ void Translator::get_attr(jit::Node* n) {
     out.kind = Kind::kParam;
     out.name = join_path(obj.name, attr);
     out.tensor = v.toTensor();
-    out.in_state_dict = type->is_parameter(*slot) || type->is_buffer(*slot);
+    out.parameter = type->is_parameter(*slot);
+    out.in_state_dict = out.parameter || type->is_buffer(*slot);
   } else {
     out = Val::constant(std::move(v));
   }

@@ -387,13 +387,19 @@ std::optional<std::vector<MapEntry>> map_entries(const std::string& file, const 
   return out;
 }
 
-std::optional<std::string> tensor_operand(const std::string& file, const YAML::Node& value,
-                                          const std::string& prefix, const std::string& layer,
-                                          ir::OpKind op, size_t inputs, Diagnostics& diags) {
+std::optional<TensorOperand> tensor_operand(const std::string& file, const MapEntry& m, bool seen,
+                                            const std::string& prefix, const std::string& layer,
+                                            ir::OpKind op, size_t inputs, Diagnostics& diags) {
+  const YAML::Node& value = m.value;
+  if (seen) {
+    diags.error(loc_of(file, m.key_node),
+                fmt::format("layer '{}': give one of 'tensor', 'parameter' and 'buffer'", layer));
+    return std::nullopt;
+  }
   if (!ir::is_binary_op(op) || inputs != 1) {
     diags.error(loc_of(file, value),
-                fmt::format("layer '{}': only a one-input add, sub, mul or div takes a 'tensor' "
-                            "operand, not {} with {} input{}",
+                fmt::format("layer '{}': only a one-input add, sub, mul or div takes a tensor "
+                            "operand ('tensor', 'parameter', 'buffer'), not {} with {} input{}",
                             layer, ir::op_info(op).name, inputs, inputs == 1 ? "" : "s"));
     return std::nullopt;
   }
@@ -405,12 +411,15 @@ std::optional<std::string> tensor_operand(const std::string& file, const YAML::N
   }
   if (!ok) {
     diags.error(loc_of(file, value),
-                fmt::format("layer '{}': 'tensor' must name a tensor of the weights file, such "
+                fmt::format("layer '{}': the operand must name a tensor of the weights file, such "
                             "as mean or ls1.gamma (letters, digits, '_', '-' and dots)",
                             layer));
     return std::nullopt;
   }
-  return prefix + name;
+  const ir::OperandRole role = m.key == "parameter" ? ir::OperandRole::kParameter
+                               : m.key == "buffer"  ? ir::OperandRole::kBuffer
+                                                    : ir::OperandRole::kUnknown;
+  return TensorOperand{prefix + name, role};
 }
 
 }  // namespace zoc::yaml

@@ -386,11 +386,13 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
   std::set<std::string, std::less<>>
       invalid;  // given but rejected: already reported, so not "missing"
   bool ok = true;
-  std::optional<std::string> operand;  // `tensor:`, a weights tensor as the other operand
+  std::optional<TensorOperand> operand;  // a weights tensor as the other operand
   for (const MapEntry& m : keys) {
-    if (m.key == "tensor") {
-      operand = tensor_operand(c_.file, m.value, prefix_, full, *kind, inputs.size(), c_.diags);
-      ok = ok && operand.has_value();
+    if (is_operand_key(m.key)) {
+      auto o = tensor_operand(c_.file, m, operand.has_value(), prefix_, full, *kind, inputs.size(),
+                              c_.diags);
+      ok = ok && o.has_value();
+      if (o) operand = std::move(o);
       continue;
     }
     if (std::find(kReservedKeys.begin(), kReservedKeys.end(), m.key) != kReservedKeys.end()) {
@@ -456,7 +458,8 @@ void ScopeExpander::expand_op(Entry& e, const std::vector<MapEntry>& keys,
   if (!ok) return;
   c_.ex.slots[e.slot].layer = static_cast<int>(c_.ex.layers.size());
   c_.ex.layers.push_back(LayerInst{full, *kind, std::move(attrs), inputs, loc_of(c_.file, e.key),
-                                   operand.value_or("")});
+                                   operand ? operand->name : "",
+                                   operand ? operand->role : ir::OperandRole::kUnknown});
 }
 
 std::optional<int> ScopeExpander::expand_nested(Entry& e, const std::vector<MapEntry>& keys,

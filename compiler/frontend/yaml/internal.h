@@ -45,14 +45,6 @@ std::optional<int64_t> eval_int(const std::string& file, const YAML::Node& node,
 std::optional<bool> eval_bool(const std::string& file, const YAML::Node& node, const ExprEnv& env,
                               const std::string& what, Diagnostics& diags);
 
-// A layer's `tensor: name`, the weights file's tensor that a one-input add, sub, mul or div
-// takes as its other operand, named relative to the layer's scope (`prefix` + name: inside
-// block instance `blocks.0`, `ls1.gamma` is `blocks.0.ls1.gamma`). Dotted names of letters,
-// digits, '_' and '-'; nullopt after reporting anything else, or `op` not taking one.
-std::optional<std::string> tensor_operand(const std::string& file, const YAML::Node& value,
-                                          const std::string& prefix, const std::string& layer,
-                                          ir::OpKind op, size_t inputs, Diagnostics& diags);
-
 // Iterates a mapping, reporting duplicate keys and non-scalar keys. Returns (key, key node,
 // value node) triples in file order.
 struct MapEntry {
@@ -62,6 +54,23 @@ struct MapEntry {
 };
 std::optional<std::vector<MapEntry>> map_entries(const std::string& file, const YAML::Node& map,
                                                  const std::string& what, Diagnostics& diags);
+
+// A weights tensor as a one-input add's, sub's, mul's or div's other operand: its full name, and
+// what its key (`tensor`, `parameter`, `buffer`) says it is to PyTorch.
+struct TensorOperand {
+  std::string name;
+  ir::OperandRole role = ir::OperandRole::kUnknown;
+};
+inline bool is_operand_key(const std::string& key) {
+  return key == "tensor" || key == "parameter" || key == "buffer";
+}
+// Layer entry m, one of those keys, as the operand: the weights file's tensor named relative to
+// the layer's scope (`prefix` + name: inside block instance `blocks.0`, `ls1.gamma` is
+// `blocks.0.ls1.gamma`), a dotted name of letters, digits, '_' and '-'. nullopt after reporting
+// anything else, `op` not taking one, or an operand the layer gave already (`seen`).
+std::optional<TensorOperand> tensor_operand(const std::string& file, const MapEntry& m, bool seen,
+                                            const std::string& prefix, const std::string& layer,
+                                            ir::OpKind op, size_t inputs, Diagnostics& diags);
 
 // A reusable block definition (`blocks:` in a model file or an included file).
 struct BlockDef {
@@ -79,7 +88,8 @@ struct LayerInst {
   ir::Attrs attrs;
   std::vector<int> input_slots;
   SourceLoc loc;
-  std::string operand_tensor = {};  // `tensor:` (ir::Node::operand_tensor)
+  std::string operand_tensor = {};  // `tensor:`, `parameter:`, `buffer:` (ir::Node::operand_tensor)
+  ir::OperandRole operand_role = ir::OperandRole::kUnknown;  // ir::Node::operand_role
 };
 
 // A name that a layer entry introduces in its scope. It is bound either to the layer that

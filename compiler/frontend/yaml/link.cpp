@@ -145,6 +145,7 @@ std::optional<ir::Graph> link_graph(Expansion& ex, const std::string& model_name
     for (int d : deps[i]) inputs.push_back(value_of[d]);
     const int32_t node = g.add_node(l.op, l.name, std::move(inputs), std::move(l.attrs), l.loc);
     g.nodes[node].operand_tensor = l.operand_tensor;
+    g.nodes[node].operand_role = l.operand_role;
     value_of[i] = g.nodes[node].output;
   }
   for (int layer : out_layers) g.outputs.push_back(value_of[layer]);

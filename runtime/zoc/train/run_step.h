@@ -284,10 +284,11 @@ struct TrainRun {
              name);
     return Status::success();
   }
-  // Arithmetic with a scalar, or of two tensors of one shape (and gradients made of them: x * c's
-  // dy * c, c - x's -dy): inference's kernels for float.
+  // Arithmetic with a scalar or a tensor of params() (a buffer, or a parameter), or of two tensors
+  // of one shape (and gradients made of them: x * c's dy * c, c - x's -dy): inference's kernels
+  // for float.
   Status const_op(const ConstOpCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::const_op(s.a(c.x), nullptr, s.a(c.y), int64_t(n) * c.per_sample, c.m,
+    ZOC_CUDA(model_kernels::const_op(s.a(c.x), s.p(c.v), s.a(c.y), int64_t(n) * c.per_sample, c.m,
                                      stream),
              name);
     return Status::success();

@@ -31,6 +31,8 @@ check "$here/../models/lenet.yaml" "the fp32 trainer stores activations NCHW: dr
   --layout nhwc
 check "$here/../models/resnet18.yaml" "the bf16 trainer stores activations NHWC: drop --layout nchw" \
   --precision bf16 --layout nchw
+check "$here/backend/train_conv_transpose_padding.yaml" \
+  "train_conv_transpose_padding.yaml:6:5: error: layer 'tconv' (conv_transpose2d): the cuDNN backend does not support a transposed convolution whose output_padding is not below its stride"
 # A softmax inside the model trains (it was refused before): its forward and its gradient.
 rm -rf "$scratch/inner_softmax"
 "$zoc" compile "$here/backend/train_inner_softmax.yaml" --train -o "$scratch/inner_softmax" \

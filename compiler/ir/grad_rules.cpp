@@ -314,6 +314,14 @@ namespace {
 std::string operand_refusal(const Node& n) {
   if (n.operand_tensor.empty() && n.scalar_from.empty()) return "";
   const std::string name = shown_text(n.operand_tensor.empty() ? n.scalar_from : n.operand_tensor);
+  // The trainer does not check a constant compiled in against the weights file it loads (the
+  // inference code does), and would not read a new value from it.
+  if (!n.scalar_from.empty()) {
+    return fmt::format(
+        "no gradient rule for a one-element {} ('{}') compiled in as a constant yet (inference "
+        "only)",
+        n.operand_role == OperandRole::kParameter ? "parameter" : "tensor", name);
+  }
   switch (n.operand_role) {
     case OperandRole::kBuffer:
       return "";
@@ -326,12 +334,6 @@ std::string operand_refusal(const Node& n) {
           name);
     case OperandRole::kParameter:
       break;
-  }
-  if (!n.scalar_from.empty()) {
-    return fmt::format(
-        "no gradient rule for a one-element parameter ('{}') compiled in as a constant yet "
-        "(inference only)",
-        name);
   }
   const ParamSpec* p = nullptr;
   for (const ParamSpec& q : n.params) p = q.role == ParamRole::kOperand ? &q : p;

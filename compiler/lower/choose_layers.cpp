@@ -116,11 +116,7 @@ Choice reshape_choice(const ir::Graph& g, const ir::Node& n, const TargetDesc& t
 // its output to its input, which exists only where the output size is that convolution's input
 // size, i.e. output_padding below the stride (PyTorch also allows it below the dilation).
 Choice conv_transpose_choice(const ir::Node& n) {
-  const ir::Pair op = n.attrs.pair("output_padding"), s = n.attrs.pair("stride");
-  if (op.h >= s.h || op.w >= s.w) {
-    return {LayerKind::None, Epilogue::kNone,
-            "a transposed convolution whose output_padding is not below its stride"};
-  }
+  if (const char* why = conv_transpose_refusal(n)) return {LayerKind::None, Epilogue::kNone, why};
   return {LayerKind::ConvTranspose};
 }
 
@@ -216,6 +212,14 @@ Choice choose(const ir::Graph& g, const ir::Node& n, const TargetDesc& t, int si
 }
 
 }  // namespace
+
+const char* conv_transpose_refusal(const ir::Node& n) {
+  const ir::Pair op = n.attrs.pair("output_padding"), s = n.attrs.pair("stride");
+  if (op.h >= s.h || op.w >= s.w) {
+    return "a transposed convolution whose output_padding is not below its stride";
+  }
+  return nullptr;
+}
 
 bool pool_needs_kernel(const ir::Node& n) {
   const bool dilated = n.op == OpKind::MaxPool2d && n.attrs.pair("dilation") != ir::Pair{1, 1};

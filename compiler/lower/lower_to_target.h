@@ -32,4 +32,8 @@ bool choose_layers(ir::Graph& g, const TargetDesc& target, const std::vector<int
 // input, dilated max pooling) instead of cuDNN's: the inference layers' and the trainer's rule.
 bool pool_needs_kernel(const ir::Node& n);
 
+// Why cuDNN cannot run transposed convolution n (null where it can): the inference layers' and
+// the trainer's rule.
+const char* conv_transpose_refusal(const ir::Node& n);
+
 }  // namespace zoc::lower

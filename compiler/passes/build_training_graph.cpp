@@ -115,8 +115,24 @@ bool Builder::check_model() {
     }
   }
   if (m_.outputs.size() == 1) find_tail();
+  std::map<std::string, const ir::Node*> declared;  // trainable tensor -> its first reader
   for (const ir::Node& n : m_.nodes) {
     if (left_out(n)) continue;
+    // A parameter two layers read (an operand of the weights file may be shared) would get two
+    // gradients, of which the pass below keeps one: summing them is not built yet.
+    for (const ir::ParamSpec& p : n.params) {
+      auto [first, fresh] = declared.emplace(p.name, &n);
+      if (p.trainable && !fresh) {
+        diags_.error(n.loc,
+                     fmt::format("layer '{}' ({}) reads parameter '{}', which layer '{}' reads "
+                                 "too; zoc's trainer does not sum a shared parameter's gradients "
+                                 "over its readers yet, so training refuses it (inference "
+                                 "compiles it)",
+                                 shown_text(n.name), ir::op_info(n.op).name, shown_text(p.name),
+                                 shown_text(first->second->name)));
+        ok = false;
+      }
+    }
     // A layer called twice (issue 36) has one gradient, the sum of both calls'; the backward
     // pass here keys parameter gradients by tensor and would keep one call's only.
     if (!n.weights_of.empty()) {
@@ -258,6 +274,7 @@ ValueId Builder::same_constant(size_t k) {
   const ValueId out = backward(k, fwd_->op, {dy()}, fwd_->attrs, false);
   ir::Node& n = t_.nodes[static_cast<size_t>(t_.values[out].producer)];
   n.operand_tensor = fwd_->operand_tensor;
+  n.scalar_from = fwd_->scalar_from;
   n.operand_role = fwd_->operand_role;
   return out;
 }

@@ -157,6 +157,26 @@ TEST(BinaryRefusals, TrainingAndTheCudnnBackend) {
                         true);
 }
 
+// A parameter two layers read gets one gradient per reader, which training would not sum: the
+// second reader is refused (a buffer two layers read trains, fixed).
+TEST(BinaryRefusals, AParameterTwoLayersReadIsRefusedForTraining) {
+  test::TempDir dir;
+  Diagnostics d;
+  auto g = model(dir,
+                 "  - a: {op: mul, parameter: g}\n"
+                 "  - b: {op: mul, parameter: g}\n"
+                 "  - c: {op: sub, buffer: m}\n"
+                 "  - e: {op: sub, buffer: m}\n",
+                 d);
+  ASSERT_TRUE(g) << d.render();
+  test::expect_refusals(
+      *g,
+      {"m.yaml:5:5: error: layer 'b' (mul) reads parameter 'g', which layer 'a' reads too; zoc's "
+       "trainer does not sum a shared parameter's gradients over its readers yet, so training "
+       "refuses it (inference compiles it)"},
+      false);
+}
+
 // g through the inference passes and lowered for the cuDNN backend in precision p.
 bool lower_for_cudnn(ir::Graph& g, cudnn::Precision p, Diagnostics& d) {
   cudnn::EmitOptions options;

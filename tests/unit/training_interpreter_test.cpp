@@ -113,9 +113,16 @@ int check_gradients(const Fixture& f, const ref::TrainingResult& r) {
 }
 
 // One training step of `model` (a 2-channel 4x4 input) whose `grads` parameter gradients, of
-// `elements` elements in all, each equal the loss's central finite difference.
-void expect_finite_differences(const char* model, size_t grads, int elements) {
+// `elements` elements in all, each equal the loss's central finite difference. `spread`: these
+// tensors (initialized to 1) hold distinct values from 0.6 up instead, so that a rule that
+// drops or inverts them shows.
+void expect_finite_differences(const char* model, size_t grads, int elements,
+                               const std::vector<std::string>& spread = {}) {
   Fixture f(false, model, 2, 4);
+  for (const std::string& name : spread) {
+    std::vector<float>& t = f.weights.tensors.at(name);
+    for (size_t i = 0; i < t.size(); ++i) t[i] = 0.6f + 0.35f * float(i + 1);
+  }
   auto r = ref::run_training(f.graph, f.weights, f.input, f.labels);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->grads.size(), grads);
@@ -218,8 +225,9 @@ layers:
                             8, 72 + 4 + 12 + 3 + 15 + 5 + 15 + 3);
 }
 
-// Operands from the weights file: buffers stay fixed (normalization, a scale of the logits) and
-// parameters train (a layer scale per channel, one per logit), layer_scale_grad's arithmetic.
+// Operands from the weights file, each of distinct values: buffers stay fixed (normalization, a
+// shift, a scale of the logits) and parameters train (a layer scale per channel, one per logit),
+// layer_scale_grad's arithmetic.
 TEST(TrainingInterpreter, OperandGradientsAreTheLossesFiniteDifference) {
   expect_finite_differences(R"(zoc: 1
 input: {channels: 2, height: 4, width: 4}
@@ -235,7 +243,8 @@ layers:
   - fscale: {op: mul, parameter: head.scale}
   - fbuf: {op: mul, buffer: head.buf}
 )",
-                            6, 54 + 3 + 3 + 12 + 4 + 4);
+                            6, 54 + 3 + 3 + 12 + 4 + 4,
+                            {"mean", "std", "blocks.gamma", "shift", "head.scale", "head.buf"});
 }
 
 // A decoder's ops (issue 37): transposed convolutions (output padding; grouped and dilated), and

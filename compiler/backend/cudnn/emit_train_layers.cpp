@@ -108,6 +108,12 @@ bool emit_train_input(EmitContext& ctx, const ir::Node& n, size_t i) {
 bool emit_train_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
   const bool transposed = n.op == ir::OpKind::ConvTranspose2d;
+  if (const char* why = transposed ? lower::conv_transpose_refusal(n) : nullptr) {
+    ctx.diags.error(n.loc, fmt::format("layer '{}' (conv_transpose2d): the cuDNN backend does "
+                                       "not support {}",
+                                       shown_text(n.name), why));
+    return false;
+  }
   const Dims x = dims_of(ctx.g.type(n.inputs[0])), y = dims_of(ctx.g.type(n.output));
   const Dims in = transposed ? y : x, out = transposed ? x : y;
   const ir::Pair k = n.attrs.pair("kernel"), s = n.attrs.pair("stride"),

@@ -77,18 +77,17 @@ bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i) {
                       sanitize_comment(n.scalar_from), literal);
       k += fmt::format(" (tensor '{}')", sanitize_comment(n.scalar_from));
     }
-  } else if (ctx.train) {  // the trainer's params(), as PyTorch's layout holds it
-    const ir::ParamSpec* p = snippet::param(n, ir::ParamRole::kOperand);
-    m.per_channel = !p->shape.empty();
-    call.v = train_snippet::param_offset(ctx, n, ir::ParamRole::kOperand);
-    k = fmt::format("'{}'{}", sanitize_comment(p->name), p->shape.empty() ? "" : " per channel");
   } else {
     const ir::ParamSpec* p = snippet::param(n, ir::ParamRole::kOperand);
-    ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
-    pack_fp32_param(ctx, n, *p, "kW_" + id);
     m.per_channel = !p->shape.empty();
-    call.v = "kW_" + id;
     k = fmt::format("'{}'{}", sanitize_comment(p->name), p->shape.empty() ? "" : " per channel");
+    if (ctx.train) {  // the trainer's params(), as PyTorch's layout holds it
+      call.v = train_snippet::param_offset(ctx, n, ir::ParamRole::kOperand);
+    } else {
+      ctx.s.pack.line("// {}", sanitize_comment(ctx.title(n)));
+      pack_fp32_param(ctx, n, *p, "kW_" + id);
+      call.v = "kW_" + id;
+    }
   }
   call.m = m;
   snippet::constant(ctx, "ConstOpCall", "kCop_" + id, named::items(call));

@@ -339,7 +339,6 @@ __global__ void upsample_grad_kernel(const float* dy, float* dx, int64_t count,
     double acc = 0;
     for (int64_t oy = r0; oy <= r1; ++oy) {
       const double wy = UpsampleAxis::weight(rows.tap(oy), iy);
-      if (wy == 0) continue;
       double row = 0;
       for (int64_t ox = q0; ox <= q1; ++ox) {
         row += UpsampleAxis::weight(cols.tap(ox), ix) * d[oy * g.out_w + ox];

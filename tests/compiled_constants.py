@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """New weights never meet an old compiled-in constant (issue 36's never-wrong gap).
 
-zoc compiles a one-element parameter that only scales or shifts an activation (timm's
-LearnableAffineBlock `scale * x + bias`, shape [1]) into the layer as a constant, through every
-route. A user who then runs the same model file with a fine-tuned state_dict (`zoc run --weights`,
-safetensors "format": "pt") used to get the old constant silently, with one note that the
-file's `scale` was unused. Now a weights file that holds such a tensor must hold the value
-compiled in: the same value runs and matches PyTorch; another value, or another shape, is an
-error naming the tensor, both values and the layer, and nothing is printed on stdout.
+zoc compiles a one-element initializer of an ONNX file that only scales or shifts an activation
+(timm's LearnableAffineBlock `scale * x + bias`, shape [1]) into the layer as a constant; a
+TorchScript file's one-element parameter or buffer stays a tensor of the weights file, read at
+load as any weight is. A user who then runs the same model file with a fine-tuned state_dict
+(`zoc run --weights`, safetensors "format": "pt") used to get the old constant silently. Now a
+weights file that holds a compiled-in tensor must hold the value compiled in: the same value runs
+and matches PyTorch; another value, or another shape, is an error naming the tensor, both values
+and the layer, and nothing is printed on stdout. Through TorchScript, tuned values run and match
+PyTorch with the tuned weights; another shape is the weights loader's shape error.
 
-The model is tests/forms/forms.py's `scalar_parameter_affine`, written by make_forms.py (scripted,
-traced, ONNX opset 17); the state_dicts are written with models/safetensors_io.py.
+The model is tests/forms/forms.py's `scalar_parameter_affine` (parameters `scale` and `bias` of
+shape [1], a buffer `shift`), written by make_forms.py (scripted, traced, ONNX opset 17); the
+state_dicts are written with models/safetensors_io.py.
 
 Usage: compiled_constants.py PYTHON ZOC SCRATCH
 """
@@ -42,6 +45,18 @@ def state_dict(python, folder):
     return dict(np.load(out))
 
 
+def pytorch_output(python, folder, weights, out):
+    """The scripted module's output on input.npy with the state_dict `weights` (an .npz)."""
+    code = ("import sys, numpy as np, torch\n"
+            "m = torch.jit.load(sys.argv[1])\n"
+            "m.load_state_dict({k: torch.tensor(v) for k, v in np.load(sys.argv[2]).items()})\n"
+            "x = torch.tensor(np.load(sys.argv[3]))\n"
+            "np.save(sys.argv[4], m(x).detach().numpy())\n")
+    subprocess.run([python, "-c", code, os.path.join(folder, "model.pt"), weights,
+                    os.path.join(folder, "input.npy"), out], check=True)
+    return np.load(out)
+
+
 def run(zoc, folder, model, weights):
     out = os.path.join(folder, "out.npy")
     r = subprocess.run([zoc, "run", os.path.join(folder, model), "--weights", weights,
@@ -60,32 +75,53 @@ def main():
     want = np.load(os.path.join(folder, "output_0.npy"))
     same = os.path.join(folder, "same.safetensors")
     write_state_dict(same, sd)
+    tuned_sd = {**sd, "scale": np.array([0.5], "f4")}
     tuned = os.path.join(folder, "tuned.safetensors")
-    write_state_dict(tuned, {**sd, "scale": np.array([0.5], "f4")})
+    write_state_dict(tuned, tuned_sd)
+    np.savez(os.path.join(folder, "tuned.npz"), **tuned_sd)
+    want_tuned = pytorch_output(python, folder, os.path.join(folder, "tuned.npz"),
+                                os.path.join(folder, "tuned_output.npy"))
+    shifted_sd = {**sd, "shift": np.array([[[[2.0]]]], "f4")}
+    shifted = os.path.join(folder, "shifted.safetensors")
+    write_state_dict(shifted, shifted_sd)
+    np.savez(os.path.join(folder, "shifted.npz"), **shifted_sd)
+    want_shifted = pytorch_output(python, folder, os.path.join(folder, "shifted.npz"),
+                                  os.path.join(folder, "shifted_output.npy"))
     reshaped = os.path.join(folder, "reshaped.safetensors")
     write_state_dict(reshaped, {**sd, "bias": np.array([-0.125, 1], "f4")})
-    # (weights file, text the error must hold; None: must run and match PyTorch)
-    cases = [
-        (same, None),
-        (tuned, "tensor 'scale' holds 0.5, but the model file's value 0.75 is compiled into "
-                "layer '{layer}' (mul) as a constant: compile a model file that holds these "
-                "weights instead"),
-        (reshaped, "tensor 'bias' has shape [2] and dtype F32, but the model file's value "
-                   "-0.125 is compiled into layer '{layer}' (add) as a constant"),
-    ]
+    # The layer's name differs by route (mul, mul_1, ...): "{layer}" stands for it.
+    compiled = "compiled into layer '{layer}' ({op}) as a constant: compile a model file that " \
+               "holds these weights instead"
+    onnx = {  # an initializer's value is compiled in
+        tuned: "tensor 'scale' holds 0.5, but the model file's value 0.75 is " +
+               compiled.replace("{op}", "mul"),
+        shifted: "tensor 'shift' holds 2, but the model file's value 1.5 is " +
+                 compiled.replace("' ({op})", ""),
+        reshaped: "tensor 'bias' has shape [2] and dtype F32, but the model file's value -0.125 "
+                  "is " + compiled.replace("{op}", "add"),
+    }
+    script = {  # a parameter or buffer is a weight
+        tuned: want_tuned,
+        shifted: want_shifted,
+        reshaped: "tensor 'bias' has shape [2], but layer '{layer}' (add) expects [1]",
+    }
+    # (weights file, the output it must give or the text its error must hold), per route
+    cases = {
+        route: [(same, want)] + [(w, (onnx if route == "model.onnx" else script)[w])
+                                 for w in (tuned, shifted, reshaped)]
+        for route in ROUTES}
     failures = 0
     for model in ROUTES:
-        for weights, error in cases:
+        for weights, expected in cases[model]:
             rc, stdout, stderr, out = run(zoc, folder, model, weights)
             name = "%s with %s" % (model, os.path.basename(weights))
-            if error is None:
-                err = float(np.linalg.norm(np.load(out) - want) / np.linalg.norm(want)) \
+            if not isinstance(expected, str):
+                err = float(np.linalg.norm(np.load(out) - expected) / np.linalg.norm(expected)) \
                     if rc == 0 else float("inf")
                 ok = rc == 0 and err <= 1e-5
                 detail = "rel L2 %.3g" % err if rc == 0 else stderr.strip()
             else:
-                # The layer's name differs by route (mul, mul_1, ...); the rest is exact.
-                prefix, suffix = error.split("{layer}")
+                prefix, suffix = expected.split("{layer}")
                 ok = rc == 1 and stdout == "" and any(
                     prefix in line and suffix in line.split(prefix, 1)[1]
                     for line in stderr.splitlines())

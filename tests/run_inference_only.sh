@@ -38,11 +38,10 @@ backend_refusals
 run "zoc ir --precision fp16" 1 ir "$model" --precision fp16
 backend_refusals
 
-run "zoc ir --train" 3 ir "$model" --train
+run "zoc ir --train" 2 ir "$model" --train
 grad="yet (inference only)"
 unknown="that may be a parameter, which PyTorch trains, or a buffer, which it keeps fixed"
 expect 13 "layer 'over' (div): an operand from the weights file ('std') $unknown: training needs to know which"
-expect 14 "layer 'shifted' (add): no gradient rule for an add by a parameter ('shift') $grad"
 expect 16 "layer 'gated' (mul): no gradient rule for a mul with broadcasting (other than an image by its channel vector) $grad"
 
 # A form the lowering refuses (compiler/lower/choose_layers.cpp), at its line.

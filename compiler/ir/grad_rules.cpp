@@ -85,14 +85,25 @@ Attrs negated() {
   return attrs;
 }
 
+// x op g, g a parameter of the weights file (per channel, per feature or one value): dx and
+// g's gradient, summed where g broadcasts, in one node (operand_grad). A buffer stays fixed:
+// the rules below take it as a constant.
+bool by_parameter(GradContext& c, const Node& f) {
+  if (f.inputs.size() != 1 || f.operand_role != OperandRole::kParameter) return false;
+  c.backward(0, OpKind::OperandGrad, {c.x(0), c.dy()}, f.attrs, true);
+  return true;
+}
+
 // d(a + b) = da + db: dy is each operand's gradient, with no node; likewise x + c's.
 void add(GradContext& c, const Node& f) {
+  if (by_parameter(c, f)) return;
   c.pass_through(0, c.dy());
   if (f.inputs.size() == 2) c.pass_through(1, c.dy());
 }
 
 // a - b: da = dy, db = -dy; x - c: dy; c - x (`reverse`): -dy.
 void sub(GradContext& c, const Node& f) {
+  if (by_parameter(c, f)) return;
   if (f.inputs.size() == 1 && f.attrs.flag("reverse")) {
     c.backward(0, OpKind::Mul, {c.dy()}, negated(), false);
     return;
@@ -105,6 +116,7 @@ void sub(GradContext& c, const Node& f) {
 // x / c: dy / c (the forward's op and scalar again); c / x (`reverse`): -dy * c / x^2 =
 // -(dy * y) / x.
 void div(GradContext& c, const Node& f) {
+  if (by_parameter(c, f)) return;
   if (f.inputs.size() == 1) {
     if (!f.attrs.flag("reverse")) {
       c.same_constant(0);
@@ -142,12 +154,9 @@ void concat(GradContext& c, const Node& f) {
 
 // d(a * b): da = dy * b, db = dy * a (summed over H and W where b broadcasts), one node;
 // x * c's: dy * c, the forward's op and constant again; x * g, g a parameter of the weights file
-// (per channel or feature: ConvNeXt's gamma), layer scale's: dx = dy * g, dg = sum of dy * x.
+// (ConvNeXt's gamma, hgnetv2's scale): operand_grad, dx = dy * g, dg = the sum of dy * x.
 void mul(GradContext& c, const Node& f) {
-  if (f.inputs.size() == 1 && f.operand_role == OperandRole::kParameter) {
-    c.backward(0, OpKind::LayerScaleGrad, {c.x(0), c.dy()}, {}, true);
-    return;
-  }
+  if (by_parameter(c, f)) return;
   if (f.inputs.size() == 1) {
     c.same_constant(0);
     return;
@@ -292,6 +301,7 @@ GradRule grad_rule(OpKind op) {
     case OpKind::DropoutGrad:
     case OpKind::MulGrad:
     case OpKind::LayerScaleGrad:
+    case OpKind::OperandGrad:
     case OpKind::LayerNormGrad:
     case OpKind::PadChannels:
     case OpKind::PadGrad:
@@ -308,9 +318,9 @@ GradRule grad_rule(OpKind op) {
 
 namespace {
 
-// A constant read from a tensor of the model: a buffer stays fixed; a parameter PyTorch trains
-// gets its gradient where a rule exists (a mul per channel or feature); one that may be either
-// is refused: kept fixed, training would differ from PyTorch's without a word.
+// A constant read from a tensor of the model: a buffer stays fixed, a parameter PyTorch trains
+// gets its gradient (operand_grad); one that may be either is refused: kept fixed, training
+// would differ from PyTorch's without a word.
 std::string operand_refusal(const Node& n) {
   if (n.operand_tensor.empty() && n.scalar_from.empty()) return "";
   const std::string name = shown_text(n.operand_tensor.empty() ? n.scalar_from : n.operand_tensor);
@@ -320,34 +330,15 @@ std::string operand_refusal(const Node& n) {
     return fmt::format(
         "no gradient rule for a one-element {} ('{}') compiled in as a constant yet (inference "
         "only)",
-        n.operand_role == OperandRole::kParameter ? "parameter" : "tensor", name);
+        n.operand_role == OperandRole::kBuffer ? "buffer" : "tensor", name);
   }
-  switch (n.operand_role) {
-    case OperandRole::kBuffer:
-      return "";
-    case OperandRole::kUnknown:
-      return fmt::format(
-          "an operand from the weights file ('{}') that may be a parameter, which PyTorch "
-          "trains, or a buffer, which it keeps fixed: training needs to know which (a TorchScript "
-          "model says; in YAML write `parameter:` or `buffer:` for `tensor:`; an ONNX "
-          "initializer does not say)",
-          name);
-    case OperandRole::kParameter:
-      break;
-  }
-  const ParamSpec* p = nullptr;
-  for (const ParamSpec& q : n.params) p = q.role == ParamRole::kOperand ? &q : p;
-  if (n.op != OpKind::Mul || !p || p->shape.empty()) {
-    return fmt::format(
-        "no gradient rule for {} by a parameter ('{}') yet (inference only): a mul by a "
-        "parameter per channel or feature trains",
-        n.op == OpKind::Add   ? "an add"
-        : n.op == OpKind::Sub ? "a sub"
-        : n.op == OpKind::Div ? "a div"
-                              : "a mul of one value",
-        name);
-  }
-  return "";
+  if (n.operand_role != OperandRole::kUnknown) return "";
+  return fmt::format(
+      "an operand from the weights file ('{}') that may be a parameter, which PyTorch "
+      "trains, or a buffer, which it keeps fixed: training needs to know which (a TorchScript "
+      "model says; in YAML write `parameter:` or `buffer:` for `tensor:`; an ONNX "
+      "initializer does not say)",
+      name);
 }
 
 }  // namespace
@@ -388,8 +379,8 @@ std::string grad_form_refusal(const Graph& g, const Node& n) {
 std::vector<std::pair<std::string, ValueId>> param_gradients(const Node& node) {
   if (node.op != OpKind::Conv2dGrad && node.op != OpKind::BatchNorm2dGrad &&
       node.op != OpKind::LinearGrad && node.op != OpKind::LayerScaleGrad &&
-      node.op != OpKind::LayerNormGrad && node.op != OpKind::ChannelConv1dGrad &&
-      node.op != OpKind::ConvTranspose2dGrad) {
+      node.op != OpKind::OperandGrad && node.op != OpKind::LayerNormGrad &&
+      node.op != OpKind::ChannelConv1dGrad && node.op != OpKind::ConvTranspose2dGrad) {
     return {};
   }
   std::vector<std::pair<std::string, ValueId>> grads;

@@ -195,6 +195,10 @@ bool is_binary_op(OpKind op) {
   return op == OpKind::Add || op == OpKind::Sub || op == OpKind::Mul || op == OpKind::Div;
 }
 
+bool one_value_operand(const Node& n) {
+  return n.attrs.flag("one_value") || (n.attrs.has("param_rank") && n.attrs.i("param_rank") == 0);
+}
+
 bool is_depthwise_conv(const Graph& g, const Node& conv) {
   if (conv.op != OpKind::Conv2d && conv.op != OpKind::FusedConv2d) return false;
   const int64_t groups = conv.attrs.i("groups");

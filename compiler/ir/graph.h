@@ -155,11 +155,12 @@ struct Node {
   // and which several nodes may share. Shape inference declares it as the node's parameter
   // (ParamRole::kOperand). Empty elsewhere.
   std::string operand_tensor;
-  // A one-input add, sub, mul or div whose `scalar` the frontend read from a one-element
-  // parameter, buffer or initializer of the model (timm's LearnableAffineBlock scale and bias):
-  // that tensor's name. The value is compiled in; weights/load.cpp refuses a weights file that
-  // holds this name with another value, so that new weights never meet an old constant. Empty
-  // elsewhere; not printed (it names where a constant came from, not what the layer computes).
+  // A one-input add, sub, mul or div whose `scalar` the ONNX frontend read from a one-element
+  // initializer (timm's LearnableAffineBlock scale and bias; TorchScript's frontend keeps such a
+  // parameter or buffer as an operand_tensor of one value): that tensor's name. The value is
+  // compiled in; weights/load.cpp refuses a weights file that holds this name with another
+  // value, so that new weights never meet an old constant. Empty elsewhere; not printed (it
+  // names where a constant came from, not what the layer computes).
   std::string scalar_from;
   // What operand_tensor or scalar_from is: training keeps a buffer fixed, gives a parameter its
   // gradient, and refuses an unknown one. kUnknown elsewhere.
@@ -212,6 +213,11 @@ class Graph {
 
 // add, sub, mul or div: the ops with a constant operand's forms (ops.def).
 bool is_binary_op(OpKind op);
+
+// Whether a one-input binary node's tensor operand (operand_tensor, or operand_grad's layer's) is
+// one value, stored [] or, with `one_value`, [1], [1, 1, 1, 1], ...: not one per channel or
+// feature.
+bool one_value_operand(const Node& n);
 
 // A convolution (Conv2d or FusedConv2d, shapes inferred) with one input and one output channel
 // per group, groups > 1: MobileNet's, EfficientNet's and ConvNeXt's depthwise convolutions.

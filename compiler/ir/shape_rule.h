@@ -115,7 +115,7 @@ class Rule {
   bool labels();
   bool softmax_cross_entropy();
   bool layer_grad(OpKind forward_op);
-  bool layer_scale_grad();
+  bool operand_grad();
   bool activation_grad();
   bool pool_grad(bool is_max);
   bool global_avgpool_grad();

@@ -449,7 +449,9 @@ bool apply_rule(detail::Rule& rule, OpKind op) {
     case OpKind::MulGrad:
       return rule.mul_grad();
     case OpKind::LayerScaleGrad:
-      return rule.layer_scale_grad();
+      return rule.layer_grad(OpKind::LayerScale);
+    case OpKind::OperandGrad:
+      return rule.operand_grad();
     case OpKind::LayerNormGrad:
       return rule.layer_grad(OpKind::LayerNorm);
     case OpKind::PadChannels:

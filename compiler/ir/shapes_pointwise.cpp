@@ -45,15 +45,15 @@ std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a,
 
 // add, sub, mul, div: two tensors broadcast, or one and a constant (`scalar`, or the node's
 // operand_tensor: per channel of an image, stored [C], [C, 1, 1] or [1, C, 1, 1], per feature,
-// [F] or [1, F], or one value []).
+// [F] or [1, F], or one value, [] or, with `one_value`, param_rank dimensions of 1).
 bool Rule::binary() {
   const Attrs& a = n_.attrs;
   const bool scalar = a.has("scalar"), tensor = !n_.operand_tensor.empty();
   if (n_.inputs.size() == 2) {
-    if (scalar || tensor || a.has("reverse") || a.has("param_rank")) {
+    if (scalar || tensor || a.has("reverse") || a.has("param_rank") || a.has("one_value")) {
       return fail(
           "two inputs take no constant operand (`scalar`, a tensor, `reverse`, "
-          "`param_rank` are for one input)");
+          "`param_rank`, `one_value` are for one input)");
     }
     auto dims = broadcast(in(0).dims, in(1).dims);
     if (!dims) {
@@ -71,7 +71,9 @@ bool Rule::binary() {
   }
   const std::vector<int64_t>& d = in(0).dims;
   if (scalar) {
-    if (a.has("param_rank")) return fail("`param_rank` describes a tensor operand, not `scalar`");
+    if (a.has("param_rank") || a.has("one_value")) {
+      return fail("`param_rank` and `one_value` describe a tensor operand, not `scalar`");
+    }
     return set_output(d, in(0).layout);
   }
   if (d.size() != 3 && d.size() != 1) {
@@ -83,7 +85,9 @@ bool Rule::binary() {
   const int64_t c = d[0];
   const int64_t rank = a.has("param_rank") ? a.i("param_rank") : (d.size() == 3 ? 3 : 1);
   std::vector<int64_t> shape;
-  if (rank == 0) {
+  if (a.flag("one_value")) {
+    shape.assign(static_cast<size_t>(rank), 1);  // [1] (timm's scale), [1, 1, 1, 1], ...
+  } else if (rank == 0) {
     shape = {};
   } else if (rank == 1) {
     shape = {c};  // timm's gamma [C], reshaped to [1, C, 1, 1] by the forward

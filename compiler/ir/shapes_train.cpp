@@ -76,11 +76,18 @@ bool Rule::layer_grad(OpKind forward_op) {
   return set_result(n_.output, in(0));
 }
 
-// layer_scale's, or a mul's by a parameter of the weights file (x * gamma, one per channel or
-// feature), whose parameter is its operand.
-bool Rule::layer_scale_grad() {
+// A one-input add, sub, mul or div's by a parameter of the weights file (its operand, per
+// channel, per feature or one value), with its layer's attributes.
+bool Rule::operand_grad() {
   const Node* f = earlier_node(n_.origin);
-  return layer_grad(f && f->op == OpKind::Mul ? OpKind::Mul : OpKind::LayerScale);
+  if (f && (!is_binary_op(f->op) || f->inputs.size() != 1 || f->operand_tensor.empty())) {
+    return fail(fmt::format("its layer '{}' is not an add, sub, mul or div by a tensor operand",
+                            shown_text(n_.origin)));
+  }
+  if (f && n_.attrs != f->attrs) {
+    return fail(fmt::format("its attributes are not its layer '{}''s", shown_text(n_.origin)));
+  }
+  return layer_grad(f ? f->op : OpKind::Mul);
 }
 
 // (y or x, dy) -> dx of a pointwise op, or of softmax: all three of one shape.

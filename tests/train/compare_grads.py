@@ -6,7 +6,7 @@ exact answer, against which both are judged where fp32 itself is ill-conditioned
 training-mode gradient: PyTorch fp32 is about 1% off float64 at 28x28).
 
   compare_grads.py REF GOT [--ref64 REF64] [--max 1e-3] [--against fp32|fp64] [--json OUT]
-                   [--fp32-band K] [--ref-name NAME]
+                   [--fp32-band K] [--ref-name NAME] [--scales]
 
 Prints the worst tensors and a summary line; exit status 1 when a tensor is above --max against
 the chosen reference, or GOT lacks a tensor REF has.
@@ -42,6 +42,21 @@ def rel_errors(ref, got, names):
     return out
 
 
+def rms(v):
+    return float(np.sqrt(np.mean(np.square(v.astype(np.float64))))) if v.size else 0.0
+
+
+def print_scales(r64, ref, got, names, ref_name):
+    """Each tensor's size and both errors against float64, as root mean squares, and the median
+    size of the model's gradients: an error far below that median is rounding, not a wrong rule."""
+    sizes = [rms(r64[k]) for k in r64 if k.startswith("grad.")]
+    print("  median gradient RMS %.3g; per tensor: float64 RMS, error RMS (this, %s)"
+          % (float(np.median(sizes)) if sizes else 0.0, ref_name))
+    for k in names:
+        print("  %-45s %.3g  %.3g  %.3g" % (k, rms(r64[k]), rms(got[k] - r64[k].astype(np.float64)),
+                                          rms(ref[k] - r64[k].astype(np.float64))))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("ref")
@@ -62,6 +77,10 @@ def main(argv=None):
                         "in exact arithmetic, as the beta of a BatchNorm whose output reaches "
                         "the loss only through later training-mode BatchNorms: rounding over "
                         "rounding)")
+    p.add_argument("--scales", action="store_true",
+                   help="with --ref64: for each tensor above --max, print root-mean-square sizes "
+                        "(float64's value, GOT's and REF's errors against it) beside the median "
+                        "size of the model's gradients: whether it is rounding noise")
     a = p.parse_args(argv)
     if a.against == "fp64" and not a.ref64:
         p.error("--against fp64 needs --ref64")
@@ -100,6 +119,8 @@ def main(argv=None):
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1, sort_keys=True)
     bad = [k for k, e in judged.items() if not e <= a.max]
+    if a.scales and a.ref64:
+        print_scales(r64, ref, got, bad, a.ref_name)
     if a.fp32_band > 0 and a.against == "fp64":
         # (a non-finite error never passes: inf within K x an overflowing reference's inf)
         band = [k for k in bad if np.isfinite(judged[k]) and

@@ -4,7 +4,7 @@
 # zoc and built with the local CUDA toolkit and cuDNN under -Werror (no GPU needed): their call
 # constants, steps and kernel wrappers type-check and link; zoo_ops's .cu defines the six layer
 # gradients and the six inference kernels its forward runs for float, arith_ops's the const_op,
-# binary, channel_mul and pad kernels (its gradients are made of the first three), decoder_ops's
+# binary, channel_mul and pad kernels and operand_grad (its parameters' operands), decoder_ops's
 # upsampling forward and backward, and nothing a LeNet trainer does not need is added to one. Then the
 # reference steps of the GPU check are made (tests/train/make_zoo_ops_case.py), so that
 # tests/train/gpu_zoo_train_check.sh keeps working. Usage: run_zoo_ops_build.sh ZOC SCRATCH
@@ -15,7 +15,7 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 rm -rf "$scratch" && mkdir -p "$scratch"
 "$zoc" compile "$here/zoo_ops.yaml" --train -o "$scratch/src" >/dev/null
 cu=$scratch/src/zoo_ops_train_kernels.cu
-for f in mul_grad layer_scale_grad layernorm_grad adaptive_avgpool_grad pool_grad channel_conv_grad \
+for f in mul_grad operand_grad layernorm_grad adaptive_avgpool_grad pool_grad channel_conv_grad \
          channel_mul layernorm pool channel_shuffle adaptive_avgpool channel_conv; do
   grep -q "^cudaError_t $f(" "$cu" || { echo "zoo_ops_train_kernels.cu lacks $f"; exit 1; }
 done
@@ -24,7 +24,7 @@ done
   { echo "a LeNet trainer's .cu has the zoo layers' kernels"; exit 1; }
 "$zoc" compile "$here/arith_ops.yaml" --train -o "$scratch/arith" >/dev/null
 cu=$scratch/arith/arith_ops_train_kernels.cu
-for f in const_op binary channel_mul pad; do  # div's gradient multiplies two tensors
+for f in const_op binary channel_mul pad operand_grad; do  # div's gradient multiplies two tensors
   grep -q "^cudaError_t $f(" "$cu" || { echo "arith_ops_train_kernels.cu lacks $f"; exit 1; }
 done
 "$zoc" compile "$here/decoder_ops.yaml" --train -o "$scratch/decoder" >/dev/null

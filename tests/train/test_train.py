@@ -350,9 +350,12 @@ def arith_ops_forward(F, x, w):
     ratio = (shift - conv2) / (conv2.sigmoid() + 0.5)
     padded = F.pad(ratio.reshape(-1, 16, 4, 4), (2, 1, 1, 0), value=0.5)
     conv3 = F.conv2d(padded, w["conv3.weight"], w["conv3.bias"], padding=1) * w["ls.gamma"]
+    conv3 = (conv3 + w["ls.beta"]) / w["ls.div"].reshape(1, -1, 1, 1)
+    conv3 = w["aff.bias"] - conv3 * w["aff.scale"]
     tail = F.conv1d(conv3.mean((2, 3)).unsqueeze(1), w["tail.weight"], w["tail.bias"], stride=2,
                     padding=1)
-    return F.linear(tail.squeeze(1), w["fc.weight"], w["fc.bias"]) * w["head.scale"]
+    return F.linear(tail.squeeze(1), w["fc.weight"], w["fc.bias"]) * w["head.scale"] + \
+        w["head.bias"]
 
 
 def decoder_ops_forward(F, x, w):
@@ -377,8 +380,10 @@ def decoder_ops_forward(F, x, w):
 YAML_MODELS = {
     "arith_ops": ({"conv.weight": (4, 3, 3, 3), "conv.bias": (4,), "conv2.weight": (4, 4, 1, 1),
                    "conv2.bias": (4,), "conv3.weight": (8, 16, 3, 3), "conv3.bias": (8,),
-                   "ls.gamma": (8, 1, 1), "tail.weight": (1, 1, 2), "tail.bias": (1,),
-                   "fc.weight": (10, 5), "fc.bias": (10,), "head.scale": (10,)},
+                   "ls.gamma": (8, 1, 1), "ls.beta": (8, 1, 1), "ls.div": (8,),
+                   "aff.scale": (1,), "aff.bias": (1,), "tail.weight": (1, 1, 2),
+                   "tail.bias": (1,), "fc.weight": (10, 5), "fc.bias": (10,), "head.scale": (10,),
+                   "head.bias": (10,)},
                   {"mean": (3, 1, 1), "std": (3, 1, 1)}, arith_ops_forward, (3, 8, 8), 8, True),
     "decoder_ops": ({"conv.weight": (6, 3, 3, 3), "conv.bias": (6,),
                      "tconv.weight": (6, 4, 3, 3), "tconv.bias": (4,),
@@ -501,7 +506,9 @@ def case_example_mnist(a):
 def case_script_operands(a):
     """A model that reads its own tensors in its forward: input normalization by two buffers
     (`(x - self.mean) / self.std`, fixed), timm's layer scale (`x * self.gamma.reshape(1, -1, 1,
-    1)`, a parameter) and a parameter per logit, scripted: `zoc grad` of the TorchScript file
+    1)`, a parameter), timm's LearnableAffineBlock (hgnetv2: `self.scale * x + self.bias`, both
+    parameters of shape [1]), a shift and a divisor per channel, a parameter per logit and a
+    one-element buffer (fixed), scripted: `zoc grad` of the TorchScript file
     against float64 autograd, every parameter's gradient (and none for the buffers) within 1e-5,
     and its trainer written."""
     import torch
@@ -515,13 +522,19 @@ def case_script_operands(a):
             self.register_buffer("std", torch.tensor([0.2, 0.25, 0.3]).view(1, 3, 1, 1))
             self.conv = nn.Conv2d(3, 8, 3, padding=1)
             self.gamma = nn.Parameter(torch.linspace(0.5, 1.5, 8))
+            self.scale = nn.Parameter(torch.tensor([0.75]))
+            self.bias = nn.Parameter(torch.tensor([-0.125]))
+            self.shift = nn.Parameter(torch.linspace(-0.3, 0.4, 8).view(1, 8, 1, 1))
+            self.div = nn.Parameter(torch.linspace(0.8, 1.6, 8).view(8, 1, 1))
             self.fc = nn.Linear(8, 10)
             self.temperature = nn.Parameter(torch.linspace(0.6, 1.2, 10))
+            self.register_buffer("temp", torch.tensor([1.5]))
 
         def forward(self, x):
             x = F.relu(self.conv((x - self.mean) / self.std))
-            x = (x * self.gamma.reshape(1, -1, 1, 1)).mean((2, 3))
-            return self.fc(x) * self.temperature
+            x = self.scale * (x * self.gamma.reshape(1, -1, 1, 1)) + self.bias
+            x = ((x - self.shift) / self.div).mean((2, 3))
+            return self.fc(x) * self.temperature / self.temp
 
     torch.manual_seed(1)
     net = Net().eval()

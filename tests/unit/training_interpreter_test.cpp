@@ -227,7 +227,7 @@ layers:
 
 // Operands from the weights file, each of distinct values: buffers stay fixed (normalization, a
 // shift, a scale of the logits) and parameters train (a layer scale per channel, one per logit),
-// layer_scale_grad's arithmetic.
+// operand_grad's arithmetic for mul.
 TEST(TrainingInterpreter, OperandGradientsAreTheLossesFiniteDifference) {
   expect_finite_differences(R"(zoc: 1
 input: {channels: 2, height: 4, width: 4}
@@ -245,6 +245,35 @@ layers:
 )",
                             6, 54 + 3 + 3 + 12 + 4 + 4,
                             {"mean", "std", "blocks.gamma", "shift", "head.scale", "head.buf"});
+}
+
+// Parameters of the weights file as operands of every op, each way round where it has two, per
+// channel (stored [C, 1, 1], [C] and [1, C, 1, 1]), per feature, and one value (timm's [1]
+// LearnableAffineBlock scale and bias, and a []): operand_grad's arithmetic, v / x's on a
+// sigmoid lifted away from 0.
+TEST(TrainingInterpreter, ParameterOperandGradientsAreTheLossesFiniteDifference) {
+  expect_finite_differences(R"(zoc: 1
+input: {channels: 2, height: 4, width: 4}
+layers:
+  - conv: {op: conv2d, out_channels: 3, kernel: 3, padding: 1}
+  - bias: {op: add, parameter: blocks.bias}
+  - minus: {op: sub, parameter: blocks.shift, param_rank: 1}
+  - sig: {op: sigmoid}
+  - lift: {op: add, scalar: 0.5}
+  - over: {op: div, parameter: blocks.div}
+  - flip: {op: div, parameter: blocks.num, reverse: true, one_value: true, param_rank: 1}
+  - rsub: {op: sub, parameter: blocks.from, reverse: true, param_rank: 4}
+  - scale: {op: mul, parameter: affine.scale, one_value: true, param_rank: 1}
+  - offset: {op: add, parameter: affine.bias, one_value: true, param_rank: 1}
+  - gap: {op: global_avgpool}
+  - flat: {op: flatten}
+  - fc: {op: linear, out_features: 4}
+  - fshift: {op: sub, parameter: head.shift}
+  - fone: {op: div, parameter: head.t, param_rank: 0}
+)",
+                            13, 54 + 3 + 3 + 3 + 3 + 1 + 3 + 1 + 1 + 16 + 4 + 1,
+                            {"blocks.bias", "blocks.shift", "blocks.div", "blocks.num",
+                             "blocks.from", "affine.scale", "affine.bias", "head.shift", "head.t"});
 }
 
 // A decoder's ops (issue 37): transposed convolutions (output padding; grouped and dilated), and

@@ -47,10 +47,37 @@ TEST(ZooKernels, ChannelScaleAndItsGradient) {
   std::vector<float> y(8), dx(8), dgamma(2);
   ref::channel_scale(x.data(), gamma.data(), y.data(), 2, 2, 2);
   expect_floats(y, {2, 4, -1.5, -2, 10, 12, -3.5, -4});
-  ref::channel_scale_backward(x.data(), gamma.data(), std::vector<float>(8, 1.0f).data(), dx.data(),
-                              dgamma.data(), 2, 2, 2);
+  ref::operand_backward(ref::BinaryOp::kMul, false, x.data(), gamma.data(),
+                        std::vector<float>(8, 1.0f).data(), dx.data(), dgamma.data(), 2, 2, 2);
   expect_floats(dx, {2, 2, -0.5, -0.5, 2, 2, -0.5, -0.5});
   expect_floats(dgamma, {1 + 2 + 5 + 6, 3 + 4 + 7 + 8});
+}
+
+// The other operand ops' gradients, PyTorch's formulas, on [n 2, c 2, hw 2] with dy = 1 and
+// v = (2, -0.5): sums per channel over samples and pixels.
+TEST(ZooKernels, OperandGradients) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8}, v = {2, -0.5f}, dy(8, 1.0f);
+  std::vector<float> dx(8), dv(2);
+  ref::operand_backward(ref::BinaryOp::kAdd, false, x.data(), v.data(), dy.data(), dx.data(),
+                        dv.data(), 2, 2, 2);
+  expect_floats(dx, std::vector<double>(8, 1.0));
+  expect_floats(dv, {4, 4});
+  ref::operand_backward(ref::BinaryOp::kSub, false, x.data(), v.data(), dy.data(), dx.data(),
+                        dv.data(), 2, 2, 2);
+  expect_floats(dv, {-4, -4});
+  ref::operand_backward(ref::BinaryOp::kSub, true, x.data(), v.data(), dy.data(), dx.data(),
+                        dv.data(), 2, 2, 2);
+  expect_floats(dx, std::vector<double>(8, -1.0));
+  expect_floats(dv, {4, 4});
+  ref::operand_backward(ref::BinaryOp::kDiv, false, x.data(), v.data(), dy.data(), dx.data(),
+                        dv.data(), 2, 2, 2);
+  expect_floats(dx, {0.5, 0.5, -2, -2, 0.5, 0.5, -2, -2});
+  expect_floats(dv, {-14.0 / 4, -22.0 / 0.25});  // -sum(x) / v^2
+  std::vector<float> dx1(4);                     // one sample
+  ref::operand_backward(ref::BinaryOp::kDiv, true, x.data(), v.data(), dy.data(), dx1.data(),
+                        dv.data(), 1, 2, 2);  // v / x: dx = -v / x^2, dv = sum 1 / x
+  expect_floats(dx1, {-2.0, -0.5, 0.5 / 9, 0.5 / 16});
+  expect_floats(dv, {1.5, 1.0 / 3 + 0.25});
 }
 
 // Two pixels of three channels: (1, 2, 3) has mean 2 and variance 2/3, (0, -3, 3) mean 0 and

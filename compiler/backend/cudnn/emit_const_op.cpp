@@ -12,7 +12,6 @@
 #include "compiler/weights/weights.h"
 
 namespace zoc::cudnn {
-namespace {
 
 const char* const_op_kind(ir::OpKind op) {
   switch (op) {
@@ -26,6 +25,8 @@ const char* const_op_kind(ir::OpKind op) {
       return "zoc::ConstOpKind::kAdd";
   }
 }
+
+namespace {
 
 const char* op_symbol(ir::OpKind op) {
   switch (op) {
@@ -79,8 +80,9 @@ bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i) {
     }
   } else {
     const ir::ParamSpec* p = snippet::param(n, ir::ParamRole::kOperand);
-    m.per_channel = !p->shape.empty();
-    k = fmt::format("'{}'{}", sanitize_comment(p->name), p->shape.empty() ? "" : " per channel");
+    const bool per_channel = !ir::one_value_operand(n);
+    m.per_channel = per_channel;
+    k = fmt::format("'{}'{}", sanitize_comment(p->name), per_channel ? " per channel" : "");
     if (ctx.train) {  // the trainer's params(), as PyTorch's layout holds it
       call.v = train_snippet::param_offset(ctx, n, ir::ParamRole::kOperand);
     } else {

@@ -94,11 +94,13 @@ constexpr KernelFn kTrainerKernelFns[] = {
      "ChannelMulShape m, cudaStream_t stream",
      "a, b, dy, da, db, n, m, stream",
      [](const ir::Graph& t) { return any_op(t, ir::OpKind::MulGrad); }},
-    {"layer_scale_grad",
-     "const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, int64_t n, "
-     "int64_t c, int64_t hw, cudaStream_t stream",
-     "x, gamma, dy, dx, dgamma, n, c, hw, stream",
-     [](const ir::Graph& t) { return any_op(t, ir::OpKind::LayerScaleGrad); }},
+    {"operand_grad",
+     "const float* x, const float* v, const float* dy, float* dx, float* dv, int64_t n, int64_t c, "
+     "int64_t hw, ConstOpKind op, bool reverse, cudaStream_t stream",
+     "x, v, dy, dx, dv, n, c, hw, op, reverse, stream",
+     [](const ir::Graph& t) {
+       return any_op(t, ir::OpKind::LayerScaleGrad) || any_op(t, ir::OpKind::OperandGrad);
+     }},
     {"layernorm_grad",
      "const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, float* "
      "dbeta, int64_t n, int64_t c, int64_t hw, float eps, float* scratch, cudaStream_t stream",

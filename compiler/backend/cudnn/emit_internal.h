@@ -124,6 +124,8 @@ named::UpsampleGeometry upsample_geometry(const EmitContext& ctx, const ir::Node
 bool emit_slice_channels(EmitContext& ctx, const ir::Node& n, size_t i);
 // add, sub, mul or div of a tensor and a constant (emit_const_op.cpp).
 bool emit_const_op(EmitContext& ctx, const ir::Node& n, size_t i);
+// zoc::ConstOpKind's enumerator for add, sub, mul or div, as generated code spells it.
+const char* const_op_kind(ir::OpKind op);
 // The pack line of parameter p of node n as it is, in fp32, at weight offset `slot` (a kW_ or
 // kB_ name): a constant operand, channel_conv1d's taps and bias (emit_const_op.cpp).
 void pack_fp32_param(EmitContext& ctx, const ir::Node& n, const ir::ParamSpec& p,

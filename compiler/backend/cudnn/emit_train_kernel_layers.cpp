@@ -68,19 +68,29 @@ bool emit_train_mul_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   return true;
 }
 
-// layer_scale's, or a mul's by a parameter of the weights file (its operand, per channel or
-// feature).
-bool emit_train_layer_scale_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
+// layer_scale's, or an add's, sub's, mul's or div's by a parameter of the weights file (its
+// operand: per channel or feature, or one value, over the whole sample).
+bool emit_train_operand_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   const ir::Node& f = forward_of(ctx, n);
   const ir::ParamRole role = n.params.at(0).role;
   const Dims d = dims_of(ctx.g.type(n.output));
-  named::LayerScaleGradCall c;
-  c.c = d.c, c.hw = d.h * d.w, c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
-  c.gamma = param_offset(ctx, f, role), c.dx = ctx.tensor(n.output);
-  c.dgamma = grad_of(ctx, n, role);
-  constant(ctx, "train::LayerScaleGradCall", "kLsGrad_" + ctx.ids[i], named::items(c));
-  call(ctx, n, "dx = dy * gamma; dgamma",
-       fmt::format("v.layer_scale_grad(kLsGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
+  const bool one = n.op == ir::OpKind::OperandGrad && ir::one_value_operand(n);
+  const bool reverse = n.attrs.flag("reverse");
+  const ir::OpKind op = n.op == ir::OpKind::OperandGrad ? f.op : ir::OpKind::Mul;
+  named::OperandGradCall c;
+  c.op = const_op_kind(op), c.reverse = reverse;
+  c.c = one ? 1 : d.c, c.hw = one ? d.c * d.h * d.w : d.h * d.w;
+  c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
+  c.v = param_offset(ctx, f, role), c.dx = ctx.tensor(n.output), c.dv = grad_of(ctx, n, role);
+  constant(ctx, "train::OperandGradCall", "kOpGrad_" + ctx.ids[i], named::items(c));
+  const char* what = op == ir::OpKind::Add              ? "dx = dy; dv = sum of dy"
+                     : op == ir::OpKind::Sub && reverse ? "dx = -dy; dv = sum of dy"
+                     : op == ir::OpKind::Sub            ? "dx = dy; dv = -(sum of dy)"
+                     : op == ir::OpKind::Div && reverse ? "dx = -dy * v / x^2; dv = sum of dy / x"
+                     : op == ir::OpKind::Div            ? "dx = dy / v; dv = -(sum of dy * x) / v^2"
+                                                        : "dx = dy * v; dv = sum of dy * x";
+  call(ctx, n, what,
+       fmt::format("v.operand_grad(kOpGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
   return true;
 }
 
@@ -213,7 +223,8 @@ bool emit_train_kernel_layer(EmitContext& ctx, const ir::Node& n, size_t i) {
     case ir::OpKind::MulGrad:
       return emit_train_mul_grad(ctx, n, i);
     case ir::OpKind::LayerScaleGrad:
-      return emit_train_layer_scale_grad(ctx, n, i);
+    case ir::OpKind::OperandGrad:
+      return emit_train_operand_grad(ctx, n, i);
     case ir::OpKind::LayerNormGrad:
       return emit_train_layernorm_grad(ctx, n, i);
     case ir::OpKind::AdaptiveAvgPool2dGrad:

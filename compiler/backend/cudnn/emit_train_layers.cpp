@@ -442,6 +442,7 @@ bool emit_train_layer(EmitContext& ctx, const ir::Node& n) {
     case ir::OpKind::ChannelConv1d:
     case ir::OpKind::MulGrad:
     case ir::OpKind::LayerScaleGrad:
+    case ir::OpKind::OperandGrad:
     case ir::OpKind::LayerNormGrad:
     case ir::OpKind::AdaptiveAvgPool2dGrad:
     case ir::OpKind::ChannelConv1dGrad:

@@ -90,19 +90,37 @@ void mul_backward(const float* a, const float* b, const float* dy, float* da, fl
   }
 }
 
-void channel_scale_backward(const float* x, const float* gamma, const float* dy, float* dx,
-                            float* dgamma, int64_t n, int64_t c, int64_t hw) {
-  std::vector<double> g(static_cast<size_t>(c), 0.0);
+void operand_backward(BinaryOp op, bool reverse, const float* x, const float* v, const float* dy,
+                      float* dx, float* dv, int64_t n, int64_t c, int64_t hw) {
+  std::vector<double> sum(static_cast<size_t>(c), 0.0);
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t k = 0; k < c; ++k) {
       const int64_t base = (b * c + k) * hw;
-      for (int64_t i = 0; i < hw; ++i) {
-        dx[base + i] = dy[base + i] * gamma[k];
-        g[k] += double(dy[base + i]) * x[base + i];
+      for (int64_t i = base; i < base + hw; ++i) {
+        switch (op) {
+          case BinaryOp::kAdd:
+          case BinaryOp::kSub:
+            dx[i] = op == BinaryOp::kSub && reverse ? -dy[i] : dy[i];
+            sum[k] += dy[i];
+            break;
+          case BinaryOp::kMul:
+            dx[i] = dy[i] * v[k];
+            sum[k] += double(dy[i]) * x[i];
+            break;
+          case BinaryOp::kDiv:
+            dx[i] = reverse ? float(-double(dy[i]) * v[k] / (double(x[i]) * x[i])) : dy[i] / v[k];
+            sum[k] += reverse ? dy[i] / double(x[i]) : double(dy[i]) * x[i];
+            break;
+        }
       }
     }
   }
-  std::transform(g.begin(), g.end(), dgamma, [](double v) { return float(v); });
+  if (!dv) return;
+  for (int64_t k = 0; k < c; ++k) {
+    const double s = sum[static_cast<size_t>(k)];
+    const bool negate = (op == BinaryOp::kSub && !reverse);
+    dv[k] = float(op == BinaryOp::kDiv && !reverse ? -s / (double(v[k]) * v[k]) : negate ? -s : s);
+  }
 }
 
 // Per pixel, with xhat = (x - mean) * rstd and g = dy * weight:

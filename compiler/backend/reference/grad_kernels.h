@@ -58,9 +58,13 @@ double softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t
 void mul_backward(const float* a, const float* b, const float* dy, float* da, float* db, int64_t n,
                   int64_t c, int64_t hw, bool b_per_channel);
 
-// layer_scale's gradient: dx = dy * gamma[c], dgamma[c] = sum over n and hw of dy * x.
-void channel_scale_backward(const float* x, const float* gamma, const float* dy, float* dx,
-                            float* dgamma, int64_t n, int64_t c, int64_t hw);
+// The gradient of y = x op v[c] (or v[c] op x: `reverse`), v a parameter per channel (one
+// value: c = 1, hw = the whole sample): dx, and dv[c] (skipped when null) summed over n and hw,
+// PyTorch's formulas: add dv = sum dy; sub -sum dy (reverse: dx = -dy, dv = sum dy); mul
+// dx = dy * v, dv = sum dy * x (layer_scale's); div dx = dy / v, dv = -sum(dy * x) / v^2
+// (reverse: dx = -dy * v / x^2, dv = sum dy / x).
+void operand_backward(BinaryOp op, bool reverse, const float* x, const float* v, const float* dy,
+                      float* dx, float* dv, int64_t n, int64_t c, int64_t hw);
 
 // layernorm's gradient with the statistics recomputed from x: dx, and dweight and dbias
 // (skipped when null) summed over n and hw.

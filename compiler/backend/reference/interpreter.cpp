@@ -181,7 +181,8 @@ void Runner::dispatch(const ir::Node& node) {
       mul_grad(node);
       break;
     case ir::OpKind::LayerScaleGrad:
-      layer_scale_grad(node);
+    case ir::OpKind::OperandGrad:
+      operand_grad(node);
       break;
     case ir::OpKind::LayerNormGrad:
       layernorm_grad(node);

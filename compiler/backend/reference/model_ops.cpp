@@ -63,7 +63,7 @@ void Runner::binary(const ir::Node& node) {
   } else {
     b.data = param(node, ir::ParamRole::kOperand);
     if (!missing_.empty()) return;
-    if (!node.params.front().shape.empty()) b.dims[0] = y[0];  // per channel, else one value
+    if (!ir::one_value_operand(node)) b.dims[0] = y[0];  // per channel or feature
   }
   if (node.attrs.flag("reverse")) std::swap(a, b);
   const BinaryOp op = node.op == ir::OpKind::Sub   ? BinaryOp::kSub

@@ -113,7 +113,7 @@ class Runner {
   void pool_grad(const ir::Node& node);
   void global_avgpool_grad(const ir::Node& node);
   void mul_grad(const ir::Node& node);
-  void layer_scale_grad(const ir::Node& node);
+  void operand_grad(const ir::Node& node);
   void layernorm_grad(const ir::Node& node);
   void pad_channels(const ir::Node& node);
   void pad_grad(const ir::Node& node);

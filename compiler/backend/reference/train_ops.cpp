@@ -122,14 +122,24 @@ void Runner::mul_grad(const ir::Node& node) {
                dims(node.inputs[1]) != dims(node.inputs[0]));
 }
 
-// layer_scale's, or a mul's by a parameter of the weights file (its one parameter, the operand).
-void Runner::layer_scale_grad(const ir::Node& node) {
+// layer_scale's (a mul by its gamma), or an add's, sub's, mul's or div's by a parameter of the
+// weights file (its one parameter, the operand: per channel or feature, or one value).
+void Runner::operand_grad(const ir::Node& node) {
   const ir::ParamRole role = node.params.at(0).role;
-  const float* gamma = param(node, role);
+  const float* v = param(node, role);
   if (!missing_.empty()) return;
-  const auto [c, hw] = channels_of(node.inputs[0]);
-  channel_scale_backward(in(node, 0), gamma, in(node, 1), out(node.output), param_grad(node, role),
-                         n_, c, hw);
+  auto [c, hw] = channels_of(node.inputs[0]);
+  if (node.op == ir::OpKind::OperandGrad && ir::one_value_operand(node)) hw *= c, c = 1;
+  BinaryOp op = BinaryOp::kMul;
+  if (node.op == ir::OpKind::OperandGrad) {
+    const ir::OpKind f = g_.find_node(node.origin)->op;
+    op = f == ir::OpKind::Add   ? BinaryOp::kAdd
+         : f == ir::OpKind::Sub ? BinaryOp::kSub
+         : f == ir::OpKind::Div ? BinaryOp::kDiv
+                                : BinaryOp::kMul;
+  }
+  operand_backward(op, node.attrs.flag("reverse"), in(node, 0), v, in(node, 1), out(node.output),
+                   param_grad(node, role), n_, c, hw);
 }
 
 void Runner::layernorm_grad(const ir::Node& node) {

@@ -388,11 +388,13 @@ bool per_channel(OpContext& c, ir::OpKind op, ir::ValueId x, const Val& k) {
                   ir::op_info(op).name, fmt::join(*d, ", "), k.name, fmt::join(seen, ", ")));
 }
 
-// The value of `k` when it is a one-element floating parameter or buffer of more than zero
-// dims that leaves x's shape as it is (timm's LearnableAffineBlock: `scale * x + bias` with
-// scale and bias of shape [1]): the IR's `scalar`, as the ONNX frontend writes the same
-// initializer. The value is read now, as the shortest decimal of its float (what the ONNX
-// frontend keeps), so both routes give the same code. A zero-dim tensor stays a named operand.
+// The value of `k` when it is a one-element floating tensor of more than zero dims that leaves
+// x's shape as it is (timm's LearnableAffineBlock: `scale * x + bias` with scale and bias of
+// shape [1]). A parameter's or buffer's stays a named operand of one value (training trains a
+// parameter and keeps a buffer fixed; new weights reach both), as a zero-dim tensor does; a
+// plain tensor attribute's, in no state_dict, becomes the IR's `scalar`, read now as the
+// shortest decimal of its float. (An ONNX file's one-element initializer is compiled in too,
+// with its name: onnx/ops_dense.cpp.)
 std::optional<double> one_element_param(OpContext& c, ir::ValueId x, const Val& k) {
   if (!k.is(Kind::kParam) || !k.tensor.defined() || k.tensor.numel() != 1 ||
       !k.tensor.is_floating_point() || k.tensor.dim() == 0) {
@@ -419,14 +421,12 @@ bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool 
     a.set("reverse", bool_attr(true));
   }
   std::optional<double> s = constant_scalar(k);
-  const bool from_param = !s && (s = one_element_param(c, *x, k)).has_value();
+  const std::optional<double> one = s ? std::nullopt : one_element_param(c, *x, k);
+  const bool one_value = one && k.in_state_dict;
+  if (one && !one_value) s = one;
   if (s) {
     a.set("scalar", float_attr(*s));
     auto y = c.emit(op, {*x}, a);
-    if (y && from_param && k.in_state_dict) {
-      c.producer(*y).scalar_from = k.name;
-      c.producer(*y).operand_role = operand_role(k);
-    }
     return y && c.result_tensor(*y);
   }
   if (!k.is(Kind::kParam) || !k.in_state_dict) {
@@ -435,8 +435,9 @@ bool with_constant(OpContext& c, ir::OpKind op, size_t x_at, const Val& k, bool 
                     "a parameter or buffer of the module",
                     ir::op_info(op).name));
   }
-  if (!per_channel(c, op, *x, k)) return false;
+  if (!one_value && !per_channel(c, op, *x, k)) return false;
   a.set("param_rank", int_attr(k.stored_rank < 0 ? k.tensor.dim() : k.stored_rank));
+  if (one_value) a.set("one_value", bool_attr(true));
   auto y = c.emit(op, {*x}, a);
   if (!y) return false;
   c.producer(*y).operand_tensor = k.name;

@@ -3,7 +3,9 @@
 //   mul_grad          same shape: da = dy * b, db = dy * a; an image by its per-sample channel
 //                     vector (squeeze-and-excitation): da = dy * s[n, c], ds[n, c] = the sum over
 //                     the pixels of dy * a;
-//   layer_scale_grad  dx = dy * gamma[c], dgamma[c] = the sum over samples and pixels of dy * x;
+//   operand_grad      y = x op v[c] (or v[c] op x), v a parameter (layer scale's gamma; one value:
+//                     c = 1): dx, and dv[c] summed over samples and pixels, PyTorch's formulas
+//                     (add: dy, sum dy; mul: dy * v, sum dy * x; div: dy / v, -sum(dy * x) / v^2);
 //   layernorm_grad    over the channels at each pixel (or over features: one pixel), the
 //                     statistics recomputed from x into a scratch buffer [2, pixels] (mean,
 //                     inverse deviation), then dgamma and dbeta per channel and dx per pixel;
@@ -70,6 +72,49 @@ __global__ void scale_rows_kernel(const float* dy, const float* v, float* dx, in
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     dx[i] = dy[i] * v[(i / hw) % c];
+  }
+}
+
+// dx of y = x op v[c] (v op x: reverse), as the reference interpreter computes it.
+__global__ void operand_dx_kernel(const float* x, const float* v, const float* dy, float* dx,
+                                  int64_t count, int64_t hw, int64_t c, ConstOpKind op,
+                                  bool reverse) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float k = v[(i / hw) % c], d = dy[i];
+    switch (op) {
+      case ConstOpKind::kMul:
+        dx[i] = __fmul_rn(d, k);
+        break;
+      case ConstOpKind::kDiv:
+        dx[i] = reverse ? float(-double(d) * k / (double(x[i]) * x[i])) : __fdiv_rn(d, k);
+        break;
+      default:  // add, sub
+        dx[i] = op == ConstOpKind::kSub && reverse ? -d : d;
+    }
+  }
+}
+
+// dv[k] of y = x op v[k] (v op x: reverse): the sum over the rows whose channel is k of dy
+// (add, sub), dy * x (mul, div) or dy / x (v / x), one block per channel, then sub's -sum and
+// div's -sum / v^2.
+__global__ void operand_dv_kernel(const float* x, const float* v, const float* dy, float* dv,
+                                  int64_t n, int64_t c, int64_t hw, ConstOpKind op, bool reverse) {
+  for (int64_t k = blockIdx.x; k < c; k += gridDim.x) {
+    double acc = 0.0;
+    for (int64_t j = threadIdx.x; j < n * hw; j += blockDim.x) {
+      const int64_t at = ((j / hw) * c + k) * hw + j % hw;
+      const double d = dy[at];
+      acc += op == ConstOpKind::kAdd || op == ConstOpKind::kSub ? d
+             : op == ConstOpKind::kDiv && reverse               ? d / double(x[at])
+                                                                : d * double(x[at]);
+    }
+    const double sum = block_sum(acc);
+    if (threadIdx.x != 0) continue;
+    const double vk = v[k];
+    dv[k] = float(op == ConstOpKind::kDiv && !reverse   ? -sum / (vk * vk)
+                  : op == ConstOpKind::kSub && !reverse ? -sum
+                                                        : sum);
   }
 }
 
@@ -378,19 +423,19 @@ inline cudaError_t launch_mul_grad(const float* a, const float* b, const float* 
   return cudaGetLastError();
 }
 
-// dx = dy * gamma[c] and dgamma (null: not needed) of layer scale over [n, c, hw].
-inline cudaError_t launch_layer_scale_grad(const float* x, const float* gamma, const float* dy,
-                                           float* dx, float* dgamma, int64_t n, int64_t c,
-                                           int64_t hw, cudaStream_t stream) {
+// dx and dv (null: not needed) of y = x op v[c] (v op x: reverse) over [n, c, hw].
+inline cudaError_t launch_operand_grad(const float* x, const float* v, const float* dy, float* dx,
+                                       float* dv, int64_t n, int64_t c, int64_t hw, ConstOpKind op,
+                                       bool reverse, cudaStream_t stream) {
   if (n < 0 || c < 1 || hw < 1) return cudaErrorInvalidValue;
   const int64_t count = n * c * hw;
   if (count == 0) return cudaSuccess;
-  grad_detail::scale_rows_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(dy, gamma, dx,
-                                                                                count, hw, c);
-  if (dgamma) {
+  grad_detail::operand_dx_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, v, dy, dx, count,
+                                                                                hw, c, op, reverse);
+  if (dv) {
     grad_detail::
-        channel_dot_kernel<<<grad_detail::reduction_blocks(c), grad_detail::kBlock, 0, stream>>>(
-            dy, x, dgamma, n, c, hw);
+        operand_dv_kernel<<<grad_detail::reduction_blocks(c), grad_detail::kBlock, 0, stream>>>(
+            x, v, dy, dv, n, c, hw, op, reverse);
   }
   return cudaGetLastError();
 }

@@ -117,8 +117,9 @@ cudaError_t metrics(const float* logits, const int32_t* labels, int64_t rows, in
 // trainers whose graphs have them: a null result pointer is a gradient nobody reads.
 cudaError_t mul_grad(const float* a, const float* b, const float* dy, float* da, float* db,
                      int64_t n, ChannelMulShape m, cudaStream_t stream);
-cudaError_t layer_scale_grad(const float* x, const float* gamma, const float* dy, float* dx,
-                             float* dgamma, int64_t n, int64_t c, int64_t hw, cudaStream_t stream);
+cudaError_t operand_grad(const float* x, const float* v, const float* dy, float* dx, float* dv,
+                         int64_t n, int64_t c, int64_t hw, ConstOpKind op, bool reverse,
+                         cudaStream_t stream);
 cudaError_t layernorm_grad(const float* x, const float* gamma, const float* dy, float* dx,
                            float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw, float eps,
                            float* scratch, cudaStream_t stream);

@@ -137,15 +137,18 @@
   X(size_t, da, zoc::kNoTensor)   \
   X(size_t, db, zoc::kNoTensor)
 
-// Layer scale's: dx = dy * gamma; dgamma into grads().
-#define ZOC_FIELDS_LayerScaleGradCall(X) \
-  X(int64_t, c, 0)                       \
-  X(int64_t, hw, 1)                      \
-  X(size_t, x, 0)                        \
-  X(size_t, dy, 0)                       \
-  X(size_t, gamma, 0)                    \
-  X(size_t, dx, 0)                       \
-  X(size_t, dgamma, zoc::kNoTensor)
+// y = x op v (v op x: reverse), v a parameter in params(), per channel or one value (c 1, hw
+// the whole sample): layer scale's (mul) or an operand's; dx, and dv into grads().
+#define ZOC_FIELDS_OperandGradCall(X)        \
+  X(ConstOpKind, op, zoc::ConstOpKind::kMul) \
+  X(bool, reverse, false)                    \
+  X(int64_t, c, 0)                           \
+  X(int64_t, hw, 1)                          \
+  X(size_t, x, 0)                            \
+  X(size_t, dy, 0)                           \
+  X(size_t, v, 0)                            \
+  X(size_t, dx, 0)                           \
+  X(size_t, dv, zoc::kNoTensor)
 
 // softmax's (log: log_softmax's) backward from its output y, over the c channels of each of hw
 // pixels (features: hw 1).

@@ -306,9 +306,9 @@ struct TrainRun {
              name);
     return Status::success();
   }
-  Status layer_scale_grad(const LayerScaleGradCall& c, const char* name) {
-    ZOC_CUDA(trainer_kernels::layer_scale_grad(s.a(c.x), s.p(c.gamma), s.a(c.dy), s.a(c.dx),
-                                               s.g(c.dgamma), n, c.c, c.hw, stream),
+  Status operand_grad(const OperandGradCall& c, const char* name) {
+    ZOC_CUDA(trainer_kernels::operand_grad(s.a(c.x), s.p(c.v), s.a(c.dy), s.a(c.dx), s.g(c.dv), n,
+                                           c.c, c.hw, c.op, c.reverse, stream),
              name);
     return Status::success();
   }

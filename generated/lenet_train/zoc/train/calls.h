@@ -82,8 +82,8 @@ struct LayerNormTrainCall {
 struct MulGradCall {
   ZOC_FIELDS_MulGradCall(ZOC_DECLARE_FIELD)
 };
-struct LayerScaleGradCall {
-  ZOC_FIELDS_LayerScaleGradCall(ZOC_DECLARE_FIELD)
+struct OperandGradCall {
+  ZOC_FIELDS_OperandGradCall(ZOC_DECLARE_FIELD)
 };
 struct SoftmaxGradCall {
   ZOC_FIELDS_SoftmaxGradCall(ZOC_DECLARE_FIELD)

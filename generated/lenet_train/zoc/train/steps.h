@@ -160,7 +160,7 @@ struct TrainStepBase {
   Status const_op(const ConstOpCall&, const char*) { return Status::success(); }
   Status binary(const BinaryCall&, const char*) { return Status::success(); }
   Status mul_grad(const MulGradCall&, const char*) { return Status::success(); }
-  Status layer_scale_grad(const LayerScaleGradCall&, const char*) { return Status::success(); }
+  Status operand_grad(const OperandGradCall&, const char*) { return Status::success(); }
   Status layernorm(const LayerNormTrainCall&, const char*) { return Status::success(); }
   Status layernorm_grad(const LayerNormGradCall&, const char*) { return Status::success(); }
   Status shuffle(const ShuffleCall&, const char*) { return Status::success(); }

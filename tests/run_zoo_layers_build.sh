@@ -83,7 +83,7 @@ build constant_operand_layers constant_operand_layers_fp16 --precision fp16
   -o "$scratch/constant_operand_layers_fp32_src" >/dev/null
 for p in fp16 fp32; do
   src=$scratch/constant_operand_layers_${p}_src/constant_operand_layers
-  [ "$(grep -c 'v.const_op(kCop_' "$src.cpp")" = 13 ] &&
+  [ "$(grep -c 'v.const_op(kCop_' "$src.cpp")" = 15 ] &&
     grep -q '.reverse = true, .scalar = 2.0f}' "$src.cpp" &&
     grep -q '"std", {3, 1, 1}, zoc::InitRule::kOnes, zoc::DeviceDType::kF32' "${src}_weights.h" &&
     grep -q 'v.pad(kPad_padded' "$src.cpp" && ! grep -q 'check_constant' "${src}_weights.h" &&

@@ -86,11 +86,13 @@ Attrs negated() {
 }
 
 // x op g, g a parameter of the weights file (per channel, per feature or one value): dx and
-// g's gradient, summed where g broadcasts, in one node (operand_grad). A buffer stays fixed:
-// the rules below take it as a constant.
+// g's gradient, summed where g broadcasts, in one node (operand_grad). An add's or sub's reads
+// no x: dy, of x's shape, stands in for it, so that x is not kept for the backward pass. A
+// buffer stays fixed: the rules below take it as a constant.
 bool by_parameter(GradContext& c, const Node& f) {
   if (f.inputs.size() != 1 || f.operand_role != OperandRole::kParameter) return false;
-  c.backward(0, OpKind::OperandGrad, {c.x(0), c.dy()}, f.attrs, true);
+  const bool reads_x = f.op == OpKind::Mul || f.op == OpKind::Div;
+  c.backward(0, OpKind::OperandGrad, {reads_x ? c.x(0) : c.dy(), c.dy()}, f.attrs, true);
   return true;
 }
 

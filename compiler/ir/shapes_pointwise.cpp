@@ -86,6 +86,10 @@ bool Rule::binary() {
   const int64_t rank = a.has("param_rank") ? a.i("param_rank") : (d.size() == 3 ? 3 : 1);
   std::vector<int64_t> shape;
   if (a.flag("one_value")) {
+    if (rank > static_cast<int64_t>(d.size()) + 1) {  // PyTorch would broadcast to more dims
+      return fail(fmt::format("a one-value operand of rank {} would broadcast {} to rank {}", rank,
+                              dims_str(d), rank));
+    }
     shape.assign(static_cast<size_t>(rank), 1);  // [1] (timm's scale), [1, 1, 1, 1], ...
   } else if (rank == 0) {
     shape = {};

@@ -203,8 +203,7 @@ void place_weights(ir::Graph& g, const TargetDesc& t, ir::TargetInfo& info) {
       l.weight_offset = take(4 * n.attrs.i("kernel"));  // the taps, fp32
       if (n.attrs.b("bias")) l.bias_offset = take(4);
     } else if (!n.operand_tensor.empty()) {
-      const ir::ParamSpec* k = param(n, ir::ParamRole::kOperand);
-      l.weight_offset = take(4 * (k->shape.empty() ? 1 : c));
+      l.weight_offset = take(4 * (ir::one_value_operand(n) ? 1 : c));
     }
   }
 }

@@ -96,8 +96,8 @@ constexpr KernelFn kTrainerKernelFns[] = {
      [](const ir::Graph& t) { return any_op(t, ir::OpKind::MulGrad); }},
     {"operand_grad",
      "const float* x, const float* v, const float* dy, float* dx, float* dv, int64_t n, int64_t c, "
-     "int64_t hw, ConstOpKind op, bool reverse, cudaStream_t stream",
-     "x, v, dy, dx, dv, n, c, hw, op, reverse, stream",
+     "int64_t hw, ConstOpKind op, bool reverse, double* scratch, cudaStream_t stream",
+     "x, v, dy, dx, dv, n, c, hw, op, reverse, scratch, stream",
      [](const ir::Graph& t) {
        return any_op(t, ir::OpKind::LayerScaleGrad) || any_op(t, ir::OpKind::OperandGrad);
      }},

@@ -5,7 +5,8 @@
 //                     the pixels of dy * a;
 //   operand_grad      y = x op v[c] (or v[c] op x), v a parameter (layer scale's gamma; one value:
 //                     c = 1): dx, and dv[c] summed over samples and pixels, PyTorch's formulas
-//                     (add: dy, sum dy; mul: dy * v, sum dy * x; div: dy / v, -sum(dy * x) / v^2);
+//                     (add: dy, sum dy; mul: dy * v, sum dy * x; div: dy / v, -sum(dy * x) / v^2),
+//                     each sum cut into pieces (zoc::operand_grad_pieces) added in order;
 //   layernorm_grad    over the channels at each pixel (or over features: one pixel), the
 //                     statistics recomputed from x into a scratch buffer [2, pixels] (mean,
 //                     inverse deviation), then dgamma and dbeta per channel and dx per pixel;
@@ -24,9 +25,9 @@
 // The window rules (average pooling's divisor, adaptive pooling's bins) are the forwards' own
 // (layer_kernels.cuh). The formulas are the reference interpreter's (compiler/backend/reference:
 // grad_kernels.cpp, channel_kernels.cpp, pool.cpp), the oracle tests/train/gpu_zoo_train_check.sh
-// compares against. Every sum over samples or pixels is one block per result, added in a fixed
-// order in double, so a step is reproducible. Included by generated <model>_train_kernels.cu only
-// (nvcc, C++17).
+// compares against. Every sum over samples or pixels is one block per result (operand_grad's: per
+// piece of a result, the pieces then added in order), in a fixed order in double, so a step is
+// reproducible. Included by generated <model>_train_kernels.cu only (nvcc, C++17).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,6 +38,7 @@
 #include "zoc/kernels/kernel_shapes.h"
 #include "zoc/kernels/layer_kernels.cuh"
 #include "zoc/kernels/train_kernels.cuh"
+#include "zoc/kernels/trainer_kernels.h"
 
 namespace zoc::train_kernels {
 
@@ -95,14 +97,18 @@ __global__ void operand_dx_kernel(const float* x, const float* v, const float* d
   }
 }
 
-// dv[k] of y = x op v[k] (v op x: reverse): the sum over the rows whose channel is k of dy
-// (add, sub), dy * x (mul, div) or dy / x (v / x), one block per channel, then sub's -sum and
-// div's -sum / v^2.
-__global__ void operand_dv_kernel(const float* x, const float* v, const float* dy, float* dv,
-                                  int64_t n, int64_t c, int64_t hw, ConstOpKind op, bool reverse) {
-  for (int64_t k = blockIdx.x; k < c; k += gridDim.x) {
+// dv of y = x op v[k] (v op x: reverse), first part: block b sums piece b % pieces of channel
+// k = b / pieces (its n * hw terms cut in `pieces` consecutive runs) of dy (add, sub), dy * x
+// (mul, div) or dy / x (v / x), in a fixed order, into partial[b].
+__global__ void operand_dv_partial_kernel(const float* x, const float* dy, double* partial,
+                                          int64_t n, int64_t c, int64_t hw, int64_t pieces,
+                                          ConstOpKind op, bool reverse) {
+  const int64_t terms = n * hw, per = (terms + pieces - 1) / pieces;
+  for (int64_t b = blockIdx.x; b < c * pieces; b += gridDim.x) {
+    const int64_t k = b / pieces, first = (b % pieces) * per;
+    const int64_t last = first + per < terms ? first + per : terms;
     double acc = 0.0;
-    for (int64_t j = threadIdx.x; j < n * hw; j += blockDim.x) {
+    for (int64_t j = first + threadIdx.x; j < last; j += blockDim.x) {
       const int64_t at = ((j / hw) * c + k) * hw + j % hw;
       const double d = dy[at];
       acc += op == ConstOpKind::kAdd || op == ConstOpKind::kSub ? d
@@ -110,7 +116,17 @@ __global__ void operand_dv_kernel(const float* x, const float* v, const float* d
                                                                 : d * double(x[at]);
     }
     const double sum = block_sum(acc);
-    if (threadIdx.x != 0) continue;
+    if (threadIdx.x == 0) partial[b] = sum;
+  }
+}
+
+// Then dv[k]: channel k's pieces added in order, with sub's -sum and div's -sum / v^2.
+__global__ void operand_dv_finish_kernel(const float* v, const double* partial, float* dv,
+                                         int64_t c, int64_t pieces, ConstOpKind op, bool reverse) {
+  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < c;
+       k += int64_t(gridDim.x) * blockDim.x) {
+    double sum = 0.0;
+    for (int64_t p = 0; p < pieces; ++p) sum += partial[k * pieces + p];
     const double vk = v[k];
     dv[k] = float(op == ConstOpKind::kDiv && !reverse   ? -sum / (vk * vk)
                   : op == ConstOpKind::kSub && !reverse ? -sum
@@ -423,19 +439,24 @@ inline cudaError_t launch_mul_grad(const float* a, const float* b, const float* 
   return cudaGetLastError();
 }
 
-// dx and dv (null: not needed) of y = x op v[c] (v op x: reverse) over [n, c, hw].
+// dx and dv (null: not needed) of y = x op v[c] (v op x: reverse) over [n, c, hw]; scratch holds
+// c * operand_grad_pieces(n, c, hw) doubles.
 inline cudaError_t launch_operand_grad(const float* x, const float* v, const float* dy, float* dx,
                                        float* dv, int64_t n, int64_t c, int64_t hw, ConstOpKind op,
-                                       bool reverse, cudaStream_t stream) {
+                                       bool reverse, double* scratch, cudaStream_t stream) {
   if (n < 0 || c < 1 || hw < 1) return cudaErrorInvalidValue;
   const int64_t count = n * c * hw;
   if (count == 0) return cudaSuccess;
   grad_detail::operand_dx_kernel<<<detail::blocks_for(count), 256, 0, stream>>>(x, v, dy, dx, count,
                                                                                 hw, c, op, reverse);
   if (dv) {
-    grad_detail::
-        operand_dv_kernel<<<grad_detail::reduction_blocks(c), grad_detail::kBlock, 0, stream>>>(
-            x, v, dy, dv, n, c, hw, op, reverse);
+    if (!scratch) return cudaErrorInvalidValue;
+    const int64_t pieces = operand_grad_pieces(n, c, hw);
+    grad_detail::operand_dv_partial_kernel<<<grad_detail::reduction_blocks(c * pieces),
+                                             grad_detail::kBlock, 0, stream>>>(
+        x, dy, scratch, n, c, hw, pieces, op, reverse);
+    grad_detail::operand_dv_finish_kernel<<<detail::blocks_for(c), 256, 0, stream>>>(
+        v, scratch, dv, c, pieces, op, reverse);
   }
   return cudaGetLastError();
 }

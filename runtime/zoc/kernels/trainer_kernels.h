@@ -15,6 +15,20 @@
 #include "zoc/kernels/kernel_shapes.h"
 #include "zoc/math/activations.h"
 
+namespace zoc {
+
+// How many consecutive pieces a trainer's operand gradient (zoc/kernels/layer_grad_kernels.cuh)
+// sums each of its c values' n * hw terms in, one block per piece, then adds the pieces in
+// order: about 1024 blocks in all, none under 2048 terms, so that one value over a whole
+// activation is not one block's work. The workspace holds c * pieces doubles.
+inline int64_t operand_grad_pieces(int64_t n, int64_t c, int64_t hw) {
+  const int64_t terms = n * hw, by_size = (terms + 2047) / 2048, by_count = 1024 / (c > 0 ? c : 1);
+  const int64_t pieces = by_size < by_count ? by_size : by_count;
+  return pieces > 1 ? pieces : 1;
+}
+
+}  // namespace zoc
+
 namespace zoc::trainer_kernels {
 
 // Dynamic loss scaling (an fp16 trainer, as PyTorch's torch.amp.GradScaler with its defaults),
@@ -119,7 +133,7 @@ cudaError_t mul_grad(const float* a, const float* b, const float* dy, float* da,
                      int64_t n, ChannelMulShape m, cudaStream_t stream);
 cudaError_t operand_grad(const float* x, const float* v, const float* dy, float* dx, float* dv,
                          int64_t n, int64_t c, int64_t hw, ConstOpKind op, bool reverse,
-                         cudaStream_t stream);
+                         double* scratch, cudaStream_t stream);
 cudaError_t layernorm_grad(const float* x, const float* gamma, const float* dy, float* dx,
                            float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw, float eps,
                            float* scratch, cudaStream_t stream);

@@ -308,7 +308,8 @@ struct TrainRun {
   }
   Status operand_grad(const OperandGradCall& c, const char* name) {
     ZOC_CUDA(trainer_kernels::operand_grad(s.a(c.x), s.p(c.v), s.a(c.dy), s.a(c.dx), s.g(c.dv), n,
-                                           c.c, c.hw, c.op, c.reverse, stream),
+                                           c.c, c.hw, c.op, c.reverse,
+                                           static_cast<double*>(s.workspace), stream),
              name);
     return Status::success();
   }

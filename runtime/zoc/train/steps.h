@@ -267,6 +267,11 @@ struct TrainDescribe : TrainStepBase {
     need = std::max(need, 2 * size_t(n) * size_t(c.hw) * sizeof(float));
     return Status::success();
   }
+  // An operand's gradient sums its pieces there (zoc::operand_grad_pieces).
+  Status operand_grad(const OperandGradCall& c, const char*) {
+    need = std::max(need, size_t(c.c * operand_grad_pieces(n, c.c, c.hw)) * sizeof(double));
+    return Status::success();
+  }
 };
 
 struct TrainDestroy : TrainStepBase {

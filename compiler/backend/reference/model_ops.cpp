@@ -66,11 +66,20 @@ void Runner::binary(const ir::Node& node) {
     if (!ir::one_value_operand(node)) b.dims[0] = y[0];  // per channel or feature
   }
   if (node.attrs.flag("reverse")) std::swap(a, b);
-  const BinaryOp op = node.op == ir::OpKind::Sub   ? BinaryOp::kSub
-                      : node.op == ir::OpKind::Mul ? BinaryOp::kMul
-                      : node.op == ir::OpKind::Div ? BinaryOp::kDiv
-                                                   : BinaryOp::kAdd;
-  ref::binary(op, a, b, out(node.output), n_, y);
+  ref::binary(binary_op_of(node.op), a, b, out(node.output), n_, y);
+}
+
+BinaryOp binary_op_of(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::Sub:
+      return BinaryOp::kSub;
+    case ir::OpKind::Mul:
+      return BinaryOp::kMul;
+    case ir::OpKind::Div:
+      return BinaryOp::kDiv;
+    default:
+      return BinaryOp::kAdd;
+  }
 }
 
 void Runner::pad(const ir::Node& node) {

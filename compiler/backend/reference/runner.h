@@ -21,6 +21,9 @@ struct TrainingRun {
   TrainingResult& result;
 };
 
+// The arithmetic of an add, sub, mul or div node (the forward op of an operand_grad).
+BinaryOp binary_op_of(ir::OpKind op);
+
 // Why `input` does not fit the graph's input (or the graph cannot run), or "" if it does.
 std::string input_mismatch(const ir::Graph& graph, const Tensor& input);
 

@@ -130,14 +130,10 @@ void Runner::operand_grad(const ir::Node& node) {
   if (!missing_.empty()) return;
   auto [c, hw] = channels_of(node.inputs[0]);
   if (node.op == ir::OpKind::OperandGrad && ir::one_value_operand(node)) hw *= c, c = 1;
-  BinaryOp op = BinaryOp::kMul;
-  if (node.op == ir::OpKind::OperandGrad) {
-    const ir::OpKind f = g_.find_node(node.origin)->op;
-    op = f == ir::OpKind::Add   ? BinaryOp::kAdd
-         : f == ir::OpKind::Sub ? BinaryOp::kSub
-         : f == ir::OpKind::Div ? BinaryOp::kDiv
-                                : BinaryOp::kMul;
-  }
+  // layer_scale_grad's forward op is a mul; operand_grad's is its origin's.
+  const BinaryOp op = node.op == ir::OpKind::OperandGrad
+                          ? binary_op_of(g_.find_node(node.origin)->op)
+                          : BinaryOp::kMul;
   operand_backward(op, node.attrs.flag("reverse"), in(node, 0), v, in(node, 1), out(node.output),
                    param_grad(node, role), n_, c, hw);
 }

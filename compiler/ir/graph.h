@@ -169,6 +169,10 @@ struct Node {
   // the same op whose parameters this one uses, so that both read one tensor
   // ("<weights_of>.weight"). Empty elsewhere: a node's parameters are its own (`name`).
   std::string weights_of;
+  // Parameters of this node that the source module keeps fixed in training (TorchScript's
+  // requires_grad=False: a frozen backbone, fine-tuned through its head). zoc's trainer would
+  // update them, so build-training-graph refuses them. Empty elsewhere; not printed.
+  std::vector<std::string> frozen;
 };
 
 // The layer whose parameters node n declares: n.weights_of, else n itself.

@@ -133,6 +133,17 @@ bool Builder::check_model() {
         ok = false;
       }
     }
+    // A frozen parameter (requires_grad=False): PyTorch's optimizer never moves it, and
+    // zoc's trainer has no form that keeps a parameter fixed yet.
+    if (!n.frozen.empty()) {
+      diags_.error(n.loc, fmt::format("layer '{}' ({}): parameter '{}' has requires_grad=False "
+                                      "in the module, so PyTorch's training keeps it fixed; "
+                                      "zoc's trainer updates every parameter, so training "
+                                      "refuses frozen ones (inference compiles them)",
+                                      shown_text(n.name), ir::op_info(n.op).name,
+                                      shown_text(n.frozen.front())));
+      ok = false;
+    }
     // A layer called twice (issue 36) has one gradient, the sum of both calls'; the backward
     // pass here keys parameter gradients by tensor and would keep one call's only.
     if (!n.weights_of.empty()) {

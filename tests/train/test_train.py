@@ -10,7 +10,8 @@ carry the state_dict names zoc's YAML models expect (`init-names`, through `zoc 
 the gradient reference writes what it promises (`grad`); `zoc grad` agrees with autograd
 (`zoc-grad` on LeNet and ResNet-50, `arith-grad` and `decoder-grad` on tests/train/arith_ops.yaml
 and decoder_ops.yaml, `example-mnist` on the PyTorch examples' MNIST network through TorchScript
-and ONNX). Data is a small
+and ONNX, `script-operands` on a scripted model's own tensors); a scripted model's frozen
+parameters are refused, not trained (`script-frozen`). Data is a small
 synthetic idx set (make_synthetic.py), since CI has no data set package.
 
   test_train.py CASE --work DIR [--printer BIN] [--libtorch BIN] [--zoc BIN] [--model M]
@@ -564,12 +565,61 @@ def case_script_operands(a):
           % (len(err), max(err.values())))
 
 
+def case_script_frozen(a):
+    """A fine-tuning model: a scripted network whose convolution weight and layer scale have
+    requires_grad=False. PyTorch's training keeps them fixed and zoc's trainer cannot yet, so
+    `zoc compile --train` and `zoc grad` refuse the file, naming the first frozen parameter at
+    its layer; inference compiles it, and the same network with nothing frozen trains."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.gamma = nn.Parameter(torch.linspace(0.5, 1.5, 8))
+            self.fc = nn.Linear(8, 10)
+
+        def forward(self, x):
+            x = F.relu(self.conv(x)) * self.gamma.reshape(1, -1, 1, 1)
+            return self.fc(x.mean((2, 3)))
+
+    torch.manual_seed(1)
+    net = Net().eval()
+    free = os.path.join(a.work, "free.pt")
+    torch.jit.script(net).save(free)
+    net.conv.weight.requires_grad_(False)
+    net.gamma.requires_grad_(False)
+    frozen = os.path.join(a.work, "frozen.pt")
+    torch.jit.script(net).save(frozen)
+    batch = {"input": np.zeros((2, 3, 8, 8), np.float32), "labels": np.zeros(2, np.int32)}
+    batch_path = os.path.join(a.work, "batch.safetensors")
+    nets.safetensors_io.save_file(batch, batch_path)
+    shape = ["--input", "3x8x8"]
+    run([a.zoc, "compile", free] + shape + ["--train", "-o", free + ".trainer"])
+    run([a.zoc, "compile", frozen] + shape + ["-o", frozen + ".model"])
+    want = ("layer 'conv' (conv2d): parameter 'conv.weight' has requires_grad=False in the "
+            "module, so PyTorch's training keeps it fixed")
+    for cmd in (["compile", frozen] + shape + ["--train", "-o", frozen + ".trainer"],
+                ["grad", frozen] + shape + ["--batch-file", batch_path, "-o", frozen + ".g"]):
+        r = subprocess.run([a.zoc] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        check(r.returncode != 0 and want in r.stderr, "zoc %s: exit %d, stderr:\n%s"
+              % (cmd[0], r.returncode, r.stderr))
+        check("'gamma' has requires_grad=False" in r.stderr, "the layer scale's refusal is "
+              "missing:\n" + r.stderr)
+        check(not os.path.exists(cmd[-1]), "zoc %s wrote %s" % (cmd[0], cmd[-1]))
+    print("ok: frozen parameters refused at their layers; inference and the unfrozen twin "
+          "compile")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("case", choices=("order", "pytorch", "libtorch", "agree", "init-names", "grad",
                                     "zoc-grad", "arith-grad", "decoder-grad", "example-mnist",
                                     "script-operands",
-                                    "ddp"))
+                                    "script-frozen", "ddp"))
     p.add_argument("--work", required=True)
     p.add_argument("--printer")
     p.add_argument("--libtorch")
@@ -582,7 +632,7 @@ def main():
      "init-names": case_init_names, "grad": case_grad, "zoc-grad": case_zoc_grad,
      "arith-grad": case_arith_grad, "decoder-grad": case_decoder_grad,
      "example-mnist": case_example_mnist, "script-operands": case_script_operands,
-     "ddp": case_ddp}[a.case](a)
+     "script-frozen": case_script_frozen, "ddp": case_ddp}[a.case](a)
 
 
 if __name__ == "__main__":

@@ -342,6 +342,7 @@ class Translator {
   std::set<std::string> used_names_;
   std::set<std::string> reserved_names_;     // layers that own state_dict tensors, and "input"
   std::map<std::string, at::Tensor> state_;  // state_dict name -> tensor
+  std::set<std::string> frozen_;             // parameters with requires_grad=False
   std::vector<Storage> storages_;
   std::vector<ViewObject> objects_;
   std::vector<ListObject> lists_;

@@ -54,7 +54,10 @@ constexpr int64_t kMaxSteps = 2'000'000;  // interpreted nodes: bounds loops tha
 Translator::Translator(const jit::Module& root, const std::string& path, const Options& options,
                        Diagnostics& diags)
     : root_(root), path_(path), options_(options), diags_(diags) {
-  for (const auto& p : root_.named_parameters(/*recurse=*/true)) state_[p.name] = p.value;
+  for (const auto& p : root_.named_parameters(/*recurse=*/true)) {
+    state_[p.name] = p.value;
+    if (!p.value.requires_grad()) frozen_.insert(p.name);
+  }
   for (const auto& b : root_.named_buffers(/*recurse=*/true)) state_[b.name] = b.value;
   for (const auto& entry : state_) {
     const size_t dot = entry.first.rfind('.');

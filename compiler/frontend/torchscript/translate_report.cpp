@@ -67,15 +67,17 @@ void Translator::report_problems(const SourceLoc& at) {
 }
 
 // Every tensor a layer declares must be in the state_dict with the same shape, so that the
-// weights `zoc extract-weights` writes always load.
+// weights `zoc extract-weights` writes always load. A parameter the module keeps fixed in
+// training (requires_grad=False) is noted on its layer (Node::frozen) for the trainer.
 void Translator::check_parameters() {
   Diagnostics scratch;
   if (!ir::infer_shapes(graph_, scratch)) return;  // the loader reports it, located
   auto shape_str = [](const std::vector<int64_t>& s) {
     return fmt::format("[{}]", fmt::join(s, ", "));
   };
-  for (const ir::Node& node : graph_.nodes) {
+  for (ir::Node& node : graph_.nodes) {
     for (const ir::ParamSpec& p : node.params) {
+      if (p.trainable && frozen_.count(p.name)) node.frozen.push_back(p.name);
       auto it = state_.find(p.name);
       if (it == state_.end()) {
         if (!p.optional) {

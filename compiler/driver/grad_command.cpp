@@ -5,7 +5,7 @@
 
 #include "compiler/backend/reference/interpreter.h"
 #include "zoc/io/safetensors.h"
-#include "zoc/train/batch.h"
+#include "zoc/train/datasets.h"
 
 namespace zoc {
 

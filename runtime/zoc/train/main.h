@@ -38,7 +38,7 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
 #include "zoc/io/safetensors.h"
-#include "zoc/train/batch.h"
+#include "zoc/train/datasets.h"
 #include "zoc/train/loop.h"
 
 namespace zoc {

@@ -25,8 +25,7 @@
 
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
-#include "zoc/cudnn/exact.h"
-#include "zoc/cudnn/layers.h"  // Precision
+#include "zoc/cudnn/layers.h"  // Precision, exact_candidate
 #include "zoc/train/call_fields.h"
 
 namespace zoc::train {

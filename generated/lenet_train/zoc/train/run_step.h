@@ -24,12 +24,18 @@ inline Status copy_conv_weight(TrainState& s, const Conv& l, const ConvTrainCall
 }
 
 template <bool kTrain>
-struct TrainRun {
+struct TrainRun : steps::KernelLayerRun<TrainRun<kTrain>> {
   TrainState& s;
   const float* in;  // the caller's batch
   const int32_t* labels;
   cudaStream_t stream;
   int n;
+
+  // What zoc/cudnn/kernel_steps.h's forward steps, inference's, read.
+  char* act(size_t t) const { return s.act(t); }
+  const float* weight(size_t t) const { return s.p(t); }
+  bool nhwc() const { return s.mixed(); }
+  Status mark() { return Status::success(); }
 
   // The caller's fp32 NCHW batch, copied into the arena (mixed: as NHWC bf16 or fp16).
   Status input(const InputCall& c) {
@@ -260,45 +266,16 @@ struct TrainRun {
     return Status::success();
   }
   Status dropout_grad(const DropoutCall& c, const char* name) { return dropout(c, name); }
-  // A channel concatenation, or (backward) one input's slice of its gradient: strided copies.
-  template <size_t N>
-  Status concat(const CopyCall (&parts)[N], const char* name) {
-    for (const CopyCall& c : parts) {
-      ZOC_CUDA(cudaMemcpy2DAsync(s.act(c.y) + c.dst_offset, c.dst_pitch,
-                                 s.act(c.src) + c.src_offset, c.src_pitch, c.width,
-                                 size_t(n) * c.rows, cudaMemcpyDeviceToDevice, stream),
-               name);
-    }
-    return Status::success();
-  }
+  // (backward) One input's slice of its gradient: a concatenation's strided copies.
   template <size_t N>
   Status slice(const CopyCall (&parts)[N], const char* name) {
-    return concat(parts, name);
+    return this->concat(parts, name);
   }
-  // The zoo's kernel layers: the forwards are inference's kernels for float (layer scale is a
-  // mul by its gamma in params()), the backwards zoc/kernels/layer_grad_kernels.cuh.
-  Status mul(const MulCall& c, const char* name) {
-    const float* scale = c.s_is_weight ? s.p(c.s) : s.a(c.s);
-    ZOC_CUDA(model_kernels::channel_mul(s.a(c.x), scale, s.a(c.y), int64_t(n) * c.per_sample, c.m,
-                                        stream),
-             name);
-    return Status::success();
-  }
-  // Arithmetic with a scalar or a tensor of params() (a buffer, or a parameter), or of two tensors
-  // of one shape (and gradients made of them: x * c's dy * c, c - x's -dy): inference's kernels
-  // for float.
-  Status const_op(const ConstOpCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::const_op(s.a(c.x), s.p(c.v), s.a(c.y), int64_t(n) * c.per_sample, c.m,
-                                     stream),
-             name);
-    return Status::success();
-  }
-  Status binary(const BinaryCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::binary(s.a(c.a), s.a(c.b), s.a(c.y), int64_t(n) * c.per_sample, c.op,
-                                   stream),
-             name);
-    return Status::success();
-  }
+  // The zoo's kernel layers: the forwards of concat, mul (layer scale: a mul by its gamma in
+  // params()), const_op, binary, channel_conv, pad, shuffle, pool_kernel, adaptive_pool, upsample
+  // and channel_softmax are inference's steps (zoc/cudnn/kernel_steps.h); the backwards are
+  // zoc/kernels/layer_grad_kernels.cuh's (and gradients made of forward ops: x * c's dy * c,
+  // c - x's -dy, run as those ops).
   Status mul_grad(const MulGradCall& c, const char* name) {
     float* da = c.da == kNoTensor ? nullptr : s.a(c.da);
     float* db = c.db == kNoTensor ? nullptr : s.a(c.db);
@@ -326,48 +303,23 @@ struct TrainRun {
              name);
     return Status::success();
   }
-  Status shuffle(const ShuffleCall& c, const char* name) {
-    ZOC_CUDA(
-        model_kernels::channel_shuffle(s.a(c.x), s.a(c.y), n, c.c, c.hw, c.groups, false, stream),
-        name);
-    return Status::success();
-  }
-  Status adaptive_pool(const AdaptivePoolCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::adaptive_avgpool(s.a(c.x), s.a(c.y), n, c.g, stream), name);
-    return Status::success();
-  }
   Status adaptive_pool_grad(const AdaptivePoolGradCall& c, const char* name) {
     ZOC_CUDA(trainer_kernels::adaptive_avgpool_grad(s.a(c.dy), s.a(c.dx), n, c.g, stream), name);
     return Status::success();
   }
-  // Pooling cuDNN cannot express (ceil_mode, dilation): inference's kernel, and its gradient.
-  Status pool_kernel(const PoolKernelCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::pool(s.a(c.x), s.a(c.y), n, c.g, stream), name);
-    return Status::success();
-  }
+  // Pooling cuDNN cannot express (ceil_mode, dilation): its gradient.
   Status pool_kernel_grad(const PoolKernelGradCall& c, const char* name) {
     ZOC_CUDA(trainer_kernels::pool_grad(s.a(c.x), s.a(c.dy), s.a(c.dx), n, c.g, stream), name);
     return Status::success();
   }
-  // A softmax or log_softmax inside the model: inference's kernel; its backward from its output.
-  Status channel_softmax(const ChannelSoftmaxCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::channel_softmax(s.a(c.x), s.a(c.y), n, c.c, c.hw, false, c.log, stream),
-             name);
-    return Status::success();
-  }
+  // A softmax or log_softmax inside the model: its backward, from its output.
   Status softmax_grad(const SoftmaxGradCall& c, const char* name) {
     ZOC_CUDA(
         trainer_kernels::softmax_grad(s.a(c.y), s.a(c.dy), s.a(c.dx), n, c.c, c.hw, c.log, stream),
         name);
     return Status::success();
   }
-  // ECA's 1-D convolution: inference's kernel, taps and bias in params(); its backward
-  // zoc/kernels/layer_grad_kernels.cuh's.
-  Status channel_conv(const ChannelConvCall& c, const char* name) {
-    const float* b = c.b == kNoTensor ? nullptr : s.p(c.b);
-    ZOC_CUDA(model_kernels::channel_conv(s.a(c.x), s.p(c.w), b, s.a(c.y), n, c.g, stream), name);
-    return Status::success();
-  }
+  // ECA's 1-D convolution (taps and bias in params()): its backward.
   Status channel_conv_grad(const ChannelConvGradCall& c, const char* name) {
     float* dx = c.dx == kNoTensor ? nullptr : s.a(c.dx);
     float* dw = c.dw == kNoTensor ? nullptr : s.g(c.dw);
@@ -377,20 +329,12 @@ struct TrainRun {
              name);
     return Status::success();
   }
-  // Upsampling: inference's kernel; its backward gathers each pixel's share of dy.
-  Status upsample(const UpsampleCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::upsample(s.a(c.x), s.a(c.y), n, c.g, stream), name);
-    return Status::success();
-  }
+  // Upsampling's backward gathers each pixel's share of dy.
   Status upsample_grad(const UpsampleGradCall& c, const char* name) {
     ZOC_CUDA(trainer_kernels::upsample_grad(s.a(c.dy), s.a(c.dx), n, c.g, stream), name);
     return Status::success();
   }
-  // Constant padding: inference's kernel; its backward, one 3-D copy of each plane's inside.
-  Status pad(const PadCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::pad(s.a(c.x), s.a(c.y), n, c.g, stream), name);
-    return Status::success();
-  }
+  // Constant padding's backward: one 3-D copy of each plane's inside.
   Status pad_grad(const PadCall& c, const char* name) {
     cudaMemcpy3DParms p = {};
     p.srcPtr = make_cudaPitchedPtr(s.a(c.x), size_t(c.g.out_w) * sizeof(float), size_t(c.g.out_w),

@@ -20,6 +20,7 @@
 
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
+#include "zoc/cudnn/kernel_steps.h"
 #include "zoc/cudnn/layers.h"
 #include "zoc/kernels/model_kernels.h"
 #include "zoc/kernels/trainer_kernels.h"
@@ -99,7 +100,7 @@ inline DepthwiseGeometry depthwise_geometry(const ConvGeometry& g) {
 // A mixed trainer's batch norm mode (zoc/train/run_step.h): cuDNN's persistent NHWC kernels.
 inline constexpr cudnnBatchNormMode_t kBnPersistent = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
 
-struct TrainStepBase {
+struct TrainStepBase : steps::KernelLayerSkips {
   Status input(const InputCall&) { return Status::success(); }
   template <class L, class C>
   Status conv(L&, const C&, const char*) {
@@ -149,32 +150,18 @@ struct TrainStepBase {
   Status dropout(const DropoutCall&, const char*) { return Status::success(); }
   Status dropout_grad(const DropoutCall&, const char*) { return Status::success(); }
   template <size_t N>
-  Status concat(const CopyCall (&)[N], const char*) {
-    return Status::success();
-  }
-  template <size_t N>
   Status slice(const CopyCall (&)[N], const char*) {
     return Status::success();
   }
-  Status mul(const MulCall&, const char*) { return Status::success(); }
-  Status const_op(const ConstOpCall&, const char*) { return Status::success(); }
-  Status binary(const BinaryCall&, const char*) { return Status::success(); }
   Status mul_grad(const MulGradCall&, const char*) { return Status::success(); }
   Status operand_grad(const OperandGradCall&, const char*) { return Status::success(); }
   Status layernorm(const LayerNormTrainCall&, const char*) { return Status::success(); }
   Status layernorm_grad(const LayerNormGradCall&, const char*) { return Status::success(); }
-  Status shuffle(const ShuffleCall&, const char*) { return Status::success(); }
-  Status adaptive_pool(const AdaptivePoolCall&, const char*) { return Status::success(); }
-  Status pool_kernel(const PoolKernelCall&, const char*) { return Status::success(); }
   Status pool_kernel_grad(const PoolKernelGradCall&, const char*) { return Status::success(); }
   Status adaptive_pool_grad(const AdaptivePoolGradCall&, const char*) { return Status::success(); }
   Status pad_channels(const PadChannelsCall&, const char*) { return Status::success(); }
-  Status pad(const PadCall&, const char*) { return Status::success(); }
-  Status upsample(const UpsampleCall&, const char*) { return Status::success(); }
   Status upsample_grad(const UpsampleGradCall&, const char*) { return Status::success(); }
   Status pad_grad(const PadCall&, const char*) { return Status::success(); }
-  Status channel_conv(const ChannelConvCall&, const char*) { return Status::success(); }
-  Status channel_softmax(const ChannelSoftmaxCall&, const char*) { return Status::success(); }
   Status softmax_grad(const SoftmaxGradCall&, const char*) { return Status::success(); }
   Status channel_conv_grad(const ChannelConvGradCall&, const char*) { return Status::success(); }
   Status loss(const LossCall&) { return Status::success(); }

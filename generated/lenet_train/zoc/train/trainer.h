@@ -344,7 +344,7 @@ Status Trainer<M>::step(const float* input, const int32_t* labels, int n, cudaSt
   if constexpr (M::kHasDropout) {
     ZOC_CUDA(trainer_kernels::count_step(s_.draws, stream), "step");  // this step's masks
   }
-  train::TrainRun<true> run{s_, input, labels, stream, n};
+  train::TrainRun<true> run{{}, s_, input, labels, stream, n};
   ZOC_TRY(self().forward_layers(run));
   ZOC_TRY(self().backward_layers(run));
   if (s_.sync) ZOC_TRY(s_.sync->finish(stream));  // every bucket averaged before SGD
@@ -389,7 +389,7 @@ Status Trainer<M>::evaluate(const float* input, int n, cudaStream_t stream) {
   }
   if (n != s_.batch) ZOC_TRY(describe(n));  // zoc-verify: one-time
   ZOC_TRY(begin(stream, "evaluate"));
-  train::TrainRun<false> run{s_, input, nullptr, stream, n};
+  train::TrainRun<false> run{{}, s_, input, nullptr, stream, n};
   return self().forward_layers(run);
 }
 

@@ -19,12 +19,43 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
 #include "zoc/cudnn/call_fields.h"
-#include "zoc/cudnn/exact.h"
 #include "zoc/cudnn/plan_file.h"
 #include "zoc/cudnn/recorded_launch.h"
 #include "zoc/math/activations.h"
 
 namespace zoc {
+
+// Which convolution algorithms keep fp32 exact. fp32 with TF32 off promises PyTorch's fp32
+// numerics (relative L2 error 1e-4): besides non-tensor-core (FMA) math, that rules out the FFT
+// and Winograd transforms, which lose digits (measured on an H100: a tuned LeNet picked FFT and
+// reached 2e-4). One list for inference (here, and zoc/cudnn/transpose_layer.h) and training
+// (zoc/train/layers.h), overloaded per direction so that callers choose by type, not through a
+// function pointer.
+inline bool exact_algo(cudnnConvolutionFwdAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD &&
+         a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+inline bool exact_algo(cudnnConvolutionBwdDataAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT &&
+         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD &&
+         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+inline bool exact_algo(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT &&
+         a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+// The rule both apply to one of cuDNN's ranked candidates (a cudnnConvolution*AlgoPerf_t): it
+// ran, fits `limit` bytes of workspace and, under a descriptor with TF32 off (FMA math), was
+// measured with FMA math and is exact.
+template <class Perf>
+bool exact_candidate(const Perf& perf, cudnnMathType_t math, size_t limit) {
+  if (perf.status != CUDNN_STATUS_SUCCESS || perf.memory > limit) return false;
+  return math != CUDNN_FMA_MATH || (perf.mathType == CUDNN_FMA_MATH && exact_algo(perf.algo));
+}
 
 // How a model's tensors are stored and computed (its fields: zoc/cudnn/call_fields.h).
 struct Precision {
@@ -221,7 +252,7 @@ class ConvLayer {
 
   // Whether a listed algorithm may run this layer: it works, fits the workspace, keeps fp32
   // off tensor cores, and (identity epilogue) is the one cuDNN documents for it.
-  // fp32 (TF32 off): FMA math and exact algorithms only (zoc/cudnn/exact.h).
+  // fp32 (TF32 off): FMA math and exact algorithms only (exact_candidate above).
   bool usable(const cudnnConvolutionFwdAlgoPerf_t& c, size_t workspace_limit) const {
     if (!exact_candidate(c, p_.math, workspace_limit)) return false;
     return s_.relu || c.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;

@@ -387,7 +387,7 @@ Status Model<M>::run_layers(const float* input, float* output, cudaStream_t stre
   if constexpr (kProfile) {
     ZOC_CUDA(cudaEventRecordWithFlags(s_.marks[0], stream, s_.record_flags), "profile");
   }
-  steps::Run<kProfile> run{s_, input, output, stream, s_.batch, plain};
+  steps::Run<kProfile> run{{}, s_, input, output, stream, s_.batch, plain};
   return self().layers(run);
 }
 

@@ -22,6 +22,7 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
 #include "zoc/cudnn/graph_layer.h"
+#include "zoc/cudnn/kernel_steps.h"
 #include "zoc/cudnn/layers.h"
 #include "zoc/cudnn/model_calls.h"
 #include "zoc/cudnn/model_state.h"
@@ -32,7 +33,7 @@ namespace zoc::steps {
 
 inline constexpr float kOne = 1.0f, kZero = 0.0f;
 
-struct StepBase {
+struct StepBase : KernelLayerSkips {
   Status input_to_nhwc(const InputCall&) { return Status::success(); }
   Status input_copy(const InputCall&) { return Status::success(); }
   template <class L>
@@ -53,26 +54,12 @@ struct StepBase {
   Status batchnorm(BatchNormLayer&, const BatchNormCall&, const char*) { return Status::success(); }
   Status add(const AddCall&, const char*) { return Status::success(); }
   Status linear(const LinearCall&, const char*) { return Status::success(); }
-  template <size_t N>
-  Status concat(const CopyCall (&)[N], const char*) {
-    return Status::success();
-  }
   Status output_to_float(const OutputCall&) { return Status::success(); }
   Status output_copy(const OutputCall&) { return Status::success(); }
   Status output_to_caller(const OutputCall&) { return Status::success(); }
-  Status mul(const MulCall&, const char*) { return Status::success(); }
-  Status const_op(const ConstOpCall&, const char*) { return Status::success(); }
-  Status binary(const BinaryCall&, const char*) { return Status::success(); }
-  Status channel_conv(const ChannelConvCall&, const char*) { return Status::success(); }
-  Status pad(const PadCall&, const char*) { return Status::success(); }
   Status relayout(const RelayoutCall&, const char*) { return Status::success(); }
   Status layernorm(const LayerNormCall&, const char*) { return Status::success(); }
-  Status shuffle(const ShuffleCall&, const char*) { return Status::success(); }
-  Status pool_kernel(const PoolKernelCall&, const char*) { return Status::success(); }
   Status depthwise(const DepthwiseCall&, const char*) { return Status::success(); }
-  Status adaptive_pool(const AdaptivePoolCall&, const char*) { return Status::success(); }
-  Status upsample(const UpsampleCall&, const char*) { return Status::success(); }
-  Status channel_softmax(const ChannelSoftmaxCall&, const char*) { return Status::success(); }
   Status argmax(const ArgmaxCall&, const char*) { return Status::success(); }
 };
 
@@ -258,7 +245,7 @@ struct Destroy : StepBase {
 // `stream` (side branches on the side stream between a fork and a join event). With kProfile,
 // an event after every layer that issues GPU work (s.marks[1..]).
 template <bool kProfile>
-struct Run {
+struct Run : KernelLayerRun<Run<kProfile>> {
   ModelState& s;
   const float* input;
   float* output;
@@ -278,6 +265,7 @@ struct Run {
     return Status::success();
   }
   char* act(size_t t) const { return s.act(t, input); }
+  const char* weight(size_t t) const { return s.weight(t); }
   bool nhwc() const { return s.types.format == CUDNN_TENSOR_NHWC; }
 
   Status input_to_nhwc(const InputCall& c) {
@@ -384,16 +372,6 @@ struct Run {
                name);
     return mark();
   }
-  template <size_t N>
-  Status concat(const CopyCall (&parts)[N], const char* name) {
-    for (const CopyCall& c : parts) {
-      ZOC_CUDA(cudaMemcpy2DAsync(act(c.y) + c.dst_offset, c.dst_pitch, act(c.src) + c.src_offset,
-                                 c.src_pitch, c.width, size_t(n) * c.rows, cudaMemcpyDeviceToDevice,
-                                 stream),
-               name);
-    }
-    return mark();
-  }
   Status output_to_float(const OutputCall& c) {
     ZOC_CUDA(model_kernels::to_float(act(c.y), output, int64_t(n) * c.per_sample, stream),
              "output");
@@ -409,36 +387,7 @@ struct Run {
     ZOC_CUDA(model_kernels::output_to_caller(act(c.y), output, n, c.g, stream), "output");
     return mark();
   }
-  // The zoo's layers, through zoc/kernels/layer_kernels.cuh.
-  Status mul(const MulCall& c, const char* name) {
-    const void* s_data = c.s_is_weight ? static_cast<const void*>(s.weight(c.s)) : act(c.s);
-    ZOC_CUDA(model_kernels::channel_mul(act(c.x), s_data, act(c.y), int64_t(n) * c.per_sample, c.m,
-                                        stream),
-             name);
-    return mark();
-  }
-  Status const_op(const ConstOpCall& c, const char* name) {
-    const float* v = c.v == kNoTensor ? nullptr : reinterpret_cast<const float*>(s.weight(c.v));
-    ZOC_CUDA(model_kernels::const_op(act(c.x), v, act(c.y), int64_t(n) * c.per_sample, c.m, stream),
-             name);
-    return mark();
-  }
-  Status binary(const BinaryCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::binary(act(c.a), act(c.b), act(c.y), int64_t(n) * c.per_sample, c.op,
-                                   stream),
-             name);
-    return mark();
-  }
-  Status channel_conv(const ChannelConvCall& c, const char* name) {
-    const float* w = reinterpret_cast<const float*>(s.weight(c.w));
-    const float* b = c.b == kNoTensor ? nullptr : reinterpret_cast<const float*>(s.weight(c.b));
-    ZOC_CUDA(model_kernels::channel_conv(act(c.x), w, b, act(c.y), n, c.g, stream), name);
-    return mark();
-  }
-  Status pad(const PadCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::pad(act(c.x), act(c.y), n, c.g, stream), name);
-    return mark();
-  }
+  // The zoo's layers whose forward the trainer does not share (kernel_steps.h has the rest).
   Status relayout(const RelayoutCall& c, const char* name) {
     ZOC_CUDA(model_kernels::relayout(act(c.x), act(c.y), n, c.g, stream), name);
     return mark();
@@ -450,16 +399,6 @@ struct Run {
              name);
     return mark();
   }
-  Status shuffle(const ShuffleCall& c, const char* name) {
-    ZOC_CUDA(
-        model_kernels::channel_shuffle(act(c.x), act(c.y), n, c.c, c.hw, c.groups, nhwc(), stream),
-        name);
-    return mark();
-  }
-  Status pool_kernel(const PoolKernelCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::pool(act(c.x), act(c.y), n, c.g, stream), name);
-    return mark();
-  }
   Status depthwise(const DepthwiseCall& c, const char* name) {
     ZOC_CUDA(model_kernels::depthwise_conv(act(c.x), s.weight(c.w), s.weight(c.b),
                                            c.z == kNoTensor ? nullptr : act(c.z), act(c.y), n, c.g,
@@ -467,26 +406,14 @@ struct Run {
              name);
     return mark();
   }
-  Status adaptive_pool(const AdaptivePoolCall& c, const char* name) {
-    ZOC_CUDA(model_kernels::adaptive_avgpool(act(c.x), act(c.y), n, c.g, stream), name);
-    return mark();
-  }
+  // A last upsampling writes the caller's output; the rest are kernel_steps.h's.
   Status upsample(const UpsampleCall& c, const char* name) {
-    if (c.out.per_sample > 0) {
-      ZOC_CUDA(model_kernels::upsample_to_caller(act(c.x), output, n, c.g, c.out, stream), name);
-      return mark();
-    }
-    ZOC_CUDA(model_kernels::upsample(act(c.x), act(c.y), n, c.g, stream), name);
+    if (c.out.per_sample <= 0) return KernelLayerRun<Run>::upsample(c, name);
+    ZOC_CUDA(model_kernels::upsample_to_caller(act(c.x), output, n, c.g, c.out, stream), name);
     return mark();
   }
   Status argmax(const ArgmaxCall& c, const char* name) {
     ZOC_CUDA(model_kernels::channel_argmax(act(c.x), output, n, c.c, nhwc(), c.out, stream), name);
-    return mark();
-  }
-  Status channel_softmax(const ChannelSoftmaxCall& c, const char* name) {
-    ZOC_CUDA(
-        model_kernels::channel_softmax(act(c.x), act(c.y), n, c.c, c.hw, nhwc(), c.log, stream),
-        name);
     return mark();
   }
 

@@ -18,7 +18,6 @@
 
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
-#include "zoc/cudnn/exact.h"
 #include "zoc/cudnn/layers.h"
 
 namespace zoc {

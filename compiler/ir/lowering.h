@@ -18,7 +18,7 @@ namespace zoc::ir {
 
 using ValueId = int32_t;
 
-// The runtime layers of the cuDNN backend (zoc/cudnn/model_steps.h), one row each:
+// The runtime layers of the cuDNN backend (zoc/cudnn/model_steps.h, kernel_steps.h), one row each:
 // X(Id, "name", nchw, nhwc, f32_only, "what runs")
 //   nchw, nhwc: the storage layouts of images it reads and writes; f32_only: it moves fp32 only.
 #define ZOC_LAYER_KINDS(X)                                                                      \

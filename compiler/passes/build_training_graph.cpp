@@ -21,6 +21,7 @@
 // .via.<layer> for one of several contributions (or an unused one), d.<value>.sum<k> for partial
 // sums, grad.<parameter>, updated.<parameter>; a name a model layer already has gets a ".2".
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -136,12 +137,16 @@ bool Builder::check_model() {
     // A frozen parameter (requires_grad=False): PyTorch's optimizer never moves it, and
     // zoc's trainer has no form that keeps a parameter fixed yet.
     if (!n.frozen.empty()) {
-      diags_.error(n.loc, fmt::format("layer '{}' ({}): parameter '{}' has requires_grad=False "
-                                      "in the module, so PyTorch's training keeps it fixed; "
+      std::vector<std::string> quoted;
+      for (const std::string& p : n.frozen) quoted.push_back("'" + shown_text(p) + "'");
+      diags_.error(n.loc, fmt::format("layer '{}' ({}): parameter{} {} {} requires_grad=False "
+                                      "in the module, so PyTorch's training keeps {} fixed; "
                                       "zoc's trainer updates every parameter, so training "
                                       "refuses frozen ones (inference compiles them)",
                                       shown_text(n.name), ir::op_info(n.op).name,
-                                      shown_text(n.frozen.front())));
+                                      quoted.size() > 1 ? "s" : "", fmt::join(quoted, ", "),
+                                      quoted.size() > 1 ? "have" : "has",
+                                      quoted.size() > 1 ? "them" : "it"));
       ok = false;
     }
     // A layer called twice (issue 36) has one gradient, the sum of both calls'; the backward

@@ -566,10 +566,11 @@ def case_script_operands(a):
 
 
 def case_script_frozen(a):
-    """A fine-tuning model: a scripted network whose convolution weight and layer scale have
-    requires_grad=False. PyTorch's training keeps them fixed and zoc's trainer cannot yet, so
-    `zoc compile --train` and `zoc grad` refuse the file, naming the first frozen parameter at
-    its layer; inference compiles it, and the same network with nothing frozen trains."""
+    """A fine-tuning model: a scripted network whose convolution weight, layer scale and
+    classifier have requires_grad=False. PyTorch's training keeps them fixed and zoc's trainer
+    cannot yet, so `zoc compile --train` and `zoc grad` refuse the file, naming every frozen
+    parameter at its layer; inference compiles it, and the same network with nothing frozen
+    trains."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -591,6 +592,7 @@ def case_script_frozen(a):
     torch.jit.script(net).save(free)
     net.conv.weight.requires_grad_(False)
     net.gamma.requires_grad_(False)
+    net.fc.requires_grad_(False)
     frozen = os.path.join(a.work, "frozen.pt")
     torch.jit.script(net).save(frozen)
     batch = {"input": np.zeros((2, 3, 8, 8), np.float32), "labels": np.zeros(2, np.int32)}
@@ -609,6 +611,8 @@ def case_script_frozen(a):
               % (cmd[0], r.returncode, r.stderr))
         check("'gamma' has requires_grad=False" in r.stderr, "the layer scale's refusal is "
               "missing:\n" + r.stderr)
+        check("parameters 'fc.weight', 'fc.bias' have requires_grad=False" in r.stderr,
+              "the linear layer's refusal is missing:\n" + r.stderr)
         check(not os.path.exists(cmd[-1]), "zoc %s wrote %s" % (cmd[0], cmd[-1]))
     print("ok: frozen parameters refused at their layers; inference and the unfrozen twin "
           "compile")

@@ -2,8 +2,9 @@
 // elementwise multiply (squeeze-and-excitation), layer scale and layer norm (ConvNeXt), channel
 // shuffle and channel slices (ShuffleNetV2), constant padding (hgnetv2's stem), adaptive
 // average pooling, nearest and bilinear upsampling and softmax over channels (segmentation
-// decoders). Each is a call constant and one call of zoc/cudnn/model_steps.h's Run step into
-// zoc/kernels/layer_kernels.cuh, pad.cuh or dense_kernels.cuh (a slice is a strided copy);
+// decoders). Each is a call constant and one call of the Run step (zoc/cudnn/kernel_steps.h, shared
+// with the trainer, or zoc/cudnn/model_steps.h) into zoc/kernels/layer_kernels.cuh, pad.cuh or
+// dense_kernels.cuh (a slice is a strided copy);
 // layer scale and layer norm also pack their parameters.
 #include "compiler/backend/cudnn/emit_snippet.h"
 #include "compiler/backend/cudnn/named_init.h"

@@ -3,8 +3,8 @@
 // A function no layer of the lowered graph calls is left out, and so is the header of kernels
 // none of them launches: nvcc compiles only the kernels the model runs (a ResNet-50 compiled
 // the depthwise convolution, layer norm and channel shuffle too). The runtime calls each
-// function only from the step of its layer kind (zoc/cudnn/model_steps.h, templates
-// instantiated per layer), so a left-out one is never referenced.
+// function only from the step of its layer kind (zoc/cudnn/model_steps.h or kernel_steps.h,
+// templates instantiated per layer), so a left-out one is never referenced.
 #include <algorithm>
 #include <initializer_list>
 #include <set>

@@ -21,7 +21,7 @@ struct TrainingRun {
   TrainingResult& result;
 };
 
-// The arithmetic of an add, sub, mul or div node (the forward op of an operand_grad).
+// The arithmetic of an add, sub, mul or div node (a binary node, or an operand_grad's forward).
 BinaryOp binary_op_of(ir::OpKind op);
 
 // Why `input` does not fit the graph's input (or the graph cannot run), or "" if it does.

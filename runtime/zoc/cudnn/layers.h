@@ -6,7 +6,8 @@
 // source. Algorithm choice uses a measured plan (zoc/cudnn/plan_file.h, ConvLayer::tune) where one
 // is given, else cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7), restricted to the
 // workspace the model allocated and, in fp32 mode, to non-tensor-core (FMA) kernels so that
-// TF32 is really off. Needs cudnn.h and cublas_v2.h only.
+// TF32 is really off (the exact-fp32 algorithm list below, which the trainer's convolution
+// bundle, zoc/train/layers.h, uses too). Needs cudnn.h and cublas_v2.h only.
 #pragma once
 
 #include <cublas_v2.h>

@@ -8,7 +8,9 @@
 // Calls resolve at compile time (templates, no virtual functions or pointers to functions), so
 // the forward pass compiled from Run is the same straight line of library calls the emitter used
 // to write out per layer, and zoc-verify follows it call by call. StepBase gives every layer
-// kind a no-op; a step implements the kinds its job touches.
+// kind a no-op; a step implements the kinds its job touches. Run takes the forward steps of the
+// layers zoc runs with its own kernels from zoc/cudnn/kernel_steps.h, which the generated
+// trainer's run step shares.
 #pragma once
 
 #include <cublas_v2.h>

@@ -45,24 +45,24 @@ struct KernelLayerRun {
   Status mul(const MulCall& c, const char* name) {
     Self& r = self();
     const void* s = c.s_is_weight ? static_cast<const void*>(r.weight(c.s)) : r.act(c.s);
-    ZOC_CUDA(
-        model_kernels::channel_mul(r.act(c.x), s, r.act(c.y), count(c.per_sample), c.m, r.stream),
-        name);
+    ZOC_CUDA(model_kernels::channel_mul(r.act(c.x), s, r.act(c.y), per_batch(c.per_sample), c.m,
+                                        r.stream),
+             name);
     return r.mark();
   }
   // Arithmetic with a scalar or a weight tensor (a buffer, or a parameter).
   Status const_op(const ConstOpCall& c, const char* name) {
     Self& r = self();
-    ZOC_CUDA(model_kernels::const_op(r.act(c.x), floats(c.v), r.act(c.y), count(c.per_sample), c.m,
-                                     r.stream),
+    ZOC_CUDA(model_kernels::const_op(r.act(c.x), floats(c.v), r.act(c.y), per_batch(c.per_sample),
+                                     c.m, r.stream),
              name);
     return r.mark();
   }
   // Two activations of one shape.
   Status binary(const BinaryCall& c, const char* name) {
     Self& r = self();
-    ZOC_CUDA(model_kernels::binary(r.act(c.a), r.act(c.b), r.act(c.y), count(c.per_sample), c.op,
-                                   r.stream),
+    ZOC_CUDA(model_kernels::binary(r.act(c.a), r.act(c.b), r.act(c.y), per_batch(c.per_sample),
+                                   c.op, r.stream),
              name);
     return r.mark();
   }
@@ -126,7 +126,7 @@ struct KernelLayerRun {
 
  private:
   Self& self() { return static_cast<Self&>(*this); }
-  int64_t count(int64_t per_sample) { return int64_t(self().n) * per_sample; }
+  int64_t per_batch(int64_t per_sample) { return int64_t(self().n) * per_sample; }
   // A float weight tensor, or null for kNoTensor (a bias the layer lacks, a scalar operand).
   const float* floats(size_t offset) {
     if (offset == kNoTensor) return nullptr;

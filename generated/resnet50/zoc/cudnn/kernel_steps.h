@@ -7,8 +7,9 @@
 // A run step derives KernelLayerRun<itself> (CRTP: no virtual functions) and supplies what
 // differs between the model and the trainer: act(offset) (a per-sample arena offset to its
 // pointer at the batch), weight(offset) (the model's packed weights, or the trainer's
-// params()), nhwc() (the activations' layout), mark() (the model's profiling event after each
-// layer; nothing in the trainer), and the members n (the batch) and stream.
+// params(); both null for kNoTensor), nhwc() (the activations' layout), mark() (the model's
+// profiling event after each layer; nothing in the trainer), and the members n (the batch) and
+// stream.
 #pragma once
 
 #include <cstddef>
@@ -127,9 +128,9 @@ struct KernelLayerRun {
  private:
   Self& self() { return static_cast<Self&>(*this); }
   int64_t per_batch(int64_t per_sample) { return int64_t(self().n) * per_sample; }
-  // A float weight tensor, or null for kNoTensor (a bias the layer lacks, a scalar operand).
+  // A float weight tensor; null for kNoTensor (a bias the layer lacks, a scalar operand), as
+  // both weight() accessors return.
   const float* floats(size_t offset) {
-    if (offset == kNoTensor) return nullptr;
     return reinterpret_cast<const float*>(self().weight(offset));
   }
 };

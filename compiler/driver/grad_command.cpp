@@ -35,10 +35,15 @@ Expected<std::string> run_grad_command(const ir::Graph& training, const Weights&
   auto step = ref::run_training(training, weights, input, batch->labels);
   if (!step) return step.error();
 
-  // Shapes of the parameters, from the graph's declarations.
+  // Shapes of the parameters, from the graph's declarations; the frozen ones (requires_grad=False)
+  // are written after the step too, as the trainer writes them: unchanged.
   std::map<std::string, std::vector<int64_t>> shapes;
+  std::map<std::string, const std::vector<float>*> frozen;
   for (const ir::Node& n : training.nodes) {
-    for (const ir::ParamSpec& p : n.params) shapes[p.name] = p.shape;
+    for (const ir::ParamSpec& p : n.params) {
+      shapes[p.name] = p.shape;
+      if (p.frozen && weights.find(p.name)) frozen[p.name] = weights.find(p.name);
+    }
   }
   const float loss = static_cast<float>(step->loss);
   std::vector<st::TensorToWrite> out;
@@ -52,6 +57,10 @@ Expected<std::string> run_grad_command(const ir::Graph& training, const Weights&
   for (const auto& [name, b] : step->buffers) {
     out.push_back(
         {"after." + name, st::DType::F32, shapes[name], b.data(), b.size() * sizeof(float)});
+  }
+  for (const auto& [name, w] : frozen) {
+    out.push_back(
+        {"after." + name, st::DType::F32, shapes[name], w->data(), w->size() * sizeof(float)});
   }
   if (Status s = st::write_file(out_path, out, {{"producer", "zoc grad"}}); !s) return s.error();
   return fmt::format("wrote {}: loss {:.6f}, {} gradients, batch {}", out_path, step->loss,

@@ -386,10 +386,11 @@ std::vector<std::pair<std::string, ValueId>> param_gradients(const Node& node) {
     return {};
   }
   std::vector<std::pair<std::string, ValueId>> grads;
+  size_t k = 0;  // the extra result of the k-th trainable parameter
   for (const ParamSpec& p : node.params) {
-    if (p.trainable && grads.size() < node.extra_outputs.size()) {
-      grads.emplace_back(p.name, node.extra_outputs[grads.size()]);
-    }
+    if (!p.trainable || k >= node.extra_outputs.size()) continue;
+    const ValueId grad = node.extra_outputs[k++];
+    if (!p.frozen) grads.emplace_back(p.name, grad);
   }
   return grads;
 }

@@ -63,7 +63,8 @@ GradRule grad_rule(OpKind op);
 std::string grad_form_refusal(const Graph& g, const Node& n);
 
 // The parameter gradients a node defines, (parameter name, value) per trainable parameter in
-// the layer's order: the extra results of the backward ops that read a layer's parameters.
+// the layer's order: the extra results of the backward ops that read a layer's parameters. A
+// frozen parameter's (ParamSpec::frozen) is left out: it is written, and nobody wants it.
 std::vector<std::pair<std::string, ValueId>> param_gradients(const Node& node);
 
 }  // namespace zoc::ir

@@ -178,7 +178,8 @@ int64_t count_params(const Graph& g, bool trainable) {
   std::set<std::string_view> seen;
   for (const Node& n : g.nodes) {
     for (const ParamSpec& p : n.params) {
-      if (p.trainable == trainable && seen.insert(p.name).second) {
+      // A frozen parameter is neither: training keeps it fixed, but it is no buffer.
+      if (p.trainable == trainable && !p.frozen && seen.insert(p.name).second) {
         total += checked_product_of(p.shape).value_or(0);
       }
     }

@@ -124,6 +124,9 @@ struct ParamSpec {
   // inference sets another scheme only where the layer declares one (its `init` attribute);
   // weights/weights.h turns it into a concrete rule (init_choice).
   InitScheme init = InitScheme::kPytorchDefault;
+  // A trainable tensor the source module keeps fixed (Node::frozen): training wants no
+  // gradient for it and no optimizer moves it.
+  bool frozen = false;
   bool operator==(const ParamSpec&) const = default;
 };
 
@@ -170,8 +173,8 @@ struct Node {
   // ("<weights_of>.weight"). Empty elsewhere: a node's parameters are its own (`name`).
   std::string weights_of;
   // Parameters of this node that the source module keeps fixed in training (TorchScript's
-  // requires_grad=False: a frozen backbone, fine-tuned through its head). zoc's trainer would
-  // update them, so build-training-graph refuses them. Empty elsewhere; not printed.
+  // requires_grad=False: a frozen backbone, fine-tuned through its head). Shape inference marks
+  // them ParamSpec::frozen; training gives them no update. Empty elsewhere.
   std::vector<std::string> frozen;
 };
 

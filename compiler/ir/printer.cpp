@@ -153,8 +153,12 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
       for (const ParamSpec& p : n.params) {
         std::string shape;
         for (int64_t d : p.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-        // A declared init shows; PyTorch's default (the usual case) does not.
-        out += fmt::format("      {} {} [{}]{}{}\n", p.trainable ? "param " : "buffer",
+        // A declared init shows; PyTorch's default (the usual case) does not. A frozen
+        // parameter (requires_grad=False) shows as such: training keeps it fixed.
+        out += fmt::format("      {} {} [{}]{}{}\n",
+                           p.frozen      ? "frozen"
+                           : p.trainable ? "param "
+                                         : "buffer",
                            shown(p.name), shape.empty() ? "scalar" : shape,
                            p.dtype == DType::F32 ? "" : fmt::format(" {}", dtype_name(p.dtype)),
                            p.init == InitScheme::kPytorchDefault

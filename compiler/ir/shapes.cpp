@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compiler/ir/activation_params.h"
 #include "compiler/ir/shape_rule.h"
 #include "compiler/support/checked_math.h"
@@ -502,6 +504,13 @@ bool infer_shapes_from(Graph& graph, size_t first, Diagnostics& diags) {
       }
     }
     ok = ok && apply_rule(rule, node.op);
+    // The parameters the source module keeps fixed (a backward node's copies of its layer's
+    // parameters keep the layer's marks).
+    for (ParamSpec& p : node.params) {
+      if (std::find(node.frozen.begin(), node.frozen.end(), p.name) != node.frozen.end()) {
+        p.frozen = p.trainable;
+      }
+    }
     if (ok && !rule.extras_checked() && !node.extra_outputs.empty()) {
       ok = rule.fail(fmt::format("has {} extra results; the op defines one result",
                                  node.extra_outputs.size()));

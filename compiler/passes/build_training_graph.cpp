@@ -14,12 +14,17 @@
 //                                     has several users, their contributions are summed by
 //                                     `add` nodes as they arrive (in the order PyTorch's and the
 //                                     former train_step's accumulation used)
-//   sgd, one per trainable parameter  (TrainingGraphOptions::optimizer) in state_dict order
+//   sgd, one per trainable parameter  (TrainingGraphOptions::optimizer) in state_dict order;
+//                                     none for a frozen one (requires_grad=False), which
+//                                     PyTorch's optimizer never moves
 //
-// Gradients are computed only for values downstream of a trainable parameter and upstream of
-// the logits: the model input's never. Names: d.<value> for an activation's gradient, d.<value>
-// .via.<layer> for one of several contributions (or an unused one), d.<value>.sum<k> for partial
-// sums, grad.<parameter>, updated.<parameter>; a name a model layer already has gets a ".2".
+// Gradients are computed only for values downstream of a trainable parameter that is not frozen
+// and upstream of the logits: the model input's never, nor those of a frozen backbone that
+// nothing trainable precedes. A backward node that does run still writes the gradients of its
+// layer's frozen parameters (one call computes them all), but nothing reads them. Names: d.<value>
+// for an activation's gradient, d.<value>.via.<layer> for one of several contributions (or an
+// unused one), d.<value>.sum<k> for partial sums, grad.<parameter>, updated.<parameter>; a name a
+// model layer already has gets a ".2".
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -134,21 +139,6 @@ bool Builder::check_model() {
         ok = false;
       }
     }
-    // A frozen parameter (requires_grad=False): PyTorch's optimizer never moves it, and
-    // zoc's trainer has no form that keeps a parameter fixed yet.
-    if (!n.frozen.empty()) {
-      std::vector<std::string> quoted;
-      for (const std::string& p : n.frozen) quoted.push_back("'" + shown_text(p) + "'");
-      diags_.error(n.loc, fmt::format("layer '{}' ({}): parameter{} {} {} requires_grad=False "
-                                      "in the module, so PyTorch's training keeps {} fixed; "
-                                      "zoc's trainer updates every parameter, so training "
-                                      "refuses frozen ones (inference compiles them)",
-                                      shown_text(n.name), ir::op_info(n.op).name,
-                                      quoted.size() > 1 ? "s" : "", fmt::join(quoted, ", "),
-                                      quoted.size() > 1 ? "have" : "has",
-                                      quoted.size() > 1 ? "them" : "it"));
-      ok = false;
-    }
     // A layer called twice (issue 36) has one gradient, the sum of both calls'; the backward
     // pass here keys parameter gradients by tensor and would keep one call's only.
     if (!n.weights_of.empty()) {
@@ -211,7 +201,7 @@ void Builder::find_needs() {
   std::vector<bool> down(nv, false), up(nv, false);
   for (const ir::Node& n : m_.nodes) {
     bool any = false;
-    for (const ir::ParamSpec& p : n.params) any = any || p.trainable;
+    for (const ir::ParamSpec& p : n.params) any = any || (p.trainable && !p.frozen);
     for (ValueId v : n.inputs) any = any || down[v];
     down[n.output] = any;
   }
@@ -251,6 +241,7 @@ void Builder::copy_forward() {
     t_.nodes[i].operand_tensor = n.operand_tensor;  // a constant operand from the weights file
     t_.nodes[i].scalar_from = n.scalar_from;
     t_.nodes[i].operand_role = n.operand_role;
+    t_.nodes[i].frozen = n.frozen;
     map_[n.output] = t_.nodes[i].output;
     if (bn) t_.add_extra_output(i, unique(n.name + ".saved"));
     if (n.op == ir::OpKind::Input) {
@@ -278,7 +269,9 @@ ValueId Builder::backward(size_t k, ir::OpKind op, std::vector<ValueId> inputs, 
   const int32_t i = add(op, grad_name(k), std::move(inputs), std::move(attrs), fwd_->loc);
   t_.nodes[i].origin = fwd_->name;
   for (const ir::ParamSpec& p : param_grads ? fwd_->params : std::vector<ir::ParamSpec>{}) {
-    if (p.trainable) param_grads_[p.name] = t_.add_extra_output(i, unique("grad." + p.name));
+    if (!p.trainable) continue;
+    const ValueId grad = t_.add_extra_output(i, unique("grad." + p.name));
+    if (!p.frozen) param_grads_[p.name] = grad;  // a frozen one's is written, never read
   }
   const ValueId out = t_.nodes[i].output;
   contribute(v, out);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Compares one training step's outputs (loss, logits, grad.<name>, after.<running stats>) of an
-implementation with autograd's, tensor by tensor, as relative L2 error: the check of issue 8's
-first criterion. REF is grad_reference.py's file (PyTorch fp32, or as --ref-name says); --ref64 its float64 twin, the
+"""Compares one training step's outputs (loss, logits, grad.<name>, after.<running stats and
+frozen parameters>) of an implementation with autograd's, tensor by tensor, as relative L2
+error: the check of issue 8's first criterion. REF is grad_reference.py's file (PyTorch fp32, or as --ref-name says); --ref64 its float64 twin, the
 exact answer, against which both are judged where fp32 itself is ill-conditioned (ResNet-50's
 training-mode gradient: PyTorch fp32 is about 1% off float64 at 28x28).
 
@@ -23,11 +23,15 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "train"))  # the baselines' netwo
 import nets  # noqa: E402
 
 
-def compared_names(ref):
+def compared_names(ref, got=()):
     """The tensors an implementation must match: loss, logits, every gradient, every running
-    statistic after the step (num_batches_tracked is an integer count, not compared)."""
+    statistic after the step (num_batches_tracked is an integer count, not compared), and any
+    other tensor after the step that both files hold: a frozen parameter (requires_grad=False),
+    which the step must leave as it was."""
     names = {k for k in ref if k.startswith("grad.") or
              (k.startswith("after.") and k.endswith(("running_mean", "running_var")))}
+    names |= {k for k in ref if k.startswith("after.") and k in got and
+              ref[k].dtype.kind == "f" and not k.endswith("num_batches_tracked")}
     return sorted(names | {"loss", "logits"})
 
 
@@ -86,7 +90,7 @@ def main(argv=None):
         p.error("--against fp64 needs --ref64")
     ref, _ = nets.safetensors_io.load_file(a.ref)
     got, _ = nets.safetensors_io.load_file(a.got)
-    names = compared_names(ref)
+    names = compared_names(ref, got)
     if a.minus:
         init, _ = nets.safetensors_io.load_file(a.minus)
         names = sorted(k for k, v in ref.items() if v.dtype.kind == "f" and k in init)

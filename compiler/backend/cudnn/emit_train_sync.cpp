@@ -63,7 +63,9 @@ std::vector<GradBucket> plan_buckets(const ir::Graph& g, const TrainInfo& info) 
 // backward pass reads the tensor: a later node whose origin is a layer owning it would (the
 // layers a tensor belongs to: those listing it among their parameters). SGD over one node's
 // tensors reads their gradients from a window as wide as the node's span of the layout; runs
-// stop at the gaps a bf16 trainer's alignment leaves, which no gradient writes.
+// stop at the gaps a bf16 trainer's alignment leaves, which no gradient writes. A frozen
+// backbone (no backward node of its own) keeps this; a frozen layer that gets a backward node
+// does not.
 void plan_updates(const ir::Graph& model, const ir::Graph& g, TrainInfo& info) {
   std::map<std::string, std::set<std::string>> owners;  // tensor -> layers listing it
   for (const ir::Node& n : model.nodes) {
@@ -78,7 +80,10 @@ void plan_updates(const ir::Graph& model, const ir::Graph& g, TrainInfo& info) {
       const std::string& name = g.value_name(v);
       if (name.rfind("grad.", 0) != 0) continue;
       auto it = info.param_index.find(name.substr(5));
-      if (it == info.param_index.end() || !info.params[it->second].trainable) continue;
+      if (it == info.param_index.end()) continue;
+      // A frozen parameter's gradient, which a layer between trainable ones writes beside the
+      // others it computes: at its own offset, far from any window, so the full buffer it is.
+      if (!info.params[it->second].trainable) return;
       if (!written.emplace(it->first, k).second) return;  // two writers
       slots.push_back(&info.params[it->second]);
     }

@@ -40,10 +40,11 @@ std::string train_tensor(const EmitContext& ctx, ir::ValueId v) {
 
 namespace {
 
-// Parameters in PyTorch's layout: trainable tensors first, then the running statistics, each
-// group in model order, so that SGD is one launch over [0, trainable_elements). A mixed trainer
-// starts every tensor at a multiple of 16 floats (64 bytes; the gaps stay zero): cuDNN's NHWC
-// batch norm kernels load its statistics as vectors, and its convolutions their weights' copies.
+// Parameters in PyTorch's layout: trainable tensors first, then the running statistics and
+// frozen parameters, each group in model order, so that SGD is one launch over
+// [0, trainable_elements). A mixed trainer starts every tensor at a multiple of 16 floats (64
+// bytes; the gaps stay zero): cuDNN's NHWC batch norm kernels load its statistics as vectors, and
+// its convolutions their weights' copies.
 void plan_params(const ir::Graph& model, TrainInfo& info) {
   std::set<std::string> ids;
   for (const ir::Node& n : model.nodes) {
@@ -52,6 +53,7 @@ void plan_params(const ir::Graph& model, TrainInfo& info) {
       const InitChoice init = init_choice(n, p);
       ParamSlot s{p.name,      sanitize_identifier(p.name), 0,       1, p.shape,
                   p.trainable, init_rule_cpp(init.rule),    init.fan};
+      s.trainable = p.trainable && !p.frozen;  // a frozen one lies with the running statistics
       for (int k = 2; !ids.insert(s.id).second; ++k) {
         s.id = fmt::format("{}_{}", sanitize_identifier(p.name), k);
       }

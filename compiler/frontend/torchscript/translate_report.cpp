@@ -76,8 +76,11 @@ void Translator::check_parameters() {
     return fmt::format("[{}]", fmt::join(s, ", "));
   };
   for (ir::Node& node : graph_.nodes) {
-    for (const ir::ParamSpec& p : node.params) {
-      if (p.trainable && frozen_.count(p.name)) node.frozen.push_back(p.name);
+    for (ir::ParamSpec& p : node.params) {
+      if (p.trainable && frozen_.count(p.name)) {
+        node.frozen.push_back(p.name);
+        p.frozen = true;  // as the next shape inference marks it
+      }
       auto it = state_.find(p.name);
       if (it == state_.end()) {
         if (!p.optional) {

@@ -173,13 +173,13 @@ const Node* Graph::find_node(std::string_view node_name) const {
 }
 
 namespace {
-int64_t count_params(const Graph& g, bool trainable) {
+// Elements of the tensors of one kind: trainable (and not frozen), frozen, or buffers.
+int64_t count_params(const Graph& g, bool trainable, bool frozen = false) {
   int64_t total = 0;
   std::set<std::string_view> seen;
   for (const Node& n : g.nodes) {
     for (const ParamSpec& p : n.params) {
-      // A frozen parameter is neither: training keeps it fixed, but it is no buffer.
-      if (p.trainable == trainable && !p.frozen && seen.insert(p.name).second) {
+      if (p.trainable == trainable && p.frozen == frozen && seen.insert(p.name).second) {
         total += checked_product_of(p.shape).value_or(0);
       }
     }
@@ -191,6 +191,8 @@ int64_t count_params(const Graph& g, bool trainable) {
 int64_t Graph::trainable_param_count() const { return count_params(*this, true); }
 
 int64_t Graph::buffer_count() const { return count_params(*this, false); }
+
+int64_t Graph::frozen_param_count() const { return count_params(*this, true, true); }
 
 bool is_binary_op(OpKind op) {
   return op == OpKind::Add || op == OpKind::Sub || op == OpKind::Mul || op == OpKind::Div;

@@ -215,7 +215,8 @@ class Graph {
   // Trainable parameters and buffers, as PyTorch counts them (each name once: a training
   // graph's backward nodes list their layer's parameters again).
   int64_t trainable_param_count() const;
-  int64_t buffer_count() const;  // elements of non-trainable tensors
+  int64_t buffer_count() const;        // elements of non-trainable tensors
+  int64_t frozen_param_count() const;  // elements of frozen ones (ParamSpec::frozen)
 };
 
 // add, sub, mul or div: the ops with a constant operand's forms (ops.def).

@@ -170,8 +170,10 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
   std::string results;
   for (ValueId v : g.outputs) results += (results.empty() ? "" : ", ") + value_name(g, v);
   out += fmt::format("  return {}\n}}\n", results);
-  out += fmt::format("# {} nodes, {} trainable parameters, {} buffer elements\n", g.nodes.size(),
-                     thousands(g.trainable_param_count()), thousands(g.buffer_count()));
+  const int64_t frozen = g.frozen_param_count();
+  out += fmt::format("# {} nodes, {} trainable parameters, {} buffer elements{}\n", g.nodes.size(),
+                     thousands(g.trainable_param_count()), thousands(g.buffer_count()),
+                     frozen ? fmt::format(", {} frozen parameters", thousands(frozen)) : "");
   return out;
 }
 

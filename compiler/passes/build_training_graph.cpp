@@ -122,8 +122,13 @@ bool Builder::check_model() {
   }
   if (m_.outputs.size() == 1) find_tail();
   std::map<std::string, const ir::Node*> declared;  // trainable tensor -> its first reader
+  bool any_frozen = false, any_trained = false;
   for (const ir::Node& n : m_.nodes) {
     if (left_out(n)) continue;
+    for (const ir::ParamSpec& p : n.params) {
+      any_frozen = any_frozen || p.frozen;
+      any_trained = any_trained || (p.trainable && !p.frozen);
+    }
     // A parameter two layers read (an operand of the weights file may be shared) would get two
     // gradients, of which the pass below keeps one: summing them is not built yet.
     for (const ir::ParamSpec& p : n.params) {
@@ -158,6 +163,15 @@ bool Builder::check_model() {
                                       ir::op_info(n.op).name, rule.refusal));
       ok = false;
     }
+  }
+  // PyTorch's optimizers refuse an empty parameter list; a trainer would change nothing.
+  if (any_frozen && !any_trained) {
+    diags_.error(model_loc, fmt::format("training graph: every parameter of model '{}' has "
+                                        "requires_grad=False, so training would change nothing "
+                                        "(PyTorch's optimizer refuses an empty parameter list); "
+                                        "unfreeze the layers to train",
+                                        shown_text(m_.name)));
+    ok = false;
   }
   if (m_.outputs.size() != 1) {
     diags_.error(model_loc, fmt::format("training graph: model '{}' has {} outputs; training "

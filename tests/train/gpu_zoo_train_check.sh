@@ -19,7 +19,8 @@
 # twin's, within 1e-3): the same one-step check, in which the frozen tensors after the step must
 # equal their initial values; and 30 steps of the epoch loop on a synthetic data set with SGD
 # inside the backward pass and after it (--no-fused-sgd), deterministic, whose checkpoints must
-# be bit-identical and hold every frozen tensor unchanged (tests/train/compare_frozen.py).
+# be bit-identical, and with AdamW and weight decay, each holding every frozen tensor unchanged
+# and no optimizer state for it (tests/train/compare_frozen.py).
 #
 #   tests/train/gpu_zoo_train_check.sh prepare [ZOC]   here: DIR=zoo_train_check/ (git-ignored:
 #                                                       each trainer's folder and reference)
@@ -67,7 +68,7 @@ status=0
 check_model() {  # check_model MODEL
   local m=$1 case=$DIR/$1/case log=$OUT/$1.log
   (cmake -S "$DIR/$m/src" -B "$WORK/$m" "${GPU_CMAKE_ARGS[@]}" && cmake --build "$WORK/$m" -j 8) \
-    >"$log" 2>&1 || { echo "$m: build failed"; tail -n 20 "$log"; status=1; return; }
+    >"$log" 2>&1 || { echo "$m: build failed"; tail -n 20 "$log"; status=1; return 1; }
   local bin limit=1e-4
   bin=$(ls "$WORK/$m"/*_train_main)
   [[ $m == *_bf16 ]] && limit=1e-1
@@ -99,30 +100,35 @@ check_model() {  # check_model MODEL
     status=1
   fi
 }
-# The epoch loop of a fine-tuning trainer, SGD inside the backward pass and after it.
+# The epoch loop of a fine-tuning trainer: SGD inside the backward pass and after it, and AdamW
+# with weight decay.
 check_loop() {  # check_loop MODEL
-  local m=$1 bin ck=$WORK/$1_ck
-  bin=$(ls "$WORK/$m"/*_train_main)
+  local m=$1 bin ck=$WORK/$1_ck run
+  bin=$(ls "$WORK/$m"/*_train_main) || { status=1; return 0; }
   mkdir -p "$ck"
-  for mode in fused unfused; do
+  for run in fused unfused adamw; do
+    local extra=()
+    [ $run = unfused ] && extra=(--no-fused-sgd)
+    [ $run = adamw ] && extra=(--optimizer adamw --weight-decay 0.05)
     "$bin" --data "$DIR/frozen/data" --resize 8 --channels 3 --epochs 1 --max-steps 30 \
       --batch 32 --seed 3 --deterministic --no-benchmark \
-      --weights "$DIR/$m/case/init.safetensors" --checkpoint "$ck/$mode.safetensors" \
-      $([ $mode = unfused ] && echo --no-fused-sgd) >>"$OUT/$m.log" 2>&1 || {
-      echo "$m: the $mode loop failed" | tee -a "$OUT/summary.txt"
+      --weights "$DIR/$m/case/init.safetensors" --checkpoint "$ck/$run.safetensors" \
+      "${extra[@]}" >>"$OUT/$m.log" 2>&1 || {
+      echo "$m: the $run loop failed" | tee -a "$OUT/summary.txt"
       status=1
-      return
+      return 0
     }
   done
-  $PY "$ROOT/tests/train/compare_frozen.py" "$DIR/$m/case/init.safetensors" \
-    "$ck/fused.safetensors" "$ck/unfused.safetensors" "$DIR/$m/case/frozen.txt" |
-    sed "s/^/$m: /" | tee -a "$OUT/summary.txt" || status=1
+  local init=$DIR/$m/case/init.safetensors list=$DIR/$m/case/frozen.txt
+  $PY "$ROOT/tests/train/compare_frozen.py" "$init" "$list" "$ck/fused.safetensors" \
+    "$ck/unfused.safetensors" | sed "s/^/$m: SGD: /" | tee -a "$OUT/summary.txt" || status=1
+  $PY "$ROOT/tests/train/compare_frozen.py" "$init" "$list" "$ck/adamw.safetensors" |
+    sed "s/^/$m: AdamW: /" | tee -a "$OUT/summary.txt" || status=1
 }
 [ -n "${ZOC_ZOO_TRAIN_ONLY:-}" ] && { MODELS=; FROZEN=; }  # these alone (space-separated)
-for m in $MODELS; do check_model "$m"; done
+for m in $MODELS; do check_model "$m" || true; done
 for m in ${ZOC_ZOO_TRAIN_ONLY:-} $FROZEN; do
-  check_model "$m"
-  [[ $m == frozen_* ]] && check_loop "$m"
+  if check_model "$m" && [[ $m == frozen_* ]]; then check_loop "$m"; fi
 done
 # bf16's distance from zoc grad's fp32 is the precision's: the frozen middle's gradients must be
 # its twin's with nothing frozen.

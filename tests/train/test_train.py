@@ -19,6 +19,7 @@ synthetic idx set (make_synthetic.py), since CI has no data set package.
 
 import argparse
 import csv
+import glob
 import json
 import os
 import subprocess
@@ -636,11 +637,12 @@ def case_script_frozen(a):
     `zoc grad` of each against PyTorch float64 autograd in training mode: the gradient of every
     parameter that trains within 1e-5, none for a frozen one, the frozen parameters unchanged
     and BatchNorm's running statistics updated as PyTorch's; the frozen backbone's training
-    graph has no backward node for its frozen layers, the frozen middle's none for the frozen
-    convolution's weight; fp32 trainers are written, and bf16 ones where the network has no
-    convolution bias. Leaves in --work what tests/train/gpu_zoo_train_check.sh's frozen cases
-    take: NAME.pt, NAME.init.safetensors (its state_dict), NAME.frozen.txt (its frozen
-    parameters), batch.safetensors and NAME.grad.safetensors (`zoc grad`'s step, the GPU
+    graph has no backward node for its frozen layers, the frozen middle's no update of its
+    frozen block; fp32 trainers are written with exactly the trainable parameters in SGD's
+    range, and bf16 ones where the network has no convolution bias; a network with every
+    parameter frozen is refused. Leaves in --work what tests/train/gpu_zoo_train_check.sh's
+    frozen cases take: NAME.pt, NAME.init.safetensors (its state_dict), NAME.frozen.txt (its
+    frozen parameters), batch.safetensors and NAME.grad.safetensors (`zoc grad`'s step, the GPU
     trainers' reference)."""
     import torch
     import torch.nn.functional as F
@@ -686,6 +688,15 @@ def case_script_frozen(a):
         with open(os.path.join(a.work, name + ".frozen.txt"), "w") as f:
             f.write("".join(k[len("after."):] + "\n" for k in sorted(frozen)))
         run([a.zoc, "compile", path] + shape + ["--train", "-o", path + ".trainer"])
+        # SGD's range holds exactly the parameters that train; SGD inside the backward pass
+        # stays on unless a frozen layer's backward call writes a gradient (partly, middle).
+        header = open(glob.glob(path + ".trainer/*_train.h")[0]).read()
+        trained = sum(p.numel() for p in net64.parameters() if p.requires_grad)
+        check("kTrainableElements = %d;" % trained in header, "%s: kTrainableElements is not %d"
+              % (name, trained))
+        window_off = "kGradWindowElements = 0;" in header
+        check(window_off == (name in ("partly", "middle")), "%s: in-backward SGD %s" %
+              (name, "off" if window_off else "on"))
         if name != "partly":  # (bf16 trainers refuse a convolution's bias)
             run([a.zoc, "compile", path] + shape + ["--train", "--precision", "bf16", "-o",
                                                     path + ".bf16"])
@@ -705,6 +716,19 @@ def case_script_frozen(a):
     for unwanted in ("updated.conv2.weight", "updated.bn2.weight"):
         check(unwanted not in ir["middle"], "the frozen middle's training graph has %s"
               % unwanted)
+    # Nothing left to train: refused, as PyTorch's optimizer refuses an empty parameter list.
+    net = frozen_nets()["backbone"]
+    net.fc.requires_grad_(False)
+    path = os.path.join(a.work, "all_frozen.pt")
+    torch.jit.script(net.eval()).save(path)
+    want = "every parameter of model 'all_frozen' has requires_grad=False"
+    for cmd in (["compile", path] + shape + ["--train", "-o", path + ".trainer"],
+                ["grad", path] + shape + ["--batch-file", batch_path, "-o", path + ".g"]):
+        r = subprocess.run([a.zoc] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        check(r.returncode != 0 and want in r.stderr, "zoc %s: exit %d, stderr:\n%s"
+              % (cmd[0], r.returncode, r.stderr))
+        check(not os.path.exists(cmd[-1]), "zoc %s wrote %s" % (cmd[0], cmd[-1]))
     print("ok: frozen parameters kept fixed, no backward through a frozen backbone, %d nets "
           "within %.3g of PyTorch float64; fp32 and bf16 trainers written"
           % (len(frozen_nets()), worst))

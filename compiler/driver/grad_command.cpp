@@ -42,7 +42,8 @@ Expected<std::string> run_grad_command(const ir::Graph& training, const Weights&
   for (const ir::Node& n : training.nodes) {
     for (const ir::ParamSpec& p : n.params) {
       shapes[p.name] = p.shape;
-      if (p.frozen && weights.find(p.name)) frozen[p.name] = weights.find(p.name);
+      if (!p.frozen) continue;
+      if (const std::vector<float>* w = weights.find(p.name)) frozen[p.name] = w;
     }
   }
   const float loss = static_cast<float>(step->loss);

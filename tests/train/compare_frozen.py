@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The epoch-loop half of the fine-tuning check (tests/train/gpu_zoo_train_check.sh): a trainer's
-checkpoint after some steps from INIT must hold every frozen tensor (the list test_train.py's
-script-frozen case writes beside the network) exactly as it started, every other parameter
-moved (else the check would pass on a trainer that trains nothing), and no optimizer state for a
-frozen tensor; with a second checkpoint (the same run, SGD inside the backward pass and after
-it), the two must be bit-identical, weights and optimizer state.
+checkpoint after some steps from INIT must hold every frozen tensor (the list test_frozen.py
+writes beside the network) exactly as it started, every other parameter moved (else the check
+would pass on a trainer that trains nothing), and no optimizer state for a frozen tensor; with a
+second checkpoint (the same run, SGD inside the backward pass and after it), the two must be
+bit-identical, weights and optimizer state.
 
   compare_frozen.py INIT FROZEN_LIST CHECKPOINT [SAME_RUN_CHECKPOINT]   exit status 1 on any
                                                                       problem

@@ -11,8 +11,8 @@
 # (relative L2, tests/train/compare_grads.py). Then three SGD steps, and one step under
 # compute-sanitizer's memcheck.
 #
-# Then fine-tuning (frozen parameters, requires_grad=False): tests/train/test_train.py's
-# script-frozen networks (a partly frozen one, a frozen backbone, a frozen middle block), scripted
+# Then fine-tuning (frozen parameters, requires_grad=False): tests/train/test_frozen.py's
+# networks (a partly frozen one, a frozen backbone, a frozen middle block), scripted
 # and checked against PyTorch float64 on the CPU, as fp32 trainers (and bf16 ones for the last
 # two, within 1e-1 of zoc grad's fp32: this tiny network's BatchNorm gradients are 8e-2 from it
 # in bf16 with nothing frozen too, so the frozen middle's bf16 step is also compared with that
@@ -41,7 +41,7 @@ case "${1:-}" in
       /usr/bin/python3 "$ROOT/tests/train/make_zoo_ops_case.py" "$zoc" "$DIR/$m/case" "$m"
     done
     f=$DIR/frozen
-    /usr/bin/python3 "$ROOT/tests/train/test_train.py" script-frozen --zoc "$zoc" --work "$f"
+    /usr/bin/python3 "$ROOT/tests/train/test_frozen.py" --zoc "$zoc" --work "$f"
     /usr/bin/python3 "$ROOT/tests/train/make_synthetic.py" "$f/data" --train 960 --test 64
     for n in partly backbone middle backbone:bf16 middle:bf16 free_middle:bf16; do
       net=${n%:*} m=frozen_${n/:/_} precision=fp32

@@ -77,10 +77,8 @@ void Translator::check_parameters() {
   };
   for (ir::Node& node : graph_.nodes) {
     for (ir::ParamSpec& p : node.params) {
-      if (p.trainable && frozen_.count(p.name)) {
-        node.frozen.push_back(p.name);
-        p.frozen = true;  // as the next shape inference marks it
-      }
+      // Shape inference marks ParamSpec::frozen from this list (the loader runs it next).
+      if (p.trainable && frozen_.count(p.name)) node.frozen.push_back(p.name);
       auto it = state_.find(p.name);
       if (it == state_.end()) {
         if (!p.optional) {

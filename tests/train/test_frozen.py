@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Fine-tuning on the CPU: scripted networks with parameters of requires_grad=False, which
+zoc's training keeps fixed as PyTorch does (frozen_nets says which; case_script_frozen what is
+checked). Beside test_train.py, whose helpers it uses; tests/train/gpu_zoo_train_check.sh's
+prepare step runs it to leave the GPU check's frozen networks and their reference steps.
+
+  test_frozen.py --work DIR --zoc BIN
+"""
+
+import argparse
+import glob
+import os
+import subprocess
+
+import numpy as np
+
+from test_train import check, nets, run
+
+
+def frozen_nets():
+    """case_script_frozen's fine-tuning networks, seeded: a partly frozen one (the
+    convolution's weight, the layer scale and the classifier have requires_grad=False, the
+    convolution's bias trains, so every gradient flows through frozen layers), a frozen
+    backbone (convolution and BatchNorm frozen, the classifier trains) and a frozen middle (the
+    second of two convolution-BatchNorm blocks frozen, the first and the classifier train),
+    and the frozen middle's twin with nothing frozen (the same weights: what its numbers are
+    judged beside)."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Partly(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.gamma = nn.Parameter(torch.linspace(0.5, 1.5, 8))
+            self.fc = nn.Linear(8, 10)
+
+        def forward(self, x):
+            x = F.relu(self.conv(x)) * self.gamma.reshape(1, -1, 1, 1)
+            return self.fc(x.mean((2, 3)))
+
+    class Backbone(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(8)
+            self.fc = nn.Linear(8, 10)
+
+        def forward(self, x):
+            return self.fc(F.relu(self.bn(self.conv(x))).mean((2, 3)))
+
+    class Middle(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(8)
+            self.conv2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(8)
+            self.fc = nn.Linear(8, 10)
+
+        def forward(self, x):
+            x = F.relu(self.bn1(self.conv1(x)))
+            return self.fc(F.relu(self.bn2(self.conv2(x))).mean((2, 3)))
+
+    torch.manual_seed(1)
+    partly, backbone, middle = Partly(), Backbone(), Middle()
+    with torch.no_grad():  # BatchNorm's affine and statistics away from 1 and 0
+        for bn in (backbone.bn, middle.bn1, middle.bn2):
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+            bn.running_mean.uniform_(-0.2, 0.2)
+            bn.running_var.uniform_(0.5, 1.5)
+    import copy
+    free_middle = copy.deepcopy(middle)
+    partly.conv.weight.requires_grad_(False)
+    partly.gamma.requires_grad_(False)
+    partly.fc.requires_grad_(False)
+    backbone.conv.requires_grad_(False)
+    backbone.bn.requires_grad_(False)
+    middle.conv2.requires_grad_(False)
+    middle.bn2.requires_grad_(False)
+    return {"partly": partly, "backbone": backbone, "middle": middle, "free_middle": free_middle}
+
+
+def case_script_frozen(a):
+    """Fine-tuning: scripted networks with parameters of requires_grad=False (frozen_nets).
+    `zoc grad` of each against PyTorch float64 autograd in training mode: the gradient of every
+    parameter that trains within 1e-5, none for a frozen one, the frozen parameters unchanged
+    and BatchNorm's running statistics updated as PyTorch's; the frozen backbone's training
+    graph has no backward node for its frozen layers, the frozen middle's no update of its
+    frozen block; fp32 trainers are written with exactly the trainable parameters in SGD's
+    range, and bf16 ones where the network has no convolution bias; a network with every
+    parameter frozen is refused. Leaves in --work what tests/train/gpu_zoo_train_check.sh's
+    frozen cases take: NAME.pt, NAME.init.safetensors (its state_dict), NAME.frozen.txt (its
+    frozen parameters), batch.safetensors and NAME.grad.safetensors (`zoc grad`'s step, the GPU
+    trainers' reference)."""
+    import torch
+    import torch.nn.functional as F
+
+    rng = np.random.default_rng(7)
+    batch = {"input": rng.standard_normal((4, 3, 8, 8)).astype(np.float32),
+             "labels": rng.integers(0, 10, 4).astype(np.int32)}
+    batch_path = os.path.join(a.work, "batch.safetensors")
+    nets.safetensors_io.save_file(batch, batch_path)
+    shape = ["--input", "3x8x8"]
+    worst = 0.0
+    for name, net in frozen_nets().items():
+        path = os.path.join(a.work, name + ".pt")
+        torch.jit.script(net.eval()).save(path)
+        net64 = net.double().train()
+        before = {k: v.detach().clone() for k, v in net64.state_dict().items()}
+        loss = F.cross_entropy(net64(torch.tensor(batch["input"], dtype=torch.float64)),
+                               torch.tensor(batch["labels"]).long())
+        loss.backward()
+        ref = {"grad." + k: p.grad.numpy() for k, p in net64.named_parameters()
+               if p.requires_grad}
+        ref.update({"after." + k: v.numpy() for k, v in net64.state_dict().items()
+                    if "running" in k})
+        frozen = {"after." + k: before[k].numpy() for k, p in net64.named_parameters()
+                  if not p.requires_grad}
+        got = os.path.join(a.work, name + ".grad.safetensors")
+        run([a.zoc, "grad", path] + shape + ["--batch-file", batch_path, "-o", got])
+        z, _ = nets.safetensors_io.load_file(got)
+        grads = {k for k in z if k.startswith("grad.")}
+        check(grads == {k for k in ref if k.startswith("grad.")}, "%s: gradients %s, want %s"
+              % (name, sorted(grads), sorted(k for k in ref if k.startswith("grad."))))
+        err = {k: float(np.linalg.norm(z[k].astype(np.float64) - v) / np.linalg.norm(v))
+               for k, v in ref.items()}
+        err["loss"] = abs(float(z["loss"].ravel()[0]) - loss.item()) / loss.item()
+        bad = {k: e for k, e in err.items() if not e <= 1e-5}
+        check(not bad, "%s against PyTorch float64: %s" % (name, bad))
+        for k, v in frozen.items():
+            check(k in z and np.array_equal(z[k], v.astype(np.float32)),
+                  "%s: frozen %s is not written unchanged" % (name, k))
+        worst = max([worst] + list(err.values()))
+        init = os.path.join(a.work, name + ".init.safetensors")
+        run([a.zoc, "extract-weights", path, "-o", init])
+        with open(os.path.join(a.work, name + ".frozen.txt"), "w") as f:
+            f.write("".join(k[len("after."):] + "\n" for k in sorted(frozen)))
+        run([a.zoc, "compile", path] + shape + ["--train", "-o", path + ".trainer"])
+        # SGD's range holds exactly the parameters that train; SGD inside the backward pass
+        # stays on unless a frozen layer's backward call writes a gradient (partly, middle).
+        header = open(glob.glob(path + ".trainer/*_train.h")[0]).read()
+        trained = sum(p.numel() for p in net64.parameters() if p.requires_grad)
+        check("kTrainableElements = %d;" % trained in header, "%s: kTrainableElements is not %d"
+              % (name, trained))
+        window_off = "kGradWindowElements = 0;" in header
+        check(window_off == (name in ("partly", "middle")), "%s: in-backward SGD %s" %
+              (name, "off" if window_off else "on"))
+        if name != "partly":  # (bf16 trainers refuse a convolution's bias)
+            run([a.zoc, "compile", path] + shape + ["--train", "--precision", "bf16", "-o",
+                                                    path + ".bf16"])
+    ir = {}
+    for name in ("backbone", "middle"):
+        ir[name] = subprocess.run([a.zoc, "ir", os.path.join(a.work, name + ".pt")] + shape +
+                                  ["--train"], stdout=subprocess.PIPE, text=True,
+                                  check=True).stdout
+    check("frozen conv.weight" in ir["backbone"], "conv.weight is not marked frozen:\n" +
+          ir["backbone"])
+    for op in ("conv2d_grad", "batchnorm2d_grad", "relu_grad", "grad.conv.weight"):
+        check(op not in ir["backbone"], "the frozen backbone's training graph has %s:\n%s"
+              % (op, ir["backbone"]))
+    check("linear_grad" in ir["backbone"], "no linear_grad in:\n" + ir["backbone"])
+    for want in ("grad.conv1.weight", "sgd", "updated.bn1.weight"):
+        check(want in ir["middle"], "the frozen middle's training graph lacks %s" % want)
+    for unwanted in ("updated.conv2.weight", "updated.bn2.weight"):
+        check(unwanted not in ir["middle"], "the frozen middle's training graph has %s"
+              % unwanted)
+    # Nothing left to train: refused, as PyTorch's optimizer refuses an empty parameter list.
+    net = frozen_nets()["backbone"]
+    net.fc.requires_grad_(False)
+    path = os.path.join(a.work, "all_frozen.pt")
+    torch.jit.script(net.eval()).save(path)
+    want = "every parameter of model 'all_frozen' has requires_grad=False"
+    for cmd in (["compile", path] + shape + ["--train", "-o", path + ".trainer"],
+                ["grad", path] + shape + ["--batch-file", batch_path, "-o", path + ".g"]):
+        r = subprocess.run([a.zoc] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        check(r.returncode != 0 and want in r.stderr, "zoc %s: exit %d, stderr:\n%s"
+              % (cmd[0], r.returncode, r.stderr))
+        check(not os.path.exists(cmd[-1]), "zoc %s wrote %s" % (cmd[0], cmd[-1]))
+    print("ok: frozen parameters kept fixed, no backward through a frozen backbone, %d nets "
+          "within %.3g of PyTorch float64; fp32 and bf16 trainers written"
+          % (len(frozen_nets()), worst))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--work", required=True)
+    p.add_argument("--zoc", required=True)
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    case_script_frozen(a)
+
+
+if __name__ == "__main__":
+    main()

@@ -47,7 +47,7 @@ constexpr size_t kA_d_relu1 = 0;  // %d.relu1: Nx32x28x28 f32
 constexpr size_t kA_d_conv1 = 200704;  // %d.conv1: Nx32x28x28 f32
 constexpr size_t kA_d_input_via_conv1 = 0;  // %d.input.via.conv1: Nx1x28x28 f32
 
-// Each node's shapes, tensors and parameters (zoc/train/calls.h).
+// Each node's shapes, tensors and parameters (zoc/train_layers/calls.h).
 constexpr zoc::InputCall kIn_input = {.c = 1, .h = 28, .w = 28, .c_stored = 1, .y = kA_input};
 constexpr zoc::train::ConvTrainCall kConv_conv1 = {.g = {.c = 1, .h = 28, .w = 28, .k = 32, .r = 5,
     .s = 5, .pad_h = 2, .pad_w = 2, .out_h = 28, .out_w = 28}, .x = kA_input, .w = kP_conv1_weight,

@@ -57,7 +57,7 @@ class LenetTrainer : public zoc::Trainer<LenetTrainer> {
   friend class zoc::Trainer<LenetTrainer>;
   LenetTrainer() = default;
   // The training graph as two layer sequences (the .cpp), walked by the steps of
-  // zoc/train/steps.h: input to logits, then the loss and every backward node.
+  // zoc/train_layers/steps.h: input to logits, then the loss and every backward node.
   template <class V>
   zoc::Status forward_layers(V& v);
   template <class V>

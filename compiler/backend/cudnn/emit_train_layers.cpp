@@ -1,8 +1,8 @@
 // The trainer's per-op snippets: for each node of the training graph, a call constant
-// (zoc/train/calls.h), a descriptor bundle where the node needs one, and one call in its layer
-// sequence (`v.conv_grad(conv1_, kConvGrad_d_pool1, "conv1")`), walked by the steps of
-// zoc/train/steps.h. A backward node is an op like any other: emit_train_layer's switch sends
-// each node of the training graph to its snippet, here where its trainer form differs from
+// (zoc/train_layers/calls.h), a descriptor bundle where the node needs one, and one call in its
+// layer sequence (`v.conv_grad(conv1_, kConvGrad_d_pool1, "conv1")`), walked by the steps of
+// zoc/train_layers/steps.h. A backward node is an op like any other: emit_train_layer's switch
+// sends each node of the training graph to its snippet, here where its trainer form differs from
 // inference (fp32 NCHW, parameters in PyTorch's layout; the layers zoc's own kernels run are in
 // emit_train_kernel_layers.cpp); add, concat, flatten, reshape and the arithmetic with a scalar
 // or of two tensors of one shape (const_op, binary) share inference's snippets. A backward node
@@ -104,7 +104,7 @@ bool emit_train_input(EmitContext& ctx, const ir::Node& n, size_t i) {
 }
 
 // A convolution, or a transposed one: the bundle of the convolution from `in` to `out` (for a
-// transposed one, from its output back to its input: zoc/train/layers.h).
+// transposed one, from its output back to its input: zoc/train_layers/layers.h).
 bool emit_train_conv(EmitContext& ctx, const ir::Node& n, size_t i) {
   const std::string& id = ctx.ids[i];
   const bool transposed = n.op == ir::OpKind::ConvTranspose2d;

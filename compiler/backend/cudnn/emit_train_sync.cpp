@@ -118,7 +118,7 @@ void plan_updates(const ir::Graph& model, const ir::Graph& g, TrainInfo& info) {
   info.updates = std::move(updates);
   for (const GradUpdate& u : info.updates) {
     // A bf16 convolution's weight gradient goes from cuDNN's bf16 buffer straight into its
-    // update (zoc/train/run_step.h's conv_grad): it needs no window.
+    // update (zoc/train_layers/run_step.h's conv_grad): it needs no window.
     const ir::Node& n = g.nodes[u.node];
     if (info.mixed() && n.op == ir::OpKind::Conv2dGrad &&
         !trains_own_depthwise(g, g.nodes[info.node_index.at(n.origin)])) {

@@ -375,7 +375,7 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
     h.line("friend class zoc::Trainer<{}>;", cls);
     h.line("{}() = default;", cls);
     h.line("// The training graph as two layer sequences (the .cpp), walked by the steps of");
-    h.line("// zoc/train/steps.h: input to logits, then the loss and every backward node.");
+    h.line("// zoc/train_layers/steps.h: input to logits, then the loss and every backward node.");
     h.line("template <class V>");
     h.line("zoc::Status forward_layers(V& v);");
     h.line("template <class V>");
@@ -448,7 +448,7 @@ std::string trainer_source(const EmitContext& ctx, const ir::Graph& model, const
                s.offset, sanitize_comment(ctx.g.value_name(id)), ctx.g.type(id).str());
       }
       c.blank();
-      c.line("// Each node's shapes, tensors and parameters (zoc/train/calls.h).");
+      c.line("// Each node's shapes, tensors and parameters (zoc/train_layers/calls.h).");
       c.append(ctx.s.constants);
     }
     c.blank();

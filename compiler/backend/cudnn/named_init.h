@@ -15,7 +15,7 @@
 
 #include "zoc/cudnn/call_fields.h"
 #include "zoc/kernels/kernel_shapes.h"
-#include "zoc/train/call_fields.h"
+#include "zoc/train_layers/call_fields.h"
 #include "zoc/weights/pack.h"
 
 namespace zoc::cudnn::named {
@@ -114,7 +114,7 @@ ZOC_NAMED_STRUCT(ArgmaxCall)
 ZOC_NAMED_STRUCT(ChannelSoftmaxCall)
 ZOC_NAMED_STRUCT(InputCall)
 ZOC_NAMED_STRUCT(OutputCall)
-// A trainer's calls (zoc/train/calls.h).
+// A trainer's calls (zoc/train_layers/calls.h).
 ZOC_NAMED_STRUCT(ConvTrainCall)
 ZOC_NAMED_STRUCT(ConvGradCall)
 ZOC_NAMED_STRUCT(BatchNormTrainCall)

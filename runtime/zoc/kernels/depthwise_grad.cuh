@@ -18,8 +18,8 @@
 // float; dx is rounded once to the storage type. Filter sizes 3, 5 and 7 (square) only: the
 // emitter gives other shapes to cuDNN (trains_own_depthwise). 32-bit indices: at a batch where
 // an element index would not fit (trainer_kernels::depthwise_fits), the trainer runs the layer
-// through cuDNN (zoc/train/steps.h's TrainDescribe::depthwise). Included by a trainer's generated
-// _train_kernels.cu only.
+// through cuDNN (zoc/train_layers/steps.h's TrainDescribe::depthwise). Included by a trainer's
+// generated _train_kernels.cu only.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -8,8 +8,8 @@
 // fixed-region sizes, kLogits, kLoss, kHasDropout, kTF32, kBF16, kFP16, kGradScratchElements),
 // its descriptor bundles and the training graph as two layer sequences: `forward_layers(v)`
 // (input to logits) and `backward_layers(v)` (the loss, then every backward node), walked with
-// the steps of zoc/train/steps.h. step() runs both in training mode, evaluate() the forward one
-// in evaluation mode, sgd() the graph's sgd nodes as one launch (the trainable tensors lie
+// the steps of zoc/train_layers/steps.h. step() runs both in training mode, evaluate() the forward
+// one in evaluation mode, sgd() the graph's sgd nodes as one launch (the trainable tensors lie
 // together at the front of params()). Once a batch size is described, step() only enqueues
 // work: it may be captured in a CUDA graph (the cuBLAS workspace is fixed; dropout draws from a
 // device counter).
@@ -31,8 +31,8 @@
 #include "zoc/core/expected.h"
 #include "zoc/kernels/trainer_kernels.h"
 #include "zoc/train/dist.h"
-#include "zoc/train/run_step.h"
-#include "zoc/train/steps.h"
+#include "zoc/train_layers/run_step.h"
+#include "zoc/train_layers/steps.h"
 #include "zoc/weights/init.h"
 #include "zoc/weights/weight_source.h"
 

@@ -1,6 +1,6 @@
 // The forward steps of the layers zoc runs with its own kernels (zoc/kernels/layer_kernels.cuh
 // through zoc/kernels/model_kernels.h), written once for the generated model's Run step
-// (zoc/cudnn/model_steps.h) and the generated trainer's (zoc/train/run_step.h), so that the
+// (zoc/cudnn/model_steps.h) and the generated trainer's (zoc/train_layers/run_step.h), so that the
 // trainer's forward pass is inference's: a kernel layer's forward is one function here, and
 // its skip (for the steps that have nothing to do for it) one line.
 //

@@ -1,5 +1,5 @@
 // The custom kernels a generated trainer calls, as host functions: declared here for the C++
-// side (zoc/train/steps.h, zoc/train/trainer.h), defined in each generated trainer's
+// side (zoc/train_layers/steps.h, zoc/train/trainer.h), defined in each generated trainer's
 // <model>_train_kernels.cu by forwarding to zoc/kernels/train_kernels.cuh (nvcc only), so the
 // trainer's C++ needs no CUDA compiler. zoc-verify recognises them as the model's kernel wrappers
 // (a `*_kernels.h` declaration defined in the folder's .cu). Pointers to activations (and their

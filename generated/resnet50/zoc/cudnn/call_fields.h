@@ -20,7 +20,7 @@
 
 // A convolution's geometry: input channels as stored (including padding), height, width;
 // output channels, filter height and width; padding, stride, dilation, groups; output size.
-// The trainer's ConvGeometry (zoc/train/call_fields.h) is this list alone.
+// The trainer's ConvGeometry (zoc/train_layers/call_fields.h) is this list alone.
 #define ZOC_FIELDS_ConvWindow(X) \
   X(int, c, 0)                   \
   X(int, h, 0)                   \

@@ -7,7 +7,7 @@
 // is given, else cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7), restricted to the
 // workspace the model allocated and, in fp32 mode, to non-tensor-core (FMA) kernels so that
 // TF32 is really off (the exact-fp32 algorithm list below, which the trainer's convolution
-// bundle, zoc/train/layers.h, uses too). Needs cudnn.h and cublas_v2.h only.
+// bundle, zoc/train_layers/layers.h, uses too). Needs cudnn.h and cublas_v2.h only.
 #pragma once
 
 #include <cublas_v2.h>
@@ -30,8 +30,8 @@ namespace zoc {
 // numerics (relative L2 error 1e-4): besides non-tensor-core (FMA) math, that rules out the FFT
 // and Winograd transforms, which lose digits (measured on an H100: a tuned LeNet picked FFT and
 // reached 2e-4). One list for inference (here, and zoc/cudnn/transpose_layer.h) and training
-// (zoc/train/layers.h), overloaded per direction so that callers choose by type, not through a
-// function pointer.
+// (zoc/train_layers/layers.h), overloaded per direction so that callers choose by type, not through
+// a function pointer.
 inline bool exact_algo(cudnnConvolutionFwdAlgo_t a) {
   return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
          a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD &&

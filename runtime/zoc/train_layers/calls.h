@@ -18,8 +18,8 @@
 #include "zoc/cudnn/layers.h"
 #include "zoc/cudnn/model_calls.h"
 #include "zoc/math/activations.h"
-#include "zoc/train/call_fields.h"
-#include "zoc/train/layers.h"
+#include "zoc/train_layers/call_fields.h"
+#include "zoc/train_layers/layers.h"
 #include "zoc/weights/init.h"  // InitRule
 
 namespace zoc::train {
@@ -42,7 +42,8 @@ struct Bucket {
   size_t offset, count;
 };
 
-// Each call constant, declared from its field list (zoc/train/call_fields.h says what each holds).
+// Each call constant, declared from its field list (zoc/train_layers/call_fields.h says what each
+// holds).
 struct ConvTrainCall {
   ZOC_FIELDS_ConvTrainCall(ZOC_DECLARE_FIELD)
 };

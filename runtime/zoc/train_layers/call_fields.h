@@ -1,8 +1,8 @@
-// The fields of a generated trainer's call constants (zoc/train/calls.h) and of the convolution
-// geometry inside them (zoc/train/layers.h), each struct's list written once, here, in the
-// convention of zoc/core/fields.h: the runtime declares the structs from the lists and zoc's
-// trainer emitter prints the constants from them by name. Tensors are byte offsets: per sample
-// into the arena, or into params(), grads() or the fixed region, as calls.h says; kNoTensor:
+// The fields of a generated trainer's call constants (zoc/train_layers/calls.h) and of the
+// convolution geometry inside them (zoc/train_layers/layers.h), each struct's list written once,
+// here, in the convention of zoc/core/fields.h: the runtime declares the structs from the lists and
+// zoc's trainer emitter prints the constants from them by name. Tensors are byte offsets: per
+// sample into the arena, or into params(), grads() or the fixed region, as calls.h says; kNoTensor:
 // none. Macros only: the compiler includes it too.
 #pragma once
 

@@ -24,9 +24,9 @@
 #include "zoc/cudnn/layers.h"
 #include "zoc/kernels/model_kernels.h"
 #include "zoc/kernels/trainer_kernels.h"
-#include "zoc/train/calls.h"
 #include "zoc/train/dist.h"
-#include "zoc/train/layers.h"
+#include "zoc/train_layers/calls.h"
+#include "zoc/train_layers/layers.h"
 
 namespace zoc::train {
 
@@ -97,7 +97,7 @@ inline DepthwiseGeometry depthwise_geometry(const ConvGeometry& g) {
   return d;
 }
 
-// A mixed trainer's batch norm mode (zoc/train/run_step.h): cuDNN's persistent NHWC kernels.
+// A mixed trainer's batch norm mode (zoc/train_layers/run_step.h): cuDNN's persistent NHWC kernels.
 inline constexpr cudnnBatchNormMode_t kBnPersistent = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
 
 struct TrainStepBase : steps::KernelLayerSkips {

@@ -1,4 +1,4 @@
-// The run step of generated trainers (see zoc/train/steps.h): one library call or kernel per
+// The run step of generated trainers (see zoc/train_layers/steps.h): one library call or kernel per
 // training-graph node, on the trainer's stream. kTrain: the training step (BatchNorm with the
 // batch's statistics, dropout masks on); otherwise the forward pass in evaluation mode (running
 // statistics, dropout the identity), which walks the same forward nodes. In a mixed-precision
@@ -9,7 +9,7 @@
 // loss's gradient by the loss scale (zoc::trainer_kernels::LossScale; Trainer::step unscales).
 #pragma once
 
-#include "zoc/train/steps.h"
+#include "zoc/train_layers/steps.h"
 
 namespace zoc::train {
 
@@ -82,7 +82,7 @@ struct TrainRun : steps::KernelLayerRun<TrainRun<kTrain>> {
                       s.workspace, s.workspace_bytes, name);
   }
   // A transposed convolution (fp32 only): its bundle's backward-data, then the bias; its
-  // backward the forward and backward-filter (zoc/train/layers.h).
+  // backward the forward and backward-filter (zoc/train_layers/layers.h).
   Status conv_transpose(Conv& l, const ConvTrainCall& c, const char* name) {
     return l.forward_transposed(s.cudnn, s.act(c.x), s.p(c.w), s.p(c.b), s.act(c.y), s.workspace,
                                 s.workspace_bytes, name);

@@ -2,7 +2,7 @@
 // trainer was compiled with --precision tf32), or bf16/fp16 NHWC with fp32 accumulation (mixed
 // precision, --precision bf16 or fp16: KRSC weights, tensor cores): forward,
 // backward-data and backward-filter algorithms for one layer, so that each training-graph node
-// is one call (zoc/train/steps.h). Created once, described per batch size (host side only),
+// is one call (zoc/train_layers/steps.h). Created once, described per batch size (host side only),
 // destroyed with the trainer. Batch norm and pooling use the inference bundles of
 // zoc/cudnn/layers.h, whose descriptors serve both directions.
 //
@@ -26,11 +26,11 @@
 #include "zoc/core/cuda_check.h"
 #include "zoc/core/expected.h"
 #include "zoc/cudnn/layers.h"  // Precision, exact_candidate
-#include "zoc/train/call_fields.h"
+#include "zoc/train_layers/call_fields.h"
 
 namespace zoc::train {
 
-// A convolution's geometry (its fields: zoc/train/call_fields.h).
+// A convolution's geometry (its fields: zoc/train_layers/call_fields.h).
 struct ConvGeometry {
   ZOC_FIELDS_ConvGeometry(ZOC_DECLARE_FIELD)
 };
@@ -40,7 +40,8 @@ class Conv {
  public:
   size_t workspace = 0;  // the most any of the three chosen algorithms needs
   // A depthwise layer the emitter gave zoc's kernels, at a batch too large for their 32-bit
-  // indices: cuDNN's grouped convolution instead (zoc/train/steps.h's TrainDescribe sets it).
+  // indices: cuDNN's grouped convolution instead (zoc/train_layers/steps.h's TrainDescribe sets
+  // it).
   bool depthwise_on_cudnn = false;
   const ConvGeometry& geometry() const { return g_; }
 

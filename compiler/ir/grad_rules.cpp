@@ -386,11 +386,10 @@ std::vector<std::pair<std::string, ValueId>> param_gradients(const Node& node) {
     return {};
   }
   std::vector<std::pair<std::string, ValueId>> grads;
-  size_t k = 0;  // the extra result of the k-th trainable parameter
+  size_t k = 0;  // the extra result of the k-th parameter that trains (none for a frozen one)
   for (const ParamSpec& p : node.params) {
-    if (!p.trainable || k >= node.extra_outputs.size()) continue;
-    const ValueId grad = node.extra_outputs[k++];
-    if (!p.frozen) grads.emplace_back(p.name, grad);
+    if (!p.trainable || p.frozen || k >= node.extra_outputs.size()) continue;
+    grads.emplace_back(p.name, node.extra_outputs[k++]);
   }
   return grads;
 }

@@ -30,7 +30,8 @@ class GradContext {
   virtual bool needs(size_t k) const = 0;
   // Appends a backward node of the forward node whose output is a contribution to input k's
   // gradient (unused where that is not wanted), and returns it. With `param_grads` the node
-  // reads the layer's parameters and defines one extra result per trainable one, its gradient.
+  // reads the layer's parameters and defines one extra result per trainable one, its gradient
+  // (none for a frozen one, ParamSpec::frozen: the backward call skips its gradient).
   virtual ValueId backward(size_t k, OpKind op, std::vector<ValueId> inputs, Attrs attrs,
                            bool param_grads) = 0;
   // Gives the backward node that defined `grad` one more result, a contribution to input k's
@@ -63,8 +64,8 @@ GradRule grad_rule(OpKind op);
 std::string grad_form_refusal(const Graph& g, const Node& n);
 
 // The parameter gradients a node defines, (parameter name, value) per trainable parameter in
-// the layer's order: the extra results of the backward ops that read a layer's parameters. A
-// frozen parameter's (ParamSpec::frozen) is left out: it is written, and nobody wants it.
+// the layer's order (a frozen one has none): the extra results of the backward ops that read a
+// layer's parameters.
 std::vector<std::pair<std::string, ValueId>> param_gradients(const Node& node);
 
 }  // namespace zoc::ir

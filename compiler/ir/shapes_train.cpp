@@ -48,7 +48,8 @@ bool Rule::softmax_cross_entropy() {
 }
 
 // conv2d_grad, batchnorm2d_grad, linear_grad: (x, dy[, saved]) of the layer named by `origin`,
-// whose parameters they read; one extra result per trainable parameter, its gradient.
+// whose parameters they read; one extra result per trainable parameter, its gradient (none for a
+// frozen one, which the forward layer's marks say).
 bool Rule::layer_grad(OpKind forward_op) {
   const Node* f = earlier_node(n_.origin);
   if (!f || f->op != forward_op) {
@@ -66,12 +67,12 @@ bool Rule::layer_grad(OpKind forward_op) {
         fmt::format("its statistics {} are not those its training-mode layer saves", in(2).str()));
   }
   n_.params = f->params;
-  size_t trainable = 0;
-  for (const ParamSpec& p : n_.params) trainable += p.trainable;
-  if (!expect_extras(trainable)) return false;
+  size_t trained = 0;
+  for (const ParamSpec& p : n_.params) trained += p.trainable && !p.frozen;
+  if (!expect_extras(trained)) return false;
   size_t k = 0;
   for (const ParamSpec& p : n_.params) {
-    if (p.trainable && !set_extra(k++, p.shape)) return false;
+    if (p.trainable && !p.frozen && !set_extra(k++, p.shape)) return false;
   }
   return set_result(n_.output, in(0));
 }

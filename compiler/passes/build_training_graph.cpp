@@ -20,8 +20,9 @@
 //
 // Gradients are computed only for values downstream of a trainable parameter that is not frozen
 // and upstream of the logits: the model input's never, nor those of a frozen backbone that
-// nothing trainable precedes. A backward node that does run still writes the gradients of its
-// layer's frozen parameters (one call computes them all), but nothing reads them. Names: d.<value>
+// nothing trainable precedes. A backward node that does run has no result for its layer's frozen
+// parameters: the call that computes the others skips theirs (PyTorch's autograd skips them
+// too). Names: d.<value>
 // for an activation's gradient, d.<value>.via.<layer> for one of several contributions (or an
 // unused one), d.<value>.sum<k> for partial sums, grad.<parameter>, updated.<parameter>; a name a
 // model layer already has gets a ".2".
@@ -283,9 +284,8 @@ ValueId Builder::backward(size_t k, ir::OpKind op, std::vector<ValueId> inputs, 
   const int32_t i = add(op, grad_name(k), std::move(inputs), std::move(attrs), fwd_->loc);
   t_.nodes[i].origin = fwd_->name;
   for (const ir::ParamSpec& p : param_grads ? fwd_->params : std::vector<ir::ParamSpec>{}) {
-    if (!p.trainable) continue;
-    const ValueId grad = t_.add_extra_output(i, unique("grad." + p.name));
-    if (!p.frozen) param_grads_[p.name] = grad;  // a frozen one's is written, never read
+    if (!p.trainable || p.frozen) continue;
+    param_grads_[p.name] = t_.add_extra_output(i, unique("grad." + p.name));
   }
   const ValueId out = t_.nodes[i].output;
   contribute(v, out);

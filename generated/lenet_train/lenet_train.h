@@ -47,6 +47,8 @@ class LenetTrainer : public zoc::Trainer<LenetTrainer> {
   static constexpr bool kBF16 = false;
   static constexpr bool kFP16 = false;
   static constexpr size_t kGradScratchElements = 0;  // the largest conv weight
+  // cuDNN writes a BatchNorm's dgamma and dbeta together: a frozen one's go here.
+  static constexpr size_t kGradDiscardElements = 0;
   // SGD inside the backward pass (use_fused_sgd): the gradients of one node at a time, in
   // a window of this many floats instead of a buffer for all (0: not for this graph).
   static constexpr size_t kGradWindowElements = 3212288;

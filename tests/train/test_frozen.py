@@ -22,9 +22,10 @@ def frozen_nets():
     convolution's weight, the layer scale and the classifier have requires_grad=False, the
     convolution's bias trains, so every gradient flows through frozen layers), a frozen
     backbone (convolution and BatchNorm frozen, the classifier trains) and a frozen middle (the
-    second of two convolution-BatchNorm blocks frozen, the first and the classifier train),
-    and the frozen middle's twin with nothing frozen (the same weights: what its numbers are
-    judged beside)."""
+    second of two convolution-BatchNorm blocks frozen, the first and the classifier train), a
+    frozen depthwise convolution between trainable layers (zoc's own depthwise kernels in a bf16
+    trainer), and the twins of the last two with nothing frozen (the same weights: what their
+    bf16 numbers are judged beside)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -63,16 +64,34 @@ def frozen_nets():
             x = F.relu(self.bn1(self.conv1(x)))
             return self.fc(F.relu(self.bn2(self.conv2(x))).mean((2, 3)))
 
+    class Depthwise(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(8)
+            self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+            self.bn2 = nn.BatchNorm2d(8)
+            self.fc = nn.Linear(8, 10)
+
+        def forward(self, x):
+            x = F.relu(self.bn1(self.conv(x)))
+            return self.fc(F.relu(self.bn2(self.dw(x))).mean((2, 3)))
+
+    def spread(bns):  # BatchNorm's affine and statistics away from 1 and 0
+        with torch.no_grad():
+            for bn in bns:
+                bn.weight.uniform_(0.5, 1.5)
+                bn.bias.uniform_(-0.5, 0.5)
+                bn.running_mean.uniform_(-0.2, 0.2)
+                bn.running_var.uniform_(0.5, 1.5)
+
     torch.manual_seed(1)
     partly, backbone, middle = Partly(), Backbone(), Middle()
-    with torch.no_grad():  # BatchNorm's affine and statistics away from 1 and 0
-        for bn in (backbone.bn, middle.bn1, middle.bn2):
-            bn.weight.uniform_(0.5, 1.5)
-            bn.bias.uniform_(-0.5, 0.5)
-            bn.running_mean.uniform_(-0.2, 0.2)
-            bn.running_var.uniform_(0.5, 1.5)
+    spread((backbone.bn, middle.bn1, middle.bn2))
+    depthwise = Depthwise()  # drawn after the others, so that they keep their weights
+    spread((depthwise.bn1, depthwise.bn2))
     import copy
-    free_middle = copy.deepcopy(middle)
+    free_middle, free_depthwise = copy.deepcopy(middle), copy.deepcopy(depthwise)
     partly.conv.weight.requires_grad_(False)
     partly.gamma.requires_grad_(False)
     partly.fc.requires_grad_(False)
@@ -80,7 +99,9 @@ def frozen_nets():
     backbone.bn.requires_grad_(False)
     middle.conv2.requires_grad_(False)
     middle.bn2.requires_grad_(False)
-    return {"partly": partly, "backbone": backbone, "middle": middle, "free_middle": free_middle}
+    depthwise.dw.requires_grad_(False)
+    return {"partly": partly, "backbone": backbone, "middle": middle, "free_middle": free_middle,
+            "depthwise": depthwise, "free_depthwise": free_depthwise}
 
 
 def case_script_frozen(a):
@@ -88,9 +109,10 @@ def case_script_frozen(a):
     `zoc grad` of each against PyTorch float64 autograd in training mode: the gradient of every
     parameter that trains within 1e-5, none for a frozen one, the frozen parameters unchanged
     and BatchNorm's running statistics updated as PyTorch's; the frozen backbone's training
-    graph has no backward node for its frozen layers, the frozen middle's no update of its
-    frozen block; fp32 trainers are written with exactly the trainable parameters in SGD's
-    range, and bf16 ones where the network has no convolution bias; a network with every
+    graph has no backward node for its frozen layers, the frozen middle's and the partly frozen
+    one's no gradient or update of a frozen parameter; fp32 trainers are written with exactly
+    the trainable parameters in SGD's range and SGD inside the backward pass on, and bf16 ones
+    where the network has no convolution bias; a network with every
     parameter frozen is refused. Leaves in --work what tests/train/gpu_zoo_train_check.sh's
     frozen cases take: NAME.pt, NAME.init.safetensors (its state_dict), NAME.frozen.txt (its
     frozen parameters), batch.safetensors and NAME.grad.safetensors (`zoc grad`'s step, the GPU
@@ -140,19 +162,21 @@ def case_script_frozen(a):
             f.write("".join(k[len("after."):] + "\n" for k in sorted(frozen)))
         run([a.zoc, "compile", path] + shape + ["--train", "-o", path + ".trainer"])
         # SGD's range holds exactly the parameters that train; SGD inside the backward pass
-        # stays on unless a frozen layer's backward call writes a gradient (partly, middle).
+        # stays on (no backward call writes a frozen gradient); the frozen middle's BatchNorm
+        # writes its dgamma and dbeta, which cuDNN computes together, to a discard buffer.
         header = open(glob.glob(path + ".trainer/*_train.h")[0]).read()
         trained = sum(p.numel() for p in net64.parameters() if p.requires_grad)
         check("kTrainableElements = %d;" % trained in header, "%s: kTrainableElements is not %d"
               % (name, trained))
-        window_off = "kGradWindowElements = 0;" in header
-        check(window_off == (name in ("partly", "middle")), "%s: in-backward SGD %s" %
-              (name, "off" if window_off else "on"))
+        check("kGradWindowElements = 0;" not in header, "%s: in-backward SGD off" % name)
+        discard = 2 * 8 if name == "middle" else 0
+        check("kGradDiscardElements = %d;" % discard in header, "%s: kGradDiscardElements is "
+              "not %d" % (name, discard))
         if name != "partly":  # (bf16 trainers refuse a convolution's bias)
             run([a.zoc, "compile", path] + shape + ["--train", "--precision", "bf16", "-o",
                                                     path + ".bf16"])
     ir = {}
-    for name in ("backbone", "middle"):
+    for name in ("partly", "backbone", "middle", "depthwise"):
         ir[name] = subprocess.run([a.zoc, "ir", os.path.join(a.work, name + ".pt")] + shape +
                                   ["--train"], stdout=subprocess.PIPE, text=True,
                                   check=True).stdout
@@ -162,9 +186,17 @@ def case_script_frozen(a):
         check(op not in ir["backbone"], "the frozen backbone's training graph has %s:\n%s"
               % (op, ir["backbone"]))
     check("linear_grad" in ir["backbone"], "no linear_grad in:\n" + ir["backbone"])
+    for unwanted in ("grad.conv.weight", "grad.gamma", "grad.fc.weight", "grad.fc.bias"):
+        check(unwanted not in ir["partly"], "the partly frozen training graph has %s:\n%s"
+              % (unwanted, ir["partly"]))
+    check("grad.conv.bias" in ir["partly"], "no grad.conv.bias in:\n" + ir["partly"])
+    check("grad.dw.weight" not in ir["depthwise"] and "grad.bn2.weight" in ir["depthwise"],
+          "the frozen depthwise convolution's training graph:\n" + ir["depthwise"])
     for want in ("grad.conv1.weight", "sgd", "updated.bn1.weight"):
         check(want in ir["middle"], "the frozen middle's training graph lacks %s" % want)
-    for unwanted in ("updated.conv2.weight", "updated.bn2.weight"):
+    # A frozen layer between trainable ones passes dx on and computes no gradient of its own.
+    for unwanted in ("updated.conv2.weight", "updated.bn2.weight", "grad.conv2.weight",
+                     "grad.bn2.weight", "grad.bn2.bias"):
         check(unwanted not in ir["middle"], "the frozen middle's training graph has %s"
               % unwanted)
     # Nothing left to train: refused, as PyTorch's optimizer refuses an empty parameter list.

@@ -60,9 +60,11 @@ std::string needed(const EmitContext& ctx, ir::ValueId v) {
   return ctx.train->readers[static_cast<size_t>(v)] > 0 ? ctx.tensor(v) : "zoc::kNoTensor";
 }
 
+// The gradient of the node's parameter of this role; kNoTensor where there is none (an absent,
+// fixed or frozen parameter): the runtime's backward call skips it.
 std::string grad_of(const EmitContext& ctx, const ir::Node& n, ir::ParamRole role) {
   const ir::ParamSpec* p = param(n, role);
-  if (!p || !p->trainable) return "zoc::kNoTensor";
+  if (!p || !p->trainable || p->frozen) return "zoc::kNoTensor";
   for (ir::ValueId v : n.extra_outputs) {
     if (ctx.g.value_name(v) == "grad." + p->name) return ctx.tensor(v);
   }

@@ -64,8 +64,7 @@ std::vector<GradBucket> plan_buckets(const ir::Graph& g, const TrainInfo& info) 
 // layers a tensor belongs to: those listing it among their parameters). SGD over one node's
 // tensors reads their gradients from a window as wide as the node's span of the layout; runs
 // stop at the gaps a bf16 trainer's alignment leaves, which no gradient writes. A frozen
-// backbone (no backward node of its own) keeps this; a frozen layer that gets a backward node
-// does not.
+// parameter has no gradient (its layer's backward call skips it), so frozen layers keep this.
 void plan_updates(const ir::Graph& model, const ir::Graph& g, TrainInfo& info) {
   std::map<std::string, std::set<std::string>> owners;  // tensor -> layers listing it
   for (const ir::Node& n : model.nodes) {
@@ -81,9 +80,6 @@ void plan_updates(const ir::Graph& model, const ir::Graph& g, TrainInfo& info) {
       if (name.rfind("grad.", 0) != 0) continue;
       auto it = info.param_index.find(name.substr(5));
       if (it == info.param_index.end()) continue;
-      // A frozen parameter's gradient, which a layer between trainable ones writes beside the
-      // others it computes: at its own offset, far from any window, so the full buffer it is.
-      if (!info.params[it->second].trainable) return;
       if (!written.emplace(it->first, k).second) return;  // two writers
       slots.push_back(&info.params[it->second]);
     }

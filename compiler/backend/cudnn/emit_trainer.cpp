@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <set>
 
+#include "compiler/backend/cudnn/emit_snippet.h"
 #include "compiler/backend/cudnn/train_emitter.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower/lower_to_target.h"
@@ -204,6 +205,21 @@ std::optional<int64_t> mark_half(ir::Graph& g, ir::DType half, Diagnostics& diag
   return largest;
 }
 
+// cuDNN's BatchNorm backward writes dgamma and dbeta in one call, wanted or not: a BatchNorm
+// whose gamma or beta has no gradient (frozen) writes both to a discard buffer of 2 x C floats.
+int64_t grad_discard_elements(const ir::Graph& g) {
+  int64_t most = 0;
+  for (const ir::Node& n : g.nodes) {
+    if (n.op != ir::OpKind::BatchNorm2dGrad) continue;
+    const ir::ParamSpec* gamma = snippet::param(n, ir::ParamRole::kBnWeight);
+    const ir::ParamSpec* beta = snippet::param(n, ir::ParamRole::kBnBias);
+    const auto trains = [](const ir::ParamSpec* p) { return p && p->trainable && !p->frozen; };
+    if (trains(gamma) && trains(beta)) continue;
+    most = std::max(most, 2 * g.type(n.inputs[0]).dims.at(0));
+  }
+  return most;
+}
+
 // An add whose sum only the next node reads, an activation (as its input) or an activation's
 // gradient (as its dy), is done by that node (ActivationTrainCall's x2, ActivationGradCall's
 // dy2): the sum is never stored and read back. ResNet-50: each residual add, and each sum of a
@@ -364,6 +380,8 @@ std::string trainer_header(const EmitContext& ctx, const std::string& head, cons
     h.line("static constexpr bool kFP16 = {};", info.storage == ir::DType::F16 ? "true" : "false");
     h.line("static constexpr size_t kGradScratchElements = {};  // the largest conv weight",
            info.grad_scratch_elements);
+    h.line("// cuDNN writes a BatchNorm's dgamma and dbeta together: a frozen one's go here.");
+    h.line("static constexpr size_t kGradDiscardElements = {};", info.grad_discard_elements);
     h.line(
         "// SGD inside the backward pass (use_fused_sgd): the gradients of one node at a time, in");
     h.line("// a window of this many floats instead of a buffer for all (0: not for this graph).");
@@ -502,6 +520,7 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   }
   const ir::Graph& g = *graph;
   info.tf32 = options.precision == Precision::kTF32;
+  info.grad_discard_elements = grad_discard_elements(g);
   plan_params(model, info);
   index_graph(g, info);
   plan_add_fusions(g, info);
@@ -535,7 +554,7 @@ std::optional<Generated> emit_trainer(const ir::Graph& model, const EmitOptions&
   // of one process: one layer's window).
   const int64_t grads =
       info.grad_window_elements > 0 ? info.grad_window_elements : info.param_elements;
-  gen.weight_bytes = (2 * info.param_elements + grads) * 4 +
+  gen.weight_bytes = (2 * info.param_elements + grads + info.grad_discard_elements) * 4 +
                      (info.mixed() ? 2 * (info.param_elements + info.grad_scratch_elements) : 0);
   gen.files = {{"CMakeLists.txt",
                 cmake_lists(banner(options, model.name + " (trainer)", hash, false, "#"), base) +

@@ -54,6 +54,7 @@ struct TrainInfo {
     return storage == ir::DType::BF16 ? "bf16" : storage == ir::DType::F16 ? "fp16" : "fp32";
   }
   int64_t grad_scratch_elements = 0;  // mixed: the largest convolution weight
+  int64_t grad_discard_elements = 0;  // 2 x the widest BatchNorm with a frozen gamma or beta
   std::vector<ParamSlot> params;      // trainable first, then running statistics; model order
   std::map<std::string, size_t> param_index;
   int64_t param_elements = 0, trainable_elements = 0;

@@ -49,7 +49,7 @@ void conv2d_backward(const float* x, const float* w, const float* dy, float* dx,
     }
   }
   if (dx) std::transform(gx.begin(), gx.end(), dx, [](double v) { return float(v); });
-  std::transform(gw.begin(), gw.end(), dw, [](double v) { return float(v); });
+  if (dw) std::transform(gw.begin(), gw.end(), dw, [](double v) { return float(v); });
   if (db) std::transform(gb.begin(), gb.end(), db, [](double v) { return float(v); });
 }
 
@@ -133,7 +133,7 @@ void linear_backward(const float* x, const float* w, const float* dy, float* dx,
     double sb = 0.0;
     for (int64_t b = 0; b < n; ++b) sb += dy[b * out + o];
     if (db) db[o] = float(sb);
-    for (int64_t i = 0; i < in; ++i) {
+    for (int64_t i = 0; dw && i < in; ++i) {
       double s = 0.0;
       for (int64_t b = 0; b < n; ++b) s += double(dy[b * out + o]) * x[b * in + i];
       dw[o * in + i] = float(s);

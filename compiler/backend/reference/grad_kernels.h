@@ -15,8 +15,8 @@
 
 namespace zoc::ref {
 
-// Given dy [n, c_out, out_h, out_w]: dx [n, c_in, h, w] (skipped when null), dw [c_out, c_in /
-// groups, kh, kw] and db [c_out] (skipped when null).
+// Given dy [n, c_out, out_h, out_w]: dx [n, c_in, h, w], dw [c_out, c_in / groups, kh, kw] and
+// db [c_out], each skipped when null.
 void conv2d_backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
                      float* db, const Conv2dShape& s);
 
@@ -44,7 +44,7 @@ void avgpool2d_backward(const float* dy, float* dx, const Pool2dShape& s);
 // dx[n, c, hw] = dy[n, c] / hw.
 void global_avgpool_backward(const float* dy, float* dx, int64_t n, int64_t c, int64_t hw);
 
-// For y = x w^T + b: dx [n, in] (skipped when null), dw [out, in], db [out] (skipped when null).
+// For y = x w^T + b: dx [n, in], dw [out, in] and db [out], each skipped when null.
 void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
                      float* db, int64_t n, int64_t in, int64_t out);
 

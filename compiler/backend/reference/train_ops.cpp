@@ -13,10 +13,12 @@
 namespace zoc::ref {
 namespace detail {
 
+// The gradient result of the node's parameter of this role: null where it has none (a frozen or
+// absent parameter), which every backward kernel then skips.
 float* Runner::param_grad(const ir::Node& node, ir::ParamRole role) {
   size_t k = 0;
   for (const ir::ParamSpec& p : node.params) {
-    if (!p.trainable) continue;
+    if (!p.trainable || p.frozen) continue;
     if (p.role == role) return k < node.extra_outputs.size() ? out(node.extra_outputs[k]) : nullptr;
     ++k;
   }

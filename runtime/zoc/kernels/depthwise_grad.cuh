@@ -140,6 +140,7 @@ cudaError_t launch(const T* x, const T* w, const T* dy, T* dx, float* dw, int64_
         dy, w, dx, static_cast<uint32_t>(count), g);
     if (cudaError_t e = detail::launched(); e != cudaSuccess) return e;
   }
+  if (!dw) return cudaSuccess;  // a frozen weight
   cudaError_t e = cudaMemsetAsync(dw, 0, sizeof(float) * static_cast<size_t>(g.c * K * K), stream);
   if (e != cudaSuccess) return e;
   const int64_t pixels = n * g.out_h * g.out_w, groups = g.c / V;
@@ -165,8 +166,8 @@ cudaError_t launch_sized(const T* x, const T* w, const T* dy, T* dx, float* dw, 
 
 }  // namespace depthwise_grad
 
-// dx (may be null: nobody reads it) and dw (float, [C, 1, kh, kw]) of y = depthwise_conv(x, w)
-// for n samples in NHWC; w tap-major in the storage type.
+// dx (may be null: nobody reads it) and dw (float, [C, 1, kh, kw]; null: frozen) of y =
+// depthwise_conv(x, w) for n samples in NHWC; w tap-major in the storage type.
 template <class T>
 cudaError_t launch_depthwise_grad(const T* x, const T* w, const T* dy, T* dx, float* dw, int64_t n,
                                   const DepthwiseGeometry& g, bool deterministic,

@@ -5,14 +5,14 @@
 // A generated trainer is `class LenetTrainer : public zoc::Trainer<LenetTrainer>` (CRTP: no
 // virtual functions). It supplies its constants (kModelName, kClassName, kInputC/H/W, kClasses,
 // the parameter table in PyTorch's layout, kCounterNames, the gradient buckets, the arena and
-// fixed-region sizes, kLogits, kLoss, kHasDropout, kTF32, kBF16, kFP16, kGradScratchElements),
-// its descriptor bundles and the training graph as two layer sequences: `forward_layers(v)`
-// (input to logits) and `backward_layers(v)` (the loss, then every backward node), walked with
-// the steps of zoc/train_layers/steps.h. step() runs both in training mode, evaluate() the forward
-// one in evaluation mode, sgd() the graph's sgd nodes as one launch (the trainable tensors lie
-// together at the front of params()). Once a batch size is described, step() only enqueues
-// work: it may be captured in a CUDA graph (the cuBLAS workspace is fixed; dropout draws from a
-// device counter).
+// fixed-region sizes, kLogits, kLoss, kHasDropout, kTF32, kBF16, kFP16, kGradScratchElements,
+// kGradDiscardElements), its descriptor bundles and the training graph as two layer sequences:
+// `forward_layers(v)` (input to logits) and `backward_layers(v)` (the loss, then every backward
+// node), walked with the steps of zoc/train_layers/steps.h. step() runs both in training mode,
+// evaluate() the forward one in evaluation mode, sgd() the graph's sgd nodes as one launch (the
+// trainable tensors lie together at the front of params()). Once a batch size is described, step()
+// only enqueues work: it may be captured in a CUDA graph (the cuBLAS workspace is fixed; dropout
+// draws from a device counter).
 #pragma once
 
 #include <cublas_v2.h>
@@ -244,9 +244,9 @@ Status Trainer<M>::init(const std::string& weights, uint64_t seed, int max_batch
   }
   s_.sized = true;
   const size_t B = size_t(max_batch);
-  s_.device_bytes = 3 * M::kParamElements * sizeof(float) + M::kArenaBytesPerSample * B +
-                    M::kFixedBytes + (B + 1) * sizeof(float) + s_.workspace_bytes +
-                    kBlasWorkspaceBytes + sizeof(uint64_t) + half_bytes();
+  s_.device_bytes = (3 * M::kParamElements + M::kGradDiscardElements) * sizeof(float) +
+                    M::kArenaBytesPerSample * B + M::kFixedBytes + (B + 1) * sizeof(float) +
+                    s_.workspace_bytes + kBlasWorkspaceBytes + sizeof(uint64_t) + half_bytes();
   return Status::success();
 }
 
@@ -292,6 +292,9 @@ Status Trainer<M>::allocate() {
   ZOC_CUDA(cudaMalloc(&s_.momenta, param_bytes), "init");
   ZOC_CUDA(cudaMemset(s_.grads, 0, param_bytes), "init");
   ZOC_CUDA(cudaMemset(s_.momenta, 0, param_bytes), "init");
+  if (M::kGradDiscardElements > 0) {
+    ZOC_CUDA(cudaMalloc(&s_.discard, M::kGradDiscardElements * sizeof(float)), "init");
+  }
   if (kMixed) {
     ZOC_CUDA(cudaMalloc(&s_.params16, M::kParamElements * 2), "init");
     ZOC_CUDA(cudaMalloc(&s_.grad16, std::max<size_t>(M::kGradScratchElements * 2, 2)), "init");
@@ -403,8 +406,8 @@ void Trainer<M>::release() {
         static_cast<void*>(s_.second), static_cast<void*>(s_.arena), static_cast<void*>(s_.fixed),
         static_cast<void*>(s_.loss_rows), static_cast<void*>(s_.draws), s_.workspace,
         s_.blas_workspace, static_cast<void*>(s_.params16), s_.grad16,
-        static_cast<void*>(s_.window), static_cast<void*>(s_.hyper), static_cast<void*>(s_.scaler),
-        static_cast<void*>(s_.corrections)}) {
+        static_cast<void*>(s_.discard), static_cast<void*>(s_.window), static_cast<void*>(s_.hyper),
+        static_cast<void*>(s_.scaler), static_cast<void*>(s_.corrections)}) {
     if (q) cudaFree(q);
   }
   if (s_.cublas) cublasDestroy(s_.cublas);

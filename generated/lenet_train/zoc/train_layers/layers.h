@@ -129,9 +129,11 @@ class Conv {
                                              &zero, x_, dx),
                 layer);
     }
-    ZOC_CUDNN(cudnnConvolutionBackwardFilter(h, &one, x_, x, y_, dy, conv_, bwd_filter_, ws,
-                                             ws_bytes, &zero, w_, dw),
-              layer);
+    if (dw) {
+      ZOC_CUDNN(cudnnConvolutionBackwardFilter(h, &one, x_, x, y_, dy, conv_, bwd_filter_, ws,
+                                               ws_bytes, &zero, w_, dw),
+                layer);
+    }
     if (db) ZOC_CUDNN(cudnnConvolutionBackwardBias(h, &one, y_, dy, &zero, b_, db), layer);
     return Status::success();
   }
@@ -159,9 +161,11 @@ class Conv {
           cudnnConvolutionForward(h, &one, x_, dy, w_, w, conv_, fwd_, ws, ws_bytes, &zero, y_, dx),
           layer);
     }
-    ZOC_CUDNN(cudnnConvolutionBackwardFilter(h, &one, x_, dy, y_, x, conv_, bwd_filter_, ws,
-                                             ws_bytes, &zero, w_, dw),
-              layer);
+    if (dw) {
+      ZOC_CUDNN(cudnnConvolutionBackwardFilter(h, &one, x_, dy, y_, x, conv_, bwd_filter_, ws,
+                                               ws_bytes, &zero, w_, dw),
+                layer);
+    }
     if (db) ZOC_CUDNN(cudnnConvolutionBackwardBias(h, &one, x_, dy, &zero, b_, db), layer);
     return Status::success();
   }

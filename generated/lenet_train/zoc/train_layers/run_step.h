@@ -59,8 +59,13 @@ struct TrainRun : steps::KernelLayerRun<TrainRun<kTrain>> {
     return l.forward(s.cudnn, s.act(c.x), s.p(c.w), s.p(c.b), s.act(c.y), s.workspace,
                      s.workspace_bytes, name);
   }
+  // dw kNoTensor: a frozen weight, whose gradient is not computed.
   Status conv_grad(Conv& l, const ConvGradCall& c, const char* name) {
     void* dx = c.dx == kNoTensor ? nullptr : s.act(c.dx);
+    if (s.mixed() && c.dw == kNoTensor) {
+      return l.backward(s.cudnn, s.act(c.x), s.p16(c.w), s.act(c.dy), dx, nullptr, nullptr,
+                        s.workspace, s.workspace_bytes, name);
+    }
     if (s.mixed()) {  // dW in bf16/fp16 KRSC (as autocast's), then into fp32 KCRS
       const ConvGeometry& g = l.geometry();
       ZOC_TRY(l.backward(s.cudnn, s.act(c.x), s.p16(c.w), s.act(c.dy), dx, s.grad16, nullptr,
@@ -148,24 +153,28 @@ struct TrainRun : steps::KernelLayerRun<TrainRun<kTrain>> {
     }
     return Status::success();
   }
+  // A frozen gamma or beta (kNoTensor) has its gradient written to the discard buffer: cuDNN
+  // computes both in one call.
   Status batchnorm_grad(BatchNormLayer& l, const BatchNormGradCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
     const float* saved = s.f(c.saved);
     const double eps = std::max(c.eps, CUDNN_BN_MIN_EPSILON);
+    float* dgamma = c.dgamma == kNoTensor ? s.discard : s.g(c.dgamma);
+    float* dbeta = c.dbeta == kNoTensor ? s.discard + c.c : s.g(c.dbeta);
     if (s.mixed()) {
       ZOC_CUDNN(
           cudnnBatchNormalizationBackwardEx(
               s.cudnn, kBnPersistent, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, l.tensor.t,
               s.act(c.x), nullptr, nullptr, l.tensor.t, s.act(c.dy), nullptr, nullptr, l.tensor.t,
-              s.act(c.dx), l.params, s.p(c.gamma), nullptr, s.g(c.dgamma), s.g(c.dbeta), eps, saved,
-              saved + c.c, nullptr, s.workspace, s.workspace_bytes, nullptr, 0),
+              s.act(c.dx), l.params, s.p(c.gamma), nullptr, dgamma, dbeta, eps, saved, saved + c.c,
+              nullptr, s.workspace, s.workspace_bytes, nullptr, 0),
           name);
       return Status::success();
     }
-    ZOC_CUDNN(cudnnBatchNormalizationBackward(
-                  s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, l.tensor.t,
-                  s.act(c.x), l.tensor.t, s.act(c.dy), l.tensor.t, s.act(c.dx), l.params,
-                  s.p(c.gamma), s.g(c.dgamma), s.g(c.dbeta), eps, saved, saved + c.c),
+    ZOC_CUDNN(cudnnBatchNormalizationBackward(s.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one,
+                                              &zero, l.tensor.t, s.act(c.x), l.tensor.t,
+                                              s.act(c.dy), l.tensor.t, s.act(c.dx), l.params,
+                                              s.p(c.gamma), dgamma, dbeta, eps, saved, saved + c.c),
               name);
     return Status::success();
   }
@@ -217,8 +226,8 @@ struct TrainRun : steps::KernelLayerRun<TrainRun<kTrain>> {
     }
     return Status::success();
   }
-  // dx = dy W; dW = dy^T x; db = column sums of dy. mixed: dy (dlogits), x and dx bf16/fp16, dW
-  // accumulated and written in fp32.
+  // dx = dy W; dW = dy^T x; db = column sums of dy (each kNoTensor: not computed). mixed: dy
+  // (dlogits), x and dx bf16/fp16, dW accumulated and written in fp32.
   Status linear_grad(const LinearGradCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
     if (s.mixed()) {
@@ -229,10 +238,13 @@ struct TrainRun : steps::KernelLayerRun<TrainRun<kTrain>> {
                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                    name);
       }
-      ZOC_CUBLAS(cublasGemmEx(s.cublas, CUBLAS_OP_N, CUBLAS_OP_T, c.in, c.out, n, &one, s.act(c.x),
-                              s.types.blas_type, c.in, s.act(c.dy), s.types.blas_type, c.out, &zero,
-                              s.g(c.dw), CUDA_R_32F, c.in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 name);
+      if (c.dw != kNoTensor) {
+        ZOC_CUBLAS(
+            cublasGemmEx(s.cublas, CUBLAS_OP_N, CUBLAS_OP_T, c.in, c.out, n, &one, s.act(c.x),
+                         s.types.blas_type, c.in, s.act(c.dy), s.types.blas_type, c.out, &zero,
+                         s.g(c.dw), CUDA_R_32F, c.in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            name);
+      }
       if (c.db != kNoTensor) {
         ZOC_CUDA(trainer_kernels::sum_rows(s.act(c.dy), s.g(c.db), n, c.out, stream), name);
       }
@@ -243,9 +255,11 @@ struct TrainRun : steps::KernelLayerRun<TrainRun<kTrain>> {
                              c.in, s.a(c.dy), c.out, &zero, s.a(c.dx), c.in),
                  name);
     }
-    ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_N, CUBLAS_OP_T, c.in, c.out, n, &one, s.a(c.x), c.in,
-                           s.a(c.dy), c.out, &zero, s.g(c.dw), c.in),
-               name);
+    if (c.dw != kNoTensor) {
+      ZOC_CUBLAS(cublasSgemm(s.cublas, CUBLAS_OP_N, CUBLAS_OP_T, c.in, c.out, n, &one, s.a(c.x),
+                             c.in, s.a(c.dy), c.out, &zero, s.g(c.dw), c.in),
+                 name);
+    }
     if (c.db != kNoTensor) {
       ZOC_CUDA(trainer_kernels::sum_rows(s.a(c.dy), s.g(c.db), n, c.out, stream), name);
     }

@@ -292,6 +292,7 @@ int run(int argc, char** argv) {
   zoc::LoadOptions opts;
   if (!parse_overrides(args.sets, opts, diags)) return finish(diags);
   if (!zoc::parse_input_dims(args.input_dims, opts, diags)) return finish(diags);
+  opts.freeze = args.freeze;
   if (cmd.extract->parsed()) {
     if (zoc::is_onnx_file(args.model)) {
       zoc::extract_onnx_weights(args.model, args.output, opts, diags);

@@ -71,55 +71,63 @@ CLI::App* define_calibrate(CLI::App& app, Args& args) {
   return cal;
 }
 
+// The cuDNN backend's choices, which lower-to-target decides with (compile and ir).
+std::vector<CLI::Option*> add_target_options(CLI::App* cmd, Args& args) {
+  std::vector<CLI::Option*> opts;
+  opts.push_back(
+      cmd->add_option("--precision", args.precision, "fp32 (TF32 off), tf32, fp16 or bf16")
+          ->capture_default_str());
+  opts.push_back(cmd->add_option("--conv-api", args.conv_api,
+                                 "fused convolutions via cuDNN's 'legacy' call or 'graph' API "
+                                 "plans; auto: graph (plans built once; the legacy call plans "
+                                 "on every call)")
+                     ->check(CLI::IsMember({"auto", "legacy", "graph"}))
+                     ->capture_default_str());
+  opts.push_back(cmd->add_option("--linear", args.linear_api,
+                                 "linear layers via 'cublas' (GEMM after a bias kernel) or "
+                                 "'cudnn' (a fused convolution whose filter covers the input; "
+                                 "no cuBLAS in the model)")
+                     ->check(CLI::IsMember({"cublas", "cudnn"}))
+                     ->capture_default_str());
+  opts.push_back(cmd->add_option("--pad-input-channels", args.pad_input_channels,
+                                 "NHWC storage: pad the input's channels (RGB: 3) with zeros "
+                                 "up to a multiple of this, for tensor-core kernels in the "
+                                 "first convolution (0: off)")
+                     ->check(CLI::IsMember({0, 4, 8}))
+                     ->capture_default_str());
+  opts.push_back(cmd->add_option("--streams", args.streams,
+                                 "2 runs each side branch (ResNet's downsample) on a second "
+                                 "stream beside the main branch; 1: one stream; auto: 2 for "
+                                 "fp32/tf32")
+                     ->check(CLI::IsMember({"auto", "1", "2"}))
+                     ->capture_default_str());
+  opts.push_back(cmd->add_option("--layout", args.layout,
+                                 "activation storage: auto (fp32 NCHW; tf32, fp16, bf16 NHWC), "
+                                 "nchw or nhwc")
+                     ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
+                     ->capture_default_str());
+  opts.push_back(cmd->add_option("--depthwise", args.depthwise,
+                                 "depthwise convolutions (groups = channels) via zoc's own "
+                                 "kernel (fused epilogue) or cuDNN's grouped convolution")
+                     ->check(CLI::IsMember({"zoc", "cudnn"}))
+                     ->capture_default_str());
+  return opts;
+}
+
 }  // namespace
 
 Commands define_commands(CLI::App& app, Args& args) {
+  // Fine-tuning a model whose file cannot say requires_grad=False (YAML, ONNX), or freezing more.
+  auto add_freeze = [&](CLI::App* cmd, CLI::Option* train) {
+    CLI::Option* o = cmd->add_option("--freeze", args.freeze,
+                                     "training: keep the parameters whose names match this glob "
+                                     "fixed, as requires_grad=False does (repeatable)");
+    if (train) o->needs(train);
+  };
   auto add_model = [&](CLI::App* cmd) {
     cmd->add_option("model", args.model, "model file (.yaml, TorchScript .pt, or .onnx)")
         ->required();
     cmd->add_option("--set", args.sets, "override a model param: name=value (repeatable)");
-  };
-  // The cuDNN backend's choices, which lower-to-target decides with (compile and ir).
-  auto add_target_options = [&](CLI::App* cmd) {
-    std::vector<CLI::Option*> opts;
-    opts.push_back(
-        cmd->add_option("--precision", args.precision, "fp32 (TF32 off), tf32, fp16 or bf16")
-            ->capture_default_str());
-    opts.push_back(cmd->add_option("--conv-api", args.conv_api,
-                                   "fused convolutions via cuDNN's 'legacy' call or 'graph' API "
-                                   "plans; auto: graph (plans built once; the legacy call plans "
-                                   "on every call)")
-                       ->check(CLI::IsMember({"auto", "legacy", "graph"}))
-                       ->capture_default_str());
-    opts.push_back(cmd->add_option("--linear", args.linear_api,
-                                   "linear layers via 'cublas' (GEMM after a bias kernel) or "
-                                   "'cudnn' (a fused convolution whose filter covers the input; "
-                                   "no cuBLAS in the model)")
-                       ->check(CLI::IsMember({"cublas", "cudnn"}))
-                       ->capture_default_str());
-    opts.push_back(cmd->add_option("--pad-input-channels", args.pad_input_channels,
-                                   "NHWC storage: pad the input's channels (RGB: 3) with zeros "
-                                   "up to a multiple of this, for tensor-core kernels in the "
-                                   "first convolution (0: off)")
-                       ->check(CLI::IsMember({0, 4, 8}))
-                       ->capture_default_str());
-    opts.push_back(cmd->add_option("--streams", args.streams,
-                                   "2 runs each side branch (ResNet's downsample) on a second "
-                                   "stream beside the main branch; 1: one stream; auto: 2 for "
-                                   "fp32/tf32")
-                       ->check(CLI::IsMember({"auto", "1", "2"}))
-                       ->capture_default_str());
-    opts.push_back(cmd->add_option("--layout", args.layout,
-                                   "activation storage: auto (fp32 NCHW; tf32, fp16, bf16 NHWC), "
-                                   "nchw or nhwc")
-                       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
-                       ->capture_default_str());
-    opts.push_back(cmd->add_option("--depthwise", args.depthwise,
-                                   "depthwise convolutions (groups = channels) via zoc's own "
-                                   "kernel (fused epilogue) or cuDNN's grouped convolution")
-                       ->check(CLI::IsMember({"zoc", "cudnn"}))
-                       ->capture_default_str());
-    return opts;
   };
   CLI::App* ir_cmd = app.add_subcommand("ir", "print the verified IR of a model");
   add_model(ir_cmd);
@@ -127,8 +135,9 @@ Commands define_commands(CLI::App& app, Args& args) {
   ir_cmd->add_option("--weights", args.weights, "also validate this safetensors file");
   ir_cmd->add_flag("--strict", args.strict, "reject weights holding NaN or Inf");
   ir_cmd->add_flag("--optimize", args.optimize, "print the IR after the inference passes");
-  ir_cmd->add_flag("--train", args.train,
-                   "print the training graph: forward in training mode, loss, backward, SGD");
+  add_freeze(ir_cmd, ir_cmd->add_flag("--train", args.train,
+                                      "print the training graph: forward in training mode, loss, "
+                                      "backward, SGD"));
   ir_cmd->add_option("--input", args.input_dims,
                      "input size CxHxW (required for .pt models, and for .onnx models that leave "
                      "it dynamic)");
@@ -139,7 +148,7 @@ Commands define_commands(CLI::App& app, Args& args) {
   add_pass_options(ir_cmd);
   // Any of these (or --print-ir-after=lower-to-target) lowers the optimized graph for the cuDNN
   // backend: the IR then shows every value's storage and every node's runtime layer.
-  const std::vector<CLI::Option*> ir_target = add_target_options(ir_cmd);
+  const std::vector<CLI::Option*> ir_target = add_target_options(ir_cmd, args);
 
   CLI::App* compile_cmd =
       app.add_subcommand("compile", "generate standalone C++/cuDNN code for a model");
@@ -155,10 +164,11 @@ Commands define_commands(CLI::App& app, Args& args) {
                         "deleted");
   compile_cmd->add_option("--input", args.input_dims,
                           "input size CxHxW (default: the model's; required for .pt models)");
-  compile_cmd->add_flag("--train", args.train,
-                        "generate a trainer (training-mode forward, cross-entropy, backward, "
-                        "SGD; fp32) instead of inference code");
-  add_target_options(compile_cmd);
+  add_freeze(compile_cmd,
+             compile_cmd->add_flag("--train", args.train,
+                                   "generate a trainer (training-mode forward, cross-entropy, "
+                                   "backward, SGD; fp32) instead of inference code"));
+  add_target_options(compile_cmd, args);
   add_pass_options(compile_cmd);
 
   CLI::App* run_cmd = app.add_subcommand("run", "run a model with the reference CPU interpreter");
@@ -193,6 +203,7 @@ Commands define_commands(CLI::App& app, Args& args) {
                    "(tools/train/grad_reference.py writes one)")
       ->required();
   grad_cmd->add_option("-o,--output", args.output, "output .safetensors file")->required();
+  add_freeze(grad_cmd, nullptr);
 
   CLI::App* init_cmd = app.add_subcommand(
       "init-weights", "write seeded weights: PyTorch defaults or the layers' `init` (safetensors)");

@@ -28,6 +28,7 @@ struct Args {
   std::string conv_api = "auto";      // --conv-api auto|legacy|graph
   std::string linear_api = "cublas";  // --linear cublas|cudnn
   bool train = false;                 // zoc compile --train
+  std::vector<std::string> freeze;    // --freeze GLOB (training: parameters kept fixed)
   bool force = false;                 // zoc compile --force: replace files zoc did not write
   int pad_input_channels = 4;         // --pad-input-channels 0|4|8
   std::string streams = "auto";       // --streams auto|1|2

@@ -1,6 +1,8 @@
 // Frontend dispatch, shape inference and verification (see model_loader.h).
 #include "compiler/driver/model_loader.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -54,6 +56,31 @@ std::optional<LoadedModel> run_frontend(const std::string& path, Diagnostics& di
   diags.error(SourceLoc{path, 0, 0},
               fmt::format("unknown model file type '{}': expected .yaml, .pt or .onnx", ext));
   return std::nullopt;
+}
+
+// --freeze: marks each trainable parameter whose name matches a pattern on its layer
+// (Node::frozen), which the next shape inference turns into ParamSpec::frozen.
+bool freeze_parameters(ir::Graph& graph, const std::vector<std::string>& patterns,
+                       Diagnostics& diags) {
+  for (const std::string& pattern : patterns) {
+    size_t matched = 0;
+    for (ir::Node& n : graph.nodes) {
+      for (const ir::ParamSpec& p : n.params) {
+        if (!p.trainable || fnmatch(pattern.c_str(), p.name.c_str(), 0) != 0) continue;
+        ++matched;
+        if (std::find(n.frozen.begin(), n.frozen.end(), p.name) == n.frozen.end()) {
+          n.frozen.push_back(p.name);
+        }
+      }
+    }
+    if (matched == 0) {
+      diags.error(SourceLoc{"--freeze", 0, 0},
+                  fmt::format("'{}' matches no trainable parameter of model '{}' (names are the "
+                              "state_dict's, as `zoc ir` prints them: 'layer1.0.conv1.weight')",
+                              shown_text(pattern), shown_text(graph.name)));
+    }
+  }
+  return !diags.has_errors();
 }
 
 }  // namespace
@@ -113,6 +140,10 @@ std::optional<LoadedModel> load_model_and_weights(const std::string& path, Diagn
   untyped.require_types = false;
   if (!ir::verify(graph, diags, untyped)) return std::nullopt;
   if (!ir::infer_shapes(graph, diags)) return std::nullopt;
+  if (!options.freeze.empty()) {
+    if (!freeze_parameters(graph, options.freeze, diags)) return std::nullopt;
+    if (!ir::infer_shapes(graph, diags)) return std::nullopt;
+  }
   if (!ir::verify(graph, diags)) return std::nullopt;
   return model;
 }

@@ -24,6 +24,10 @@ struct LoadOptions {
   std::optional<std::array<int64_t, 3>> input_dims;
   // ONNX: graph inputs bound to constants, as serialized TensorProtos (onnx::Options).
   std::vector<std::pair<std::string, std::string>> bound_inputs;
+  // `--freeze GLOB`: the trainable parameters whose names match one of these (fnmatch) are
+  // frozen, as a TorchScript parameter with requires_grad=False is (ir::ParamSpec::frozen). A
+  // pattern that matches none is an error: a typo must not train what it meant to keep.
+  std::vector<std::string> freeze;
 };
 
 // A verified model and the weights its file carries, if it carries any (an ONNX model's

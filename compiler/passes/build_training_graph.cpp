@@ -167,10 +167,10 @@ bool Builder::check_model() {
   }
   // PyTorch's optimizers refuse an empty parameter list; a trainer would change nothing.
   if (any_frozen && !any_trained) {
-    diags_.error(model_loc, fmt::format("training graph: every parameter of model '{}' has "
-                                        "requires_grad=False, so training would change nothing "
-                                        "(PyTorch's optimizer refuses an empty parameter list); "
-                                        "unfreeze the layers to train",
+    diags_.error(model_loc, fmt::format("training graph: every parameter of model '{}' is frozen "
+                                        "(requires_grad=False or --freeze), so training would "
+                                        "change nothing (PyTorch's optimizer refuses an empty "
+                                        "parameter list); unfreeze the layers to train",
                                         shown_text(m_.name)));
     ok = false;
   }

@@ -1,20 +1,21 @@
 #!/usr/bin/env python3
 """Fine-tuning on the CPU: scripted networks with parameters of requires_grad=False, which
 zoc's training keeps fixed as PyTorch does (frozen_nets says which; case_script_frozen what is
-checked). Beside test_train.py, whose helpers it uses; tests/train/gpu_zoo_train_check.sh's
+checked), and `--freeze GLOB`, which freezes parameters of any model file (case_freeze_option). Beside test_train.py, whose helpers it uses; tests/train/gpu_zoo_train_check.sh's
 prepare step runs it to leave the GPU check's frozen networks and their reference steps.
 
   test_frozen.py --work DIR --zoc BIN
 """
 
 import argparse
+import fnmatch
 import glob
 import os
 import subprocess
 
 import numpy as np
 
-from test_train import check, nets, run
+from test_train import ROOT, check, nets, run
 
 
 def frozen_nets():
@@ -163,13 +164,14 @@ def case_script_frozen(a):
         run([a.zoc, "compile", path] + shape + ["--train", "-o", path + ".trainer"])
         # SGD's range holds exactly the parameters that train; SGD inside the backward pass
         # stays on (no backward call writes a frozen gradient); the frozen middle's BatchNorm
-        # writes its dgamma and dbeta, which cuDNN computes together, to a discard buffer.
+        # writes its dgamma and dbeta, which cuDNN computes together, to a discard buffer (each
+        # padded to 16 floats).
         header = open(glob.glob(path + ".trainer/*_train.h")[0]).read()
         trained = sum(p.numel() for p in net64.parameters() if p.requires_grad)
         check("kTrainableElements = %d;" % trained in header, "%s: kTrainableElements is not %d"
               % (name, trained))
         check("kGradWindowElements = 0;" not in header, "%s: in-backward SGD off" % name)
-        discard = 2 * 8 if name == "middle" else 0
+        discard = 2 * 16 if name == "middle" else 0
         check("kGradDiscardElements = %d;" % discard in header, "%s: kGradDiscardElements is "
               "not %d" % (name, discard))
         if name != "partly":  # (bf16 trainers refuse a convolution's bias)
@@ -204,7 +206,7 @@ def case_script_frozen(a):
     net.fc.requires_grad_(False)
     path = os.path.join(a.work, "all_frozen.pt")
     torch.jit.script(net.eval()).save(path)
-    want = "every parameter of model 'all_frozen' has requires_grad=False"
+    want = "every parameter of model 'all_frozen' is frozen (requires_grad=False or --freeze)"
     for cmd in (["compile", path] + shape + ["--train", "-o", path + ".trainer"],
                 ["grad", path] + shape + ["--batch-file", batch_path, "-o", path + ".g"]):
         r = subprocess.run([a.zoc] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -217,6 +219,73 @@ def case_script_frozen(a):
           % (len(frozen_nets()), worst))
 
 
+def case_freeze_option(a):
+    """`--freeze GLOB` freezes what a model file cannot mark (YAML, ONNX) as requires_grad=False
+    does: the scripted free_middle with --freeze 'conv2.*' --freeze 'bn2.*' gives `zoc grad`'s
+    file of the scripted middle byte for byte (case_script_frozen left both in --work); freezing
+    a layer of models/lenet.yaml and of an ONNX network leaves every other gradient exactly as
+    without it, with no gradient for the frozen tensors and each written unchanged; a pattern
+    that matches nothing is refused, and --freeze without --train too."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    def grad(model, out, extra):
+        run([a.zoc, "grad", model] + extra + ["-o", out])
+        return nets.safetensors_io.load_file(out)[0]
+
+    w = a.work
+    got = grad(os.path.join(w, "free_middle.pt"), os.path.join(w, "freeze.st"),
+               ["--input", "3x8x8", "--batch-file", os.path.join(w, "batch.safetensors"),
+                "--freeze", "conv2.*", "--freeze", "bn2.*"])
+    with open(os.path.join(w, "freeze.st"), "rb") as f1, \
+            open(os.path.join(w, "middle.grad.safetensors"), "rb") as f2:
+        check(f1.read() == f2.read(), "--freeze differs from requires_grad=False: %s" % sorted(got))
+
+    class Plain(nn.Module):  # (no BatchNorm: nothing for the ONNX exporter to fold)
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+            self.fc = nn.Linear(8, 10)
+
+        def forward(self, x):
+            x = F.relu(self.conv2(F.relu(self.conv1(x))))
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    torch.manual_seed(3)
+    onnx_path = os.path.join(w, "plain.onnx")
+    torch.onnx.export(Plain().eval(), torch.zeros(1, 3, 8, 8), onnx_path)
+    rng = np.random.default_rng(9)
+    lenet_batch = os.path.join(w, "lenet_batch.safetensors")
+    nets.safetensors_io.save_file(
+        {"input": rng.standard_normal((4, 1, 28, 28)).astype(np.float32),
+         "labels": rng.integers(0, 10, 4).astype(np.int32)}, lenet_batch)
+    lenet = os.path.join(ROOT, "models", "lenet.yaml")
+    cases = [(lenet, ["--batch-file", lenet_batch, "--seed", "4"], "conv2.*"),
+             (onnx_path, ["--batch-file", os.path.join(w, "batch.safetensors")], "conv2.*")]
+    for model, extra, pattern in cases:
+        free = grad(model, os.path.join(w, "free.st"), extra)
+        frozen = grad(model, os.path.join(w, "frozen.st"), extra + ["--freeze", pattern])
+        names = [k[len("grad."):] for k in free if k.startswith("grad.")]
+        hit = [n for n in names if fnmatch.fnmatch(n, pattern)]
+        check(hit and all("grad." + n not in frozen and "after." + n in frozen for n in hit),
+              "%s: frozen %s, got %s" % (model, hit, sorted(frozen)))
+        for k, v in free.items():
+            if k.startswith("grad.") and k[len("grad."):] not in hit:
+                check(np.array_equal(frozen[k], v), "%s: %s changed by --freeze" % (model, k))
+    for cmd, want in ((["grad", lenet, "--batch-file", lenet_batch, "--freeze", "conv9.*"],
+                       "'conv9.*' matches no trainable parameter of model 'lenet'"),
+                      (["compile", lenet, "--freeze", "conv1.*"], "--freeze requires --train")):
+        r = subprocess.run([a.zoc] + cmd + ["-o", os.path.join(w, "refused")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(r.returncode != 0 and want in r.stderr, "zoc %s: exit %d, stderr:\n%s"
+              % (cmd[0], r.returncode, r.stderr))
+        check(not os.path.exists(os.path.join(w, "refused")), "zoc %s wrote" % cmd[0])
+    print("ok: --freeze equals requires_grad=False; on YAML and ONNX it leaves every other "
+          "gradient as it was")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--work", required=True)
@@ -224,6 +293,7 @@ def main():
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     case_script_frozen(a)
+    case_freeze_option(a)
 
 
 if __name__ == "__main__":

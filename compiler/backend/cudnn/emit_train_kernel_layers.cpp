@@ -81,16 +81,14 @@ bool emit_train_operand_grad(EmitContext& ctx, const ir::Node& n, size_t i) {
   c.op = const_op_kind(op), c.reverse = reverse;
   c.c = one ? 1 : d.c, c.hw = one ? d.c * d.h * d.w : d.h * d.w;
   c.x = ctx.tensor(n.inputs[0]), c.dy = ctx.tensor(n.inputs[1]);
-  const std::string dv = grad_of(ctx, n, role);
-  c.v = param_offset(ctx, f, role), c.dx = ctx.tensor(n.output), c.dv = dv;
+  c.v = param_offset(ctx, f, role), c.dx = ctx.tensor(n.output), c.dv = grad_of(ctx, n, role);
   constant(ctx, "train::OperandGradCall", "kOpGrad_" + ctx.ids[i], named::items(c));
-  std::string what = op == ir::OpKind::Add              ? "dx = dy; dv = sum of dy"
+  const char* what = op == ir::OpKind::Add              ? "dx = dy; dv = sum of dy"
                      : op == ir::OpKind::Sub && reverse ? "dx = -dy; dv = sum of dy"
                      : op == ir::OpKind::Sub            ? "dx = dy; dv = -(sum of dy)"
                      : op == ir::OpKind::Div && reverse ? "dx = -dy * v / x^2; dv = sum of dy / x"
                      : op == ir::OpKind::Div            ? "dx = dy / v; dv = -(sum of dy * x) / v^2"
                                                         : "dx = dy * v; dv = sum of dy * x";
-  if (dv == "zoc::kNoTensor") what.resize(what.find(';'));  // a frozen v: dx only
   call(ctx, n, what,
        fmt::format("v.operand_grad(kOpGrad_{}, {})", ctx.ids[i], ctx.name_literal(f)));
   return true;

@@ -71,8 +71,14 @@ std::string grad_of(const EmitContext& ctx, const ir::Node& n, ir::ParamRole rol
   return "zoc::kNoTensor";
 }
 
+// A backward node's comment names its layer's frozen parameters, whose gradients it skips.
 void call(EmitContext& ctx, const ir::Node& n, const std::string& what, const std::string& text) {
   std::string loc = n.loc.known() ? fmt::format("  ({})", sanitize_comment(n.loc.str())) : "";
+  std::string frozen;
+  for (const ir::ParamSpec& p : n.origin.empty() ? std::vector<ir::ParamSpec>{} : n.params) {
+    if (p.trainable && p.frozen) frozen += (frozen.empty() ? "" : ", ") + sanitize_comment(p.name);
+  }
+  if (!frozen.empty()) loc = " (not for frozen " + frozen + ")" + loc;
   ctx.s.layers.comment(fmt::format("{}: {}{}", sanitize_comment(n.name), what, loc));
   ctx.s.layers.line("ZOC_TRY({});", text);
 }

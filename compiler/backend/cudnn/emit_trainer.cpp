@@ -206,7 +206,9 @@ std::optional<int64_t> mark_half(ir::Graph& g, ir::DType half, Diagnostics& diag
 }
 
 // cuDNN's BatchNorm backward writes dgamma and dbeta in one call, wanted or not: a BatchNorm
-// whose gamma or beta has no gradient (frozen) writes both to a discard buffer of 2 x C floats.
+// whose gamma or beta has no gradient (frozen) writes both to a discard buffer, dbeta at C
+// rounded up to 16 floats (64 bytes, as every tensor of the trainer's layout: NHWC kernels load
+// vectors).
 int64_t grad_discard_elements(const ir::Graph& g) {
   int64_t most = 0;
   for (const ir::Node& n : g.nodes) {
@@ -215,7 +217,7 @@ int64_t grad_discard_elements(const ir::Graph& g) {
     const ir::ParamSpec* beta = snippet::param(n, ir::ParamRole::kBnBias);
     const auto trains = [](const ir::ParamSpec* p) { return p && p->trainable && !p->frozen; };
     if (trains(gamma) && trains(beta)) continue;
-    most = std::max(most, 2 * g.type(n.inputs[0]).dims.at(0));
+    most = std::max(most, 2 * ((g.type(n.inputs[0]).dims.at(0) + 15) / 16 * 16));
   }
   return most;
 }

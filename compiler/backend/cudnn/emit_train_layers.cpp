@@ -75,8 +75,12 @@ std::string grad_of(const EmitContext& ctx, const ir::Node& n, ir::ParamRole rol
 void call(EmitContext& ctx, const ir::Node& n, const std::string& what, const std::string& text) {
   std::string loc = n.loc.known() ? fmt::format("  ({})", sanitize_comment(n.loc.str())) : "";
   std::string frozen;
-  for (const ir::ParamSpec& p : n.origin.empty() ? std::vector<ir::ParamSpec>{} : n.params) {
-    if (p.trainable && p.frozen) frozen += (frozen.empty() ? "" : ", ") + sanitize_comment(p.name);
+  if (!n.origin.empty()) {
+    for (const ir::ParamSpec& p : n.params) {
+      if (p.trainable && p.frozen) {
+        frozen += (frozen.empty() ? "" : ", ") + sanitize_comment(p.name);
+      }
+    }
   }
   if (!frozen.empty()) loc = " (not for frozen " + frozen + ")" + loc;
   ctx.s.layers.comment(fmt::format("{}: {}{}", sanitize_comment(n.name), what, loc));

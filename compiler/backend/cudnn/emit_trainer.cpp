@@ -206,9 +206,9 @@ std::optional<int64_t> mark_half(ir::Graph& g, ir::DType half, Diagnostics& diag
 }
 
 // cuDNN's BatchNorm backward writes dgamma and dbeta in one call, wanted or not: a BatchNorm
-// whose gamma or beta has no gradient (frozen) writes both to a discard buffer, dbeta at C
-// rounded up to 16 floats (64 bytes, as every tensor of the trainer's layout: NHWC kernels load
-// vectors).
+// whose gamma or beta has no gradient (frozen) writes both to a discard buffer of two halves,
+// each as wide as the widest such C rounded up to 16 floats (64 bytes, as every tensor of the
+// trainer's layout: NHWC kernels load vectors). The runtime puts dbeta at the second half.
 int64_t grad_discard_elements(const ir::Graph& g) {
   int64_t most = 0;
   for (const ir::Node& n : g.nodes) {

@@ -45,7 +45,10 @@ struct TrainState {
   char* grads = nullptr;     // the same layout
   char* params16 = nullptr;  // mixed: each conv and linear weight's copy, at half its offset
   void* grad16 = nullptr;    // mixed: a convolution's weight gradient before it becomes fp32
-  float* discard = nullptr;  // a frozen BatchNorm's dgamma and dbeta, which cuDNN must write
+  // A frozen BatchNorm's dgamma (first half) and dbeta (second half, 64-byte aligned: the
+  // emitter rounds each half up to 16 floats), which cuDNN must write.
+  float* discard = nullptr;
+  float* discard_beta = nullptr;
   trainer_kernels::LossScale* scaler = nullptr;  // fp16: dynamic loss scaling, on the device
   float* corrections = nullptr;  // fp16 with AdamW: its bias corrections, made on the device
   float* window = nullptr;       // in-backward SGD: one node's gradients (grads is then null)

@@ -294,6 +294,7 @@ Status Trainer<M>::allocate() {
   ZOC_CUDA(cudaMemset(s_.momenta, 0, param_bytes), "init");
   if (M::kGradDiscardElements > 0) {
     ZOC_CUDA(cudaMalloc(&s_.discard, M::kGradDiscardElements * sizeof(float)), "init");
+    s_.discard_beta = s_.discard + M::kGradDiscardElements / 2;
   }
   if (kMixed) {
     ZOC_CUDA(cudaMalloc(&s_.params16, M::kParamElements * 2), "init");

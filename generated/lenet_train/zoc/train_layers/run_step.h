@@ -154,14 +154,13 @@ struct TrainRun : steps::KernelLayerRun<TrainRun<kTrain>> {
     return Status::success();
   }
   // A frozen gamma or beta (kNoTensor) has its gradient written to the discard buffer: cuDNN
-  // computes both in one call (dbeta's at C rounded up to 16 floats, as emit_trainer.cpp sizes
-  // it).
+  // computes both in one call (dgamma's half of the buffer, or dbeta's).
   Status batchnorm_grad(BatchNormLayer& l, const BatchNormGradCall& c, const char* name) {
     const float one = 1.0f, zero = 0.0f;
     const float* saved = s.f(c.saved);
     const double eps = std::max(c.eps, CUDNN_BN_MIN_EPSILON);
     float* dgamma = c.dgamma == kNoTensor ? s.discard : s.g(c.dgamma);
-    float* dbeta = c.dbeta == kNoTensor ? s.discard + (c.c + 15) / 16 * 16 : s.g(c.dbeta);
+    float* dbeta = c.dbeta == kNoTensor ? s.discard_beta : s.g(c.dbeta);
     if (s.mixed()) {
       ZOC_CUDNN(
           cudnnBatchNormalizationBackwardEx(

@@ -95,7 +95,8 @@ void Runner::int8_conv(const ir::Node& node, const Conv2dShape& cs, const std::v
   }
 }
 
-void Runner::quantize(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::Quantize>(const ir::Node& node) {
   const auto scale = static_cast<float>(node.attrs.f("scale"));
   const float* x = in(node, 0);
   float* y = out(node.output);

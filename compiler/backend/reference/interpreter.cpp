@@ -40,18 +40,6 @@ const float* Runner::param(const ir::Node& node, ir::ParamRole role) {
   return nullptr;
 }
 
-template <class Math>
-void Runner::activation(const ir::Node& node) {
-  ref::activation<Math>(in(node, 0), out(node.output), count(node.output),
-                        ir::activation_params<Math>(node));
-}
-
-template <class Math>
-void Runner::activation_grad(const ir::Node& node) {
-  activation_backward<Math>(in(node, 0), in(node, 1), out(node.output), count(node.output),
-                            ir::activation_params<Math>(node));
-}
-
 Status Runner::exec(const ir::Node& node) {
   for (ir::ValueId v : ir::Graph::results(node)) allocate(v);
   dispatch(node);
@@ -62,157 +50,71 @@ Status Runner::exec(const ir::Node& node) {
   return Status::success();
 }
 
-// The op table's switch: each op's kernel.
+// The op table's switch: each op's handler.
 void Runner::dispatch(const ir::Node& node) {
-  const std::vector<int64_t>& od = dims(node.output);
   switch (node.op) {
-    case ir::OpKind::Input:
-    case ir::OpKind::Labels:
-      break;  // filled by run()
-    case ir::OpKind::Conv2d:
-      conv2d(node);
-      break;
-    case ir::OpKind::FusedConv2d:
-      fused_conv(node);
-      break;
-    case ir::OpKind::Quantize:
-      quantize(node);
-      break;
-    case ir::OpKind::BatchNorm2d:  // with the batch's statistics in a training graph
-      node.attrs.flag("training") ? batchnorm2d_train(node) : batchnorm2d(node);
-      break;
-    case ir::OpKind::Dropout:  // the identity, also in training mode (interpreter.h says why)
-    case ir::OpKind::Flatten:  // NCHW order is already the flattened order
-    case ir::OpKind::Reshape:
-    case ir::OpKind::DropoutGrad:
-      copy_input(node, 0);
-      break;
-    case ir::OpKind::FlattenGrad:
-      copy_input(node, 1);
-      break;
-    case ir::OpKind::Add:
-    case ir::OpKind::Sub:
-    case ir::OpKind::Mul:
-    case ir::OpKind::Div:
-      binary(node);
-      break;
-    case ir::OpKind::MaxPool2d:
-    case ir::OpKind::AvgPool2d:
-      pool(node);
-      break;
-    case ir::OpKind::GlobalAvgPool:
-      global_avgpool(in(node, 0), out(node.output), n_, od[0],
-                     dims(node.inputs[0])[1] * dims(node.inputs[0])[2]);
-      break;
-    case ir::OpKind::Linear:
-      linear(node);
-      break;
-    case ir::OpKind::Softmax:
-    case ir::OpKind::LogSoftmax:  // over features (rows) or each pixel's channels
-      softmax_any(node);
-      break;
-    case ir::OpKind::UpsampleNearest:
-    case ir::OpKind::UpsampleBilinear:
-      upsample(node);
-      break;
-    case ir::OpKind::ConvTranspose2d:
-      conv_transpose2d(node);
-      break;
-    case ir::OpKind::Argmax:
-      argmax(node);
-      break;
-    case ir::OpKind::Pad:
-      pad(node);
-      break;
-    case ir::OpKind::ChannelConv1d:
-      channel_conv1d(node);
-      break;
-    case ir::OpKind::Concat:
-      concat(node);
-      break;
-    case ir::OpKind::LayerScale:
-      layer_scale(node);
-      break;
-    case ir::OpKind::LayerNorm:
-      layernorm(node);
-      break;
-    case ir::OpKind::ChannelShuffle:
-      channel_shuffle(node);
-      break;
-    case ir::OpKind::SliceChannels:
-      slice_channels(node);
-      break;
-    case ir::OpKind::AdaptiveAvgPool2d:
-      adaptive_avgpool2d(node);
-      break;
-#define ZOC_ACTIVATION(op, grad, math) \
-  case ir::OpKind::op:                 \
-    activation<act::math>(node);       \
-    break;                             \
-  case ir::OpKind::grad:               \
-    activation_grad<act::math>(node);  \
+#define ZOC_OP(id, spelling, min_in, max_in, user, summary) \
+  case OpKind::id:                                          \
+    run_op<OpKind::id>(node);                               \
     break;
-#define ZOC_REF_ACTIVATION(op, grad, math) ZOC_ACTIVATION(op, grad, math)
 #include "compiler/ir/ops.def"
-    case ir::OpKind::SoftmaxCrossEntropy:
-      softmax_cross_entropy(node);
-      break;
-    case ir::OpKind::Conv2dGrad:
-      conv2d_grad(node);
-      break;
-    case ir::OpKind::BatchNorm2dGrad:
-      batchnorm2d_grad(node);
-      break;
-    case ir::OpKind::LinearGrad:
-      linear_grad(node);
-      break;
-    case ir::OpKind::SoftmaxGrad:
-    case ir::OpKind::LogSoftmaxGrad:
-      softmax_grad(node);
-      break;
-    case ir::OpKind::MaxPool2dGrad:
-    case ir::OpKind::AvgPool2dGrad:
-      pool_grad(node);
-      break;
-    case ir::OpKind::GlobalAvgPoolGrad:
-      global_avgpool_grad(node);
-      break;
-    case ir::OpKind::MulGrad:
-      mul_grad(node);
-      break;
-    case ir::OpKind::LayerScaleGrad:
-    case ir::OpKind::OperandGrad:
-      operand_grad(node);
-      break;
-    case ir::OpKind::LayerNormGrad:
-      layernorm_grad(node);
-      break;
-    case ir::OpKind::PadChannels:
-      pad_channels(node);
-      break;
-    case ir::OpKind::PadGrad:
-      pad_grad(node);
-      break;
-    case ir::OpKind::ChannelConv1dGrad:
-      channel_conv1d_grad(node);
-      break;
-    case ir::OpKind::AdaptiveAvgPool2dGrad:
-      adaptive_avgpool2d_grad(node);
-      break;
-    case ir::OpKind::UpsampleNearestGrad:
-    case ir::OpKind::UpsampleBilinearGrad:
-      upsample_grad(node);
-      break;
-    case ir::OpKind::ConvTranspose2dGrad:
-      conv_transpose2d_grad(node);
-      break;
-    case ir::OpKind::Sgd:
-      sgd(node);
-      break;
   }
 }
 
-void Runner::conv2d(const ir::Node& node) {
+// The handlers of ops that share a helper, or do nothing (the input and labels: run() fills
+// them), and the activations' (one generic kernel each way, zoc/math/activations.h).
+#define ZOC_SHARED_HANDLER(id, call)                                       \
+  template <>                                                              \
+  void Runner::run_op<OpKind::id>([[maybe_unused]] const ir::Node& node) { \
+    call;                                                                  \
+  }
+ZOC_SHARED_HANDLER(Input, {})
+ZOC_SHARED_HANDLER(Labels, {})
+ZOC_SHARED_HANDLER(Dropout, copy_input(node, 0))  // the identity, also in training mode
+ZOC_SHARED_HANDLER(Flatten, copy_input(node, 0))  // NCHW order is already the flattened order
+ZOC_SHARED_HANDLER(Reshape, copy_input(node, 0))
+ZOC_SHARED_HANDLER(DropoutGrad, copy_input(node, 0))
+ZOC_SHARED_HANDLER(FlattenGrad, copy_input(node, 1))
+ZOC_SHARED_HANDLER(Add, binary(node))
+ZOC_SHARED_HANDLER(Sub, binary(node))
+ZOC_SHARED_HANDLER(Mul, binary(node))
+ZOC_SHARED_HANDLER(Div, binary(node))
+ZOC_SHARED_HANDLER(MaxPool2d, pool(node))
+ZOC_SHARED_HANDLER(AvgPool2d, pool(node))
+ZOC_SHARED_HANDLER(Softmax, softmax_any(node))  // over features (rows) or each pixel's channels
+ZOC_SHARED_HANDLER(LogSoftmax, softmax_any(node))
+ZOC_SHARED_HANDLER(UpsampleNearest, upsample(node))
+ZOC_SHARED_HANDLER(UpsampleBilinear, upsample(node))
+ZOC_SHARED_HANDLER(SoftmaxGrad, softmax_grad(node))
+ZOC_SHARED_HANDLER(LogSoftmaxGrad, softmax_grad(node))
+ZOC_SHARED_HANDLER(MaxPool2dGrad, pool_grad(node))
+ZOC_SHARED_HANDLER(AvgPool2dGrad, pool_grad(node))
+ZOC_SHARED_HANDLER(LayerScaleGrad, operand_grad(node))
+ZOC_SHARED_HANDLER(OperandGrad, operand_grad(node))
+ZOC_SHARED_HANDLER(UpsampleNearestGrad, upsample_grad(node))
+ZOC_SHARED_HANDLER(UpsampleBilinearGrad, upsample_grad(node))
+// with the batch's statistics in a training graph
+ZOC_SHARED_HANDLER(BatchNorm2d,
+                   node.attrs.flag("training") ? batchnorm2d_train(node) : batchnorm2d(node))
+#define ZOC_ACTIVATION(op, grad, math)                                                             \
+  ZOC_SHARED_HANDLER(op,                                                                           \
+                     ref::activation<act::math>(in(node, 0), out(node.output), count(node.output), \
+                                                ir::activation_params<act::math>(node)))           \
+  ZOC_SHARED_HANDLER(grad, activation_backward<act::math>(in(node, 0), in(node, 1),                \
+                                                          out(node.output), count(node.output),    \
+                                                          ir::activation_params<act::math>(node)))
+#define ZOC_REF_ACTIVATION(op, grad, math) ZOC_ACTIVATION(op, grad, math)
+#include "compiler/ir/ops.def"
+#undef ZOC_SHARED_HANDLER
+
+template <>
+void Runner::run_op<OpKind::GlobalAvgPool>(const ir::Node& node) {
+  const std::vector<int64_t>& in_dims = dims(node.inputs[0]);
+  global_avgpool(in(node, 0), out(node.output), n_, dims(node.output)[0], in_dims[1] * in_dims[2]);
+}
+
+template <>
+void Runner::run_op<OpKind::Conv2d>(const ir::Node& node) {
   const float* w = param(node, ir::ParamRole::kWeight);
   const float* b = param(node, ir::ParamRole::kBias);
   if (!missing_.empty()) return;
@@ -222,7 +124,8 @@ void Runner::conv2d(const ir::Node& node) {
 
 // conv + bias (+ folded BN) (+ residual) (+ ReLU), computed as the unfused layers would be,
 // with the BN folded by the same arithmetic the generated code uses (zoc/weights/fold.h).
-void Runner::fused_conv(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::FusedConv2d>(const ir::Node& node) {
   const ir::Attrs& a = node.attrs;
   const Conv2dShape cs = conv_shape_of(a, dims(node.inputs[0]), dims(node.output), n_);
   const float* w = param(node, ir::ParamRole::kWeight);
@@ -272,7 +175,8 @@ void Runner::pool(const ir::Node& node) {
   (is_max ? maxpool2d : avgpool2d)(in(node, 0), out(node.output), ps);
 }
 
-void Runner::linear(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::Linear>(const ir::Node& node) {
   const float* w = param(node, ir::ParamRole::kWeight);
   const float* b = param(node, ir::ParamRole::kBias);
   if (!missing_.empty()) return;
@@ -280,7 +184,8 @@ void Runner::linear(const ir::Node& node) {
               dims(node.output)[0]);
 }
 
-void Runner::concat(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::Concat>(const ir::Node& node) {
   std::vector<const float*> ptrs;
   std::vector<int64_t> channels;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -291,14 +196,16 @@ void Runner::concat(const ir::Node& node) {
   concat_channels(ptrs, channels, out(node.output), n_, od[1] * od[2]);
 }
 
-void Runner::layer_scale(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::LayerScale>(const ir::Node& node) {
   const float* gamma = param(node, ir::ParamRole::kScale);
   if (!missing_.empty()) return;
   const auto [c, hw] = channels_of(node.inputs[0]);
   channel_scale(in(node, 0), gamma, out(node.output), n_, c, hw);
 }
 
-void Runner::layernorm(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::LayerNorm>(const ir::Node& node) {
   const float* w = param(node, ir::ParamRole::kNormWeight);
   const float* b = param(node, ir::ParamRole::kNormBias);
   if (!missing_.empty()) return;
@@ -306,12 +213,14 @@ void Runner::layernorm(const ir::Node& node) {
   ref::layernorm(in(node, 0), out(node.output), n_, c, hw, w, b, node.attrs.f("eps"));
 }
 
-void Runner::channel_shuffle(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::ChannelShuffle>(const ir::Node& node) {
   const auto [c, hw] = channels_of(node.inputs[0]);
   ref::channel_shuffle(in(node, 0), out(node.output), n_, c, hw, node.attrs.i("groups"));
 }
 
-void Runner::slice_channels(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::SliceChannels>(const ir::Node& node) {
   const auto [c, hw] = channels_of(node.inputs[0]);
   const int64_t count = node.attrs.i("count");
   copy_channels(in(node, 0), out(node.output), {n_, hw, c, node.attrs.i("start"), count, 0, count});

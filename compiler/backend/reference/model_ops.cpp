@@ -20,12 +20,14 @@ void Runner::upsample(const ir::Node& node) {
   }
 }
 
-void Runner::adaptive_avgpool2d(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::AdaptiveAvgPool2d>(const ir::Node& node) {
   ref::adaptive_avgpool2d(in(node, 0), out(node.output),
                           adaptive_shape_of(node.inputs[0], node.output));
 }
 
-void Runner::conv_transpose2d(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::ConvTranspose2d>(const ir::Node& node) {
   const float* w = param(node, ir::ParamRole::kWeight);
   const float* b = param(node, ir::ParamRole::kBias);
   if (!missing_.empty()) return;
@@ -43,7 +45,8 @@ void Runner::softmax_any(const ir::Node& node) {
   ref::softmax_dim1(in(node, 0), out(node.output), n_, c, hw, node.op == ir::OpKind::LogSoftmax);
 }
 
-void Runner::argmax(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::Argmax>(const ir::Node& node) {
   const auto [c, hw] = channels_of(node.inputs[0]);
   argmax_dim1(in(node, 0), out(node.output), n_, c, hw);
 }
@@ -82,7 +85,8 @@ BinaryOp binary_op_of(ir::OpKind op) {
   }
 }
 
-void Runner::pad(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::Pad>(const ir::Node& node) {
   const std::vector<int64_t>& x = dims(node.inputs[0]);
   const ir::Attrs& a = node.attrs;
   pad_constant(in(node, 0), out(node.output),
@@ -90,7 +94,8 @@ void Runner::pad(const ir::Node& node) {
                static_cast<float>(a.f("value")));
 }
 
-void Runner::channel_conv1d(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::ChannelConv1d>(const ir::Node& node) {
   const float* w = param(node, ir::ParamRole::kWeight);
   const float* b = param(node, ir::ParamRole::kBias);
   if (!missing_.empty()) return;

@@ -1,7 +1,10 @@
 // The interpreter's machinery (internal to compiler/backend/reference): a Runner executes one
-// graph node by node through the switch over the op table (Runner::exec, interpreter.cpp). The
-// ops' helpers are split by role: the model's ops in interpreter.cpp, the training graph's in
-// train_ops.cpp; the arithmetic is the kernels' (kernels.h, grad_kernels.h).
+// graph node by node. Each op of the table (compiler/ir/ops.def) has one handler,
+// `Runner::run_op<OpKind::X>`, declared for every op at the end of this file and defined in any
+// file of this folder, usually beside its kernel; the dispatch switch is generated from the
+// table (interpreter.cpp). So a new op adds its handler and nothing here: an op without one
+// fails to link. The model's ops are in interpreter.cpp and model_ops.cpp, the training graph's
+// in train_ops.cpp; the arithmetic is the kernels' (kernels.h, grad_kernels.h).
 #pragma once
 
 #include <string>
@@ -12,6 +15,8 @@
 #include "compiler/backend/reference/kernels.h"
 
 namespace zoc::ref::detail {
+
+using ir::OpKind;
 
 // What a run of a training graph adds: its labels, the optimizer's settings, and the results
 // its nodes report as side effects (running statistics, momentum buffers).
@@ -40,7 +45,10 @@ class Runner {
 
  private:
   Status exec(const ir::Node& node);    // dispatch, then a missing weight as an error
-  void dispatch(const ir::Node& node);  // the one switch over the op table
+  void dispatch(const ir::Node& node);  // the switch over the op table, to run_op<node.op>
+  // The handler of op K: reads the node's attributes and parameters, calls its kernel.
+  template <OpKind K>
+  void run_op(const ir::Node& node);
   void allocate(ir::ValueId v);
   // The node's parameter of `role` (null if it has none; a missing or mis-sized tensor in the
   // weights is recorded in missing_).
@@ -75,56 +83,21 @@ class Runner {
     return {n_ * in[0], in[1], in[2], out[1], out[2]};
   }
 
-  // The model's ops (interpreter.cpp).
-  void conv2d(const ir::Node& node);
-  void fused_conv(const ir::Node& node);
+  // Helpers that several ops' handlers share (each one's file in parentheses).
   // An int8 fused_conv2d (int8.cpp) from its weight and bias with any BatchNorm folded in.
   void int8_conv(const ir::Node& node, const Conv2dShape& cs, const std::vector<float>& w,
                  const std::vector<float>& bias);
-  void quantize(const ir::Node& node);
-  void batchnorm2d(const ir::Node& node);
-  void pool(const ir::Node& node);
-  void linear(const ir::Node& node);
-  void concat(const ir::Node& node);
-  void layer_scale(const ir::Node& node);
-  void layernorm(const ir::Node& node);
-  void channel_shuffle(const ir::Node& node);
-  void slice_channels(const ir::Node& node);
-  template <class Math>
-  void activation(const ir::Node& node);
+  void batchnorm2d(const ir::Node& node);           // (interpreter.cpp)
+  void pool(const ir::Node& node);                  // max and average
   void copy_input(const ir::Node& node, size_t k);  // dropout, flatten and their gradients
-
-  // The ops of issues 36 and 37 (model_ops.cpp).
-  void upsample(const ir::Node& node);
-  void adaptive_avgpool2d(const ir::Node& node);
-  void conv_transpose2d(const ir::Node& node);
-  void softmax_any(const ir::Node& node);
-  void argmax(const ir::Node& node);
-  void binary(const ir::Node& node);
-  void pad(const ir::Node& node);
-  void channel_conv1d(const ir::Node& node);
-
-  // The training graph's ops (train_ops.cpp).
-  void batchnorm2d_train(const ir::Node& node);
-  void softmax_cross_entropy(const ir::Node& node);
-  void conv2d_grad(const ir::Node& node);
-  void batchnorm2d_grad(const ir::Node& node);
-  void linear_grad(const ir::Node& node);
-  template <class Math>
-  void activation_grad(const ir::Node& node);
+  void upsample(const ir::Node& node);              // nearest and bilinear (model_ops.cpp)
+  void softmax_any(const ir::Node& node);           // softmax and log-softmax
+  void binary(const ir::Node& node);                // add, sub, mul, div
+  void batchnorm2d_train(const ir::Node& node);     // (train_ops.cpp)
   void softmax_grad(const ir::Node& node);
   void pool_grad(const ir::Node& node);
-  void global_avgpool_grad(const ir::Node& node);
-  void mul_grad(const ir::Node& node);
   void operand_grad(const ir::Node& node);
-  void layernorm_grad(const ir::Node& node);
-  void pad_channels(const ir::Node& node);
-  void pad_grad(const ir::Node& node);
-  void channel_conv1d_grad(const ir::Node& node);
-  void adaptive_avgpool2d_grad(const ir::Node& node);
   void upsample_grad(const ir::Node& node);
-  void conv_transpose2d_grad(const ir::Node& node);
-  void sgd(const ir::Node& node);
 
   const ir::Graph& g_;
   const Weights& w_;
@@ -138,5 +111,12 @@ class Runner {
   std::vector<bool> used_;  // read by a node or a graph output
   std::string missing_;     // a parameter the weights lack, or have with the wrong size
 };
+
+// Every op's handler, declared from the table (an explicit specialization must be declared
+// before the dispatch uses it).
+#define ZOC_OP(id, spelling, min_in, max_in, user, summary) \
+  template <>                                               \
+  void Runner::run_op<OpKind::id>(const ir::Node& node);
+#include "compiler/ir/ops.def"
 
 }  // namespace zoc::ref::detail

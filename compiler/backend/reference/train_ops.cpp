@@ -58,7 +58,8 @@ void Runner::batchnorm2d_train(const ir::Node& node) {
   }
 }
 
-void Runner::softmax_cross_entropy(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::SoftmaxCrossEntropy>(const ir::Node& node) {
   const double loss = ref::softmax_cross_entropy(in(node, 0), training_->labels.data(), n_,
                                                  dims(node.inputs[0])[0], out(node.output));
   wide_[node.extra_outputs.at(0)] = {loss};
@@ -66,7 +67,8 @@ void Runner::softmax_cross_entropy(const ir::Node& node) {
 }
 
 // An unused dx (the first layer's: the model input needs no gradient) is not computed.
-void Runner::conv2d_grad(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::Conv2dGrad>(const ir::Node& node) {
   const float* w = param(node, ir::ParamRole::kWeight);
   if (!missing_.empty()) return;
   conv2d_backward(in(node, 0), w, in(node, 1), used_[node.output] ? out(node.output) : nullptr,
@@ -74,7 +76,8 @@ void Runner::conv2d_grad(const ir::Node& node) {
                   conv_shape_of(node.attrs, dims(node.inputs[0]), dims(node.inputs[1]), n_));
 }
 
-void Runner::batchnorm2d_grad(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::BatchNorm2dGrad>(const ir::Node& node) {
   const float* gamma = param(node, ir::ParamRole::kBnWeight);
   if (!missing_.empty()) return;
   const std::vector<int64_t>& d = dims(node.inputs[0]);
@@ -85,7 +88,8 @@ void Runner::batchnorm2d_grad(const ir::Node& node) {
                              param_grad(node, ir::ParamRole::kBnBias));
 }
 
-void Runner::linear_grad(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::LinearGrad>(const ir::Node& node) {
   const float* w = param(node, ir::ParamRole::kWeight);
   if (!missing_.empty()) return;
   linear_backward(in(node, 0), w, in(node, 1), used_[node.output] ? out(node.output) : nullptr,
@@ -112,12 +116,14 @@ void Runner::pool_grad(const ir::Node& node) {
   }
 }
 
-void Runner::global_avgpool_grad(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::GlobalAvgPoolGrad>(const ir::Node& node) {
   const std::vector<int64_t>& d = dims(node.inputs[0]);
   global_avgpool_backward(in(node, 1), out(node.output), n_, d[0], d[1] * d[2]);
 }
 
-void Runner::mul_grad(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::MulGrad>(const ir::Node& node) {
   const auto [c, hw] = channels_of(node.inputs[0]);
   mul_backward(in(node, 0), in(node, 1), in(node, 2), out(node.output),
                out(node.extra_outputs.at(0)), n_, c, hw,
@@ -140,7 +146,8 @@ void Runner::operand_grad(const ir::Node& node) {
                    param_grad(node, role), n_, c, hw);
 }
 
-void Runner::layernorm_grad(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::LayerNormGrad>(const ir::Node& node) {
   const float* w = param(node, ir::ParamRole::kNormWeight);
   if (!missing_.empty()) return;
   const auto [c, hw] = channels_of(node.inputs[0]);
@@ -150,14 +157,16 @@ void Runner::layernorm_grad(const ir::Node& node) {
 }
 
 // dy into the zeros allocate() wrote.
-void Runner::pad_channels(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::PadChannels>(const ir::Node& node) {
   const auto [count, hw] = channels_of(node.inputs[0]);
   copy_channels(in(node, 0), out(node.output),
                 {n_, hw, count, 0, node.attrs.i("channels"), node.attrs.i("start"), count});
 }
 
 // Each plane of dy without the rows above and below and the columns left and right of x's.
-void Runner::pad_grad(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::PadGrad>(const ir::Node& node) {
   const std::vector<int64_t>& from = dims(node.inputs[0]);
   const std::vector<int64_t>& to = dims(node.output);
   const int64_t top = node.attrs.i("top"), left = node.attrs.i("left");
@@ -173,7 +182,8 @@ void Runner::pad_grad(const ir::Node& node) {
 
 // dx gathers each tap's share of dy; the taps' and bias's gradients sum over every sample and
 // output, in double (the forward's sums are).
-void Runner::channel_conv1d_grad(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::ChannelConv1dGrad>(const ir::Node& node) {
   const float* w = param(node, ir::ParamRole::kWeight);
   if (!missing_.empty()) return;
   const ir::Attrs& a = node.attrs;
@@ -213,7 +223,8 @@ void Runner::upsample_grad(const ir::Node& node) {
 // x, whose weight [C_in, C_out / groups, kh, kw] is PyTorch's: so dx is that convolution's
 // forward of dy, dw its weight gradient with dy as its input and x as its output's gradient, and
 // db the sum of dy over samples and pixels.
-void Runner::conv_transpose2d_grad(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::ConvTranspose2dGrad>(const ir::Node& node) {
   const float* w = param(node, ir::ParamRole::kWeight);
   if (!missing_.empty()) return;
   const float *x = in(node, 0), *dy = in(node, 1);
@@ -235,13 +246,15 @@ void Runner::conv_transpose2d_grad(const ir::Node& node) {
   }
 }
 
-void Runner::adaptive_avgpool2d_grad(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::AdaptiveAvgPool2dGrad>(const ir::Node& node) {
   adaptive_avgpool2d_backward(in(node, 1), out(node.output),
                               adaptive_shape_of(node.inputs[0], node.inputs[1]));
 }
 
 // PyTorch's SGD as zoc/kernels/train_kernels.cuh computes it, in float.
-void Runner::sgd(const ir::Node& node) {
+template <>
+void Runner::run_op<OpKind::Sgd>(const ir::Node& node) {
   const ir::ParamSpec& p = node.params.at(0);
   const float* w = param(node, p.role);
   if (!missing_.empty() || !training_) return;
